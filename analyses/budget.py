@@ -1,0 +1,56 @@
+"""Budget: the proposal stays within ``max_actions``.
+
+What it checks:
+    That the proposal has at most ``max_actions`` actions (``too-many-actions``,
+    proposal-level). Runs only when a budget is given (``max_actions=``,
+    ``--max-actions``); there is no default.
+
+Why it matters:
+    A hard cap on plan size bounds what one model turn can do, the way a
+    runtime's CostBudget rejects oversized proposals at verification time.
+
+How to fix:
+    Split the plan into smaller proposals, or raise the budget.
+
+Why this tier:
+    ``decision_procedure``: a count against a number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from car_verify.findings import Issue, Tier
+from car_verify.passes import Context, Example, Pass, Requirement
+
+_STEP = {"type": "tool_call", "tool": "step"}
+
+
+class BudgetPass(Pass):
+    name = "budget"
+    tier = Tier.DECISION_PROCEDURE
+    codes = ("too-many-actions",)
+    requires = frozenset({Requirement.MAX_ACTIONS})
+    verifies = "the number of actions is within max_actions"
+    cannot_verify = "tool-call, time and money budgets, which depend on run time"
+    examples = (
+        Example(
+            "two actions within a budget of two",
+            {"actions": [{**_STEP, "id": "a"}, {**_STEP, "id": "b"}]},
+            max_actions=2,
+        ),
+        Example(
+            "three actions over a budget of two",
+            {"actions": [{**_STEP, "id": x} for x in "abc"]},
+            ("too-many-actions",),
+            max_actions=2,
+        ),
+    )
+
+    def run(self, ctx: Context) -> Iterator[Issue]:
+        limit = ctx.options.max_actions
+        count = len(ctx.proposal.actions)
+        if limit is not None and count > limit:
+            yield ctx.issue(
+                "too-many-actions", f"the proposal has {count} actions; max_actions is {limit}"
+            )

@@ -1,0 +1,73 @@
+"""Conflicts: no two unordered actions write the same key.
+
+What it checks:
+    Every triple ``[a, b, key]`` where actions a and b (a before b in the
+    proposal) both write ``key`` and neither reaches the other in the DAG
+    (``write-conflict``, one finding per triple, on b). Writes are ``write_set``
+    when non-empty, else the keys of ``expected_effects`` plus a ``state_write``'s
+    key. The same triples are the result's ``conflicts``.
+
+Why it matters:
+    Actions of one level run concurrently, so which write lands last depends on
+    timing. The walk resolves the race by proposal order (the later action wins),
+    a runtime may not.
+
+How to fix:
+    Order the two writers with a dependency, or have them write different keys.
+
+Why this tier:
+    ``decision_procedure``: reachability in the DAG, decided exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from car_verify.findings import Issue, Tier
+from car_verify.passes import Context, Example, Pass
+
+
+class ConflictPass(Pass):
+    name = "conflicts"
+    tier = Tier.DECISION_PROCEDURE
+    codes = ("write-conflict",)
+    verifies = "no two actions write the same key without an order between them"
+    cannot_verify = "writes a tool performs without declaring them"
+    examples = (
+        Example(
+            "two writers, ordered",
+            {
+                "actions": [
+                    {"id": "a", "type": "tool_call", "tool": "t", "expected_effects": {"x": 1}},
+                    {
+                        "id": "b",
+                        "type": "tool_call",
+                        "tool": "t",
+                        "expected_effects": {"x": 2},
+                        "dependencies": ["a"],
+                    },
+                ]
+            },
+        ),
+        Example(
+            "two writers racing on one key",
+            {
+                "actions": [
+                    {"id": "a", "type": "tool_call", "tool": "t", "expected_effects": {"x": 1}},
+                    {"id": "b", "type": "tool_call", "tool": "t", "expected_effects": {"x": 2}},
+                ]
+            },
+            ("write-conflict",),
+        ),
+    )
+
+    def run(self, ctx: Context) -> Iterator[Issue]:
+        dag = ctx.dag
+        ids = dag.ids
+        for a, b, key in dag.conflicts:
+            yield ctx.issue(
+                "write-conflict",
+                f"{ids[a]!r} and {ids[b]!r} both write {key!r} and neither is ordered "
+                "before the other",
+                index=b,
+            )

@@ -1,0 +1,77 @@
+"""Operators: every precondition uses an operator from the spec's table.
+
+What it checks:
+    Each precondition's ``operator`` (and the ``operator`` an assertion spells in
+    its ``parameters``) is one of ``eq neq gt lt gte lte exists not_exists
+    contains``. Names are case-sensitive: ``EQ`` is unknown (``unknown-operator``).
+
+Why it matters:
+    Runtimes accept unknown operators and evaluate them to false, so the action is
+    silently blocked at run time. A typo in an operator is a plan that can never
+    run. The walk does not report such a precondition again as
+    ``precondition-unsatisfied``.
+
+How to fix:
+    Use an operator from the table; ``exists`` / ``not_exists`` test presence.
+
+Why this tier:
+    ``decision_procedure``: membership in a fixed set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from car_verify.findings import Issue, Tier
+from car_verify.passes import Context, Example, Pass
+from car_verify.values import KNOWN_OPERATORS
+
+
+class OperatorPass(Pass):
+    name = "operators"
+    tier = Tier.DECISION_PROCEDURE
+    codes = ("unknown-operator",)
+    verifies = "every precondition operator is in the operator table"
+    cannot_verify = "operators that a newer runtime may add"
+    examples = (
+        Example(
+            "a known operator",
+            {
+                "actions": [
+                    {
+                        "id": "a1",
+                        "type": "tool_call",
+                        "tool": "deploy",
+                        "preconditions": [{"key": "ready", "operator": "exists"}],
+                    }
+                ]
+            },
+            initial_state={"ready": True},
+        ),
+        Example(
+            "an operator spelt in capitals",
+            {
+                "actions": [
+                    {
+                        "id": "a1",
+                        "type": "tool_call",
+                        "tool": "deploy",
+                        "preconditions": [{"key": "ready", "operator": "EQ", "value": True}],
+                    }
+                ]
+            },
+            ("unknown-operator",),
+            initial_state={"ready": True},
+        ),
+    )
+
+    def run(self, ctx: Context) -> Iterator[Issue]:
+        for i, action in enumerate(ctx.proposal.actions):
+            for pre, where in action.predicate():
+                if pre.operator not in KNOWN_OPERATORS:
+                    yield ctx.issue(
+                        "unknown-operator",
+                        f"precondition on {pre.key!r} uses unknown operator {pre.operator!r}",
+                        index=i,
+                        where=(*where, "operator"),
+                    )

@@ -1,0 +1,225 @@
+"""STRIPS walk: every action can run in the state the plan leaves before it.
+
+What it checks:
+    The STRIPS-style forward walk of SEMANTICS section 4. Levels run in order;
+    each action is checked against the state as its level begins (the initial
+    state plus the declared effects of all earlier levels). It reports each false
+    precondition (``precondition-unsatisfied``, one per precondition), each
+    depended-on key that is absent (``missing-dependency``: ``state_dependencies``
+    and ``state_read`` keys), and each assertion whose predicate is false
+    (``assertion-fails``). Blocked actions' effects are applied anyway, so one
+    failure does not cascade into knock-on findings.
+
+Why it matters:
+    An action whose precondition cannot hold, or whose input key is never
+    produced, is rejected by the runtime before dispatch: the plan cannot do what
+    it says. The messages say whether any action writes the key and, when one
+    does but is not ordered before the reader, name it: the usual fix is a
+    missing dependency.
+
+How to fix:
+    Order the writer before the reader (``dependencies`` or
+    ``state_dependencies``), supply the key in the initial state, or correct the
+    precondition. On an action marked ``failure_behavior: skip`` these findings
+    are warnings: the author declared it optional.
+
+Why this tier:
+    ``decision_procedure``: the walk decides the property over the declared
+    ``expected_effects``. It is not a prediction that the tools behave as
+    declared; see the evidence bundle's assumptions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from car_verify.findings import Issue, Severity, Tier
+from car_verify.model import Action, FailureBehavior
+from car_verify.passes import Context, Example, Pass
+from car_verify.values import format_value
+from car_verify.walk import Cause
+
+
+def _names(ids: list[str], positions: list[int]) -> str:
+    shown = ", ".join(ids[i] for i in positions[:5])
+    return shown + (f" and {len(positions) - 5} more" if len(positions) > 5 else "")
+
+
+def key_pointer(action: Action, key: str) -> tuple[str | int, ...]:
+    """Where an action names a depended-on key."""
+    if key in action.state_dependencies:
+        return ("state_dependencies", action.state_dependencies.index(key))
+    if action.parameters.get("key") == key:
+        return ("parameters", "key")
+    keys = action.parameters.get("keys")
+    if isinstance(keys, list) and key in keys:
+        return ("parameters", "keys", keys.index(key))
+    return ()
+
+
+class StripsPass(Pass):
+    name = "strips"
+    tier = Tier.DECISION_PROCEDURE
+    codes = ("precondition-unsatisfied", "missing-dependency", "assertion-fails")
+    verifies = "preconditions, state dependencies and assertions hold in the forward walk"
+    cannot_verify = "whether tools really produce their declared expected_effects"
+    assumes = (
+        "each action changes the state exactly as its expected_effects declare",
+        "the initial state is the one given ({} when none is given)",
+    )
+    residual_risks = (
+        "a tool whose real effects differ from its declared expected_effects can still "
+        "block a later action at run time",
+    )
+    examples = (
+        Example(
+            "tests run before the gated deploy",
+            {
+                "actions": [
+                    {
+                        "id": "test",
+                        "type": "tool_call",
+                        "tool": "run_tests",
+                        "expected_effects": {"tests_passed": True},
+                    },
+                    {
+                        "id": "deploy",
+                        "type": "tool_call",
+                        "tool": "deploy",
+                        "preconditions": [{"key": "tests_passed", "value": True}],
+                        "dependencies": ["test"],
+                    },
+                ]
+            },
+        ),
+        Example(
+            "a deploy gated on tests nobody runs",
+            {
+                "actions": [
+                    {
+                        "id": "deploy",
+                        "type": "tool_call",
+                        "tool": "deploy",
+                        "preconditions": [{"key": "tests_passed", "value": True}],
+                    }
+                ]
+            },
+            ("precondition-unsatisfied",),
+        ),
+        Example(
+            "a report that reads a key nothing writes",
+            {
+                "actions": [
+                    {
+                        "id": "report",
+                        "type": "tool_call",
+                        "tool": "send_report",
+                        "state_dependencies": ["metrics"],
+                    }
+                ]
+            },
+            ("missing-dependency",),
+        ),
+        Example(
+            "an assertion that the walk proves false",
+            {
+                "actions": [
+                    {
+                        "id": "check",
+                        "type": "assertion",
+                        "parameters": {"key": "replicas", "operator": "gte", "value": 3},
+                    }
+                ]
+            },
+            ("assertion-fails",),
+            initial_state={"replicas": 1},
+        ),
+    )
+
+    def run(self, ctx: Context) -> Iterator[Issue]:
+        actions = ctx.proposal.actions
+        for trace in ctx.walk.traces:
+            if trace is None or not trace.causes:
+                continue
+            i = trace.index
+            action = actions[i]
+            severity = Severity.WARNING if action.failure_behavior is FailureBehavior.SKIP else None
+            for cause in trace.causes:
+                issue = self._issue(ctx, i, action, cause, severity)
+                if issue is not None:
+                    yield issue
+
+    def _issue(
+        self, ctx: Context, i: int, action: Action, cause: Cause, severity: Severity | None
+    ) -> Issue | None:
+        dag = ctx.dag
+        if cause.kind == "precondition" and cause.precondition is not None:
+            pre = cause.precondition
+            key = pre.key
+            head = f"precondition {key} {pre.operator} {format_value(pre.value)} is false"
+            writers = dag.writers.get(key, [])
+            if not writers:
+                why = f"{key!r} is {format_value(cause.actual)} and no action writes it"
+            else:
+                unordered = [w for w in writers if w != i and not dag.reaches(w, i)]
+                if unordered:
+                    why = (
+                        f"{key!r} is {format_value(cause.actual)} here; "
+                        f"written by {_names(dag.ids, unordered)}, not ordered before this action"
+                    )
+                else:
+                    why = (
+                        f"{key!r} is {format_value(cause.actual)} here, "
+                        f"after the writes of {_names(dag.ids, [w for w in writers if w != i])}"
+                        if any(w != i for w in writers)
+                        else f"{key!r} is {format_value(cause.actual)}; only this action writes it"
+                    )
+            return ctx.issue(
+                "precondition-unsatisfied",
+                f"{head}: {why}",
+                index=i,
+                where=cause.where,
+                severity=severity,
+            )
+        if cause.kind == "missing-key" and cause.key is not None:
+            key = cause.key
+            writers = dag.writers.get(key, [])
+            earlier = [w for w in writers if w < i]
+            later = [w for w in writers if w > i]
+            if earlier:
+                declared = [w for w in earlier if key in ctx.proposal.actions[w].effects()]
+                if not declared:
+                    why = (
+                        f"{_names(dag.ids, earlier)} name it in write_set but no declared "
+                        "effect sets it"
+                    )
+                else:
+                    why = "it is absent when this action's level begins"
+            elif later:
+                why = (
+                    "it is absent from the initial state and written only by later actions: "
+                    f"{_names(dag.ids, later)}"
+                )
+            else:
+                why = "it is absent from the initial state and written by no earlier action"
+            return ctx.issue(
+                "missing-dependency",
+                f"depends on state key {key!r}: {why}",
+                index=i,
+                where=key_pointer(action, key),
+                severity=severity,
+            )
+        if cause.kind == "assertion":
+            parts = "; ".join(
+                f"{p.key} {p.operator} {format_value(p.value)} ({p.key} is {format_value(actual)})"
+                for p, _, actual in cause.failed
+            )
+            first_where = cause.failed[0][1] if cause.failed else ()
+            return ctx.issue(
+                "assertion-fails",
+                f"assertion is false in the walk: {parts}",
+                index=i,
+                where=first_where,
+                severity=severity,
+            )
+        return None  # unknown-operator: reported by the operators pass

@@ -1,0 +1,121 @@
+"""Structure: the proposal is well-formed as a plan.
+
+What it checks:
+    That the proposal has actions (``empty-proposal``), that action ids are unique
+    (``duplicate-id``, one finding per action after the first that repeats an id),
+    that every ``type`` is one of ``tool_call``, ``state_write``, ``state_read``,
+    ``assertion`` (``unknown-action-type``), that every ``tool_call`` names its
+    tool (``missing-tool-name``) and every ``state_write`` names the key it sets
+    in ``parameters.key`` (``state-write-without-key``).
+
+Why it matters:
+    A runtime resolves dependencies, compensations and results by action id, so a
+    repeated id makes the plan ambiguous; an action of an unknown type or a tool
+    call without a tool cannot be dispatched at all.
+
+How to fix:
+    Give every action a unique ``id``; use one of the four action types; add the
+    ``tool`` of each ``tool_call`` and a string ``parameters.key`` to each
+    ``state_write``.
+
+Why this tier:
+    ``decision_procedure``: each check is set membership over the given proposal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from car_verify.findings import Issue, Tier
+from car_verify.model import Action
+from car_verify.passes import Context, Example, Pass
+
+
+class StructurePass(Pass):
+    name = "structure"
+    tier = Tier.DECISION_PROCEDURE
+    codes = (
+        "empty-proposal",
+        "duplicate-id",
+        "unknown-action-type",
+        "missing-tool-name",
+        "state-write-without-key",
+    )
+    verifies = (
+        "actions exist, ids are unique, types are known, tool calls and state writes are complete"
+    )
+    cannot_verify = "whether an id is meaningful to the caller"
+    examples = (
+        Example(
+            "a complete tool call",
+            {"actions": [{"id": "a1", "type": "tool_call", "tool": "deploy"}]},
+        ),
+        Example("no actions at all", {"actions": []}, ("empty-proposal",)),
+        Example(
+            "two actions called a1",
+            {
+                "actions": [
+                    {"id": "a1", "type": "tool_call", "tool": "build"},
+                    {"id": "a1", "type": "tool_call", "tool": "deploy"},
+                ]
+            },
+            ("duplicate-id",),
+        ),
+        Example(
+            "an action type the IR does not have",
+            {"actions": [{"id": "a1", "type": "shell_exec"}]},
+            ("unknown-action-type",),
+        ),
+        Example(
+            "a tool call that names no tool",
+            {"actions": [{"id": "a1", "type": "tool_call"}]},
+            ("missing-tool-name",),
+        ),
+        Example(
+            "a state write with no key",
+            {"actions": [{"id": "a1", "type": "state_write", "parameters": {"value": 1}}]},
+            ("state-write-without-key",),
+        ),
+    )
+
+    def run(self, ctx: Context) -> Iterator[Issue]:
+        actions = ctx.proposal.actions
+        if not actions:
+            yield ctx.issue("empty-proposal", "the proposal has no actions")
+            return
+        first: dict[str, int] = {}
+        for i, action in enumerate(actions):
+            earlier = first.setdefault(action.id, i)
+            if earlier != i:
+                yield ctx.issue(
+                    "duplicate-id",
+                    f"action id {action.id!r} is already used by action #{earlier}",
+                    index=i,
+                    where=("id",),
+                )
+            yield from self._shape(ctx, i, action)
+
+    @staticmethod
+    def _shape(ctx: Context, i: int, action: Action) -> Iterator[Issue]:
+        if action.type not in Action.KNOWN_TYPES:
+            yield ctx.issue(
+                "unknown-action-type",
+                f"unknown action type {action.type!r}; expected one of "
+                "tool_call, state_write, state_read, assertion",
+                index=i,
+                where=("type",),
+            )
+        elif action.type == "tool_call" and action.tool is None:
+            yield ctx.issue(
+                "missing-tool-name", "tool_call action has no `tool`", index=i, where=("type",)
+            )
+        elif action.type == "state_write" and action.param_key() is None:
+            present = "key" in action.parameters
+            yield ctx.issue(
+                "state-write-without-key",
+                "state_write's parameters.key is not a string"
+                if present
+                else "state_write has no parameters.key",
+                index=i,
+                where=("parameters", "key") if present else ("parameters",),
+            )

@@ -1,0 +1,89 @@
+"""Tools: every tool call names a registered tool and passes valid parameters.
+
+What it checks:
+    With a tool registry (an array of ToolSchema objects), that each
+    ``tool_call``'s ``tool`` is registered (``unknown-tool``) and that its
+    ``parameters`` satisfy the tool's ``parameters`` JSON Schema
+    (``param-schema``, one finding per violation, naming its JSON path). Schemas
+    are read with the draft their ``$schema`` declares (2020-12 if none), and
+    each tool's validator is built once. Without a registry the pass does not run
+    and the evidence bundle says so.
+
+Why it matters:
+    A call to a tool the runtime does not have, or with parameters its schema
+    rejects, fails before it does anything.
+
+How to fix:
+    Correct the tool name or register the tool; fix the parameter named in the
+    message.
+
+Why this tier:
+    ``decision_procedure``: set membership and JSON Schema validation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from car_verify.findings import Issue, Tier
+from car_verify.passes import Context, Example, Pass, Requirement
+
+_DEPLOY_TOOL = {
+    "name": "deploy",
+    "parameters": {
+        "type": "object",
+        "properties": {"env": {"type": "string", "enum": ["staging", "prod"]}},
+        "required": ["env"],
+    },
+}
+
+
+def _deploy(**params: object) -> dict[str, object]:
+    return {"actions": [{"id": "a1", "type": "tool_call", "tool": "deploy", "parameters": params}]}
+
+
+class ToolSchemaPass(Pass):
+    name = "tools"
+    tier = Tier.DECISION_PROCEDURE
+    codes = ("unknown-tool", "param-schema")
+    requires = frozenset({Requirement.TOOLS})
+    verifies = "tool calls name registered tools and pass parameters their schemas accept"
+    cannot_verify = "what a tool does with valid parameters"
+    assumes = ("the tool registry is the one the runtime will use",)
+    examples = (
+        Example("valid parameters", _deploy(env="staging"), tools=[_DEPLOY_TOOL]),
+        Example(
+            "a tool the registry does not have",
+            {"actions": [{"id": "a1", "type": "tool_call", "tool": "deploy_v2"}]},
+            ("unknown-tool",),
+            tools=[_DEPLOY_TOOL],
+        ),
+        Example(
+            "an environment the schema does not allow",
+            _deploy(env="qa"),
+            ("param-schema",),
+            tools=[_DEPLOY_TOOL],
+        ),
+    )
+
+    def run(self, ctx: Context) -> Iterator[Issue]:
+        tools = ctx.tools
+        assert tools is not None  # guaranteed by `requires`
+        for i, action in enumerate(ctx.proposal.actions):
+            if action.type != "tool_call" or action.tool is None:
+                continue
+            if action.tool not in tools:
+                yield ctx.issue(
+                    "unknown-tool",
+                    f"tool {action.tool!r} is not in the tool registry",
+                    index=i,
+                    where=("tool",),
+                )
+                continue
+            for error in tools.check_parameters(action.tool, action.parameters):
+                yield ctx.issue(
+                    "param-schema",
+                    f"parameters of {action.tool!r} at {error.json_path}: {error.message}",
+                    index=i,
+                    where=("parameters", *error.path),
+                )

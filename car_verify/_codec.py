@@ -1,0 +1,327 @@
+"""A small declarative JSON codec for the IR dataclasses.
+
+Each wire field is a dataclass field whose metadata names its JSON key, its
+decoder and when it is omitted on output. ``decode`` checks types and collects
+unknown keys into ``extra``; ``encode`` writes the canonical form (every field of
+the spec's table, in table order, then the unknown keys as they came).
+
+Decoders raise :class:`Bad` with a path *relative* to the value they decode;
+each enclosing level prepends its key, so nothing is formatted on the happy path.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Mapping
+from enum import Enum
+from typing import Any, Final, TypeVar
+
+from .errors import InputError
+
+__all__ = [
+    "MISSING",
+    "Bad",
+    "Decoder",
+    "decode",
+    "encode",
+    "wire",
+]
+
+T = TypeVar("T")
+Decoder = Callable[[Any], Any]
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Final = _Missing()
+_UNSET: Final = object()
+
+
+class Bad(Exception):
+    """A decoding failure at a relative path (internal; surfaces as InputError)."""
+
+    def __init__(self, problem: str, path: list[str | int] | None = None) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.path: list[str | int] = path if path is not None else []
+
+    def to_input_error(self, *prefix: str | int) -> InputError:
+        return InputError(self.problem, [*prefix, *self.path])
+
+
+def kind(value: object) -> str:
+    """How a value reads in an error message: 'a string', 'an object', ..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, (list, tuple)):
+        return "an array"
+    return f"a Python {type(value).__name__} (not JSON)"
+
+
+def expected(what: str, value: object) -> Bad:
+    return Bad(f"expected {what}, got {kind(value)}")
+
+
+# --- decoders -----------------------------------------------------------------
+
+
+def d_str(value: Any) -> str:
+    if type(value) is not str:
+        raise expected("a string", value)
+    return value
+
+
+def d_bool(value: Any) -> bool:
+    if type(value) is not bool:
+        raise expected("a boolean", value)
+    return value
+
+
+def d_uint(value: Any) -> int:
+    if type(value) is not int or value < 0:
+        if type(value) is int:
+            raise Bad(f"expected a non-negative integer, got {value}")
+        raise expected("a non-negative integer", value)
+    return value
+
+
+def d_number(value: Any) -> float:
+    if type(value) is bool or not isinstance(value, (int, float)):
+        raise expected("a number", value)
+    return float(value)
+
+
+def d_json(value: Any) -> Any:
+    """Any JSON value; checked to be JSON all the way down (a dict input may hold anything)."""
+    t = type(value)
+    if t is str or t is bool or value is None or t is int:
+        return value
+    if t is float:
+        if not math.isfinite(value):
+            raise Bad(f"expected a finite number, got {value}")
+        return value
+    if t is dict:
+        for key, item in value.items():
+            if type(key) is not str:
+                raise Bad(f"object keys must be strings, got {kind(key)}")
+            try:
+                d_json(item)
+            except Bad as bad:
+                bad.path.insert(0, key)
+                raise
+        return value
+    if t is list:
+        for index, item in enumerate(value):
+            try:
+                d_json(item)
+            except Bad as bad:
+                bad.path.insert(0, index)
+                raise
+        return value
+    raise Bad(f"expected a JSON value, got {kind(value)}")
+
+
+def d_object(value: Any) -> dict[str, Any]:
+    if type(value) is not dict:
+        raise expected("an object", value)
+    return d_json(value)  # type: ignore[no-any-return]
+
+
+def d_list(item: Decoder) -> Decoder:
+    def decode_list(value: Any) -> list[Any]:
+        if type(value) is not list:
+            raise expected("an array", value)
+        out = []
+        for index, element in enumerate(value):
+            try:
+                out.append(item(element))
+            except Bad as bad:
+                bad.path.insert(0, index)
+                raise
+        return out
+
+    return decode_list
+
+
+def d_str_list(value: Any) -> list[str]:
+    if type(value) is not list:
+        raise expected("an array of strings", value)
+    for index, element in enumerate(value):
+        if type(element) is not str:
+            raise Bad(f"expected a string, got {kind(element)}", [index])
+    return value
+
+
+def d_str_map(item: Decoder) -> Decoder:
+    def decode_map(value: Any) -> dict[str, Any]:
+        if type(value) is not dict:
+            raise expected("an object", value)
+        out = {}
+        for key, element in value.items():
+            try:
+                out[key] = item(element)
+            except Bad as bad:
+                bad.path.insert(0, key)
+                raise
+        return out
+
+    return decode_map
+
+
+def d_optional(inner: Decoder) -> Decoder:
+    """``null`` reads as absent (``None``)."""
+
+    def decode_optional(value: Any) -> Any:
+        return None if value is None else inner(value)
+
+    return decode_optional
+
+
+def d_enum(enum: type[Enum]) -> Decoder:
+    members = {member.value: member for member in enum}
+    choices = ", ".join(f'"{v}"' for v in members)
+
+    def decode_enum(value: Any) -> Enum:
+        if type(value) is not str:
+            raise expected(f"one of {choices}", value)
+        try:
+            return members[value]
+        except KeyError:
+            raise Bad(f'unknown value "{value}"; expected one of {choices}') from None
+
+    return decode_enum
+
+
+def d_model(cls: type[T]) -> Callable[[Any], T]:
+    def decode_model(value: Any) -> T:
+        return decode(cls, value)
+
+    return decode_model
+
+
+# --- field declaration ----------------------------------------------------------
+
+
+def wire(
+    name: str,
+    decoder: Decoder,
+    *,
+    default: Any = _UNSET,
+    factory: Callable[[], Any] | None = None,
+    required: bool = False,
+    omit_none: bool = False,
+    encoder: Callable[[Any], Any] | None = None,
+) -> Any:
+    """Declare a dataclass field that maps to the JSON key ``name``."""
+    meta = {
+        "wire": name,
+        "decoder": decoder,
+        "required": required,
+        "omit_none": omit_none,
+        "encoder": encoder,
+    }
+    if factory is not None:
+        return dataclasses.field(default_factory=factory, metadata=meta)
+    if default is not _UNSET:
+        return dataclasses.field(default=default, metadata=meta)
+    return dataclasses.field(metadata=meta)
+
+
+class _Spec:
+    __slots__ = (
+        "attr",
+        "decoder",
+        "default",
+        "encoder",
+        "factory",
+        "name",
+        "omit_none",
+        "required",
+    )
+
+    def __init__(self, field: dataclasses.Field[Any]) -> None:
+        meta = field.metadata
+        self.attr = field.name
+        self.name: str = meta["wire"]
+        self.decoder: Decoder = meta["decoder"]
+        self.required: bool = meta["required"]
+        self.omit_none: bool = meta["omit_none"]
+        self.encoder: Callable[[Any], Any] | None = meta["encoder"]
+        self.default = field.default
+        self.factory = field.default_factory
+
+
+_SPECS: dict[type, tuple[tuple[_Spec, ...], frozenset[str]]] = {}
+
+
+def _specs(cls: type) -> tuple[tuple[_Spec, ...], frozenset[str]]:
+    found = _SPECS.get(cls)
+    if found is None:
+        specs = tuple(_Spec(f) for f in dataclasses.fields(cls) if "wire" in f.metadata)
+        found = (specs, frozenset(s.name for s in specs))
+        _SPECS[cls] = found
+    return found
+
+
+def decode(cls: type[T], obj: Any) -> T:
+    """Build ``cls`` from a JSON object, or raise :class:`Bad` naming where it broke."""
+    if type(obj) is not dict:
+        raise expected("an object", obj)
+    specs, names = _specs(cls)
+    kwargs: dict[str, Any] = {}
+    for spec in specs:
+        value = obj.get(spec.name, MISSING)
+        if value is MISSING:
+            if spec.required:
+                raise Bad(f'missing required field "{spec.name}"')
+            continue
+        try:
+            kwargs[spec.attr] = spec.decoder(value)
+        except Bad as bad:
+            bad.path.insert(0, spec.name)
+            raise
+    if len(obj) > len(kwargs) and not names.issuperset(obj):
+        extra = {k: v for k, v in obj.items() if k not in names}
+        kwargs["extra"] = d_json(extra)
+    return cls(**kwargs)
+
+
+def to_json(value: Any) -> Any:
+    """Encode a modelled value (dataclass, enum, container) as fresh JSON data."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return encode(value)
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, Mapping):
+        return {k: to_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_json(v) for v in value]
+    return value
+
+
+def encode(obj: Any) -> dict[str, Any]:
+    specs, _ = _specs(type(obj))
+    out: dict[str, Any] = {}
+    for spec in specs:
+        value = getattr(obj, spec.attr)
+        if value is MISSING or (value is None and spec.omit_none):
+            continue
+        out[spec.name] = spec.encoder(value) if spec.encoder else to_json(value)
+    extra = getattr(obj, "extra", None)
+    if extra:
+        for key, value in extra.items():
+            if key not in out:
+                out[key] = to_json(value)
+    return out

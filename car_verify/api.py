@@ -1,0 +1,217 @@
+"""The Python API: ``verify`` and ``simulate``, and their result types."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._codec import Bad, d_json, expected
+from .errors import InputError, UsageError
+from .findings import Issue, Severity
+from .model import ActionProposal, load
+from .passes import (
+    CheckRecord,
+    Context,
+    Options,
+    Pass,
+    evidence_lists,
+    resolve_passes,
+    run_passes,
+)
+from .tools import ToolRegistry
+from .walk import ActionTrace, describe, walk
+
+__all__ = ["Evidence", "Simulation", "VerificationResult", "simulate", "verify"]
+
+ProposalLike = ActionProposal | Mapping[str, Any] | str | bytes | os.PathLike[str]
+
+
+@dataclass(slots=True)
+class Evidence:
+    """What was checked, what was assumed, and what was left untested."""
+
+    checks: list[CheckRecord]
+    assumptions: list[str]
+    untested_regions: list[str]
+    residual_risks: list[str]
+
+    @property
+    def confidence(self) -> float:
+        """The share of applicable checks that ran (coverage, not a probability)."""
+        if not self.checks:
+            return 0.0
+        return sum(1 for c in self.checks if c.ran) / len(self.checks)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "checks": [c.to_dict() for c in self.checks],
+            "assumptions": list(self.assumptions),
+            "untested_regions": list(self.untested_regions),
+            "residual_risks": list(self.residual_risks),
+            "confidence": self.confidence,
+        }
+
+
+@dataclass(slots=True)
+class VerificationResult:
+    """The verification result of the spec, plus ``evidence``.
+
+    ``to_dict()`` is exactly the wire object: ``valid``, ``issues``,
+    ``simulated_state``, ``execution_levels``, ``conflicts``, ``evidence``.
+    """
+
+    issues: list[Issue]
+    simulated_state: dict[str, Any]
+    execution_levels: list[list[str]]
+    conflicts: list[list[str]]
+    evidence: Evidence
+    proposal: ActionProposal = field(repr=False)
+
+    @property
+    def valid(self) -> bool:
+        """False if any issue has severity ``error``."""
+        return not any(i.severity is Severity.ERROR for i in self.issues)
+
+    @property
+    def errors(self) -> list[Issue]:
+        return [i for i in self.issues if i.severity is Severity.ERROR]
+
+    @property
+    def warnings(self) -> list[Issue]:
+        return [i for i in self.issues if i.severity is Severity.WARNING]
+
+    def codes(self) -> set[str]:
+        return {i.code for i in self.issues}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "valid": self.valid,
+            "issues": [i.to_dict() for i in self.issues],
+            "simulated_state": json.loads(json.dumps(self.simulated_state)),
+            "execution_levels": [list(level) for level in self.execution_levels],
+            "conflicts": [list(c) for c in self.conflicts],
+            "evidence": self.evidence.to_dict(),
+        }
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+
+
+class Simulation(dict[str, Any]):
+    """The end state of ``simulate`` (it *is* that dict), with the per-action ``trace``.
+
+    ``trace`` holds one :class:`~car_verify.walk.ActionTrace` per walked action:
+    its level, whether it runs or is blocked and by what, and which action (or the
+    initial state, ``None``) supplied each value it relied on. ``unwalked`` lists
+    the ids of actions on or after a dependency cycle.
+    """
+
+    trace: list[ActionTrace]
+    unwalked: list[str]
+
+    @property
+    def state(self) -> dict[str, Any]:
+        return dict(self)
+
+    @property
+    def blocked(self) -> list[str]:
+        return [t.action_id for t in self.trace if t.blocked]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The end state as a fresh JSON object (what ``car-verify simulate`` prints)."""
+        return json.loads(json.dumps(dict(self)))  # type: ignore[no-any-return]
+
+    def trace_dicts(self) -> list[dict[str, Any]]:
+        return [t.to_dict() for t in self.trace]
+
+    def explain(self) -> str:
+        """The trace as readable text, one line per action."""
+        lines = []
+        for t in self.trace:
+            if t.blocked:
+                why = "; ".join(describe(c) for c in t.causes)
+                lines.append(f"level {t.level}  {t.action_id}: blocked: {why}")
+            else:
+                got = ", ".join(
+                    f"{what} from {who or 'the initial state'}" for what, who in t.supplied.items()
+                )
+                lines.append(f"level {t.level}  {t.action_id}: runs" + (f" ({got})" if got else ""))
+        for action_id in self.unwalked:
+            lines.append(f"no level  {action_id}: not walked (on or after a dependency cycle)")
+        return "\n".join(lines)
+
+
+def _state(initial_state: Mapping[str, Any] | None) -> dict[str, Any]:
+    if initial_state is None:
+        return {}
+    try:
+        if not isinstance(initial_state, Mapping):
+            raise expected("an object", initial_state)
+        return dict(d_json(dict(initial_state)))
+    except Bad as bad:
+        raise InputError(bad.problem, ["initial_state", *bad.path]) from None
+
+
+def verify(
+    proposal: ProposalLike,
+    *,
+    tools: Any = None,
+    initial_state: Mapping[str, Any] | None = None,
+    max_actions: int | None = None,
+    passes: Iterable[str | Pass | type[Pass]] | None = None,
+    repeat_threshold: int = 3,
+) -> VerificationResult:
+    """Run the analysis passes over a proposal.
+
+    ``proposal``: anything :func:`car_verify.load` accepts. ``tools``: a tool
+    registry (a list of ToolSchema objects or dicts, a mapping, a path, or a
+    :class:`ToolRegistry`); without one the tool checks do not run. ``passes``:
+    names (or Pass classes / instances) of the passes to run; all by default.
+    Malformed input raises :class:`InputError`; a bad plan is a result.
+    """
+    model = load(proposal)
+    if max_actions is not None and (type(max_actions) is not int or max_actions < 0):
+        raise UsageError(f"max_actions must be a non-negative integer, got {max_actions!r}")
+    if type(repeat_threshold) is not int or repeat_threshold < 1:
+        raise UsageError(f"repeat_threshold must be a positive integer, got {repeat_threshold!r}")
+    registry = None if tools is None else ToolRegistry.coerce(tools)
+    ctx = Context(
+        model,
+        tools=registry,
+        initial_state=_state(initial_state),
+        options=Options(max_actions=max_actions, repeat_threshold=repeat_threshold),
+    )
+    chosen = resolve_passes(passes)
+    issues, checks = run_passes(ctx, chosen)
+    assumptions, untested, risks = evidence_lists(chosen, checks)
+    dag = ctx.dag
+    if dag.unlevelled:
+        untested.append(
+            "actions on or after a dependency cycle are not walked: "
+            + ", ".join(dag.ids[i] for i in dag.unlevelled[:20])
+            + (" ..." if len(dag.unlevelled) > 20 else "")
+        )
+    return VerificationResult(
+        issues=issues,
+        simulated_state=ctx.walk.state,
+        execution_levels=dag.execution_levels(),
+        conflicts=dag.conflict_triples(),
+        evidence=Evidence(checks, assumptions, untested, risks),
+        proposal=model,
+    )
+
+
+def simulate(
+    proposal: ProposalLike, *, initial_state: Mapping[str, Any] | None = None
+) -> Simulation:
+    """Predict the state the executor leaves behind (blocked actions' effects skipped)."""
+    model = load(proposal)
+    ctx = Context(model, initial_state=_state(initial_state))
+    result = walk(ctx.dag, ctx.initial_state, mode="simulate")
+    sim = Simulation(result.state)
+    sim.trace = [t for t in result.traces if t is not None]
+    sim.unwalked = [ctx.dag.ids[i] for i in ctx.dag.unlevelled]
+    return sim

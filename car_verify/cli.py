@@ -1,0 +1,233 @@
+"""The command line: ``car-verify verify | simulate | codes | passes``.
+
+``main(argv) -> int`` never raises: bad input or usage prints one line on stderr
+and returns 2 with nothing on stdout. Set ``CAR_VERIFY_DEBUG=1`` to see the
+traceback of an internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from .errors import CarVerifyError, InputError, UsageError
+
+__all__ = ["main"]
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def _read_source(name: str) -> tuple[bytes | Path, str]:
+    if name == "-":
+        return sys.stdin.buffer.read(), "<stdin>"
+    return Path(name), name
+
+
+def _load_proposal(name: str) -> Any:
+    from .model import load, read_json
+
+    source, label = _read_source(name)
+    if isinstance(source, Path):
+        return load(source)
+    data = read_json(source, name=label)
+    try:
+        return load(data) if isinstance(data, dict) else load(json.dumps(data))
+    except InputError as err:
+        raise err.with_source(label) from None
+
+
+def _load_state(name: str | None) -> dict[str, Any] | None:
+    if name is None:
+        return None
+    from .model import read_json
+
+    data = read_json(Path(name), name=name)
+    if not isinstance(data, dict):
+        raise InputError("the state file must hold a JSON object", source=name)
+    return data
+
+
+def _load_tools(name: str | None) -> Any:
+    if name is None:
+        return None
+    from .model import load_tools
+    from .tools import ToolRegistry
+
+    try:
+        return ToolRegistry(load_tools(Path(name)))
+    except InputError as err:
+        raise (err if err.source else err.with_source(name)) from None
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative number, got {value}")
+    return value
+
+
+def _write(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+# --- commands -------------------------------------------------------------------------------
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from .api import verify
+    from .reporters import render_json, render_sarif, render_text
+
+    proposal = _load_proposal(args.proposal)
+    passes = [p.strip() for p in args.passes.split(",") if p.strip()] if args.passes else None
+    result = verify(
+        proposal,
+        tools=_load_tools(args.tools),
+        initial_state=_load_state(args.state),
+        max_actions=args.max_actions,
+        passes=passes,
+        repeat_threshold=args.repeat_threshold,
+    )
+    if args.format == "json":
+        _write(render_json(result))
+    elif args.format == "sarif":
+        _write(render_sarif(result, artifact=None if args.proposal == "-" else args.proposal))
+    else:
+        _write(render_text(result))
+    return EXIT_OK if result.valid else EXIT_FINDINGS
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from .api import simulate
+
+    sim = simulate(_load_proposal(args.proposal), initial_state=_load_state(args.state))
+    if args.explain:
+        _write(sim.explain() + "\n")
+    elif args.trace:
+        doc = {"state": sim.to_dict(), "trace": sim.trace_dicts(), "unwalked": sim.unwalked}
+        _write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    else:
+        _write(json.dumps(sim.to_dict(), indent=2, ensure_ascii=False) + "\n")
+    return EXIT_OK
+
+
+def cmd_codes(args: argparse.Namespace) -> int:
+    from .codes import CODES
+
+    if args.format == "json":
+        doc = [
+            {
+                "code": c.name,
+                "severity": c.severity.value,
+                "tier": c.tier.value,
+                "summary": c.summary,
+            }
+            for c in CODES.values()
+        ]
+        _write(json.dumps(doc, indent=2) + "\n")
+    else:
+        width = max(len(c) for c in CODES)
+        for c in CODES.values():
+            _write(f"{c.name:<{width}}  {c.severity.value:<7}  {c.tier.value:<18}  {c.summary}\n")
+    return EXIT_OK
+
+
+def cmd_passes(args: argparse.Namespace) -> int:
+    from .passes import available_passes
+
+    for name, cls in available_passes().items():
+        needs = f" (needs: {', '.join(sorted(cls.requires))})" if cls.requires else ""
+        _write(f"{name}: {cls.verifies}{needs}\n    codes: {', '.join(cls.codes)}\n")
+    return EXIT_OK
+
+
+def _parser() -> _Parser:
+    parser = _Parser(
+        prog="car-verify",
+        description="Check Agent IR action proposals before they run.",
+    )
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"car-verify {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    p = sub.add_parser("verify", help="run the analysis passes and report issues")
+    p.add_argument("proposal", metavar="PROPOSAL", help="proposal JSON file, or - for stdin")
+    p.add_argument("--state", metavar="STATE.json", help="initial state (a JSON object)")
+    p.add_argument("--tools", metavar="TOOLS.json", help="tool registry (an array of ToolSchema)")
+    p.add_argument("--max-actions", type=_positive, metavar="N", help="action budget")
+    p.add_argument("--format", choices=("text", "json", "sarif"), default="text")
+    p.add_argument(
+        "--repeat-threshold",
+        type=_positive,
+        default=3,
+        metavar="N",
+        help="identical tool calls that count as a loop (default 3)",
+    )
+    p.add_argument("--passes", metavar="A,B", help="run only these passes (comma-separated)")
+    p.set_defaults(run=cmd_verify)
+
+    p = sub.add_parser("simulate", help="print the end state the executor would leave")
+    p.add_argument("proposal", metavar="PROPOSAL", help="proposal JSON file, or - for stdin")
+    p.add_argument("--state", metavar="STATE.json", help="initial state (a JSON object)")
+    group = p.add_mutually_exclusive_group()
+    group.add_argument(
+        "--trace", action="store_true", help="print state and per-action trace as JSON"
+    )
+    group.add_argument("--explain", action="store_true", help="print the trace as readable text")
+    p.set_defaults(run=cmd_simulate)
+
+    p = sub.add_parser("codes", help="list every finding code")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(run=cmd_codes)
+
+    p = sub.add_parser("passes", help="list the analysis passes")
+    p.set_defaults(run=cmd_passes)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code."""
+    try:
+        args = _parser().parse_args(argv)
+        run: Callable[[argparse.Namespace], int] = args.run
+        return run(args)
+    except SystemExit as exit_:  # --help / --version
+        return int(exit_.code or 0)
+    except CarVerifyError as err:
+        sys.stderr.write(f"car-verify: error: {_one_line(str(err))}\n")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        sys.stderr.write("car-verify: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    except Exception as err:  # never a traceback for users
+        if os.environ.get("CAR_VERIFY_DEBUG"):
+            raise
+        sys.stderr.write(
+            f"car-verify: internal error: {type(err).__name__}: {_one_line(str(err))}\n"
+        )
+        return EXIT_USAGE
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,296 @@
+"""The DAG of a proposal (SEMANTICS section 3): edges, levels, cycles, reachability, conflicts.
+
+This is the one module that knows how actions are ordered. Every other part
+(the walk, the passes, exporters, the executor) asks a :class:`Dag`.
+
+Edges P -> A exist when P's id is in A's ``dependencies``, when A refers to
+P's output (``$P.output``), or when a key A depends on (``state_dependencies``,
+a ``state_read`` key) is written by P and P comes *before* A in the proposal.
+The last rule links A to *every* earlier writer of the key; to keep the graph
+linear in size, those edges are routed through one *cover node* per
+(key, number of earlier writers): cover(k, m) has edges from cover(k, m-1) and
+from the m-th writer of k, so a path from writer w to A exists exactly when the
+original edge w -> A does. Cover nodes carry no level of their own.
+
+Reachability for ``conflicts`` uses ancestor bitsets over the actions that write
+a shared key, computed once in topological order and released as soon as the
+last successor has read them.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Literal
+
+from .model import Action, ActionProposal
+
+__all__ = ["Cycle", "Dag", "Edge", "UnknownRef"]
+
+EdgeKind = Literal["dependency", "output", "state"]
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """One real edge ``source -> target`` (positions), with the reason it exists."""
+
+    source: int
+    target: int
+    kind: EdgeKind
+    label: str  # the dependency id, the output reference, or the state key
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownRef:
+    """A ``dependencies`` entry or ``$id.output`` reference that names no action."""
+
+    index: int
+    target: str
+    pointer: tuple[str | int, ...]
+    kind: Literal["dependency", "output"]
+
+
+@dataclass(frozen=True, slots=True)
+class Cycle:
+    """A strongly connected group of actions; ``path`` is one cycle through its first action."""
+
+    members: tuple[int, ...]
+    path: tuple[int, ...]
+
+
+class Dag:
+    """Ordering facts of one proposal, computed once."""
+
+    def __init__(self, proposal: ActionProposal) -> None:
+        actions = proposal.actions
+        self.proposal = proposal
+        self.actions: list[Action] = actions
+        n = self.n = len(actions)
+        self.ids: list[str] = [a.id for a in actions]
+        positions: dict[str, list[int]] = {}
+        for i, action_id in enumerate(self.ids):
+            positions.setdefault(action_id, []).append(i)
+        self.positions = positions
+
+        self.writes: list[list[str]] = [a.writes() for a in actions]
+        writers: dict[str, list[int]] = {}
+        for i, keys in enumerate(self.writes):
+            for key in keys:
+                writers.setdefault(key, []).append(i)
+        self.writers = writers
+        self.keys: list[list[str]] = [a.depended_keys() for a in actions]
+
+        preds: list[list[int]] = [[] for _ in range(n)]
+        task_preds: list[list[int]] = [[] for _ in range(n)]
+        unknown: list[UnknownRef] = []
+        chains: dict[str, list[int]] = {}
+
+        def cover(key: str, count: int) -> int:
+            """The node that every one of the first ``count`` writers of ``key`` reaches."""
+            ws = writers[key]
+            if count == 1:
+                return ws[0]
+            chain = chains.get(key)
+            if chain is None:
+                chain = chains[key] = [ws[0]]
+            while len(chain) < count:
+                node = len(preds)
+                preds.append([chain[-1], ws[len(chain)]])
+                chain.append(node)
+            return chain[count - 1]
+
+        self.earlier_writers: list[list[tuple[str, int]]] = [[] for _ in range(n)]
+        for i, action in enumerate(actions):
+            own = preds[i]
+            tasks = task_preds[i]
+            for j, dep in enumerate(action.dependencies):
+                targets = positions.get(dep)
+                if targets is None:
+                    unknown.append(UnknownRef(i, dep, ("dependencies", j), "dependency"))
+                else:
+                    own.extend(targets)
+                    tasks.extend(targets)
+            for ref in action.output_refs():
+                targets = positions.get(ref.action_id)
+                if targets is None:
+                    unknown.append(UnknownRef(i, ref.action_id, ref.pointer, "output"))
+                else:
+                    own.extend(targets)
+                    tasks.extend(targets)
+            for key in self.keys[i]:
+                ws = writers.get(key)
+                if ws:
+                    count = bisect_left(ws, i)
+                    if count:
+                        own.append(cover(key, count))
+                        self.earlier_writers[i].append((key, count))
+        self.preds = preds
+        self.task_preds = task_preds
+        self.unknown_refs = unknown
+        self._order_and_levels()
+
+    # --- levels and cycles ---------------------------------------------------------------
+
+    def _order_and_levels(self) -> None:
+        n, preds = self.n, self.preds
+        total = len(preds)
+        succ: list[list[int]] = [[] for _ in range(total)]
+        for node, ps in enumerate(preds):
+            for p in ps:
+                succ[p].append(node)
+        indeg = [len(ps) for ps in preds]
+        level = [-1] * total
+        queue = deque(node for node in range(total) if not indeg[node])
+        order: list[int] = []
+        while queue:
+            node = queue.popleft()
+            order.append(node)
+            ps = preds[node]
+            if ps:
+                top = max(level[p] for p in ps)
+                level[node] = top + 1 if node < n else top
+            else:
+                level[node] = 0
+            for s in succ[node]:
+                indeg[s] -= 1
+                if not indeg[s]:
+                    queue.append(s)
+        self.succ = succ
+        self.order = order
+        self.level = level
+        depth = max((level[i] for i in range(n)), default=-1) + 1
+        levels: list[list[int]] = [[] for _ in range(depth)]
+        for i in range(n):
+            if level[i] >= 0:
+                levels[level[i]].append(i)
+        self.levels = levels
+        self.unlevelled: list[int] = [i for i in range(n) if level[i] < 0]
+
+    @cached_property
+    def cycles(self) -> list[Cycle]:
+        """Each strongly connected group among the unlevelled actions, first action first."""
+        if not self.unlevelled:
+            return []
+        import networkx as nx
+
+        n = self.n
+        stuck = {node for node, lvl in enumerate(self.level) if lvl < 0}
+        graph: nx.DiGraph[int] = nx.DiGraph()
+        graph.add_nodes_from(stuck)
+        graph.add_edges_from((p, node) for node in stuck for p in self.preds[node] if p in stuck)
+        cycles: list[Cycle] = []
+        for component in nx.strongly_connected_components(graph):
+            if len(component) == 1:
+                (only,) = component
+                if not graph.has_edge(only, only):
+                    continue
+            members = tuple(sorted(v for v in component if v < n))
+            start = members[0]
+            loop = nx.find_cycle(graph.subgraph(component), source=start)
+            path = [start, *(edge[1] for edge in loop)]
+            cycles.append(Cycle(members, tuple(v for v in path if v < n)))
+        cycles.sort(key=lambda c: c.members[0])
+        return cycles
+
+    def downstream(self, members: tuple[int, ...]) -> list[int]:
+        """Actions reachable from ``members`` that are not themselves members (positions)."""
+        inside = set(members)
+        seen = set(members)
+        stack = list(members)
+        while stack:
+            for s in self.succ[stack.pop()]:
+                if s not in seen:
+                    seen.add(s)
+                    stack.append(s)
+        return sorted(v for v in seen if v < self.n and v not in inside)
+
+    def execution_levels(self) -> list[list[str]]:
+        """``execution_levels``: ids per level, proposal order inside a level."""
+        ids = self.ids
+        return [[ids[i] for i in level] for level in self.levels]
+
+    # --- reachability and conflicts --------------------------------------------------------
+
+    def reaches(self, source: int, target: int) -> bool:
+        """True when a path leads from action ``source`` to action ``target``."""
+        if source == target:
+            return False
+        level = self.level
+        if level[source] < 0 or level[target] < 0 or level[source] >= level[target]:
+            return False
+        seen = {target}
+        stack = [target]
+        preds = self.preds
+        floor = level[source]
+        while stack:
+            for p in preds[stack.pop()]:
+                if p == source:
+                    return True
+                if p not in seen and level[p] >= floor:
+                    seen.add(p)
+                    stack.append(p)
+        return False
+
+    @cached_property
+    def conflicts(self) -> list[tuple[int, int, str]]:
+        """Every ``(a, b, key)``: a before b, both write key, neither reaches the other."""
+        shared = {k for k, ws in self.writers.items() if len(ws) > 1}
+        if not shared:
+            return []
+        n, preds, succ, writes = self.n, self.preds, self.succ, self.writes
+        remaining = [len(s) for s in succ]
+        out: list[int] = [0] * len(preds)
+        owner: list[int] = []
+        seen: dict[str, int] = dict.fromkeys(shared, 0)
+        found: list[tuple[int, int, str]] = []
+        for node in self.order:
+            ancestors = 0
+            for p in preds[node]:
+                ancestors |= out[p]
+                remaining[p] -= 1
+                if not remaining[p]:
+                    out[p] = 0
+            if node < n:
+                keys = [k for k in writes[node] if k in shared]
+                if keys:
+                    bit = 1 << len(owner)
+                    owner.append(node)
+                    for key in keys:
+                        written = seen[key]
+                        unordered = written & ~ancestors
+                        while unordered:
+                            low = unordered & -unordered
+                            other = owner[low.bit_length() - 1]
+                            a, b = (other, node) if other < node else (node, other)
+                            found.append((a, b, key))
+                            unordered ^= low
+                        seen[key] = written | bit
+                    ancestors |= bit
+            if remaining[node]:
+                out[node] = ancestors
+        found.sort()
+        return found
+
+    def conflict_triples(self) -> list[list[str]]:
+        ids = self.ids
+        return [[ids[a], ids[b], key] for a, b, key in self.conflicts]
+
+    # --- edges with reasons (for people: traces, exporters) ------------------------------------
+
+    def edges(self) -> Iterator[Edge]:
+        """Every real edge with its reason; state edges to every earlier writer of the key."""
+        positions = self.positions
+        for i, action in enumerate(self.actions):
+            for dep in action.dependencies:
+                for t in positions.get(dep, ()):
+                    yield Edge(t, i, "dependency", dep)
+            for ref in action.output_refs():
+                for t in positions.get(ref.action_id, ()):
+                    label = f"${ref.action_id}.output" + (f".{ref.path}" if ref.path else "")
+                    yield Edge(t, i, "output", label)
+            for key, count in self.earlier_writers[i]:
+                for w in self.writers[key][:count]:
+                    yield Edge(w, i, "state", key)

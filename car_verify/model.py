@@ -1,0 +1,768 @@
+"""The Agent IR model: every wire type of ``agent-ir-spec.md`` as a typed dataclass.
+
+Reading is strict about JSON types and lenient about unknown fields: a value of
+the wrong type raises :class:`~car_verify.errors.InputError` naming its JSON path,
+an unknown field is kept in ``extra`` and written back by ``to_dict()``.
+``to_dict()`` writes the canonical form: every field of the spec's table with its
+value, in table order, except ``compensation`` and the optional fields without a
+default (``tool``, ``timeout_ms``, ...), which are omitted when absent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, ClassVar, Literal, Self, TypeAlias
+
+from ._codec import (
+    MISSING,
+    Bad,
+    d_bool,
+    d_enum,
+    d_json,
+    d_list,
+    d_model,
+    d_number,
+    d_object,
+    d_optional,
+    d_str,
+    d_str_list,
+    d_str_map,
+    d_uint,
+    decode,
+    encode,
+    expected,
+    kind,
+    wire,
+)
+from .errors import InputError
+
+__all__ = [
+    "Action",
+    "ActionProposal",
+    "ActionRefCompensation",
+    "ActionResult",
+    "ActionStatus",
+    "ActionType",
+    "Compensation",
+    "CostSummary",
+    "CostTarget",
+    "DataChunk",
+    "DoneChunk",
+    "ErrorChunk",
+    "FailureBehavior",
+    "OutputRef",
+    "PolicyViolation",
+    "Precondition",
+    "ProgressChunk",
+    "ProposalResult",
+    "Reversibility",
+    "StateAssumption",
+    "StateMutation",
+    "TextChunk",
+    "ToolCompensation",
+    "ToolControl",
+    "ToolHandle",
+    "ToolInvocationMode",
+    "ToolPollResult",
+    "ToolRateLimit",
+    "ToolSchema",
+    "ToolStatus",
+    "ToolStreamChunk",
+    "ToolStreamEvent",
+    "chunk_from_dict",
+    "load",
+    "load_tools",
+    "read_json",
+]
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class Wire:
+    """Shared by every wire type: ``from_dict`` / ``to_dict`` / ``to_json``."""
+
+    __slots__ = ()
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Self:
+        """Model ``data`` (a JSON object), or raise InputError naming the JSON path."""
+        try:
+            return decode(cls, data)
+        except Bad as bad:
+            raise bad.to_input_error() from None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The canonical wire object, as fresh JSON data."""
+        return encode(self)
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+
+
+# --- enums ----------------------------------------------------------------------
+
+
+class ActionType(StrEnum):
+    TOOL_CALL = "tool_call"
+    STATE_WRITE = "state_write"
+    STATE_READ = "state_read"
+    ASSERTION = "assertion"
+
+
+class Reversibility(StrEnum):
+    REVERSIBLE = "reversible"
+    COMPENSABLE = "compensable"
+    IRREVERSIBLE = "irreversible"
+
+    @property
+    def rank(self) -> int:
+        """How hard it is to undo: reversible 0 < compensable 1 < irreversible 2."""
+        return _REVERSIBILITY_RANK[self]
+
+
+_REVERSIBILITY_RANK = {
+    Reversibility.REVERSIBLE: 0,
+    Reversibility.COMPENSABLE: 1,
+    Reversibility.IRREVERSIBLE: 2,
+}
+
+
+class FailureBehavior(StrEnum):
+    ABORT = "abort"
+    RETRY = "retry"
+    SKIP = "skip"
+
+
+class ToolInvocationMode(StrEnum):
+    ONE_SHOT = "one_shot"
+    STREAMING = "streaming"
+    LONG_RUNNING = "long_running"
+
+
+class ActionStatus(StrEnum):
+    PROPOSED = "proposed"
+    VALIDATED = "validated"
+    REJECTED = "rejected"
+    EXECUTING = "executing"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+
+class ToolStatus(StrEnum):
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class ToolControl(StrEnum):
+    POLL = "poll"
+    CANCEL = "cancel"
+
+
+# --- tagged unions ----------------------------------------------------------------
+
+
+def d_tagged(tag: str, variants: Mapping[str, type[Any]]) -> Any:
+    """Decode an object tagged by ``tag`` into the class registered for its value."""
+    choices = ", ".join(f'"{v}"' for v in variants)
+
+    def decode_tagged(value: Any) -> Any:
+        if type(value) is not dict:
+            raise expected("an object", value)
+        if tag not in value:
+            raise Bad(f'missing required field "{tag}"')
+        name = value[tag]
+        cls = variants.get(name) if type(name) is str else None
+        if cls is None:
+            shown = f'"{name}"' if type(name) is str else kind(name)
+            raise Bad(f"unknown {tag} {shown}; expected one of {choices}", [tag])
+        return decode(cls, value)
+
+    return decode_tagged
+
+
+def _d_schema(value: Any) -> Any:
+    """A JSON Schema: an object or a boolean."""
+    if type(value) is bool:
+        return value
+    return d_object(value)
+
+
+# --- preconditions, assumptions, compensation -------------------------------------
+
+
+@dataclass(slots=True, kw_only=True)
+class Precondition(Wire):
+    """A state predicate: ``state[key] <operator> value``."""
+
+    key: str = wire("key", d_str, required=True)
+    operator: str = wire("operator", d_str, default="eq")
+    value: Any = wire("value", d_json, default=None)
+    description: str = wire("description", d_str, default="")
+    extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(slots=True, kw_only=True)
+class StateAssumption(Wire):
+    """An assumption about shared state the action did not produce."""
+
+    key: str = wire("key", d_str, required=True)
+    expected_value: Any = wire("expected_value", d_json, default=MISSING)
+    read_version: int | None = wire(
+        "read_version", d_optional(d_uint), default=None, omit_none=True
+    )
+    extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def has_expected_value(self) -> bool:
+        return self.expected_value is not MISSING
+
+
+@dataclass(slots=True, kw_only=True)
+class ToolCompensation(Wire):
+    """Undo by invoking a tool."""
+
+    type: Literal["tool"] = wire("type", d_str, default="tool")
+    tool: str = wire("tool", d_str, required=True)
+    parameters: dict[str, Any] = wire("parameters", d_object, factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(slots=True, kw_only=True)
+class ActionRefCompensation(Wire):
+    """Undo by running another action of the same proposal."""
+
+    type: Literal["action_ref"] = wire("type", d_str, default="action_ref")
+    action_id: str = wire("action_id", d_str, required=True)
+    extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+Compensation: TypeAlias = ToolCompensation | ActionRefCompensation
+_d_compensation = d_tagged("type", {"tool": ToolCompensation, "action_ref": ActionRefCompensation})
+
+
+# --- Action -------------------------------------------------------------------------
+
+_OUTPUT_REF = re.compile(r"\$([^.]+)\.output(?:\.(.+))?")
+
+
+@dataclass(frozen=True, slots=True)
+class OutputRef:
+    """A parameter value ``$<action_id>.output[.<path>]`` found at ``pointer``."""
+
+    action_id: str
+    path: str | None
+    pointer: tuple[str | int, ...]
+
+
+def _iter_output_refs(value: Any, at: tuple[str | int, ...]) -> Iterator[OutputRef]:
+    t = type(value)
+    if t is str:
+        if value.startswith("$"):
+            match = _OUTPUT_REF.fullmatch(value)
+            if match:
+                yield OutputRef(match.group(1), match.group(2), at)
+    elif t is dict:
+        for key, item in value.items():
+            yield from _iter_output_refs(item, (*at, key))
+    elif t is list:
+        for index, item in enumerate(value):
+            yield from _iter_output_refs(item, (*at, index))
+
+
+def _unique(items: list[str]) -> list[str]:
+    return list(dict.fromkeys(items)) if len(items) > 1 else items
+
+
+@dataclass(slots=True, kw_only=True)
+class Action(Wire):
+    """A single unit of agent intent (spec: Action)."""
+
+    id: str = wire("id", d_str, factory=lambda: str(uuid.uuid4()))
+    type: str = wire("type", d_str, required=True)
+    tool: str | None = wire("tool", d_optional(d_str), default=None, omit_none=True)
+    parameters: dict[str, Any] = wire("parameters", d_object, factory=dict)
+    preconditions: list[Precondition] = wire(
+        "preconditions", d_list(d_model(Precondition)), factory=list
+    )
+    expected_effects: dict[str, Any] = wire("expected_effects", d_object, factory=dict)
+    state_dependencies: list[str] = wire("state_dependencies", d_str_list, factory=list)
+    dependencies: list[str] = wire("dependencies", d_str_list, factory=list)
+    read_set: list[str] = wire("read_set", d_str_list, factory=list)
+    write_set: list[str] = wire("write_set", d_str_list, factory=list)
+    assumptions: list[StateAssumption] = wire(
+        "assumptions", d_list(d_model(StateAssumption)), factory=list
+    )
+    invocation_mode: ToolInvocationMode = wire(
+        "invocation_mode", d_enum(ToolInvocationMode), default=ToolInvocationMode.ONE_SHOT
+    )
+    reversibility: Reversibility = wire(
+        "reversibility", d_enum(Reversibility), default=Reversibility.IRREVERSIBLE
+    )
+    compensation: Compensation | None = wire(
+        "compensation", d_optional(_d_compensation), default=None, omit_none=True
+    )
+    idempotent: bool = wire("idempotent", d_bool, default=False)
+    max_retries: int = wire("max_retries", d_uint, default=3)
+    failure_behavior: FailureBehavior = wire(
+        "failure_behavior", d_enum(FailureBehavior), default=FailureBehavior.ABORT
+    )
+    timeout_ms: int | None = wire("timeout_ms", d_optional(d_uint), default=None, omit_none=True)
+    metadata: dict[str, Any] = wire("metadata", d_object, factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    KNOWN_TYPES: ClassVar[frozenset[str]] = frozenset(t.value for t in ActionType)
+
+    # SEMANTICS section 3 and 4: what an action reads, writes and does to the state.
+
+    def param_key(self) -> str | None:
+        """``parameters.key`` when it is a string, else None."""
+        key = self.parameters.get("key")
+        return key if type(key) is str else None
+
+    def state_read_keys(self) -> list[str]:
+        """The keys a ``state_read`` names: ``parameters.key`` then ``parameters.keys``."""
+        if self.type != "state_read":
+            return []
+        keys: list[str] = []
+        key = self.param_key()
+        if key is not None:
+            keys.append(key)
+        many = self.parameters.get("keys")
+        if type(many) is list:
+            keys.extend(k for k in many if type(k) is str)
+        return _unique(keys)
+
+    def depended_keys(self) -> list[str]:
+        """Keys that order and block this action: ``state_dependencies`` + ``state_read`` keys."""
+        if self.type == "state_read":
+            return _unique([*self.state_dependencies, *self.state_read_keys()])
+        return _unique(self.state_dependencies)
+
+    def reads(self) -> list[str]:
+        """reads(A): ``read_set`` if non-empty, else dependencies + assumption keys + read keys."""
+        if self.read_set:
+            return _unique(self.read_set)
+        keys = list(self.state_dependencies)
+        keys.extend(a.key for a in self.assumptions)
+        keys.extend(self.state_read_keys())
+        return _unique(keys)
+
+    def writes(self) -> list[str]:
+        """writes(A): ``write_set`` if non-empty, else effect keys + a ``state_write``'s key."""
+        if self.write_set:
+            return _unique(self.write_set)
+        keys = list(self.expected_effects)
+        if self.type == "state_write":
+            key = self.param_key()
+            if key is not None and key not in self.expected_effects:
+                keys.append(key)
+        return keys
+
+    def effects(self) -> dict[str, Any]:
+        """What the walk applies: ``expected_effects``, then a state_write's ``{key: value}``."""
+        if self.type == "state_write":
+            key = self.param_key()
+            if key is not None:
+                effects = dict(self.expected_effects)
+                effects[key] = self.parameters.get("value")
+                return effects
+        return self.expected_effects
+
+    def output_refs(self) -> list[OutputRef]:
+        """Every ``$<id>.output[.<path>]`` string inside ``parameters``, at any depth."""
+        if not self.parameters:
+            return []
+        return list(_iter_output_refs(self.parameters, ("parameters",)))
+
+    def predicate(self) -> list[tuple[Precondition, tuple[str | int, ...]]]:
+        """An assertion's predicate: its preconditions plus the one its parameters spell.
+
+        Each entry comes with its location relative to the action.
+        """
+        out: list[tuple[Precondition, tuple[str | int, ...]]] = [
+            (p, ("preconditions", i)) for i, p in enumerate(self.preconditions)
+        ]
+        key = self.param_key()
+        if self.type == "assertion" and key is not None:
+            operator = self.parameters.get("operator", "eq")
+            spelled = Precondition(
+                key=key,
+                operator=operator if type(operator) is str else json.dumps(operator),
+                value=self.parameters.get("value"),
+            )
+            out.append((spelled, ("parameters",)))
+        return out
+
+    def missing_required_compensation(self) -> bool:
+        """True when the action is ``compensable`` but declares no ``compensation``."""
+        return self.reversibility is Reversibility.COMPENSABLE and self.compensation is None
+
+
+# --- ActionProposal -----------------------------------------------------------------
+
+
+@dataclass(slots=True, kw_only=True)
+class ActionProposal(Wire):
+    """A batch of actions submitted in one verify-then-execute round."""
+
+    id: str = wire("id", d_str, factory=lambda: uuid.uuid4().hex[:12])
+    source: str = wire("source", d_str, default="unknown")
+    timestamp: str = wire("timestamp", d_str, factory=_now)
+    actions: list[Action] = wire("actions", d_list(d_model(Action)), factory=list)
+    context: dict[str, Any] = wire("context", d_object, factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def rollback_contract(self) -> Reversibility:
+        """The worst declared reversibility; ``reversible`` for an empty batch."""
+        worst = Reversibility.REVERSIBLE
+        for action in self.actions:
+            if action.reversibility.rank > worst.rank:
+                worst = action.reversibility
+        return worst
+
+    def action_index(self) -> dict[str, int]:
+        """Id -> position of the first action carrying it."""
+        index: dict[str, int] = {}
+        for position, action in enumerate(self.actions):
+            index.setdefault(action.id, position)
+        return index
+
+
+# --- tools ------------------------------------------------------------------------------
+
+
+@dataclass(slots=True, kw_only=True)
+class ToolRateLimit(Wire):
+    max_calls: int = wire("max_calls", d_uint, required=True)
+    interval_secs: float = wire("interval_secs", d_number, required=True)
+    extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(slots=True, kw_only=True)
+class ToolSchema(Wire):
+    """A registered tool: its parameter schema, return schema, caching and rate limit."""
+
+    name: str = wire("name", d_str, required=True)
+    description: str = wire("description", d_str, default="")
+    parameters: Any = wire("parameters", _d_schema, factory=dict)
+    returns: Any = wire("returns", d_optional(_d_schema), default=None, omit_none=True)
+    idempotent: bool = wire("idempotent", d_bool, default=False)
+    cache_ttl_secs: int | None = wire(
+        "cache_ttl_secs", d_optional(d_uint), default=None, omit_none=True
+    )
+    rate_limit: ToolRateLimit | None = wire(
+        "rate_limit", d_optional(d_model(ToolRateLimit)), default=None, omit_none=True
+    )
+    extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+# --- costs and results ------------------------------------------------------------------
+
+
+@dataclass(slots=True, kw_only=True)
+class CostSummary(Wire):
+    """Post-execution accounting attached to every ProposalResult."""
+
+    tool_calls: int = wire("tool_calls", d_uint, default=0)
+    actions_executed: int = wire("actions_executed", d_uint, default=0)
+    actions_rejected: int = wire("actions_rejected", d_uint, default=0)
+    actions_skipped: int = wire("actions_skipped", d_uint, default=0)
+    total_duration_ms: float = wire("total_duration_ms", d_number, default=0.0)
+    retries: int = wire("retries", d_uint, default=0)
+    extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(slots=True, kw_only=True)
+class CostTarget(Wire):
+    """The soft scoring target used to rank candidate proposals."""
+
+    target_tool_calls: int = wire("target_tool_calls", d_uint, default=5)
+    target_duration_ms: float = wire("target_duration_ms", d_number, default=5000.0)
+    target_actions: int = wire("target_actions", d_uint, default=10)
+    cost_weight: float = wire("cost_weight", d_number, default=0.2)
+    extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.cost_weight <= 1.0:
+            raise InputError(f"must be in [0.0, 1.0], got {self.cost_weight}", ["cost_weight"])
+
+    def score(self, success_likelihood: float, cost_efficiency: float) -> float:
+        w = self.cost_weight
+        return success_likelihood * (1 - w) + cost_efficiency * w
+
+
+@dataclass(frozen=True, slots=True)
+class StateMutation:
+    """One entry of ``state_changes``: ``{"op": "set", "value": v}`` or ``{"op": "delete"}``."""
+
+    op: Literal["set", "delete"]
+    value: Any = None
+
+    @classmethod
+    def set(cls, value: Any) -> StateMutation:
+        return cls("set", value)
+
+    @classmethod
+    def delete(cls) -> StateMutation:
+        return cls("delete")
+
+    @classmethod
+    def from_dict(cls, data: Any) -> StateMutation:
+        try:
+            return _d_mutation(data)
+        except Bad as bad:
+            raise bad.to_input_error() from None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"op": "set", "value": self.value} if self.op == "set" else {"op": "delete"}
+
+
+def _d_mutation(value: Any) -> StateMutation:
+    if type(value) is not dict:
+        raise expected("an object", value)
+    op = value.get("op", MISSING)
+    if op == "set":
+        return StateMutation("set", d_json(value.get("value")))
+    if op == "delete":
+        return StateMutation("delete")
+    if op is MISSING:
+        raise Bad('missing required field "op"')
+    raise Bad('expected "set" or "delete"', ["op"])
+
+
+@dataclass(slots=True, kw_only=True)
+class ActionResult(Wire):
+    action_id: str = wire("action_id", d_str, required=True)
+    status: ActionStatus = wire("status", d_enum(ActionStatus), required=True)
+    output: Any = wire("output", d_json, default=None)
+    error: str | None = wire("error", d_optional(d_str), default=None)
+    state_changes: dict[str, Any] = wire("state_changes", d_str_map(d_json), factory=dict)
+    duration_ms: float = wire("duration_ms", d_number, default=0.0)
+    timestamp: str = wire("timestamp", d_str, factory=_now)
+    extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def mutations(self) -> dict[str, StateMutation]:
+        """``state_changes`` read as typed StateMutations."""
+        return {k: StateMutation.from_dict(v) for k, v in self.state_changes.items()}
+
+
+@dataclass(slots=True, kw_only=True)
+class ProposalResult(Wire):
+    proposal_id: str = wire("proposal_id", d_str, required=True)
+    results: list[ActionResult] = wire("results", d_list(d_model(ActionResult)), factory=list)
+    cost: CostSummary = wire("cost", d_model(CostSummary), factory=CostSummary)
+    extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(slots=True, kw_only=True)
+class PolicyViolation(Wire):
+    policy_name: str = wire("policy_name", d_str, required=True)
+    action_id: str = wire("action_id", d_str, required=True)
+    reason: str = wire("reason", d_str, required=True)
+    extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+# --- streaming / long-running tools -------------------------------------------------------
+
+
+@dataclass(slots=True, kw_only=True)
+class ToolHandle(Wire):
+    id: str = wire("id", d_str, required=True)
+    extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(slots=True, kw_only=True)
+class TextChunk(Wire):
+    kind: Literal["text"] = wire("kind", d_str, default="text")
+    text: str = wire("text", d_str, required=True)
+    terminal: ClassVar[bool] = False
+    extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(slots=True, kw_only=True)
+class DataChunk(Wire):
+    kind: Literal["data"] = wire("kind", d_str, default="data")
+    data: Any = wire("data", d_json, default=None)
+    terminal: ClassVar[bool] = False
+    extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(slots=True, kw_only=True)
+class ProgressChunk(Wire):
+    kind: Literal["progress"] = wire("kind", d_str, default="progress")
+    fraction: float = wire("fraction", d_number, required=True)
+    message: str | None = wire("message", d_optional(d_str), default=None, omit_none=True)
+    terminal: ClassVar[bool] = False
+    extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(slots=True, kw_only=True)
+class DoneChunk(Wire):
+    kind: Literal["done"] = wire("kind", d_str, default="done")
+    result: Any = wire("result", d_json, default=MISSING)
+    terminal: ClassVar[bool] = True
+    extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(slots=True, kw_only=True)
+class ErrorChunk(Wire):
+    kind: Literal["error"] = wire("kind", d_str, default="error")
+    message: str = wire("message", d_str, required=True)
+    terminal: ClassVar[bool] = True
+    extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+ToolStreamChunk: TypeAlias = TextChunk | DataChunk | ProgressChunk | DoneChunk | ErrorChunk
+_d_chunk = d_tagged(
+    "kind",
+    {
+        "text": TextChunk,
+        "data": DataChunk,
+        "progress": ProgressChunk,
+        "done": DoneChunk,
+        "error": ErrorChunk,
+    },
+)
+
+
+def chunk_from_dict(data: Any) -> ToolStreamChunk:
+    """Decode one ToolStreamChunk by its ``kind``."""
+    try:
+        return _d_chunk(data)  # type: ignore[no-any-return]
+    except Bad as bad:
+        raise bad.to_input_error() from None
+
+
+@dataclass(slots=True, kw_only=True)
+class ToolStreamEvent(Wire):
+    handle: ToolHandle = wire("handle", d_model(ToolHandle), required=True)
+    chunk: ToolStreamChunk = wire("chunk", _d_chunk, required=True)
+    extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(slots=True, kw_only=True)
+class ToolPollResult(Wire):
+    handle: ToolHandle = wire("handle", d_model(ToolHandle), required=True)
+    tool: str = wire("tool", d_str, required=True)
+    action_id: str = wire("action_id", d_str, required=True)
+    status: ToolStatus = wire("status", d_enum(ToolStatus), required=True)
+    chunks: list[ToolStreamChunk] = wire("chunks", d_list(_d_chunk), factory=list)
+    result: Any = wire("result", d_json, default=MISSING)
+    error: str | None = wire("error", d_optional(d_str), default=None, omit_none=True)
+    extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+# --- loading ------------------------------------------------------------------------------
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def read_json(source: str | bytes | os.PathLike[str], *, name: str | None = None) -> Any:
+    """Parse JSON text, bytes or a file, raising InputError with the line and column."""
+    label = name
+    if isinstance(source, os.PathLike):
+        path = Path(source)
+        label = label or str(path)
+        try:
+            source = path.read_bytes()
+        except OSError as err:
+            raise InputError(f"cannot read file: {err.strerror or err}", source=label) from None
+    try:
+        return json.loads(source, parse_constant=_reject_constant)
+    except json.JSONDecodeError as err:
+        raise InputError(
+            f"not valid JSON: {err.msg}", source=label, line=err.lineno, column=err.colno
+        ) from None
+    except ValueError as err:  # NaN / Infinity, or bytes that are not text
+        raise InputError(f"not valid JSON: {err}", source=label) from None
+
+
+def _looks_like_json_text(text: str) -> bool:
+    stripped = text.lstrip()
+    return not stripped or stripped[0] in '{["0123456789-tfn'
+
+
+def load(
+    source: ActionProposal | Mapping[str, Any] | str | bytes | os.PathLike[str],
+) -> ActionProposal:
+    """Model a proposal from a dict, JSON text, bytes, or a path.
+
+    A ``str`` is JSON text when it starts like JSON, otherwise a path.
+    Raises :class:`InputError` naming the JSON path (and file) of what is wrong;
+    nothing is half-read.
+    """
+    if isinstance(source, ActionProposal):
+        return source
+    label: str | None = None
+    data: Any
+    if isinstance(source, Mapping):
+        try:
+            data = d_json(dict(source))
+        except Bad as bad:
+            raise bad.to_input_error() from None
+        data = _copy(data)
+    else:
+        if isinstance(source, str) and not _looks_like_json_text(source):
+            source = Path(source)
+        if isinstance(source, os.PathLike):
+            label = str(source)
+        data = read_json(source, name=label)
+    try:
+        return decode(ActionProposal, data)
+    except Bad as bad:
+        error = bad.to_input_error()
+        raise (error.with_source(label) if label else error) from None
+
+
+def _copy(data: Any) -> Any:
+    from .values import copy_json
+
+    return copy_json(data)
+
+
+def load_tools(source: Any) -> list[ToolSchema]:
+    """Model a tool registry: an array of ToolSchema objects (or a dict name -> schema)."""
+    label: str | None = None
+    if isinstance(source, (str, bytes, os.PathLike)):
+        if isinstance(source, str) and not _looks_like_json_text(source):
+            source = Path(source)
+        label = str(source) if isinstance(source, os.PathLike) else None
+        source = read_json(source, name=label)
+    if isinstance(source, Mapping):
+        source = [
+            value
+            if isinstance(value, ToolSchema)
+            else {"name": name, **value}
+            if isinstance(value, Mapping) and "name" not in value
+            else value
+            for name, value in source.items()
+        ]
+    if not isinstance(source, (list, tuple)):
+        error = InputError(f"expected an array of tool schemas, got {kind(source)}")
+        raise (error.with_source(label) if label else error)
+    tools: list[ToolSchema] = []
+    for index, item in enumerate(source):
+        if isinstance(item, ToolSchema):
+            tools.append(item)
+            continue
+        try:
+            tools.append(decode(ToolSchema, item))
+        except Bad as bad:
+            error = bad.to_input_error(index)
+            raise (error.with_source(label) if label else error) from None
+    return tools

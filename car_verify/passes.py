@@ -1,0 +1,302 @@
+"""The pass framework: what a pass declares, the analyses it reads, and the runner.
+
+A pass is a class with a ``name``, the ``tier`` of its findings, the ``codes`` it
+may emit, what it ``verifies`` and ``cannot_verify``, and what it ``requires``
+(a tool registry, a ``max_actions`` budget). The runner skips a pass whose
+requirement is missing and records ``ran: false`` and why in the evidence.
+
+Shared facts are *analyses* computed once per proposal and cached on the
+:class:`Context`: the :class:`~car_verify.dag.Dag` and the verify-mode
+:class:`~car_verify.walk.Walk`. Checks read them and emit :class:`Issue` records;
+they never format output.
+
+Built-in passes live in ``car_verify.analyses``; third-party passes register
+through the ``car_verify.passes`` entry-point group.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import cached_property
+from typing import Any, ClassVar
+
+from .codes import Code, lookup, register_codes
+from .dag import Dag
+from .errors import CarVerifyError, PassError, UsageError
+from .findings import Issue, Severity, Tier
+from .model import ActionProposal
+from .tools import ToolRegistry
+from .walk import Walk, walk
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "CheckRecord",
+    "Context",
+    "Example",
+    "Options",
+    "Pass",
+    "Requirement",
+    "available_passes",
+    "resolve_passes",
+    "run_passes",
+]
+
+ENTRY_POINT_GROUP = "car_verify.passes"
+
+
+class Requirement(StrEnum):
+    """Inputs a pass may need beyond the proposal."""
+
+    TOOLS = "tools"
+    MAX_ACTIONS = "max_actions"
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    max_actions: int | None = None
+    repeat_threshold: int = 3
+
+
+@dataclass(frozen=True)
+class Example:
+    """A small proposal a pass must accept (``codes == ()``) or flag with ``codes``.
+
+    The examples are run as tests and rendered into the documentation.
+    """
+
+    title: str
+    proposal: Mapping[str, Any]
+    codes: tuple[str, ...] = ()
+    tools: Sequence[Mapping[str, Any]] | None = None
+    initial_state: Mapping[str, Any] | None = None
+    max_actions: int | None = None
+
+    @property
+    def valid(self) -> bool:
+        return not self.codes
+
+
+class Context:
+    """One proposal plus its inputs, with the analyses computed on first use."""
+
+    def __init__(
+        self,
+        proposal: ActionProposal,
+        *,
+        tools: ToolRegistry | None = None,
+        initial_state: Mapping[str, Any] | None = None,
+        options: Options | None = None,
+    ) -> None:
+        self.proposal = proposal
+        self.tools = tools
+        self.initial_state: dict[str, Any] = dict(initial_state or {})
+        self.options = options or Options()
+
+    @cached_property
+    def dag(self) -> Dag:
+        return Dag(self.proposal)
+
+    @cached_property
+    def walk(self) -> Walk:
+        """The verify-mode walk (blocked actions' effects applied)."""
+        return walk(self.dag, self.initial_state, mode="verify")
+
+    def has(self, requirement: Requirement) -> bool:
+        if requirement is Requirement.TOOLS:
+            return self.tools is not None
+        if requirement is Requirement.MAX_ACTIONS:
+            return self.options.max_actions is not None
+        return False  # pragma: no cover
+
+    def issue(
+        self,
+        code: str,
+        message: str,
+        *,
+        index: int | None = None,
+        where: Sequence[str | int] = (),
+        severity: Severity | None = None,
+    ) -> Issue:
+        """A finding with the code's default severity and tier, located at action ``index``."""
+        spec = lookup(code)
+        if index is None:
+            pointer = "".join(f"/{p}" for p in where)
+            action_id = None
+        else:
+            pointer = f"/actions/{index}" + "".join(
+                "/" + str(p).replace("~", "~0").replace("/", "~1") for p in where
+            )
+            action_id = self.proposal.actions[index].id
+        return Issue(
+            code=spec.name,
+            severity=severity or spec.severity,
+            tier=spec.tier,
+            message=message,
+            action_id=action_id,
+            index=index,
+            pointer=pointer,
+        )
+
+
+class Pass(abc.ABC):
+    """Base class of an analysis pass. Subclasses set the class attributes and ``run``."""
+
+    name: ClassVar[str]
+    tier: ClassVar[Tier]
+    codes: ClassVar[tuple[str, ...]]
+    verifies: ClassVar[str]
+    cannot_verify: ClassVar[str]
+    requires: ClassVar[frozenset[Requirement]] = frozenset()
+    #: Codes a third-party pass adds to the table.
+    new_codes: ClassVar[tuple[Code, ...]] = ()
+    #: What the pass takes for granted (collected into ``evidence.assumptions``).
+    assumes: ClassVar[tuple[str, ...]] = ()
+    #: What may still go wrong although the pass is silent (``evidence.residual_risks``).
+    residual_risks: ClassVar[tuple[str, ...]] = ()
+    examples: ClassVar[tuple[Example, ...]] = ()
+
+    @abc.abstractmethod
+    def run(self, ctx: Context) -> Iterable[Issue]:
+        """Yield the findings for ``ctx.proposal``."""
+
+
+@dataclass(slots=True)
+class CheckRecord:
+    """One entry of ``evidence.checks``."""
+
+    name: str
+    ran: bool
+    verifies: str
+    cannot_verify: str
+    findings: int
+    tier: Tier
+    reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "name": self.name,
+            "ran": self.ran,
+            "verifies": self.verifies,
+            "cannot_verify": self.cannot_verify,
+            "findings": self.findings,
+            "tier": self.tier.value,
+        }
+        if self.reason is not None:
+            out["reason"] = self.reason
+        return out
+
+
+_REASONS = {
+    Requirement.TOOLS: "no tool registry was given",
+    Requirement.MAX_ACTIONS: "no max_actions was given",
+}
+
+_registry: dict[str, type[Pass]] | None = None
+
+
+def _builtin() -> list[type[Pass]]:
+    from .analyses import BUILTIN
+
+    return list(BUILTIN)
+
+
+def _entry_points() -> list[type[Pass]]:
+    from importlib.metadata import entry_points
+
+    found: list[type[Pass]] = []
+    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        try:
+            loaded = ep.load()
+        except Exception as err:
+            raise UsageError(
+                f"cannot load pass entry point {ep.name!r} ({ep.value}): {err}"
+            ) from err
+        if not (isinstance(loaded, type) and issubclass(loaded, Pass)):
+            raise UsageError(f"entry point {ep.name!r} ({ep.value}) is not a car_verify Pass")
+        found.append(loaded)
+    return found
+
+
+def available_passes() -> dict[str, type[Pass]]:
+    """Every pass by name: the built-in ones, then the entry-point ones (loaded once)."""
+    global _registry
+    if _registry is None:
+        registry: dict[str, type[Pass]] = {}
+        for cls in [*_builtin(), *_entry_points()]:
+            if cls.name in registry and registry[cls.name] is not cls:
+                raise UsageError(f"two passes are called {cls.name!r}")
+            if cls.new_codes:
+                register_codes(cls.new_codes, owner=cls.name)
+            registry[cls.name] = cls
+        _registry = registry
+    return dict(_registry)
+
+
+def resolve_passes(selection: Iterable[str | Pass | type[Pass]] | None) -> list[Pass]:
+    """Pass instances for a selection of names, classes or instances (None: all of them)."""
+    registry = available_passes()
+    if selection is None:
+        return [cls() for cls in registry.values()]
+    chosen: list[Pass] = []
+    for item in selection:
+        if isinstance(item, Pass):
+            chosen.append(item)
+        elif isinstance(item, type) and issubclass(item, Pass):
+            if item.new_codes:
+                register_codes(item.new_codes, owner=item.name)
+            chosen.append(item())
+        elif isinstance(item, str) and item in registry:
+            chosen.append(registry[item]())
+        else:
+            known = ", ".join(sorted(registry))
+            raise UsageError(f"unknown pass {item!r}; known passes: {known}")
+    return chosen
+
+
+def run_passes(ctx: Context, passes: Sequence[Pass]) -> tuple[list[Issue], list[CheckRecord]]:
+    """Run each pass whose requirements are met; findings sorted by action, then code."""
+    issues: list[Issue] = []
+    checks: list[CheckRecord] = []
+    for p in passes:
+        missing = [r for r in sorted(p.requires) if not ctx.has(r)]
+        if missing:
+            reason = "; ".join(_REASONS[r] for r in missing)
+            checks.append(
+                CheckRecord(p.name, False, p.verifies, p.cannot_verify, 0, p.tier, reason)
+            )
+            continue
+        try:
+            found = list(p.run(ctx))
+        except CarVerifyError:
+            raise
+        except Exception as err:
+            raise PassError(p.name, err) from err
+        allowed = set(p.codes)
+        for issue in found:
+            if issue.code not in allowed:
+                raise PassError(p.name, ValueError(f"emitted undeclared code {issue.code!r}"))
+        issues.extend(found)
+        checks.append(CheckRecord(p.name, True, p.verifies, p.cannot_verify, len(found), p.tier))
+    issues.sort(key=Issue.sort_key)
+    return issues, checks
+
+
+def evidence_lists(
+    passes: Sequence[Pass], checks: Sequence[CheckRecord]
+) -> tuple[list[str], list[str], list[str]]:
+    """``assumptions``, ``untested_regions`` and ``residual_risks`` from what ran."""
+    ran = {c.name for c in checks if c.ran}
+    assumptions: list[str] = []
+    risks: list[str] = []
+    untested: list[str] = []
+    for p in passes:
+        if p.name in ran:
+            assumptions.extend(a for a in p.assumes if a not in assumptions)
+            risks.extend(r for r in p.residual_risks if r not in risks)
+    for c in checks:
+        if not c.ran:
+            untested.append(f"{c.name}: {c.verifies} (not checked: {c.reason})")
+    return assumptions, untested, risks

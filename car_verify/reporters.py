@@ -1,0 +1,106 @@
+"""Reporters turn results into text, JSON and SARIF. Passes never format output."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from . import __version__
+from .api import VerificationResult
+from .codes import CODES
+from .findings import Issue, Severity
+
+__all__ = ["render_json", "render_sarif", "render_text"]
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+_SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+
+
+def _summary(result: VerificationResult) -> str:
+    errors, warnings = len(result.errors), len(result.warnings)
+    infos = len(result.issues) - errors - warnings
+    checks = result.evidence.checks
+    ran = sum(1 for c in checks if c.ran)
+    counts = f"{errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}"
+    if infos:
+        counts += f", {infos} info"
+    verdict = "valid" if result.valid else "invalid"
+    return f"{verdict}: {counts} ({ran} of {len(checks)} checks ran)"
+
+
+def issue_line(issue: Issue) -> str:
+    where = issue.action_id if issue.action_id is not None else "(proposal)"
+    return f"{issue.severity.value}[{issue.code}] {where}: {issue.message}"
+
+
+def render_text(result: VerificationResult) -> str:
+    """One line per issue (severity, code, action, message), then a summary line."""
+    lines = [issue_line(i) for i in result.issues]
+    lines.append(_summary(result))
+    return "\n".join(lines) + "\n"
+
+
+def render_json(result: VerificationResult) -> str:
+    return json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n"
+
+
+def sarif_rules(codes: Sequence[str]) -> list[dict[str, Any]]:
+    rules = []
+    for name in codes:
+        code = CODES[name]
+        rules.append(
+            {
+                "id": code.name,
+                "name": "".join(part.title() for part in code.name.split("-")),
+                "shortDescription": {"text": code.summary},
+                "fullDescription": {"text": code.summary},
+                "help": {"text": f"{code.summary}. See docs/codes.md#{code.name}."},
+                "defaultConfiguration": {"level": _SARIF_LEVEL[code.severity]},
+                "properties": {"tier": code.tier.value},
+            }
+        )
+    return rules
+
+
+def render_sarif(result: VerificationResult, *, artifact: str | None = None) -> str:
+    """A SARIF 2.1.0 log: one rule per finding code, one result per issue."""
+    codes = sorted(CODES)
+    index = {name: i for i, name in enumerate(codes)}
+    results = []
+    for issue in result.issues:
+        location: dict[str, Any] = {}
+        if artifact:
+            location["physicalLocation"] = {"artifactLocation": {"uri": artifact}}
+        logical: dict[str, Any] = {"fullyQualifiedName": issue.pointer or "/", "kind": "object"}
+        if issue.action_id is not None:
+            logical["name"] = issue.action_id
+        location["logicalLocations"] = [logical]
+        results.append(
+            {
+                "ruleId": issue.code,
+                "ruleIndex": index[issue.code],
+                "level": _SARIF_LEVEL[issue.severity],
+                "message": {"text": issue.message},
+                "locations": [location],
+                "properties": {"tier": issue.tier.value, "actionId": issue.action_id},
+            }
+        )
+    log = {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "car-verify",
+                        "version": __version__,
+                        "informationUri": "https://pypi.org/project/car-verify/",
+                        "rules": sarif_rules(codes),
+                    }
+                },
+                "results": results,
+            }
+        ],
+    }
+    return json.dumps(log, indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,84 @@
+"""The tool registry: ToolSchemas by name, each with its parameter validator built once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from .errors import InputError
+from .model import ToolSchema, load_tools
+
+__all__ = ["SchemaError", "ToolRegistry"]
+
+
+class SchemaError:
+    """One parameter-schema violation: where in ``parameters`` and what is wrong."""
+
+    __slots__ = ("message", "path")
+
+    def __init__(self, path: tuple[str | int, ...], message: str) -> None:
+        self.path = path
+        self.message = message
+
+    @property
+    def json_path(self) -> str:
+        out = "$"
+        for part in self.path:
+            out += f"[{part}]" if isinstance(part, int) else f".{part}"
+        return out
+
+
+class ToolRegistry(Mapping[str, ToolSchema]):
+    """Registered tools by name. Validators (jsonschema) are built lazily, once per tool."""
+
+    def __init__(self, tools: Iterable[ToolSchema]) -> None:
+        self._tools: dict[str, ToolSchema] = {}
+        self._position: dict[str, int] = {}
+        for index, tool in enumerate(tools):
+            if tool.name in self._tools:
+                raise InputError(f'duplicate tool name "{tool.name}"', [index, "name"])
+            self._tools[tool.name] = tool
+            self._position[tool.name] = index
+        self._validators: dict[str, Any] = {}
+
+    @classmethod
+    def coerce(cls, tools: Any) -> ToolRegistry:
+        """A registry from a registry, a list of schemas (dicts or ToolSchema), a mapping, a path."""
+        if isinstance(tools, ToolRegistry):
+            return tools
+        return cls(load_tools(tools))
+
+    def __getitem__(self, name: str) -> ToolSchema:
+        return self._tools[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._tools)
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def _validator(self, name: str) -> Any:
+        validator = self._validators.get(name)
+        if validator is None:
+            from jsonschema import exceptions, validators
+
+            schema = self._tools[name].parameters
+            cls = validators.validator_for(schema, default=validators.Draft202012Validator)
+            try:
+                cls.check_schema(schema)
+            except exceptions.SchemaError as err:
+                raise InputError(
+                    f"invalid JSON Schema: {err.message}",
+                    [self._position[name], "parameters", *err.path],
+                ) from None
+            validator = self._validators[name] = cls(schema)
+        return validator
+
+    def check_parameters(self, name: str, parameters: Mapping[str, Any]) -> list[SchemaError]:
+        """Every violation of tool ``name``'s parameter schema, in a stable order."""
+        errors = [
+            SchemaError(tuple(err.absolute_path), err.message)
+            for err in self._validator(name).iter_errors(parameters)
+        ]
+        errors.sort(key=lambda e: ([str(p) for p in e.path], e.message))
+        return errors
