@@ -24,7 +24,7 @@ Why this tier:
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator
+from collections.abc import Iterator
 
 from car_verify.findings import Issue, Tier
 from car_verify.passes import Context, Example, Pass
@@ -54,7 +54,7 @@ class LoopPass(Pass):
 
     def run(self, ctx: Context) -> Iterator[Issue]:
         threshold = ctx.options.repeat_threshold
-        groups: dict[tuple[str, Hashable], list[int]] = {}
+        groups: dict[tuple[str, str], list[int]] = {}
         for i, action in enumerate(ctx.proposal.actions):
             if action.type != "tool_call" or action.tool is None:
                 continue

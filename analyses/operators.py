@@ -67,6 +67,10 @@ class OperatorPass(Pass):
 
     def run(self, ctx: Context) -> Iterator[Issue]:
         for i, action in enumerate(ctx.proposal.actions):
+            if action.type != "assertion" and all(
+                p.operator in KNOWN_OPERATORS for p in action.preconditions
+            ):
+                continue
             for pre, where in action.predicate():
                 if pre.operator not in KNOWN_OPERATORS:
                     yield ctx.issue(

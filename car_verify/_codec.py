@@ -24,6 +24,7 @@ __all__ = [
     "Bad",
     "Decoder",
     "decode",
+    "decode_document",
     "encode",
     "wire",
 ]
@@ -134,9 +135,11 @@ def d_json(value: Any) -> Any:
 
 
 def d_object(value: Any) -> dict[str, Any]:
+    """A JSON object. Its contents are checked to be JSON once, where a document enters
+    (:func:`decode_document`), not again per field."""
     if type(value) is not dict:
         raise expected("an object", value)
-    return d_json(value)  # type: ignore[no-any-return]
+    return value
 
 
 def d_list(item: Decoder) -> Decoder:
@@ -293,9 +296,16 @@ def decode(cls: type[T], obj: Any) -> T:
             bad.path.insert(0, spec.name)
             raise
     if len(obj) > len(kwargs) and not names.issuperset(obj):
-        extra = {k: v for k, v in obj.items() if k not in names}
-        kwargs["extra"] = d_json(extra)
+        kwargs["extra"] = {k: v for k, v in obj.items() if k not in names}
     return cls(**kwargs)
+
+
+def decode_document(cls: type[T], obj: Any, *, trusted: bool = False) -> T:
+    """Decode a whole document. Unless it came from ``json.loads`` (``trusted``), its
+    values are first checked to be JSON all the way down."""
+    if not trusted:
+        d_json(obj)
+    return decode(cls, obj)
 
 
 def to_json(value: Any) -> Any:

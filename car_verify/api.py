@@ -22,6 +22,7 @@ from .passes import (
     run_passes,
 )
 from .tools import ToolRegistry
+from .values import paused_gc
 from .walk import ActionTrace, describe, walk
 
 __all__ = ["Evidence", "Simulation", "VerificationResult", "simulate", "verify"]
@@ -172,6 +173,18 @@ def verify(
     names (or Pass classes / instances) of the passes to run; all by default.
     Malformed input raises :class:`InputError`; a bad plan is a result.
     """
+    with paused_gc():
+        return _verify(proposal, tools, initial_state, max_actions, passes, repeat_threshold)
+
+
+def _verify(
+    proposal: ProposalLike,
+    tools: Any,
+    initial_state: Mapping[str, Any] | None,
+    max_actions: int | None,
+    passes: Iterable[str | Pass | type[Pass]] | None,
+    repeat_threshold: int,
+) -> VerificationResult:
     model = load(proposal)
     if max_actions is not None and (type(max_actions) is not int or max_actions < 0):
         raise UsageError(f"max_actions must be a non-negative integer, got {max_actions!r}")
@@ -208,9 +221,10 @@ def simulate(
     proposal: ProposalLike, *, initial_state: Mapping[str, Any] | None = None
 ) -> Simulation:
     """Predict the state the executor leaves behind (blocked actions' effects skipped)."""
-    model = load(proposal)
-    ctx = Context(model, initial_state=_state(initial_state))
-    result = walk(ctx.dag, ctx.initial_state, mode="simulate")
+    with paused_gc():
+        model = load(proposal)
+        ctx = Context(model, initial_state=_state(initial_state))
+        result = walk(ctx.dag, ctx.initial_state, mode="simulate")
     sim = Simulation(result.state)
     sim.trace = [t for t in result.traces if t is not None]
     sim.unwalked = [ctx.dag.ids[i] for i in ctx.dag.unlevelled]

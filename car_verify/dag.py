@@ -87,6 +87,11 @@ class Dag:
         task_preds: list[list[int]] = [[] for _ in range(n)]
         unknown: list[UnknownRef] = []
         chains: dict[str, list[int]] = {}
+        # Levels are computed on the fly while every edge points backwards in the
+        # list (the common case); a forward `dependencies` entry falls back to Kahn.
+        level: list[int] = [-1] * n
+        order: list[int] = []
+        backward_only = True
 
         def cover(key: str, count: int) -> int:
             """The node that every one of the first ``count`` writers of ``key`` reaches."""
@@ -98,11 +103,14 @@ class Dag:
                 chain = chains[key] = [ws[0]]
             while len(chain) < count:
                 node = len(preds)
-                preds.append([chain[-1], ws[len(chain)]])
+                first, second = chain[-1], ws[len(chain)]
+                preds.append([first, second])
+                level.append(max(level[first], level[second]))
+                order.append(node)
                 chain.append(node)
             return chain[count - 1]
 
-        self.earlier_writers: list[list[tuple[str, int]]] = [[] for _ in range(n)]
+        earlier_writers: list[list[tuple[str, int]]] = [[] for _ in range(n)]
         for i, action in enumerate(actions):
             own = preds[i]
             tasks = task_preds[i]
@@ -113,37 +121,50 @@ class Dag:
                 else:
                     own.extend(targets)
                     tasks.extend(targets)
-            for ref in action.output_refs():
-                targets = positions.get(ref.action_id)
-                if targets is None:
-                    unknown.append(UnknownRef(i, ref.action_id, ref.pointer, "output"))
-                else:
-                    own.extend(targets)
-                    tasks.extend(targets)
+            if action.parameters:
+                for ref in action.output_refs():
+                    targets = positions.get(ref.action_id)
+                    if targets is None:
+                        unknown.append(UnknownRef(i, ref.action_id, ref.pointer, "output"))
+                    else:
+                        own.extend(targets)
+                        tasks.extend(targets)
+            if tasks and max(tasks) >= i:
+                backward_only = False
             for key in self.keys[i]:
                 ws = writers.get(key)
                 if ws:
                     count = bisect_left(ws, i)
                     if count:
                         own.append(cover(key, count))
-                        self.earlier_writers[i].append((key, count))
+                        earlier_writers[i].append((key, count))
+            if backward_only:
+                level[i] = 1 + max([level[p] for p in own]) if own else 0
+                order.append(i)
+        self.earlier_writers = earlier_writers
         self.preds = preds
         self.task_preds = task_preds
         self.unknown_refs = unknown
-        self._order_and_levels()
+        if backward_only:
+            self.level, self.order = level, order
+        else:
+            self.order, self.level = self._kahn()
+        depth = max(self.level[:n], default=-1) + 1
+        levels: list[list[int]] = [[] for _ in range(depth)]
+        for i in range(n):
+            if self.level[i] >= 0:
+                levels[self.level[i]].append(i)
+        self.levels = levels
+        self.unlevelled: list[int] = [i for i in range(n) if self.level[i] < 0]
 
     # --- levels and cycles ---------------------------------------------------------------
 
-    def _order_and_levels(self) -> None:
-        n, preds = self.n, self.preds
-        total = len(preds)
-        succ: list[list[int]] = [[] for _ in range(total)]
-        for node, ps in enumerate(preds):
-            for p in ps:
-                succ[p].append(node)
+    def _kahn(self) -> tuple[list[int], list[int]]:
+        """Topological order and levels of all nodes; nodes on or after a cycle get -1."""
+        n, preds, succ = self.n, self.preds, self.succ
         indeg = [len(ps) for ps in preds]
-        level = [-1] * total
-        queue = deque(node for node in range(total) if not indeg[node])
+        level = [-1] * len(preds)
+        queue = deque(node for node in range(len(preds)) if not indeg[node])
         order: list[int] = []
         while queue:
             node = queue.popleft()
@@ -158,16 +179,16 @@ class Dag:
                 indeg[s] -= 1
                 if not indeg[s]:
                     queue.append(s)
-        self.succ = succ
-        self.order = order
-        self.level = level
-        depth = max((level[i] for i in range(n)), default=-1) + 1
-        levels: list[list[int]] = [[] for _ in range(depth)]
-        for i in range(n):
-            if level[i] >= 0:
-                levels[level[i]].append(i)
-        self.levels = levels
-        self.unlevelled: list[int] = [i for i in range(n) if level[i] < 0]
+        return order, level
+
+    @cached_property
+    def succ(self) -> list[list[int]]:
+        """Successor lists of every node (actions, then cover nodes)."""
+        succ: list[list[int]] = [[] for _ in self.preds]
+        for node, ps in enumerate(self.preds):
+            for p in ps:
+                succ[p].append(node)
+        return succ
 
     @cached_property
     def cycles(self) -> list[Cycle]:
@@ -240,8 +261,11 @@ class Dag:
         shared = {k for k, ws in self.writers.items() if len(ws) > 1}
         if not shared:
             return []
-        n, preds, succ, writes = self.n, self.preds, self.succ, self.writes
-        remaining = [len(s) for s in succ]
+        n, preds, writes = self.n, self.preds, self.writes
+        remaining = [0] * len(preds)
+        for ps in preds:
+            for p in ps:
+                remaining[p] += 1
         out: list[int] = [0] * len(preds)
         owner: list[int] = []
         seen: dict[str, int] = dict.fromkeys(shared, 0)

@@ -14,7 +14,7 @@ import json
 import os
 import re
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -37,12 +37,14 @@ from ._codec import (
     d_str_map,
     d_uint,
     decode,
+    decode_document,
     encode,
     expected,
     kind,
     wire,
 )
 from .errors import InputError
+from .values import copy_json, paused_gc
 
 __all__ = [
     "Action",
@@ -97,7 +99,7 @@ class Wire:
     def from_dict(cls, data: Any) -> Self:
         """Model ``data`` (a JSON object), or raise InputError naming the JSON path."""
         try:
-            return decode(cls, data)
+            return decode_document(cls, data)
         except Bad as bad:
             raise bad.to_input_error() from None
 
@@ -267,19 +269,18 @@ class OutputRef:
     pointer: tuple[str | int, ...]
 
 
-def _iter_output_refs(value: Any, at: tuple[str | int, ...]) -> Iterator[OutputRef]:
-    t = type(value)
-    if t is str:
-        if value.startswith("$"):
-            match = _OUTPUT_REF.fullmatch(value)
-            if match:
-                yield OutputRef(match.group(1), match.group(2), at)
-    elif t is dict:
-        for key, item in value.items():
-            yield from _iter_output_refs(item, (*at, key))
-    elif t is list:
-        for index, item in enumerate(value):
-            yield from _iter_output_refs(item, (*at, index))
+def _find_output_refs(value: Any, at: tuple[str | int, ...], out: list[OutputRef]) -> None:
+    """Append every output reference inside ``value`` (found at ``at``) to ``out``."""
+    items = value.items() if type(value) is dict else enumerate(value)
+    for key, item in items:
+        t = type(item)
+        if t is str:
+            if item[:1] == "$":
+                match = _OUTPUT_REF.fullmatch(item)
+                if match:
+                    out.append(OutputRef(match.group(1), match.group(2), (*at, key)))
+        elif t is dict or t is list:
+            _find_output_refs(item, (*at, key), out)
 
 
 def _unique(items: list[str]) -> list[str]:
@@ -383,9 +384,10 @@ class Action(Wire):
 
     def output_refs(self) -> list[OutputRef]:
         """Every ``$<id>.output[.<path>]`` string inside ``parameters``, at any depth."""
-        if not self.parameters:
-            return []
-        return list(_iter_output_refs(self.parameters, ("parameters",)))
+        out: list[OutputRef] = []
+        if self.parameters:
+            _find_output_refs(self.parameters, ("parameters",), out)
+        return out
 
     def predicate(self) -> list[tuple[Precondition, tuple[str | int, ...]]]:
         """An assertion's predicate: its preconditions plus the one its parameters spell.
@@ -710,29 +712,26 @@ def load(
         return source
     label: str | None = None
     data: Any
+    trusted = False
     if isinstance(source, Mapping):
-        try:
-            data = d_json(dict(source))
-        except Bad as bad:
-            raise bad.to_input_error() from None
-        data = _copy(data)
+        data = dict(source)
     else:
+        trusted = True
         if isinstance(source, str) and not _looks_like_json_text(source):
             source = Path(source)
         if isinstance(source, os.PathLike):
             label = str(source)
         data = read_json(source, name=label)
     try:
-        return decode(ActionProposal, data)
+        with paused_gc():
+            if not trusted:
+                d_json(data)
+                # The model must not share mutable JSON with the caller's dict.
+                data = copy_json(data)
+            return decode(ActionProposal, data)
     except Bad as bad:
         error = bad.to_input_error()
         raise (error.with_source(label) if label else error) from None
-
-
-def _copy(data: Any) -> Any:
-    from .values import copy_json
-
-    return copy_json(data)
 
 
 def load_tools(source: Any) -> list[ToolSchema]:
@@ -761,7 +760,7 @@ def load_tools(source: Any) -> list[ToolSchema]:
             tools.append(item)
             continue
         try:
-            tools.append(decode(ToolSchema, item))
+            tools.append(decode_document(ToolSchema, item))
         except Bad as bad:
             error = bad.to_input_error(index)
             raise (error.with_source(label) if label else error) from None

@@ -15,7 +15,11 @@ parameters calls into this module, so the rules below hold everywhere at once:
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+import gc
+import json
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, Final
 
 __all__ = [
@@ -28,6 +32,7 @@ __all__ = [
     "format_value",
     "is_number",
     "json_equal",
+    "paused_gc",
 ]
 
 
@@ -83,25 +88,46 @@ def json_equal(a: object, b: object) -> bool:
     return bool(a == b)
 
 
-def canonical(value: object) -> Hashable:
-    """A hashable key such that ``canonical(a) == canonical(b)`` iff ``json_equal(a, b)``."""
+# Where compact sorted JSON may hold a float: a number token after ":", "[" or ","
+# with a "." or an exponent. A match inside a string only costs a needless rewrite.
+_FLOAT_TOKEN = re.compile(r"[:\[,]-?\d+[.eE]")
+
+try:  # the C encoder, built once: json.dumps would build an encoder per call
+    from json.encoder import c_make_encoder as _c_make_encoder
+    from json.encoder import encode_basestring_ascii as _escape
+
+    _c_encode = _c_make_encoder(None, None, _escape, None, ":", ",", True, False, False)
+
+    def _sorted_json(value: Any) -> str:
+        return "".join(_c_encode(value, 0))  # type: ignore[misc]
+
+except (ImportError, TypeError):  # pragma: no cover - other Python implementations
+    _encoder = json.JSONEncoder(sort_keys=True, allow_nan=False, separators=(",", ":"))
+    _sorted_json = _encoder.encode
+
+
+def _integral_floats_to_int(value: Any) -> Any:
     t = type(value)
-    if t is str:
-        return value
-    if t is bool:
-        return ("b", value)
-    if value is None:
-        return ("z",)
-    if is_number(value):
-        number = value
-        if isinstance(number, float) and number.is_integer():
-            number = int(number)
-        return ("n", number)
-    if isinstance(value, Mapping):
-        return ("o", frozenset((k, canonical(v)) for k, v in value.items()))
-    if isinstance(value, (list, tuple)):
-        return ("a", tuple(canonical(v) for v in value))
-    return ("?", repr(value))
+    if t is float:
+        return int(value) if value.is_integer() else value
+    if t is dict:
+        return {k: _integral_floats_to_int(v) for k, v in value.items()}
+    if t is list:
+        return [_integral_floats_to_int(v) for v in value]
+    return value
+
+
+def canonical(value: Any) -> str:
+    """A text such that ``canonical(a) == canonical(b)`` iff ``json_equal(a, b)``.
+
+    Sorted-key JSON already tells ``true`` from ``1`` and ignores key order; the
+    one difference left is an integral float (``1.0``) against an int (``1``), so
+    integral floats are rewritten as ints, only when the text holds a float at all.
+    """
+    text = _sorted_json(value)
+    if _FLOAT_TOKEN.search(text) or type(value) is float:
+        text = _sorted_json(_integral_floats_to_int(value))
+    return text
 
 
 def _contains(state_value: object, needle: object) -> bool:
@@ -153,10 +179,24 @@ def copy_json(value: Any) -> Any:
     return value
 
 
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector while building large acyclic structures.
+
+    Loading and analysing a proposal allocates many containers and no reference
+    cycles; without this, the collector's full passes dominate the run time.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def format_value(value: object) -> str:
     """Render a value for a message: JSON text, ``absent`` for a missing key."""
-    import json
-
     if value is ABSENT:
         return "absent"
     try:

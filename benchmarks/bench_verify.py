@@ -1,0 +1,82 @@
+"""verify throughput and memory against json.loads, measured in one run.
+
+Targets (issue 2): verify of 10,000 actions within 4x json.loads of the same
+file; 100,000 actions within 11x the 10,000-action time; peak memory for
+100,000 actions under 1 GB. Run: python benchmarks/bench_verify.py
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from shapes import INITIAL_STATE, sequential, wide_dag  # noqa: E402
+
+import car_verify  # noqa: E402
+
+
+def best(fn: Callable[[], object], runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        gc.collect()
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def measure(shape: Callable[[int], dict[str, object]], n: int, runs: int) -> tuple[float, float, float]:
+    text = json.dumps(shape(n))
+    t_json = best(lambda: json.loads(text), runs)
+    t_full = best(lambda: car_verify.verify(text, initial_state=INITIAL_STATE), runs)
+    model = car_verify.load(text)
+    t_verify = best(lambda: car_verify.verify(model, initial_state=INITIAL_STATE), runs)
+    return t_json, t_full, t_verify
+
+
+def peak_memory(shape: Callable[[int], dict[str, object]], n: int) -> float:
+    """Peak RSS (MB) of a fresh process that verifies an n-action proposal file."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp, "proposal.json")
+        path.write_text(json.dumps(shape(n)))
+        code = (
+            "import resource, sys, car_verify;"
+            "car_verify.verify(sys.argv[1], initial_state={'env': 'prod', 'counter': 0});"
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)"
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True
+        )
+    return float(out.stdout.strip())
+
+
+def main() -> int:
+    ok = True
+    for name, shape in (("wide", wide_dag), ("sequential", sequential)):
+        j10, f10, v10 = measure(shape, 10_000, 5)
+        j100, f100, v100 = measure(shape, 100_000, 2)
+        mem = peak_memory(shape, 100_000)
+        r_full = f10 / j10
+        r_verify = v10 / j10
+        scale = f100 / f10
+        print(f"[{name}] 10k: json.loads {j10 * 1e3:.1f} ms, load+verify {f10 * 1e3:.1f} ms, "
+              f"verify(model) {v10 * 1e3:.1f} ms")
+        print(f"[{name}]   ratio load+verify / json.loads = {r_full:.2f}x (target <= 4x)")
+        print(f"[{name}]   ratio verify(model) / json.loads = {r_verify:.2f}x")
+        print(f"[{name}] 100k: load+verify {f100 * 1e3:.0f} ms; 100k / 10k = {scale:.2f}x (target <= 11x)")
+        print(f"[{name}] 100k peak RSS {mem:.0f} MB (target < 1024 MB)")
+        ok &= r_full <= 4 and scale <= 11 and mem < 1024
+    print("PASS" if ok else "FAIL: a target was missed")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
