@@ -261,6 +261,8 @@ class Dag:
         shared = {k for k, ws in self.writers.items() if len(ws) > 1}
         if not shared:
             return []
+        if self.unlevelled:
+            return self._conflicts_with_cycles(shared)
         n, preds, writes = self.n, self.preds, self.writes
         remaining = [0] * len(preds)
         for ps in preds:
@@ -297,6 +299,33 @@ class Dag:
                 out[node] = ancestors
         found.sort()
         return found
+
+    def _conflicts_with_cycles(self, shared: set[str]) -> list[tuple[int, int, str]]:
+        """The same triples when the graph has a cycle (no topological order): search."""
+        reach: dict[int, set[int]] = {}
+
+        def descendants(source: int) -> set[int]:
+            found = reach.get(source)
+            if found is None:
+                found = set()
+                stack = [source]
+                while stack:
+                    for s in self.succ[stack.pop()]:
+                        if s not in found:
+                            found.add(s)
+                            stack.append(s)
+                reach[source] = found
+            return found
+
+        triples = []
+        for key in shared:
+            ws = self.writers[key]
+            for x, a in enumerate(ws):
+                for b in ws[x + 1 :]:
+                    if b not in descendants(a) and a not in descendants(b):
+                        triples.append((a, b, key))
+        triples.sort()
+        return triples
 
     def conflict_triples(self) -> list[list[str]]:
         ids = self.ids

@@ -715,6 +715,8 @@ def load(
     trusted = False
     if isinstance(source, Mapping):
         data = dict(source)
+    elif not isinstance(source, (str, bytes, bytearray, os.PathLike)):
+        data = source  # a JSON array or scalar: decode says what was expected
     else:
         trusted = True
         if isinstance(source, str) and not _looks_like_json_text(source):

@@ -1,0 +1,137 @@
+"""Hypothesis properties for every invariant the contract states (issue 2)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import oracle
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from strategies import json_values, proposals, states
+
+import car_verify
+from car_verify import InputError
+from car_verify.dag import Dag
+from car_verify.values import canonical, json_equal
+
+
+@given(json_values)
+def test_load_models_any_json_or_raises_input_error(value: Any) -> None:
+    try:
+        car_verify.load({"actions": value} if isinstance(value, list) else {"x": value})
+        car_verify.load(json.dumps(value))
+    except InputError:
+        pass
+
+
+@given(proposals(), st.data())
+def test_load_mutated_proposal_models_or_raises_input_error(doc: dict[str, Any], data: st.DataObject) -> None:
+    """Replace one field anywhere with a random JSON value: a model or an InputError."""
+    if doc["actions"]:
+        action = data.draw(st.sampled_from(doc["actions"]))
+        field = data.draw(st.sampled_from([*action, "preconditions", "compensation", "max_retries"]))
+        action[field] = data.draw(json_values)
+    try:
+        proposal = car_verify.load(doc)
+    except InputError as err:
+        assert err.path, "an InputError names where it is"
+        return
+    car_verify.verify(proposal)  # a modelled proposal never makes verify raise
+
+
+@given(proposals(), states)
+def test_verify_never_raises_and_valid_means_no_error(doc: dict[str, Any], state: dict[str, Any]) -> None:
+    result = car_verify.verify(doc, initial_state=state)
+    assert result.valid == (not any(i.severity == "error" for i in result.issues))
+    wire = result.to_dict()
+    assert wire["valid"] == result.valid
+    assert json.loads(json.dumps(wire)) == wire
+
+
+@given(proposals())
+def test_levels_respect_every_edge(doc: dict[str, Any]) -> None:
+    dag = Dag(car_verify.load(doc))
+    edges, _ = oracle.edges(doc["actions"])
+    for p, a in edges:
+        if dag.level[p] >= 0 and dag.level[a] >= 0:
+            assert dag.level[p] < dag.level[a]
+    assert [dag.level[i] if dag.level[i] >= 0 else None for i in range(dag.n)] == oracle.levels(doc["actions"])
+
+
+@given(proposals(max_actions=8))
+def test_conflicts_equal_brute_force_oracle(doc: dict[str, Any]) -> None:
+    result = car_verify.verify(doc)
+    assert result.conflicts == oracle.conflicts(doc["actions"])
+
+
+@given(proposals(), states)
+def test_walks_match_the_reference_reading(doc: dict[str, Any], state: dict[str, Any]) -> None:
+    for mode in ("verify", "simulate"):
+        expected_state, expected_blocked = oracle.walk(doc["actions"], state, mode)
+        if mode == "simulate":
+            sim = car_verify.simulate(doc, initial_state=state)
+            assert json_equal(dict(sim), expected_state)
+            ids = [a["id"] for a in doc["actions"]]
+            assert sorted(sim.blocked) == sorted(ids[i] for i in expected_blocked)
+        else:
+            result = car_verify.verify(doc, initial_state=state)
+            assert json_equal(result.simulated_state, expected_state)
+
+
+@given(proposals(), states)
+def test_simulate_end_state_applies_exactly_the_unblocked_effects(
+    doc: dict[str, Any], state: dict[str, Any]
+) -> None:
+    model = car_verify.load(doc)
+    sim = car_verify.simulate(model, initial_state=state)
+    replay = dict(state)
+    by_level: dict[int, list[int]] = {}
+    for t in sim.trace:
+        by_level.setdefault(t.level, []).append(t.index)
+    for level in sorted(by_level):
+        for i in sorted(by_level[level]):
+            if not sim.trace[[t.index for t in sim.trace].index(i)].blocked:
+                replay.update(model.actions[i].effects())
+    assert dict(sim) == replay
+
+
+@given(proposals())
+def test_load_to_dict_round_trips(doc: dict[str, Any]) -> None:
+    proposal = car_verify.load(doc)
+    again = car_verify.load(proposal.to_dict())
+    assert again == proposal
+    assert again.to_dict() == proposal.to_dict()
+    assert car_verify.load(json.dumps(proposal.to_dict())).to_dict() == proposal.to_dict()
+
+
+@given(json_values, json_values)
+def test_canonical_agrees_with_json_equal(a: Any, b: Any) -> None:
+    assert (canonical(a) == canonical(b)) == json_equal(a, b)
+    assert canonical(a) == canonical(json.loads(json.dumps(a)))
+
+
+@given(json_values)
+def test_json_equal_is_reflexive_and_type_strict(a: Any) -> None:
+    assert json_equal(a, a)
+    if isinstance(a, bool):
+        assert not json_equal(a, int(a))
+
+
+@given(proposals(cycles=False), states)
+def test_acyclic_proposals_level_every_action(doc: dict[str, Any], state: dict[str, Any]) -> None:
+    result = car_verify.verify(doc, initial_state=state)
+    levelled = [i for level in result.execution_levels for i in level]
+    assert sorted(levelled) == sorted(a["id"] for a in doc["actions"])
+    assert "dependency-cycle" not in result.codes()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_issue_order_is_deterministic(seed: int) -> None:
+    doc = {"actions": [
+        {"id": f"a{i}", "type": "tool_call", "tool": "t", "expected_effects": {"k": i},
+         "preconditions": [{"key": "q"}]} for i in range(4 + seed)
+    ]}
+    first = car_verify.verify(doc).to_json()
+    assert all(car_verify.verify(doc).to_json() == first for _ in range(3))
