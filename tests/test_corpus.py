@@ -1,0 +1,61 @@
+"""The shared corpus: named proposals with the exact findings each must produce.
+
+Each ``tests/corpus/*.json`` holds ``proposal`` and optionally ``initial_state``,
+``tools``, ``max_actions``; ``expect`` is the exact list of
+``[action_id, code, severity]`` in report order; ``must_not`` codes that must not
+appear; and optionally ``levels``, ``conflicts``, ``simulated_state`` (verify),
+``simulate_state`` (simulate), ``valid`` and ``message_contains``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import car_verify
+
+CORPUS = sorted(Path(__file__).parent.joinpath("corpus").glob("*.json"))
+
+
+def load_case(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text())  # type: ignore[no-any-return]
+
+
+def run(case: dict[str, Any]) -> car_verify.VerificationResult:
+    return car_verify.verify(
+        case["proposal"],
+        initial_state=case.get("initial_state"),
+        tools=case.get("tools"),
+        max_actions=case.get("max_actions"),
+    )
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=[p.stem for p in CORPUS])
+def test_corpus_case(path: Path) -> None:
+    case = load_case(path)
+    result = run(case)
+    got = [[i.action_id, i.code, i.severity.value] for i in result.issues]
+    assert got == case["expect"], case["description"]
+    for code in case.get("must_not", []):
+        assert code not in result.codes()
+    assert result.valid == case.get("valid", not any(e[2] == "error" for e in case["expect"]))
+    if "levels" in case:
+        assert result.execution_levels == case["levels"]
+    if "conflicts" in case:
+        assert result.conflicts == case["conflicts"]
+    if "simulated_state" in case:
+        assert result.simulated_state == case["simulated_state"]
+    if "simulate_state" in case:
+        sim = car_verify.simulate(case["proposal"], initial_state=case.get("initial_state"))
+        assert dict(sim) == case["simulate_state"]
+    for action_id, text in case.get("message_contains", {}).items():
+        messages = [i.message for i in result.issues if i.action_id == action_id]
+        assert any(text in m for m in messages), messages
+
+
+def test_corpus_covers_every_code() -> None:
+    seen = {e[1] for p in CORPUS for e in load_case(p)["expect"]}
+    assert seen == set(car_verify.CODES)

@@ -1,0 +1,180 @@
+"""Each pass's own VALID / INVALID examples, the pass framework, and the code table."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pytest
+
+import car_verify
+from car_verify import CODES, Issue, Pass, PassError, Tier, UsageError
+from car_verify.passes import Context, Example, available_passes
+
+PASSES = available_passes()
+EXAMPLES = [
+    pytest.param(cls, example, id=f"{name}:{example.title}")
+    for name, cls in PASSES.items()
+    for example in cls.examples
+]
+
+
+@pytest.mark.parametrize(("cls", "example"), EXAMPLES)
+def test_pass_example(cls: type[Pass], example: Example) -> None:
+    """The pass alone gives exactly the example's codes; so does the whole verifier."""
+    alone = car_verify.verify(
+        dict(example.proposal),
+        passes=[cls.name],
+        tools=example.tools,
+        initial_state=example.initial_state,
+        max_actions=example.max_actions,
+    )
+    assert sorted(alone.codes()) == sorted(example.codes)
+    everything = car_verify.verify(
+        dict(example.proposal),
+        tools=example.tools,
+        initial_state=example.initial_state,
+        max_actions=example.max_actions,
+    )
+    assert set(example.codes) <= everything.codes()
+    if example.valid:
+        assert everything.valid
+
+
+@pytest.mark.parametrize("name", list(PASSES))
+def test_every_pass_declares_itself_and_documents_itself(name: str) -> None:
+    cls = PASSES[name]
+    assert cls.name == name and cls.verifies and cls.cannot_verify
+    assert isinstance(cls.tier, Tier)
+    doc = cls.__module__ and __import__(cls.__module__, fromlist=["_"]).__doc__ or ""
+    for section in ("What it checks:", "Why it matters:", "How to fix:", "Why this tier:"):
+        assert section in doc, f"{name}'s module docstring lacks {section!r}"
+    assert any(e.valid for e in cls.examples), f"{name} has no VALID example"
+    for code in cls.codes:
+        assert code in CODES
+        assert CODES[code].tier == cls.tier
+        assert any(code in e.codes for e in cls.examples), f"{code} has no INVALID example"
+
+
+def test_code_table_and_passes_agree() -> None:
+    emitted = [code for cls in PASSES.values() for code in cls.codes]
+    assert len(emitted) == len(set(emitted)), "two passes emit the same code"
+    assert set(emitted) == set(CODES), "a documented code no pass emits, or the reverse"
+
+
+def test_section5_table_severities_and_tiers() -> None:
+    table = {
+        "empty-proposal": ("warning", "decision_procedure"),
+        "duplicate-id": ("error", "decision_procedure"),
+        "unknown-action-type": ("error", "decision_procedure"),
+        "missing-tool-name": ("error", "decision_procedure"),
+        "state-write-without-key": ("error", "decision_procedure"),
+        "unknown-dependency": ("error", "decision_procedure"),
+        "dependency-cycle": ("error", "decision_procedure"),
+        "unknown-operator": ("error", "decision_procedure"),
+        "precondition-unsatisfied": ("error", "decision_procedure"),
+        "missing-dependency": ("error", "decision_procedure"),
+        "assertion-fails": ("error", "decision_procedure"),
+        "write-conflict": ("warning", "decision_procedure"),
+        "repeated-call": ("warning", "heuristic"),
+        "too-many-actions": ("error", "decision_procedure"),
+        "unknown-tool": ("error", "decision_procedure"),
+        "param-schema": ("error", "decision_procedure"),
+        "missing-compensation": ("warning", "decision_procedure"),
+        "unknown-compensation-target": ("error", "decision_procedure"),
+    }
+    assert {k: (v.severity.value, v.tier.value) for k, v in CODES.items()} == table
+
+
+def test_a_subset_of_passes_runs_alone_and_evidence_says_what_ran() -> None:
+    doc = {"actions": [{"id": "a", "type": "tool_call", "tool": "t", "preconditions": [{"key": "k"}]}]}
+    result = car_verify.verify(doc, passes=["structure"])
+    assert result.issues == [] and [c.name for c in result.evidence.checks] == ["structure"]
+    full = car_verify.verify(doc)
+    checks = {c.name: c for c in full.evidence.checks}
+    assert checks["strips"].ran and checks["strips"].findings == 1
+    assert not checks["tools"].ran and checks["tools"].reason == "no tool registry was given"
+    assert not checks["budget"].ran
+    ran = sum(c.ran for c in full.evidence.checks)
+    assert full.evidence.confidence == ran / len(full.evidence.checks)
+    wire = full.to_dict()["evidence"]
+    assert set(wire) == {"checks", "assumptions", "untested_regions", "residual_risks", "confidence"}
+    assert {"name", "ran", "verifies", "cannot_verify", "findings", "tier"} <= set(wire["checks"][0])
+    assert any("tools" in region for region in wire["untested_regions"])
+    with_tools = car_verify.verify(doc, tools=[{"name": "t"}], max_actions=5)
+    assert with_tools.evidence.confidence == 1.0
+
+
+def test_unknown_pass_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="unknown pass 'nope'"):
+        car_verify.verify({"actions": []}, passes=["nope"])
+
+
+class _Broken(Pass):
+    name = "broken"
+    tier = Tier.HEURISTIC
+    codes = ()
+    verifies = "nothing"
+    cannot_verify = "anything"
+
+    def run(self, ctx: Context) -> Iterable[Issue]:
+        raise ZeroDivisionError("oops")
+
+
+class _Liar(_Broken):
+    name = "liar"
+
+    def run(self, ctx: Context) -> Iterable[Issue]:
+        yield ctx.issue("duplicate-id", "not mine to emit")
+
+
+def test_internal_errors_name_the_pass() -> None:
+    with pytest.raises(PassError, match="broken"):
+        car_verify.verify({"actions": []}, passes=[_Broken])
+    with pytest.raises(PassError, match="undeclared code 'duplicate-id'"):
+        car_verify.verify({"actions": []}, passes=[_Liar()])
+
+
+def test_a_third_party_pass_can_run_by_instance_with_new_codes() -> None:
+    from car_verify.codes import Code
+    from car_verify.findings import Severity
+
+    class NoDeploy(Pass):
+        name = "no-deploy"
+        tier = Tier.DECISION_PROCEDURE
+        codes = ("deploy-forbidden",)
+        new_codes = (Code("deploy-forbidden", Severity.ERROR, Tier.DECISION_PROCEDURE, "no deploys"),)
+        verifies = "no deploys"
+        cannot_verify = "-"
+
+        def run(self, ctx: Context) -> Iterable[Issue]:
+            for i, a in enumerate(ctx.proposal.actions):
+                if a.tool == "deploy":
+                    yield ctx.issue("deploy-forbidden", "deploy is forbidden", index=i, where=("tool",))
+
+    result = car_verify.verify(
+        {"actions": [{"id": "d", "type": "tool_call", "tool": "deploy"}]}, passes=[NoDeploy, "structure"]
+    )
+    assert [(i.code, i.action_id, i.pointer) for i in result.issues] == [
+        ("deploy-forbidden", "d", "/actions/0/tool")
+    ]
+
+
+def test_pointers_locate_findings() -> None:
+    doc = {"actions": [
+        {"id": "a", "type": "tool_call", "tool": "t", "preconditions": [{"key": "x"}, {"key": "y", "operator": "EQ"}],
+         "state_dependencies": ["m"]},
+    ]}
+    pointers = {(i.code, i.pointer) for i in car_verify.verify(doc).issues}
+    assert pointers == {
+        ("precondition-unsatisfied", "/actions/0/preconditions/0"),
+        ("unknown-operator", "/actions/0/preconditions/1/operator"),
+        ("missing-dependency", "/actions/0/state_dependencies/0"),
+    }
+
+
+def test_repeat_threshold_is_configurable() -> None:
+    doc = {"actions": [{"id": f"p{i}", "type": "tool_call", "tool": "poll"} for i in range(3)]}
+    assert "repeated-call" in car_verify.verify(doc).codes()
+    assert "repeated-call" not in car_verify.verify(doc, repeat_threshold=4).codes()
+    issue = car_verify.verify(doc, repeat_threshold=2).issues[0]
+    assert issue.action_id == "p1"
