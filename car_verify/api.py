@@ -136,10 +136,13 @@ class Simulation(dict[str, Any]):
                 why = "; ".join(describe(c) for c in t.causes)
                 lines.append(f"level {t.level}  {t.action_id}: blocked: {why}")
             else:
-                got = ", ".join(
-                    f"{what} from {who or 'the initial state'}" for what, who in t.supplied.items()
-                )
-                lines.append(f"level {t.level}  {t.action_id}: runs" + (f" ({got})" if got else ""))
+                parts = [
+                    f"{key} from {who or 'the initial state'}" for key, who in t.supplied.items()
+                ]
+                if t.after:
+                    parts.append("after " + ", ".join(t.after))
+                got = f" ({'; '.join(parts)})" if parts else ""
+                lines.append(f"level {t.level}  {t.action_id}: runs{got}")
         for action_id in self.unwalked:
             lines.append(f"no level  {action_id}: not walked (on or after a dependency cycle)")
         return "\n".join(lines)

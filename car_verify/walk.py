@@ -48,8 +48,8 @@ class ActionTrace:
     """What the walk did with one action.
 
     ``supplied`` maps each precondition key and depended-on key that held to the
-    action that supplied its value (``None``: the initial state), and each
-    explicit or output dependency id to itself (simulate mode only).
+    action that supplied its value (``None``: the initial state); ``after`` lists
+    the explicit and output-reference dependencies that ran (simulate mode only).
     """
 
     index: int
@@ -58,6 +58,7 @@ class ActionTrace:
     blocked: bool
     causes: list[Cause]
     supplied: dict[str, str | None] = field(default_factory=dict)
+    after: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -66,6 +67,7 @@ class ActionTrace:
             "runs": not self.blocked,
             "blocked_by": [describe(c) for c in self.causes],
             "supplied_by": dict(self.supplied),
+            "after": list(self.after),
         }
 
 
@@ -131,16 +133,17 @@ def walk(
                         supplied[key] = _who(supplier, ids, key, state[key])
                 else:
                     causes.append(Cause("missing-key", key=key))
+            after: list[str] = []
             if simulate:
                 for t in dag.task_preds[i]:
                     if blocked[t]:
                         causes.append(
                             Cause("blocked-dependency", dependency=t, dependency_id=ids[t])
                         )
-                    else:
-                        supplied[ids[t]] = ids[t]
+                    elif ids[t] not in after:
+                        after.append(ids[t])
             blocked[i] = bool(causes)
-            traces[i] = ActionTrace(i, ids[i], level_no, bool(causes), causes, supplied)
+            traces[i] = ActionTrace(i, ids[i], level_no, bool(causes), causes, supplied, after)
         for i in members:
             if not (simulate and blocked[i]):
                 change = effects[i]

@@ -1,0 +1,150 @@
+"""The CLI contract (SEMANTICS section 7): output, formats, exit codes, errors."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from car_verify.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def write(tmp_path: Path, name: str, doc: object) -> str:
+    path = tmp_path / name
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+BAD = {"actions": [{"id": "d", "type": "tool_call", "tool": "deploy",
+                    "preconditions": [{"key": "tests_passed", "value": True}]}]}
+
+
+def test_verify_text_lists_issues_then_a_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["verify", write(tmp_path, "p.json", BAD)], capsys)
+    lines = out.splitlines()
+    assert code == 1 and err == ""
+    assert lines[0].startswith("error[precondition-unsatisfied] d: precondition tests_passed")
+    assert lines[-1].startswith("invalid: 1 error, 0 warnings")
+
+
+def test_verify_json_is_the_wire_object(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["verify", write(tmp_path, "p.json", BAD), "--format", "json"], capsys)
+    doc = json.loads(out)
+    assert code == 1
+    assert set(doc) == {"valid", "issues", "simulated_state", "execution_levels", "conflicts", "evidence"}
+    assert doc["issues"][0] == {
+        "action_id": "d", "severity": "error", "tier": "decision_procedure",
+        "code": "precondition-unsatisfied", "message": doc["issues"][0]["message"],
+    }
+
+
+def test_verify_valid_exits_zero_with_tools_state_and_budget(capsys: pytest.CaptureFixture[str]) -> None:
+    ex = EXAMPLES / "gated-deploy"
+    code, out, _ = run(["verify", str(ex / "proposal.json"), "--tools", str(ex / "tools.json"),
+                        "--state", str(ex / "state.json"), "--max-actions", "10"], capsys)
+    assert code == 0 and out.startswith("valid: 0 errors, 0 warnings (9 of 9 checks ran)")
+    code, out, _ = run(["verify", str(ex / "proposal.json"), "--max-actions", "2"], capsys)
+    assert code == 1 and "too-many-actions" in out
+
+
+def test_verify_reads_stdin(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(json.dumps(BAD).encode())))
+    code, out, _ = run(["verify", "-", "--format", "json"], capsys)
+    assert code == 1 and json.loads(out)["valid"] is False
+
+
+def test_sarif_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["verify", write(tmp_path, "p.json", BAD), "--format", "sarif"], capsys)
+    log = json.loads(out)
+    assert code == 1 and log["version"] == "2.1.0"
+    run_ = log["runs"][0]
+    rule_ids = [r["id"] for r in run_["tool"]["driver"]["rules"]]
+    result = run_["results"][0]
+    assert result["ruleId"] == "precondition-unsatisfied" and result["level"] == "error"
+    assert rule_ids[result["ruleIndex"]] == "precondition-unsatisfied"
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["verify", "/nonexistent/p.json"], "cannot read file"),
+        (["verify"], "required"),
+        (["frobnicate"], "invalid choice"),
+        (["verify", "{p}", "--max-actions", "-1"], "non-negative"),
+        (["verify", "{p}", "--format", "xml"], "invalid choice"),
+        (["verify", "{bad}"], "actions[0].preconditions: expected an array"),
+        (["verify", "{notjson}"], "line 1"),
+        (["verify", "{p}", "--state", "{list}"], "must hold a JSON object"),
+        (["verify", "{p}", "--tools", "{p}"], "expected an array of tool schemas"),
+        (["verify", "{p}", "--passes", "nope"], "unknown pass"),
+        (["simulate", "{bad}"], "expected an array"),
+    ],
+)
+def test_bad_input_is_one_line_on_stderr_and_exit_2(
+    argv: list[str], needle: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = {
+        "p": write(tmp_path, "p.json", BAD),
+        "bad": write(tmp_path, "bad.json", {"actions": [{"type": "t", "preconditions": "x"}]}),
+        "list": write(tmp_path, "list.json", [1]),
+        "notjson": str(tmp_path / "nj.json"),
+    }
+    Path(files["notjson"]).write_text("{nope")
+    code, out, err = run([a.format(**files) for a in argv], capsys)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("car-verify: error: ") and needle in err
+
+
+def test_simulate_prints_the_end_state(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["simulate", str(EXAMPLES / "gated-deploy" / "proposal.json")], capsys)
+    assert code == 0
+    assert json.loads(out) == {"build_artifact": "billing-service:fix-rounding", "tests_passed": True,
+                               "coverage": 0.87, "deployed": True}
+
+
+def test_simulate_explains_and_traces(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = write(tmp_path, "p.json", BAD)
+    code, out, _ = run(["simulate", p, "--explain"], capsys)
+    assert code == 0 and "d: blocked: precondition tests_passed eq true is false" in out
+    code, out, _ = run(["simulate", p, "--trace"], capsys)
+    doc = json.loads(out)
+    assert doc["state"] == {} and doc["trace"][0]["runs"] is False
+
+
+def test_repeat_threshold_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    doc = {"actions": [{"id": f"p{i}", "type": "tool_call", "tool": "poll"} for i in range(3)]}
+    p = write(tmp_path, "p.json", doc)
+    assert "repeated-call" in run(["verify", p], capsys)[1]
+    assert "repeated-call" not in run(["verify", p, "--repeat-threshold", "4"], capsys)[1]
+
+
+def test_codes_and_passes_listings(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["codes", "--format", "json"], capsys)
+    assert code == 0 and {c["code"] for c in json.loads(out)} >= {"repeated-call", "dependency-cycle"}
+    code, out, _ = run(["passes"], capsys)
+    assert code == 0 and "strips:" in out
+
+
+def test_console_script_runs_and_does_not_import_heavy_dependencies(tmp_path: Path) -> None:
+    p = write(tmp_path, "p.json", BAD)
+    code = (
+        "import sys; from car_verify.cli import main; rc = main(['verify', sys.argv[1]]);"
+        "heavy = [m for m in ('z3', 'pydot', 'networkx', 'jsonschema', 'lark') if m in sys.modules];"
+        "print('HEAVY', heavy); raise SystemExit(rc)"
+    )
+    done = subprocess.run([sys.executable, "-c", code, p], capture_output=True, text=True)
+    assert done.returncode == 1
+    assert "HEAVY []" in done.stdout
