@@ -744,14 +744,11 @@ def load_tools(source: Any) -> list[ToolSchema]:
             source = Path(source)
         label = str(source) if isinstance(source, os.PathLike) else None
         source = read_json(source, name=label)
-    if isinstance(source, Mapping):
+    if isinstance(source, Mapping) and all(
+        isinstance(v, (Mapping, ToolSchema)) for v in source.values()
+    ):  # {name: schema}: the name may be left out of each schema
         source = [
-            value
-            if isinstance(value, ToolSchema)
-            else {"name": name, **value}
-            if isinstance(value, Mapping) and "name" not in value
-            else value
-            for name, value in source.items()
+            v if isinstance(v, ToolSchema) else {"name": name, **v} for name, v in source.items()
         ]
     if not isinstance(source, (list, tuple)):
         error = InputError(f"expected an array of tool schemas, got {kind(source)}")
