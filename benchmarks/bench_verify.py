@@ -18,9 +18,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from shapes import INITIAL_STATE, sequential, wide_dag  # noqa: E402
+from shapes import INITIAL_STATE, sequential, wide_dag
 
-import car_verify  # noqa: E402
+import car_verify
 
 
 def best(fn: Callable[[], object], runs: int) -> float:
@@ -33,7 +33,9 @@ def best(fn: Callable[[], object], runs: int) -> float:
     return min(times)
 
 
-def measure(shape: Callable[[int], dict[str, object]], n: int, runs: int) -> tuple[float, float, float]:
+def measure(
+    shape: Callable[[int], dict[str, object]], n: int, runs: int
+) -> tuple[float, float, float]:
     text = json.dumps(shape(n))
     t_json = best(lambda: json.loads(text), runs)
     t_full = best(lambda: car_verify.verify(text, initial_state=INITIAL_STATE), runs)
@@ -62,16 +64,21 @@ def main() -> int:
     ok = True
     for name, shape in (("wide", wide_dag), ("sequential", sequential)):
         j10, f10, v10 = measure(shape, 10_000, 5)
-        j100, f100, v100 = measure(shape, 100_000, 2)
+        _, f100, _ = measure(shape, 100_000, 2)
         mem = peak_memory(shape, 100_000)
         r_full = f10 / j10
         r_verify = v10 / j10
         scale = f100 / f10
-        print(f"[{name}] 10k: json.loads {j10 * 1e3:.1f} ms, load+verify {f10 * 1e3:.1f} ms, "
-              f"verify(model) {v10 * 1e3:.1f} ms")
+        print(
+            f"[{name}] 10k: json.loads {j10 * 1e3:.1f} ms, load+verify {f10 * 1e3:.1f} ms, "
+            f"verify(model) {v10 * 1e3:.1f} ms"
+        )
         print(f"[{name}]   ratio load+verify / json.loads = {r_full:.2f}x (target <= 4x)")
         print(f"[{name}]   ratio verify(model) / json.loads = {r_verify:.2f}x")
-        print(f"[{name}] 100k: load+verify {f100 * 1e3:.0f} ms; 100k / 10k = {scale:.2f}x (target <= 11x)")
+        print(
+            f"[{name}] 100k: load+verify {f100 * 1e3:.0f} ms; "
+            f"100k / 10k = {scale:.2f}x (target <= 11x)"
+        )
         print(f"[{name}] 100k peak RSS {mem:.0f} MB (target < 1024 MB)")
         ok &= r_full <= 4 and scale <= 11 and mem < 1024
     print("PASS" if ok else "FAIL: a target was missed")

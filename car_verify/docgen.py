@@ -43,7 +43,13 @@ def _example(example: Example, kind: str) -> list[str]:
         initial_state=example.initial_state,
         max_actions=example.max_actions,
     )
-    out = [f"**{kind}: {example.title}**", "", "```json", json.dumps(example.proposal, indent=2), "```"]
+    out = [
+        f"**{kind}: {example.title}**",
+        "",
+        "```json",
+        json.dumps(example.proposal, indent=2),
+        "```",
+    ]
     extras = []
     if example.initial_state is not None:
         extras.append(f"initial state `{json.dumps(example.initial_state)}`")
@@ -70,10 +76,15 @@ def _pass_section(cls: type[Pass]) -> list[str]:
     out += ["| code | severity | tier | summary |", "|---|---|---|---|"]
     for code in cls.codes:
         c = CODES[code]
-        out.append(f"| <a id=\"{c.name}\"></a>`{c.name}` | {c.severity.value} | {c.tier.value} | {c.summary} |")
+        out.append(
+            f'| <a id="{c.name}"></a>`{c.name}` | {c.severity.value} | {c.tier.value} '
+            f"| {c.summary} |"
+        )
     out.append("")
     for example in cls.examples:
-        out += _example(example, "Valid" if example.valid else "Invalid (" + ", ".join(example.codes) + ")")
+        out += _example(
+            example, "Valid" if example.valid else "Invalid (" + ", ".join(example.codes) + ")"
+        )
     return out
 
 

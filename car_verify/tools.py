@@ -43,7 +43,7 @@ class ToolRegistry(Mapping[str, ToolSchema]):
 
     @classmethod
     def coerce(cls, tools: Any) -> ToolRegistry:
-        """A registry from a registry, a list of schemas (dicts or ToolSchema), a mapping, a path."""
+        """A registry from a registry, a list of schemas, a mapping, a path."""
         if isinstance(tools, ToolRegistry):
             return tools
         return cls(load_tools(tools))

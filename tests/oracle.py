@@ -42,8 +42,12 @@ def holds(op: str, actual: Any, value: Any) -> bool:
     if op in ("gt", "lt", "gte", "lte"):
         if not (num(actual) and num(value)):
             return False
-        return {"gt": actual > value, "lt": actual < value, "gte": actual >= value,
-                "lte": actual <= value}[op]
+        return {
+            "gt": actual > value,
+            "lt": actual < value,
+            "gte": actual >= value,
+            "lte": actual <= value,
+        }[op]
     if op == "contains":
         if isinstance(actual, str):
             return isinstance(value, str) and value in actual
@@ -164,8 +168,7 @@ def predicate(a: dict[str, Any]) -> list[dict[str, Any]]:
     pres = list(a.get("preconditions", []))
     p = a.get("parameters", {})
     if a["type"] == "assertion" and isinstance(p.get("key"), str):
-        pres.append({"key": p["key"], "operator": p.get("operator", "eq"),
-                     "value": p.get("value")})
+        pres.append({"key": p["key"], "operator": p.get("operator", "eq"), "value": p.get("value")})
     return pres
 
 

@@ -19,7 +19,9 @@ json_values = st.recursive(
     | st.integers(-(2**60), 2**60)
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=5),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
     max_leaves=10,
 )
 
@@ -41,7 +43,9 @@ def proposals(draw: st.DrawFn, max_actions: int = 7, cycles: bool = True) -> dic
     ids = [f"a{i}" for i in range(n)]
     actions = []
     for i in range(n):
-        kind = draw(st.sampled_from(["tool_call", "tool_call", "state_write", "state_read", "assertion"]))
+        kind = draw(
+            st.sampled_from(["tool_call", "tool_call", "state_write", "state_read", "assertion"])
+        )
         action: dict[str, Any] = {"id": ids[i], "type": kind}
         params: dict[str, Any] = {}
         if kind == "tool_call":
@@ -62,9 +66,13 @@ def proposals(draw: st.DrawFn, max_actions: int = 7, cycles: bool = True) -> dic
         if draw(st.booleans()):
             action["preconditions"] = draw(st.lists(precondition(), max_size=2))
         if draw(st.booleans()):
-            action["expected_effects"] = draw(st.dictionaries(st.sampled_from(KEYS), VALUES, max_size=2))
+            action["expected_effects"] = draw(
+                st.dictionaries(st.sampled_from(KEYS), VALUES, max_size=2)
+            )
         if draw(st.booleans()):
-            action["state_dependencies"] = draw(st.lists(st.sampled_from(KEYS), max_size=2, unique=True))
+            action["state_dependencies"] = draw(
+                st.lists(st.sampled_from(KEYS), max_size=2, unique=True)
+            )
         if i and draw(st.integers(0, 3)) == 0:
             pool = ids if cycles else ids[:i]
             action["dependencies"] = draw(st.lists(st.sampled_from(pool), max_size=2, unique=True))

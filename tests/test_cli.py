@@ -28,11 +28,21 @@ def write(tmp_path: Path, name: str, doc: object) -> str:
     return str(path)
 
 
-BAD = {"actions": [{"id": "d", "type": "tool_call", "tool": "deploy",
-                    "preconditions": [{"key": "tests_passed", "value": True}]}]}
+BAD = {
+    "actions": [
+        {
+            "id": "d",
+            "type": "tool_call",
+            "tool": "deploy",
+            "preconditions": [{"key": "tests_passed", "value": True}],
+        }
+    ]
+}
 
 
-def test_verify_text_lists_issues_then_a_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_verify_text_lists_issues_then_a_summary(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, out, err = run(["verify", write(tmp_path, "p.json", BAD)], capsys)
     lines = out.splitlines()
     assert code == 1 and err == ""
@@ -44,23 +54,48 @@ def test_verify_json_is_the_wire_object(tmp_path: Path, capsys: pytest.CaptureFi
     code, out, _ = run(["verify", write(tmp_path, "p.json", BAD), "--format", "json"], capsys)
     doc = json.loads(out)
     assert code == 1
-    assert set(doc) == {"valid", "issues", "simulated_state", "execution_levels", "conflicts", "evidence"}
+    assert set(doc) == {
+        "valid",
+        "issues",
+        "simulated_state",
+        "execution_levels",
+        "conflicts",
+        "evidence",
+    }
     assert doc["issues"][0] == {
-        "action_id": "d", "severity": "error", "tier": "decision_procedure",
-        "code": "precondition-unsatisfied", "message": doc["issues"][0]["message"],
+        "action_id": "d",
+        "severity": "error",
+        "tier": "decision_procedure",
+        "code": "precondition-unsatisfied",
+        "message": doc["issues"][0]["message"],
     }
 
 
-def test_verify_valid_exits_zero_with_tools_state_and_budget(capsys: pytest.CaptureFixture[str]) -> None:
+def test_verify_valid_exits_zero_with_tools_state_and_budget(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     ex = EXAMPLES / "gated-deploy"
-    code, out, _ = run(["verify", str(ex / "proposal.json"), "--tools", str(ex / "tools.json"),
-                        "--state", str(ex / "state.json"), "--max-actions", "10"], capsys)
+    code, out, _ = run(
+        [
+            "verify",
+            str(ex / "proposal.json"),
+            "--tools",
+            str(ex / "tools.json"),
+            "--state",
+            str(ex / "state.json"),
+            "--max-actions",
+            "10",
+        ],
+        capsys,
+    )
     assert code == 0 and out.startswith("valid: 0 errors, 0 warnings (9 of 9 checks ran)")
     code, out, _ = run(["verify", str(ex / "proposal.json"), "--max-actions", "2"], capsys)
     assert code == 1 and "too-many-actions" in out
 
 
-def test_verify_reads_stdin(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_verify_reads_stdin(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(json.dumps(BAD).encode())))
     code, out, _ = run(["verify", "-", "--format", "json"], capsys)
     assert code == 1 and json.loads(out)["valid"] is False
@@ -111,8 +146,12 @@ def test_bad_input_is_one_line_on_stderr_and_exit_2(
 def test_simulate_prints_the_end_state(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(["simulate", str(EXAMPLES / "gated-deploy" / "proposal.json")], capsys)
     assert code == 0
-    assert json.loads(out) == {"build_artifact": "billing-service:fix-rounding", "tests_passed": True,
-                               "coverage": 0.87, "deployed": True}
+    assert json.loads(out) == {
+        "build_artifact": "billing-service:fix-rounding",
+        "tests_passed": True,
+        "coverage": 0.87,
+        "deployed": True,
+    }
 
 
 def test_simulate_explains_and_traces(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -133,7 +172,10 @@ def test_repeat_threshold_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str
 
 def test_codes_and_passes_listings(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(["codes", "--format", "json"], capsys)
-    assert code == 0 and {c["code"] for c in json.loads(out)} >= {"repeated-call", "dependency-cycle"}
+    assert code == 0 and {c["code"] for c in json.loads(out)} >= {
+        "repeated-call",
+        "dependency-cycle",
+    }
     code, out, _ = run(["passes"], capsys)
     assert code == 0 and "strips:" in out
 
@@ -142,7 +184,8 @@ def test_console_script_runs_and_does_not_import_heavy_dependencies(tmp_path: Pa
     p = write(tmp_path, "p.json", BAD)
     code = (
         "import sys; from car_verify.cli import main; rc = main(['verify', sys.argv[1]]);"
-        "heavy = [m for m in ('z3', 'pydot', 'networkx', 'jsonschema', 'lark') if m in sys.modules];"
+        "heavy = [m for m in ('z3', 'pydot', 'networkx', 'jsonschema', 'lark')"
+        " if m in sys.modules];"
         "print('HEAVY', heavy); raise SystemExit(rc)"
     )
     done = subprocess.run([sys.executable, "-c", code, p], capture_output=True, text=True)

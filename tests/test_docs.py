@@ -11,7 +11,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_codes_reference_is_up_to_date() -> None:
     current = (ROOT / "docs" / "codes.md").read_text()
-    assert current == render_codes_reference(), "docs/codes.md is stale: run python scripts/gen_docs.py"
+    assert current == render_codes_reference(), (
+        "docs/codes.md is stale: run python scripts/gen_docs.py"
+    )
 
 
 def test_every_code_is_documented_with_an_anchor() -> None:

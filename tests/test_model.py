@@ -63,25 +63,41 @@ def test_generated_ids() -> None:
 
 
 def test_spec_example_round_trips_exactly() -> None:
-    doc = {"id": "abc123def456", "source": "claude", "timestamp": "2026-05-02T12:00:00Z",
-           "actions": [SPEC_ACTION], "context": {"rationale": "deploy"}}
+    doc = {
+        "id": "abc123def456",
+        "source": "claude",
+        "timestamp": "2026-05-02T12:00:00Z",
+        "actions": [SPEC_ACTION],
+        "context": {"rationale": "deploy"},
+    }
     out = car_verify.load(doc).to_dict()
     pre = [{**SPEC_ACTION["preconditions"][0], "description": ""}]  # type: ignore[dict-item]
-    assert out["actions"][0] == {**SPEC_ACTION, "preconditions": pre, "read_set": [],
-                                 "write_set": [], "assumptions": [], "dependencies": []}
+    assert out["actions"][0] == {
+        **SPEC_ACTION,
+        "preconditions": pre,
+        "read_set": [],
+        "write_set": [],
+        "assumptions": [],
+        "dependencies": [],
+    }
     assert {k: out[k] for k in ("id", "source", "timestamp", "context")} == {
-        k: doc[k] for k in ("id", "source", "timestamp", "context")}
+        k: doc[k] for k in ("id", "source", "timestamp", "context")
+    }
 
 
 def test_unknown_fields_are_preserved_at_every_level() -> None:
     doc = {
         "x-top": {"a": 1},
-        "actions": [{
-            "type": "tool_call", "tool": "t", "x-action": [1, 2],
-            "preconditions": [{"key": "k", "x-pre": True}],
-            "assumptions": [{"key": "k", "x-assume": "y"}],
-            "compensation": {"type": "action_ref", "action_id": "u", "x-comp": 0},
-        }],
+        "actions": [
+            {
+                "type": "tool_call",
+                "tool": "t",
+                "x-action": [1, 2],
+                "preconditions": [{"key": "k", "x-pre": True}],
+                "assumptions": [{"key": "k", "x-assume": "y"}],
+                "compensation": {"type": "action_ref", "action_id": "u", "x-comp": 0},
+            }
+        ],
     }
     out = car_verify.load(doc).to_dict()
     assert out["x-top"] == {"a": 1}
@@ -103,7 +119,9 @@ def test_a_precondition_without_value_has_null() -> None:
 
 
 def test_unknown_type_and_operator_load_fine() -> None:
-    p = car_verify.load({"actions": [{"type": "dance", "preconditions": [{"key": "k", "operator": "EQ"}]}]})
+    p = car_verify.load(
+        {"actions": [{"type": "dance", "preconditions": [{"key": "k", "operator": "EQ"}]}]}
+    )
     assert p.actions[0].type == "dance" and p.actions[0].preconditions[0].operator == "EQ"
 
 
@@ -116,29 +134,46 @@ def test_unknown_type_and_operator_load_fine() -> None:
         ({"actions": [{}]}, "actions[0]"),  # absent type
         ({"actions": [{"type": 3}]}, "actions[0].type"),
         ({"actions": [{"type": "assertion", "preconditions": "k"}]}, "actions[0].preconditions"),
-        ({"actions": [{"type": "assertion", "preconditions": [{"operator": "eq"}]}]},
-         "actions[0].preconditions[0]"),
-        ({"actions": [{"type": "assertion", "preconditions": [{"key": 1}]}]},
-         "actions[0].preconditions[0].key"),
-        ({"actions": [{"type": "t", "state_dependencies": ["a", 3]}]}, "actions[0].state_dependencies[1]"),
+        (
+            {"actions": [{"type": "assertion", "preconditions": [{"operator": "eq"}]}]},
+            "actions[0].preconditions[0]",
+        ),
+        (
+            {"actions": [{"type": "assertion", "preconditions": [{"key": 1}]}]},
+            "actions[0].preconditions[0].key",
+        ),
+        (
+            {"actions": [{"type": "t", "state_dependencies": ["a", 3]}]},
+            "actions[0].state_dependencies[1]",
+        ),
         ({"actions": [{"type": "t", "dependencies": "a"}]}, "actions[0].dependencies"),
-        ({"actions": [{"type": "t", "failure_behavior": "explode"}]}, "actions[0].failure_behavior"),
+        (
+            {"actions": [{"type": "t", "failure_behavior": "explode"}]},
+            "actions[0].failure_behavior",
+        ),
         ({"actions": [{"type": "t", "reversibility": "maybe"}]}, "actions[0].reversibility"),
         ({"actions": [{"type": "t", "invocation_mode": "batch"}]}, "actions[0].invocation_mode"),
-        ({"actions": [{"type": "t", "compensation": {"type": "magic"}}]}, "actions[0].compensation.type"),
+        (
+            {"actions": [{"type": "t", "compensation": {"type": "magic"}}]},
+            "actions[0].compensation.type",
+        ),
         ({"actions": [{"type": "t", "compensation": {"type": "tool"}}]}, "actions[0].compensation"),
         ({"actions": [{"type": "t", "max_retries": -1}]}, "actions[0].max_retries"),
         ({"actions": [{"type": "t", "max_retries": 1.5}]}, "actions[0].max_retries"),
         ({"actions": [{"type": "t", "max_retries": True}]}, "actions[0].max_retries"),
         ({"actions": [{"type": "t", "idempotent": 1}]}, "actions[0].idempotent"),
         ({"actions": [{"type": "t", "parameters": []}]}, "actions[0].parameters"),
-        ({"actions": [{"type": "t", "assumptions": [{"key": "k", "read_version": "1"}]}]},
-         "actions[0].assumptions[0].read_version"),
+        (
+            {"actions": [{"type": "t", "assumptions": [{"key": "k", "read_version": "1"}]}]},
+            "actions[0].assumptions[0].read_version",
+        ),
         ({"id": 5, "actions": []}, "id"),
         ({"context": "x"}, "context"),
         ({"actions": [{"type": "t", "parameters": {"a": {1, 2}}}]}, "actions[0].parameters.a"),
-        ({"actions": [{"type": "t", "expected_effects": {"k": float("nan")}}]},
-         "actions[0].expected_effects.k"),
+        (
+            {"actions": [{"type": "t", "expected_effects": {"k": float("nan")}}]},
+            "actions[0].expected_effects.k",
+        ),
     ],
 )
 def test_input_errors_name_the_json_path(doc: Any, path: str) -> None:
@@ -195,28 +230,52 @@ def test_path_errors_name_the_file(tmp_path: Path) -> None:
         (["compensable", None], "irreversible"),  # None: the default, irreversible
     ],
 )
-def test_rollback_contract_is_the_worst_declared(reversibilities: list[str | None], contract: str) -> None:
-    actions = [{"type": "t"} if r is None else {"type": "t", "reversibility": r} for r in reversibilities]
+def test_rollback_contract_is_the_worst_declared(
+    reversibilities: list[str | None], contract: str
+) -> None:
+    actions = [
+        {"type": "t"} if r is None else {"type": "t", "reversibility": r} for r in reversibilities
+    ]
     assert car_verify.load({"actions": actions}).rollback_contract() == contract
 
 
 def test_missing_required_compensation() -> None:
-    p = car_verify.load({"actions": [
-        {"type": "t", "reversibility": "compensable"},
-        {"type": "t", "reversibility": "compensable", "compensation": {"type": "tool", "tool": "u"}},
-        {"type": "t"},
-    ]})
+    p = car_verify.load(
+        {
+            "actions": [
+                {"type": "t", "reversibility": "compensable"},
+                {
+                    "type": "t",
+                    "reversibility": "compensable",
+                    "compensation": {"type": "tool", "tool": "u"},
+                },
+                {"type": "t"},
+            ]
+        }
+    )
     assert [a.missing_required_compensation() for a in p.actions] == [True, False, False]
 
 
 def test_read_and_write_sets() -> None:
-    p = car_verify.load({"actions": [
-        {"type": "state_write", "parameters": {"key": "k", "value": 1}, "expected_effects": {"e": 1}},
-        {"type": "state_write", "parameters": {"key": "k"}, "write_set": ["w"]},
-        {"type": "state_read", "parameters": {"key": "a", "keys": ["b", 3, "c"]},
-         "state_dependencies": ["d"], "assumptions": [{"key": "s"}]},
-        {"type": "tool_call", "tool": "t", "read_set": ["r"], "state_dependencies": ["d"]},
-    ]})
+    p = car_verify.load(
+        {
+            "actions": [
+                {
+                    "type": "state_write",
+                    "parameters": {"key": "k", "value": 1},
+                    "expected_effects": {"e": 1},
+                },
+                {"type": "state_write", "parameters": {"key": "k"}, "write_set": ["w"]},
+                {
+                    "type": "state_read",
+                    "parameters": {"key": "a", "keys": ["b", 3, "c"]},
+                    "state_dependencies": ["d"],
+                    "assumptions": [{"key": "s"}],
+                },
+                {"type": "tool_call", "tool": "t", "read_set": ["r"], "state_dependencies": ["d"]},
+            ]
+        }
+    )
     a0, a1, a2, a3 = p.actions
     assert a0.writes() == ["e", "k"] and a0.effects() == {"e": 1, "k": 1}
     assert a1.writes() == ["w"] and a1.effects() == {"k": None}
@@ -225,26 +284,60 @@ def test_read_and_write_sets() -> None:
 
 
 def test_other_wire_types_round_trip() -> None:
-    tool = {"name": "deploy", "description": "", "parameters": {"type": "object"},
-            "returns": {"type": "object"}, "idempotent": True, "cache_ttl_secs": 60,
-            "rate_limit": {"max_calls": 5, "interval_secs": 60.0}}
+    tool = {
+        "name": "deploy",
+        "description": "",
+        "parameters": {"type": "object"},
+        "returns": {"type": "object"},
+        "idempotent": True,
+        "cache_ttl_secs": 60,
+        "rate_limit": {"max_calls": 5, "interval_secs": 60.0},
+    }
     assert ToolSchema.from_dict(tool).to_dict() == tool
     assert ToolSchema.from_dict({"name": "x"}).to_dict() == {
-        "name": "x", "description": "", "parameters": {}, "idempotent": False}
+        "name": "x",
+        "description": "",
+        "parameters": {},
+        "idempotent": False,
+    }
     result = {
-        "proposal_id": "abc", "results": [{
-            "action_id": "a1", "status": "succeeded", "output": {"deployed": True}, "error": None,
-            "state_changes": {"deployed": {"op": "set", "value": True}, "old": {"op": "delete"}},
-            "duration_ms": 1230.0, "timestamp": "2026-05-02T12:00:01Z"}],
-        "cost": {"tool_calls": 1, "actions_executed": 1, "actions_rejected": 0,
-                 "actions_skipped": 0, "total_duration_ms": 1230.0, "retries": 0},
+        "proposal_id": "abc",
+        "results": [
+            {
+                "action_id": "a1",
+                "status": "succeeded",
+                "output": {"deployed": True},
+                "error": None,
+                "state_changes": {
+                    "deployed": {"op": "set", "value": True},
+                    "old": {"op": "delete"},
+                },
+                "duration_ms": 1230.0,
+                "timestamp": "2026-05-02T12:00:01Z",
+            }
+        ],
+        "cost": {
+            "tool_calls": 1,
+            "actions_executed": 1,
+            "actions_rejected": 0,
+            "actions_skipped": 0,
+            "total_duration_ms": 1230.0,
+            "retries": 0,
+        },
     }
     parsed = ProposalResult.from_dict(result)
     assert parsed.to_dict() == result
-    assert parsed.results[0].mutations() == {"deployed": StateMutation.set(True), "old": StateMutation.delete()}
+    assert parsed.results[0].mutations() == {
+        "deployed": StateMutation.set(True),
+        "old": StateMutation.delete(),
+    }
     assert CostSummary.from_dict({"tool_calls": 2}).actions_rejected == 0  # older CARs omit it
-    assert CostTarget().to_dict() == {"target_tool_calls": 5, "target_duration_ms": 5000.0,
-                                      "target_actions": 10, "cost_weight": 0.2}
+    assert CostTarget().to_dict() == {
+        "target_tool_calls": 5,
+        "target_duration_ms": 5000.0,
+        "target_actions": 10,
+        "cost_weight": 0.2,
+    }
     assert CostTarget().score(1.0, 0.0) == pytest.approx(0.8)
     with pytest.raises(InputError):
         ActionResult.from_dict({"action_id": "a", "status": "exploded"})
@@ -253,16 +346,29 @@ def test_other_wire_types_round_trip() -> None:
 
 
 def test_streaming_types() -> None:
-    for chunk in ({"kind": "text", "text": "hi"}, {"kind": "data", "data": [1]},
-                  {"kind": "progress", "fraction": 0.5, "message": "half"},
-                  {"kind": "done", "result": {"ok": True}}, {"kind": "done"},
-                  {"kind": "error", "message": "boom"}):
+    for chunk in (
+        {"kind": "text", "text": "hi"},
+        {"kind": "data", "data": [1]},
+        {"kind": "progress", "fraction": 0.5, "message": "half"},
+        {"kind": "done", "result": {"ok": True}},
+        {"kind": "done"},
+        {"kind": "error", "message": "boom"},
+    ):
         assert chunk_from_dict(chunk).to_dict() == chunk
-    assert chunk_from_dict({"kind": "done"}).terminal and not chunk_from_dict({"kind": "text", "text": ""}).terminal
+    assert (
+        chunk_from_dict({"kind": "done"}).terminal
+        and not chunk_from_dict({"kind": "text", "text": ""}).terminal
+    )
     event = {"handle": {"id": "h1"}, "chunk": {"kind": "text", "text": "x"}}
     assert ToolStreamEvent.from_dict(event).to_dict() == event
-    poll = {"handle": {"id": "h1"}, "tool": "t", "action_id": "a", "status": "succeeded",
-            "chunks": [{"kind": "done", "result": 1}], "result": 1}
+    poll = {
+        "handle": {"id": "h1"},
+        "tool": "t",
+        "action_id": "a",
+        "status": "succeeded",
+        "chunks": [{"kind": "done", "result": 1}],
+        "result": 1,
+    }
     assert ToolPollResult.from_dict(poll).to_dict() == poll
     with pytest.raises(InputError) as err:
         chunk_from_dict({"kind": "video"})

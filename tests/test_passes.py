@@ -45,7 +45,7 @@ def test_every_pass_declares_itself_and_documents_itself(name: str) -> None:
     cls = PASSES[name]
     assert cls.name == name and cls.verifies and cls.cannot_verify
     assert isinstance(cls.tier, Tier)
-    doc = cls.__module__ and __import__(cls.__module__, fromlist=["_"]).__doc__ or ""
+    doc = (cls.__module__ and __import__(cls.__module__, fromlist=["_"]).__doc__) or ""
     for section in ("What it checks:", "Why it matters:", "How to fix:", "Why this tier:"):
         assert section in doc, f"{name}'s module docstring lacks {section!r}"
     assert any(e.valid for e in cls.examples), f"{name} has no VALID example"
@@ -86,7 +86,9 @@ def test_section5_table_severities_and_tiers() -> None:
 
 
 def test_a_subset_of_passes_runs_alone_and_evidence_says_what_ran() -> None:
-    doc = {"actions": [{"id": "a", "type": "tool_call", "tool": "t", "preconditions": [{"key": "k"}]}]}
+    doc = {
+        "actions": [{"id": "a", "type": "tool_call", "tool": "t", "preconditions": [{"key": "k"}]}]
+    }
     result = car_verify.verify(doc, passes=["structure"])
     assert result.issues == [] and [c.name for c in result.evidence.checks] == ["structure"]
     full = car_verify.verify(doc)
@@ -97,8 +99,16 @@ def test_a_subset_of_passes_runs_alone_and_evidence_says_what_ran() -> None:
     ran = sum(c.ran for c in full.evidence.checks)
     assert full.evidence.confidence == ran / len(full.evidence.checks)
     wire = full.to_dict()["evidence"]
-    assert set(wire) == {"checks", "assumptions", "untested_regions", "residual_risks", "confidence"}
-    assert {"name", "ran", "verifies", "cannot_verify", "findings", "tier"} <= set(wire["checks"][0])
+    assert set(wire) == {
+        "checks",
+        "assumptions",
+        "untested_regions",
+        "residual_risks",
+        "confidence",
+    }
+    assert {"name", "ran", "verifies", "cannot_verify", "findings", "tier"} <= set(
+        wire["checks"][0]
+    )
     assert any("tools" in region for region in wire["untested_regions"])
     with_tools = car_verify.verify(doc, tools=[{"name": "t"}], max_actions=5)
     assert with_tools.evidence.confidence == 1.0
@@ -142,17 +152,22 @@ def test_a_third_party_pass_can_run_by_instance_with_new_codes() -> None:
         name = "no-deploy"
         tier = Tier.DECISION_PROCEDURE
         codes = ("deploy-forbidden",)
-        new_codes = (Code("deploy-forbidden", Severity.ERROR, Tier.DECISION_PROCEDURE, "no deploys"),)
+        new_codes = (
+            Code("deploy-forbidden", Severity.ERROR, Tier.DECISION_PROCEDURE, "no deploys"),
+        )
         verifies = "no deploys"
         cannot_verify = "-"
 
         def run(self, ctx: Context) -> Iterable[Issue]:
             for i, a in enumerate(ctx.proposal.actions):
                 if a.tool == "deploy":
-                    yield ctx.issue("deploy-forbidden", "deploy is forbidden", index=i, where=("tool",))
+                    yield ctx.issue(
+                        "deploy-forbidden", "deploy is forbidden", index=i, where=("tool",)
+                    )
 
     result = car_verify.verify(
-        {"actions": [{"id": "d", "type": "tool_call", "tool": "deploy"}]}, passes=[NoDeploy, "structure"]
+        {"actions": [{"id": "d", "type": "tool_call", "tool": "deploy"}]},
+        passes=[NoDeploy, "structure"],
     )
     assert [(i.code, i.action_id, i.pointer) for i in result.issues] == [
         ("deploy-forbidden", "d", "/actions/0/tool")
@@ -160,10 +175,17 @@ def test_a_third_party_pass_can_run_by_instance_with_new_codes() -> None:
 
 
 def test_pointers_locate_findings() -> None:
-    doc = {"actions": [
-        {"id": "a", "type": "tool_call", "tool": "t", "preconditions": [{"key": "x"}, {"key": "y", "operator": "EQ"}],
-         "state_dependencies": ["m"]},
-    ]}
+    doc = {
+        "actions": [
+            {
+                "id": "a",
+                "type": "tool_call",
+                "tool": "t",
+                "preconditions": [{"key": "x"}, {"key": "y", "operator": "EQ"}],
+                "state_dependencies": ["m"],
+            },
+        ]
+    }
     pointers = {(i.code, i.pointer) for i in car_verify.verify(doc).issues}
     assert pointers == {
         ("precondition-unsatisfied", "/actions/0/preconditions/0"),

@@ -27,11 +27,15 @@ def test_load_models_any_json_or_raises_input_error(value: Any) -> None:
 
 
 @given(proposals(), st.data())
-def test_load_mutated_proposal_models_or_raises_input_error(doc: dict[str, Any], data: st.DataObject) -> None:
+def test_load_mutated_proposal_models_or_raises_input_error(
+    doc: dict[str, Any], data: st.DataObject
+) -> None:
     """Replace one field anywhere with a random JSON value: a model or an InputError."""
     if doc["actions"]:
         action = data.draw(st.sampled_from(doc["actions"]))
-        field = data.draw(st.sampled_from([*action, "preconditions", "compensation", "max_retries"]))
+        field = data.draw(
+            st.sampled_from([*action, "preconditions", "compensation", "max_retries"])
+        )
         action[field] = data.draw(json_values)
     try:
         proposal = car_verify.load(doc)
@@ -42,7 +46,9 @@ def test_load_mutated_proposal_models_or_raises_input_error(doc: dict[str, Any],
 
 
 @given(proposals(), states)
-def test_verify_never_raises_and_valid_means_no_error(doc: dict[str, Any], state: dict[str, Any]) -> None:
+def test_verify_never_raises_and_valid_means_no_error(
+    doc: dict[str, Any], state: dict[str, Any]
+) -> None:
     result = car_verify.verify(doc, initial_state=state)
     assert result.valid == (not any(i.severity == "error" for i in result.issues))
     wire = result.to_dict()
@@ -57,7 +63,9 @@ def test_levels_respect_every_edge(doc: dict[str, Any]) -> None:
     for p, a in edges:
         if dag.level[p] >= 0 and dag.level[a] >= 0:
             assert dag.level[p] < dag.level[a]
-    assert [dag.level[i] if dag.level[i] >= 0 else None for i in range(dag.n)] == oracle.levels(doc["actions"])
+    assert [dag.level[i] if dag.level[i] >= 0 else None for i in range(dag.n)] == oracle.levels(
+        doc["actions"]
+    )
 
 
 @given(proposals(max_actions=8))
@@ -129,9 +137,17 @@ def test_acyclic_proposals_level_every_action(doc: dict[str, Any], state: dict[s
 
 @pytest.mark.parametrize("seed", range(3))
 def test_issue_order_is_deterministic(seed: int) -> None:
-    doc = {"actions": [
-        {"id": f"a{i}", "type": "tool_call", "tool": "t", "expected_effects": {"k": i},
-         "preconditions": [{"key": "q"}]} for i in range(4 + seed)
-    ]}
+    doc = {
+        "actions": [
+            {
+                "id": f"a{i}",
+                "type": "tool_call",
+                "tool": "t",
+                "expected_effects": {"k": i},
+                "preconditions": [{"key": "q"}],
+            }
+            for i in range(4 + seed)
+        ]
+    }
     first = car_verify.verify(doc).to_json()
     assert all(car_verify.verify(doc).to_json() == first for _ in range(3))
