@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import gc
 import json
+import json.encoder
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -92,18 +93,20 @@ def json_equal(a: object, b: object) -> bool:
 # with a "." or an exponent. A match inside a string only costs a needless rewrite.
 _FLOAT_TOKEN = re.compile(r"[:\[,]-?\d+[.eE]")
 
-try:  # the C encoder, built once: json.dumps would build an encoder per call
-    from json.encoder import c_make_encoder as _c_make_encoder
-    from json.encoder import encode_basestring_ascii as _escape
-
-    _c_encode = _c_make_encoder(None, None, _escape, None, ":", ",", True, False, False)
+_c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
+if _c_make_encoder is not None:  # the C encoder, built once (json.dumps builds one per call)
+    _c_encode = _c_make_encoder(
+        None, None, json.encoder.encode_basestring_ascii, None, ":", ",", True, False, False
+    )
 
     def _sorted_json(value: Any) -> str:
-        return "".join(_c_encode(value, 0))  # type: ignore[misc]
+        return "".join(_c_encode(value, 0))
 
-except (ImportError, TypeError):  # pragma: no cover - other Python implementations
+else:  # pragma: no cover - Python implementations without the C accelerator
     _encoder = json.JSONEncoder(sort_keys=True, allow_nan=False, separators=(",", ":"))
-    _sorted_json = _encoder.encode
+
+    def _sorted_json(value: Any) -> str:
+        return _encoder.encode(value)
 
 
 def _integral_floats_to_int(value: Any) -> Any:
