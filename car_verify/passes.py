@@ -198,9 +198,43 @@ _registry: dict[str, type[Pass]] | None = None
 
 
 def _builtin() -> list[type[Pass]]:
-    from .analyses import BUILTIN
-
+    try:
+        from .analyses import BUILTIN
+    except ModuleNotFoundError as err:
+        if err.name != "car_verify.analyses":
+            raise
+        _mount_checkout_analyses()
+        from .analyses import BUILTIN
     return list(BUILTIN)
+
+
+def _mount_checkout_analyses() -> None:
+    """Run from a source checkout: mount ``../analyses`` as ``car_verify.analyses``.
+
+    An installed car-verify has the built-in passes at ``car_verify/analyses``
+    (setuptools maps the top-level ``analyses/`` folder there). When ``car_verify``
+    is imported straight from a checkout (``python -m pytest``, a notebook started
+    in the repository), that folder sits beside the package instead.
+    """
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parent.parent / "analyses"
+    spec = importlib.util.spec_from_file_location(
+        "car_verify.analyses", folder / "__init__.py", submodule_search_locations=[str(folder)]
+    )
+    if spec is None or spec.loader is None or not folder.is_dir():
+        raise ModuleNotFoundError(
+            "car_verify.analyses is not installed", name="car_verify.analyses"
+        )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["car_verify.analyses"] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules["car_verify.analyses"]
+        raise
 
 
 def _entry_points() -> list[type[Pass]]:
