@@ -138,6 +138,19 @@ class StripsPass(Pass):
 
     def run(self, ctx: Context) -> Iterator[Issue]:
         actions = ctx.proposal.actions
+        dag = ctx.dag
+        # Which writers of a failing precondition's key are ordered before the reader:
+        # asked of the DAG once, for all failing preconditions together.
+        pairs = [
+            (w, trace.index)
+            for trace in ctx.walk.traces
+            if trace is not None
+            for cause in trace.causes
+            if cause.kind == "precondition" and cause.key is not None
+            for w in dag.writers.get(cause.key, ())
+            if w != trace.index
+        ]
+        ordered = dag.reachable(pairs)
         for trace in ctx.walk.traces:
             if trace is None or not trace.causes:
                 continue
@@ -145,12 +158,18 @@ class StripsPass(Pass):
             action = actions[i]
             severity = Severity.WARNING if action.failure_behavior is FailureBehavior.SKIP else None
             for cause in trace.causes:
-                issue = self._issue(ctx, i, action, cause, severity)
+                issue = self._issue(ctx, i, action, cause, severity, ordered)
                 if issue is not None:
                     yield issue
 
     def _issue(
-        self, ctx: Context, i: int, action: Action, cause: Cause, severity: Severity | None
+        self,
+        ctx: Context,
+        i: int,
+        action: Action,
+        cause: Cause,
+        severity: Severity | None,
+        ordered: set[tuple[int, int]],
     ) -> Issue | None:
         dag = ctx.dag
         if cause.kind == "precondition" and cause.precondition is not None:
@@ -161,7 +180,7 @@ class StripsPass(Pass):
             if not writers:
                 why = f"{key!r} is {format_value(cause.actual)} and no action writes it"
             else:
-                unordered = [w for w in writers if w != i and not dag.reaches(w, i)]
+                unordered = [w for w in writers if w != i and (w, i) not in ordered]
                 if unordered:
                     why = (
                         f"{key!r} is {format_value(cause.actual)} here; "

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal
@@ -237,22 +237,101 @@ class Dag:
 
     def reaches(self, source: int, target: int) -> bool:
         """True when a path leads from action ``source`` to action ``target``."""
-        if source == target:
-            return False
-        level = self.level
-        if level[source] < 0 or level[target] < 0 or level[source] >= level[target]:
-            return False
-        seen = {target}
-        stack = [target]
-        preds = self.preds
-        floor = level[source]
+        return (source, target) in self.reachable([(source, target)])
+
+    # Ancestor bitsets are computed over a *batch* of source actions at a time: a
+    # bit per source, so an int's size is bounded by the batch, and the total
+    # memory by BITSET_BUDGET bits however wide the DAG is. Small plans take one
+    # batch; very large ones trade a few extra sweeps for bounded memory.
+    BITSET_BUDGET = 1 << 32
+    MIN_BATCH = 4096
+
+    @cached_property
+    def _topo_position(self) -> list[int]:
+        where = [-1] * len(self.preds)
+        for position, node in enumerate(self.order):
+            where[node] = position
+        return where
+
+    @cached_property
+    def _successor_counts(self) -> list[int]:
+        counts = [0] * len(self.preds)
+        for ps in self.preds:
+            for p in ps:
+                counts[p] += 1
+        return counts
+
+    def _batches(self, sources: list[int]) -> Iterator[list[int]]:
+        """``sources`` (levelled actions) in topological order, cut into batches."""
+        where = self._topo_position
+        ordered = sorted(set(sources), key=where.__getitem__)
+        size = max(self.MIN_BATCH, self.BITSET_BUDGET // max(1, len(self.preds)))
+        for first in range(0, len(ordered), size):
+            yield ordered[first : first + size]
+
+    def _sweep(self, batch: list[int], stop: int) -> Iterator[tuple[int, int]]:
+        """Walk the topological order from the batch's first source to position ``stop``;
+        yield ``(action, ancestors)`` per action, ``ancestors`` a bitset over ``batch``
+        (bit j: ``batch[j]`` reaches the action)."""
+        n, preds, order = self.n, self.preds, self.order
+        bits = {source: 1 << j for j, source in enumerate(batch)}
+        remaining = list(self._successor_counts)
+        out: dict[int, int] = {}
+        for node in order[self._topo_position[batch[0]] : stop + 1]:
+            ancestors = 0
+            for p in preds[node]:
+                value = out.get(p)
+                if value:
+                    ancestors |= value
+                left = remaining[p] - 1
+                remaining[p] = left
+                if not left and value:
+                    del out[p]
+            if node < n:
+                yield node, ancestors
+                value = ancestors | bits.get(node, 0)
+            else:
+                value = ancestors
+            if value and remaining[node]:
+                out[node] = value
+
+    def reachable(self, pairs: Iterable[tuple[int, int]]) -> set[tuple[int, int]]:
+        """The pairs ``(a, b)`` of actions for which a path leads from a to b."""
+        level, where = self.level, self._topo_position
+        wanted: dict[int, list[int]] = {}
+        found: set[tuple[int, int]] = set()
+        for a, b in pairs:
+            if a == b or level[a] < 0 or level[b] < 0:
+                if a != b and (level[a] < 0 or level[b] < 0) and self._search(a, b):
+                    found.add((a, b))
+                continue
+            if level[a] < level[b]:
+                wanted.setdefault(b, []).append(a)
+        if not wanted:
+            return found
+        for batch in self._batches([a for sources in wanted.values() for a in sources]):
+            index = {a: j for j, a in enumerate(batch)}
+            stop = max(
+                where[b] for b, sources in wanted.items() if any(a in index for a in sources)
+            )
+            for node, ancestors in self._sweep(batch, stop):
+                for a in wanted.get(node, ()):
+                    j = index.get(a)
+                    if j is not None and ancestors >> j & 1:
+                        found.add((a, node))
+        return found
+
+    def _search(self, source: int, target: int) -> bool:
+        """Plain graph search (for actions without a level, on or after a cycle)."""
+        seen = {source}
+        stack = [source]
         while stack:
-            for p in preds[stack.pop()]:
-                if p == source:
+            for s in self.succ[stack.pop()]:
+                if s == target:
                     return True
-                if p not in seen and level[p] >= floor:
-                    seen.add(p)
-                    stack.append(p)
+                if s not in seen:
+                    seen.add(s)
+                    stack.append(s)
         return False
 
     @cached_property
@@ -263,40 +342,31 @@ class Dag:
             return []
         if self.unlevelled:
             return self._conflicts_with_cycles(shared)
-        n, preds, writes = self.n, self.preds, self.writes
-        remaining = [0] * len(preds)
-        for ps in preds:
-            for p in ps:
-                remaining[p] += 1
-        out: list[int] = [0] * len(preds)
-        owner: list[int] = []
-        seen: dict[str, int] = dict.fromkeys(shared, 0)
+        writes, where = self.writes, self._topo_position
+        shared_keys = {
+            w: [k for k in writes[w] if k in shared] for k in shared for w in self.writers[k]
+        }
+        last = {k: max(where[w] for w in self.writers[k]) for k in shared}
         found: list[tuple[int, int, str]] = []
-        for node in self.order:
-            ancestors = 0
-            for p in preds[node]:
-                ancestors |= out[p]
-                remaining[p] -= 1
-                if not remaining[p]:
-                    out[p] = 0
-            if node < n:
-                keys = [k for k in writes[node] if k in shared]
-                if keys:
-                    bit = 1 << len(owner)
-                    owner.append(node)
-                    for key in keys:
-                        written = seen[key]
-                        unordered = written & ~ancestors
-                        while unordered:
-                            low = unordered & -unordered
-                            other = owner[low.bit_length() - 1]
-                            a, b = (other, node) if other < node else (node, other)
-                            found.append((a, b, key))
-                            unordered ^= low
-                        seen[key] = written | bit
-                    ancestors |= bit
-            if remaining[node]:
-                out[node] = ancestors
+        for batch in self._batches(list(shared_keys)):
+            bits = {source: 1 << j for j, source in enumerate(batch)}
+            stop = max(last[k] for source in batch for k in shared_keys[source])
+            written: dict[str, int] = {}
+            for node, ancestors in self._sweep(batch, stop):
+                keys = shared_keys.get(node)
+                if not keys:
+                    continue
+                bit = bits.get(node, 0)
+                for key in keys:
+                    seen = written.get(key, 0)
+                    unordered = seen & ~ancestors
+                    while unordered:
+                        low = unordered & -unordered
+                        other = batch[low.bit_length() - 1]
+                        found.append((other, node, key) if other < node else (node, other, key))
+                        unordered ^= low
+                    if bit:
+                        written[key] = seen | bit
         found.sort()
         return found
 

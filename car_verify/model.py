@@ -269,6 +269,21 @@ class OutputRef:
     pointer: tuple[str | int, ...]
 
 
+def _has_dollar_string(params: dict[str, Any]) -> bool:
+    """Fast scan: does any string inside ``params`` start with ``$``?"""
+    stack: list[Any] = [params]
+    while stack:
+        container = stack.pop()
+        for item in container.values() if type(container) is dict else container:
+            t = type(item)
+            if t is str:
+                if item[:1] == "$":
+                    return True
+            elif t is dict or t is list:
+                stack.append(item)
+    return False
+
+
 def _find_output_refs(value: Any, at: tuple[str | int, ...], out: list[OutputRef]) -> None:
     """Append every output reference inside ``value`` (found at ``at``) to ``out``."""
     items = value.items() if type(value) is dict else enumerate(value)
@@ -385,7 +400,7 @@ class Action(Wire):
     def output_refs(self) -> list[OutputRef]:
         """Every ``$<id>.output[.<path>]`` string inside ``parameters``, at any depth."""
         out: list[OutputRef] = []
-        if self.parameters:
+        if self.parameters and _has_dollar_string(self.parameters):
             _find_output_refs(self.parameters, ("parameters",), out)
         return out
 

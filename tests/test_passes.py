@@ -200,3 +200,42 @@ def test_repeat_threshold_is_configurable() -> None:
     assert "repeated-call" not in car_verify.verify(doc, repeat_threshold=4).codes()
     issue = car_verify.verify(doc, repeat_threshold=2).issues[0]
     assert issue.action_id == "p1"
+
+
+class _FromEntryPoint(_Broken):
+    name = "from-entry-point"
+
+    def run(self, ctx: Context) -> Iterable[Issue]:
+        return []
+
+
+def test_entry_point_passes_are_discovered(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.metadata
+
+    from car_verify import passes as passes_module
+
+    class FakeEntryPoint:
+        name = "from-entry-point"
+        value = "tests:_FromEntryPoint"
+
+        def load(self) -> type[Pass]:
+            return _FromEntryPoint
+
+    def fake_entry_points(group: str) -> list[FakeEntryPoint]:
+        return [FakeEntryPoint()] if group == "car_verify.passes" else []
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", fake_entry_points)
+    monkeypatch.setattr(passes_module, "_registry", None)
+    registry = available_passes()
+    assert "from-entry-point" in registry and "strips" in registry
+    checks = [c.name for c in car_verify.verify({"actions": []}).evidence.checks]
+    assert checks[-1] == "from-entry-point"
+
+    class NotAPass:
+        pass
+
+    FakeEntryPoint.load = lambda self: NotAPass  # type: ignore[method-assign,assignment,return-value]
+    monkeypatch.setattr(passes_module, "_registry", None)
+    with pytest.raises(UsageError, match="is not a car_verify Pass"):
+        available_passes()
+    monkeypatch.setattr(passes_module, "_registry", None)

@@ -74,6 +74,19 @@ def test_conflicts_equal_brute_force_oracle(doc: dict[str, Any]) -> None:
     assert result.conflicts == oracle.conflicts(doc["actions"])
 
 
+@given(proposals(max_actions=8), st.integers(1, 3))
+def test_batched_bitsets_agree_with_the_oracle(doc: dict[str, Any], batch: int) -> None:
+    """Conflicts and reachability are the same however the sources are cut into batches."""
+    dag = Dag(car_verify.load(doc))
+    dag.MIN_BATCH, dag.BITSET_BUDGET = batch, 1
+    ids = dag.ids
+    assert [[ids[a], ids[b], k] for a, b, k in dag.conflicts] == oracle.conflicts(doc["actions"])
+    edges, _ = oracle.edges(doc["actions"])
+    reach = oracle.closure(dag.n, edges)
+    pairs = [(a, b) for a in range(dag.n) for b in range(dag.n)]
+    assert dag.reachable(pairs) == {(a, b) for a, b in pairs if b in reach[a] and a != b}
+
+
 @given(proposals(), states)
 def test_walks_match_the_reference_reading(doc: dict[str, Any], state: dict[str, Any]) -> None:
     for mode in ("verify", "simulate"):
