@@ -8,24 +8,28 @@ from __future__ import annotations
 from car_verify.analyses.budget import BudgetPass
 from car_verify.analyses.compensation import CompensationPass
 from car_verify.analyses.conflicts import ConflictPass
+from car_verify.analyses.feasibility import FeasibilityPass
 from car_verify.analyses.loops import LoopPass
 from car_verify.analyses.operators import OperatorPass
 from car_verify.analyses.references import ReferencePass
 from car_verify.analyses.strips import StripsPass
 from car_verify.analyses.structure import StructurePass
 from car_verify.analyses.tool_schema import ToolSchemaPass
+from car_verify.analyses.transactions import TransactionPass
 
 __all__ = [
     "BUILTIN",
     "BudgetPass",
     "CompensationPass",
     "ConflictPass",
+    "FeasibilityPass",
     "LoopPass",
     "OperatorPass",
     "ReferencePass",
     "StripsPass",
     "StructurePass",
     "ToolSchemaPass",
+    "TransactionPass",
 ]
 
 BUILTIN = (
@@ -38,4 +42,6 @@ BUILTIN = (
     BudgetPass,
     ToolSchemaPass,
     CompensationPass,
+    TransactionPass,
+    FeasibilityPass,
 )

@@ -60,6 +60,19 @@ _TABLE = [
     Code("unknown-tool", E, D, "a `tool_call` names a tool that is not in the registry"),
     Code("param-schema", E, D, "parameters violate the tool's `parameters` JSON Schema"),
     Code("missing-compensation", W, D, "`reversibility: compensable` without a `compensation`"),
+    Code("never-runs", E, D, "no initial state lets the action run (decided with z3)"),
+    Code(
+        "read-write-hazard",
+        W,
+        D,
+        "an action reads a key that an unordered action of the same proposal writes",
+    ),
+    Code(
+        "belief-divergence",
+        W,
+        D,
+        "an assumption's expected_value differs from the given initial state",
+    ),
     Code(
         "unknown-compensation-target",
         E,

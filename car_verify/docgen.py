@@ -70,7 +70,13 @@ def _pass_section(cls: type[Pass]) -> list[str]:
     module = importlib.import_module(cls.__module__)
     title, sections = _sections(module.__doc__ or "")
     needs = ", ".join(sorted(cls.requires)) or "nothing beyond the proposal"
-    out = [f"## Pass `{cls.name}`", "", f"*{title}* Tier: `{cls.tier.value}`. Needs: {needs}.", ""]
+    runs = "Runs by default." if cls.default else "Opt-in: runs only when named."
+    out = [
+        f"## Pass `{cls.name}`",
+        "",
+        f"*{title}* Tier: `{cls.tier.value}`. Needs: {needs}. {runs}",
+        "",
+    ]
     for name in ("What it checks", "Why it matters", "How to fix", "Why this tier"):
         out += [f"**{name}.** {sections.get(name, '')}", ""]
     out += ["| code | severity | tier | summary |", "|---|---|---|---|"]

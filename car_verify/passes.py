@@ -52,6 +52,8 @@ class Requirement(StrEnum):
 
     TOOLS = "tools"
     MAX_ACTIONS = "max_actions"
+    INITIAL_STATE = "initial_state"
+    Z3 = "z3"
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +95,7 @@ class Context:
         self.proposal = proposal
         self.tools = tools
         self.initial_state: dict[str, Any] = dict(initial_state or {})
+        self.state_given = initial_state is not None
         self.options = options or Options()
 
     @cached_property
@@ -109,6 +112,12 @@ class Context:
             return self.tools is not None
         if requirement is Requirement.MAX_ACTIONS:
             return self.options.max_actions is not None
+        if requirement is Requirement.INITIAL_STATE:
+            return self.state_given
+        if requirement is Requirement.Z3:
+            import importlib.util
+
+            return importlib.util.find_spec("z3") is not None
         return False  # pragma: no cover
 
     def issue(
@@ -157,6 +166,8 @@ class Pass(abc.ABC):
     #: What may still go wrong although the pass is silent (``evidence.residual_risks``).
     residual_risks: ClassVar[tuple[str, ...]] = ()
     examples: ClassVar[tuple[Example, ...]] = ()
+    #: Run when no selection is given. Opt-in passes (False) run only when named.
+    default: ClassVar[bool] = True
 
     @abc.abstractmethod
     def run(self, ctx: Context) -> Iterable[Issue]:
@@ -192,6 +203,8 @@ class CheckRecord:
 _REASONS = {
     Requirement.TOOLS: "no tool registry was given",
     Requirement.MAX_ACTIONS: "no max_actions was given",
+    Requirement.INITIAL_STATE: "no initial state was given",
+    Requirement.Z3: "z3-solver cannot be imported",
 }
 
 _registry: dict[str, type[Pass]] | None = None
@@ -273,7 +286,7 @@ def resolve_passes(selection: Iterable[str | Pass | type[Pass]] | None) -> list[
     """Pass instances for a selection of names, classes or instances (None: all of them)."""
     registry = available_passes()
     if selection is None:
-        return [cls() for cls in registry.values()]
+        return [cls() for cls in registry.values() if cls.default]
     chosen: list[Pass] = []
     for item in selection:
         if isinstance(item, Pass):

@@ -82,7 +82,9 @@ def test_section5_table_severities_and_tiers() -> None:
         "missing-compensation": ("warning", "decision_procedure"),
         "unknown-compensation-target": ("error", "decision_procedure"),
     }
-    assert {k: (v.severity.value, v.tier.value) for k, v in CODES.items()} == table
+    assert {k: (CODES[k].severity.value, CODES[k].tier.value) for k in table} == table
+    default = {c for cls in PASSES.values() if cls.default for c in cls.codes}
+    assert default == set(table), "verify's default findings are exactly SEMANTICS section 5"
 
 
 def test_a_subset_of_passes_runs_alone_and_evidence_says_what_ran() -> None:

@@ -1,0 +1,167 @@
+"""``equivalent``: do two proposals leave the same state? Sampled, or decided with z3.
+
+* ``method="sampled"`` (the spec's check): compare ``simulate`` end states over
+  probe states (default ``{}`` and ``{"x": 1, "y": 2}``). Tier ``sampled``: two
+  proposals that differ only where no probe reaches compare equal.
+* ``method="z3"``: decide the same question over **all** initial states
+  (:mod:`car_verify.symbolic`). Equivalent: tier ``decision_procedure``. Not
+  equivalent: a concrete counterexample initial state, replayed through
+  ``simulate`` before it is reported. Anything else is ``unknown`` with the reason;
+  never a guess.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .api import ProposalLike, _state, simulate
+from .errors import InputError, UsageError
+from .findings import Tier
+from .model import load
+from .values import ABSENT, json_equal, paused_gc
+
+__all__ = ["DEFAULT_PROBES", "EquivalenceResult", "differing_keys", "equivalent"]
+
+DEFAULT_PROBES: tuple[dict[str, Any], ...] = ({}, {"x": 1, "y": 2})
+Method = Literal["sampled", "z3"]
+
+
+@dataclass(slots=True)
+class EquivalenceResult:
+    """``equivalent`` is True, False, or None (unknown: see ``reason``)."""
+
+    equivalent: bool | None
+    tier: Tier
+    method: Method
+    counterexample: dict[str, Any] | None = None
+    differing_keys: list[str] = field(default_factory=list)
+    reason: str | None = None
+    end_states: tuple[dict[str, Any], dict[str, Any]] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire object: ``{equivalent, tier, counterexample, differing_keys}``
+        (plus ``reason`` when the answer is unknown)."""
+        out: dict[str, Any] = {
+            "equivalent": self.equivalent,
+            "tier": self.tier.value,
+            "counterexample": self.counterexample,
+            "differing_keys": list(self.differing_keys),
+        }
+        if self.equivalent is None:
+            out["reason"] = self.reason
+        return out
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+
+    def explain(self) -> str:
+        if self.equivalent is None:
+            return f"unknown ({self.method}): {self.reason}"
+        if self.equivalent:
+            scope = (
+                "for every initial state" if self.method == "z3" else "on every probe state"
+            )
+            return f"equivalent {scope} (tier {self.tier.value})"
+        lines = [
+            f"not equivalent (tier {self.tier.value}): they differ on "
+            + ", ".join(self.differing_keys),
+            f"counterexample initial state: {json.dumps(self.counterexample, sort_keys=True)}",
+        ]
+        if self.end_states is not None:
+            a, b = self.end_states
+            for key in self.differing_keys:
+                lines.append(f"  {key}: {_show(a, key)} vs {_show(b, key)}")
+        return "\n".join(lines)
+
+
+def _show(state: Mapping[str, Any], key: str) -> str:
+    value = state.get(key, ABSENT)
+    return "absent" if value is ABSENT else json.dumps(value)
+
+
+def differing_keys(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
+    """Keys present in one state only, or with JSON-unequal values, sorted."""
+    return sorted(
+        key
+        for key in set(a) | set(b)
+        if key not in a or key not in b or not json_equal(a[key], b[key])
+    )
+
+
+def equivalent(
+    p1: ProposalLike,
+    p2: ProposalLike,
+    test_states: Sequence[Mapping[str, Any]] | None = None,
+    method: Method = "sampled",
+    *,
+    timeout_ms: int = 30_000,
+) -> EquivalenceResult:
+    """Compare the ``simulate`` end states of two proposals (see the module docs)."""
+    a, b = load(p1), load(p2)
+    if method == "sampled":
+        return _sampled(a, b, test_states)
+    if method == "z3":
+        with paused_gc():
+            return _decided(a, b, timeout_ms)
+    raise UsageError(f"unknown method {method!r}; expected 'sampled' or 'z3'")
+
+
+def _sampled(a: Any, b: Any, test_states: Sequence[Mapping[str, Any]] | None) -> EquivalenceResult:
+    if test_states is None:
+        probes: Sequence[Mapping[str, Any]] = DEFAULT_PROBES
+    else:
+        if isinstance(test_states, Mapping) or not isinstance(test_states, Sequence):
+            raise InputError("test states must be an array of JSON objects")
+        if not test_states:
+            raise InputError("test states must not be empty")
+        probes = test_states
+    for index, probe in enumerate(probes):
+        try:
+            state = _state(probe)
+        except InputError as err:
+            raise err.under(index) from None
+        end_a, end_b = dict(simulate(a, initial_state=state)), dict(simulate(b, initial_state=state))
+        keys = differing_keys(end_a, end_b)
+        if keys:
+            return EquivalenceResult(
+                False, Tier.SAMPLED, "sampled", dict(state), keys, end_states=(end_a, end_b)
+            )
+    return EquivalenceResult(True, Tier.SAMPLED, "sampled")
+
+
+def _decided(a: Any, b: Any, timeout_ms: int) -> EquivalenceResult:
+    from .symbolic import Encoder, Z3Unavailable
+
+    try:
+        encoder = Encoder([a, b])
+    except Z3Unavailable as err:
+        return EquivalenceResult(None, Tier.DECISION_PROCEDURE, "z3", reason=str(err))
+    z3 = encoder.z3
+    run_a, run_b = encoder.run(a), encoder.run(b)
+    solver = z3.Solver(ctx=encoder.ctx)
+    solver.set("timeout", timeout_ms)
+    solver.add(encoder.domain())
+    solver.add(z3.Not(encoder.same_final_state(run_a, run_b)))
+    answer = solver.check()
+    if answer == z3.unsat:
+        return EquivalenceResult(True, Tier.DECISION_PROCEDURE, "z3")
+    if answer != z3.sat:
+        reason = f"the solver answered unknown: {solver.reason_unknown()}"
+        return EquivalenceResult(None, Tier.DECISION_PROCEDURE, "z3", reason=reason)
+    state = encoder.state_from_model(solver.model())
+    end_a, end_b = dict(simulate(a, initial_state=state)), dict(simulate(b, initial_state=state))
+    keys = differing_keys(end_a, end_b)
+    if not keys:  # e.g. a number the JSON float could not represent exactly
+        return EquivalenceResult(
+            None,
+            Tier.DECISION_PROCEDURE,
+            "z3",
+            reason="the solver's counterexample did not replay under simulate "
+            f"({json.dumps(state, sort_keys=True)})",
+        )
+    return EquivalenceResult(
+        False, Tier.DECISION_PROCEDURE, "z3", state, keys, end_states=(end_a, end_b)
+    )

@@ -1,0 +1,283 @@
+"""The simulate semantics over *all* initial states, encoded in z3.
+
+This module is the symbolic reading of :mod:`car_verify.walk` (simulate mode):
+the same levels (the DAG does not depend on values), the same blocking rules and
+the same level-synchronous effects, with the initial state left open. Every key
+a proposal mentions gets a presence bit and a JSON value; JSON values are a z3
+datatype:
+
+* ``null``, ``boolean(b)``, ``number(n)`` (a real: ``1 == 1.0``), ``string(s)``;
+* ``known(i)``: the i-th array or object constant that appears in the proposals;
+* ``opaque(i, array)``: any other array (``array``) or object of the initial state.
+  Membership of a needle in an opaque array is an uninterpreted predicate, so
+  ``contains`` is modelled exactly: an array may hold any set of values.
+
+The tests check this encoding against the concrete walk (a counterexample is
+always replayed through :func:`car_verify.simulate` before it is reported).
+z3 is imported here only, and only when a symbolic question is asked.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable, Mapping, Sequence
+from fractions import Fraction
+from typing import Any
+
+from .dag import Dag
+from .model import ActionProposal, Precondition
+from .values import canonical, is_number, json_equal
+
+__all__ = ["OPAQUE_MARKER", "Encoder", "SymbolicRun", "Z3Unavailable", "load_z3"]
+
+OPAQUE_MARKER = "car-verify:opaque"
+
+
+class Z3Unavailable(RuntimeError):
+    """z3-solver cannot be imported."""
+
+
+def load_z3() -> Any:
+    try:
+        return importlib.import_module("z3")
+    except ImportError as err:  # pragma: no cover - z3-solver is a dependency
+        raise Z3Unavailable(f"z3-solver is not installed ({err})") from err
+
+
+class SymbolicRun:
+    """One proposal walked symbolically: final state terms and per-action blocked terms."""
+
+    def __init__(
+        self,
+        final: dict[str, tuple[Any, Any]],
+        blocked: list[Any],
+        dag: Dag,
+    ) -> None:
+        self.final = final
+        self.blocked = blocked
+        self.dag = dag
+
+
+class Encoder:
+    """Shared vocabulary (keys, constants, the initial state) for one symbolic question."""
+
+    def __init__(self, proposals: Sequence[ActionProposal]) -> None:
+        z3 = self.z3 = load_z3()
+        self.ctx = z3.Context()
+        json_sort = z3.Datatype("Json", ctx=self.ctx)
+        json_sort.declare("null")
+        json_sort.declare("boolean", ("b", z3.BoolSort(ctx=self.ctx)))
+        json_sort.declare("number", ("n", z3.RealSort(ctx=self.ctx)))
+        json_sort.declare("string", ("s", z3.StringSort(ctx=self.ctx)))
+        json_sort.declare("known", ("k", z3.IntSort(ctx=self.ctx)))
+        json_sort.declare(
+            "opaque", ("o", z3.IntSort(ctx=self.ctx)), ("array", z3.BoolSort(ctx=self.ctx))
+        )
+        self.J = json_sort.create()
+        self.known: list[Any] = []
+        self._known_index: dict[str, int] = {}
+        self.needles: list[Any] = []
+        self._needle_index: dict[str, int] = {}
+        self.member = z3.Function(
+            "member",
+            z3.IntSort(ctx=self.ctx),
+            z3.IntSort(ctx=self.ctx),
+            z3.BoolSort(ctx=self.ctx),
+        )
+        keys: dict[str, None] = {}
+        for proposal in proposals:
+            for action in proposal.actions:
+                for pre, _ in action.predicate():
+                    keys[pre.key] = None
+                    self._register(pre.value)
+                    if pre.operator == "contains":
+                        self._needle(pre.value)
+                for key in action.depended_keys():
+                    keys[key] = None
+                for key, value in action.effects().items():
+                    keys[key] = None
+                    self._register(value)
+        self.keys = list(keys)
+        self.initial: dict[str, tuple[Any, Any]] = {
+            key: (
+                z3.Bool(f"present[{key}]", ctx=self.ctx),
+                z3.Const(f"value[{key}]", self.J),
+            )
+            for key in self.keys
+        }
+        self.true = z3.BoolVal(True, ctx=self.ctx)
+        self.false = z3.BoolVal(False, ctx=self.ctx)
+
+    # --- constants -------------------------------------------------------------------------
+
+    def _register(self, value: Any) -> None:
+        if isinstance(value, (list, dict)):
+            text = canonical(value)
+            if text not in self._known_index:
+                self._known_index[text] = len(self.known)
+                self.known.append(value)
+
+    def _needle(self, value: Any) -> int:
+        text = canonical(value)
+        index = self._needle_index.get(text)
+        if index is None:
+            index = self._needle_index[text] = len(self.needles)
+            self.needles.append(value)
+        return index
+
+    def const(self, value: Any) -> Any:
+        z3, J = self.z3, self.J
+        if value is None:
+            return J.null
+        if isinstance(value, bool):
+            return J.boolean(z3.BoolVal(value, ctx=self.ctx))
+        if is_number(value):
+            return J.number(self._real(value))
+        if isinstance(value, str):
+            return J.string(z3.StringVal(value, ctx=self.ctx))
+        self._register(value)
+        return J.known(z3.IntVal(self._known_index[canonical(value)], ctx=self.ctx))
+
+    def _real(self, value: float) -> Any:
+        fraction = Fraction(value)
+        return self.z3.RealVal(f"{fraction.numerator}/{fraction.denominator}", ctx=self.ctx)
+
+    def domain(self) -> Any:
+        """Constraints every initial value obeys (``known`` indexes name real constants)."""
+        z3, J = self.z3, self.J
+        parts = []
+        for _, value in self.initial.values():
+            parts.append(
+                z3.Implies(J.is_known(value), z3.And(J.k(value) >= 0, J.k(value) < len(self.known)))
+            )
+        return z3.And(*parts) if parts else self.true
+
+    # --- operators -----------------------------------------------------------------------------
+
+    def holds(self, pre: Precondition, present: Any, value: Any) -> Any:
+        """The precondition as a z3 formula over a key's presence and value."""
+        z3, J = self.z3, self.J
+        op, expected = pre.operator, pre.value
+        if op == "exists":
+            return present
+        if op == "not_exists":
+            return z3.Not(present)
+        if op == "eq":
+            return z3.And(present, value == self.const(expected))
+        if op == "neq":
+            return z3.Or(z3.Not(present), value != self.const(expected))
+        if op in ("gt", "lt", "gte", "lte"):
+            if not is_number(expected):
+                return self.false
+            n, c = J.n(value), self._real(expected)
+            compare = {"gt": n > c, "lt": n < c, "gte": n >= c, "lte": n <= c}[op]
+            return z3.And(present, J.is_number(value), compare)
+        if op == "contains":
+            return z3.And(present, self._contains(value, expected))
+        return self.false  # unknown operators are false
+
+    def _contains(self, value: Any, needle: Any) -> Any:
+        z3, J = self.z3, self.J
+        parts = []
+        if isinstance(needle, str):
+            parts.append(
+                z3.And(J.is_string(value), z3.Contains(J.s(value), z3.StringVal(needle, ctx=self.ctx)))
+            )
+        arrays = [
+            i
+            for i, known in enumerate(self.known)
+            if isinstance(known, list) and any(json_equal(item, needle) for item in known)
+        ]
+        if arrays:
+            parts.append(z3.And(J.is_known(value), z3.Or(*[J.k(value) == i for i in arrays])))
+        index = z3.IntVal(self._needle(needle), ctx=self.ctx)
+        parts.append(z3.And(J.is_opaque(value), J.array(value), self.member(J.o(value), index)))
+        return z3.Or(*parts)
+
+    # --- the walk ------------------------------------------------------------------------------
+
+    def run(self, proposal: ActionProposal) -> SymbolicRun:
+        """Walk ``proposal`` in simulate mode from the symbolic initial state."""
+        z3 = self.z3
+        dag = Dag(proposal)
+        actions = proposal.actions
+        state = dict(self.initial)
+        blocked: list[Any] = [self.false] * dag.n
+        for members in dag.levels:
+            for i in members:
+                action = actions[i]
+                ok = []
+                predicate = (
+                    [p for p, _ in action.predicate()]
+                    if action.type == "assertion"
+                    else action.preconditions
+                )
+                for pre in predicate:
+                    present, value = state[pre.key]
+                    ok.append(self.holds(pre, present, value))
+                for key in dag.keys[i]:
+                    ok.append(state[key][0])
+                for t in dag.task_preds[i]:
+                    ok.append(z3.Not(blocked[t]))
+                blocked[i] = z3.Not(z3.And(*ok)) if ok else self.false
+            for i in members:
+                for key, value in actions[i].effects().items():
+                    present, current = state[key]
+                    state[key] = (
+                        z3.If(blocked[i], present, self.true),
+                        z3.If(blocked[i], current, self.const(value)),
+                    )
+        return SymbolicRun(state, blocked, dag)
+
+    def same_final_state(self, a: SymbolicRun, b: SymbolicRun) -> Any:
+        z3 = self.z3
+        parts = []
+        for key in self.keys:
+            pa, va = a.final[key]
+            pb, vb = b.final[key]
+            parts.append(z3.And(pa == pb, z3.Implies(pa, va == vb)))
+        return z3.And(*parts) if parts else self.true
+
+    # --- models back to JSON ----------------------------------------------------------------------
+
+    def state_from_model(self, model: Any, keys: Iterable[str] | None = None) -> dict[str, Any]:
+        """A concrete initial state from a z3 model (absent keys left out)."""
+        out: dict[str, Any] = {}
+        for key in self.keys if keys is None else keys:
+            present, value = self.initial[key]
+            if self.z3.is_true(model.eval(present, model_completion=True)):
+                out[key] = self.to_json(model, model.eval(value, model_completion=True))
+        return out
+
+    def to_json(self, model: Any, term: Any) -> Any:
+        z3 = self.z3
+        name = term.decl().name()
+        if name == "null":
+            return None
+        if name == "boolean":
+            return z3.is_true(term.arg(0))
+        if name == "number":
+            fraction = Fraction(term.arg(0).as_fraction())
+            return fraction.numerator if fraction.denominator == 1 else float(fraction)
+        if name == "string":
+            return term.arg(0).as_string()
+        if name == "known":
+            index = term.arg(0).as_long()
+            return self.known[index] if 0 <= index < len(self.known) else None
+        ident = term.arg(0).as_long()
+        if z3.is_true(term.arg(1)):
+            members = [
+                needle
+                for i, needle in enumerate(self.needles)
+                if z3.is_true(
+                    model.eval(self.member(ident, z3.IntVal(i, ctx=self.ctx)), model_completion=True)
+                )
+            ]
+            return [*members, f"{OPAQUE_MARKER}:{ident}"]
+        return {OPAQUE_MARKER: ident}
+
+
+def describe_state(state: Mapping[str, Any]) -> str:
+    import json
+
+    return json.dumps(state, sort_keys=True)

@@ -1,0 +1,165 @@
+"""``transaction_check``: read-write hazards, write-write races, stale reads and
+belief divergence, within one proposal or across proposals of concurrent agents.
+
+Reads and writes are ``read_set`` / ``write_set`` when non-empty, else derived
+(SEMANTICS section 3). Two actions of one proposal are concurrent when neither
+reaches the other in its DAG; actions of different proposals are always
+concurrent. A stale read is an assumption whose ``read_version`` is behind the
+key's current version (``versions``); belief divergence an assumption whose
+``expected_value`` differs from the current state (``state``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .api import ProposalLike, _state
+from .dag import Dag
+from .errors import InputError
+from .model import ActionProposal, load
+from .values import ABSENT, format_value, json_equal
+
+__all__ = ["Hazard", "TransactionReport", "transaction_check"]
+
+Kind = Literal["write-write", "read-write", "stale-read", "belief-divergence"]
+_ORDER = {"write-write": 0, "read-write": 1, "stale-read": 2, "belief-divergence": 3}
+
+
+@dataclass(frozen=True, slots=True)
+class Hazard:
+    """One finding. ``actions`` holds ``(proposal_id, action_id)`` of each action involved:
+    two for races and hazards (for read-write: the reader, then the writer), one otherwise."""
+
+    kind: Kind
+    key: str
+    actions: tuple[tuple[str, str], ...]
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "key": self.key,
+            "actions": [{"proposal_id": p, "action_id": a} for p, a in self.actions],
+            "message": self.message,
+        }
+
+
+@dataclass(slots=True)
+class TransactionReport:
+    proposals: list[str]
+    hazards: list[Hazard]
+
+    @property
+    def clean(self) -> bool:
+        return not self.hazards
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"proposals": list(self.proposals), "hazards": [h.to_dict() for h in self.hazards]}
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+
+
+def _versions(versions: Mapping[str, Any] | None) -> dict[str, int]:
+    if versions is None:
+        return {}
+    if not isinstance(versions, Mapping):
+        raise InputError("the version map must be a JSON object of key -> version")
+    for key, value in versions.items():
+        if type(value) is not int or value < 0:
+            raise InputError("expected a non-negative integer version", [key])
+    return dict(versions)
+
+
+def transaction_check(
+    proposals: ProposalLike | Sequence[ProposalLike],
+    *,
+    versions: Mapping[str, Any] | None = None,
+    state: Mapping[str, Any] | None = None,
+) -> TransactionReport:
+    """Check one proposal, or several from concurrent agents, for transactional hazards."""
+    items: Sequence[ProposalLike] = (
+        list(proposals)
+        if isinstance(proposals, Sequence) and not isinstance(proposals, (str, bytes))
+        else [proposals]  # type: ignore[list-item]
+    )
+    models: list[ActionProposal] = [load(p) for p in items]
+    version_map = _versions(versions)
+    current = _state(state) if state is not None else None
+    dags = [Dag(m) for m in models]
+    actions = [(p, i) for p, m in enumerate(models) for i in range(len(m.actions))]
+    readers: dict[str, list[tuple[int, int]]] = {}
+    writers: dict[str, list[tuple[int, int]]] = {}
+    for p, i in actions:
+        action = models[p].actions[i]
+        for key in action.reads():
+            readers.setdefault(key, []).append((p, i))
+        for key in action.writes():
+            writers.setdefault(key, []).append((p, i))
+
+    pairs: dict[tuple[tuple[int, int], tuple[int, int]], set[str]] = {}
+    for key, ws in writers.items():
+        for w in ws:
+            for other in [*ws, *readers.get(key, [])]:
+                if other != w:
+                    pairs.setdefault((min(w, other), max(w, other)), set()).add(key)
+    within: dict[int, list[tuple[int, int]]] = {}
+    for a, b in pairs:
+        if a[0] == b[0]:
+            within.setdefault(a[0], []).extend([(a[1], b[1]), (b[1], a[1])])
+    ordered = {p: dags[p].reachable(ps) for p, ps in within.items()}
+
+    ids = [m.id for m in models]
+    hazards: list[Hazard] = []
+
+    def ref(x: tuple[int, int]) -> tuple[str, str]:
+        return (ids[x[0]], models[x[0]].actions[x[1]].id)
+
+    def name(x: tuple[int, int]) -> str:
+        label = models[x[0]].actions[x[1]].id
+        return label if len(models) == 1 else f"{ids[x[0]]}:{label}"
+
+    for (a, b), keys in sorted(pairs.items()):
+        if a[0] == b[0] and (
+            (a[1], b[1]) in ordered.get(a[0], ()) or (b[1], a[1]) in ordered.get(a[0], ())
+        ):
+            continue
+        act_a, act_b = models[a[0]].actions[a[1]], models[b[0]].actions[b[1]]
+        for key in sorted(keys):
+            if key in act_a.writes() and key in act_b.writes():
+                hazards.append(
+                    Hazard("write-write", key, (ref(a), ref(b)),
+                           f"{name(a)} and {name(b)} both write {key!r} concurrently")
+                )
+            else:
+                reader, writer = (a, b) if key in act_a.reads() else (b, a)
+                hazards.append(
+                    Hazard("read-write", key, (ref(reader), ref(writer)),
+                           f"{name(reader)} reads {key!r} while {name(writer)} may write it")
+                )
+    for p, i in actions:
+        action = models[p].actions[i]
+        for assumption in action.assumptions:
+            key = assumption.key
+            if assumption.read_version is not None and key in version_map:
+                if assumption.read_version < version_map[key]:
+                    hazards.append(
+                        Hazard("stale-read", key, (ref((p, i)),),
+                               f"{name((p, i))} read {key!r} at version {assumption.read_version}; "
+                               f"it is now at version {version_map[key]}")
+                    )
+            if current is not None and assumption.has_expected_value:
+                actual = current.get(key, ABSENT)
+                if actual is ABSENT or not json_equal(actual, assumption.expected_value):
+                    hazards.append(
+                        Hazard("belief-divergence", key, (ref((p, i)),),
+                               f"{name((p, i))} assumes {key!r} is "
+                               f"{format_value(assumption.expected_value)}; it is "
+                               f"{format_value(actual)}")
+                    )
+    position = {(ids[p], models[p].actions[i].id): (p, i) for p, i in actions}
+    hazards.sort(key=lambda h: (_ORDER[h.kind], [position[x] for x in h.actions], h.key))
+    return TransactionReport(ids, hazards)

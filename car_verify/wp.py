@@ -1,0 +1,250 @@
+"""Weakest precondition: the condition on the initial state under which every action
+(or one chosen action) runs unblocked, decided with z3 over the simulate semantics.
+
+The condition is printed as a readable formula over keys
+(``tests_passed == true and coverage >= 0.8``), with a satisfying example state,
+or ``never`` with the reason (the first action that can never run).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from .api import ProposalLike, simulate
+from .errors import UsageError
+from .model import load
+from .values import paused_gc
+
+__all__ = ["Condition", "runs_unblocked"]
+
+
+@dataclass(slots=True)
+class Condition:
+    """``satisfiable``: True (``formula`` holds for some state, e.g. ``example``),
+    False (``never``: see ``reason``) or None (the solver could not decide)."""
+
+    target: str | None
+    satisfiable: bool | None
+    formula: str
+    example: dict[str, Any] | None = None
+    reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "action_id": self.target,
+            "satisfiable": self.satisfiable,
+            "condition": self.formula,
+            "example": self.example,
+            "reason": self.reason,
+        }
+
+    def explain(self) -> str:
+        who = f"action {self.target!r}" if self.target else "every action"
+        if self.satisfiable is None:
+            return f"unknown: {self.reason}"
+        if not self.satisfiable:
+            return f"{who} runs unblocked: never ({self.reason})"
+        return (
+            f"{who} runs unblocked iff: {self.formula}\n"
+            f"for example: {json.dumps(self.example, sort_keys=True)}"
+        )
+
+
+def runs_unblocked(
+    proposal: ProposalLike, action: str | None = None, *, timeout_ms: int = 30_000
+) -> Condition:
+    """The weakest precondition for ``action`` (or every action) to run unblocked."""
+    from .symbolic import Encoder
+
+    model = load(proposal)
+    with paused_gc():
+        encoder = Encoder([model])
+        z3 = encoder.z3
+        run = encoder.run(model)
+        ids = run.dag.ids
+        if action is not None and action not in run.dag.positions:
+            raise UsageError(f"no action {action!r} in the proposal")
+        targets = (
+            run.dag.positions[action] if action is not None else list(range(run.dag.n))
+        )
+        unwalked = [i for i in targets if run.dag.level[i] < 0]
+        if unwalked:
+            return Condition(
+                action, False, "never", reason=f"{ids[unwalked[0]]} is on or after a dependency cycle"
+            )
+        goal = z3.And(encoder.domain(), *[z3.Not(run.blocked[i]) for i in targets])
+        solver = z3.Solver(ctx=encoder.ctx)
+        solver.set("timeout", timeout_ms)
+        solver.add(goal)
+        answer = solver.check()
+        if answer == z3.unknown:
+            return Condition(action, None, "unknown", reason=solver.reason_unknown())
+        if answer == z3.unsat:
+            return Condition(action, False, "never", reason=_never(encoder, run, targets, ids))
+        example = encoder.state_from_model(solver.model())
+        blocked = {t.action_id for t in simulate(model, initial_state=example).trace if t.blocked}
+        wanted = {ids[i] for i in targets}
+        if blocked & wanted:
+            return Condition(action, None, "unknown", reason="the example did not replay")
+        condition = z3.And(*[z3.Not(run.blocked[i]) for i in targets])
+        formula = Printer(encoder).render(_simplify(z3, condition, encoder))
+        return Condition(action, True, formula, example)
+
+
+def _never(encoder: Any, run: Any, targets: list[int], ids: list[str]) -> str:
+    z3 = encoder.z3
+    for i in targets:
+        solver = z3.Solver(ctx=encoder.ctx)
+        solver.add(encoder.domain(), z3.Not(run.blocked[i]))
+        if solver.check() == z3.unsat:
+            return f"{ids[i]} can never run, whatever the initial state"
+    return "no initial state lets all of these actions run together"
+
+
+def _simplify(z3: Any, expr: Any, encoder: Any) -> Any:
+    try:
+        goal = z3.Goal(ctx=encoder.ctx)
+        goal.add(expr)
+        tactic = z3.Then("simplify", "ctx-solver-simplify", ctx=encoder.ctx)
+        results = tactic(goal)
+        parts = [g.as_expr() for g in results]
+        return z3.simplify(z3.Or(*parts) if len(parts) > 1 else parts[0])
+    except z3.Z3Exception:  # pragma: no cover - fall back to the plain simplifier
+        return z3.simplify(expr)
+
+
+class Printer:
+    """z3 formulas over the initial state, back to ``key op value`` text."""
+
+    def __init__(self, encoder: Any) -> None:
+        self.encoder = encoder
+        self.z3 = encoder.z3
+        self.present = {str(p): k for k, (p, _) in encoder.initial.items()}
+        self.values = {str(v): k for k, (_, v) in encoder.initial.items()}
+
+    def render(self, expr: Any) -> str:
+        text = self._expr(expr, top=True)
+        return text
+
+    def _key(self, term: Any) -> str | None:
+        return self.values.get(str(term))
+
+    def _value(self, term: Any) -> str:
+        z3 = self.z3
+        if z3.is_rational_value(term) or z3.is_int_value(term):
+            fraction = Fraction(term.as_fraction()) if z3.is_rational_value(term) else Fraction(term.as_long())
+            if fraction.denominator == 1:
+                return str(fraction.numerator)
+            as_float = float(fraction)
+            return repr(as_float) if Fraction(as_float) == fraction or len(repr(as_float)) < 12 else str(fraction)
+        if z3.is_string_value(term):
+            return json.dumps(term.as_string())
+        try:
+            return json.dumps(self.encoder.to_json(None, term))
+        except Exception:
+            return str(term)
+
+    def _expr(self, e: Any, top: bool = False) -> str:
+        z3 = self.z3
+        if z3.is_true(e):
+            return "always"
+        if z3.is_false(e):
+            return "never"
+        if z3.is_and(e):
+            parts = self._prune([c for c in e.children()])
+            text = " and ".join(self._expr(c) for c in parts)
+            return text if top or len(parts) == 1 else f"({text})"
+        if z3.is_or(e):
+            text = " or ".join(self._expr(c) for c in e.children())
+            return text if top else f"({text})"
+        if z3.is_not(e):
+            inner = e.arg(0)
+            if str(inner) in self.present:
+                return f"{self.present[str(inner)]} is absent"
+            if z3.is_eq(inner) or str(inner.decl().name()) in ("<", "<=", ">", ">="):
+                return self._atom(inner, negate=True)
+            return f"not {self._expr(inner)}"
+        if z3.is_implies(e):
+            return f"(if {self._expr(e.arg(0))} then {self._expr(e.arg(1))})"
+        return self._atom(e)
+
+    def _prune(self, parts: list[Any]) -> list[Any]:
+        """In a conjunction, drop ``k exists`` / ``k is a number`` implied by a comparison on k."""
+        mentioned = {key for c in parts if not self.z3.is_not(c) for key in self._value_keys(c)}
+        out = []
+        for c in parts:
+            name = str(c)
+            if name in self.present and self.present[name] in mentioned:
+                continue
+            if self._recognizer(c) and self._key(c.arg(0)) in mentioned:
+                continue
+            if str(c.decl().name()) == "array" and self._key(c.arg(0)) in mentioned:
+                continue
+            out.append(c)
+        return out or parts
+
+    def _recognizer(self, e: Any) -> str | None:
+        """The constructor a ``is(kind, value)`` test names, else None."""
+        text = str(e)
+        if text.startswith("is(") and e.num_args() == 1:
+            return text[3:].split(",", 1)[0]
+        return None
+
+    def _value_keys(self, e: Any) -> set[str]:
+        z3 = self.z3
+        if self._recognizer(e) or str(e.decl().name()) == "array":
+            return set()
+        found: set[str] = set()
+        stack = [e]
+        while stack:
+            t = stack.pop()
+            key = self._key(t)
+            if key is not None:
+                found.add(key)
+            elif z3.is_app(t):
+                stack.extend(t.children())
+        return found
+
+    def _atom(self, e: Any, negate: bool = False) -> str:
+        z3 = self.z3
+        name = str(e.decl().name())
+        if str(e) in self.present:
+            return f"{self.present[str(e)]} exists"
+        kind = self._recognizer(e)
+        if kind is not None:
+            key = self._key(e.arg(0)) or str(e.arg(0))
+            noun = {"opaque": "an array or object", "known": "an array or object",
+                    "null": "null", "boolean": "a boolean", "number": "a number",
+                    "string": "a string"}.get(kind, kind)
+            return f"{key} is {noun}"
+        if name == "array":
+            return f"{self._operand(e.arg(0))} is an array"
+        if z3.is_eq(e) or name in ("<", "<=", ">", ">="):
+            left, right = e.arg(0), e.arg(1)
+            op = {"=": "==", "<": "<", "<=": "<=", ">": ">", ">=": ">="}.get(name, name)
+            if negate:
+                op = {"==": "!=", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}[op]
+            if self._is_key_term(right) and not self._is_key_term(left):
+                left, right = right, left
+                op = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}.get(op, op)
+            return f"{self._operand(left)} {op} {self._operand(right)}"
+        if name == "str.contains" or name == "Contains":
+            return f"{self._operand(e.arg(0))} contains {self._operand(e.arg(1))}"
+        if name == "member":
+            needle = self.encoder.needles[e.arg(1).as_long()]
+            return f"{self._operand(e.arg(0))} contains {json.dumps(needle)}"
+        return str(e)
+
+    def _is_key_term(self, t: Any) -> bool:
+        return self._key(t) is not None or (t.num_args() == 1 and self._key(t.arg(0)) is not None)
+
+    def _operand(self, t: Any) -> str:
+        key = self._key(t)
+        if key is not None:
+            return key
+        if t.num_args() == 1 and self._key(t.arg(0)) is not None:  # n(value), s(value)
+            return self._key(t.arg(0)) or str(t)
+        return self._value(t)
