@@ -31,6 +31,7 @@ def test_pass_example(cls: type[Pass], example: Example) -> None:
     assert sorted(alone.codes()) == sorted(example.codes)
     everything = car_verify.verify(
         dict(example.proposal),
+        passes=None if cls.default else [*(n for n, c in PASSES.items() if c.default), cls.name],
         tools=example.tools,
         initial_state=example.initial_state,
         max_actions=example.max_actions,
