@@ -91,9 +91,7 @@ class TransactionPass(Pass):
             for writer in dag.writers.get(key, ())
             if writer != reader
         ]
-        ordered = dag.reachable(
-            [(r, w) for r, w, _ in pairs] + [(w, r) for r, w, _ in pairs]
-        )
+        ordered = dag.reachable([(r, w) for r, w, _ in pairs] + [(w, r) for r, w, _ in pairs])
         for reader, writer, key in pairs:
             if (reader, writer) not in ordered and (writer, reader) not in ordered:
                 yield ctx.issue(

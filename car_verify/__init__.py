@@ -11,6 +11,7 @@ from __future__ import annotations
 from .api import Evidence, Simulation, VerificationResult, simulate, verify
 from .codes import CODES, Code
 from .dag import Dag
+from .equivalence import EquivalenceResult, equivalent
 from .errors import CarVerifyError, InputError, PassError, UsageError
 from .findings import Issue, Severity, Tier
 from .model import (
@@ -40,8 +41,11 @@ from .model import (
     load,
     load_tools,
 )
+from .optimize import OptimizeResult, optimize
 from .passes import Context, Example, Pass, Requirement, available_passes
 from .tools import ToolRegistry
+from .transactions import TransactionReport, transaction_check
+from .wp import Condition, runs_unblocked
 
 __version__ = "0.1.0"
 
@@ -55,15 +59,18 @@ __all__ = [
     "ActionType",
     "CarVerifyError",
     "Code",
+    "Condition",
     "Context",
     "CostSummary",
     "CostTarget",
     "Dag",
+    "EquivalenceResult",
     "Evidence",
     "Example",
     "FailureBehavior",
     "InputError",
     "Issue",
+    "OptimizeResult",
     "Pass",
     "PassError",
     "PolicyViolation",
@@ -85,11 +92,16 @@ __all__ = [
     "ToolSchema",
     "ToolStatus",
     "ToolStreamEvent",
+    "TransactionReport",
     "UsageError",
     "VerificationResult",
     "available_passes",
+    "equivalent",
     "load",
     "load_tools",
+    "optimize",
+    "runs_unblocked",
     "simulate",
+    "transaction_check",
     "verify",
 ]

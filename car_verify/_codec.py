@@ -289,7 +289,7 @@ def decode(cls: type[T], obj: Any) -> T:
 _DECODERS: dict[type, Callable[[Any], Any]] = {}
 
 # Decoders simple enough to inline as a type test in the generated code.
-_INLINE = {
+_INLINE: dict[Decoder, tuple[str, str]] = {
     d_str: ("str", "a string"),
     d_object: ("dict", "an object"),
     d_bool: ("bool", "a boolean"),

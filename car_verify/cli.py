@@ -1,4 +1,5 @@
-"""The command line: ``car-verify verify | simulate | codes | passes``.
+"""The command line: ``car-verify verify | simulate | equivalent | optimize | wp | txcheck |
+codes | passes``.
 
 ``main(argv) -> int`` never raises: bad input or usage prints one line on stderr
 and returns 2 with nothing on stdout. Set ``CAR_VERIFY_DEBUG=1`` to see the
@@ -124,6 +125,96 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+EXIT_UNKNOWN = 3
+
+
+def _load_states(name: str | None) -> list[dict[str, Any]] | None:
+    if name is None:
+        return None
+    from .model import read_json
+
+    data = read_json(Path(name), name=name)
+    if not isinstance(data, list) or not all(isinstance(s, dict) for s in data):
+        raise InputError("the states file must hold an array of JSON objects", source=name)
+    if not data:
+        raise InputError("the states file must hold at least one state", source=name)
+    return data
+
+
+def cmd_equivalent(args: argparse.Namespace) -> int:
+    from .equivalence import equivalent
+
+    result = equivalent(
+        _load_proposal(args.a),
+        _load_proposal(args.b),
+        _load_states(args.states),
+        method=args.method,
+    )
+    if args.format == "json":
+        _write(result.to_json() + "\n")
+    else:
+        _write(result.explain() + "\n")
+    if result.equivalent is None:
+        return EXIT_UNKNOWN
+    return EXIT_OK if result.equivalent else EXIT_FINDINGS
+
+
+def cmd_optimize(args: argparse.Namespace) -> int:
+    from .optimize import optimize
+
+    result = optimize(_load_proposal(args.proposal), initial_state=_load_state(args.state))
+    if args.diff:
+        if args.format == "json":
+            doc = result.to_dict()
+            del doc["proposal"]
+            _write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+        else:
+            _write(result.diff() + "\n")
+    else:
+        _write(result.proposal.to_json() + "\n")
+    return EXIT_OK
+
+
+def cmd_wp(args: argparse.Namespace) -> int:
+    from .wp import runs_unblocked
+
+    condition = runs_unblocked(_load_proposal(args.proposal), args.action)
+    if args.format == "json":
+        _write(json.dumps(condition.to_dict(), indent=2, ensure_ascii=False) + "\n")
+    else:
+        _write(condition.explain() + "\n")
+    if condition.satisfiable is None:
+        return EXIT_UNKNOWN
+    return EXIT_OK if condition.satisfiable else EXIT_FINDINGS
+
+
+def cmd_txcheck(args: argparse.Namespace) -> int:
+    from .model import read_json
+    from .transactions import transaction_check
+
+    versions = None
+    if args.versions is not None:
+        versions = read_json(Path(args.versions), name=args.versions)
+        if not isinstance(versions, dict):
+            raise InputError("the versions file must hold a JSON object", source=args.versions)
+    try:
+        report = transaction_check(
+            [_load_proposal(p) for p in args.proposals],
+            versions=versions,
+            state=_load_state(args.state),
+        )
+    except InputError as err:
+        raise (err if err.source else err.with_source(args.versions or "")) from None
+    if args.format == "json":
+        _write(report.to_json() + "\n")
+    else:
+        for hazard in report.hazards:
+            _write(f"{hazard.kind} [{hazard.key}]: {hazard.message}\n")
+        count = len(report.hazards)
+        _write(f"{count} hazard{'s' * (count != 1)} in {len(report.proposals)} proposal(s)\n")
+    return EXIT_OK if report.clean else EXIT_FINDINGS
+
+
 def cmd_codes(args: argparse.Namespace) -> int:
     from .codes import CODES
 
@@ -190,6 +281,34 @@ def _parser() -> _Parser:
     )
     group.add_argument("--explain", action="store_true", help="print the trace as readable text")
     p.set_defaults(run=cmd_simulate)
+
+    p = sub.add_parser("equivalent", help="do two proposals leave the same state?")
+    p.add_argument("a", metavar="A", help="first proposal (or -)")
+    p.add_argument("b", metavar="B", help="second proposal")
+    p.add_argument("--states", metavar="STATES.json", help="probe states (sampled method)")
+    p.add_argument("--method", choices=("sampled", "z3"), default="sampled")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(run=cmd_equivalent)
+
+    p = sub.add_parser("optimize", help="prune phantom state_dependencies")
+    p.add_argument("proposal", metavar="PROPOSAL", help="proposal JSON file, or - for stdin")
+    p.add_argument("--state", metavar="STATE.json", help="initial state (a JSON object)")
+    p.add_argument("--diff", action="store_true", help="show what was removed (or kept) and why")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(run=cmd_optimize)
+
+    p = sub.add_parser("wp", help="the condition under which the actions run unblocked")
+    p.add_argument("proposal", metavar="PROPOSAL", help="proposal JSON file, or - for stdin")
+    p.add_argument("--action", metavar="ID", help="one action instead of every action")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(run=cmd_wp)
+
+    p = sub.add_parser("txcheck", help="transactional hazards within or across proposals")
+    p.add_argument("proposals", metavar="PROPOSAL", nargs="+", help="one or more proposals")
+    p.add_argument("--versions", metavar="V.json", help="current version of each key")
+    p.add_argument("--state", metavar="S.json", help="current state (for belief divergence)")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(run=cmd_txcheck)
 
     p = sub.add_parser("codes", help="list every finding code")
     p.add_argument("--format", choices=("text", "json"), default="text")

@@ -61,9 +61,7 @@ class EquivalenceResult:
         if self.equivalent is None:
             return f"unknown ({self.method}): {self.reason}"
         if self.equivalent:
-            scope = (
-                "for every initial state" if self.method == "z3" else "on every probe state"
-            )
+            scope = "for every initial state" if self.method == "z3" else "on every probe state"
             return f"equivalent {scope} (tier {self.tier.value})"
         lines = [
             f"not equivalent (tier {self.tier.value}): they differ on "
@@ -123,7 +121,10 @@ def _sampled(a: Any, b: Any, test_states: Sequence[Mapping[str, Any]] | None) ->
             state = _state(probe)
         except InputError as err:
             raise err.under(index) from None
-        end_a, end_b = dict(simulate(a, initial_state=state)), dict(simulate(b, initial_state=state))
+        end_a, end_b = (
+            dict(simulate(a, initial_state=state)),
+            dict(simulate(b, initial_state=state)),
+        )
         keys = differing_keys(end_a, end_b)
         if keys:
             return EquivalenceResult(

@@ -80,7 +80,9 @@ def phantom_entries(action: Action) -> list[str]:
     return [key for key in dict.fromkeys(action.state_dependencies) if key not in declared]
 
 
-def _signature(result: VerificationResult) -> tuple[set[tuple[str | None, str, str]], set[tuple[str, ...]]]:
+def _signature(
+    result: VerificationResult,
+) -> tuple[set[tuple[str | None, str, str]], set[tuple[str, ...]]]:
     findings = {(i.action_id, i.code, i.severity.value) for i in result.issues}
     conflicts = {tuple(c) for c in result.conflicts}
     return findings, conflicts
@@ -108,9 +110,13 @@ def optimize(
                 reason = "removing it changes verify's findings"
                 result.kept.append(Change(change.action_id, index, key, reason))
             elif not new_conflicts <= conflicts:
-                result.kept.append(Change(action.id, index, key, "removing it creates a write conflict"))
+                result.kept.append(
+                    Change(action.id, index, key, "removing it creates a write conflict")
+                )
             elif not json_equal(after.simulated_state, base.simulated_state):
-                result.kept.append(Change(action.id, index, key, "removing it changes verify's end state"))
+                result.kept.append(
+                    Change(action.id, index, key, "removing it changes verify's end state")
+                )
             else:
                 why = (
                     f"not in the action's read_set {action.read_set}, preconditions, "

@@ -181,7 +181,9 @@ class Encoder:
         parts = []
         if isinstance(needle, str):
             parts.append(
-                z3.And(J.is_string(value), z3.Contains(J.s(value), z3.StringVal(needle, ctx=self.ctx)))
+                z3.And(
+                    J.is_string(value), z3.Contains(J.s(value), z3.StringVal(needle, ctx=self.ctx))
+                )
             )
         arrays = [
             i
@@ -270,7 +272,9 @@ class Encoder:
                 needle
                 for i, needle in enumerate(self.needles)
                 if z3.is_true(
-                    model.eval(self.member(ident, z3.IntVal(i, ctx=self.ctx)), model_completion=True)
+                    model.eval(
+                        self.member(ident, z3.IntVal(i, ctx=self.ctx)), model_completion=True
+                    )
                 )
             ]
             return [*members, f"{OPAQUE_MARKER}:{ident}"]

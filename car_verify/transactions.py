@@ -84,7 +84,7 @@ def transaction_check(
     items: Sequence[ProposalLike] = (
         list(proposals)
         if isinstance(proposals, Sequence) and not isinstance(proposals, (str, bytes))
-        else [proposals]  # type: ignore[list-item]
+        else [proposals]
     )
     models: list[ActionProposal] = [load(p) for p in items]
     version_map = _versions(versions)
@@ -131,34 +131,50 @@ def transaction_check(
         for key in sorted(keys):
             if key in act_a.writes() and key in act_b.writes():
                 hazards.append(
-                    Hazard("write-write", key, (ref(a), ref(b)),
-                           f"{name(a)} and {name(b)} both write {key!r} concurrently")
+                    Hazard(
+                        "write-write",
+                        key,
+                        (ref(a), ref(b)),
+                        f"{name(a)} and {name(b)} both write {key!r} concurrently",
+                    )
                 )
             else:
                 reader, writer = (a, b) if key in act_a.reads() else (b, a)
                 hazards.append(
-                    Hazard("read-write", key, (ref(reader), ref(writer)),
-                           f"{name(reader)} reads {key!r} while {name(writer)} may write it")
+                    Hazard(
+                        "read-write",
+                        key,
+                        (ref(reader), ref(writer)),
+                        f"{name(reader)} reads {key!r} while {name(writer)} may write it",
+                    )
                 )
     for p, i in actions:
         action = models[p].actions[i]
         for assumption in action.assumptions:
             key = assumption.key
-            if assumption.read_version is not None and key in version_map:
-                if assumption.read_version < version_map[key]:
-                    hazards.append(
-                        Hazard("stale-read", key, (ref((p, i)),),
-                               f"{name((p, i))} read {key!r} at version {assumption.read_version}; "
-                               f"it is now at version {version_map[key]}")
+            seen = assumption.read_version
+            if seen is not None and key in version_map and seen < version_map[key]:
+                hazards.append(
+                    Hazard(
+                        "stale-read",
+                        key,
+                        (ref((p, i)),),
+                        f"{name((p, i))} read {key!r} at version {assumption.read_version}; "
+                        f"it is now at version {version_map[key]}",
                     )
+                )
             if current is not None and assumption.has_expected_value:
                 actual = current.get(key, ABSENT)
                 if actual is ABSENT or not json_equal(actual, assumption.expected_value):
                     hazards.append(
-                        Hazard("belief-divergence", key, (ref((p, i)),),
-                               f"{name((p, i))} assumes {key!r} is "
-                               f"{format_value(assumption.expected_value)}; it is "
-                               f"{format_value(actual)}")
+                        Hazard(
+                            "belief-divergence",
+                            key,
+                            (ref((p, i)),),
+                            f"{name((p, i))} assumes {key!r} is "
+                            f"{format_value(assumption.expected_value)}; it is "
+                            f"{format_value(actual)}",
+                        )
                     )
     position = {(ids[p], models[p].actions[i].id): (p, i) for p, i in actions}
     hazards.sort(key=lambda h: (_ORDER[h.kind], [position[x] for x in h.actions], h.key))

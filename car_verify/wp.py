@@ -67,13 +67,14 @@ def runs_unblocked(
         ids = run.dag.ids
         if action is not None and action not in run.dag.positions:
             raise UsageError(f"no action {action!r} in the proposal")
-        targets = (
-            run.dag.positions[action] if action is not None else list(range(run.dag.n))
-        )
+        targets = run.dag.positions[action] if action is not None else list(range(run.dag.n))
         unwalked = [i for i in targets if run.dag.level[i] < 0]
         if unwalked:
             return Condition(
-                action, False, "never", reason=f"{ids[unwalked[0]]} is on or after a dependency cycle"
+                action,
+                False,
+                "never",
+                reason=f"{ids[unwalked[0]]} is on or after a dependency cycle",
             )
         goal = z3.And(encoder.domain(), *[z3.Not(run.blocked[i]) for i in targets])
         solver = z3.Solver(ctx=encoder.ctx)
@@ -135,11 +136,19 @@ class Printer:
     def _value(self, term: Any) -> str:
         z3 = self.z3
         if z3.is_rational_value(term) or z3.is_int_value(term):
-            fraction = Fraction(term.as_fraction()) if z3.is_rational_value(term) else Fraction(term.as_long())
+            fraction = (
+                Fraction(term.as_fraction())
+                if z3.is_rational_value(term)
+                else Fraction(term.as_long())
+            )
             if fraction.denominator == 1:
                 return str(fraction.numerator)
             as_float = float(fraction)
-            return repr(as_float) if Fraction(as_float) == fraction or len(repr(as_float)) < 12 else str(fraction)
+            return (
+                repr(as_float)
+                if Fraction(as_float) == fraction or len(repr(as_float)) < 12
+                else str(fraction)
+            )
         if z3.is_string_value(term):
             return json.dumps(term.as_string())
         try:
@@ -216,9 +225,14 @@ class Printer:
         kind = self._recognizer(e)
         if kind is not None:
             key = self._key(e.arg(0)) or str(e.arg(0))
-            noun = {"opaque": "an array or object", "known": "an array or object",
-                    "null": "null", "boolean": "a boolean", "number": "a number",
-                    "string": "a string"}.get(kind, kind)
+            noun = {
+                "opaque": "an array or object",
+                "known": "an array or object",
+                "null": "null",
+                "boolean": "a boolean",
+                "number": "a number",
+                "string": "a string",
+            }.get(kind, kind)
             return f"{key} is {noun}"
         if name == "array":
             return f"{self._operand(e.arg(0))} is an array"

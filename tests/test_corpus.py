@@ -58,5 +58,7 @@ def test_corpus_case(path: Path) -> None:
 
 def test_corpus_covers_every_default_code() -> None:
     seen = {e[1] for p in CORPUS for e in load_case(p)["expect"]}
-    default = {c for cls in car_verify.available_passes().values() if cls.default for c in cls.codes}
+    default = {
+        c for cls in car_verify.available_passes().values() if cls.default for c in cls.codes
+    }
     assert seen == default

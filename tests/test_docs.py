@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from car_verify.docgen import render_codes_reference
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,3 +30,18 @@ def test_docs_index_links_exist() -> None:
     index = (ROOT / "docs" / "index.md").read_text()
     for target in ("semantics.md", "codes.md", "passes.md"):
         assert f"({target})" in index and (ROOT / "docs" / target).exists()
+
+
+def test_readme_python_example_runs(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import re
+
+    monkeypatch.chdir(ROOT)
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    assert blocks
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert "equivalent for every initial state" in out
+    assert "[['extract_orders', 'extract_refunds'], ['transform'], ['publish']]" in out

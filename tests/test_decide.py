@@ -1,0 +1,402 @@
+"""equivalent (sampled and z3), weakest precondition, optimize, transaction_check."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import VALUES, proposals, states
+
+import car_verify
+from car_verify.cli import main
+from car_verify.equivalence import differing_keys, equivalent
+from car_verify.findings import Tier
+from car_verify.optimize import optimize, phantom_entries, proves_guarantee
+from car_verify.transactions import transaction_check
+from car_verify.wp import runs_unblocked
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def write_z(value: Any, gate: dict[str, Any] | None = None) -> dict[str, Any]:
+    action: dict[str, Any] = {
+        "id": "w",
+        "type": "state_write",
+        "parameters": {"key": "z", "value": value},
+    }
+    if gate:
+        action["preconditions"] = [gate]
+    return {"actions": [action]}
+
+
+# --- equivalent ----------------------------------------------------------------------------
+
+
+def test_the_specs_example_sampled_equal_but_z3_not() -> None:
+    """Two proposals writing different values to a key no probe state reaches."""
+    a = write_z(1, {"key": "mode", "value": "blue"})
+    b = write_z(2, {"key": "mode", "value": "blue"})
+    sampled = equivalent(a, b)
+    assert sampled.equivalent is True and sampled.tier is Tier.SAMPLED
+    decided = equivalent(a, b, method="z3")
+    assert decided.equivalent is False and decided.tier is Tier.DECISION_PROCEDURE
+    assert decided.counterexample == {"mode": "blue"} and decided.differing_keys == ["z"]
+    end_a = car_verify.simulate(a, initial_state=decided.counterexample)
+    end_b = car_verify.simulate(b, initial_state=decided.counterexample)
+    assert dict(end_a) == {"mode": "blue", "z": 1} and dict(end_b) == {"mode": "blue", "z": 2}
+
+
+def test_sampled_names_the_first_differing_probe_and_keys() -> None:
+    a = write_z(1, {"key": "x", "value": 1})
+    b = write_z(1)
+    result = equivalent(a, b)
+    assert result.to_dict() == {
+        "equivalent": False,
+        "tier": "sampled",
+        "counterexample": {},
+        "differing_keys": ["z"],
+    }
+    result = equivalent(a, b, [{"x": 1}, {"x": 5}])
+    assert result.counterexample == {"x": 5}
+    with pytest.raises(car_verify.InputError):
+        equivalent(a, b, [])
+
+
+def test_z3_decides_equivalence_through_operators() -> None:
+    gte = write_z(1, {"key": "n", "operator": "gte", "value": 3})
+    not_lt = {
+        "actions": [
+            {
+                "id": "w",
+                "type": "state_write",
+                "parameters": {"key": "z", "value": 1},
+                "preconditions": [{"key": "n", "operator": "gt", "value": 2.5}],
+            }
+        ]
+    }
+    result = equivalent(gte, not_lt, method="z3")
+    assert result.equivalent is False  # n = 2.75 separates them
+    assert 2.5 < result.counterexample["n"] < 3  # type: ignore[index]
+    same = equivalent(
+        write_z(1.0, {"key": "k", "value": True}),
+        write_z(1, {"key": "k", "value": True}),
+        method="z3",
+    )
+    assert same.equivalent is True
+    strings = equivalent(
+        write_z(1, {"key": "tags", "operator": "contains", "value": "prod"}),
+        write_z(1, {"key": "tags", "operator": "contains", "value": "pro"}),
+        method="z3",
+    )
+    assert strings.equivalent is False
+    arrays = equivalent(
+        write_z(1, {"key": "tags", "operator": "contains", "value": 7}),
+        write_z(1, {"key": "tags", "operator": "contains", "value": 8}),
+        method="z3",
+    )
+    assert arrays.equivalent is False and isinstance(arrays.counterexample["tags"], list)  # type: ignore[index]
+
+
+@settings(max_examples=60)
+@given(proposals(max_actions=5), proposals(max_actions=5), st.lists(states, min_size=1, max_size=3))
+def test_z3_agrees_with_sampling_and_its_counterexamples_replay(
+    a: dict[str, Any], b: dict[str, Any], probes: list[dict[str, Any]]
+) -> None:
+    decided = equivalent(a, b, method="z3")
+    assert decided.equivalent is not None, decided.reason
+    if decided.equivalent:
+        assert equivalent(a, b, probes).equivalent is True
+    else:
+        ce = decided.counterexample
+        assert ce is not None
+        end_a = car_verify.simulate(a, initial_state=ce)
+        end_b = car_verify.simulate(b, initial_state=ce)
+        assert differing_keys(end_a, end_b) == decided.differing_keys != []
+    assert equivalent(b, a, method="z3").equivalent == decided.equivalent
+
+
+@settings(max_examples=40)
+@given(proposals(max_actions=6))
+def test_a_proposal_is_equivalent_to_itself_and_to_its_round_trip(doc: dict[str, Any]) -> None:
+    assert equivalent(doc, doc, method="z3").equivalent is True
+    again = car_verify.load(doc).to_dict()
+    assert equivalent(doc, again, method="z3").equivalent is True
+    assert equivalent(doc, doc).equivalent is True
+
+
+@settings(max_examples=40)
+@given(proposals(max_actions=5), st.data())
+def test_changing_one_effect_value_is_caught_when_it_matters(
+    doc: dict[str, Any], data: st.DataObject
+) -> None:
+    changed = copy.deepcopy(doc)
+    writers = [a for a in changed["actions"] if a.get("expected_effects")]
+    if not writers:
+        return
+    action = data.draw(st.sampled_from(writers))
+    key = data.draw(st.sampled_from(sorted(action["expected_effects"])))
+    action["expected_effects"][key] = data.draw(VALUES)
+    decided = equivalent(doc, changed, method="z3")
+    assert decided.equivalent is not None
+    if decided.equivalent is False:
+        ce = decided.counterexample
+        assert differing_keys(
+            car_verify.simulate(doc, initial_state=ce),
+            car_verify.simulate(changed, initial_state=ce),
+        )
+
+
+# --- weakest precondition ------------------------------------------------------------------
+
+
+def test_wp_prints_a_readable_condition_and_an_example() -> None:
+    doc = {
+        "actions": [
+            {
+                "id": "deploy",
+                "type": "tool_call",
+                "tool": "deploy",
+                "preconditions": [
+                    {"key": "tests_passed", "value": True},
+                    {"key": "coverage", "operator": "gte", "value": 0.8},
+                ],
+            }
+        ]
+    }
+    condition = runs_unblocked(doc)
+    assert condition.satisfiable is True
+    assert condition.formula == "tests_passed == true and coverage >= 0.8"
+    assert condition.example is not None
+    assert not car_verify.simulate(doc, initial_state=condition.example).blocked
+
+
+def test_wp_never_names_the_action_that_cannot_run() -> None:
+    doc = {
+        "actions": [
+            {"id": "ok", "type": "tool_call", "tool": "t"},
+            {
+                "id": "bad",
+                "type": "tool_call",
+                "tool": "t",
+                "preconditions": [{"key": "x", "value": 1}, {"key": "x", "value": 2}],
+            },
+        ]
+    }
+    condition = runs_unblocked(doc)
+    assert condition.satisfiable is False and "bad can never run" in (condition.reason or "")
+    assert runs_unblocked(doc, "ok").formula == "always"
+    with pytest.raises(car_verify.UsageError):
+        runs_unblocked(doc, "ghost")
+
+
+def test_wp_sees_effects_ordered_before_an_action() -> None:
+    doc = json.loads((ROOT / "examples/poll-loop/proposal.json").read_text())
+    assert runs_unblocked(doc, "report").satisfiable is False
+    assert runs_unblocked(doc, "poll_1").satisfiable is True
+
+
+# --- optimize ------------------------------------------------------------------------------
+
+
+def test_optimize_removes_only_phantom_entries_and_keeps_unknown_fields() -> None:
+    doc = {
+        "x-top": 1,
+        "actions": [
+            {"id": "a", "type": "tool_call", "tool": "t", "expected_effects": {"k": 1}},
+            {
+                "id": "b",
+                "type": "tool_call",
+                "tool": "u",
+                "read_set": ["x"],
+                "state_dependencies": ["k", "x"],
+                "x-ext": True,
+            },
+            {"id": "c", "type": "tool_call", "tool": "v", "state_dependencies": ["x"]},
+        ],
+    }
+    result = optimize(doc, initial_state={"x": 1})
+    out = result.proposal.to_dict()
+    assert out["actions"][1]["state_dependencies"] == ["x"] and out["actions"][1]["x-ext"] is True
+    assert out["actions"][2]["state_dependencies"] == ["x"]  # no read_set: nothing is phantom
+    assert out["x-top"] == 1
+    assert [(c.action_id, c.key) for c in result.removed] == [("b", "k")]
+    assert (result.depth_before, result.depth_after) == (2, 1)
+
+
+def test_optimize_keeps_an_entry_whose_removal_changes_findings() -> None:
+    doc = {
+        "actions": [
+            {"id": "a", "type": "tool_call", "tool": "t", "expected_effects": {"k": 1}},
+            {
+                "id": "b",
+                "type": "tool_call",
+                "tool": "u",
+                "read_set": ["x"],
+                "state_dependencies": ["k"],
+                "expected_effects": {"k": 2},
+            },
+        ]
+    }
+    result = optimize(doc)
+    assert result.removed == [] and result.kept[0].key == "k"
+    assert "findings" in result.kept[0].reason  # a write-conflict would appear
+
+
+@settings(max_examples=40)
+@given(proposals(max_actions=6, cycles=False), states, st.data())
+def test_optimize_guarantees(
+    doc: dict[str, Any], state: dict[str, Any], data: st.DataObject
+) -> None:
+    for action in doc["actions"]:  # give some actions an explicit read set
+        if data.draw(st.booleans()):
+            action["read_set"] = data.draw(
+                st.lists(st.sampled_from(["x", "y", "z"]), min_size=1, max_size=2)
+            )
+    before = car_verify.verify(doc, initial_state=state)
+    result = optimize(doc, initial_state=state)
+    after = car_verify.verify(result.proposal, initial_state=state)
+    assert {(i.action_id, i.code, i.severity) for i in after.issues} == {
+        (i.action_id, i.code, i.severity) for i in before.issues
+    }
+    assert after.simulated_state == before.simulated_state
+    assert len(after.execution_levels) <= len(before.execution_levels)
+    assert [a["id"] for a in result.proposal.to_dict()["actions"]] == [
+        a["id"] for a in doc["actions"]
+    ]
+    for change in result.removed:
+        assert change.key in phantom_entries(car_verify.load(doc).actions[change.index])
+    if result.removed:
+        assert proves_guarantee(doc, result.proposal) is True
+
+
+# --- transaction_check ---------------------------------------------------------------------
+
+
+def test_transaction_check_within_and_across_proposals() -> None:
+    a = {
+        "id": "A",
+        "actions": [
+            {
+                "id": "r",
+                "type": "tool_call",
+                "tool": "t",
+                "read_set": ["bal"],
+                "assumptions": [{"key": "bal", "expected_value": 5, "read_version": 1}],
+            },
+            {"id": "w", "type": "tool_call", "tool": "t", "expected_effects": {"bal": 1}},
+            {
+                "id": "after",
+                "type": "tool_call",
+                "tool": "t",
+                "expected_effects": {"bal": 2},
+                "dependencies": ["w"],
+            },
+        ],
+    }
+    b = {
+        "id": "B",
+        "actions": [{"id": "w2", "type": "tool_call", "tool": "t", "write_set": ["bal"]}],
+    }
+    report = transaction_check([a, b], versions={"bal": 2}, state={"bal": 7})
+    found = [(h.kind, h.key, h.actions) for h in report.hazards]
+    assert ("write-write", "bal", (("A", "w"), ("B", "w2"))) in found
+    assert ("write-write", "bal", (("A", "after"), ("B", "w2"))) in found
+    assert ("read-write", "bal", (("A", "r"), ("A", "w"))) in found
+    assert ("read-write", "bal", (("A", "r"), ("B", "w2"))) in found
+    assert ("stale-read", "bal", (("A", "r"),)) in found
+    assert ("belief-divergence", "bal", (("A", "r"),)) in found
+    assert not any(h.actions == (("A", "w"), ("A", "after")) for h in report.hazards)  # ordered
+    assert transaction_check(a, versions={"bal": 1}).hazards[-1].kind == "read-write"
+    with pytest.raises(car_verify.InputError):
+        transaction_check(a, versions={"bal": "new"})
+
+
+# --- the opt-in passes and the CLI -----------------------------------------------------------
+
+
+def test_z3_pass_reports_that_it_did_not_run_without_z3(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "z3" else real(name, *a)
+    )
+    result = car_verify.verify({"actions": []}, passes=["feasibility"])
+    check = result.evidence.checks[0]
+    assert not check.ran and check.reason == "z3-solver cannot be imported"
+
+
+def test_equivalent_z3_unknown_when_z3_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    from car_verify import symbolic
+
+    def missing() -> Any:
+        raise symbolic.Z3Unavailable("z3-solver is not installed (test)")
+
+    monkeypatch.setattr(symbolic, "load_z3", missing)
+    result = equivalent(write_z(1), write_z(2), method="z3")
+    assert result.equivalent is None and "not installed" in (result.reason or "")
+    assert result.to_dict()["reason"]
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_equivalent_optimize_wp_txcheck(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(write_z(1, {"key": "mode", "value": "blue"})))
+    b.write_text(json.dumps(write_z(2, {"key": "mode", "value": "blue"})))
+    assert run(["equivalent", str(a), str(b)], capsys)[0] == 0
+    code, out, _ = run(["equivalent", str(a), str(b), "--method", "z3", "--format", "json"], capsys)
+    assert code == 1 and set(json.loads(out)) == {
+        "equivalent",
+        "tier",
+        "counterexample",
+        "differing_keys",
+    }
+    states = tmp_path / "s.json"
+    states.write_text("[]")
+    code, out, err = run(["equivalent", str(a), str(b), "--states", str(states)], capsys)
+    assert code == 2 and out == "" and "at least one state" in err
+    p = tmp_path / "p.json"
+    p.write_text(
+        json.dumps(
+            {
+                "actions": [
+                    {"id": "a", "type": "tool_call", "tool": "t", "expected_effects": {"k": 1}},
+                    {
+                        "id": "b",
+                        "type": "tool_call",
+                        "tool": "u",
+                        "read_set": ["x"],
+                        "state_dependencies": ["k"],
+                        "x-ext": 1,
+                    },
+                ]
+            }
+        )
+    )
+    code, out, _ = run(["optimize", str(p)], capsys)
+    assert (
+        code == 0
+        and json.loads(out)["actions"][1] | {}
+        and json.loads(out)["actions"][1]["x-ext"] == 1
+    )
+    assert json.loads(out)["actions"][1]["state_dependencies"] == []
+    code, out, _ = run(["optimize", str(p), "--diff"], capsys)
+    assert "- actions[1] (b).state_dependencies: 'k'" in out
+    code, out, _ = run(["wp", str(a)], capsys)
+    assert code == 0 and 'mode == "blue"' in out
+    code, out, _ = run(["wp", str(a), "--format", "json"], capsys)
+    assert json.loads(out)["satisfiable"] is True
+    code, out, _ = run(["txcheck", str(a), str(b)], capsys)
+    assert code == 1 and "write-write [z]" in out
