@@ -23,26 +23,44 @@ def pipeline(n: int) -> dict[str, Any]:
     for s in range(n // 4):
         svc = f"svc{s}"
         actions += [
-            {"id": f"build_{s}", "type": "tool_call", "tool": "build",
-             "parameters": {"service": svc},
-             "preconditions": [{"key": "branch", "operator": "exists"}],
-             "expected_effects": {f"{svc}.artifact": f"{svc}:v1"}},
-            {"id": f"test_{s}", "type": "tool_call", "tool": "run_tests",
-             "parameters": {"service": svc}, "state_dependencies": [f"{svc}.artifact"],
-             "expected_effects": {f"{svc}.tests": True, f"{svc}.coverage": 0.9}},
-            {"id": f"deploy_{s}", "type": "tool_call", "tool": "deploy",
-             "parameters": {"service": svc, "env": "staging"},
-             "preconditions": [
-                 {"key": f"{svc}.tests", "value": True},
-                 {"key": f"{svc}.coverage", "operator": "gte", "value": 0.8},
-                 {"key": "freeze", "operator": "neq", "value": True},
-             ],
-             "dependencies": [f"test_{s}"],
-             "expected_effects": {f"{svc}.deployed": True, "last_deploy": svc}},
-            {"id": f"record_{s}", "type": "tool_call", "tool": "record",
-             "parameters": {"service": svc}, "dependencies": [f"deploy_{s}"],
-             "preconditions": [{"key": "audit", "operator": "contains", "value": "on"}],
-             "expected_effects": {f"{svc}.recorded": True}},
+            {
+                "id": f"build_{s}",
+                "type": "tool_call",
+                "tool": "build",
+                "parameters": {"service": svc},
+                "preconditions": [{"key": "branch", "operator": "exists"}],
+                "expected_effects": {f"{svc}.artifact": f"{svc}:v1"},
+            },
+            {
+                "id": f"test_{s}",
+                "type": "tool_call",
+                "tool": "run_tests",
+                "parameters": {"service": svc},
+                "state_dependencies": [f"{svc}.artifact"],
+                "expected_effects": {f"{svc}.tests": True, f"{svc}.coverage": 0.9},
+            },
+            {
+                "id": f"deploy_{s}",
+                "type": "tool_call",
+                "tool": "deploy",
+                "parameters": {"service": svc, "env": "staging"},
+                "preconditions": [
+                    {"key": f"{svc}.tests", "value": True},
+                    {"key": f"{svc}.coverage", "operator": "gte", "value": 0.8},
+                    {"key": "freeze", "operator": "neq", "value": True},
+                ],
+                "dependencies": [f"test_{s}"],
+                "expected_effects": {f"{svc}.deployed": True, "last_deploy": svc},
+            },
+            {
+                "id": f"record_{s}",
+                "type": "tool_call",
+                "tool": "record",
+                "parameters": {"service": svc},
+                "dependencies": [f"deploy_{s}"],
+                "preconditions": [{"key": "audit", "operator": "contains", "value": "on"}],
+                "expected_effects": {f"{svc}.recorded": True},
+            },
         ]
     return {"actions": actions}
 
