@@ -11,6 +11,7 @@ from car_verify.analyses.conflicts import ConflictPass
 from car_verify.analyses.feasibility import FeasibilityPass
 from car_verify.analyses.loops import LoopPass
 from car_verify.analyses.operators import OperatorPass
+from car_verify.analyses.policies import PolicyPass
 from car_verify.analyses.references import ReferencePass
 from car_verify.analyses.strips import StripsPass
 from car_verify.analyses.structure import StructurePass
@@ -25,6 +26,7 @@ __all__ = [
     "FeasibilityPass",
     "LoopPass",
     "OperatorPass",
+    "PolicyPass",
     "ReferencePass",
     "StripsPass",
     "StructurePass",
@@ -42,6 +44,7 @@ BUILTIN = (
     BudgetPass,
     ToolSchemaPass,
     CompensationPass,
+    PolicyPass,
     TransactionPass,
     FeasibilityPass,
 )

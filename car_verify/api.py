@@ -167,6 +167,7 @@ def verify(
     max_actions: int | None = None,
     passes: Iterable[str | Pass | type[Pass]] | None = None,
     repeat_threshold: int = 3,
+    policies: Any = None,
 ) -> VerificationResult:
     """Run the analysis passes over a proposal.
 
@@ -174,10 +175,14 @@ def verify(
     registry (a list of ToolSchema objects or dicts, a mapping, a path, or a
     :class:`ToolRegistry`); without one the tool checks do not run. ``passes``:
     names (or Pass classes / instances) of the passes to run; all by default.
+    ``policies``: a PolicyEngine, a PolicySet, loaded policies or a policies
+    directory; their violations become issues named after the rule.
     Malformed input raises :class:`InputError`; a bad plan is a result.
     """
     with paused_gc():
-        return _verify(proposal, tools, initial_state, max_actions, passes, repeat_threshold)
+        return _verify(
+            proposal, tools, initial_state, max_actions, passes, repeat_threshold, policies
+        )
 
 
 def _verify(
@@ -187,6 +192,7 @@ def _verify(
     max_actions: int | None,
     passes: Iterable[str | Pass | type[Pass]] | None,
     repeat_threshold: int,
+    policies: Any,
 ) -> VerificationResult:
     model = load(proposal)
     if max_actions is not None and (type(max_actions) is not int or max_actions < 0):
@@ -194,13 +200,21 @@ def _verify(
     if type(repeat_threshold) is not int or repeat_threshold < 1:
         raise UsageError(f"repeat_threshold must be a positive integer, got {repeat_threshold!r}")
     registry = None if tools is None else ToolRegistry.coerce(tools)
+    engine = None
+    if policies is not None:
+        from .policy import policy_engine
+
+        engine = policy_engine(policies)
     ctx = Context(
         model,
         tools=registry,
-        initial_state=_state(initial_state),
+        initial_state=None if initial_state is None else _state(initial_state),
         options=Options(max_actions=max_actions, repeat_threshold=repeat_threshold),
+        policies=engine,
     )
     chosen = resolve_passes(passes)
+    if engine is not None and passes is None:
+        chosen += resolve_passes(["policies"])
     issues, checks = run_passes(ctx, chosen)
     assumptions, untested, risks = evidence_lists(chosen, checks)
     dag = ctx.dag

@@ -1,5 +1,5 @@
 """The command line: ``car-verify verify | simulate | equivalent | optimize | wp | txcheck |
-codes | passes``.
+policy check | policy lint | codes | passes``.
 
 ``main(argv) -> int`` never raises: bad input or usage prints one line on stderr
 and returns 2 with nothing on stdout. Set ``CAR_VERIFY_DEBUG=1`` to see the
@@ -94,6 +94,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     proposal = _load_proposal(args.proposal)
     passes = [p.strip() for p in args.passes.split(",") if p.strip()] if args.passes else None
+    policies = None
+    if args.policies is not None:
+        from .policy import load_policies
+
+        policies = load_policies(args.policies)
     result = verify(
         proposal,
         tools=_load_tools(args.tools),
@@ -101,6 +106,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         max_actions=args.max_actions,
         passes=passes,
         repeat_threshold=args.repeat_threshold,
+        policies=policies,
     )
     if args.format == "json":
         _write(render_json(result))
@@ -215,6 +221,49 @@ def cmd_txcheck(args: argparse.Namespace) -> int:
     return EXIT_OK if report.clean else EXIT_FINDINGS
 
 
+def cmd_policy_check(args: argparse.Namespace) -> int:
+    from .api import verify
+    from .policy import load_policies
+
+    loaded = load_policies(args.policies)
+    proposal = _load_proposal(args.proposal)
+    result = verify(
+        proposal, initial_state=_load_state(args.state), passes=["policies"], policies=loaded
+    )
+    violations = [
+        {"policy_name": i.code, "action_id": i.action_id, "reason": i.message, "tier": i.tier.value}
+        for i in result.issues
+    ]
+    if args.format == "json":
+        doc = {
+            "directory": None if loaded.directory is None else str(loaded.directory),
+            "files": [str(f) for f in loaded.files],
+            "violations": violations,
+        }
+        _write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    else:
+        for v in violations:
+            _write(f"{v['policy_name']} {v['action_id']}: {v['reason']}\n")
+        count = len(violations)
+        _write(f"{count} violation{'s' * (count != 1)} ({loaded.describe()})\n")
+    return EXIT_FINDINGS if violations else EXIT_OK
+
+
+def cmd_policy_lint(args: argparse.Namespace) -> int:
+    from .policy import load_policies
+
+    loaded = load_policies(args.directory)
+    _write(loaded.describe() + "\n")
+    for file in loaded.files:
+        _write(f"  {file.name}\n")
+    rules = loaded.rules
+    for kind in rules.__dataclass_fields__:
+        entries = getattr(rules, kind)
+        if entries:
+            _write(f"{kind}: {len(entries)}\n")
+    return EXIT_OK
+
+
 def cmd_codes(args: argparse.Namespace) -> int:
     from .codes import CODES
 
@@ -270,6 +319,7 @@ def _parser() -> _Parser:
         help="identical tool calls that count as a loop (default 3)",
     )
     p.add_argument("--passes", metavar="A,B", help="run only these passes (comma-separated)")
+    p.add_argument("--policies", metavar="DIR", help="policy directory (.car/policies)")
     p.set_defaults(run=cmd_verify)
 
     p = sub.add_parser("simulate", help="print the end state the executor would leave")
@@ -309,6 +359,23 @@ def _parser() -> _Parser:
     p.add_argument("--state", metavar="S.json", help="current state (for belief divergence)")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(run=cmd_txcheck)
+
+    p = sub.add_parser("policy", help="check a proposal against policies, or lint them")
+    policy = p.add_subparsers(dest="policy_command", metavar="ACTION", parser_class=_Parser)
+    policy.required = True
+    q = policy.add_parser("check", help="report every policy violation of a proposal")
+    q.add_argument("proposal", metavar="PROPOSAL", help="proposal JSON file, or - for stdin")
+    q.add_argument(
+        "--policies",
+        metavar="DIR",
+        help="policy directory (default: the nearest .car/policies walking up)",
+    )
+    q.add_argument("--state", metavar="STATE.json", help="state for require_state rules")
+    q.add_argument("--format", choices=("text", "json"), default="text")
+    q.set_defaults(run=cmd_policy_check)
+    q = policy.add_parser("lint", help="load a policy directory and report what it holds")
+    q.add_argument("directory", metavar="DIR", help="policy directory (or a project holding .car)")
+    q.set_defaults(run=cmd_policy_lint)
 
     p = sub.add_parser("codes", help="list every finding code")
     p.add_argument("--format", choices=("text", "json"), default="text")

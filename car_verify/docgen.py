@@ -37,8 +37,12 @@ def _sections(doc: str) -> tuple[str, dict[str, str]]:
 
 
 def _example(example: Example, kind: str) -> list[str]:
+    from .policy import load_policy_text
+
+    policies = None if example.policies is None else load_policy_text(example.policies)
     result = verify(
         dict(example.proposal),
+        policies=policies,
         tools=example.tools,
         initial_state=example.initial_state,
         max_actions=example.max_actions,
@@ -57,6 +61,8 @@ def _example(example: Example, kind: str) -> list[str]:
         extras.append(f"tools `{json.dumps(example.tools)}`")
     if example.max_actions is not None:
         extras.append(f"`max_actions={example.max_actions}`")
+    if example.policies is not None:
+        out += ["", "with the policies", "", "```toml", example.policies.rstrip(), "```"]
     if extras:
         out += ["", "with " + ", ".join(extras)]
     issues = [i for i in result.issues if not example.codes or i.code in example.codes]
@@ -79,7 +85,10 @@ def _pass_section(cls: type[Pass]) -> list[str]:
     ]
     for name in ("What it checks", "Why it matters", "How to fix", "Why this tier"):
         out += [f"**{name}.** {sections.get(name, '')}", ""]
-    out += ["| code | severity | tier | summary |", "|---|---|---|---|"]
+    if cls.dynamic_codes:
+        out += ["Its codes are the names of the rules it checks (`deny_tool:deploy`, ...).", ""]
+    else:
+        out += ["| code | severity | tier | summary |", "|---|---|---|---|"]
     for code in cls.codes:
         c = CODES[code]
         out.append(

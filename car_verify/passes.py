@@ -53,6 +53,7 @@ class Requirement(StrEnum):
     TOOLS = "tools"
     MAX_ACTIONS = "max_actions"
     INITIAL_STATE = "initial_state"
+    POLICIES = "policies"
     Z3 = "z3"
 
 
@@ -60,6 +61,8 @@ class Requirement(StrEnum):
 class Options:
     max_actions: int | None = None
     repeat_threshold: int = 3
+    #: How many (finished actions, monitor state) pairs a trace rule may explore.
+    trace_budget: int = 100_000
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,8 @@ class Example:
     tools: Sequence[Mapping[str, Any]] | None = None
     initial_state: Mapping[str, Any] | None = None
     max_actions: int | None = None
+    #: Policy rules as ``.car/policies`` TOML text.
+    policies: str | None = None
 
     @property
     def valid(self) -> bool:
@@ -91,9 +96,12 @@ class Context:
         tools: ToolRegistry | None = None,
         initial_state: Mapping[str, Any] | None = None,
         options: Options | None = None,
+        policies: Any = None,
     ) -> None:
         self.proposal = proposal
         self.tools = tools
+        #: A :class:`car_verify.policy.PolicyEngine`, when policies were given.
+        self.policies = policies
         self.initial_state: dict[str, Any] = dict(initial_state or {})
         self.state_given = initial_state is not None
         self.options = options or Options()
@@ -114,6 +122,8 @@ class Context:
             return self.options.max_actions is not None
         if requirement is Requirement.INITIAL_STATE:
             return self.state_given
+        if requirement is Requirement.POLICIES:
+            return self.policies is not None
         if requirement is Requirement.Z3:
             import importlib.util
 
@@ -128,9 +138,16 @@ class Context:
         index: int | None = None,
         where: Sequence[str | int] = (),
         severity: Severity | None = None,
+        tier: Tier | None = None,
     ) -> Issue:
-        """A finding with the code's default severity and tier, located at action ``index``."""
-        spec = lookup(code)
+        """A finding with the code's default severity and tier, located at action ``index``.
+
+        A code outside the table (a policy rule's name) needs ``severity`` and ``tier``.
+        """
+        if severity is not None and tier is not None:
+            spec = Code(code, severity, tier, "")
+        else:
+            spec = lookup(code)
         if index is None:
             pointer = "".join(f"/{p}" for p in where)
             action_id = None
@@ -142,7 +159,7 @@ class Context:
         return Issue(
             code=spec.name,
             severity=severity or spec.severity,
-            tier=spec.tier,
+            tier=tier or spec.tier,
             message=message,
             action_id=action_id,
             index=index,
@@ -168,6 +185,8 @@ class Pass(abc.ABC):
     examples: ClassVar[tuple[Example, ...]] = ()
     #: Run when no selection is given. Opt-in passes (False) run only when named.
     default: ClassVar[bool] = True
+    #: The pass reports codes defined by its input (policy rule names), not the table.
+    dynamic_codes: ClassVar[bool] = False
 
     @abc.abstractmethod
     def run(self, ctx: Context) -> Iterable[Issue]:
@@ -204,6 +223,7 @@ _REASONS = {
     Requirement.TOOLS: "no tool registry was given",
     Requirement.MAX_ACTIONS: "no max_actions was given",
     Requirement.INITIAL_STATE: "no initial state was given",
+    Requirement.POLICIES: "no policies were given",
     Requirement.Z3: "z3-solver cannot be imported",
 }
 
@@ -323,7 +343,7 @@ def run_passes(ctx: Context, passes: Sequence[Pass]) -> tuple[list[Issue], list[
             raise PassError(p.name, err) from err
         allowed = set(p.codes)
         for issue in found:
-            if issue.code not in allowed:
+            if issue.code not in allowed and not p.dynamic_codes:
                 raise PassError(p.name, ValueError(f"emitted undeclared code {issue.code!r}"))
         issues.extend(found)
         checks.append(CheckRecord(p.name, True, p.verifies, p.cannot_verify, len(found), p.tier))

@@ -9,7 +9,7 @@ action whose explicit or output-reference dependency was blocked is blocked too.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -85,7 +85,9 @@ def walk(
     initial_state: Mapping[str, Any] | None = None,
     *,
     mode: Literal["verify", "simulate"] = "verify",
+    on_level: Callable[[list[int], Mapping[str, Any]], None] | None = None,
 ) -> Walk:
+    """Walk the levels; ``on_level(members, state)`` sees each level's start state."""
     actions, ids = dag.actions, dag.ids
     state: dict[str, Any] = dict(initial_state or {})
     simulate = mode == "simulate"
@@ -95,6 +97,8 @@ def walk(
     effects = [a.effects() for a in actions]
 
     for level_no, members in enumerate(dag.levels):
+        if on_level is not None:
+            on_level(members, state)
         for i in members:
             action = actions[i]
             causes: list[Cause] = []

@@ -21,9 +21,13 @@ EXAMPLES = [
 @pytest.mark.parametrize(("cls", "example"), EXAMPLES)
 def test_pass_example(cls: type[Pass], example: Example) -> None:
     """The pass alone gives exactly the example's codes; so does the whole verifier."""
+    from car_verify.policy import load_policy_text
+
+    policies = None if example.policies is None else load_policy_text(example.policies)
     alone = car_verify.verify(
         dict(example.proposal),
         passes=[cls.name],
+        policies=policies,
         tools=example.tools,
         initial_state=example.initial_state,
         max_actions=example.max_actions,
@@ -31,7 +35,10 @@ def test_pass_example(cls: type[Pass], example: Example) -> None:
     assert sorted(alone.codes()) == sorted(example.codes)
     everything = car_verify.verify(
         dict(example.proposal),
-        passes=None if cls.default else [*(n for n, c in PASSES.items() if c.default), cls.name],
+        passes=None
+        if cls.default or cls.name == "policies"
+        else [*(n for n, c in PASSES.items() if c.default), cls.name],
+        policies=policies,
         tools=example.tools,
         initial_state=example.initial_state,
         max_actions=example.max_actions,
@@ -50,6 +57,8 @@ def test_every_pass_declares_itself_and_documents_itself(name: str) -> None:
     for section in ("What it checks:", "Why it matters:", "How to fix:", "Why this tier:"):
         assert section in doc, f"{name}'s module docstring lacks {section!r}"
     assert any(e.valid for e in cls.examples), f"{name} has no VALID example"
+    if cls.dynamic_codes:
+        assert any(e.codes for e in cls.examples), f"{name} has no INVALID example"
     for code in cls.codes:
         assert code in CODES
         assert CODES[code].tier == cls.tier

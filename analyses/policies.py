@@ -1,0 +1,137 @@
+"""Policies: the actions obey the project's policy rules, including trace rules.
+
+What it checks:
+    With policies (``verify(policies=...)``, ``--policies DIR``, or the nearest
+    ``.car/policies``), every action against every rule, reporting each
+    violation with the rule's stable name as its code (``deny_tool:deploy``,
+    ``allow_tool_param:deploy.target``, ``trace_rule:<name>``, ...). Actions are
+    taken in dispatch order (level by level). ``require_state`` is checked
+    against the walk's state when the action's level begins; a
+    ``rate_limit_tool`` window is assumed to hold the whole run. Each
+    ``trace_rule`` is checked against **every** order the DAG allows; a
+    violating schedule is reported as a counterexample. Past the exploration
+    budget the pass reports, with tier ``sampled``, how much it explored.
+
+Why it matters:
+    A policy is the project's own statement of what an agent may never do. A
+    plan that breaks one will be refused at run time, part-way through; better
+    to know before it starts.
+
+How to fix:
+    Change the plan (drop the call, change the parameter, order the actions so
+    the trace rule holds in every schedule), or, if the rule is wrong, the rule.
+
+Why this tier:
+    ``decision_procedure``: each rule is decided over the declared actions, and
+    trace rules over every schedule. ``sampled`` only when the schedule
+    exploration ran out of budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from car_verify.findings import Issue, Severity, Tier
+from car_verify.passes import Context, Example, Pass, Requirement
+from car_verify.walk import walk
+
+
+class PolicyPass(Pass):
+    name = "policies"
+    tier = Tier.DECISION_PROCEDURE
+    codes = ()
+    dynamic_codes = True
+    default = False  # runs whenever policies are given (and when named)
+    requires = frozenset({Requirement.POLICIES})
+    verifies = "every action obeys the policy rules; trace rules hold in every schedule"
+    cannot_verify = "rate limits across runs, and rules registered only at run time"
+    examples = (
+        Example(
+            "tests run before the deploy in every schedule",
+            {
+                "actions": [
+                    {"id": "test", "type": "tool_call", "tool": "run_tests"},
+                    {
+                        "id": "deploy",
+                        "type": "tool_call",
+                        "tool": "deploy",
+                        "parameters": {"target": "staging"},
+                        "dependencies": ["test"],
+                    },
+                ]
+            },
+            policies='deny_tool = ["rm"]\n[[trace_rule]]\nname = "tested"\n'
+            'rule = "deploy only after run_tests succeeded"\n',
+        ),
+        Example(
+            "a denied tool",
+            {"actions": [{"id": "wipe", "type": "tool_call", "tool": "rm"}]},
+            ("deny_tool:rm",),
+            policies='deny_tool = ["rm"]\n',
+        ),
+        Example(
+            "a deploy that some schedule runs before the tests",
+            {
+                "actions": [
+                    {"id": "test", "type": "tool_call", "tool": "run_tests"},
+                    {"id": "deploy", "type": "tool_call", "tool": "deploy"},
+                ]
+            },
+            ("trace_rule:tested",),
+            policies='[[trace_rule]]\nname = "tested"\n'
+            'rule = "deploy only after run_tests succeeded"\n',
+        ),
+    )
+
+    def run(self, ctx: Context) -> Iterator[Issue]:
+        from car_verify.policy import PolicyEngine
+        from car_verify.trace import check_schedules
+
+        given = ctx.policies
+        # A fresh engine with the same rules: the static check must not use up the
+        # caller's rate-limit windows. Every call lands in one window (time 0).
+        engine = PolicyEngine(given.rules, clock=lambda: 0.0)
+        engine.registered = list(given.registered)
+        actions = ctx.proposal.actions
+        found: list[Issue] = []
+
+        def check_level(members: list[int], state: Mapping[str, Any]) -> None:
+            for i in members:
+                if actions[i].type != "tool_call":
+                    continue
+                for v in engine.check(actions[i], state):
+                    found.append(
+                        ctx.issue(
+                            v.policy_name,
+                            v.reason,
+                            index=i,
+                            severity=Severity.ERROR,
+                            tier=Tier.DECISION_PROCEDURE,
+                        )
+                    )
+
+        walk(ctx.dag, ctx.initial_state, mode="verify", on_level=check_level)
+        yield from found
+        positions = ctx.dag.positions
+        for result in check_schedules(
+            ctx.proposal, engine.trace_rules, budget=ctx.options.trace_budget
+        ):
+            rule = result.rule
+            if result.schedule is not None and result.violation is not None:
+                yield ctx.issue(
+                    rule.policy_name,
+                    f"the schedule {', '.join(result.schedule)} breaks the trace rule "
+                    f"{rule.text!r}: {result.violation.reason}",
+                    index=positions[result.schedule[-1]][0],
+                    severity=Severity.ERROR,
+                    tier=Tier.DECISION_PROCEDURE,
+                )
+            elif not result.complete:
+                yield ctx.issue(
+                    rule.policy_name,
+                    f"trace rule {rule.text!r}: explored {result.explored} schedule states "
+                    f"(the budget) without finding a violation; not every schedule was checked",
+                    severity=Severity.WARNING,
+                    tier=Tier.SAMPLED,
+                )

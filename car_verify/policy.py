@@ -1,0 +1,585 @@
+"""Policies: registered rules, ``.car/policies/*.toml`` files, and the PolicyEngine.
+
+Every rule is a prohibition checked against one action, except ``allow_tool_param``
+(an allowlist that fails closed) and the stateful ``rate_limit_tool`` (a sliding
+window per rule and engine). ``trace_rule`` entries, which the upstream runtime
+refuses to load, are parsed here and enforced by :class:`~car_verify.trace.TraceGate`
+(at dispatch) and :func:`~car_verify.trace.check_schedules` (statically).
+
+:meth:`PolicyEngine.check` returns *every* violation of an action, not the first.
+Violations of file rules carry stable names (``deny_tool:deploy``,
+``deny_tool_param:http_request.url``, ...) and never the offending value or the
+text a pattern matched: violation reasons are written to event logs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import InputError, UsageError
+from .model import Action, PolicyViolation
+from .trace import TraceRule, parse_trace_rule
+from .values import ABSENT, json_equal
+
+__all__ = [
+    "LoadedPolicies",
+    "PolicyEngine",
+    "PolicySet",
+    "find_policies",
+    "load_policies",
+    "load_policy_file",
+    "load_policy_text",
+    "policy_engine",
+]
+
+Callback = Callable[[str, Mapping[str, Any], Action], Any]
+
+
+def coerce(value: Any) -> str:
+    """A parameter's string form: a string as it is, anything else as compact JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+# --- the rules ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ParamRule:
+    """``deny_tool_param`` (equals / contains / presence)."""
+
+    tool: str
+    param: str
+    equals: Any = ABSENT
+    contains: str | None = None
+
+    @property
+    def name(self) -> str:
+        return f"deny_tool_param:{self.tool}.{self.param}"
+
+
+@dataclass(frozen=True, slots=True)
+class AllowRule:
+    tool: str
+    param: str
+    allow: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return f"allow_tool_param:{self.tool}.{self.param}"
+
+
+@dataclass(frozen=True, slots=True)
+class MatchRule:
+    tool: str
+    param: str
+    matches: str
+
+    @property
+    def name(self) -> str:
+        return f"deny_tool_param_matching:{self.tool}.{self.param}"
+
+
+@dataclass(frozen=True, slots=True)
+class RateRule:
+    tool: str
+    max_calls: int
+    interval_secs: float
+
+    @property
+    def name(self) -> str:
+        return f"rate_limit_tool:{self.tool}"
+
+
+@dataclass(slots=True)
+class PolicySet:
+    """The file-authored rules, merged from every file in sorted filename order."""
+
+    deny_tool: list[str] = field(default_factory=list)
+    deny_keyword: list[str] = field(default_factory=list)
+    deny_tool_param: list[ParamRule] = field(default_factory=list)
+    allow_tool_param: list[AllowRule] = field(default_factory=list)
+    deny_tool_param_matching: list[MatchRule] = field(default_factory=list)
+    rate_limit_tool: list[RateRule] = field(default_factory=list)
+    trace_rule: list[TraceRule] = field(default_factory=list)
+
+    def extend(self, other: PolicySet) -> None:
+        for name in self.__dataclass_fields__:
+            getattr(self, name).extend(getattr(other, name))
+
+    def count(self) -> int:
+        return sum(len(getattr(self, name)) for name in self.__dataclass_fields__)
+
+
+# --- registered rules (the FFI's registerPolicy) ------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Registered:
+    name: str
+    kind: str
+    target: str | None = None
+    key: str | None = None
+    pattern: str | None = None
+    value: Any = None
+    callback: Callback | None = None
+
+
+class PolicyEngine:
+    """Checks actions against registered rules and a :class:`PolicySet`.
+
+    ``clock`` (seconds, monotonic) drives the rate-limit windows; tests pass a fake.
+    """
+
+    def __init__(
+        self, rules: PolicySet | None = None, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.rules = rules or PolicySet()
+        self.registered: list[Registered] = []
+        self.clock = clock
+        self._windows: dict[int, deque[float]] = {}
+        self._patterns: dict[int, Any] = {}
+        for index, rule in enumerate(self.rules.deny_tool_param_matching):
+            self._patterns[index] = _compile(rule.matches)
+
+    @property
+    def trace_rules(self) -> list[TraceRule]:
+        return list(self.rules.trace_rule)
+
+    def register_policy(
+        self,
+        name: str,
+        kind: str,
+        target: str | None = None,
+        key: str | None = None,
+        pattern: str | None = None,
+        value_json: str | None = None,
+        *,
+        callback: Callback | None = None,
+    ) -> None:
+        """Register a rule as the FFI does: ``deny_tool``, ``deny_tool_param``,
+        ``require_state`` (``value_json`` is the JSON text of the required value), or
+        ``deny_tool_callback`` (``callback(tool, params, action)``; a non-empty string
+        is the reason, any other truthy value denies)."""
+        if kind == "deny_tool":
+            if target is None:
+                raise UsageError("deny_tool needs a target tool")
+            self.registered.append(Registered(name, kind, target))
+        elif kind == "deny_tool_param":
+            if target is None or key is None or pattern is None:
+                raise UsageError("deny_tool_param needs a target, a key and a pattern")
+            self.registered.append(Registered(name, kind, target, key, pattern))
+        elif kind == "require_state":
+            if key is None or value_json is None:
+                raise UsageError("require_state needs a key and value_json")
+            try:
+                value = json.loads(value_json)
+            except ValueError:
+                raise UsageError(f"require_state value_json is not JSON: {value_json!r}") from None
+            self.registered.append(Registered(name, kind, key=key, value=value))
+        elif kind == "deny_tool_callback":
+            if callback is None:
+                raise UsageError("deny_tool_callback needs a callback")
+            self.registered.append(Registered(name, kind, target, callback=callback))
+        else:
+            raise UsageError(f"unknown policy rule type {kind!r}")
+
+    def register_callback(self, name: str, callback: Callback, target: str | None = None) -> None:
+        """A Python callable in place of the JS callback (any tool when ``target`` is None)."""
+        self.register_policy(name, "deny_tool_callback", target, callback=callback)
+
+    def check(
+        self, action: Action, state: Mapping[str, Any] | None = None
+    ) -> list[PolicyViolation]:
+        """Every violation of ``action`` (the engine does not stop at the first)."""
+        out: list[PolicyViolation] = []
+        tool = action.tool
+        params = action.parameters
+
+        def deny(name: str, reason: str) -> None:
+            out.append(PolicyViolation(policy_name=name, action_id=action.id, reason=reason))
+
+        for rule in self.registered:
+            self._check_registered(rule, action, state, deny)
+        rules = self.rules
+        if tool is not None and tool in rules.deny_tool:
+            deny(f"deny_tool:{tool}", f"tool {tool!r} is denied")
+        for keyword in rules.deny_keyword:
+            if any(keyword in coerce(v) for v in params.values()):
+                deny(f"deny_keyword:{keyword}", "a parameter contains a denied keyword")
+        for p in rules.deny_tool_param:
+            if p.tool != tool or p.param not in params:
+                continue
+            value = params[p.param]
+            if p.equals is not ABSENT and not json_equal(value, p.equals):
+                continue
+            if p.contains is not None and p.contains not in coerce(value):
+                continue
+            how = (
+                "is present"
+                if p.equals is ABSENT and p.contains is None
+                else "matches a denied value"
+            )
+            deny(p.name, f"parameter {p.param!r} of {tool!r} {how}")
+        for a in rules.allow_tool_param:
+            if a.tool != tool:
+                continue
+            if a.param not in params:
+                deny(a.name, f"parameter {a.param!r} of {tool!r} is required and absent")
+            elif coerce(params[a.param]) not in a.allow:
+                deny(a.name, f"parameter {a.param!r} of {tool!r} is not an allowed value")
+        for index, m in enumerate(rules.deny_tool_param_matching):
+            if m.tool != tool:
+                continue
+            pattern = self._patterns[index]
+            if pattern is None:
+                deny(
+                    m.name,
+                    f"the pattern for {tool!r}.{m.param} does not compile: every call is denied",
+                )
+            elif m.param in params and pattern.search(coerce(params[m.param])):
+                deny(m.name, f"parameter {m.param!r} of {tool!r} matches a denied pattern")
+        # Last: a call denied only by this rule consumes no budget; any other call does.
+        for index, r in enumerate(rules.rate_limit_tool):
+            if r.tool != tool:
+                continue
+            if self._over_limit(index, r):
+                deny(
+                    r.name,
+                    f"{tool!r} may be called at most {r.max_calls} times in {r.interval_secs:g} s",
+                )
+        return out
+
+    def _check_registered(
+        self,
+        rule: Registered,
+        action: Action,
+        state: Mapping[str, Any] | None,
+        deny: Callable[[str, str], None],
+    ) -> None:
+        tool, params = action.tool, action.parameters
+        if rule.kind == "deny_tool" and tool == rule.target:
+            deny(rule.name, f"tool {tool!r} is denied")
+        elif rule.kind == "deny_tool_param" and tool == rule.target:
+            assert rule.key is not None and rule.pattern is not None
+            if rule.key in params and rule.pattern in coerce(params[rule.key]):
+                deny(rule.name, f"param {rule.key!r} matches denied pattern {rule.pattern!r}")
+        elif rule.kind == "require_state":
+            actual = (state or {}).get(rule.key or "", ABSENT)
+            if actual is ABSENT or not json_equal(actual, rule.value):
+                deny(rule.name, f"requires state {rule.key!r} == {json.dumps(rule.value)}")
+        elif rule.kind == "deny_tool_callback" and rule.callback is not None:
+            if rule.target is not None and tool != rule.target:
+                return
+            verdict = rule.callback(tool or "", params, action)
+            if verdict:
+                reason = verdict if isinstance(verdict, str) else "denied by callback"
+                deny(rule.name, reason)
+
+    def _over_limit(self, index: int, rule: RateRule) -> bool:
+        """Admit (and take a slot) or deny (taking nothing): the sliding window."""
+        now = self.clock()
+        window = self._windows.setdefault(index, deque())
+        while window and now - window[0] >= rule.interval_secs:
+            window.popleft()
+        if len(window) >= rule.max_calls:
+            return True
+        window.append(now)
+        return False
+
+
+def _compile(pattern: str) -> Any:
+    """RE2 (linear time, no backtracking); None when the pattern does not compile."""
+    import re2
+
+    try:
+        return re2.compile(pattern)
+    except Exception:
+        return None
+
+
+# --- loading files ------------------------------------------------------------------------------
+
+_KEYS = {
+    "deny_tool",
+    "deny_keyword",
+    "deny_tool_param",
+    "allow_tool_param",
+    "deny_tool_param_matching",
+    "rate_limit_tool",
+    "trace_rule",
+}
+
+
+class _Reader:
+    """Strict typed access to one parsed TOML file; every error names the file and key."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.source = str(path)
+
+    def fail(self, where: Sequence[str | int], problem: str) -> InputError:
+        return InputError(problem, list(where), source=self.source)
+
+    def strings(self, value: Any, where: Sequence[str | int]) -> list[str]:
+        if not isinstance(value, list):
+            raise self.fail(where, "expected an array of strings")
+        for i, item in enumerate(value):
+            if not isinstance(item, str):
+                raise self.fail([*where, i], "expected a string")
+        return list(value)
+
+    def tables(
+        self,
+        value: Any,
+        where: str,
+        required: dict[str, type | tuple[type, ...]],
+        optional: dict[str, type | tuple[type, ...] | None],
+    ) -> list[dict[str, Any]]:
+        if not isinstance(value, list):
+            raise self.fail([where], f"expected an array of tables ([[{where}]])")
+        out = []
+        for i, table in enumerate(value):
+            if not isinstance(table, dict):
+                raise self.fail([where, i], "expected a table")
+            for key in table:
+                if key not in required and key not in optional:
+                    known = ", ".join(sorted([*required, *optional]))
+                    raise self.fail([where, i, key], f"unknown key (expected one of {known})")
+            for key in required:
+                if key not in table:
+                    raise self.fail([where, i], f"missing required key {key!r}")
+            for key, kind in {**required, **optional}.items():
+                if key in table and kind is not None:
+                    self.check_type(table[key], kind, [where, i, key])
+            out.append(table)
+        return out
+
+    def check_type(self, value: Any, kind: type | tuple[type, ...], where: list[str | int]) -> None:
+        if (
+            isinstance(value, bool)
+            and kind is not bool
+            and bool not in (kind if isinstance(kind, tuple) else (kind,))
+        ):
+            raise self.fail(where, f"expected {_type_name(kind)}, got a boolean")
+        if not isinstance(value, kind):
+            raise self.fail(where, f"expected {_type_name(kind)}, got {type(value).__name__}")
+
+
+def _type_name(kind: type | tuple[type, ...]) -> str:
+    names = {
+        str: "a string",
+        int: "an integer",
+        float: "a number",
+        list: "an array",
+        bool: "a boolean",
+    }
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join(names.get(k, k.__name__) for k in kinds)
+
+
+def _json_value(reader: _Reader, value: Any, where: list[str | int]) -> Any:
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise reader.fail(where, "expected a finite number")
+        return value
+    if isinstance(value, list):
+        return [_json_value(reader, v, [*where, i]) for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        return {k: _json_value(reader, v, [*where, k]) for k, v in value.items()}
+    raise reader.fail(where, f"a {type(value).__name__} is not a JSON value")
+
+
+def load_policy_file(path: str | os.PathLike[str]) -> PolicySet:
+    """Read one policy file strictly: malformed TOML, an unknown key or a wrong type
+    raises InputError naming the file (and the key)."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise InputError(f"cannot read policy file: {err}", source=str(file)) from None
+    return load_policy_text(text, source=str(file))
+
+
+def load_policy_text(text: str, *, source: str = "<policies>") -> PolicySet:
+    """Read policy TOML text strictly (errors name ``source`` and the key)."""
+    import tomllib
+
+    file = Path(source)
+    reader = _Reader(file)
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise InputError(f"not valid TOML: {err}", source=str(file)) from None
+    rules = PolicySet()
+    for key in doc:
+        if key not in _KEYS:
+            raise reader.fail([key], f"unknown key (expected one of {', '.join(sorted(_KEYS))})")
+    if "deny_tool" in doc:
+        rules.deny_tool = reader.strings(doc["deny_tool"], ["deny_tool"])
+    if "deny_keyword" in doc:
+        rules.deny_keyword = reader.strings(doc["deny_keyword"], ["deny_keyword"])
+    for i, t in enumerate(
+        reader.tables(
+            doc.get("deny_tool_param", []),
+            "deny_tool_param",
+            {"tool": str, "param": str},
+            {"equals": None, "contains": str},
+        )
+    ):
+        equals = (
+            _json_value(reader, t["equals"], ["deny_tool_param", i, "equals"])
+            if "equals" in t
+            else ABSENT
+        )
+        rules.deny_tool_param.append(ParamRule(t["tool"], t["param"], equals, t.get("contains")))
+    for i, t in enumerate(
+        reader.tables(
+            doc.get("allow_tool_param", []),
+            "allow_tool_param",
+            {"tool": str, "param": str},
+            {"allow": list},
+        )
+    ):
+        allow = reader.strings(t.get("allow", []), ["allow_tool_param", i, "allow"])
+        rules.allow_tool_param.append(AllowRule(t["tool"], t["param"], tuple(allow)))
+    for t in reader.tables(
+        doc.get("deny_tool_param_matching", []),
+        "deny_tool_param_matching",
+        {"tool": str, "param": str, "matches": str},
+        {},
+    ):
+        rules.deny_tool_param_matching.append(MatchRule(t["tool"], t["param"], t["matches"]))
+    for i, t in enumerate(
+        reader.tables(
+            doc.get("rate_limit_tool", []),
+            "rate_limit_tool",
+            {"tool": str, "max_calls": int, "interval_secs": (int, float)},
+            {},
+        )
+    ):
+        if t["max_calls"] < 0:
+            raise reader.fail(["rate_limit_tool", i, "max_calls"], "must not be negative")
+        if not math.isfinite(t["interval_secs"]) or t["interval_secs"] < 0:
+            raise reader.fail(
+                ["rate_limit_tool", i, "interval_secs"], "must be a non-negative number"
+            )
+        rules.rate_limit_tool.append(RateRule(t["tool"], t["max_calls"], float(t["interval_secs"])))
+    for i, t in enumerate(
+        reader.tables(doc.get("trace_rule", []), "trace_rule", {"rule": str}, {"name": str})
+    ):
+        try:
+            rules.trace_rule.append(
+                parse_trace_rule(t["rule"], name=t.get("name", ""), source=str(file))
+            )
+        except InputError as err:
+            line = _line_of(text, t["rule"])
+            where = f"trace_rule[{i}].rule"
+            position = (
+                f" (file line {line + (err.line or 1) - 1}, rule column {err.column})"
+                if line
+                else ""
+            )
+            raise InputError(
+                f"{where}{position}: {err.problem}",
+                source=str(file),
+                line=err.line,
+                column=err.column,
+            ) from None
+    return rules
+
+
+def _line_of(text: str, needle: str) -> int | None:
+    """The file line where a rule's text starts (best effort: TOML gives no positions)."""
+    index = text.find(needle)
+    return text.count("\n", 0, index) + 1 if index >= 0 else None
+
+
+@dataclass(slots=True)
+class LoadedPolicies:
+    """What was loaded and from where (``directory`` None: no policy directory found)."""
+
+    directory: Path | None
+    files: list[Path]
+    rules: PolicySet
+    searched: list[Path] = field(default_factory=list)
+
+    def describe(self) -> str:
+        if self.directory is None:
+            where = ", ".join(str(p) for p in self.searched[:3])
+            more = " ..." if len(self.searched) > 3 else ""
+            return f"no .car/policies directory found (searched {where}{more})"
+        count = len(self.files)
+        return (
+            f"loaded {self.rules.count()} rules from {count} file{'s' * (count != 1)} "
+            f"in {self.directory}"
+        )
+
+    def engine(self, *, clock: Callable[[], float] = time.monotonic) -> PolicyEngine:
+        return PolicyEngine(self.rules, clock=clock)
+
+
+def find_policies(start: str | os.PathLike[str] | None = None) -> tuple[Path | None, list[Path]]:
+    """The nearest ``.car/policies`` at or above ``start`` (the working directory),
+    stopping at the repository root (a directory holding ``.git``) or ``/``."""
+    here = Path(start or os.getcwd()).resolve()
+    searched: list[Path] = []
+    for directory in (here, *here.parents):
+        candidate = directory / ".car" / "policies"
+        searched.append(candidate)
+        if candidate.is_dir():
+            return candidate, searched
+        if (directory / ".git").exists():
+            break
+    return None, searched
+
+
+def load_policies(directory: str | os.PathLike[str] | None = None) -> LoadedPolicies:
+    """Load every ``*.toml`` of a policies directory in sorted filename order.
+
+    ``directory`` may be the policies directory itself or a project directory that
+    holds ``.car/policies``; without it, the nearest ``.car/policies`` walking up
+    from the working directory is used. A missing directory is not an error; a
+    malformed file fails the whole load, naming the file.
+    """
+    if directory is not None:
+        given = Path(directory)
+        if not given.is_dir():
+            raise InputError("no such policies directory", source=str(given))
+        nested = given / ".car" / "policies"
+        chosen = nested if nested.is_dir() else given
+        folder: Path | None = chosen
+        searched = [chosen]
+    else:
+        folder, searched = find_policies()
+    if folder is None:
+        return LoadedPolicies(None, [], PolicySet(), searched)
+    files = sorted(p for p in folder.glob("*.toml") if p.is_file())
+    rules = PolicySet()
+    for file in files:
+        rules.extend(load_policy_file(file))
+    return LoadedPolicies(folder.resolve(), files, rules, searched)
+
+
+def policy_engine(policies: Any) -> PolicyEngine:
+    """A PolicyEngine from an engine, loaded policies, a PolicySet or a directory."""
+    if isinstance(policies, PolicyEngine):
+        return policies
+    if isinstance(policies, LoadedPolicies):
+        return policies.engine()
+    if isinstance(policies, PolicySet):
+        return PolicyEngine(policies)
+    if isinstance(policies, (str, os.PathLike)):
+        return load_policies(policies).engine()
+    raise UsageError("policies must be a PolicyEngine, a PolicySet, loaded policies or a directory")

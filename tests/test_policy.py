@@ -1,0 +1,559 @@
+"""Policies: every sentence of the spec's policy section, and trace rules."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import car_verify
+from car_verify import InputError
+from car_verify.cli import main
+from car_verify.model import Action
+from car_verify.policy import PolicyEngine, load_policies, load_policy_text
+from car_verify.trace import TraceGate, check_schedules, parse_trace_rule
+
+
+def call(tool: str | None, action_id: str = "a1", **params: Any) -> Action:
+    doc: dict[str, Any] = {"id": action_id, "type": "tool_call", "parameters": params}
+    if tool is not None:
+        doc["tool"] = tool
+    return car_verify.load({"actions": [doc]}).actions[0]
+
+
+def names(engine: PolicyEngine, action: Action, state: dict[str, Any] | None = None) -> list[str]:
+    return [v.policy_name for v in engine.check(action, state)]
+
+
+def engine(text: str, clock: list[float] | None = None) -> PolicyEngine:
+    now = clock if clock is not None else [0.0]
+    return PolicyEngine(load_policy_text(text), clock=lambda: now[0])
+
+
+# --- registered rules ----------------------------------------------------------------------
+
+
+def test_registered_rules() -> None:
+    e = PolicyEngine()
+    e.register_policy("no_shell", "deny_tool", "shell")
+    e.register_policy("no_rm_rf", "deny_tool_param", "shell", "command", "rm -rf")
+    e.register_policy("require_tests", "require_state", None, "tests_passed", None, "true")
+    violations = e.check(call("shell", command="sudo rm -rf /tmp/x"), {"tests_passed": True})
+    assert [v.to_dict() for v in violations] == [
+        {"policy_name": "no_shell", "action_id": "a1", "reason": "tool 'shell' is denied"},
+        {
+            "policy_name": "no_rm_rf",
+            "action_id": "a1",
+            "reason": "param 'command' matches denied pattern 'rm -rf'",
+        },
+    ]
+    assert names(e, call("ls"), {"tests_passed": True}) == []
+    assert names(e, call("ls"), {"tests_passed": 1}) == [
+        "require_tests"
+    ]  # JSON equality: true != 1
+    assert names(e, call("ls"), {}) == ["require_tests"]
+    with pytest.raises(car_verify.UsageError):
+        e.register_policy("x", "deny_everything")
+
+
+def test_callable_in_place_of_the_js_callback() -> None:
+    e = PolicyEngine()
+    e.register_callback(
+        "big_batches", lambda tool, params, action: params.get("n", 0) > 100, "import"
+    )
+    e.register_callback(
+        "why", lambda tool, params, action: "no deploys on Friday" if tool == "deploy" else ""
+    )
+    assert names(e, call("import", n=500)) == ["big_batches"]
+    assert names(e, call("import", n=5)) == []
+    assert names(e, call("other", n=500)) == []
+    (violation,) = e.check(call("deploy"))
+    assert violation.policy_name == "why" and violation.reason == "no deploys on Friday"
+
+
+# --- file rules ----------------------------------------------------------------------------
+
+
+def test_deny_tool_and_deny_keyword() -> None:
+    e = engine('deny_tool = ["deploy", "rm"]\ndeny_keyword = ["DROP TABLE", "rm -rf /"]\n')
+    assert names(e, call("deploy")) == ["deny_tool:deploy"]
+    assert names(e, call("sql", q="select 1; DROP TABLE users")) == ["deny_keyword:DROP TABLE"]
+    assert names(e, call("sql", q="drop table users")) == []  # case-sensitive
+    assert names(e, call("x", a=["rm -rf /"])) == ["deny_keyword:rm -rf /"]  # string-coerced
+    assert names(e, call("rm", cmd="rm -rf /")) == ["deny_tool:rm", "deny_keyword:rm -rf /"]
+
+
+def test_deny_tool_param_equals_contains_presence() -> None:
+    e = engine(
+        '[[deny_tool_param]]\ntool = "http_request"\nparam = "url"\ncontains = "169.254.169.254"\n'
+        '[[deny_tool_param]]\ntool = "shell"\nparam = "command"\nequals = "shutdown"\n'
+        '[[deny_tool_param]]\ntool = "db"\nparam = "level"\nequals = 1\ncontains = "1"\n'
+        '[[deny_tool_param]]\ntool = "mail"\nparam = "bcc"\n'
+    )
+    assert names(e, call("http_request", url="http://169.254.169.254/x")) == [
+        "deny_tool_param:http_request.url"
+    ]
+    assert names(e, call("shell", command="shutdown")) == ["deny_tool_param:shell.command"]
+    assert names(e, call("shell", command="shutdown now")) == []  # equals is exact
+    assert names(e, call("db", level=1)) == ["deny_tool_param:db.level"]
+    assert names(e, call("db", level="1")) == []  # both must hold: "1" is not the JSON value 1
+    assert names(e, call("mail", bcc="")) == ["deny_tool_param:mail.bcc"]  # presence
+    assert names(e, call("mail", to="x")) == []  # an absent parameter is never a violation
+
+
+def test_allow_tool_param_fails_closed_three_ways() -> None:
+    e = engine(
+        '[[allow_tool_param]]\ntool = "deploy"\nparam = "target"\nallow = ["staging", "preview"]\n'
+        '[[allow_tool_param]]\ntool = "nuke"\nparam = "x"\n'
+    )
+    rule = ["allow_tool_param:deploy.target"]
+    assert names(e, call("deploy", target="staging")) == []
+    assert names(e, call("deploy")) == rule  # absent
+    assert names(e, call("deploy", target="prod")) == rule  # unlisted
+    assert names(e, call("deploy", target="Staging")) == rule  # case-sensitive
+    assert names(e, call("nuke", x="anything")) == ["allow_tool_param:nuke.x"]  # empty allow
+    assert names(e, call("build", target="prod")) == []  # other tools untouched
+
+
+def test_deny_tool_param_matching() -> None:
+    e = engine(
+        '[[deny_tool_param_matching]]\ntool = "http_request"\nparam = "body"\n'
+        'matches = "sk-[A-Za-z0-9]{20,}"\n'
+        '[[deny_tool_param_matching]]\ntool = "http_request"\nparam = "method"\n'
+        'matches = "^DELETE$"\n'
+        '[[deny_tool_param_matching]]\ntool = "broken"\nparam = "p"\nmatches = "(unclosed"\n'
+    )
+    secret = "sk-" + "A" * 24
+    (v,) = e.check(call("http_request", body=f"token={secret}&x=1"))
+    assert v.policy_name == "deny_tool_param_matching:http_request.body"
+    assert secret not in v.reason and "token" not in v.reason  # no matched text
+    assert names(e, call("http_request", method="XDELETE")) == []  # anchored by the author
+    assert names(e, call("http_request", url="x")) == []  # absent parameter
+    assert names(e, call("broken")) == ["deny_tool_param_matching:broken.p"]  # denies every call
+    assert names(e, call("broken", p="fine")) == ["deny_tool_param_matching:broken.p"]
+
+
+def test_regex_is_linear_time() -> None:
+    e = engine('[[deny_tool_param_matching]]\ntool = "t"\nparam = "p"\nmatches = "(a+)+$"\n')
+    assert names(e, call("t", p="a" * 100_000 + "!")) == []  # a backtracking engine would hang here
+
+
+def test_rate_limit_window_arithmetic() -> None:
+    clock = [0.0]
+    e = engine('[[rate_limit_tool]]\ntool = "http"\nmax_calls = 2\ninterval_secs = 10.0\n', clock)
+    verdicts = []
+    for t in (0, 1, 2, 9.9, 10, 10.5, 11):
+        clock[0] = t
+        verdicts.append(names(e, call("http")) == [])
+    assert verdicts == [True, True, False, False, True, False, True]
+
+
+def test_rate_limit_budget_rules() -> None:
+    clock = [0.0]
+    e = engine(
+        'deny_keyword = ["evil"]\n'
+        '[[rate_limit_tool]]\ntool = "http"\nmax_calls = 1\ninterval_secs = 5\n',
+        clock,
+    )
+    # A call refused by a different rule still takes its slot.
+    assert names(e, call("http", q="evil")) == ["deny_keyword:evil"]
+    assert names(e, call("http")) == ["rate_limit_tool:http"]
+    # A call refused by this rule is free: retrying into a full window does not push it out.
+    for t in (1, 2, 3, 4.9):
+        clock[0] = t
+        assert names(e, call("http")) == ["rate_limit_tool:http"]
+    clock[0] = 5.0
+    assert names(e, call("http")) == []
+    zero = engine('[[rate_limit_tool]]\ntool = "http"\nmax_calls = 0\ninterval_secs = 1\n')
+    assert names(zero, call("http")) == ["rate_limit_tool:http"]
+    # Per rule and per engine; a new engine starts empty.
+    text = '[[rate_limit_tool]]\ntool = "http"\nmax_calls = 1\ninterval_secs = 60\n'
+    first, second = engine(text), engine(text)
+    assert names(first, call("http")) == [] and names(second, call("http")) == []
+    assert names(first, call("http")) == ["rate_limit_tool:http"]
+
+
+def test_every_violation_is_reported_and_none_carries_the_value() -> None:
+    e = engine(
+        'deny_tool = ["http"]\ndeny_keyword = ["hunter2"]\n'
+        '[[deny_tool_param]]\ntool = "http"\nparam = "pw"\ncontains = "hunter"\n'
+        '[[allow_tool_param]]\ntool = "http"\nparam = "mode"\nallow = ["safe"]\n'
+        '[[deny_tool_param_matching]]\ntool = "http"\nparam = "pw"\nmatches = "h.nter[0-9]"\n'
+    )
+    violations = e.check(call("http", pw="hunter2", mode="rm -rf"))
+    assert [v.policy_name for v in violations] == [
+        "deny_tool:http",
+        "deny_keyword:hunter2",
+        "deny_tool_param:http.pw",
+        "allow_tool_param:http.mode",
+        "deny_tool_param_matching:http.pw",
+    ]
+    for v in violations:
+        assert "hunter2" not in v.reason and "rm -rf" not in v.reason
+        assert set(v.to_dict()) == {"policy_name", "action_id", "reason"}
+
+
+# --- loading --------------------------------------------------------------------------------
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(text)
+    return path
+
+
+def test_loading_is_sorted_merged_and_strict(tmp_path: Path) -> None:
+    policies = tmp_path / ".car" / "policies"
+    write(policies, "b.toml", 'deny_keyword = ["second"]\n')
+    write(policies, "a.toml", 'deny_keyword = ["first"]\ndeny_tool = ["x"]\n')
+    write(policies, "notes.txt", "not a policy")
+    loaded = load_policies(tmp_path)
+    assert loaded.rules.deny_keyword == ["first", "second"]
+    assert [f.name for f in loaded.files] == ["a.toml", "b.toml"]
+    assert str(policies.resolve()) in loaded.describe()
+    write(policies, "c.toml", "deny_tool = [")
+    with pytest.raises(InputError) as err:
+        load_policies(tmp_path)
+    assert "c.toml" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ('deny_tools = ["x"]\n', "deny_tools: unknown key"),
+        ('deny_tool = "x"\n', "deny_tool: expected an array of strings"),
+        ("deny_tool = [1]\n", "deny_tool[0]: expected a string"),
+        ('[[deny_tool_param]]\ntool = "t"\n', "missing required key 'param'"),
+        (
+            '[[deny_tool_param]]\ntool = "t"\nparam = "p"\nregex = "x"\n',
+            "deny_tool_param[0].regex: unknown key",
+        ),
+        (
+            '[[allow_tool_param]]\ntool = "t"\nparam = "p"\nallow = "x"\n',
+            "allow_tool_param[0].allow",
+        ),
+        (
+            '[[rate_limit_tool]]\ntool = "t"\nmax_calls = "3"\ninterval_secs = 1\n',
+            "max_calls: expected an integer",
+        ),
+        ('[[rate_limit_tool]]\ntool = "t"\nmax_calls = true\ninterval_secs = 1\n', "got a boolean"),
+        (
+            '[[rate_limit_tool]]\ntool = "t"\nmax_calls = -1\ninterval_secs = 1\n',
+            "must not be negative",
+        ),
+        ('[[trace_rule]]\nrule = "never deploy before tests"\n', "trace_rule[0].rule"),
+        ('[[trace_rule]]\nrule = "never x"\nlevel = 1\n', "trace_rule[0].level: unknown key"),
+    ],
+)
+def test_a_bad_file_fails_the_whole_load_naming_file_and_key(
+    tmp_path: Path, text: str, needle: str
+) -> None:
+    path = write(tmp_path / "p", "rules.toml", text)
+    with pytest.raises(InputError) as err:
+        load_policies(tmp_path / "p")
+    assert str(path) in str(err.value) and needle in str(err.value)
+
+
+def test_trace_rule_errors_give_line_and_column(tmp_path: Path) -> None:
+    write(
+        tmp_path / "p", "t.toml", '# header\n\n[[trace_rule]]\nrule = "deploy only befor tests"\n'
+    )
+    with pytest.raises(InputError) as err:
+        load_policies(tmp_path / "p")
+    assert err.value.line == 1 and err.value.column == 13
+    assert "file line 4" in str(err.value) and "t.toml" in str(err.value)
+
+
+def test_discovery_walks_up_to_the_repository_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    outside = tmp_path / ".car" / "policies"
+    write(outside, "outside.toml", 'deny_tool = ["outside"]\n')
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    deep = repo / "src" / "agents"
+    deep.mkdir(parents=True)
+    monkeypatch.chdir(deep)
+    loaded = load_policies()
+    assert loaded.directory is None and "no .car/policies" in loaded.describe()  # stops at the root
+    write(repo / ".car" / "policies", "repo.toml", 'deny_tool = ["inside"]\n')
+    loaded = load_policies()
+    assert loaded.rules.deny_tool == ["inside"] and str(repo.resolve()) in loaded.describe()
+    monkeypatch.chdir(tmp_path / "repo" / "src")
+    assert load_policies().rules.deny_tool == ["inside"]
+
+
+# --- trace rules ------------------------------------------------------------------------------
+
+
+def test_trace_gate_semantics() -> None:
+    gate = TraceGate(
+        [
+            parse_trace_rule("never send_email after read_secret"),
+            parse_trace_rule('deploy where env == "prod" only after run_tests succeeded'),
+            parse_trace_rule("at most 2 http_request"),
+            parse_trace_rule('never any tool where url contains "169.254"'),
+        ]
+    )
+    assert gate.dispatch("send_email", {}) == []
+    assert gate.dispatch("deploy", {"env": "dev"}) == []  # the rule is about prod only
+    assert [v.policy_name for v in gate.dispatch("deploy", {"env": "prod"})] == [
+        'trace_rule:deploy where env == "prod" only after run_tests succeeded'
+    ]
+    assert gate.dispatch("run_tests", {}) == []
+    gate.record("run_tests", {}, "failed")
+    assert gate.dispatch("deploy", {"env": "prod"})  # failing tests do not count
+    gate.record("run_tests", {}, "succeeded")
+    assert gate.dispatch("deploy", {"env": "prod"}) == []
+    assert gate.dispatch("read_secret", {}) == []
+    assert gate.dispatch("send_email", {})
+    assert gate.dispatch("http_request", {}) == [] and gate.dispatch("http_request", {}) == []
+    assert gate.dispatch("http_request", {})
+    assert gate.dispatch("fetch", {"url": "http://169.254.169.254"})
+
+
+@st.composite
+def dags(draw: st.DrawFn) -> dict[str, Any]:
+    n = draw(st.integers(1, 6))
+    actions = []
+    for i in range(n):
+        deps = (
+            draw(st.lists(st.sampled_from([f"a{j}" for j in range(i)]), unique=True, max_size=2))
+            if i
+            else []
+        )
+        tool = draw(st.sampled_from(["read_secret", "send_email", "run_tests", "deploy", "noop"]))
+        actions.append(
+            {
+                "id": f"a{i}",
+                "type": "tool_call",
+                "tool": tool,
+                "dependencies": deps,
+                "parameters": {"env": draw(st.sampled_from(["prod", "dev"]))},
+            }
+        )
+    return {"actions": actions}
+
+
+RULES = st.sampled_from(
+    [
+        "never send_email after read_secret",
+        'deploy where env == "prod" only after run_tests succeeded',
+        "at most 1 deploy",
+        "never any tool after send_email",
+        "send_email only after deploy",
+    ]
+)
+
+
+def linearizations(doc: dict[str, Any]) -> list[list[int]]:
+    actions = doc["actions"]
+    ids = [a["id"] for a in actions]
+    out = []
+    for order in itertools.permutations(range(len(actions))):
+        position = {i: k for k, i in enumerate(order)}
+        if all(
+            position[ids.index(d)] < position[i] for i in order for d in actions[i]["dependencies"]
+        ):
+            out.append(list(order))
+    return out
+
+
+def replay(rule: Any, doc: dict[str, Any], order: list[int]) -> bool:
+    """True when the gate refuses some call of this schedule."""
+    gate = TraceGate([rule])
+    for i in order:
+        a = doc["actions"][i]
+        if gate.dispatch(a["tool"], a["parameters"]):
+            return True
+        gate.record(a["tool"], a["parameters"], "succeeded")
+    return False
+
+
+@settings(max_examples=150)
+@given(dags(), RULES)
+def test_static_check_agrees_with_the_gate_on_every_linearization(
+    doc: dict[str, Any], text: str
+) -> None:
+    rule = parse_trace_rule(text)
+    (result,) = check_schedules(car_verify.load(doc), [rule])
+    assert result.complete
+    some_schedule_violates = any(replay(rule, doc, order) for order in linearizations(doc))
+    assert (result.schedule is not None) == some_schedule_violates
+    if result.schedule is not None:
+        ids = [a["id"] for a in doc["actions"]]
+        prefix = [ids.index(x) for x in result.schedule]
+        order = prefix + [i for i in range(len(ids)) if i not in prefix]
+        gate = TraceGate([rule])
+        refused = False
+        for i in prefix:
+            a = doc["actions"][i]
+            refused = bool(gate.dispatch(a["tool"], a["parameters"]))
+            if refused:
+                break
+            gate.record(a["tool"], a["parameters"], "succeeded")
+        assert refused and len(order) == len(ids)
+
+
+def test_budget_exhaustion_is_reported_as_sampled_never_a_silent_pass() -> None:
+    doc = {
+        "actions": [{"id": f"s{i}", "type": "tool_call", "tool": "send_email"} for i in range(12)]
+    }
+    rule = parse_trace_rule("never send_email after read_secret")
+    (result,) = check_schedules(car_verify.load(doc), [rule], budget=50)
+    assert not result.complete and result.explored == 50 and result.schedule is None
+    policies = load_policy_text(
+        '[[trace_rule]]\nname = "secret"\nrule = "never send_email after read_secret"\n'
+    )
+    pe = PolicyEngine(policies)
+    result_v = car_verify.verify(doc, policies=pe, passes=["policies"])
+    assert result_v.issues == []  # the default budget covers 2^12 states
+    from car_verify.analyses.policies import PolicyPass
+
+    from car_verify.passes import Context, Options
+
+    ctx = Context(car_verify.load(doc), options=Options(trace_budget=50), policies=pe)
+    (issue,) = list(PolicyPass().run(ctx))
+    assert (
+        issue.tier == "sampled" and issue.severity == "warning" and "explored 50" in issue.message
+    )
+
+
+# --- verify and the CLI -----------------------------------------------------------------------
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def test_verify_reports_policy_violations_named_after_the_rule() -> None:
+    result = car_verify.verify(
+        EXAMPLES / "policies" / "proposal.json", policies=EXAMPLES / "policies"
+    )
+    codes = [(i.code, i.action_id, i.tier.value) for i in result.issues]
+    assert ("allow_tool_param:deploy.env", "deploy", "decision_procedure") in codes
+    assert ("deny_tool_param:http_request.url", "metadata", "decision_procedure") in codes
+    assert ("rate_limit_tool:send_message", "followup", "decision_procedure") in codes
+    assert ("trace_rule:tested-before-deploy", "deploy", "decision_procedure") in codes
+    assert ("trace_rule:no-secrets-out", "announce", "decision_procedure") in codes
+    assert not result.valid
+
+
+def test_require_state_sees_the_state_at_the_actions_level() -> None:
+    e = PolicyEngine()
+    e.register_policy("tested", "require_state", None, "tests_passed", None, "true")
+    doc = {
+        "actions": [
+            {
+                "id": "t",
+                "type": "tool_call",
+                "tool": "run_tests",
+                "expected_effects": {"tests_passed": True},
+            },
+            {"id": "d", "type": "tool_call", "tool": "deploy", "dependencies": ["t"]},
+        ]
+    }
+    issues = car_verify.verify(doc, policies=e).issues
+    assert [(i.code, i.action_id) for i in issues] == [("tested", "t")]
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_policy_commands(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    proposal = str(EXAMPLES / "policies" / "proposal.json")
+    code, out, _ = run(
+        ["policy", "check", proposal, "--policies", str(EXAMPLES / "policies")], capsys
+    )
+    assert code == 1 and "5 violations (loaded 10 rules from 2 files in" in out
+    code, out, _ = run(
+        ["policy", "check", proposal, "--policies", str(EXAMPLES / "policies"), "--format", "json"],
+        capsys,
+    )
+    assert code == 1 and len(json.loads(out)["violations"]) == 5
+    monkeypatch.chdir(EXAMPLES / "policies")
+    assert (
+        run(["policy", "check", proposal], capsys)[0] == 1
+    )  # discovered from the working directory
+    code, out, _ = run(["policy", "check", str(EXAMPLES / "payment" / "proposal.json")], capsys)
+    assert code == 0 and out.startswith("0 violations")
+    code, out, _ = run(["policy", "lint", str(EXAMPLES / "policies")], capsys)
+    assert code == 0 and "trace_rule: 2" in out
+    write(tmp_path / "bad", "x.toml", "deny_tool = 3\n")
+    code, out, err = run(["policy", "lint", str(tmp_path / "bad")], capsys)
+    assert code == 2 and out == "" and "x.toml" in err and err.count("\n") == 1
+    code, out, _ = run(["verify", proposal, "--policies", str(EXAMPLES / "policies")], capsys)
+    assert code == 1 and "allow_tool_param:deploy.env" in out
+
+
+def _grammar() -> Any:
+    from lark import Lark
+
+    from car_verify.trace import _grammar_text
+
+    return Lark(_grammar_text(), parser="lalr", strict=True)
+
+
+def _spaced(strategy: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    return strategy.map(lambda s: f" {s} ")
+
+
+@settings(max_examples=60)
+@given(st.data())
+def test_grammar_fuzz_parse_print_parse(data: st.DataObject) -> None:
+    """Sentences of the grammar parse, print back and parse to the same rule.
+
+    Keywords are drawn with spaces around them: the language needs whitespace
+    between words (``atmost`` is a name, not ``at most``)."""
+    from hypothesis.extra.lark import from_lark
+
+    grammar = _grammar()
+    explicit = {
+        t.name: _spaced(st.just(t.pattern.value))
+        for t in grammar.terminals
+        if t.pattern.type == "str"
+    }
+    name = next(t for t in grammar.terminals if t.name == "NAME").pattern.value
+    explicit["NAME"] = _spaced(st.from_regex(name, fullmatch=True))
+    explicit["INT"] = _spaced(st.integers(0, 10**6).map(str))
+    explicit["SIGNED_NUMBER"] = _spaced(
+        st.one_of(st.integers(-(10**6), 10**6).map(str), st.floats(-1e6, 1e6).map(repr))
+    )
+    explicit["ESCAPED_STRING"] = _spaced(st.text(max_size=8).map(json.dumps))
+    text = data.draw(from_lark(grammar, start="start", explicit=explicit))
+    rule = parse_trace_rule(text)
+    again = parse_trace_rule(rule.to_text())
+    assert (again.kind, again.call, again.event, again.limit) == (
+        rule.kind,
+        rule.call,
+        rule.event,
+        rule.limit,
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "column", "hint"),
+    [
+        ("never deploy before tests", 14, '"after"'),
+        ("deploy only", 8, '"after"'),
+        ("at most three deploy", 9, "a number"),
+        ("never deploy where env = 1", 24, None),
+        ('never deploy where env == "\\q"', 27, "string"),
+        ("", 1, None),
+    ],
+)
+def test_parse_errors_are_friendly(text: str, column: int, hint: str | None) -> None:
+    with pytest.raises(InputError) as err:
+        parse_trace_rule(text, source="rules.toml")
+    assert err.value.column == column and err.value.source == "rules.toml"
+    if hint:
+        assert hint in str(err.value)
