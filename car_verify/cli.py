@@ -1,5 +1,5 @@
 """The command line: ``car-verify verify | simulate | equivalent | optimize | wp | txcheck |
-policy check | policy lint | codes | passes``.
+policy check | policy lint | run | codes | passes``.
 
 ``main(argv) -> int`` never raises: bad input or usage prints one line on stderr
 and returns 2 with nothing on stdout. Set ``CAR_VERIFY_DEBUG=1`` to see the
@@ -9,6 +9,7 @@ traceback of an internal error.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -264,6 +265,112 @@ def cmd_policy_lint(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _load_tool_module(spec: str) -> Any:
+    """``MODULE[:ATTR]``: a dotted module or a ``.py`` file; ATTR defaults to ``TOOLS``."""
+    import importlib
+    import importlib.util
+
+    module_name, _, attr = spec.partition(":")
+    attr = attr or "TOOLS"
+    try:
+        if module_name.endswith(".py") or os.sep in module_name:
+            path = Path(module_name)
+            if not path.is_file():
+                raise UsageError(f"--tools: no such file {module_name!r}")
+            loader_spec = importlib.util.spec_from_file_location(path.stem, path)
+            if loader_spec is None or loader_spec.loader is None:
+                raise UsageError(f"--tools: cannot import {module_name!r}")
+            module = importlib.util.module_from_spec(loader_spec)
+            sys.path.insert(0, str(path.resolve().parent))
+            loader_spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(module_name)
+    except UsageError:
+        raise
+    except Exception as err:
+        raise UsageError(
+            f"--tools: importing {module_name!r} failed: {type(err).__name__}: {err}"
+        ) from err
+    if not hasattr(module, attr):
+        raise UsageError(f"--tools: {module_name!r} has no attribute {attr!r}")
+    return getattr(module, attr)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import asyncio
+    import signal
+
+    from .executor import Executor
+
+    proposal = _load_proposal(args.proposal)
+    tools = _load_tool_module(args.tools)
+    policies = None
+    if args.policies is not None:
+        from .policy import load_policies
+
+        policies = load_policies(args.policies)
+    quiet = args.quiet
+
+    def progress(kind: str, action_id: str | None, data: Any) -> None:
+        if quiet:
+            return
+        if kind == "level_started":
+            sys.stderr.write(f"level: {', '.join(data['actions'])}\n")
+        elif kind == "level_finished":
+            sys.stderr.write(f"  -> {', '.join(data['statuses'])}\n")
+        elif kind in ("aborted", "compensated", "compensation_failed"):
+            detail = data.get("reason") or data.get("tool") or data.get("error") or ""
+            sys.stderr.write(f"{kind}: {action_id or ''} {detail}\n")
+
+    executor = Executor(
+        proposal,
+        tools,
+        schemas=_load_tools(args.schemas),
+        initial_state=_load_state(args.state),
+        policies=policies,
+        event_log=args.events,
+        progress=progress,
+    )
+
+    async def run() -> Any:
+        task = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+        if task is not None:
+            with contextlib.suppress(NotImplementedError, RuntimeError):  # not on every OS
+                loop.add_signal_handler(signal.SIGINT, task.cancel)
+        try:
+            return await executor.run()
+        finally:
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(signal.SIGINT)
+
+    outcome = asyncio.run(run())
+    if args.format == "json":
+        _write(json.dumps(outcome.to_dict(), indent=2, ensure_ascii=False) + "\n")
+    else:
+        for r in outcome.result.results:
+            detail = f": {_one_line(r.error)}" if r.error else ""
+            _write(f"{r.status.value:<9} {r.action_id}{detail}\n")
+        c = outcome.result.cost
+        _write(
+            f"{c.actions_executed} executed, {c.actions_rejected} rejected, {c.actions_skipped} "
+            f"skipped; {c.tool_calls} tool calls, {c.retries} retries, "
+            f"{c.total_duration_ms:.0f} ms\n"
+        )
+        if outcome.rejected_by:
+            _write("rejected at admission: " + "; ".join(outcome.rejected_by) + "\n")
+        if outcome.rollback is not None:
+            rb = outcome.rollback
+            _write(
+                f"rolled back ({_one_line(outcome.aborted_by or '')}): state restored; compensated "
+                f"{rb.compensated or 'nothing'}; failed to compensate "
+                f"{[f['action_id'] for f in rb.failed_to_compensate] or 'nothing'}; "
+                f"irreversible already done {rb.irreversible_reached or 'nothing'}\n"
+            )
+    statuses = {r.status.value for r in outcome.result.results}
+    return EXIT_OK if statuses <= {"succeeded"} else EXIT_FINDINGS
+
+
 def cmd_codes(args: argparse.Namespace) -> int:
     from .codes import CODES
 
@@ -376,6 +483,24 @@ def _parser() -> _Parser:
     q = policy.add_parser("lint", help="load a policy directory and report what it holds")
     q.add_argument("directory", metavar="DIR", help="policy directory (or a project holding .car)")
     q.set_defaults(run=cmd_policy_lint)
+
+    p = sub.add_parser("run", help="execute a proposal behind the verify passes")
+    p.add_argument("proposal", metavar="PROPOSAL", help="proposal JSON file, or - for stdin")
+    p.add_argument(
+        "--tools",
+        metavar="MODULE[:ATTR]",
+        required=True,
+        help="a mapping name -> callable, or one dispatch callable (default ATTR: TOOLS)",
+    )
+    p.add_argument(
+        "--schemas", metavar="TOOLS.json", help="tool schemas (validation, caching, rate limits)"
+    )
+    p.add_argument("--state", metavar="STATE.json", help="initial state (a JSON object)")
+    p.add_argument("--policies", metavar="DIR", help="policy directory (.car/policies)")
+    p.add_argument("--events", metavar="FILE", help="append the event log (JSON lines) to FILE")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.set_defaults(run=cmd_run)
 
     p = sub.add_parser("codes", help="list every finding code")
     p.add_argument("--format", choices=("text", "json"), default="text")

@@ -57,21 +57,21 @@ class ToolRegistry(Mapping[str, ToolSchema]):
     def __len__(self) -> int:
         return len(self._tools)
 
-    def _validator(self, name: str) -> Any:
-        validator = self._validators.get(name)
+    def _validator(self, name: str, field: str = "parameters") -> Any:
+        validator = self._validators.get(f"{field}:{name}")
         if validator is None:
             from jsonschema import exceptions, validators
 
-            schema = self._tools[name].parameters
+            schema = getattr(self._tools[name], field)
             cls = validators.validator_for(schema, default=validators.Draft202012Validator)
             try:
                 cls.check_schema(schema)
             except exceptions.SchemaError as err:
                 raise InputError(
                     f"invalid JSON Schema: {err.message}",
-                    [self._position[name], "parameters", *err.path],
+                    [self._position[name], field, *err.path],
                 ) from None
-            validator = self._validators[name] = cls(schema)
+            validator = self._validators[f"{field}:{name}"] = cls(schema)
         return validator
 
     def check_parameters(self, name: str, parameters: Mapping[str, Any]) -> list[SchemaError]:
@@ -79,6 +79,17 @@ class ToolRegistry(Mapping[str, ToolSchema]):
         errors = [
             SchemaError(tuple(err.absolute_path), err.message)
             for err in self._validator(name).iter_errors(parameters)
+        ]
+        errors.sort(key=lambda e: ([str(p) for p in e.path], e.message))
+        return errors
+
+    def check_returns(self, name: str, value: Any) -> list[SchemaError]:
+        """Every violation of tool ``name``'s ``returns`` schema (none when it has none)."""
+        if name not in self._tools or self._tools[name].returns is None:
+            return []
+        errors = [
+            SchemaError(tuple(err.absolute_path), err.message)
+            for err in self._validator(name, "returns").iter_errors(value)
         ]
         errors.sort(key=lambda e: ([str(p) for p in e.path], e.message))
         return errors

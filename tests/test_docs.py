@@ -28,7 +28,14 @@ def test_every_code_is_documented_with_an_anchor() -> None:
 
 def test_docs_index_links_exist() -> None:
     index = (ROOT / "docs" / "index.md").read_text()
-    for target in ("semantics.md", "codes.md", "passes.md", "deciding.md", "policies.md"):
+    for target in (
+        "semantics.md",
+        "codes.md",
+        "passes.md",
+        "deciding.md",
+        "policies.md",
+        "executor.md",
+    ):
         assert f"({target})" in index and (ROOT / "docs" / target).exists()
 
 

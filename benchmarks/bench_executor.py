@@ -1,0 +1,78 @@
+"""Executor overhead and concurrency, measured in one run.
+
+Targets (issue 5): 10,000 no-op actions with an executor overhead under 100 us
+per action (median of several runs); 1,000 independent actions that each await a
+10 ms sleep finish in under 0.5 s. Run: python benchmarks/bench_executor.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+from typing import Any
+
+from car_verify.executor import execute
+
+
+async def noop(params: dict[str, Any]) -> None:
+    return None
+
+
+async def nap(params: dict[str, Any]) -> None:
+    await asyncio.sleep(0.01)
+
+
+def chain_of_levels(n: int, width: int) -> dict[str, Any]:
+    """n actions in levels of ``width`` independent no-op calls."""
+    actions = []
+    for i in range(n):
+        level = i // width
+        deps = [f"a{(level - 1) * width}"] if level else []
+        actions.append(
+            {
+                "id": f"a{i}",
+                "type": "tool_call",
+                "tool": "noop",
+                "parameters": {"i": i},
+                "dependencies": deps,
+                "expected_effects": {f"k{i}": i},
+            }
+        )
+    return {"actions": actions}
+
+
+async def timed(doc: dict[str, Any], tools: dict[str, Any]) -> float:
+    start = time.perf_counter()
+    result = await execute(doc, tools)
+    elapsed = time.perf_counter() - start
+    assert result.aborted_by is None, result.aborted_by
+    assert {r.status.value for r in result.result.results} == {"succeeded"}
+    return elapsed
+
+
+def main() -> int:
+    doc = chain_of_levels(10_000, 100)
+    runs = [asyncio.run(timed(doc, {"noop": noop})) for _ in range(5)]
+    per_action = statistics.median(runs) / 10_000 * 1e6
+    print(
+        f"10,000 no-op actions (100 levels of 100): median {statistics.median(runs):.2f} s, "
+        f"{per_action:.0f} us per action (target < 100 us)"
+    )
+    wide = {
+        "actions": [
+            {"id": f"s{i}", "type": "tool_call", "tool": "nap", "parameters": {"i": i}}
+            for i in range(1_000)
+        ]
+    }
+    sleeps = [asyncio.run(timed(wide, {"nap": nap})) for _ in range(3)]
+    print(
+        f"1,000 independent 10 ms sleeps: median {statistics.median(sleeps):.3f} s (target < 0.5 s)"
+    )
+    ok = per_action < 100 and statistics.median(sleeps) < 0.5
+    print("PASS" if ok else "FAIL: a target was missed")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

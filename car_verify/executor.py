@@ -1,0 +1,857 @@
+"""A lightweight executor that runs a proposal behind the same passes that verify it.
+
+* **Admission**: the verify passes run first. Findings certain to break the run
+  (unknown tool, parameter schema, cycle, duplicate id, budget, ...) reject the
+  whole proposal before anything runs; the walk's precondition and dependency
+  findings are advisory, as upstream, unless the caller makes them blocking.
+* **Execution**: level by level (the levels verify computes), the actions of a
+  level concurrently. Before each dispatch: live preconditions and dependencies
+  against the state as the level began, every policy, and the trace rules
+  (:class:`~car_verify.trace.TraceGate`). Then ``$id.output[.path]``
+  interpolation, the tool's rate limit and result cache, ``timeout_ms``, retries,
+  ``returns`` validation. Effects are applied after the level, in proposal order,
+  as :func:`car_verify.simulate` does, and recorded as ``state_changes``.
+* **Rollback**: on abort the state map is restored to what it was before the
+  proposal and the declared compensations of the succeeded compensable actions
+  run in reverse completion order; the report says what was compensated, what
+  failed to compensate, and which irreversible actions had already reached the world.
+
+Tools are Python callables, sync (run in a worker thread) or async, given as a
+mapping ``name -> callable(params)`` or as one dispatch callable
+``(tool, params) -> result``. A detached tool (``invocation_mode`` ``streaming`` /
+``long_running``) returns an iterator or async iterator of chunks; dispatch
+starts it and returns ``{"tool_handle": {"id": ...}, "status": "running"}``;
+:meth:`Executor.poll` drains chunks, :meth:`Executor.cancel` cancels cooperatively.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import re
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from .api import ProposalLike, VerificationResult, _state, verify
+from .errors import UsageError
+from .events import EventLog
+from .model import (
+    Action,
+    ActionProposal,
+    ActionRefCompensation,
+    ActionResult,
+    ActionStatus,
+    CostSummary,
+    FailureBehavior,
+    PolicyViolation,
+    ProposalResult,
+    Reversibility,
+    ToolCompensation,
+    ToolHandle,
+    ToolInvocationMode,
+    ToolPollResult,
+    ToolSchema,
+    ToolStatus,
+    chunk_from_dict,
+    load,
+)
+from .tools import ToolRegistry
+from .values import ABSENT, canonical, evaluate
+
+__all__ = [
+    "DEFAULT_BLOCKING",
+    "CostBudget",
+    "ExecutionResult",
+    "Executor",
+    "Gate",
+    "RollbackReport",
+    "ToolError",
+    "execute",
+    "execute_sync",
+]
+
+#: Admission findings that reject the whole proposal by default.
+DEFAULT_BLOCKING = frozenset(
+    {
+        "unknown-tool",
+        "param-schema",
+        "dependency-cycle",
+        "duplicate-id",
+        "too-many-actions",
+        "budget-exceeded",
+        "missing-tool-name",
+        "unknown-action-type",
+        "state-write-without-key",
+        "unknown-dependency",
+    }
+)
+
+_REF = re.compile(r"\$([^.]+)\.output(?:\.(.+))?")
+
+
+class ToolError(Exception):
+    """Raised by a tool (or by the executor for it) to fail an action with a message."""
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """Which admission codes reject the proposal (add walk codes to make them blocking)."""
+
+    blocking: frozenset[str] = DEFAULT_BLOCKING
+
+    def also(self, *codes: str) -> Gate:
+        return Gate(self.blocking | set(codes))
+
+
+@dataclass(frozen=True, slots=True)
+class CostBudget:
+    """Hard limits: checked at admission when decidable, enforced at run time otherwise."""
+
+    max_actions: int | None = None
+    max_tool_calls: int | None = None
+    max_duration_ms: float | None = None
+
+
+@dataclass(slots=True)
+class RollbackReport:
+    restored_state: dict[str, Any]
+    compensated: list[str] = field(default_factory=list)
+    failed_to_compensate: list[dict[str, str]] = field(default_factory=list)
+    irreversible_reached: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "restored_state": self.restored_state,
+            "compensated": list(self.compensated),
+            "failed_to_compensate": list(self.failed_to_compensate),
+            "irreversible_reached": list(self.irreversible_reached),
+        }
+
+
+@dataclass(slots=True)
+class ExecutionResult:
+    """The ProposalResult (``result``, the wire object) plus what a caller needs to act on."""
+
+    result: ProposalResult
+    state: dict[str, Any]
+    admission: VerificationResult
+    rejected_by: list[str] = field(default_factory=list)
+    violations: list[PolicyViolation] = field(default_factory=list)
+    aborted_by: str | None = None
+    rollback: RollbackReport | None = None
+    executor: Executor | None = field(default=None, repr=False)
+
+    @property
+    def statuses(self) -> dict[str, str]:
+        return {r.action_id: r.status.value for r in self.result.results}
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.result.to_dict()
+
+    def report(self) -> dict[str, Any]:
+        """The result with the admission reasons, violations, abort cause and rollback."""
+        return {
+            **self.result.to_dict(),
+            "state": self.state,
+            "rejected_by": list(self.rejected_by),
+            "violations": [v.to_dict() for v in self.violations],
+            "aborted_by": self.aborted_by,
+            "rollback": None if self.rollback is None else self.rollback.to_dict(),
+        }
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+class _Tools:
+    """Resolves tool names to callables and calls them (sync ones off the event loop)."""
+
+    def __init__(self, tools: Any) -> None:
+        if isinstance(tools, Mapping):
+            self.mapping: dict[str, Callable[..., Any]] | None = dict(tools)
+            self.dispatch: Callable[..., Any] | None = None
+        elif callable(tools):
+            self.mapping, self.dispatch = None, tools
+        else:
+            raise UsageError(
+                "tools must be a mapping of name -> callable, or one dispatch callable"
+            )
+
+        self._async: dict[int, bool] = {}
+
+    def names(self) -> list[str] | None:
+        return None if self.mapping is None else list(self.mapping)
+
+    def has(self, name: str) -> bool:
+        return self.mapping is None or name in self.mapping
+
+    async def call(self, name: str, params: dict[str, Any]) -> Any:
+        if self.mapping is not None:
+            fn = self.mapping[name]
+            args: tuple[Any, ...] = (params,)
+        else:
+            assert self.dispatch is not None
+            fn, args = self.dispatch, (name, params)
+        is_async = self._async.get(id(fn))
+        if is_async is None:
+            is_async = self._async[id(fn)] = inspect.iscoroutinefunction(fn)
+        if is_async:
+            return await fn(*args)
+        result = await asyncio.to_thread(fn, *args)
+        if inspect.isawaitable(result):
+            return await result
+        return result
+
+
+class _RateLimiter:
+    """A tool's ``rate_limit``: wait for a free slot in the sliding window."""
+
+    def __init__(self, max_calls: int, interval_secs: float) -> None:
+        self.max_calls, self.interval = max_calls, interval_secs
+        self.calls: deque[float] = deque()
+        self.lock = asyncio.Lock()
+
+    async def acquire(self) -> None:
+        if self.max_calls <= 0:
+            raise ToolError("the tool's rate limit allows no calls")
+        async with self.lock:
+            while True:
+                now = time.monotonic()
+                while self.calls and now - self.calls[0] >= self.interval:
+                    self.calls.popleft()
+                if len(self.calls) < self.max_calls:
+                    self.calls.append(now)
+                    return
+                await asyncio.sleep(self.interval - (now - self.calls[0]))
+
+
+@dataclass(slots=True)
+class _Detached:
+    handle: str
+    tool: str
+    action_id: str
+    task: asyncio.Task[None] | None = None
+    chunks: list[dict[str, Any]] = field(default_factory=list)
+    status: ToolStatus = ToolStatus.RUNNING
+    result: Any = None
+    error: str | None = None
+    consumed: bool = False
+
+
+class Executor:
+    """Runs one proposal. Keep it to :meth:`poll` / :meth:`cancel` detached tools."""
+
+    def __init__(
+        self,
+        proposal: ProposalLike,
+        tools: Any,
+        *,
+        schemas: Any = None,
+        initial_state: Mapping[str, Any] | None = None,
+        policies: Any = None,
+        gate: Gate | None = None,
+        budget: CostBudget | None = None,
+        event_log: Any = None,
+        progress: Callable[[str, str | None, Mapping[str, Any]], None] | None = None,
+    ) -> None:
+        self.proposal: ActionProposal = load(proposal)
+        self.progress = progress
+        self.tools = _Tools(tools)
+        if schemas is not None:
+            self.schemas: ToolRegistry | None = ToolRegistry.coerce(schemas)
+        elif self.tools.names() is not None:
+            self.schemas = ToolRegistry([ToolSchema(name=n) for n in self.tools.names() or []])
+        else:
+            self.schemas = None
+        self.initial_state = _state(initial_state)
+        self.policy_engine: Any = None
+        if policies is not None:
+            from .policy import policy_engine
+
+            self.policy_engine = policy_engine(policies)
+        self.gate = gate or Gate()
+        self.budget = budget or CostBudget()
+        if event_log is None or isinstance(event_log, EventLog):
+            self.log: EventLog | None = event_log
+        else:
+            self.log = EventLog(event_log)
+        self._owns_log = event_log is not None and not isinstance(event_log, EventLog)
+        if self.log is not None:
+            self.log.context = self.proposal.context
+        self.detached: dict[str, _Detached] = {}
+        self._cache: dict[tuple[str, str], tuple[float, Any]] = {}
+        self._limiters: dict[str, _RateLimiter] = {}
+
+    # --- events ------------------------------------------------------------------------------
+
+    def _event(self, kind: str, action_id: str | None = None, **data: Any) -> None:
+        if self.log is not None:
+            self.log.write(kind, self.proposal.id, action_id, **data)
+        if self.progress is not None:
+            self.progress(kind, action_id, data)
+
+    # --- the run -------------------------------------------------------------------------------
+
+    async def run(self) -> ExecutionResult:
+        try:
+            return await self._run()
+        finally:
+            if self._owns_log and self.log is not None:
+                self.log.close()
+
+    async def _run(self) -> ExecutionResult:
+        proposal = self.proposal
+        started = time.perf_counter()
+        self._event("proposal_started", actions=len(proposal.actions))
+        admission = verify(
+            proposal,
+            tools=self.schemas,
+            initial_state=self.initial_state,
+            max_actions=self.budget.max_actions,
+            policies=None,
+        )
+        reasons = [
+            f"{i.code}: {i.message}" + (f" ({i.action_id})" if i.action_id else "")
+            for i in admission.issues
+            if i.code in self.gate.blocking
+        ]
+        calls = sum(1 for a in proposal.actions if a.type == "tool_call")
+        if self.budget.max_tool_calls is not None and calls > self.budget.max_tool_calls:
+            limit = self.budget.max_tool_calls
+            reasons.append(f"budget-exceeded: {calls} tool calls; max_tool_calls is {limit}")
+        if reasons:
+            return self._reject(admission, reasons, started)
+
+        from .dag import Dag
+
+        dag = Dag(proposal)
+        actions = proposal.actions
+        state = dict(self.initial_state)
+        results: dict[int, ActionResult] = {}
+        outputs: dict[str, Any] = {}
+        status: list[ActionStatus | None] = [None] * dag.n
+        cost = CostSummary()
+        violations: list[PolicyViolation] = []
+        completion: list[int] = []
+        trace_gate = None
+        if self.policy_engine is not None and self.policy_engine.trace_rules:
+            from .trace import TraceGate
+
+            trace_gate = TraceGate(self.policy_engine.trace_rules)
+        aborted_by: str | None = None
+        run = _Run(self, dag, state, outputs, status, cost, violations, trace_gate)
+        try:
+            for members in dag.levels:
+                if aborted_by is not None:
+                    break
+                if self._over_time(started):
+                    aborted_by = "budget: max_duration_ms reached"
+                    break
+                level_start = dict(state)
+                self._event("level_started", actions=[dag.ids[i] for i in members])
+                outcomes = await asyncio.gather(
+                    *(run.action(i, level_start) for i in members), return_exceptions=True
+                )
+                changes: dict[int, dict[str, Any]] = {}
+                for i, outcome in zip(members, outcomes, strict=True):
+                    if isinstance(outcome, asyncio.CancelledError):
+                        raise outcome
+                    if isinstance(outcome, BaseException):  # a bug in a tool adapter
+                        outcome = _failed(actions[i], f"executor error: {outcome!r}", 0.0)
+                    result, effects = outcome
+                    results[i] = result
+                    status[i] = result.status
+                    if result.status is ActionStatus.SUCCEEDED:
+                        outputs[actions[i].id] = result.output
+                        completion.append(i)
+                        changes[i] = effects
+                    elif aborted_by is None and _aborts(actions[i], result, run.cascaded):
+                        aborted_by = f"{actions[i].id}: {result.error}"
+                self._event("level_finished", statuses=[results[i].status.value for i in members])
+                for i in members:  # effects after the level, in proposal order
+                    if i in changes:
+                        for key, value in changes[i].items():
+                            state[key] = value
+                        results[i].state_changes = {
+                            k: {"op": "set", "value": v} for k, v in changes[i].items()
+                        }
+                spent = (
+                    self.budget.max_tool_calls is not None
+                    and cost.tool_calls >= self.budget.max_tool_calls
+                )
+                if spent and aborted_by is None and any(s is None for s in status):
+                    aborted_by = "budget: max_tool_calls reached"
+        except asyncio.CancelledError:
+            aborted_by = "cancelled"
+            current = asyncio.current_task()
+            if current is not None:
+                current.uncancel()  # finish the rollback, then report
+            await self._cancel_all()
+            for i, action in enumerate(actions):
+                if i not in results and status[i] is None:
+                    results[i] = _result(action, ActionStatus.SKIPPED, error="cancelled")
+        for i, action in enumerate(actions):
+            if i not in results:
+                results[i] = _result(action, ActionStatus.SKIPPED, error=aborted_by or "not walked")
+        rollback = None
+        if aborted_by is not None:
+            self._event("aborted", reason=aborted_by)
+            rollback = await self._rollback(completion, outputs, cost)
+            state = rollback.restored_state
+        ordered = [results[i] for i in range(dag.n)]
+        _count(cost, ordered, started)
+        final = ProposalResult(proposal_id=proposal.id, results=ordered, cost=cost)
+        self._event("proposal_finished", cost=cost.to_dict(), aborted_by=aborted_by)
+        return ExecutionResult(final, state, admission, [], violations, aborted_by, rollback, self)
+
+    def _reject(
+        self, admission: VerificationResult, reasons: list[str], started: float
+    ) -> ExecutionResult:
+        self._event("admission_rejected", reasons=reasons)
+        results = [
+            _result(a, ActionStatus.REJECTED, error="; ".join(reasons))
+            for a in self.proposal.actions
+        ]
+        cost = CostSummary()
+        _count(cost, results, started)
+        result = ProposalResult(proposal_id=self.proposal.id, results=results, cost=cost)
+        return ExecutionResult(result, dict(self.initial_state), admission, reasons, executor=self)
+
+    def _over_time(self, started: float) -> bool:
+        limit = self.budget.max_duration_ms
+        return limit is not None and (time.perf_counter() - started) * 1e3 >= limit
+
+    # --- rollback ------------------------------------------------------------------------------
+
+    async def _rollback(
+        self, completion: list[int], outputs: dict[str, Any], cost: CostSummary
+    ) -> RollbackReport:
+        actions = self.proposal.actions
+        report = RollbackReport(restored_state=dict(self.initial_state))
+        self._event("rollback_started", restored_keys=sorted(self.initial_state))
+        by_id = {a.id: a for a in actions}
+        for i in reversed(completion):
+            action = actions[i]
+            if action.reversibility is Reversibility.IRREVERSIBLE:
+                report.irreversible_reached.append(action.id)
+                continue
+            comp = action.compensation
+            if action.reversibility is not Reversibility.COMPENSABLE or comp is None:
+                continue
+            try:
+                if isinstance(comp, ToolCompensation):
+                    tool, params = comp.tool, comp.parameters
+                else:
+                    assert isinstance(comp, ActionRefCompensation)
+                    target = by_id.get(comp.action_id)
+                    if target is None or target.tool is None:
+                        raise ToolError(
+                            f"compensation action {comp.action_id!r} has no tool to run"
+                        )
+                    tool, params = target.tool, target.parameters
+                if not self.tools.has(tool):
+                    raise ToolError(f"compensation tool {tool!r} is not available")
+                resolved = _interpolate(params, outputs)
+                await self.tools.call(tool, resolved)
+                report.compensated.append(action.id)
+                self._event("compensated", action.id, tool=tool)
+            except Exception as err:  # a compensation that fails is reported, not raised
+                report.failed_to_compensate.append({"action_id": action.id, "error": _message(err)})
+                self._event("compensation_failed", action.id, error=_message(err))
+        self._event("rollback_finished", **report.to_dict())
+        return report
+
+    # --- detached tools --------------------------------------------------------------------------
+
+    def poll(self, handle: str | ToolHandle) -> ToolPollResult | None:
+        """Drain a detached tool's chunks; None once its terminal status was observed."""
+        key = handle.id if isinstance(handle, ToolHandle) else handle
+        record = self.detached.get(key)
+        if record is None or record.consumed:
+            return None
+        chunks, record.chunks = record.chunks, []
+        if record.status is not ToolStatus.RUNNING:
+            record.consumed = True
+        result = ToolPollResult(
+            handle=ToolHandle(id=key),
+            tool=record.tool,
+            action_id=record.action_id,
+            status=record.status,
+            chunks=[chunk_from_dict(c) for c in chunks],
+            error=record.error,
+        )
+        if record.status is ToolStatus.SUCCEEDED:
+            result.result = record.result
+        return result
+
+    def cancel(self, handle: str | ToolHandle) -> bool:
+        """Ask a detached tool to stop (cooperative: it is cancelled at its next await)."""
+        key = handle.id if isinstance(handle, ToolHandle) else handle
+        record = self.detached.get(key)
+        if record is None or record.status is not ToolStatus.RUNNING or record.task is None:
+            return False
+        record.task.cancel()
+        return True
+
+    async def wait(self, handle: str | ToolHandle) -> None:
+        key = handle.id if isinstance(handle, ToolHandle) else handle
+        record = self.detached.get(key)
+        if record is not None and record.task is not None:
+            await asyncio.gather(record.task, return_exceptions=True)
+
+    async def _cancel_all(self) -> None:
+        for record in self.detached.values():
+            if record.task is not None and not record.task.done():
+                record.task.cancel()
+
+    async def _start_detached(self, action: Action, params: dict[str, Any]) -> dict[str, Any]:
+        assert action.tool is not None
+        stream = await self.tools.call(action.tool, params)
+        handle = uuid.uuid4().hex[:16]
+        record = _Detached(handle, action.tool, action.id)
+        self.detached[handle] = record
+
+        async def drain() -> None:
+            try:
+                if hasattr(stream, "__aiter__"):
+                    async for chunk in stream:
+                        self._chunk(record, chunk)
+                else:
+                    for chunk in await asyncio.to_thread(list, stream):
+                        self._chunk(record, chunk)
+                if record.status is ToolStatus.RUNNING:
+                    record.status = ToolStatus.SUCCEEDED
+            except asyncio.CancelledError:
+                record.status = ToolStatus.CANCELLED
+            except Exception as err:
+                record.status, record.error = ToolStatus.FAILED, _message(err)
+
+        record.task = asyncio.ensure_future(drain())
+        return {"tool_handle": {"id": handle}, "status": "running"}
+
+    def _chunk(self, record: _Detached, chunk: Any) -> None:
+        doc = chunk.to_dict() if hasattr(chunk, "to_dict") else dict(chunk)
+        record.chunks.append(doc)
+        if doc.get("kind") == "done":
+            record.status, record.result = ToolStatus.SUCCEEDED, doc.get("result")
+        elif doc.get("kind") == "error":
+            record.status, record.error = ToolStatus.FAILED, str(doc.get("message", ""))
+
+
+class _Run:
+    """The per-run state one action needs; ``action`` runs one action of a level."""
+
+    def __init__(
+        self,
+        executor: Executor,
+        dag: Any,
+        state: dict[str, Any],
+        outputs: dict[str, Any],
+        status: list[ActionStatus | None],
+        cost: CostSummary,
+        violations: list[PolicyViolation],
+        trace_gate: Any,
+    ) -> None:
+        self.x = executor
+        self.dag = dag
+        self.state = state
+        self.outputs = outputs
+        self.status = status
+        self.cost = cost
+        self.violations = violations
+        self.trace_gate = trace_gate
+        #: Actions rejected only because a dependency did not succeed.
+        self.cascaded: set[str] = set()
+
+    async def action(self, i: int, state: Mapping[str, Any]) -> tuple[ActionResult, dict[str, Any]]:
+        x, action = self.x, self.x.proposal.actions[i]
+        started = time.perf_counter()
+        x._event("action_started", action.id, tool=action.tool)
+        why = self._blocked(i, action, state)
+        if why is not None:
+            x._event("action_rejected", action.id, reason=why)
+            return _result(action, ActionStatus.REJECTED, error=why), {}
+        if action.type == "tool_call" and x.policy_engine is not None:
+            found = x.policy_engine.check(action, state)
+            if found:
+                self.violations.extend(found)
+                for v in found:
+                    x._event(
+                        "policy_violation", action.id, policy_name=v.policy_name, reason=v.reason
+                    )
+                reason = "; ".join(f"{v.policy_name}: {v.reason}" for v in found)
+                return _result(action, ActionStatus.REJECTED, error=reason), {}
+        try:
+            params = _interpolate(action.parameters, self.outputs)
+        except ToolError as err:
+            return _result(action, ActionStatus.REJECTED, error=str(err)), {}
+        if action.type == "tool_call" and self.trace_gate is not None:
+            assert action.tool is not None
+            denied = self.trace_gate.dispatch(action.tool, params)
+            if denied:
+                found = [
+                    PolicyViolation(policy_name=v.policy_name, action_id=action.id, reason=v.reason)
+                    for v in denied
+                ]
+                self.violations.extend(found)
+                for v in found:
+                    x._event(
+                        "policy_violation", action.id, policy_name=v.policy_name, reason=v.reason
+                    )
+                return _result(
+                    action, ActionStatus.REJECTED, error="; ".join(v.reason for v in found)
+                ), {}
+        effects = action.effects()
+        if action.type != "tool_call":
+            return self._local(action, state, params, started), dict(effects)
+        output, error = await self._dispatch(action, params)
+        duration = (time.perf_counter() - started) * 1e3
+        if self.trace_gate is not None and action.tool is not None:
+            self.trace_gate.record(action.tool, params, "failed" if error else "succeeded")
+        if error is not None:
+            x._event("action_failed", action.id, error=error)
+            return _result(action, ActionStatus.FAILED, error=error, duration=duration), {}
+        x._event("action_succeeded", action.id, duration_ms=duration)
+        return _result(action, ActionStatus.SUCCEEDED, output=output, duration=duration), dict(
+            effects
+        )
+
+    def _blocked(self, i: int, action: Action, state: Mapping[str, Any]) -> str | None:
+        ids = self.dag.ids
+        for t in self.dag.task_preds[i]:
+            if self.status[t] is not ActionStatus.SUCCEEDED:
+                self.cascaded.add(action.id)
+                return f"dependency {ids[t]!r} did not succeed"
+        if action.type == "assertion":
+            return None  # an assertion's predicate is its work: it fails, not rejected
+        for pre in action.preconditions:
+            if not evaluate(pre.operator, state.get(pre.key, ABSENT), pre.value):
+                return (
+                    f"precondition {pre.key} {pre.operator} {json.dumps(pre.value)} does not hold"
+                )
+        for key in self.dag.keys[i]:
+            if key not in state:
+                return f"state key {key!r} is absent"
+        return None
+
+    def _local(
+        self, action: Action, state: Mapping[str, Any], params: dict[str, Any], started: float
+    ) -> ActionResult:
+        duration = (time.perf_counter() - started) * 1e3
+        if action.type == "assertion":
+            for pre, _ in action.predicate():
+                if not evaluate(pre.operator, state.get(pre.key, ABSENT), pre.value):
+                    error = f"assertion {pre.key} {pre.operator} {json.dumps(pre.value)} is false"
+                    self.x._event("action_failed", action.id, error=error)
+                    return _result(action, ActionStatus.FAILED, error=error, duration=duration)
+            return _result(action, ActionStatus.SUCCEEDED, output=True, duration=duration)
+        if action.type == "state_read":
+            output = {k: state.get(k) for k in action.state_read_keys()}
+            return _result(action, ActionStatus.SUCCEEDED, output=output, duration=duration)
+        return _result(action, ActionStatus.SUCCEEDED, output=None, duration=duration)
+
+    async def _dispatch(self, action: Action, params: dict[str, Any]) -> tuple[Any, str | None]:
+        x = self.x
+        tool = action.tool
+        assert tool is not None
+        schema = x.schemas.get(tool) if x.schemas is not None else None
+        detached = action.invocation_mode is not ToolInvocationMode.ONE_SHOT
+        cache_key = None
+        if (
+            not detached
+            and schema is not None
+            and schema.cache_ttl_secs is not None
+            and (action.idempotent or schema.idempotent)
+        ):
+            cache_key = (tool, canonical(params))
+            hit = x._cache.get(cache_key)
+            if hit is not None and hit[0] > time.monotonic():
+                x._event("cache_hit", action.id, tool=tool)
+                return hit[1], None
+        attempts = 1 + (
+            action.max_retries if action.failure_behavior is FailureBehavior.RETRY else 0
+        )
+        error = "no attempt"
+        for attempt in range(attempts):
+            if attempt:
+                self.cost.retries += 1
+                x._event("retry", action.id, attempt=attempt, error=error)
+            if (
+                x.budget.max_tool_calls is not None
+                and self.cost.tool_calls >= x.budget.max_tool_calls
+            ):
+                return None, "budget: max_tool_calls reached"
+            self.cost.tool_calls += 1
+            try:
+                output = await self._attempt(action, tool, params, schema, detached)
+            except asyncio.CancelledError:
+                raise
+            except Exception as err:
+                error = _message(err)
+                continue
+            if cache_key is not None and schema is not None and schema.cache_ttl_secs is not None:
+                x._cache[cache_key] = (time.monotonic() + schema.cache_ttl_secs, output)
+            return output, None
+        return None, error
+
+    async def _attempt(
+        self,
+        action: Action,
+        tool: str,
+        params: dict[str, Any],
+        schema: ToolSchema | None,
+        detached: bool,
+    ) -> Any:
+        x = self.x
+        timeout = None if action.timeout_ms is None else action.timeout_ms / 1000
+
+        async def call() -> Any:
+            if schema is not None and schema.rate_limit is not None:
+                limiter = x._limiters.get(tool)
+                if limiter is None:
+                    limit = schema.rate_limit
+                    limiter = x._limiters[tool] = _RateLimiter(limit.max_calls, limit.interval_secs)
+                await limiter.acquire()  # the wait counts against the timeout
+            if detached:
+                return await x._start_detached(action, params)
+            return await x.tools.call(tool, params)
+
+        try:
+            output = await (call() if timeout is None else asyncio.wait_for(call(), timeout))
+        except TimeoutError:
+            raise ToolError(f"timed out after {action.timeout_ms} ms") from None
+        if detached:
+            return output
+        try:
+            json.dumps(output, allow_nan=False)
+        except (TypeError, ValueError) as err:
+            raise ToolError(f"tool {tool!r} returned data that is not JSON ({err})") from None
+        if x.schemas is not None and tool in x.schemas:
+            problems = x.schemas.check_returns(tool, output)
+            if problems:
+                first = problems[0]
+                raise ToolError(
+                    f"tool {tool!r} returned data that violates its returns schema at "
+                    f"{first.json_path}: {first.message}"
+                )
+        return output
+
+
+def _message(err: BaseException) -> str:
+    text = str(err)
+    return (
+        text
+        if isinstance(err, ToolError)
+        else f"{type(err).__name__}: {text}"
+        if text
+        else type(err).__name__
+    )
+
+
+def _aborts(action: Action, result: ActionResult, cascaded: set[str]) -> bool:
+    """Whether this outcome stops the run: abort (and retry, once retries are spent).
+
+    An action rejected only because a dependency did not succeed does not abort on
+    its own: that dependency's own failure behaviour already decided."""
+    if result.status not in (ActionStatus.FAILED, ActionStatus.REJECTED):
+        return False
+    if action.id in cascaded:
+        return False
+    return action.failure_behavior is not FailureBehavior.SKIP
+
+
+def _result(
+    action: Action,
+    status: ActionStatus,
+    *,
+    output: Any = None,
+    error: str | None = None,
+    duration: float = 0.0,
+) -> ActionResult:
+    return ActionResult(
+        action_id=action.id,
+        status=status,
+        output=output,
+        error=error,
+        duration_ms=duration,
+        timestamp=_now(),
+    )
+
+
+def _failed(action: Action, error: str, duration: float) -> tuple[ActionResult, dict[str, Any]]:
+    return _result(action, ActionStatus.FAILED, error=error, duration=duration), {}
+
+
+def _count(cost: CostSummary, results: Iterable[ActionResult], started: float) -> None:
+    for r in results:
+        if r.status in (ActionStatus.SUCCEEDED, ActionStatus.FAILED):
+            cost.actions_executed += 1
+        elif r.status is ActionStatus.REJECTED:
+            cost.actions_rejected += 1
+        elif r.status is ActionStatus.SKIPPED:
+            cost.actions_skipped += 1
+    cost.total_duration_ms = (time.perf_counter() - started) * 1e3
+
+
+def _interpolate(value: Any, outputs: Mapping[str, Any]) -> Any:
+    """Replace every ``$id.output[.path]`` string (in full) by that action's output."""
+    if isinstance(value, str):
+        match = _REF.fullmatch(value) if value[:1] == "$" else None
+        if match is None:
+            return value
+        action_id, path = match.group(1), match.group(2)
+        if action_id not in outputs:
+            raise ToolError(f"{value!r}: action {action_id!r} has no output")
+        current = outputs[action_id]
+        for part in (path or "").split(".") if path else ():
+            if isinstance(current, dict) and part in current:
+                current = current[part]
+            elif isinstance(current, list) and part.isdigit() and int(part) < len(current):
+                current = current[int(part)]
+            else:
+                raise ToolError(f"{value!r}: the output has no {part!r}")
+        return current
+    if isinstance(value, dict):
+        return {k: _interpolate(v, outputs) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_interpolate(v, outputs) for v in value]
+    return value
+
+
+async def execute(
+    proposal: ProposalLike,
+    tools: Any,
+    *,
+    schemas: Any = None,
+    initial_state: Mapping[str, Any] | None = None,
+    policies: Any = None,
+    gate: Gate | None = None,
+    budget: CostBudget | None = None,
+    event_log: Any = None,
+    progress: Callable[[str, str | None, Mapping[str, Any]], None] | None = None,
+) -> ExecutionResult:
+    """Run a proposal behind the verify passes (see the module docs)."""
+    executor = Executor(
+        proposal,
+        tools,
+        schemas=schemas,
+        initial_state=initial_state,
+        policies=policies,
+        gate=gate,
+        budget=budget,
+        event_log=event_log,
+        progress=progress,
+    )
+    return await executor.run()
+
+
+def execute_sync(proposal: ProposalLike, tools: Any, **options: Any) -> ExecutionResult:
+    """:func:`execute` for callers without an event loop."""
+    return asyncio.run(execute(proposal, tools, **options))

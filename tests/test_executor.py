@@ -1,0 +1,614 @@
+"""The executor: admission, levels, failure behaviours, costs, caching, rate limits,
+detached tools, the event log, budgets and rollback."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import proposals, states
+
+import car_verify
+from car_verify.cli import main
+from car_verify.events import read_events
+from car_verify.executor import CostBudget, Executor, Gate, execute, execute_sync
+from car_verify.policy import PolicyEngine, load_policy_text
+
+
+def tc(action_id: str, tool: str = "ok", **extra: Any) -> dict[str, Any]:
+    return {
+        "id": action_id,
+        "type": "tool_call",
+        "tool": tool,
+        "parameters": {"n": action_id},
+        **extra,
+    }
+
+
+def ok(params: dict[str, Any]) -> Any:
+    return {"done": params.get("n")}
+
+
+def boom(params: dict[str, Any]) -> Any:
+    raise RuntimeError("boom")
+
+
+TOOLS = {"ok": ok, "boom": boom}
+
+
+def statuses(result: Any) -> dict[str, str]:
+    return result.statuses
+
+
+# --- the CostSummary table and the lifecycle ----------
+
+
+def test_cost_summary_counts_as_the_spec_table_says() -> None:
+    doc = {
+        "actions": [
+            tc("s1"),
+            tc("f1", "boom", failure_behavior="skip"),
+            tc("r1", preconditions=[{"key": "never"}], failure_behavior="skip"),
+            tc("r2", dependencies=["f1"], failure_behavior="skip"),
+            tc("a1", "boom", dependencies=["s1"]),
+            tc("k1", dependencies=["a1"]),
+        ]
+    }
+    result = execute_sync(doc, TOOLS)
+    assert statuses(result) == {
+        "s1": "succeeded",
+        "f1": "failed",
+        "r1": "rejected",
+        "r2": "rejected",
+        "a1": "failed",
+        "k1": "skipped",
+    }
+    cost = result.result.cost
+    assert (cost.actions_executed, cost.actions_rejected, cost.actions_skipped) == (3, 2, 1)
+    assert cost.tool_calls == 3 and cost.retries == 0
+    assert set(result.to_dict()) == {"proposal_id", "results", "cost"}
+
+
+@pytest.mark.parametrize("behavior", ["abort", "retry", "skip"])
+@pytest.mark.parametrize("outcome", ["succeeds", "errors", "precondition", "policy"])
+def test_failure_behavior_by_outcome(behavior: str, outcome: str) -> None:
+    calls: list[str] = []
+
+    def tool(params: dict[str, Any]) -> Any:
+        calls.append("x")
+        if outcome == "errors":
+            raise RuntimeError("tool error")
+        return 1
+
+    action = tc("x", "t", failure_behavior=behavior, max_retries=2)
+    if outcome == "precondition":
+        action["preconditions"] = [{"key": "ready", "value": True}]
+    doc = {"actions": [action, tc("other", "ok"), tc("after", "ok", dependencies=["x", "other"])]}
+    engine = PolicyEngine()
+    if outcome == "policy":
+        engine.register_policy("no_t", "deny_tool", "t")
+    result = execute_sync(doc, {"t": tool, "ok": ok}, policies=engine)
+    got = statuses(result)
+    stops = behavior != "skip"
+    if outcome == "succeeds":
+        assert got == {"x": "succeeded", "other": "succeeded", "after": "succeeded"}
+        assert result.rollback is None
+        return
+    expected_x = "failed" if outcome == "errors" else "rejected"
+    assert got["x"] == expected_x and got["other"] == "succeeded"
+    assert got["after"] == ("skipped" if stops else "rejected")
+    assert (result.aborted_by is not None) == stops
+    retries = 2 if (behavior == "retry" and outcome == "errors") else 0
+    assert result.result.cost.retries == retries
+    assert len(calls) == (1 + retries if outcome == "errors" else 0)  # a denied call is not retried
+    if outcome == "policy":
+        assert [v.policy_name for v in result.violations] == ["no_t"]
+
+
+def test_admission_rejects_the_whole_proposal_with_reasons() -> None:
+    doc = {"actions": [tc("a"), tc("b", "nope"), tc("c", dependencies=["c"])]}
+    result = execute_sync(doc, TOOLS)
+    assert set(statuses(result).values()) == {"rejected"}
+    assert any(r.startswith("unknown-tool") for r in result.rejected_by)
+    assert any(r.startswith("dependency-cycle") for r in result.rejected_by)
+    assert result.result.cost.tool_calls == 0 and result.result.cost.actions_rejected == 3
+    # walk findings are advisory unless the caller makes them blocking
+    gated = {"actions": [tc("a", preconditions=[{"key": "k"}], failure_behavior="skip"), tc("b")]}
+    assert statuses(execute_sync(gated, TOOLS))["b"] == "succeeded"
+    strict = execute_sync(gated, TOOLS, gate=Gate().also("precondition-unsatisfied"))
+    assert set(statuses(strict).values()) == {"rejected"}
+
+
+def test_parameters_are_validated_and_outputs_interpolated() -> None:
+    seen: list[Any] = []
+
+    def use(params: dict[str, Any]) -> Any:
+        seen.append(params)
+        return None
+
+    schemas = [
+        {"name": "make", "returns": {"type": "object", "required": ["path"]}},
+        {"name": "use", "parameters": {"type": "object", "required": ["file"]}},
+    ]
+    doc = {
+        "actions": [
+            {"id": "m", "type": "tool_call", "tool": "make"},
+            {
+                "id": "u",
+                "type": "tool_call",
+                "tool": "use",
+                "parameters": {
+                    "file": "$m.output.path",
+                    "all": ["$m.output"],
+                    "text": "$m.outputs",
+                },
+            },
+        ]
+    }
+    result = execute_sync(doc, {"make": lambda p: {"path": "/tmp/x"}, "use": use}, schemas=schemas)
+    assert statuses(result) == {"m": "succeeded", "u": "succeeded"}
+    assert seen == [{"file": "/tmp/x", "all": [{"path": "/tmp/x"}], "text": "$m.outputs"}]
+    bad = execute_sync({"actions": [tc("x", "use")]}, {"use": use}, schemas=schemas)
+    assert any(r.startswith("param-schema") for r in bad.rejected_by)
+
+
+@pytest.mark.parametrize(
+    ("tool", "needle"),
+    [
+        (lambda p: {"not": "path"}, "violates its returns schema"),
+        (lambda p: {"path": {1, 2}}, "not JSON"),
+        (lambda p: (_ for _ in ()).throw(ValueError("bad input")), "ValueError: bad input"),
+    ],
+)
+def test_a_tool_that_misbehaves_fails_its_action_cleanly(tool: Any, needle: str) -> None:
+    schemas = [{"name": "make", "returns": {"type": "object", "required": ["path"]}}]
+    result = execute_sync(
+        {"actions": [tc("m", "make")]}, {"make": tool}, schemas=schemas, initial_state={"keep": 1}
+    )
+    (r,) = result.result.results
+    assert r.status == "failed" and needle in (r.error or "")
+    assert result.state == {"keep": 1}
+
+
+def test_timeout_bounds_a_hanging_tool() -> None:
+    async def hang(params: dict[str, Any]) -> Any:
+        await asyncio.sleep(10)
+
+    start = time.perf_counter()
+    result = execute_sync({"actions": [tc("h", "hang", timeout_ms=50)]}, {"hang": hang})
+    assert time.perf_counter() - start < 2
+    assert result.result.results[0].error == "timed out after 50 ms"
+
+
+def test_effects_are_applied_and_recorded_as_state_changes() -> None:
+    doc = {
+        "actions": [
+            tc("a", expected_effects={"x": 1}),
+            {"id": "w", "type": "state_write", "parameters": {"key": "y", "value": [1]}},
+            {
+                "id": "r",
+                "type": "state_read",
+                "parameters": {"keys": ["x", "y"]},
+                "dependencies": ["a", "w"],
+            },
+            {
+                "id": "check",
+                "type": "assertion",
+                "parameters": {"key": "x", "operator": "gte", "value": 1},
+                "dependencies": ["a"],
+            },
+        ]
+    }
+    result = execute_sync(doc, TOOLS)
+    assert result.state == {"x": 1, "y": [1]}
+    by_id = {r.action_id: r for r in result.result.results}
+    assert by_id["a"].state_changes == {"x": {"op": "set", "value": 1}}
+    assert by_id["r"].output == {"x": 1, "y": [1]} and by_id["check"].status == "succeeded"
+
+
+# --- caching and rate limits ----------
+
+
+def test_cache_hits_do_not_call_the_tool() -> None:
+    calls: list[int] = []
+
+    def fetch(params: dict[str, Any]) -> Any:
+        calls.append(1)
+        return {"v": params["k"]}
+
+    schemas = [{"name": "fetch", "idempotent": True, "cache_ttl_secs": 60}]
+    doc = {
+        "actions": [
+            {
+                "id": f"f{i}",
+                "type": "tool_call",
+                "tool": "fetch",
+                "parameters": {"k": 1},
+                "dependencies": [f"f{i - 1}"] if i else [],
+            }
+            for i in range(3)
+        ]
+    }
+    result = execute_sync(doc, {"fetch": fetch}, schemas=schemas)
+    assert len(calls) == 1 and result.result.cost.tool_calls == 1
+    assert [r.output for r in result.result.results] == [{"v": 1}] * 3
+
+
+def test_rate_limit_is_respected_under_concurrency() -> None:
+    stamps: list[float] = []
+
+    async def ping(params: dict[str, Any]) -> Any:
+        stamps.append(time.monotonic())
+
+    schemas = [{"name": "ping", "rate_limit": {"max_calls": 2, "interval_secs": 0.2}}]
+    doc = {
+        "actions": [
+            {"id": f"p{i}", "type": "tool_call", "tool": "ping", "parameters": {"i": i}}
+            for i in range(6)
+        ]
+    }
+    execute_sync(doc, {"ping": ping}, schemas=schemas)
+    stamps.sort()
+    assert len(stamps) == 6
+    for i in range(2, 6):  # the third call of any window waits for the first to age out
+        assert stamps[i] - stamps[i - 2] >= 0.19
+
+
+# --- budgets ----------
+
+
+def test_budgets_reject_statically_and_stop_at_run_time() -> None:
+    doc = {"actions": [tc(f"a{i}", dependencies=[f"a{i - 1}"] if i else []) for i in range(4)]}
+    rejected = execute_sync(doc, TOOLS, budget=CostBudget(max_actions=3))
+    assert set(statuses(rejected).values()) == {"rejected"}
+    assert execute_sync(doc, TOOLS, budget=CostBudget(max_tool_calls=3)).rejected_by
+    retrying = {
+        "actions": [
+            tc("a", "boom", failure_behavior="retry", max_retries=5),
+            tc("b", dependencies=["a"]),
+        ]
+    }
+    stopped = execute_sync(retrying, TOOLS, budget=CostBudget(max_tool_calls=2))
+    assert stopped.result.cost.tool_calls == 2 and statuses(stopped)["b"] == "skipped"
+
+    async def slow(params: dict[str, Any]) -> Any:
+        await asyncio.sleep(0.05)
+
+    timed = execute_sync(doc, {"ok": slow}, budget=CostBudget(max_duration_ms=60))
+    assert "skipped" in statuses(timed).values() and "max_duration_ms" in (timed.aborted_by or "")
+
+
+# --- rollback ----------
+
+
+def test_rollback_restores_state_and_runs_compensations_in_reverse() -> None:
+    log: list[str] = []
+
+    def make(name: str) -> Any:
+        def tool(params: dict[str, Any]) -> Any:
+            log.append(name)
+            if name == "fail":
+                raise RuntimeError("down")
+            if name == "broken_undo":
+                raise RuntimeError("cannot undo")
+            return {"id": name}
+
+        return tool
+
+    tools = {
+        n: make(n)
+        for n in (
+            "reserve",
+            "charge",
+            "email",
+            "fail",
+            "release",
+            "refund",
+            "broken_undo",
+            "undo_log",
+        )
+    }
+    doc = {
+        "actions": [
+            tc(
+                "reserve",
+                "reserve",
+                expected_effects={"r": 1},
+                reversibility="compensable",
+                compensation={
+                    "type": "tool",
+                    "tool": "release",
+                    "parameters": {"id": "$reserve.output.id"},
+                },
+            ),
+            tc(
+                "charge",
+                "charge",
+                dependencies=["reserve"],
+                expected_effects={"c": 1},
+                reversibility="compensable",
+                compensation={"type": "action_ref", "action_id": "refund_action"},
+            ),
+            tc("email", "email", dependencies=["charge"]),
+            tc(
+                "logit",
+                "undo_log",
+                dependencies=["charge"],
+                reversibility="compensable",
+                compensation={"type": "tool", "tool": "broken_undo"},
+            ),
+            tc("ship", "fail", dependencies=["email", "logit"]),
+            {
+                "id": "refund_action",
+                "type": "tool_call",
+                "tool": "refund",
+                "dependencies": ["ship"],
+                "parameters": {"charge": "$charge.output.id"},
+            },
+        ]
+    }
+    result = execute_sync(doc, tools, initial_state={"s": 0})
+    rb = result.rollback
+    assert rb is not None and result.state == {"s": 0}
+    assert rb.compensated == ["charge", "reserve"]
+    assert rb.failed_to_compensate == [{"action_id": "logit", "error": "RuntimeError: cannot undo"}]
+    assert rb.irreversible_reached == ["email"]
+    assert log[-3:] == ["broken_undo", "refund", "release"]
+
+
+# --- detached tools ----------
+
+
+def test_detached_tools_poll_and_cancel() -> None:
+    async def train(params: dict[str, Any]) -> Any:
+        async def chunks() -> Any:
+            yield {"kind": "progress", "fraction": 0.5}
+            await asyncio.sleep(0.01)
+            yield {"kind": "done", "result": {"accuracy": 0.9}}
+
+        return chunks()
+
+    async def forever(params: dict[str, Any]) -> Any:
+        async def chunks() -> Any:
+            while True:
+                yield {"kind": "text", "text": "tick"}
+                await asyncio.sleep(0.01)
+
+        return chunks()
+
+    async def scenario() -> None:
+        doc = {
+            "actions": [
+                tc("t", "train", invocation_mode="long_running"),
+                tc("s", "forever", invocation_mode="streaming"),
+            ]
+        }
+        executor = Executor(doc, {"train": train, "forever": forever})
+        result = await executor.run()
+        outputs = {r.action_id: r.output for r in result.result.results}
+        assert outputs["t"]["status"] == "running"
+        handle = outputs["t"]["tool_handle"]["id"]
+        await executor.wait(handle)
+        first = executor.poll(handle)
+        assert (
+            first is not None and first.status == "succeeded" and first.result == {"accuracy": 0.9}
+        )
+        assert [c.kind for c in first.chunks] == ["progress", "done"]
+        assert executor.poll(handle) is None  # consumed after the terminal status was seen
+        stream = outputs["s"]["tool_handle"]["id"]
+        await asyncio.sleep(0.03)
+        assert executor.poll(stream).status == "running"  # type: ignore[union-attr]
+        assert executor.cancel(stream)
+        await executor.wait(stream)
+        assert executor.poll(stream).status == "cancelled"  # type: ignore[union-attr]
+
+    asyncio.run(scenario())
+
+
+# --- cancellation, the event log, policies at dispatch ----------
+
+
+def test_cancellation_mid_level_rolls_back_and_still_reports(tmp_path: Path) -> None:
+    async def slow(params: dict[str, Any]) -> Any:
+        await asyncio.sleep(5)
+
+    async def scenario() -> Any:
+        doc = {
+            "context": {"session": "s-1"},
+            "actions": [
+                tc(
+                    "fast",
+                    expected_effects={"x": 1},
+                    reversibility="compensable",
+                    compensation={"type": "tool", "tool": "undo"},
+                ),
+                tc("slow1", "slow", dependencies=["fast"]),
+                tc("slow2", "slow", dependencies=["fast"]),
+            ],
+        }
+        undone: list[str] = []
+        task = asyncio.ensure_future(
+            execute(
+                doc,
+                {"ok": ok, "slow": slow, "undo": lambda p: undone.append("undo")},
+                initial_state={},
+                event_log=tmp_path / "events.jsonl",
+            )
+        )
+        await asyncio.sleep(0.2)
+        task.cancel()
+        result = await task
+        return result, undone
+
+    result, undone = asyncio.run(scenario())
+    assert result.aborted_by == "cancelled" and undone == ["undo"] and result.state == {}
+    assert statuses(result)["fast"] == "succeeded" and statuses(result)["slow1"] == "skipped"
+    events = read_events(tmp_path / "events.jsonl")
+    kinds = [e.kind for e in events]
+    assert kinds[0] == "proposal_started" and "rollback_started" in kinds and "compensated" in kinds
+    assert all(e.data.get("context") == {"session": "s-1"} for e in events)
+
+
+def test_event_log_survives_a_torn_last_line(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    execute_sync({"actions": [tc("a"), tc("b")]}, TOOLS, event_log=path)
+    whole = read_events(path)
+    text = path.read_text()
+    path.write_text(text + '{"event": "action_sta')
+    assert [e.kind for e in read_events(path)] == [e.kind for e in whole]
+    path.write_text("garbage\n" + text)
+    with pytest.raises(car_verify.InputError, match="line 1"):
+        read_events(path)
+
+
+def test_policies_and_trace_rules_at_dispatch() -> None:
+    policies = load_policy_text(
+        'deny_tool = ["rm"]\n[[trace_rule]]\nrule = "never send after read_secret"\n'
+    )
+    doc = {
+        "actions": [
+            tc("s", "read_secret"),
+            tc("m", "send", dependencies=["s"], failure_behavior="skip"),
+            tc("x", "rm", failure_behavior="skip"),
+        ]
+    }
+    tools = {"read_secret": ok, "send": ok, "rm": ok}
+    result = execute_sync(doc, tools, policies=PolicyEngine(policies))
+    assert statuses(result) == {"s": "succeeded", "m": "rejected", "x": "rejected"}
+    assert {v.policy_name for v in result.violations} == {
+        "deny_tool:rm",
+        "trace_rule:never send after read_secret",
+    }
+
+
+def test_a_dispatch_callable_and_sync_tools_off_the_loop() -> None:
+    seen: list[tuple[str, Any]] = []
+
+    def dispatch(tool: str, params: dict[str, Any]) -> Any:
+        seen.append((tool, params))
+        return tool
+
+    result = execute_sync({"actions": [tc("a", "x"), tc("b", "y")]}, dispatch)
+    assert statuses(result) == {"a": "succeeded", "b": "succeeded"}
+    assert sorted(t for t, _ in seen) == ["x", "y"]
+
+
+# --- properties ----------
+
+
+def _skippable(doc: dict[str, Any]) -> dict[str, Any]:
+    for action in doc["actions"]:
+        action["failure_behavior"] = "skip"
+        if action["type"] == "tool_call":
+            action["tool"] = "t"
+    return doc
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+@given(proposals(max_actions=6, cycles=False), states)
+def test_when_every_tool_succeeds_the_end_state_is_simulates(
+    doc: dict[str, Any], state: dict[str, Any]
+) -> None:
+    doc = _skippable(doc)
+    verdict = car_verify.verify(doc, initial_state=state)
+    if any(
+        i.code
+        in ("unknown-dependency", "duplicate-id", "unknown-action-type", "state-write-without-key")
+        for i in verdict.issues
+    ):
+        return
+    result = execute_sync(doc, {"t": lambda p: None}, initial_state=state)
+    assert not result.rejected_by
+    assert result.state == dict(car_verify.simulate(doc, initial_state=state))
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+@given(proposals(max_actions=6, cycles=False), states, st.data())
+def test_after_abort_and_rollback_the_state_is_the_initial_one(
+    doc: dict[str, Any], state: dict[str, Any], data: st.DataObject
+) -> None:
+    failing = set(
+        data.draw(st.lists(st.sampled_from([a["id"] for a in doc["actions"]] or ["-"]), max_size=3))
+    )
+
+    def dispatch(tool: str, params: dict[str, Any]) -> Any:
+        if params.get("_id") in failing:
+            raise RuntimeError("injected failure")
+        return None
+
+    for action in doc["actions"]:
+        if action["type"] == "tool_call":
+            action["parameters"] = {**action.get("parameters", {}), "_id": action["id"]}
+    result = execute_sync(doc, dispatch, initial_state=state)
+    if result.aborted_by is not None:
+        assert result.state == state
+    assert (
+        result.result.cost.actions_executed
+        + result.result.cost.actions_rejected
+        + result.result.cost.actions_skipped
+        == len(doc["actions"])
+    )
+
+
+# --- the CLI ----------
+
+
+def test_cli_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    module = tmp_path / "mytools.py"
+    module.write_text("TOOLS = {'ok': lambda p: {'n': p.get('n')}, 'boom': lambda p: 1 / 0}\n")
+    proposal = tmp_path / "p.json"
+    proposal.write_text(json.dumps({"actions": [tc("a"), tc("b", "boom", dependencies=["a"])]}))
+    code = main(
+        [
+            "run",
+            str(proposal),
+            "--tools",
+            f"{module}:TOOLS",
+            "--format",
+            "json",
+            "--events",
+            str(tmp_path / "ev.jsonl"),
+        ]
+    )
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
+    assert code == 1 and [r["status"] for r in doc["results"]] == ["succeeded", "failed"]
+    assert "level: a" in err
+    assert read_events(tmp_path / "ev.jsonl")[-1].kind == "proposal_finished"
+    code = main(["run", str(proposal), "--tools", f"{module}:NOPE"])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and "no attribute 'NOPE'" in err
+    code = main(["run", str(proposal), "--tools", str(module), "--quiet"])
+    out, _ = capsys.readouterr()
+    assert code == 1 and "rolled back" in out and "1 executed" not in out
+
+
+def test_the_worked_example_rolls_back_files_on_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = Path(__file__).resolve().parents[1] / "examples" / "executor"
+    monkeypatch.setenv("CAR_EXAMPLE_DIR", str(tmp_path))
+    code = main(
+        [
+            "run",
+            str(root / "proposal.json"),
+            "--tools",
+            str(root / "tools.py"),
+            "--events",
+            str(tmp_path / "events.jsonl"),
+            "--quiet",
+        ]
+    )
+    out, _ = capsys.readouterr()
+    assert code == 1 and "compensated ['changelog', 'notes']" in out
+    assert not (tmp_path / "release" / "notes.md").exists()
+    assert not (tmp_path / "release" / "CHANGELOG").exists()
+    assert not (tmp_path / "published.log").exists()
+    kinds = [e.kind for e in read_events(tmp_path / "events.jsonl")]
+    assert kinds.count("compensated") == 2
