@@ -100,6 +100,11 @@ class VerificationResult:
     def to_json(self, *, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
 
+    def _repr_html_(self) -> str:
+        from .notebook import html_for
+
+        return html_for(self)
+
 
 class Simulation(dict[str, Any]):
     """The end state of ``simulate`` (it *is* that dict), with the per-action ``trace``.
@@ -124,6 +129,11 @@ class Simulation(dict[str, Any]):
     def to_dict(self) -> dict[str, Any]:
         """The end state as a fresh JSON object (what ``car-verify simulate`` prints)."""
         return json.loads(json.dumps(dict(self)))  # type: ignore[no-any-return]
+
+    def _repr_html_(self) -> str:
+        from .notebook import html_for
+
+        return html_for(self)
 
     def trace_dicts(self) -> list[dict[str, Any]]:
         return [t.to_dict() for t in self.trace]

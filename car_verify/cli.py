@@ -1,5 +1,5 @@
 """The command line: ``car-verify verify | simulate | equivalent | optimize | wp | txcheck |
-policy check | policy lint | run | codes | passes``.
+policy check | policy lint | run | dot | codes | passes``.
 
 ``main(argv) -> int`` never raises: bad input or usage prints one line on stderr
 and returns 2 with nothing on stdout. Set ``CAR_VERIFY_DEBUG=1`` to see the
@@ -371,6 +371,30 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_OK if statuses <= {"succeeded"} else EXIT_FINDINGS
 
 
+def cmd_dot(args: argparse.Namespace) -> int:
+    from .export import to_dot, write
+    from .model import ProposalResult, read_json
+
+    execution = None
+    if args.result is not None:
+        data = read_json(Path(args.result), name=args.result)
+        try:
+            execution = ProposalResult.from_dict(data)
+        except InputError as err:
+            raise err.with_source(args.result) from None
+    graph = to_dot(
+        _load_proposal(args.proposal),
+        tools=_load_tools(args.tools),
+        initial_state=_load_state(args.state),
+        execution=execution,
+    )
+    if args.output is None:
+        _write(graph.to_string())
+    else:
+        write(graph, args.output)
+    return EXIT_OK
+
+
 def cmd_codes(args: argparse.Namespace) -> int:
     from .codes import CODES
 
@@ -501,6 +525,16 @@ def _parser() -> _Parser:
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.set_defaults(run=cmd_run)
+
+    p = sub.add_parser("dot", help="draw the DAG: levels, edges, conflicts, findings")
+    p.add_argument("proposal", metavar="PROPOSAL", help="proposal JSON file, or - for stdin")
+    p.add_argument("--state", metavar="STATE.json", help="initial state (a JSON object)")
+    p.add_argument("--tools", metavar="TOOLS.json", help="tool registry (an array of ToolSchema)")
+    p.add_argument("--result", metavar="RESULT.json", help="a ProposalResult: colour by status")
+    p.add_argument(
+        "-o", "--output", metavar="OUT", help="OUT.dot, OUT.svg or OUT.png (default: DOT on stdout)"
+    )
+    p.set_defaults(run=cmd_dot)
 
     p = sub.add_parser("codes", help="list every finding code")
     p.add_argument("--format", choices=("text", "json"), default="text")

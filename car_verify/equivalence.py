@@ -57,6 +57,11 @@ class EquivalenceResult:
     def to_json(self, *, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
 
+    def _repr_html_(self) -> str:
+        from .notebook import html_for
+
+        return html_for(self)
+
     def explain(self) -> str:
         if self.equivalent is None:
             return f"unknown ({self.method}): {self.reason}"

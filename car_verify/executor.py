@@ -154,6 +154,11 @@ class ExecutionResult:
     def to_dict(self) -> dict[str, Any]:
         return self.result.to_dict()
 
+    def _repr_html_(self) -> str:
+        from .notebook import html_for
+
+        return html_for(self)
+
     def report(self) -> dict[str, Any]:
         """The result with the admission reasons, violations, abort cause and rollback."""
         return {

@@ -442,6 +442,11 @@ class ActionProposal(Wire):
     context: dict[str, Any] = wire("context", d_object, factory=dict)
     extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
+    def _repr_html_(self) -> str:
+        from .notebook import html_for
+
+        return html_for(self)
+
     def rollback_contract(self) -> Reversibility:
         """The worst declared reversibility; ``reversible`` for an empty batch."""
         worst = Reversibility.REVERSIBLE

@@ -1,14 +1,56 @@
-"""Regenerate docs/codes.md from the passes (run after changing a pass)."""
+"""Regenerate the generated documentation and fixtures (run after changing a pass or
+the exporter): docs/codes.md, docs/images/*.svg, and with --golden the DOT golden
+files under tests/golden/."""
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 
 from car_verify.docgen import render_codes_reference
 
 ROOT = Path(__file__).resolve().parents[1]
 
-if __name__ == "__main__":
+IMAGES = {
+    "gated-deploy": ROOT / "examples" / "gated-deploy" / "proposal.json",
+    "data-pipeline": ROOT / "examples" / "data-pipeline" / "proposal.json",
+    "poll-loop": ROOT / "examples" / "poll-loop" / "proposal.json",
+}
+GOLDEN = {
+    "data-pipeline": ROOT / "examples" / "data-pipeline" / "proposal.json",
+    "gated-deploy": ROOT / "examples" / "gated-deploy" / "proposal.json",
+    "cycle": ROOT / "tests" / "corpus" / "cycle.json",
+}
+
+
+def _proposal(path: Path) -> object:
+    doc = json.loads(path.read_text())
+    return {"id": path.stem, **doc["proposal"]} if path.parent.name == "corpus" else doc
+
+
+def main() -> None:
     target = ROOT / "docs" / "codes.md"
     target.write_text(render_codes_reference())
     print(f"wrote {target.relative_to(ROOT)}")
+    from car_verify.export import GraphvizMissing, render, to_dot, to_dot_text
+
+    if "--golden" in sys.argv:
+        for name, path in GOLDEN.items():
+            out = ROOT / "tests" / "golden" / f"{name}.dot"
+            out.write_text(to_dot_text(_proposal(path)))
+            print(f"wrote {out.relative_to(ROOT)}")
+    images = ROOT / "docs" / "images"
+    images.mkdir(exist_ok=True)
+    for name, path in IMAGES.items():
+        try:
+            svg = render(to_dot(_proposal(path)), "svg")
+        except GraphvizMissing as err:
+            print(f"skipped docs/images: {err}")
+            return
+        (images / f"{name}.svg").write_bytes(svg)
+        print(f"wrote docs/images/{name}.svg")
+
+
+if __name__ == "__main__":
+    main()

@@ -52,3 +52,18 @@ def test_readme_python_example_runs(
     out = capsys.readouterr().out
     assert "equivalent for every initial state" in out
     assert "[['extract_orders', 'extract_refunds'], ['transform'], ['publish']]" in out
+
+
+def test_every_doc_is_linked_from_the_index_and_its_images_exist() -> None:
+    import re
+
+    index = (ROOT / "docs" / "index.md").read_text()
+    for page in (ROOT / "docs").glob("*.md"):
+        if page.name != "index.md":
+            assert f"({page.name})" in index, f"docs/index.md does not link {page.name}"
+    guide = (ROOT / "docs" / "guide.md").read_text()
+    images = re.findall(r"\]\((images/[^)]+)\)", guide)
+    assert images
+    for image in images:
+        svg = (ROOT / "docs" / image).read_text()
+        assert svg.lstrip().startswith("<?xml") and "<svg" in svg

@@ -1,0 +1,181 @@
+"""Compact HTML for Jupyter: ``_repr_html_`` of proposals and results.
+
+A header with the verdict, a table of findings (code, action, severity, tier,
+message) and the DAG as inline SVG (DOT text when Graphviz is absent). Large
+proposals stay readable: past ``GRAPH_LIMIT`` actions the graph is left out and
+past ``ROW_LIMIT`` findings the table is cut, and the page says so. The output is
+well-formed XHTML.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from html import escape
+from typing import Any
+
+__all__ = ["GRAPH_LIMIT", "ROW_LIMIT", "html_for"]
+
+GRAPH_LIMIT = 60
+ROW_LIMIT = 200
+
+_STYLE = (
+    "font-family:Helvetica,Arial,sans-serif;font-size:13px;"
+    "border:1px solid #ddd;border-radius:4px;padding:8px;max-width:100%;overflow:auto"
+)
+_BADGES = {"valid": "#2e7d32", "invalid": "#c62828", "unknown": "#6d6d6d", "equivalent": "#2e7d32"}
+
+
+def _badge(text: str, colour: str) -> str:
+    return (
+        f'<span style="background:{colour};color:#fff;border-radius:3px;padding:1px 6px">'
+        f"{escape(text)}</span>"
+    )
+
+
+def _table(headers: list[str], rows: Iterable[list[str]], limit: int = ROW_LIMIT) -> str:
+    rows = list(rows)
+    head = "".join(f'<th style="text-align:left;padding:2px 8px">{escape(h)}</th>' for h in headers)
+    body = "".join(
+        "<tr>" + "".join(f'<td style="padding:2px 8px">{escape(c)}</td>' for c in row) + "</tr>"
+        for row in rows[:limit]
+    )
+    more = (
+        f"<p><em>{len(rows) - limit} more rows not shown (limit {limit}).</em></p>"
+        if len(rows) > limit
+        else ""
+    )
+    return f'<table style="border-collapse:collapse"><tr>{head}</tr>{body}</table>{more}'
+
+
+def _graph(proposal: Any, **options: Any) -> str:
+    count = len(proposal.actions)
+    if count > GRAPH_LIMIT:
+        return (
+            f"<p><em>Graph not shown: {count} actions (limit {GRAPH_LIMIT}). Use "
+            "car_verify.export.to_dot(...) or car-verify dot to draw it.</em></p>"
+        )
+    if count == 0:
+        return ""
+    from .export import GraphvizMissing, render, to_dot
+
+    graph = to_dot(proposal, **options)
+    try:
+        svg = render(graph, "svg").decode("utf-8")
+    except GraphvizMissing:
+        return (
+            "<p><em>Graphviz is not installed; the DAG as DOT text:</em></p>"
+            f"<pre>{escape(graph.to_string())}</pre>"
+        )
+    svg = re.sub(r"<\?xml[^>]*\?>", "", svg)
+    svg = re.sub(r"<!DOCTYPE[^>]*>", "", svg)
+    svg = re.sub(r"<!--.*?-->", "", svg, flags=re.S)
+    return f'<div style="overflow:auto">{svg.strip()}</div>'
+
+
+def _findings(issues: list[Any]) -> str:
+    if not issues:
+        return "<p>No findings.</p>"
+    rows = [
+        [i.code, i.action_id or "(proposal)", i.severity.value, i.tier.value, i.message]
+        for i in issues
+    ]
+    return _table(["code", "action", "severity", "tier", "message"], rows)
+
+
+def verification_html(result: Any) -> str:
+    errors, warnings = len(result.errors), len(result.warnings)
+    verdict = "valid" if result.valid else "invalid"
+    header = (
+        f"<p><strong>verify</strong> {_badge(verdict, _BADGES[verdict])} "
+        f"{errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}; "
+        f"{len(result.execution_levels)} levels; confidence {result.evidence.confidence:.2f}</p>"
+    )
+    graph = _graph(result.proposal, result=result)
+    return f'<div style="{_STYLE}">{header}{_findings(result.issues)}{graph}</div>'
+
+
+def proposal_html(proposal: Any) -> str:
+    from .api import verify
+
+    result = verify(proposal)
+    header = (
+        f"<p><strong>proposal</strong> {escape(proposal.id)} from {escape(proposal.source)}: "
+        f"{len(proposal.actions)} actions, rollback contract "
+        f"{escape(proposal.rollback_contract().value)}</p>"
+    )
+    body = verification_html(result)
+    return f'<div style="{_STYLE}">{header}{body}</div>'
+
+
+def simulation_html(sim: Any) -> str:
+    rows = []
+    for t in sim.trace:
+        if t.blocked:
+            from .walk import describe
+
+            what = "blocked: " + "; ".join(describe(c) for c in t.causes)
+        else:
+            parts = [f"{k} from {v or 'the initial state'}" for k, v in t.supplied.items()]
+            what = "runs" + (f" ({'; '.join(parts)})" if parts else "")
+        rows.append([str(t.level), t.action_id, what])
+    for action_id in sim.unwalked:
+        rows.append(["-", action_id, "not walked (on or after a dependency cycle)"])
+    state = escape(json.dumps(dict(sim), indent=2, sort_keys=True, ensure_ascii=False))
+    header = f"<p><strong>simulate</strong>: {len(sim.blocked)} blocked of {len(sim.trace)}</p>"
+    return (
+        f'<div style="{_STYLE}">{header}{_table(["level", "action", "what"], rows)}'
+        f"<p>end state</p><pre>{state}</pre></div>"
+    )
+
+
+def equivalence_html(result: Any) -> str:
+    if result.equivalent is None:
+        verdict, colour = "unknown", _BADGES["unknown"]
+    elif result.equivalent:
+        verdict, colour = "equivalent", _BADGES["equivalent"]
+    else:
+        verdict, colour = "not equivalent", _BADGES["invalid"]
+    header = (
+        f"<p><strong>equivalent</strong> ({escape(result.method)}, tier "
+        f"{escape(result.tier.value)}) {_badge(verdict, colour)}</p>"
+    )
+    body = f"<pre>{escape(result.explain())}</pre>"
+    return f'<div style="{_STYLE}">{header}{body}</div>'
+
+
+def execution_html(outcome: Any) -> str:
+    cost = outcome.result.cost
+    verdict = "aborted" if outcome.aborted_by else "completed"
+    colour = _BADGES["invalid" if outcome.aborted_by else "valid"]
+    header = (
+        f"<p><strong>run</strong> {_badge(verdict, colour)} "
+        f"{cost.actions_executed} executed, {cost.actions_rejected} rejected, "
+        f"{cost.actions_skipped} skipped; {cost.tool_calls} tool calls</p>"
+    )
+    rows = [[r.action_id, r.status.value, r.error or ""] for r in outcome.result.results]
+    table = _table(["action", "status", "error"], rows)
+    graph = _graph(outcome.executor.proposal, execution=outcome.result) if outcome.executor else ""
+    return f'<div style="{_STYLE}">{header}{table}{graph}</div>'
+
+
+def html_for(obj: Any) -> str:
+    """The HTML of any displayable car-verify object."""
+    from .api import Simulation, VerificationResult
+    from .equivalence import EquivalenceResult
+    from .model import ActionProposal
+
+    if isinstance(obj, VerificationResult):
+        return verification_html(obj)
+    if isinstance(obj, ActionProposal):
+        return proposal_html(obj)
+    if isinstance(obj, Simulation):
+        return simulation_html(obj)
+    if isinstance(obj, EquivalenceResult):
+        return equivalence_html(obj)
+    from .executor import ExecutionResult
+
+    if isinstance(obj, ExecutionResult):
+        return execution_html(obj)
+    raise TypeError(f"no HTML view for {type(obj).__name__}")

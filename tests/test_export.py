@@ -1,0 +1,170 @@
+"""The pydot exporter, rendering, and the Jupyter HTML views."""
+
+from __future__ import annotations
+
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+import car_verify
+from car_verify.cli import main
+from car_verify.executor import execute_sync
+from car_verify.export import GraphvizMissing, render, to_dot, to_dot_text
+
+ROOT = Path(__file__).resolve().parents[1]
+GOLDEN = Path(__file__).parent / "golden"
+CASES = {
+    "data-pipeline": ROOT / "examples" / "data-pipeline" / "proposal.json",
+    "gated-deploy": ROOT / "examples" / "gated-deploy" / "proposal.json",
+    "cycle": Path(__file__).parent / "corpus" / "cycle.json",
+}
+HAS_DOT = shutil.which("dot") is not None
+
+
+def proposal(name: str) -> car_verify.ActionProposal:
+    path = CASES[name]
+    if path.parent.name == "corpus":
+        import json
+
+        return car_verify.load({"id": path.stem, **json.loads(path.read_text())["proposal"]})
+    return car_verify.load(path)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_dot_output_matches_the_golden_file(name: str) -> None:
+    """Regenerate with: python scripts/gen_docs.py --golden"""
+    text = to_dot_text(proposal(name))
+    assert text == (GOLDEN / f"{name}.dot").read_text()
+    assert to_dot_text(proposal(name)) == text  # deterministic
+
+
+def test_every_element_is_on_the_graph() -> None:
+    text = to_dot_text(proposal("data-pipeline"))
+    # one rank per level, labelled
+    for level in range(3):
+        assert f'level{level} [label="level {level}"' in text
+    assert text.count("rank=same") == 3
+    # edges labelled by why they exist: state keys and an output reference
+    assert 'a0 -> a2 [label="orders_extracted, staging_table"]' in text
+    assert 'a2 -> a3 [label="$transform.output.table, revenue_table"]' in text
+    # the conflict: red, dashed, labelled with the key, not a constraint
+    assert (
+        'a0 -> a1 [label="conflict: staging_table", color="#cc0000", fontcolor="#cc0000", '
+        "style=dashed, dir=none, constraint=false]"
+    ) in text
+    # colour by worst finding, tooltip with tool and parameters, legend
+    assert 'a1 [label="extract_refunds\\nsql_query", shape=box, fillcolor="#fbe5a6"' in text
+    assert 'tooltip="tool_call sql_query {\\"day\\": \\"2026-05-02\\"' in text
+    assert "subgraph cluster_legend" in text
+    gated = to_dot_text(proposal("gated-deploy"))
+    assert 'a2 [label="gate", shape=diamond' in gated  # shape by action type
+    assert 'a3 -> a4 [label="depends"]' in gated
+
+
+def test_cycles_and_errors() -> None:
+    text = to_dot_text(proposal("cycle"))
+    assert 'label="no level (cycle)"' in text
+    assert 'fillcolor="#f4b6b6"' in text  # the error on the cycle's first action
+
+
+def test_execution_results_colour_by_status() -> None:
+    doc = {
+        "actions": [
+            {"id": "a", "type": "tool_call", "tool": "ok"},
+            {"id": "b", "type": "tool_call", "tool": "bad", "dependencies": ["a"]},
+        ]
+    }
+    outcome = execute_sync(doc, {"ok": lambda p: 1, "bad": lambda p: 1 / 0})
+    text = to_dot_text(doc, execution=outcome)
+    assert 'a0 [label="a\\nok\\n[succeeded]", shape=box, fillcolor="#d5ecd4"' in text
+    assert 'a1 [label="b\\nbad\\n[failed]", shape=box, fillcolor="#f4b6b6"' in text
+
+
+@pytest.mark.skipif(not HAS_DOT, reason="Graphviz is not installed")
+def test_svg_renders_with_every_action_id() -> None:
+    p = proposal("gated-deploy")
+    svg = render(to_dot(p), "svg").decode()
+    root = ET.fromstring(svg)
+    assert root.tag.endswith("svg")
+    for action in p.actions:
+        assert action.id in svg
+    assert render(to_dot(p), "png").startswith(b"\x89PNG")
+
+
+def test_missing_graphviz_is_a_one_line_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(GraphvizMissing, match="apt-get install graphviz"):
+        render(to_dot(proposal("gated-deploy")), "svg")
+    out = tmp_path / "g.svg"
+    assert main(["dot", str(CASES["gated-deploy"]), "-o", str(out)]) == 2
+    _, err = capsys.readouterr()
+    assert err.count("\n") == 1 and "Graphviz" in err
+    assert main(["dot", str(CASES["gated-deploy"]), "-o", str(tmp_path / "g.dot")]) == 0
+    assert (tmp_path / "g.dot").read_text().startswith("digraph proposal {")
+
+
+def test_cli_dot_to_stdout_and_with_a_result(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["dot", str(CASES["data-pipeline"])]) == 0
+    out, _ = capsys.readouterr()
+    assert out == to_dot_text(proposal("data-pipeline"))
+    outcome = execute_sync(CASES["data-pipeline"], lambda tool, params: {"table": "t"})
+    result = tmp_path / "r.json"
+    result.write_text(outcome.result.to_json())
+    assert main(["dot", str(CASES["data-pipeline"]), "--result", str(result)]) == 0
+    out, _ = capsys.readouterr()
+    assert "[succeeded]" in out
+
+
+# --- HTML --------------------------------------------------------------------------------------
+
+
+def well_formed(html: str) -> ET.Element:
+    return ET.fromstring(f"<div>{html}</div>")
+
+
+def test_html_reprs_are_valid_and_hold_the_findings() -> None:
+    p = proposal("data-pipeline")
+    result = car_verify.verify(p)
+    html = result._repr_html_()
+    well_formed(html)
+    assert "write-conflict" in html and "extract_refunds" in html and "valid" in html
+    assert ("<svg" in html) == HAS_DOT
+    well_formed(p._repr_html_())
+    sim = car_verify.simulate(p)
+    assert (
+        "transform" in well_formed(sim._repr_html_()).itertext().__next__()
+        or "transform" in sim._repr_html_()
+    )
+    eq = car_verify.equivalent(p, p)
+    assert "equivalent" in eq._repr_html_()
+    outcome = execute_sync(p, lambda tool, params: {"table": "t"})
+    html = outcome._repr_html_()
+    well_formed(html)
+    assert "succeeded" in html
+
+
+def test_large_proposals_collapse_and_say_so() -> None:
+    from car_verify import notebook
+
+    doc = {
+        "actions": [
+            {"id": f"a{i}", "type": "tool_call", "tool": "t", "preconditions": [{"key": "k"}]}
+            for i in range(notebook.GRAPH_LIMIT + 1)
+        ]
+    }
+    html = car_verify.verify(doc)._repr_html_()
+    well_formed(html)
+    assert "Graph not shown: 61 actions" in html and "<svg" not in html
+
+
+def test_html_without_graphviz_shows_dot(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    html = car_verify.verify(CASES["gated-deploy"])._repr_html_()
+    well_formed(html)
+    assert "Graphviz is not installed" in html and "digraph proposal" in html

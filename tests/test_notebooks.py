@@ -1,0 +1,35 @@
+"""The committed notebooks execute without error (nbclient), from their own folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+
+
+def test_there_are_at_least_three_notebooks() -> None:
+    assert len(NOTEBOOKS) >= 3
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_executes(path: Path) -> None:
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    book = nbformat.read(path, as_version=4)
+    assert any(cell.get("outputs") for cell in book.cells if cell.cell_type == "code"), (
+        "notebooks are committed with their outputs"
+    )
+    client = nbclient.NotebookClient(
+        book, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    )
+    client.execute()  # raises CellExecutionError naming the failing cell
+    errors = [
+        out
+        for cell in book.cells
+        if cell.cell_type == "code"
+        for out in cell.get("outputs", [])
+        if out.get("output_type") == "error"
+    ]
+    assert errors == []
