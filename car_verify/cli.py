@@ -1,5 +1,5 @@
 """The command line: ``car-verify verify | simulate | equivalent | optimize | wp | txcheck |
-policy check | policy lint | run | dot | codes | passes``.
+policy check | policy lint | run | dot | lint | codes | passes``.
 
 ``main(argv) -> int`` never raises: bad input or usage prints one line on stderr
 and returns 2 with nothing on stdout. Set ``CAR_VERIFY_DEBUG=1`` to see the
@@ -395,6 +395,46 @@ def cmd_dot(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _codes_arg(text: str | None) -> tuple[str, ...] | None:
+    return None if text is None else tuple(c.strip() for c in text.split(",") if c.strip())
+
+
+def cmd_lint(args: argparse.Namespace) -> int:
+    from . import lint
+
+    config_path = Path(args.config) if args.config else lint.find_config()
+    config = lint.load_config(config_path)
+    config = lint.with_overrides(
+        config,
+        tools=tuple(Path(t).resolve() for t in args.tools) if args.tools else None,
+        state=Path(args.state).resolve() if args.state else None,
+        max_actions=args.max_actions,
+        policies=Path(args.policies).resolve() if args.policies else None,
+        select=_codes_arg(args.select),
+        ignore=_codes_arg(args.ignore),
+        repeat_threshold=args.repeat_threshold,
+        fail_on=args.fail_on,
+    )
+    progress = False if args.no_progress else None
+    report = lint.lint_paths(args.paths or ["."], config, workers=args.workers, progress=progress)
+    if args.write_baseline:
+        lint.Baseline.of(report.findings).write(args.write_baseline)
+        sys.stderr.write(
+            f"car-verify: wrote {len(report.findings)} findings to {args.write_baseline}\n"
+        )
+        return EXIT_OK
+    if args.baseline:
+        lint.Baseline.read(args.baseline).apply(report)
+    render = {
+        "text": lint.render_text,
+        "json": lint.render_json,
+        "sarif": lint.render_sarif,
+        "github": lint.render_github,
+    }[args.format]
+    _write(render(report))
+    return EXIT_FINDINGS if report.failing(config.fail_on) else EXIT_OK
+
+
 def cmd_codes(args: argparse.Namespace) -> int:
     from .codes import CODES
 
@@ -535,6 +575,27 @@ def _parser() -> _Parser:
         "-o", "--output", metavar="OUT", help="OUT.dot, OUT.svg or OUT.png (default: DOT on stdout)"
     )
     p.set_defaults(run=cmd_dot)
+
+    p = sub.add_parser("lint", help="lint the proposal files of a repository")
+    p.add_argument("paths", metavar="PATH", nargs="*", help="files and folders (default: .)")
+    p.add_argument("--config", metavar="FILE", help="pyproject.toml or .car/verify.toml to use")
+    p.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text")
+    p.add_argument(
+        "--fail-on", choices=("error", "warning", "info", "never"), default=None,
+        help="exit 1 when a finding is at or above this severity (default: error)",
+    )
+    p.add_argument("--select", metavar="A,B", help="report only these codes")
+    p.add_argument("--ignore", metavar="A,B", help="never report these codes")
+    p.add_argument("--tools", metavar="TOOLS.json", action="append", help="tool registry")
+    p.add_argument("--state", metavar="STATE.json", help="initial state (a JSON object)")
+    p.add_argument("--max-actions", type=_positive, metavar="N", help="action budget")
+    p.add_argument("--policies", metavar="DIR", help="policy directory (.car/policies)")
+    p.add_argument("--repeat-threshold", type=_positive, metavar="N", default=None)
+    p.add_argument("--baseline", metavar="FILE", help="leave out the findings recorded in FILE")
+    p.add_argument("--write-baseline", metavar="FILE", help="record today's findings in FILE")
+    p.add_argument("--workers", type=_positive, metavar="N", help="worker processes")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(run=cmd_lint)
 
     p = sub.add_parser("codes", help="list every finding code")
     p.add_argument("--format", choices=("text", "json"), default="text")

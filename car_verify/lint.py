@@ -1,0 +1,689 @@
+"""``car-verify lint``: check the proposals kept in a repository, like ruff or mypy.
+
+Files and folders (recursively): ``.json`` (one proposal), ``.jsonl`` (one per
+line), ``.yaml`` / ``.yml`` (one per document). Every finding carries the file,
+line and column of the action it concerns. A file that does not parse or is not
+a proposal is reported with its path and line, and linting goes on.
+
+Configuration comes from ``[tool.car-verify]`` in ``pyproject.toml`` or from
+``.car/verify.toml``, the nearest found walking up from the working directory
+(``.car/verify.toml`` first when a directory has both). Unknown keys and wrong
+types are errors naming the file and key. Command-line flags win over the file.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import os
+import sys
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from .codes import CODES, Code
+from .errors import InputError, UsageError
+from .findings import Severity, Tier
+
+__all__ = [
+    "LINT_CODES",
+    "Baseline",
+    "LintConfig",
+    "LintFinding",
+    "LintReport",
+    "find_config",
+    "lint_paths",
+    "load_config",
+]
+
+#: Findings about files rather than plans.
+LINT_CODES = {
+    "invalid-file": Code(
+        "invalid-file", Severity.ERROR, Tier.DECISION_PROCEDURE,
+        "the file does not parse, or its proposal cannot be modelled",
+    ),
+    "not-a-proposal": Code(
+        "not-a-proposal", Severity.WARNING, Tier.DECISION_PROCEDURE,
+        "the file parses but holds no proposal (no `actions` array)",
+    ),
+}
+EXTENSIONS = {".json", ".jsonl", ".yaml", ".yml"}
+SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache"}
+
+
+# --- configuration ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LintConfig:
+    """Settings (paths resolved against the configuration file's directory)."""
+
+    root: Path = field(default_factory=Path.cwd)
+    source: Path | None = None
+    tools: tuple[Path, ...] = ()
+    state: Path | None = None
+    max_actions: int | None = None
+    policies: Path | None = None
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    severity: Mapping[str, str] = field(default_factory=dict)
+    per_path_ignores: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    repeat_threshold: int = 3
+    exclude: tuple[str, ...] = ()
+    fail_on: str = "error"
+
+
+_KEYS = {
+    "tools", "state", "max-actions", "policies", "select", "ignore", "severity",
+    "per-path-ignores", "repeat-threshold", "exclude", "fail-on",
+}
+_LEVELS = ("error", "warning", "info")
+
+
+def find_config(start: str | os.PathLike[str] | None = None) -> Path | None:
+    """The nearest ``.car/verify.toml`` or ``pyproject.toml`` with ``[tool.car-verify]``."""
+    import tomllib
+
+    here = Path(start or os.getcwd()).resolve()
+    for directory in (here, *here.parents):
+        dotcar = directory / ".car" / "verify.toml"
+        if dotcar.is_file():
+            return dotcar
+        pyproject = directory / "pyproject.toml"
+        if pyproject.is_file():
+            try:
+                doc = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+            except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError):
+                doc = {}
+            if "car-verify" in doc.get("tool", {}):
+                return pyproject
+    return None
+
+
+def load_config(path: str | os.PathLike[str] | None = None) -> LintConfig:
+    """Read a configuration file strictly (or the defaults when ``path`` is None)."""
+    import tomllib
+
+    if path is None:
+        return LintConfig()
+    file = Path(path).resolve()
+    try:
+        doc = tomllib.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as err:
+        raise InputError(f"cannot read configuration: {err}", source=str(file)) from None
+    except tomllib.TOMLDecodeError as err:
+        raise InputError(f"not valid TOML: {err}", source=str(file)) from None
+    prefix: list[str | int] = []
+    if file.name == "pyproject.toml":
+        doc = doc.get("tool", {}).get("car-verify", {})
+        prefix = ["tool", "car-verify"]
+    root = file.parent.parent if file.parent.name == ".car" else file.parent
+
+    def fail(key: str, problem: str) -> InputError:
+        return InputError(problem, [*prefix, key], source=str(file))
+
+    for key in doc:
+        if key not in _KEYS:
+            raise fail(key, f"unknown key (expected one of {', '.join(sorted(_KEYS))})")
+
+    def strings(key: str) -> tuple[str, ...]:
+        value = doc.get(key, [])
+        if isinstance(value, str) and key == "tools":
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise fail(key, "expected an array of strings")
+        return tuple(value)
+
+    def whole(key: str, default: int | None, minimum: int) -> int | None:
+        value = doc.get(key, default)
+        if value is None:
+            return None
+        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+            raise fail(key, f"expected an integer >= {minimum}")
+        return value
+
+    def path_of(key: str) -> Path | None:
+        value = doc.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            raise fail(key, "expected a path (a string)")
+        return (root / value).resolve()
+
+    severity = doc.get("severity", {})
+    if not isinstance(severity, dict):
+        raise fail("severity", "expected a table of code = \"error\" | \"warning\" | \"info\"")
+    for code, level in severity.items():
+        if level not in _LEVELS:
+            raise InputError(
+                f"expected one of {', '.join(_LEVELS)}", [*prefix, "severity", code], source=str(file)
+            )
+    per_path = doc.get("per-path-ignores", {})
+    if not isinstance(per_path, dict):
+        raise fail("per-path-ignores", "expected a table of glob = [codes]")
+    for glob, codes in per_path.items():
+        if not isinstance(codes, list) or not all(isinstance(c, str) for c in codes):
+            raise InputError(
+                "expected an array of codes", [*prefix, "per-path-ignores", glob], source=str(file)
+            )
+    fail_on = doc.get("fail-on", "error")
+    if fail_on not in (*_LEVELS, "never"):
+        raise fail("fail-on", "expected one of error, warning, info, never")
+    return LintConfig(
+        root=root,
+        source=file,
+        tools=tuple((root / t).resolve() for t in strings("tools")),
+        state=path_of("state"),
+        max_actions=whole("max-actions", None, 0),
+        policies=path_of("policies"),
+        select=strings("select"),
+        ignore=strings("ignore"),
+        severity=dict(severity),
+        per_path_ignores={g: tuple(c) for g, c in per_path.items()},
+        repeat_threshold=whole("repeat-threshold", 3, 1) or 3,
+        exclude=strings("exclude"),
+        fail_on=fail_on,
+    )
+
+
+# --- findings -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LintFinding:
+    path: str
+    line: int
+    column: int
+    code: str
+    severity: str
+    tier: str
+    message: str
+    action_id: str | None = None
+    pointer: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path, "line": self.line, "column": self.column, "code": self.code,
+            "severity": self.severity, "tier": self.tier, "message": self.message,
+            "action_id": self.action_id, "pointer": self.pointer,
+        }
+
+    def key(self) -> tuple[str, str | None, str]:
+        """How a baseline matches a finding: file, action id and code (not line)."""
+        return (self.path, self.action_id, self.code)
+
+
+@dataclass(slots=True)
+class FileResult:
+    path: str
+    findings: list[LintFinding] = field(default_factory=list)
+    suppressed: list[LintFinding] = field(default_factory=list)
+    proposals: int = 0
+
+
+@dataclass(slots=True)
+class LintReport:
+    files: list[FileResult]
+    config: LintConfig
+    baselined: list[LintFinding] = field(default_factory=list)
+
+    @property
+    def findings(self) -> list[LintFinding]:
+        return [f for r in self.files for f in r.findings]
+
+    @property
+    def suppressed(self) -> list[LintFinding]:
+        return [f for r in self.files for f in r.suppressed]
+
+    def failing(self, fail_on: str) -> list[LintFinding]:
+        if fail_on == "never":
+            return []
+        rank = {"info": 0, "warning": 1, "error": 2}
+        return [f for f in self.findings if rank[f.severity] >= rank[fail_on]]
+
+    def summary(self) -> dict[str, Any]:
+        by_severity = Counter(f.severity for f in self.findings)
+        return {
+            "files": len(self.files),
+            "proposals": sum(r.proposals for r in self.files),
+            "findings": len(self.findings),
+            "errors": by_severity.get("error", 0),
+            "warnings": by_severity.get("warning", 0),
+            "info": by_severity.get("info", 0),
+            "suppressed": dict(sorted(Counter(f.code for f in self.suppressed).items())),
+            "baselined": len(self.baselined),
+        }
+
+
+# --- linting one file ------------------------------------------------------------------------
+
+_WORKER: dict[str, Any] = {}
+
+
+def _setup(config: LintConfig) -> dict[str, Any]:
+    """Inputs shared by every file: tools, state, policies (loaded once per process)."""
+    cached = _WORKER.get("setup")
+    if cached is not None and cached[0] == config:
+        return cached[1]  # type: ignore[no-any-return]
+    from .model import load_tools, read_json
+    from .tools import ToolRegistry
+
+    tools = None
+    if config.tools:
+        schemas = []
+        for path in config.tools:
+            schemas.extend(load_tools(path))
+        tools = ToolRegistry(schemas)
+    state = None
+    if config.state is not None:
+        state = read_json(config.state)
+        if not isinstance(state, dict):
+            raise InputError("the state file must hold a JSON object", source=str(config.state))
+    policies = None
+    if config.policies is not None:
+        from .policy import load_policies
+
+        policies = load_policies(config.policies).engine()
+    setup = {"tools": tools, "state": state, "policies": policies}
+    _WORKER["setup"] = (config, setup)
+    return setup
+
+
+def _relative(path: Path, config: LintConfig) -> str:
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _ignored_here(code: str, relative: str, config: LintConfig) -> bool:
+    try:
+        rooted = Path(relative).resolve().relative_to(config.root).as_posix()
+    except ValueError:
+        rooted = relative
+    return any(
+        (fnmatch.fnmatch(rooted, glob) or fnmatch.fnmatch(relative, glob)) and _matches(code, codes)
+        for glob, codes in config.per_path_ignores.items()
+    )
+
+
+def _matches(code: str, codes: Iterable[str]) -> bool:
+    return any(code == c or (c.endswith(":") and code.startswith(c)) for c in codes)
+
+
+def lint_file(path: str | Path, config: LintConfig) -> FileResult:
+    """Lint one file; never raises for what the file holds."""
+    file = Path(path)
+    relative = _relative(file, config)
+    result = FileResult(relative)
+
+    def file_finding(code: str, message: str, line: int = 1, column: int = 1) -> None:
+        spec = LINT_CODES[code]
+        result.findings.append(
+            LintFinding(relative, line, column, code, spec.severity.value, spec.tier.value, message)
+        )
+
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        file_finding("invalid-file", f"cannot read the file: {err}")
+        return result
+    documents: list[tuple[Any, dict[str, tuple[int, int]], int]] = []
+    suffix = file.suffix.lower()
+    try:
+        if suffix == ".jsonl":
+            from .locate import json_positions
+
+            for number, line in enumerate(text.split("\n"), start=1):
+                if line.strip():
+                    try:
+                        data = json.loads(line)
+                    except ValueError as err:
+                        file_finding("invalid-file", f"not valid JSON: {err}", number, 1)
+                        continue
+                    documents.append((data, json_positions(line, first_line=number), number))
+        elif suffix in (".yaml", ".yml"):
+            import yaml
+
+            from .locate import yaml_documents
+
+            try:
+                for data, positions in yaml_documents(text):
+                    documents.append((data, positions, positions.get("", (1, 1))[0]))
+            except yaml.YAMLError as err:
+                mark = getattr(err, "problem_mark", None)
+                line = mark.line + 1 if mark is not None else 1
+                column = mark.column + 1 if mark is not None else 1
+                problem = getattr(err, "problem", None) or str(err)
+                file_finding("invalid-file", f"not valid YAML: {problem}", line, column)
+                return result
+        else:
+            from .locate import json_positions
+
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError as err:
+                file_finding("invalid-file", f"not valid JSON: {err.msg}", err.lineno, err.colno)
+                return result
+            documents.append((data, json_positions(text), 1))
+    except Exception as err:  # a parser bug must not stop the other files
+        file_finding("invalid-file", f"cannot read the file: {type(err).__name__}: {err}")
+        return result
+    if not documents and not result.findings:
+        file_finding("not-a-proposal", "the file holds no proposal")
+    for data, positions, first_line in documents:
+        _lint_document(data, positions, first_line, relative, config, result, file_finding)
+    return result
+
+
+def _lint_document(
+    data: Any,
+    positions: Mapping[str, tuple[int, int]],
+    first_line: int,
+    relative: str,
+    config: LintConfig,
+    result: FileResult,
+    file_finding: Any,
+) -> None:
+    from .api import verify
+    from .model import load
+
+    if not isinstance(data, dict) or not isinstance(data.get("actions"), list):
+        file_finding("not-a-proposal", "no proposal here: expected an object with an `actions` array",
+                     first_line, 1)
+        return
+    try:
+        proposal = load(data)
+    except InputError as err:
+        where = positions.get(_action_pointer(err.pointer), (first_line, 1))
+        file_finding("invalid-file", str(err), *where)
+        return
+    result.proposals += 1
+    setup = _setup(config)
+    verdict = verify(
+        proposal,
+        tools=setup["tools"],
+        initial_state=setup["state"],
+        max_actions=config.max_actions,
+        policies=setup["policies"],
+        repeat_threshold=config.repeat_threshold,
+    )
+    for issue in verdict.issues:
+        pointer = f"/actions/{issue.index}" if issue.index is not None else ""
+        line, column = positions.get(pointer, (first_line, 1))
+        severity = config.severity.get(issue.code, issue.severity.value)
+        finding = LintFinding(
+            relative, line, column, issue.code, severity, issue.tier.value, issue.message,
+            issue.action_id, issue.pointer,
+        )
+        if config.select and not _matches(issue.code, config.select):
+            continue
+        if _matches(issue.code, config.ignore):
+            continue
+        if _ignored_here(issue.code, relative, config):
+            result.suppressed.append(finding)
+            continue
+        if issue.index is not None and _suppressed_by_metadata(proposal.actions[issue.index], issue.code):
+            result.suppressed.append(finding)
+            continue
+        result.findings.append(finding)
+
+
+def _action_pointer(pointer: str) -> str:
+    parts = pointer.split("/")
+    return "/".join(parts[:3]) if len(parts) > 2 and parts[1] == "actions" else ""
+
+
+def _suppressed_by_metadata(action: Any, code: str) -> bool:
+    """``"metadata": {"car-verify": {"ignore": ["repeated-call"]}}`` on the action."""
+    own = action.metadata.get("car-verify")
+    if not isinstance(own, dict):
+        return False
+    codes = own.get("ignore", [])
+    return isinstance(codes, list) and _matches(code, [c for c in codes if isinstance(c, str)])
+
+
+# --- many files -------------------------------------------------------------------------------
+
+
+def collect(paths: Sequence[str | Path], config: LintConfig) -> list[Path]:
+    """The files to lint under ``paths`` (folders recursively), in a stable order."""
+    found: list[Path] = []
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            for directory, subdirs, files in os.walk(path):
+                subdirs[:] = sorted(d for d in subdirs if d not in SKIP_DIRS)
+                for name in sorted(files):
+                    candidate = Path(directory, name)
+                    if candidate.suffix.lower() in EXTENSIONS and not _excluded(candidate, config):
+                        found.append(candidate)
+        elif path.exists():
+            found.append(path)
+        else:
+            raise UsageError(f"no such file or directory: {given}")
+    return list(dict.fromkeys(found))
+
+
+def _excluded(path: Path, config: LintConfig) -> bool:
+    if not config.exclude:
+        return False
+    try:
+        rooted = path.resolve().relative_to(config.root).as_posix()
+    except ValueError:
+        rooted = path.as_posix()
+    return any(fnmatch.fnmatch(rooted, g) or fnmatch.fnmatch(path.as_posix(), g) for g in config.exclude)
+
+
+def _lint_chunk(args: tuple[list[str], LintConfig]) -> list[FileResult]:
+    files, config = args
+    return [lint_file(f, config) for f in files]
+
+
+def lint_paths(
+    paths: Sequence[str | Path],
+    config: LintConfig | None = None,
+    *,
+    workers: int | None = None,
+    progress: bool | None = None,
+) -> LintReport:
+    """Lint every proposal file under ``paths``; with many files, in worker processes."""
+    config = config or LintConfig()
+    files = collect(paths, config)
+    _setup(config)  # a broken tools / state / policies file fails before any work
+    show = sys.stderr.isatty() if progress is None else progress
+    count = os.cpu_count() or 1
+    workers = workers if workers is not None else (min(count, 8) if len(files) >= 64 else 1)
+    results: list[FileResult] = []
+    if workers > 1 and len(files) > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        size = max(1, min(64, len(files) // (workers * 4)))
+        chunks = [[str(f) for f in files[i : i + size]] for i in range(0, len(files), size)]
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            for part in pool.map(_lint_chunk, [(c, config) for c in chunks]):
+                results.extend(part)
+                _progress(show, len(results), len(files))
+    else:
+        for file in files:
+            results.append(lint_file(file, config))
+            _progress(show, len(results), len(files))
+    if show and files:
+        sys.stderr.write("\r" + " " * 60 + "\r")
+        sys.stderr.flush()
+    for r in results:
+        r.findings.sort(key=lambda f: (f.line, f.column, f.code))
+    return LintReport(results, config)
+
+
+def _progress(show: bool, done: int, total: int) -> None:
+    if not show or total == 0:
+        return
+    width = 30
+    filled = int(width * done / total)
+    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} files")
+    sys.stderr.flush()
+
+
+# --- baselines ----------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Baseline:
+    """Known findings, matched by file, action id and code (a multiset)."""
+
+    entries: Counter[tuple[str, str | None, str]]
+
+    @classmethod
+    def of(cls, findings: Iterable[LintFinding]) -> Baseline:
+        return cls(Counter(f.key() for f in findings))
+
+    @classmethod
+    def read(cls, path: str | os.PathLike[str]) -> Baseline:
+        from .model import read_json
+
+        doc = read_json(Path(path))
+        if not isinstance(doc, dict) or not isinstance(doc.get("findings"), list):
+            raise InputError("a baseline is an object with a `findings` array", source=str(path))
+        entries: Counter[tuple[str, str | None, str]] = Counter()
+        for index, item in enumerate(doc["findings"]):
+            if not isinstance(item, dict) or not isinstance(item.get("file"), str) or not isinstance(
+                item.get("code"), str
+            ):
+                raise InputError("expected {file, action_id, code, count}", ["findings", index],
+                                 source=str(path))
+            count = item.get("count", 1)
+            entries[(item["file"], item.get("action_id"), item["code"])] += int(count)
+        return cls(entries)
+
+    def write(self, path: str | os.PathLike[str]) -> None:
+        items = [
+            {"file": f, "action_id": a, "code": c, "count": n}
+            for (f, a, c), n in sorted(self.entries.items(), key=lambda kv: (kv[0][0], str(kv[0][1]), kv[0][2]))
+        ]
+        Path(path).write_text(json.dumps({"version": 1, "findings": items}, indent=2) + "\n")
+
+    def apply(self, report: LintReport) -> None:
+        """Move the findings the baseline knows into ``report.baselined``."""
+        left = Counter(self.entries)
+        for r in report.files:
+            kept = []
+            for finding in r.findings:
+                if left[finding.key()] > 0:
+                    left[finding.key()] -= 1
+                    report.baselined.append(finding)
+                else:
+                    kept.append(finding)
+            r.findings = kept
+
+
+# --- output ----------------------------------------------------------------------------------------
+
+
+def render_text(report: LintReport) -> str:
+    lines = [f"{f.path}:{f.line}:{f.column}: {f.code} {f.message}" for f in report.findings]
+    s = report.summary()
+    tail = f"{s['findings']} finding{'s' * (s['findings'] != 1)} ({s['errors']} errors, "
+    tail += f"{s['warnings']} warnings) in {s['files']} file{'s' * (s['files'] != 1)}"
+    if s["suppressed"]:
+        tail += "; suppressed: " + ", ".join(f"{c} x{n}" for c, n in s["suppressed"].items())
+    if s["baselined"]:
+        tail += f"; {s['baselined']} in the baseline"
+    lines.append(tail)
+    return "\n".join(lines) + "\n"
+
+
+def render_json(report: LintReport) -> str:
+    doc = {
+        "findings": [f.to_dict() for f in report.findings],
+        "suppressed": [f.to_dict() for f in report.suppressed],
+        "summary": report.summary(),
+    }
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def _github_escape(text: str, *, property: bool = False) -> str:
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    if property:
+        text = text.replace(":", "%3A").replace(",", "%2C")
+    return text
+
+
+def render_github(report: LintReport) -> str:
+    kinds = {"error": "error", "warning": "warning", "info": "notice"}
+    lines = [
+        f"::{kinds[f.severity]} file={_github_escape(f.path, property=True)},line={f.line},"
+        f"col={f.column},title={_github_escape(f.code, property=True)}::{_github_escape(f.message)}"
+        for f in report.findings
+    ]
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def all_codes() -> dict[str, Code]:
+    return {**dict(CODES), **LINT_CODES}
+
+
+def render_sarif(report: LintReport) -> str:
+    from . import __version__
+
+    codes = all_codes()
+    extra = sorted({f.code for f in report.findings} - set(codes))  # policy rule names
+    names = [*sorted(codes), *extra]
+    index = {name: i for i, name in enumerate(names)}
+    level = {"error": "error", "warning": "warning", "info": "note"}
+    rules = []
+    for name in names:
+        code = codes.get(name)
+        summary = code.summary if code else f"policy rule {name}"
+        default = code.severity.value if code else "error"
+        rules.append({
+            "id": name,
+            "shortDescription": {"text": summary},
+            "fullDescription": {"text": summary},
+            "help": {
+                "text": f"{summary}. Documentation: docs/codes.md#{name}",
+                "markdown": f"{summary}. See [the documentation](docs/codes.md#{name}).",
+            },
+            "helpUri": f"docs/codes.md#{name}" if code else "docs/policies.md",
+            "defaultConfiguration": {"level": level[default]},
+            "properties": {"tier": code.tier.value if code else "decision_procedure"},
+        })
+    results = []
+    for f in report.findings:
+        fingerprint = hashlib.sha256(f"{f.path}\0{f.action_id}\0{f.code}".encode()).hexdigest()[:32]
+        results.append({
+            "ruleId": f.code,
+            "ruleIndex": index[f.code],
+            "level": level[f.severity],
+            "message": {"text": f.message},
+            "locations": [{
+                "physicalLocation": {
+                    "artifactLocation": {"uri": f.path, "uriBaseId": "%SRCROOT%"},
+                    "region": {"startLine": f.line, "startColumn": f.column},
+                },
+                "logicalLocations": [{"name": f.action_id or "proposal",
+                                      "fullyQualifiedName": f.pointer or "/", "kind": "object"}],
+            }],
+            "partialFingerprints": {"carVerify/v1": fingerprint},
+            "properties": {"tier": f.tier, "actionId": f.action_id},
+        })
+    log = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "car-verify", "version": __version__,
+                                "informationUri": "https://pypi.org/project/car-verify/",
+                                "rules": rules}},
+            "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().resolve().as_uri() + "/"}},
+            "results": results,
+        }],
+    }
+    return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
+
+
+def with_overrides(config: LintConfig, **changes: Any) -> LintConfig:
+    """The configuration with the command line's values on top (None: keep the file's)."""
+    return replace(config, **{k: v for k, v in changes.items() if v is not None})

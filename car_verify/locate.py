@@ -1,0 +1,111 @@
+"""Where things are in a source file: the line and column of each action object.
+
+For JSON a regex tokenizer walks the text once (no second full parse in Python);
+for YAML the composed node tree carries its marks. Both give a map from a JSON
+pointer (``/actions/3``) to a 1-based ``(line, column)``.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from typing import Any
+
+__all__ = ["Positions", "json_positions", "yaml_documents"]
+
+Positions = dict[str, tuple[int, int]]
+
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]|[^\s{}\[\]:,"]+')
+
+
+class _Lines:
+    def __init__(self, text: str, first_line: int = 1) -> None:
+        self.starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        self.first = first_line
+
+    def at(self, offset: int) -> tuple[int, int]:
+        index = bisect_right(self.starts, offset) - 1
+        return self.first + index, offset - self.starts[index] + 1
+
+
+def json_positions(text: str, *, depth: int = 2, first_line: int = 1) -> Positions:
+    """Pointer -> (line, column) of every value down to ``depth`` (``/actions/3``).
+
+    Assumes ``text`` is valid JSON (it is parsed with ``json.loads`` as well).
+    """
+    lines = _Lines(text, first_line)
+    positions: Positions = {}
+    stack: list[list[Any]] = []  # frames: [kind, pointer, key or index, expecting_key]
+    pointer = ""
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        if token in ",:":
+            if token == "," and stack:
+                frame = stack[-1]
+                if frame[0] == "array":
+                    frame[2] += 1
+                else:
+                    frame[3] = True
+            continue
+        if token in "}]":
+            stack.pop()
+            continue
+        frame = stack[-1] if stack else None
+        if frame is not None and frame[0] == "object" and frame[3]:
+            frame[2] = _unescape(token)
+            frame[3] = False
+            continue
+        if frame is None:
+            pointer = ""
+        else:
+            pointer = f"{frame[1]}/{_escape(str(frame[2]))}"
+        if len(stack) <= depth:
+            positions[pointer] = lines.at(match.start())
+        if token == "{":
+            stack.append(["object", pointer, None, True])
+        elif token == "[":
+            stack.append(["array", pointer, 0, False])
+    return positions
+
+
+def _unescape(token: str) -> str:
+    import json
+
+    try:
+        return str(json.loads(token))
+    except ValueError:
+        return token.strip('"')
+
+
+def _escape(part: str) -> str:
+    return part.replace("~", "~0").replace("/", "~1")
+
+
+def yaml_documents(text: str) -> list[tuple[Any, Positions]]:
+    """Each YAML document's data and the positions of its values (depth 2)."""
+    import yaml
+
+    loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    out: list[tuple[Any, Positions]] = []
+    for node in yaml.compose_all(text, Loader=loader_cls):
+        if node is None:
+            continue
+        positions: Positions = {}
+        _walk_yaml(node, "", 0, positions)
+        data = yaml.load(yaml.serialize(node), Loader=loader_cls)
+        out.append((data, positions))
+    return out
+
+
+def _walk_yaml(node: Any, pointer: str, level: int, positions: Positions) -> None:
+    positions[pointer] = (node.start_mark.line + 1, node.start_mark.column + 1)
+    if level >= 2:
+        return
+    import yaml
+
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            _walk_yaml(value, f"{pointer}/{_escape(str(key.value))}", level + 1, positions)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, value in enumerate(node.value):
+            _walk_yaml(value, f"{pointer}/{index}", level + 1, positions)
