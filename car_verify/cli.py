@@ -581,7 +581,9 @@ def _parser() -> _Parser:
     p.add_argument("--config", metavar="FILE", help="pyproject.toml or .car/verify.toml to use")
     p.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text")
     p.add_argument(
-        "--fail-on", choices=("error", "warning", "info", "never"), default=None,
+        "--fail-on",
+        choices=("error", "warning", "info", "never"),
+        default=None,
         help="exit 1 when a finding is at or above this severity (default: error)",
     )
     p.add_argument("--select", metavar="A,B", help="report only these codes")

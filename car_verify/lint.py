@@ -42,11 +42,15 @@ __all__ = [
 #: Findings about files rather than plans.
 LINT_CODES = {
     "invalid-file": Code(
-        "invalid-file", Severity.ERROR, Tier.DECISION_PROCEDURE,
+        "invalid-file",
+        Severity.ERROR,
+        Tier.DECISION_PROCEDURE,
         "the file does not parse, or its proposal cannot be modelled",
     ),
     "not-a-proposal": Code(
-        "not-a-proposal", Severity.WARNING, Tier.DECISION_PROCEDURE,
+        "not-a-proposal",
+        Severity.WARNING,
+        Tier.DECISION_PROCEDURE,
         "the file parses but holds no proposal (no `actions` array)",
     ),
 }
@@ -54,7 +58,7 @@ EXTENSIONS = {".json", ".jsonl", ".yaml", ".yml"}
 SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache"}
 
 
-# --- configuration ------------------------------------------------------------------------
+# --- configuration ----------
 
 
 @dataclass(frozen=True)
@@ -77,8 +81,17 @@ class LintConfig:
 
 
 _KEYS = {
-    "tools", "state", "max-actions", "policies", "select", "ignore", "severity",
-    "per-path-ignores", "repeat-threshold", "exclude", "fail-on",
+    "tools",
+    "state",
+    "max-actions",
+    "policies",
+    "select",
+    "ignore",
+    "severity",
+    "per-path-ignores",
+    "repeat-threshold",
+    "exclude",
+    "fail-on",
 }
 _LEVELS = ("error", "warning", "info")
 
@@ -155,11 +168,13 @@ def load_config(path: str | os.PathLike[str] | None = None) -> LintConfig:
 
     severity = doc.get("severity", {})
     if not isinstance(severity, dict):
-        raise fail("severity", "expected a table of code = \"error\" | \"warning\" | \"info\"")
+        raise fail("severity", 'expected a table of code = "error" | "warning" | "info"')
     for code, level in severity.items():
         if level not in _LEVELS:
             raise InputError(
-                f"expected one of {', '.join(_LEVELS)}", [*prefix, "severity", code], source=str(file)
+                f"expected one of {', '.join(_LEVELS)}",
+                [*prefix, "severity", code],
+                source=str(file),
             )
     per_path = doc.get("per-path-ignores", {})
     if not isinstance(per_path, dict):
@@ -189,7 +204,7 @@ def load_config(path: str | os.PathLike[str] | None = None) -> LintConfig:
     )
 
 
-# --- findings -------------------------------------------------------------------------------
+# --- findings ----------
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,9 +221,15 @@ class LintFinding:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "path": self.path, "line": self.line, "column": self.column, "code": self.code,
-            "severity": self.severity, "tier": self.tier, "message": self.message,
-            "action_id": self.action_id, "pointer": self.pointer,
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+            "code": self.code,
+            "severity": self.severity,
+            "tier": self.tier,
+            "message": self.message,
+            "action_id": self.action_id,
+            "pointer": self.pointer,
         }
 
     def key(self) -> tuple[str, str | None, str]:
@@ -258,7 +279,7 @@ class LintReport:
         }
 
 
-# --- linting one file ------------------------------------------------------------------------
+# --- linting one file ----------
 
 _WORKER: dict[str, Any] = {}
 
@@ -355,10 +376,10 @@ def lint_file(path: str | Path, config: LintConfig) -> FileResult:
                     documents.append((data, positions, positions.get("", (1, 1))[0]))
             except yaml.YAMLError as err:
                 mark = getattr(err, "problem_mark", None)
-                line = mark.line + 1 if mark is not None else 1
-                column = mark.column + 1 if mark is not None else 1
+                at_line = mark.line + 1 if mark is not None else 1
+                at_column = mark.column + 1 if mark is not None else 1
                 problem = getattr(err, "problem", None) or str(err)
-                file_finding("invalid-file", f"not valid YAML: {problem}", line, column)
+                file_finding("invalid-file", f"not valid YAML: {problem}", at_line, at_column)
                 return result
         else:
             from .locate import json_positions
@@ -392,8 +413,12 @@ def _lint_document(
     from .model import load
 
     if not isinstance(data, dict) or not isinstance(data.get("actions"), list):
-        file_finding("not-a-proposal", "no proposal here: expected an object with an `actions` array",
-                     first_line, 1)
+        file_finding(
+            "not-a-proposal",
+            "no proposal here: expected an object with an `actions` array",
+            first_line,
+            1,
+        )
         return
     try:
         proposal = load(data)
@@ -416,8 +441,15 @@ def _lint_document(
         line, column = positions.get(pointer, (first_line, 1))
         severity = config.severity.get(issue.code, issue.severity.value)
         finding = LintFinding(
-            relative, line, column, issue.code, severity, issue.tier.value, issue.message,
-            issue.action_id, issue.pointer,
+            relative,
+            line,
+            column,
+            issue.code,
+            severity,
+            issue.tier.value,
+            issue.message,
+            issue.action_id,
+            issue.pointer,
         )
         if config.select and not _matches(issue.code, config.select):
             continue
@@ -426,7 +458,9 @@ def _lint_document(
         if _ignored_here(issue.code, relative, config):
             result.suppressed.append(finding)
             continue
-        if issue.index is not None and _suppressed_by_metadata(proposal.actions[issue.index], issue.code):
+        if issue.index is not None and _suppressed_by_metadata(
+            proposal.actions[issue.index], issue.code
+        ):
             result.suppressed.append(finding)
             continue
         result.findings.append(finding)
@@ -446,7 +480,7 @@ def _suppressed_by_metadata(action: Any, code: str) -> bool:
     return isinstance(codes, list) and _matches(code, [c for c in codes if isinstance(c, str)])
 
 
-# --- many files -------------------------------------------------------------------------------
+# --- many files ----------
 
 
 def collect(paths: Sequence[str | Path], config: LintConfig) -> list[Path]:
@@ -475,7 +509,9 @@ def _excluded(path: Path, config: LintConfig) -> bool:
         rooted = path.resolve().relative_to(config.root).as_posix()
     except ValueError:
         rooted = path.as_posix()
-    return any(fnmatch.fnmatch(rooted, g) or fnmatch.fnmatch(path.as_posix(), g) for g in config.exclude)
+    return any(
+        fnmatch.fnmatch(rooted, g) or fnmatch.fnmatch(path.as_posix(), g) for g in config.exclude
+    )
 
 
 def _lint_chunk(args: tuple[list[str], LintConfig]) -> list[FileResult]:
@@ -528,7 +564,7 @@ def _progress(show: bool, done: int, total: int) -> None:
     sys.stderr.flush()
 
 
-# --- baselines ----------------------------------------------------------------------------------
+# --- baselines ----------
 
 
 @dataclass(slots=True)
@@ -550,11 +586,14 @@ class Baseline:
             raise InputError("a baseline is an object with a `findings` array", source=str(path))
         entries: Counter[tuple[str, str | None, str]] = Counter()
         for index, item in enumerate(doc["findings"]):
-            if not isinstance(item, dict) or not isinstance(item.get("file"), str) or not isinstance(
-                item.get("code"), str
+            if (
+                not isinstance(item, dict)
+                or not isinstance(item.get("file"), str)
+                or not isinstance(item.get("code"), str)
             ):
-                raise InputError("expected {file, action_id, code, count}", ["findings", index],
-                                 source=str(path))
+                raise InputError(
+                    "expected {file, action_id, code, count}", ["findings", index], source=str(path)
+                )
             count = item.get("count", 1)
             entries[(item["file"], item.get("action_id"), item["code"])] += int(count)
         return cls(entries)
@@ -562,7 +601,9 @@ class Baseline:
     def write(self, path: str | os.PathLike[str]) -> None:
         items = [
             {"file": f, "action_id": a, "code": c, "count": n}
-            for (f, a, c), n in sorted(self.entries.items(), key=lambda kv: (kv[0][0], str(kv[0][1]), kv[0][2]))
+            for (f, a, c), n in sorted(
+                self.entries.items(), key=lambda kv: (kv[0][0], str(kv[0][1]), kv[0][2])
+            )
         ]
         Path(path).write_text(json.dumps({"version": 1, "findings": items}, indent=2) + "\n")
 
@@ -580,7 +621,7 @@ class Baseline:
             r.findings = kept
 
 
-# --- output ----------------------------------------------------------------------------------------
+# --- output ----------
 
 
 def render_text(report: LintReport) -> str:
@@ -639,47 +680,65 @@ def render_sarif(report: LintReport) -> str:
         code = codes.get(name)
         summary = code.summary if code else f"policy rule {name}"
         default = code.severity.value if code else "error"
-        rules.append({
-            "id": name,
-            "shortDescription": {"text": summary},
-            "fullDescription": {"text": summary},
-            "help": {
-                "text": f"{summary}. Documentation: docs/codes.md#{name}",
-                "markdown": f"{summary}. See [the documentation](docs/codes.md#{name}).",
-            },
-            "helpUri": f"docs/codes.md#{name}" if code else "docs/policies.md",
-            "defaultConfiguration": {"level": level[default]},
-            "properties": {"tier": code.tier.value if code else "decision_procedure"},
-        })
+        rules.append(
+            {
+                "id": name,
+                "shortDescription": {"text": summary},
+                "fullDescription": {"text": summary},
+                "help": {
+                    "text": f"{summary}. Documentation: docs/codes.md#{name}",
+                    "markdown": f"{summary}. See [the documentation](docs/codes.md#{name}).",
+                },
+                "helpUri": f"docs/codes.md#{name}" if code else "docs/policies.md",
+                "defaultConfiguration": {"level": level[default]},
+                "properties": {"tier": code.tier.value if code else "decision_procedure"},
+            }
+        )
     results = []
     for f in report.findings:
         fingerprint = hashlib.sha256(f"{f.path}\0{f.action_id}\0{f.code}".encode()).hexdigest()[:32]
-        results.append({
-            "ruleId": f.code,
-            "ruleIndex": index[f.code],
-            "level": level[f.severity],
-            "message": {"text": f.message},
-            "locations": [{
-                "physicalLocation": {
-                    "artifactLocation": {"uri": f.path, "uriBaseId": "%SRCROOT%"},
-                    "region": {"startLine": f.line, "startColumn": f.column},
-                },
-                "logicalLocations": [{"name": f.action_id or "proposal",
-                                      "fullyQualifiedName": f.pointer or "/", "kind": "object"}],
-            }],
-            "partialFingerprints": {"carVerify/v1": fingerprint},
-            "properties": {"tier": f.tier, "actionId": f.action_id},
-        })
+        results.append(
+            {
+                "ruleId": f.code,
+                "ruleIndex": index[f.code],
+                "level": level[f.severity],
+                "message": {"text": f.message},
+                "locations": [
+                    {
+                        "physicalLocation": {
+                            "artifactLocation": {"uri": f.path, "uriBaseId": "%SRCROOT%"},
+                            "region": {"startLine": f.line, "startColumn": f.column},
+                        },
+                        "logicalLocations": [
+                            {
+                                "name": f.action_id or "proposal",
+                                "fullyQualifiedName": f.pointer or "/",
+                                "kind": "object",
+                            }
+                        ],
+                    }
+                ],
+                "partialFingerprints": {"carVerify/v1": fingerprint},
+                "properties": {"tier": f.tier, "actionId": f.action_id},
+            }
+        )
     log = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {"name": "car-verify", "version": __version__,
-                                "informationUri": "https://pypi.org/project/car-verify/",
-                                "rules": rules}},
-            "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().resolve().as_uri() + "/"}},
-            "results": results,
-        }],
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "car-verify",
+                        "version": __version__,
+                        "informationUri": "https://pypi.org/project/car-verify/",
+                        "rules": rules,
+                    }
+                },
+                "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().resolve().as_uri() + "/"}},
+                "results": results,
+            }
+        ],
     }
     return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
 

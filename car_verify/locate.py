@@ -50,15 +50,15 @@ def json_positions(text: str, *, depth: int = 2, first_line: int = 1) -> Positio
         if token in "}]":
             stack.pop()
             continue
-        frame = stack[-1] if stack else None
-        if frame is not None and frame[0] == "object" and frame[3]:
-            frame[2] = _unescape(token)
-            frame[3] = False
-            continue
-        if frame is None:
-            pointer = ""
-        else:
+        if stack:
+            frame = stack[-1]
+            if frame[0] == "object" and frame[3]:
+                frame[2] = _unescape(token)
+                frame[3] = False
+                continue
             pointer = f"{frame[1]}/{_escape(str(frame[2]))}"
+        else:
+            pointer = ""
         if len(stack) <= depth:
             positions[pointer] = lines.at(match.start())
         if token == "{":

@@ -9,7 +9,6 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -19,12 +18,19 @@ from car_verify.lint import LintConfig, find_config, lint_paths, load_config
 FIXTURES = Path(__file__).parent / "fixtures"
 ROOT = Path(__file__).resolve().parents[1]
 
-BAD = {"id": "p", "actions": [
-    {"id": "ok", "type": "tool_call", "tool": "t", "parameters": {"n": 1}},
-    {"id": "gated", "type": "tool_call", "tool": "deploy",
-     "preconditions": [{"key": "tests_passed", "value": True}]},
-    *({"id": f"poll{i}", "type": "tool_call", "tool": "poll"} for i in range(3)),
-]}
+BAD = {
+    "id": "p",
+    "actions": [
+        {"id": "ok", "type": "tool_call", "tool": "t", "parameters": {"n": 1}},
+        {
+            "id": "gated",
+            "type": "tool_call",
+            "tool": "deploy",
+            "preconditions": [{"key": "tests_passed", "value": True}],
+        },
+        *({"id": f"poll{i}", "type": "tool_call", "tool": "poll"} for i in range(3)),
+    ],
+}
 
 
 def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -46,10 +52,12 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
-# --- locations -------------------------------------------------------------------------------------
+# --- locations ----------
 
 
-def test_locations_in_pretty_and_minified_json_and_yaml(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_locations_in_pretty_and_minified_json_and_yaml(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     write(repo / "plans" / "pretty.json", json.dumps(BAD, indent=2))
     minified = json.dumps(BAD, separators=(",", ":"))
     write(repo / "plans" / "mini.json", minified)
@@ -59,9 +67,23 @@ def test_locations_in_pretty_and_minified_json_and_yaml(repo: Path, capsys: pyte
         "      - {key: tests_passed, value: true}\n"
     )
     write(repo / "plans" / "plan.yaml", yaml_text)
-    jsonl = "\n".join([json.dumps({"actions": [{"id": "a", "type": "tool_call", "tool": "t"}]}),
-                       json.dumps({"actions": [{"id": "x", "type": "tool_call", "tool": "d",
-                                                "preconditions": [{"key": "k"}]}]})])
+    jsonl = "\n".join(
+        [
+            json.dumps({"actions": [{"id": "a", "type": "tool_call", "tool": "t"}]}),
+            json.dumps(
+                {
+                    "actions": [
+                        {
+                            "id": "x",
+                            "type": "tool_call",
+                            "tool": "d",
+                            "preconditions": [{"key": "k"}],
+                        }
+                    ]
+                }
+            ),
+        ]
+    )
     write(repo / "plans" / "many.jsonl", jsonl)
     code, out, _ = run(["lint", "plans", "--no-progress"], capsys)
     assert code == 1
@@ -81,10 +103,21 @@ def test_a_broken_file_among_good_ones(repo: Path, capsys: pytest.CaptureFixture
     write(repo / "a.json", json.dumps({"actions": [{"id": "a", "type": "tool_call", "tool": "t"}]}))
     write(repo / "b.json", '{\n  "actions": [\n    {"id": "x",}\n  ]\n}\n')
     write(repo / "c.yaml", "actions:\n  - id: [unclosed\n")
-    write(repo / "d.json", json.dumps({"actions": [{"id": "d", "type": "tool_call", "preconditions": "x"}]}))
+    write(
+        repo / "d.json",
+        json.dumps({"actions": [{"id": "d", "type": "tool_call", "preconditions": "x"}]}),
+    )
     write(repo / "tools.json", json.dumps([{"name": "t"}]))
-    write(repo / "e.json", json.dumps({"actions": [{"id": "e", "type": "tool_call", "tool": "t",
-                                                    "preconditions": [{"key": "k"}]}]}))
+    write(
+        repo / "e.json",
+        json.dumps(
+            {
+                "actions": [
+                    {"id": "e", "type": "tool_call", "tool": "t", "preconditions": [{"key": "k"}]}
+                ]
+            }
+        ),
+    )
     code, out, _ = run(["lint", ".", "--no-progress"], capsys)
     assert code == 1
     assert "b.json:3:" in out and "invalid-file not valid JSON" in out
@@ -94,15 +127,17 @@ def test_a_broken_file_among_good_ones(repo: Path, capsys: pytest.CaptureFixture
     assert "e.json:1:" in out and "precondition-unsatisfied" in out  # linting went on
 
 
-# --- formats ---------------------------------------------------------------------------------------------
+# --- formats ----------
 
 
-def test_sarif_validates_against_the_official_schema(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_sarif_validates_against_the_official_schema(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from jsonschema import Draft4Validator
 
     write(repo / "p.json", json.dumps(BAD, indent=2))
     write(repo / "broken.json", "{")
-    code, out, _ = run(["lint", ".", "--format", "sarif", "--no-progress"], capsys)
+    _, out, _ = run(["lint", ".", "--format", "sarif", "--no-progress"], capsys)
     log = json.loads(out)
     schema = json.loads((FIXTURES / "sarif-schema-2.1.0.json").read_text())
     errors = sorted(Draft4Validator(schema).iter_errors(log), key=str)
@@ -110,7 +145,9 @@ def test_sarif_validates_against_the_official_schema(repo: Path, capsys: pytest.
     run_ = log["runs"][0]
     rules = {r["id"]: r for r in run_["tool"]["driver"]["rules"]}
     assert {"precondition-unsatisfied", "repeated-call", "invalid-file"} <= set(rules)
-    assert rules["repeated-call"]["help"]["text"] and rules["repeated-call"]["helpUri"].endswith("#repeated-call")
+    assert rules["repeated-call"]["help"]["text"] and rules["repeated-call"]["helpUri"].endswith(
+        "#repeated-call"
+    )
     result = next(r for r in run_["results"] if r["ruleId"] == "precondition-unsatisfied")
     region = result["locations"][0]["physicalLocation"]["region"]
     assert region["startLine"] > 1 and region["startColumn"] == 5
@@ -118,24 +155,42 @@ def test_sarif_validates_against_the_official_schema(repo: Path, capsys: pytest.
 
 
 def test_json_and_github_formats(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    doc = {"actions": [{"id": "a,b", "type": "tool_call", "tool": "t", "preconditions": [{"key": "k"}]}]}
+    doc = {
+        "actions": [
+            {"id": "a,b", "type": "tool_call", "tool": "t", "preconditions": [{"key": "k"}]}
+        ]
+    }
     write(repo / "x: y.json", json.dumps(doc))
     code, out, _ = run(["lint", ".", "--format", "json", "--no-progress"], capsys)
     data = json.loads(out)
     assert code == 1 and data["summary"]["errors"] == 1
-    assert set(data["findings"][0]) == {"path", "line", "column", "code", "severity", "tier",
-                                        "message", "action_id", "pointer"}
+    assert set(data["findings"][0]) == {
+        "path",
+        "line",
+        "column",
+        "code",
+        "severity",
+        "tier",
+        "message",
+        "action_id",
+        "pointer",
+    }
     code, out, _ = run(["lint", ".", "--format", "github", "--no-progress"], capsys)
     assert out.startswith("::error file=x%3A y.json,line=1,col=")
     assert ",title=precondition-unsatisfied::" in out
 
 
-# --- configuration -----------------------------------------------------------------------------------
+# --- configuration ----------
 
 
-def test_configuration_discovery_and_precedence(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_configuration_discovery_and_precedence(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     write(repo / "p.json", json.dumps(BAD))
-    write(repo / "pyproject.toml", '[tool.car-verify]\nignore = ["repeated-call"]\nfail-on = "warning"\n')
+    write(
+        repo / "pyproject.toml",
+        '[tool.car-verify]\nignore = ["repeated-call"]\nfail-on = "warning"\n',
+    )
     sub = repo / "deep" / "er"
     sub.mkdir(parents=True)
     os.chdir(sub)
@@ -146,7 +201,9 @@ def test_configuration_discovery_and_precedence(repo: Path, capsys: pytest.Captu
     code, out, _ = run(["lint", "p.json", "--no-progress"], capsys)
     assert "repeated-call" in out and "precondition-unsatisfied" not in out
     assert code == 0  # fail-on defaults to error: the repeated call is a warning
-    code, out, _ = run(["lint", "p.json", "--no-progress", "--select", "precondition-unsatisfied"], capsys)
+    code, out, _ = run(
+        ["lint", "p.json", "--no-progress", "--select", "precondition-unsatisfied"], capsys
+    )
     assert code == 1 and "precondition-unsatisfied" in out  # the flag wins
     (repo / ".car" / "verify.toml").unlink()
     code, out, _ = run(["lint", "p.json", "--no-progress"], capsys)
@@ -158,11 +215,23 @@ def test_configuration_settings(repo: Path, capsys: pytest.CaptureFixture[str]) 
     write(repo / "state.json", json.dumps({"tests_passed": True}))
     write(repo / "plans" / "p.json", json.dumps(BAD))
     write(repo / "legacy" / "old.json", json.dumps(BAD))
-    write(repo / ".car" / "verify.toml", "\n".join([
-        'tools = ["tools.json"]', 'state = "state.json"', "max-actions = 4",
-        'exclude = ["tools.json", "state.json"]', "repeat-threshold = 4",
-        '[severity]', '"too-many-actions" = "warning"',
-        '[per-path-ignores]', '"legacy/*" = ["too-many-actions"]', ""]))
+    write(
+        repo / ".car" / "verify.toml",
+        "\n".join(
+            [
+                'tools = ["tools.json"]',
+                'state = "state.json"',
+                "max-actions = 4",
+                'exclude = ["tools.json", "state.json"]',
+                "repeat-threshold = 4",
+                "[severity]",
+                '"too-many-actions" = "warning"',
+                "[per-path-ignores]",
+                '"legacy/*" = ["too-many-actions"]',
+                "",
+            ]
+        ),
+    )
     code, out, _ = run(["lint", ".", "--no-progress"], capsys)
     assert "plans/p.json:1:1: too-many-actions" in out and "legacy/old.json:1:1" not in out
     assert "precondition-unsatisfied" not in out and "repeated-call" not in out
@@ -196,20 +265,22 @@ def test_bad_configuration_names_file_and_key(
         assert "tool.car-verify" in str(raised.value)
 
 
-# --- suppressions and baselines --------------------------------------------------------------------
+# --- suppressions and baselines ----------
 
 
 def test_per_action_suppression_is_reported(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     doc = json.loads(json.dumps(BAD))
     doc["actions"][4]["metadata"] = {"car-verify": {"ignore": ["repeated-call"]}}
     write(repo / "p.json", json.dumps(doc))
-    code, out, _ = run(["lint", ".", "--no-progress"], capsys)
+    _, out, _ = run(["lint", ".", "--no-progress"], capsys)
     assert "repeated-call" not in out.splitlines()[0] and "suppressed: repeated-call x1" in out
-    code, out, _ = run(["lint", ".", "--no-progress", "--format", "json"], capsys)
+    _, out, _ = run(["lint", ".", "--no-progress", "--format", "json"], capsys)
     assert [f["code"] for f in json.loads(out)["suppressed"]] == ["repeated-call"]
 
 
-def test_baselines_match_by_file_action_and_code_not_line(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_baselines_match_by_file_action_and_code_not_line(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     write(repo / "p.json", json.dumps(BAD, indent=2))
     code, _, err = run(["lint", ".", "--no-progress", "--write-baseline", "baseline.json"], capsys)
     assert code == 0 and "wrote 2 findings" in err
@@ -220,15 +291,21 @@ def test_baselines_match_by_file_action_and_code_not_line(repo: Path, capsys: py
     code, out, _ = run(["lint", "p.json", "--no-progress", "--baseline", "baseline.json"], capsys)
     assert code == 0 and out.startswith("0 findings")
     new = json.loads(json.dumps(moved))
-    new["actions"].append({"id": "late", "type": "tool_call", "tool": "y", "preconditions": [{"key": "q"}]})
+    new["actions"].append(
+        {"id": "late", "type": "tool_call", "tool": "y", "preconditions": [{"key": "q"}]}
+    )
     write(repo / "p.json", json.dumps(new))
     code, out, _ = run(["lint", "p.json", "--no-progress", "--baseline", "baseline.json"], capsys)
     assert code == 1 and "precondition-unsatisfied precondition q" in out
 
 
 def test_exit_codes_and_fail_on(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    write(repo / "w.json", json.dumps({"actions": [
-        {"id": f"p{i}", "type": "tool_call", "tool": "poll"} for i in range(3)]}))
+    write(
+        repo / "w.json",
+        json.dumps(
+            {"actions": [{"id": f"p{i}", "type": "tool_call", "tool": "poll"} for i in range(3)]}
+        ),
+    )
     assert run(["lint", "w.json", "--no-progress"], capsys)[0] == 0
     assert run(["lint", "w.json", "--no-progress", "--fail-on", "warning"], capsys)[0] == 1
     assert run(["lint", "missing.json", "--no-progress"], capsys)[0] == 2
@@ -252,7 +329,7 @@ def test_progress_bar_only_on_a_terminal(repo: Path, capsys: pytest.CaptureFixtu
     assert capsys.readouterr().err == ""
 
 
-# --- pre-commit ----------------------------------------------------------------------------------------
+# --- pre-commit ----------
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -262,9 +339,14 @@ def test_pre_commit_try_repo(tmp_path: Path) -> None:
         pytest.skip("pre-commit is not installed")
     work = tmp_path / "work"
     work.mkdir()
-    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "cache"), "GIT_AUTHOR_NAME": "t",
-           "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.com"}
+    env = {
+        **os.environ,
+        "PRE_COMMIT_HOME": str(tmp_path / "cache"),
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+    }
 
     def git(*args: str) -> None:
         subprocess.run(["git", *args], cwd=work, env=env, check=True, capture_output=True)
@@ -274,16 +356,24 @@ def test_pre_commit_try_repo(tmp_path: Path) -> None:
     git("add", "plan.json")
     done = subprocess.run(
         [str(pre_commit), "try-repo", str(ROOT), "car-verify", "--all-files"],
-        cwd=work, env=env, capture_output=True, text=True, timeout=900,
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     output = done.stdout + done.stderr
     assert done.returncode == 1, output
     assert "precondition-unsatisfied" in output and "plan.json" in output
-    write(work / "plan.json", json.dumps({"actions": [{"id": "a", "type": "tool_call", "tool": "t"}]}))
+    write(
+        work / "plan.json", json.dumps({"actions": [{"id": "a", "type": "tool_call", "tool": "t"}]})
+    )
     done = subprocess.run(
         [str(pre_commit), "try-repo", str(ROOT), "car-verify", "--all-files"],
-        cwd=work, env=env, capture_output=True, text=True, timeout=900,
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-
-
