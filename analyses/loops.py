@@ -24,11 +24,11 @@ Why this tier:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 
 from car_verify.findings import Issue, Tier
 from car_verify.passes import Context, Example, Pass
-from car_verify.values import canonical
+from car_verify.values import canonical, fingerprint
 
 _POLL = {"id": "p", "type": "tool_call", "tool": "get_status", "parameters": {"job": "j-1"}}
 
@@ -54,17 +54,28 @@ class LoopPass(Pass):
 
     def run(self, ctx: Context) -> Iterator[Issue]:
         threshold = ctx.options.repeat_threshold
-        groups: dict[tuple[str, str], list[int]] = {}
-        for i, action in enumerate(ctx.proposal.actions):
-            if action.type != "tool_call" or action.tool is None:
+        actions = ctx.proposal.actions
+        # A cheap fingerprint first; only crowded buckets are compared exactly.
+        buckets: dict[tuple[str, Hashable], list[int]] = {}
+        for i, action in enumerate(actions):
+            if action.type == "tool_call" and action.tool is not None:
+                key = (action.tool, fingerprint(action.parameters))
+                buckets.setdefault(key, []).append(i)
+        found: list[tuple[int, list[int]]] = []
+        for members in buckets.values():
+            if len(members) < threshold:
                 continue
-            members = groups.setdefault((action.tool, canonical(action.parameters)), [])
-            members.append(i)
-            if len(members) == threshold:
-                ids = ", ".join(ctx.proposal.actions[m].id for m in members)
-                yield ctx.issue(
-                    "repeated-call",
-                    f"tool {action.tool!r} is called {threshold} times with identical "
-                    f"parameters ({ids}): a possible runaway loop",
-                    index=i,
-                )
+            groups: dict[str, list[int]] = {}
+            for i in members:
+                group = groups.setdefault(canonical(actions[i].parameters), [])
+                group.append(i)
+                if len(group) == threshold:
+                    found.append((i, list(group)))
+        for i, group in sorted(found):
+            ids = ", ".join(actions[m].id for m in group)
+            yield ctx.issue(
+                "repeated-call",
+                f"tool {actions[i].tool!r} is called {threshold} times with identical "
+                f"parameters ({ids}): a possible runaway loop",
+                index=i,
+            )

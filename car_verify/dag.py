@@ -111,6 +111,7 @@ class Dag:
             return chain[count - 1]
 
         earlier_writers: list[list[tuple[str, int]]] = [[] for _ in range(n)]
+        keys_of = self.keys
         for i, action in enumerate(actions):
             own = preds[i]
             tasks = task_preds[i]
@@ -131,13 +132,12 @@ class Dag:
                         tasks.extend(targets)
             if tasks and max(tasks) >= i:
                 backward_only = False
-            for key in self.keys[i]:
+            for key in keys_of[i]:
                 ws = writers.get(key)
-                if ws:
+                if ws and ws[0] < i:
                     count = bisect_left(ws, i)
-                    if count:
-                        own.append(cover(key, count))
-                        earlier_writers[i].append((key, count))
+                    own.append(cover(key, count))
+                    earlier_writers[i].append((key, count))
             if backward_only:
                 level[i] = 1 + max([level[p] for p in own]) if own else 0
                 order.append(i)
@@ -149,13 +149,17 @@ class Dag:
             self.level, self.order = level, order
         else:
             self.order, self.level = self._kahn()
-        depth = max(self.level[:n], default=-1) + 1
+        final = self.level
+        depth = max(final[:n], default=-1) + 1
         levels: list[list[int]] = [[] for _ in range(depth)]
-        for i in range(n):
-            if self.level[i] >= 0:
-                levels[self.level[i]].append(i)
+        unlevelled: list[int] = []
+        for i, lvl in enumerate(final[:n]):
+            if lvl >= 0:
+                levels[lvl].append(i)
+            else:
+                unlevelled.append(i)
         self.levels = levels
-        self.unlevelled: list[int] = [i for i in range(n) if self.level[i] < 0]
+        self.unlevelled = unlevelled
 
     # --- levels and cycles ---------------------------------------------------------------
 

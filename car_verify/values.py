@@ -19,7 +19,7 @@ import gc
 import json
 import json.encoder
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Hashable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Final
 
@@ -30,6 +30,7 @@ __all__ = [
     "canonical",
     "copy_json",
     "evaluate",
+    "fingerprint",
     "format_value",
     "is_number",
     "json_equal",
@@ -131,6 +132,30 @@ def canonical(value: Any) -> str:
     if _FLOAT_TOKEN.search(text) or type(value) is float:
         text = _sorted_json(_integral_floats_to_int(value))
     return text
+
+
+def fingerprint(value: Mapping[str, Any]) -> Hashable:
+    """A cheap key that JSON-equal objects always share (a necessary condition only).
+
+    Top-level scalars are compared by value (numbers as floats, booleans tagged
+    apart from numbers), containers only by kind; :func:`canonical` decides
+    between objects that share a fingerprint.
+    """
+    parts = []
+    for key, item in value.items():
+        t = type(item)
+        if t is str:
+            parts.append((key, item))
+        elif t is bool:
+            parts.append((key, ("b", item)))
+        elif t is int or t is float:
+            parts.append((key, float(item)))
+        elif item is None:
+            parts.append((key, None))
+        else:
+            parts.append((key, t.__name__))
+    parts.sort(key=lambda kv: kv[0])
+    return tuple(parts)
 
 
 def _contains(state_value: object, needle: object) -> bool:

@@ -73,7 +73,8 @@ class ActionTrace:
 
 @dataclass(slots=True)
 class Walk:
-    """The end state and one trace per walked action (``None`` for unlevelled ones)."""
+    """The end state and one trace per walked action (``None`` for unlevelled ones;
+    in verify mode also for the actions that are not blocked)."""
 
     state: dict[str, Any]
     traces: list[ActionTrace | None]
@@ -147,7 +148,8 @@ def walk(
                     elif ids[t] not in after:
                         after.append(ids[t])
             blocked[i] = bool(causes)
-            traces[i] = ActionTrace(i, ids[i], level_no, bool(causes), causes, supplied, after)
+            if simulate or causes:  # verify needs only the blocked actions' traces
+                traces[i] = ActionTrace(i, ids[i], level_no, bool(causes), causes, supplied, after)
         for i in members:
             if not (simulate and blocked[i]):
                 change = effects[i]
