@@ -668,32 +668,13 @@ def all_codes() -> dict[str, Code]:
 
 
 def render_sarif(report: LintReport) -> str:
-    from . import __version__
+    from .reporters import sarif_log, sarif_rule
 
     codes = all_codes()
     extra = sorted({f.code for f in report.findings} - set(codes))  # policy rule names
     names = [*sorted(codes), *extra]
     index = {name: i for i, name in enumerate(names)}
     level = {"error": "error", "warning": "warning", "info": "note"}
-    rules = []
-    for name in names:
-        code = codes.get(name)
-        summary = code.summary if code else f"policy rule {name}"
-        default = code.severity.value if code else "error"
-        rules.append(
-            {
-                "id": name,
-                "shortDescription": {"text": summary},
-                "fullDescription": {"text": summary},
-                "help": {
-                    "text": f"{summary}. Documentation: docs/codes.md#{name}",
-                    "markdown": f"{summary}. See [the documentation](docs/codes.md#{name}).",
-                },
-                "helpUri": f"docs/codes.md#{name}" if code else "docs/policies.md",
-                "defaultConfiguration": {"level": level[default]},
-                "properties": {"tier": code.tier.value if code else "decision_procedure"},
-            }
-        )
     results = []
     for f in report.findings:
         fingerprint = hashlib.sha256(f"{f.path}\0{f.action_id}\0{f.code}".encode()).hexdigest()[:32]
@@ -722,25 +703,11 @@ def render_sarif(report: LintReport) -> str:
                 "properties": {"tier": f.tier, "actionId": f.action_id},
             }
         )
-    log = {
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [
-            {
-                "tool": {
-                    "driver": {
-                        "name": "car-verify",
-                        "version": __version__,
-                        "informationUri": "https://pypi.org/project/car-verify/",
-                        "rules": rules,
-                    }
-                },
-                "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().resolve().as_uri() + "/"}},
-                "results": results,
-            }
-        ],
-    }
-    return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
+    return sarif_log(
+        [sarif_rule(name, codes.get(name)) for name in names],
+        results,
+        originalUriBaseIds={"%SRCROOT%": {"uri": Path.cwd().resolve().as_uri() + "/"}},
+    )
 
 
 def with_overrides(config: LintConfig, **changes: Any) -> LintConfig:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from typing import Any
 
 from . import __version__
 from .api import VerificationResult
-from .codes import CODES
+from .codes import CODES, Code
 from .findings import Issue, Severity
 
 __all__ = ["render_json", "render_sarif", "render_text"]
@@ -45,22 +44,47 @@ def render_json(result: VerificationResult) -> str:
     return json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n"
 
 
-def sarif_rules(codes: Sequence[str]) -> list[dict[str, Any]]:
-    rules = []
-    for name in codes:
-        code = CODES[name]
-        rules.append(
+def sarif_rule(name: str, code: Code | None) -> dict[str, Any]:
+    """One SARIF rule: a finding code with its help text and documentation link
+    (a policy rule name when ``code`` is None)."""
+    summary = code.summary if code else f"policy rule {name}"
+    level = _SARIF_LEVEL[code.severity] if code else "error"
+    return {
+        "id": name,
+        "name": "".join(part.title() for part in name.replace(":", "-").split("-")),
+        "shortDescription": {"text": summary},
+        "fullDescription": {"text": summary},
+        "help": {
+            "text": f"{summary}. Documentation: docs/codes.md#{name}",
+            "markdown": f"{summary}. See [the documentation](docs/codes.md#{name}).",
+        },
+        "helpUri": f"docs/codes.md#{name}" if code else "docs/policies.md",
+        "defaultConfiguration": {"level": level},
+        "properties": {"tier": code.tier.value if code else "decision_procedure"},
+    }
+
+
+def sarif_log(rules: list[dict[str, Any]], results: list[dict[str, Any]], **run: Any) -> str:
+    """A SARIF 2.1.0 log with one run of car-verify."""
+    log = {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [
             {
-                "id": code.name,
-                "name": "".join(part.title() for part in code.name.split("-")),
-                "shortDescription": {"text": code.summary},
-                "fullDescription": {"text": code.summary},
-                "help": {"text": f"{code.summary}. See docs/codes.md#{code.name}."},
-                "defaultConfiguration": {"level": _SARIF_LEVEL[code.severity]},
-                "properties": {"tier": code.tier.value},
+                "tool": {
+                    "driver": {
+                        "name": "car-verify",
+                        "version": __version__,
+                        "informationUri": "https://pypi.org/project/car-verify/",
+                        "rules": rules,
+                    }
+                },
+                **run,
+                "results": results,
             }
-        )
-    return rules
+        ],
+    }
+    return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
 
 
 def render_sarif(result: VerificationResult, *, artifact: str | None = None) -> str:
@@ -79,28 +103,11 @@ def render_sarif(result: VerificationResult, *, artifact: str | None = None) -> 
         results.append(
             {
                 "ruleId": issue.code,
-                "ruleIndex": index[issue.code],
+                "ruleIndex": index.get(issue.code, 0),
                 "level": _SARIF_LEVEL[issue.severity],
                 "message": {"text": issue.message},
                 "locations": [location],
                 "properties": {"tier": issue.tier.value, "actionId": issue.action_id},
             }
         )
-    log = {
-        "$schema": SARIF_SCHEMA,
-        "version": "2.1.0",
-        "runs": [
-            {
-                "tool": {
-                    "driver": {
-                        "name": "car-verify",
-                        "version": __version__,
-                        "informationUri": "https://pypi.org/project/car-verify/",
-                        "rules": sarif_rules(codes),
-                    }
-                },
-                "results": results,
-            }
-        ],
-    }
-    return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
+    return sarif_log([sarif_rule(name, CODES[name]) for name in codes], results)

@@ -110,6 +110,10 @@ def test_sarif_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     result = run_["results"][0]
     assert result["ruleId"] == "precondition-unsatisfied" and result["level"] == "error"
     assert rule_ids[result["ruleIndex"]] == "precondition-unsatisfied"
+    from jsonschema import Draft4Validator
+
+    schema = json.loads((Path(__file__).parent / "fixtures" / "sarif-schema-2.1.0.json").read_text())
+    assert list(Draft4Validator(schema).iter_errors(log)) == []
 
 
 @pytest.mark.parametrize(
