@@ -112,7 +112,9 @@ def test_sarif_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert rule_ids[result["ruleIndex"]] == "precondition-unsatisfied"
     from jsonschema import Draft4Validator
 
-    schema = json.loads((Path(__file__).parent / "fixtures" / "sarif-schema-2.1.0.json").read_text())
+    schema = json.loads(
+        (Path(__file__).parent / "fixtures" / "sarif-schema-2.1.0.json").read_text()
+    )
     assert list(Draft4Validator(schema).iter_errors(log)) == []
 
 
