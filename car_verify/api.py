@@ -245,7 +245,7 @@ def _verify(
 
 
 def simulate(
-    proposal: ProposalLike, *, initial_state: Mapping[str, Any] | None = None
+    proposal: ProposalLike, initial_state: Mapping[str, Any] | None = None
 ) -> Simulation:
     """Predict the state the executor leaves behind (blocked actions' effects skipped)."""
     with paused_gc():
