@@ -244,9 +244,7 @@ def _verify(
     )
 
 
-def simulate(
-    proposal: ProposalLike, initial_state: Mapping[str, Any] | None = None
-) -> Simulation:
+def simulate(proposal: ProposalLike, initial_state: Mapping[str, Any] | None = None) -> Simulation:
     """Predict the state the executor leaves behind (blocked actions' effects skipped)."""
     with paused_gc():
         model = load(proposal)

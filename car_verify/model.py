@@ -712,6 +712,8 @@ def read_json(source: str | bytes | os.PathLike[str], *, name: str | None = None
         ) from None
     except ValueError as err:  # NaN / Infinity, or bytes that are not text
         raise InputError(f"not valid JSON: {err}", source=label) from None
+    except RecursionError:
+        raise InputError("the JSON is nested too deeply to read", source=label) from None
 
 
 def _looks_like_json_text(text: str) -> bool:
@@ -754,6 +756,8 @@ def load(
     except Bad as bad:
         error = bad.to_input_error()
         raise (error.with_source(label) if label else error) from None
+    except RecursionError:
+        raise InputError("the document is nested too deeply to model", source=label) from None
 
 
 def load_tools(source: Any) -> list[ToolSchema]:

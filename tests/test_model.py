@@ -373,3 +373,15 @@ def test_streaming_types() -> None:
     with pytest.raises(InputError) as err:
         chunk_from_dict({"kind": "video"})
     assert err.value.location == "kind"
+
+
+def test_deep_nesting_is_an_input_error_not_a_crash() -> None:
+    with pytest.raises(InputError, match="nested too deeply"):
+        car_verify.load("[" * 100_000 + "]" * 100_000)
+    nested: dict[str, Any] = {}
+    cursor = nested
+    for _ in range(5_000):
+        cursor["a"] = {}
+        cursor = cursor["a"]
+    with pytest.raises(InputError, match="nested too deeply"):
+        car_verify.load({"actions": [{"type": "t", "parameters": nested}]})
