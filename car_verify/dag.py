@@ -446,8 +446,8 @@ class Dag:
                 stack = [(root, first)]
                 visiting = {root}
                 while stack:
-                    node, children = stack[-1]
-                    for child in children:
+                    node, pending = stack[-1]
+                    for child in pending:
                         if rank[child] < 0 and child not in visiting:
                             visiting.add(child)
                             nxt = succ[child][::-1] if flip else succ[child]
