@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._codec import Bad, d_json, expected
+from .dag import Dag
 from .errors import InputError, UsageError
 from .findings import Issue, Severity
 from .model import ActionProposal, load
@@ -70,6 +71,8 @@ class VerificationResult:
     conflicts: list[list[str]]
     evidence: Evidence
     proposal: ActionProposal = field(repr=False)
+    #: The DAG the passes used (shared with the executor and the exporter).
+    dag: Dag | None = field(default=None, repr=False)
 
     @property
     def valid(self) -> bool:
@@ -241,6 +244,7 @@ def _verify(
         conflicts=dag.conflict_triples(),
         evidence=Evidence(checks, assumptions, untested, risks),
         proposal=model,
+        dag=dag,
     )
 
 

@@ -336,7 +336,7 @@ class Executor:
 
         from .dag import Dag
 
-        dag = Dag(proposal)
+        dag = admission.dag if admission.dag is not None else Dag(proposal)
         actions = proposal.actions
         state = dict(self.initial_state)
         results: dict[int, ActionResult] = {}
