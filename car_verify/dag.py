@@ -251,6 +251,8 @@ class Dag:
     # batch; very large ones trade a few extra sweeps for bounded memory.
     BITSET_BUDGET = 1 << 32
     MIN_BATCH = 4096
+    #: Nodes a reachability query visits before it falls back on interval labels.
+    NEAR_SEARCH = 64
 
     @cached_property
     def _topo_position(self) -> list[int]:
@@ -348,7 +350,9 @@ class Dag:
             return []
         if self.unlevelled:
             return self._conflicts_with_cycles(shared)
-        if self.order_is_proposal_order:
+        one_batch = max(self.MIN_BATCH, self.BITSET_BUDGET // max(1, len(self.preds)))
+        many = sum(len(self.writers[k]) for k in shared) > one_batch
+        if self.order_is_proposal_order and many:
             return self._conflicts_in_order(shared)
         writes, where = self.writes, self._topo_position
         shared_keys = {
@@ -464,8 +468,23 @@ class Dag:
     def _reaches_forward(self, source: int, target: int) -> bool:
         """Reachability when every edge points forward: a search from ``source`` that
         the interval labels and the levels prune."""
-        level = self.level
+        level, preds = self.level, self.preds
         if level[source] >= level[target]:
+            return False
+        # A short search back from the target settles the near cases without labels.
+        floor = level[source]
+        seen = {target}
+        stack = [target]
+        budget = self.NEAR_SEARCH
+        while stack and budget:
+            budget -= 1
+            for p in preds[stack.pop()]:
+                if p == source:
+                    return True
+                if p not in seen and level[p] >= floor:  # a cover node may sit at the floor
+                    seen.add(p)
+                    stack.append(p)
+        if not stack:
             return False
         labels = self._intervals
 

@@ -87,6 +87,22 @@ def test_batched_bitsets_agree_with_the_oracle(doc: dict[str, Any], batch: int) 
     assert dag.reachable(pairs) == {(a, b) for a, b in pairs if b in reach[a] and a != b}
 
 
+@given(proposals(max_actions=8), st.sampled_from([0, 1, 64]))
+def test_the_forward_conflict_search_agrees_with_the_oracle(doc: dict[str, Any], near: int) -> None:
+    """Force the many-writers path (maximal writers, interval labels, pruned search)."""
+    dag = Dag(car_verify.load(doc))
+    dag.MIN_BATCH, dag.BITSET_BUDGET, dag.NEAR_SEARCH = 1, 1, near
+    ids = dag.ids
+    assert [[ids[a], ids[b], k] for a, b, k in dag.conflicts] == oracle.conflicts(doc["actions"])
+    if dag.order_is_proposal_order and not dag.unlevelled:
+        edges, _ = oracle.edges(doc["actions"])
+        reach = oracle.closure(dag.n, edges)
+        for a in range(dag.n):
+            for b in range(dag.n):
+                if a != b:
+                    assert dag._reaches_forward(a, b) == (b in reach[a])
+
+
 @given(proposals(), states)
 def test_walks_match_the_reference_reading(doc: dict[str, Any], state: dict[str, Any]) -> None:
     for mode in ("verify", "simulate"):
