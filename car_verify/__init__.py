@@ -8,10 +8,12 @@ True
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .api import Evidence, Simulation, VerificationResult, simulate, verify
 from .codes import CODES, Code
 from .dag import Dag
-from .equivalence import EquivalenceResult, equivalent
 from .errors import CarVerifyError, InputError, PassError, UsageError
 from .findings import Issue, Severity, Tier
 from .model import (
@@ -41,13 +43,39 @@ from .model import (
     load,
     load_tools,
 )
+
+# Eager: the submodule `car_verify.optimize` would otherwise shadow the function.
 from .optimize import OptimizeResult, optimize
 from .passes import Context, Example, Pass, Requirement, available_passes
 from .tools import ToolRegistry
-from .transactions import TransactionReport, transaction_check
-from .wp import Condition, runs_unblocked
+
+if TYPE_CHECKING:
+    from .equivalence import EquivalenceResult, equivalent
+    from .transactions import TransactionReport, transaction_check
+    from .wp import Condition, runs_unblocked
 
 __version__ = "0.1.0"
+
+# The deciding tools load on first use: `car-verify verify` in a pre-commit hook
+# never pays for them.
+_LAZY = {
+    "EquivalenceResult": "equivalence",
+    "equivalent": "equivalence",
+    "TransactionReport": "transactions",
+    "transaction_check": "transactions",
+    "Condition": "wp",
+    "runs_unblocked": "wp",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'car_verify' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "CODES",
