@@ -115,7 +115,7 @@ class PolicyPass(Pass):
         yield from found
         positions = ctx.dag.positions
         for result in check_schedules(
-            ctx.proposal, engine.trace_rules, budget=ctx.options.trace_budget
+            ctx.proposal, engine.trace_rules, budget=ctx.options.trace_budget, dag=ctx.dag
         ):
             rule = result.rule
             if result.schedule is not None and result.violation is not None:

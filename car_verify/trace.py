@@ -355,24 +355,37 @@ class ScheduleCheck:
 
 
 def check_schedules(
-    proposal: ActionProposal, rules: Iterable[TraceRule], *, budget: int = 100_000
+    proposal: ActionProposal,
+    rules: Iterable[TraceRule],
+    *,
+    budget: int = 100_000,
+    dag: Dag | None = None,
 ) -> list[ScheduleCheck]:
-    """Check each rule against every linearization of the proposal's DAG."""
-    dag = Dag(proposal)
-    return [_check_rule(proposal, dag, rule, budget) for rule in rules]
-
-
-def _check_rule(proposal: ActionProposal, dag: Dag, rule: TraceRule, budget: int) -> ScheduleCheck:
-    actions = proposal.actions
-    n = dag.n
-    walkable = [i for i in range(n) if dag.level[i] >= 0]
-    preds = [0] * n
+    """Check each rule against every linearization of the proposal's DAG
+    (``dag``: the proposal's DAG when the caller has it already)."""
+    dag = dag or Dag(proposal)
+    rules = list(rules)
+    if not rules:
+        return []
+    # What every rule shares: which actions each waits for, and the call events.
+    preds = [0] * dag.n
     for edge in dag.edges():
         preds[edge.target] |= 1 << edge.source
     events = [
         (a.tool, a.parameters) if a.type == "tool_call" and a.tool is not None else None
-        for a in actions
+        for a in proposal.actions
     ]
+    return [_check_rule(dag, preds, events, rule, budget) for rule in rules]
+
+
+def _check_rule(
+    dag: Dag,
+    preds: list[int],
+    events: list[tuple[str, dict[str, Any]] | None],
+    rule: TraceRule,
+    budget: int,
+) -> ScheduleCheck:
+    walkable = [i for i in range(dag.n) if dag.level[i] >= 0]
     relevant = [e is not None and rule.mentions(e[0]) for e in events]
     full = sum(1 << i for i in walkable)
     gate = TraceGate([rule])
