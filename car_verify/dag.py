@@ -162,6 +162,7 @@ class Dag:
                 unlevelled.append(i)
         self.levels = levels
         self.unlevelled = unlevelled
+        self._descendant_cache: dict[int, set[int]] = {}
 
     # --- levels and cycles ---------------------------------------------------------------
 
@@ -225,14 +226,26 @@ class Dag:
     def downstream(self, members: tuple[int, ...]) -> list[int]:
         """Actions reachable from ``members`` that are not themselves members (positions)."""
         inside = set(members)
-        seen = set(members)
-        stack = list(members)
-        while stack:
-            for s in self.succ[stack.pop()]:
-                if s not in seen:
-                    seen.add(s)
-                    stack.append(s)
-        return sorted(v for v in seen if v < self.n and v not in inside)
+        found: set[int] = set()
+        for m in members:
+            found |= self._descendants(m)
+        return sorted(v for v in found if v < self.n and v not in inside)
+
+    def _descendants(self, source: int) -> set[int]:
+        """Every node a path leads to from ``source`` (plain search, cached; the cold
+        path for graphs with cycles, where levels cannot prune)."""
+        cache = self._descendant_cache
+        found = cache.get(source)
+        if found is None:
+            found = set()
+            stack = [source]
+            while stack:
+                for s in self.succ[stack.pop()]:
+                    if s not in found:
+                        found.add(s)
+                        stack.append(s)
+            cache[source] = found
+        return found
 
     def execution_levels(self) -> list[list[str]]:
         """``execution_levels``: ids per level, proposal order inside a level."""
@@ -310,7 +323,7 @@ class Dag:
         found: set[tuple[int, int]] = set()
         for a, b in pairs:
             if a == b or level[a] < 0 or level[b] < 0:
-                if a != b and (level[a] < 0 or level[b] < 0) and self._search(a, b):
+                if a != b and (level[a] < 0 or level[b] < 0) and b in self._descendants(a):
                     found.add((a, b))
                 continue
             if level[a] < level[b]:
@@ -328,19 +341,6 @@ class Dag:
                     if j is not None and ancestors >> j & 1:
                         found.add((a, node))
         return found
-
-    def _search(self, source: int, target: int) -> bool:
-        """Plain graph search (for actions without a level, on or after a cycle)."""
-        seen = {source}
-        stack = [source]
-        while stack:
-            for s in self.succ[stack.pop()]:
-                if s == target:
-                    return True
-                if s not in seen:
-                    seen.add(s)
-                    stack.append(s)
-        return False
 
     @cached_property
     def conflicts(self) -> list[tuple[int, int, str]]:
@@ -507,21 +507,7 @@ class Dag:
 
     def _conflicts_with_cycles(self, shared: set[str]) -> list[tuple[int, int, str]]:
         """The same triples when the graph has a cycle (no topological order): search."""
-        reach: dict[int, set[int]] = {}
-
-        def descendants(source: int) -> set[int]:
-            found = reach.get(source)
-            if found is None:
-                found = set()
-                stack = [source]
-                while stack:
-                    for s in self.succ[stack.pop()]:
-                        if s not in found:
-                            found.add(s)
-                            stack.append(s)
-                reach[source] = found
-            return found
-
+        descendants = self._descendants
         triples = []
         for key in shared:
             ws = self.writers[key]
