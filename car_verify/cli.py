@@ -29,34 +29,33 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def _read_source(name: str) -> tuple[bytes | Path, str]:
-    if name == "-":
-        return sys.stdin.buffer.read(), "<stdin>"
-    return Path(name), name
-
-
 def _load_proposal(name: str) -> Any:
-    from .model import load, read_json
+    """A proposal from a file, or from stdin for ``-`` (errors name ``<stdin>``)."""
+    from .model import load
 
-    source, label = _read_source(name)
-    if isinstance(source, Path):
-        return load(source)
-    data = read_json(source, name=label)
+    if name != "-":
+        return load(Path(name))
     try:
-        return load(data) if isinstance(data, dict) else load(json.dumps(data))
+        return load(sys.stdin.buffer.read())
     except InputError as err:
-        raise err.with_source(label) from None
+        raise err.with_source("<stdin>") from None
 
 
-def _load_state(name: str | None) -> dict[str, Any] | None:
-    if name is None:
-        return None
+def _read_file(name: str, kind: type, what: str) -> Any:
+    """A JSON file that must hold a value of ``kind``; the error names the file."""
     from .model import read_json
 
     data = read_json(Path(name), name=name)
-    if not isinstance(data, dict):
-        raise InputError("the state file must hold a JSON object", source=name)
+    if not isinstance(data, kind):
+        raise InputError(f"the {what} file must hold {_KINDS[kind]}", source=name)
     return data
+
+
+_KINDS = {dict: "a JSON object", list: "a JSON array"}
+
+
+def _load_state(name: str | None) -> dict[str, Any] | None:
+    return None if name is None else dict(_read_file(name, dict, "state"))
 
 
 def _load_tools(name: str | None) -> Any:
@@ -138,10 +137,8 @@ EXIT_UNKNOWN = 3
 def _load_states(name: str | None) -> list[dict[str, Any]] | None:
     if name is None:
         return None
-    from .model import read_json
-
-    data = read_json(Path(name), name=name)
-    if not isinstance(data, list) or not all(isinstance(s, dict) for s in data):
+    data = _read_file(name, list, "states")
+    if not all(isinstance(s, dict) for s in data):
         raise InputError("the states file must hold an array of JSON objects", source=name)
     if not data:
         raise InputError("the states file must hold at least one state", source=name)
@@ -196,14 +193,9 @@ def cmd_wp(args: argparse.Namespace) -> int:
 
 
 def cmd_txcheck(args: argparse.Namespace) -> int:
-    from .model import read_json
     from .transactions import transaction_check
 
-    versions = None
-    if args.versions is not None:
-        versions = read_json(Path(args.versions), name=args.versions)
-        if not isinstance(versions, dict):
-            raise InputError("the versions file must hold a JSON object", source=args.versions)
+    versions = None if args.versions is None else _read_file(args.versions, dict, "versions")
     try:
         report = transaction_check(
             [_load_proposal(p) for p in args.proposals],
@@ -373,11 +365,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_dot(args: argparse.Namespace) -> int:
     from .export import to_dot, write
-    from .model import ProposalResult, read_json
+    from .model import ProposalResult
 
     execution = None
     if args.result is not None:
-        data = read_json(Path(args.result), name=args.result)
+        data = _read_file(args.result, dict, "result")
         try:
             execution = ProposalResult.from_dict(data)
         except InputError as err:
