@@ -42,7 +42,8 @@ class PolicyPass(Pass):
     tier = Tier.DECISION_PROCEDURE
     codes = ()
     dynamic_codes = True
-    default = False  # runs whenever policies are given (and when named)
+    default = False
+    when_given = Requirement.POLICIES  # runs by default whenever policies are given
     requires = frozenset({Requirement.POLICIES})
     verifies = "every action obeys the policy rules; trace rules hold in every schedule"
     cannot_verify = "rate limits across runs, and rules registered only at run time"

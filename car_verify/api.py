@@ -225,9 +225,7 @@ def _verify(
         options=Options(max_actions=max_actions, repeat_threshold=repeat_threshold),
         policies=engine,
     )
-    chosen = resolve_passes(passes)
-    if engine is not None and passes is None:
-        chosen += resolve_passes(["policies"])
+    chosen = resolve_passes(passes, ctx)
     issues, checks = run_passes(ctx, chosen)
     assumptions, untested, risks = evidence_lists(chosen, checks)
     dag = ctx.dag

@@ -183,8 +183,11 @@ class Pass(abc.ABC):
     #: What may still go wrong although the pass is silent (``evidence.residual_risks``).
     residual_risks: ClassVar[tuple[str, ...]] = ()
     examples: ClassVar[tuple[Example, ...]] = ()
-    #: Run when no selection is given. Opt-in passes (False) run only when named.
+    #: Run when no selection is given. Opt-in passes (False) run only when named...
     default: ClassVar[bool] = True
+    #: ...or, when set, by default whenever this input is given (and are not listed
+    #: in the evidence otherwise: without the input they do not apply).
+    when_given: ClassVar[Requirement | None] = None
     #: The pass reports codes defined by its input (policy rule names), not the table.
     dynamic_codes: ClassVar[bool] = False
 
@@ -302,11 +305,19 @@ def available_passes() -> dict[str, type[Pass]]:
     return dict(_registry)
 
 
-def resolve_passes(selection: Iterable[str | Pass | type[Pass]] | None) -> list[Pass]:
-    """Pass instances for a selection of names, classes or instances (None: all of them)."""
+def resolve_passes(
+    selection: Iterable[str | Pass | type[Pass]] | None, ctx: Context | None = None
+) -> list[Pass]:
+    """Pass instances for a selection of names, classes or instances. None: the default
+    passes, plus those whose ``when_given`` input ``ctx`` has."""
     registry = available_passes()
     if selection is None:
-        return [cls() for cls in registry.values() if cls.default]
+        return [
+            cls()
+            for cls in registry.values()
+            if cls.default
+            or (cls.when_given is not None and ctx is not None and ctx.has(cls.when_given))
+        ]
     chosen: list[Pass] = []
     for item in selection:
         if isinstance(item, Pass):

@@ -36,7 +36,7 @@ def test_pass_example(cls: type[Pass], example: Example) -> None:
     everything = car_verify.verify(
         dict(example.proposal),
         passes=None
-        if cls.default or cls.name == "policies"
+        if cls.default or cls.when_given is not None
         else [*(n for n, c in PASSES.items() if c.default), cls.name],
         policies=policies,
         tools=example.tools,
