@@ -51,7 +51,7 @@ def _read_file(name: str, kind: type, what: str) -> Any:
     return data
 
 
-_KINDS = {dict: "a JSON object", list: "a JSON array"}
+_KINDS: dict[type, str] = {dict: "a JSON object", list: "a JSON array"}
 
 
 def _load_state(name: str | None) -> dict[str, Any] | None:
@@ -142,7 +142,7 @@ def _load_states(name: str | None) -> list[dict[str, Any]] | None:
         raise InputError("the states file must hold an array of JSON objects", source=name)
     if not data:
         raise InputError("the states file must hold at least one state", source=name)
-    return data
+    return list(data)
 
 
 def cmd_equivalent(args: argparse.Namespace) -> int:
