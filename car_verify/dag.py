@@ -12,16 +12,16 @@ linear in size, those edges are routed through one *cover node* per
 from the m-th writer of k, so a path from writer w to A exists exactly when the
 original edge w -> A does. Cover nodes carry no level of their own.
 
-Reachability for ``conflicts`` uses ancestor bitsets over the actions that write
-a shared key, computed once in topological order and released as soon as the
-last successor has read them.
+Reachability questions go to cheap tests first (levels, a short search back from
+the target); the pairs left open are settled together by one sweep of the
+topological order carrying ancestor bitsets over their sources only.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal
@@ -253,226 +253,47 @@ class Dag:
         return [[ids[i] for i in level] for level in self.levels]
 
     # --- reachability and conflicts --------------------------------------------------------
+    #
+    # A reachability question is first put to cheap tests (levels, a short search back
+    # from the target); the pairs they leave open are answered together by one sweep
+    # of the topological order carrying ancestor bitsets over their sources only.
+
+    #: Nodes the short search back from a target may expand before it gives up.
+    NEAR_SEARCH = 16
+    # Ancestor bitsets are computed over a *batch* of sources at a time: a bit per
+    # source, so an int's size is bounded by the batch, and the total memory by
+    # BITSET_BUDGET bits however wide the DAG is.
+    BITSET_BUDGET = 1 << 32
+    MIN_BATCH = 4096
 
     def reaches(self, source: int, target: int) -> bool:
         """True when a path leads from action ``source`` to action ``target``."""
         return (source, target) in self.reachable([(source, target)])
 
-    # Ancestor bitsets are computed over a *batch* of source actions at a time: a
-    # bit per source, so an int's size is bounded by the batch, and the total
-    # memory by BITSET_BUDGET bits however wide the DAG is. Small plans take one
-    # batch; very large ones trade a few extra sweeps for bounded memory.
-    BITSET_BUDGET = 1 << 32
-    MIN_BATCH = 4096
-    #: Nodes a reachability query visits before it falls back on interval labels.
-    NEAR_SEARCH = 64
-
-    @cached_property
-    def _topo_position(self) -> list[int]:
-        where = [-1] * len(self.preds)
-        for position, node in enumerate(self.order):
-            where[node] = position
-        return where
-
-    @cached_property
-    def _successor_counts(self) -> list[int]:
-        counts = [0] * len(self.preds)
-        for ps in self.preds:
-            for p in ps:
-                counts[p] += 1
-        return counts
-
-    def _batches(self, sources: list[int]) -> Iterator[list[int]]:
-        """``sources`` (levelled actions) in topological order, cut into batches."""
-        where = self._topo_position
-        ordered = sorted(set(sources), key=where.__getitem__)
-        size = max(self.MIN_BATCH, self.BITSET_BUDGET // max(1, len(self.preds)))
-        for first in range(0, len(ordered), size):
-            yield ordered[first : first + size]
-
-    def _sweep(self, batch: list[int], stop: int) -> Iterator[tuple[int, int]]:
-        """Walk the topological order from the batch's first source to position ``stop``;
-        yield ``(action, ancestors)`` per action, ``ancestors`` a bitset over ``batch``
-        (bit j: ``batch[j]`` reaches the action)."""
-        n, preds, order = self.n, self.preds, self.order
-        bits = {source: 1 << j for j, source in enumerate(batch)}
-        remaining = list(self._successor_counts)
-        out: dict[int, int] = {}
-        for node in order[self._topo_position[batch[0]] : stop + 1]:
-            ancestors = 0
-            for p in preds[node]:
-                value = out.get(p)
-                if value:
-                    ancestors |= value
-                left = remaining[p] - 1
-                remaining[p] = left
-                if not left and value:
-                    del out[p]
-            if node < n:
-                yield node, ancestors
-                value = ancestors | bits.get(node, 0)
-            else:
-                value = ancestors
-            if value and remaining[node]:
-                out[node] = value
-
     def reachable(self, pairs: Iterable[tuple[int, int]]) -> set[tuple[int, int]]:
         """The pairs ``(a, b)`` of actions for which a path leads from a to b."""
-        level, where = self.level, self._topo_position
-        wanted: dict[int, list[int]] = {}
         found: set[tuple[int, int]] = set()
-        for a, b in pairs:
-            if a == b or level[a] < 0 or level[b] < 0:
-                if a != b and (level[a] < 0 or level[b] < 0) and b in self._descendants(a):
-                    found.add((a, b))
-                continue
-            if level[a] < level[b]:
-                wanted.setdefault(b, []).append(a)
-        if not wanted:
-            return found
-        for batch in self._batches([a for sources in wanted.values() for a in sources]):
-            index = {a: j for j, a in enumerate(batch)}
-            stop = max(
-                where[b] for b, sources in wanted.items() if any(a in index for a in sources)
-            )
-            for node, ancestors in self._sweep(batch, stop):
-                for a in wanted.get(node, ()):
-                    j = index.get(a)
-                    if j is not None and ancestors >> j & 1:
-                        found.add((a, node))
-        return found
+        open_pairs: list[tuple[int, int]] = []
+        for pair in pairs:
+            answer = self._settle(*pair)
+            if answer is None:
+                open_pairs.append(pair)
+            elif answer:
+                found.add(pair)
+        return found | self._sweep(open_pairs)
 
-    @cached_property
-    def conflicts(self) -> list[tuple[int, int, str]]:
-        """Every ``(a, b, key)``: a before b, both write key, neither reaches the other."""
-        shared = {k for k, ws in self.writers.items() if len(ws) > 1}
-        if not shared:
-            return []
-        if self.unlevelled:
-            return self._conflicts_with_cycles(shared)
-        one_batch = max(self.MIN_BATCH, self.BITSET_BUDGET // max(1, len(self.preds)))
-        many = sum(len(self.writers[k]) for k in shared) > one_batch
-        if self.order_is_proposal_order and many:
-            return self._conflicts_in_order(shared)
-        writes, where = self.writes, self._topo_position
-        shared_keys = {
-            w: [k for k in writes[w] if k in shared] for k in shared for w in self.writers[k]
-        }
-        last = {k: max(where[w] for w in self.writers[k]) for k in shared}
-        found: list[tuple[int, int, str]] = []
-        for batch in self._batches(list(shared_keys)):
-            bits = {source: 1 << j for j, source in enumerate(batch)}
-            stop = max(last[k] for source in batch for k in shared_keys[source])
-            written: dict[str, int] = {}
-            for node, ancestors in self._sweep(batch, stop):
-                keys = shared_keys.get(node)
-                if not keys:
-                    continue
-                bit = bits.get(node, 0)
-                for key in keys:
-                    seen = written.get(key, 0)
-                    unordered = seen & ~ancestors
-                    while unordered:
-                        low = unordered & -unordered
-                        other = batch[low.bit_length() - 1]
-                        found.append((other, node, key) if other < node else (node, other, key))
-                        unordered ^= low
-                    if bit:
-                        written[key] = seen | bit
-        found.sort()
-        return found
-
-    def _conflicts_in_order(self, shared: set[str]) -> list[tuple[int, int, str]]:
-        """Conflicts when every edge points forward in the proposal (the common case).
-
-        Writers of a key are visited in proposal order, keeping the *maximal* ones
-        (no later-visited writer of the key reaches them) and, per writer, the
-        maximal earlier writers that reach it. A writer that reads the key is
-        reached by every earlier writer (the state-key edges), so it ends all open
-        races at once. A blind writer is tested against the maximal writers; one
-        that reaches it covers everything below it, one that does not is a
-        conflict and its own lower writers are tested in turn. The work follows
-        the conflicts found, not the square of the writers.
-        """
-        found: list[tuple[int, int, str]] = []
-        keys_of = self.keys
-        for key in sorted(shared):
-            maximal: list[int] = []
-            below: dict[int, list[int]] = {}
-            for b in self.writers[key]:
-                if key in keys_of[b]:
-                    below[b] = maximal
-                    maximal = [b]
-                    continue
-                reaching: list[int] = []
-                kept: list[int] = []
-                seen: set[int] = set()
-                stack = list(maximal)
-                while stack:
-                    m = stack.pop()
-                    if m in seen:
-                        continue
-                    seen.add(m)
-                    if self._reaches_forward(m, b):
-                        reaching.append(m)
-                    else:
-                        found.append((m, b, key))
-                        stack.extend(below.get(m, ()))
-                for m in maximal:
-                    if m not in reaching:
-                        kept.append(m)
-                below[b] = reaching
-                maximal = [*kept, b]
-        found.sort()
-        return found
-
-    @cached_property
-    def _intervals(self) -> list[tuple[list[int], list[int]]]:
-        """Two interval labelings (GRAIL): post-order rank ``r`` and ``low`` = the least
-        rank below a node. If u reaches v then v's interval lies inside u's, so a
-        label that is not nested answers "no" at once; nested labels prune the search."""
-        succ = self.succ
-        total = len(succ)
-        indeg = [0] * total
-        for children in succ:
-            for c in children:
-                indeg[c] += 1
-        roots = [v for v in range(total) if not indeg[v]]
-        labelings = []
-        for flip in (False, True):
-            rank = [-1] * total
-            low = [0] * total
-            counter = 0
-            for root in reversed(roots) if flip else roots:
-                if rank[root] >= 0:
-                    continue
-                first: Iterator[int] = iter(succ[root][::-1] if flip else succ[root])
-                stack = [(root, first)]
-                visiting = {root}
-                while stack:
-                    node, pending = stack[-1]
-                    for child in pending:
-                        if rank[child] < 0 and child not in visiting:
-                            visiting.add(child)
-                            nxt = succ[child][::-1] if flip else succ[child]
-                            stack.append((child, iter(nxt)))
-                            break
-                    else:
-                        stack.pop()
-                        rank[node] = counter
-                        low[node] = min([counter, *(low[c] for c in succ[node])])
-                        counter += 1
-            labelings.append((rank, low))
-        return labelings
-
-    def _reaches_forward(self, source: int, target: int) -> bool:
-        """Reachability when every edge points forward: a search from ``source`` that
-        the interval labels and the levels prune."""
-        level, preds = self.level, self.preds
-        if level[source] >= level[target]:
+    def _settle(self, source: int, target: int) -> bool | None:
+        """Answer cheaply, or None: equal nodes, cycles (a search), levels, then a
+        short search back from ``target`` that never goes below ``source``'s level."""
+        if source == target:
             return False
-        # A short search back from the target settles the near cases without labels.
+        level = self.level
         floor = level[source]
+        if floor < 0 or level[target] < 0:
+            return target in self._descendants(source)
+        if floor >= level[target]:
+            return False
+        preds = self.preds
         seen = {target}
         stack = [target]
         budget = self.NEAR_SEARCH
@@ -484,28 +305,175 @@ class Dag:
                 if p not in seen and level[p] >= floor:  # a cover node may sit at the floor
                     seen.add(p)
                     stack.append(p)
-        if not stack:
-            return False
-        labels = self._intervals
+        return None if stack else False
 
-        def may_reach(u: int) -> bool:
-            return all(low[u] <= low[target] and rank[target] <= rank[u] for rank, low in labels)
+    @cached_property
+    def _topo_position(self) -> list[int]:
+        where = [-1] * len(self.preds)
+        for position, node in enumerate(self.order):
+            where[node] = position
+        return where
 
-        if not may_reach(source):
-            return False
-        succ, ceiling = self.succ, level[target]
-        seen = {source}
-        stack = [source]
-        while stack:
-            for c in succ[stack.pop()]:
-                if c == target:
-                    return True
-                if c not in seen and level[c] <= ceiling and may_reach(c):
-                    seen.add(c)
-                    stack.append(c)
-        return False
+    def _sweep(self, pairs: list[tuple[int, int]]) -> set[tuple[int, int]]:
+        """Exact answers for pairs of levelled actions: walk the topological order from
+        the first source to the last target, each node's ancestors a bitset over the
+        batch's sources (bit j: ``batch[j]`` reaches the node). A node's bitset is
+        dropped once its last successor has read it."""
+        found: set[tuple[int, int]] = set()
+        if not pairs:
+            return found
+        where, preds, order = self._topo_position, self.preds, self.order
+        sources = sorted({a for a, _ in pairs}, key=where.__getitem__)
+        size = max(self.MIN_BATCH, self.BITSET_BUDGET // max(1, len(preds)))
+        for first in range(0, len(sources), size):
+            batch = sources[first : first + size]
+            bits = {source: 1 << j for j, source in enumerate(batch)}
+            wanted: dict[int, list[int]] = {}
+            for a, b in pairs:
+                if a in bits:
+                    wanted.setdefault(b, []).append(a)
+            remaining = list(self._successor_counts)
+            carried = [0] * len(preds)
+            stop = max(map(where.__getitem__, wanted))
+            for node in order[where[batch[0]] : stop + 1]:
+                ancestors = 0
+                for p in preds[node]:
+                    left = remaining[p] = remaining[p] - 1
+                    value = carried[p]
+                    if value:
+                        ancestors |= value
+                        if not left:
+                            carried[p] = 0
+                asked = wanted.get(node)
+                if asked:
+                    found.update((a, node) for a in asked if ancestors & bits[a])
+                value = ancestors | bits.get(node, 0)
+                if value and remaining[node]:
+                    carried[node] = value
+        return found
 
-    def _conflicts_with_cycles(self, shared: set[str]) -> list[tuple[int, int, str]]:
+    @cached_property
+    def _successor_counts(self) -> list[int]:
+        counts = [0] * len(self.preds)
+        for ps in self.preds:
+            for p in ps:
+                counts[p] += 1
+        return counts
+
+    #: Open pairs the first pass of ``conflicts`` may collect before it stops early.
+    OPEN_PAIR_LIMIT = 1 << 16
+
+    @cached_property
+    def conflicts(self) -> list[tuple[int, int, str]]:
+        """Every ``(a, b, key)``: a before b, both write key, neither reaches the other.
+
+        Runs :meth:`_key_conflicts` per key with the cheap answers of :meth:`_settle`,
+        counting an open pair as unordered so that the pass asks what an exact run
+        would ask. The open pairs are then settled in one :meth:`_sweep`, and only the
+        keys that had any are run again with every answer known.
+        """
+        shared = sorted(k for k, ws in self.writers.items() if len(ws) > 1)
+        if not shared:
+            return []
+        if self.unlevelled:
+            return self._conflicts_with_cycles(shared)
+        known: dict[tuple[int, int], bool | None] = {}
+        open_pairs: list[tuple[int, int]] = []
+        guessed = False
+
+        def cheap(a: int, b: int) -> bool:
+            nonlocal guessed
+            pair = (a, b)
+            if pair in known:
+                answer = known[pair]
+            else:
+                answer = known[pair] = self._settle(a, b)
+                if answer is None:
+                    open_pairs.append(pair)
+            if answer is None:
+                guessed = True
+            return bool(answer)
+
+        found: list[tuple[int, int, str]] = []
+        again: list[str] = []
+        for position, key in enumerate(shared):
+            if len(open_pairs) > self.OPEN_PAIR_LIMIT:  # a long chain the short search
+                again.extend(shared[position:])  # cannot see: stop guessing
+                break
+            guessed = False
+            triples = self._key_conflicts(key, cheap)
+            if guessed:
+                again.append(key)
+            else:
+                found.extend(triples)
+        if again:
+            reached = self._sweep(open_pairs)
+            for pair in open_pairs:
+                known[pair] = pair in reached
+
+            def exact(a: int, b: int) -> bool:
+                answer = known.get((a, b))
+                if answer is None:
+                    answer = self._settle(a, b)
+                    if answer is None:
+                        answer = (a, b) in self._sweep([(a, b)])
+                    known[(a, b)] = answer
+                return answer
+
+            for key in again:
+                found.extend(self._key_conflicts(key, exact))
+        found.sort()
+        return found
+
+    def _key_conflicts(
+        self, key: str, reaches: Callable[[int, int], bool]
+    ) -> list[tuple[int, int, str]]:
+        """The conflicts on one key, given a reachability test.
+
+        Writers of the key are visited in topological order, keeping the *maximal*
+        ones (no later-visited writer reaches them) and, per writer, the maximal
+        earlier writers that reach it. A writer that reads the key and comes after
+        every writer visited so far is reached by all of them (the state-key edges),
+        so it ends all open races at once. Any other writer is tested against the
+        maximal writers; one that reaches it covers everything below it, one that
+        does not is a conflict and its own lower writers are tested in turn. The
+        work follows the conflicts found, not the square of the writers.
+        """
+        writers = self.writers[key]
+        if not self.order_is_proposal_order:
+            writers = sorted(writers, key=self._topo_position.__getitem__)
+        keys_of = self.keys
+        found: list[tuple[int, int, str]] = []
+        maximal: list[int] = []
+        below: dict[int, list[int]] = {}
+        latest = -1
+        for b in writers:
+            if b > latest:
+                if key in keys_of[b]:
+                    below[b] = maximal
+                    maximal = [b]
+                    latest = b
+                    continue
+                latest = b
+            reaching: list[int] = []
+            seen: set[int] = set()
+            stack = list(maximal)
+            while stack:
+                m = stack.pop()
+                if m in seen:
+                    continue
+                seen.add(m)
+                if reaches(m, b):
+                    reaching.append(m)
+                else:
+                    found.append((m, b, key) if m < b else (b, m, key))
+                    stack.extend(below.get(m, ()))
+            below[b] = reaching
+            maximal = [m for m in maximal if m not in reaching]
+            maximal.append(b)
+        return found
+
+    def _conflicts_with_cycles(self, shared: list[str]) -> list[tuple[int, int, str]]:
         """The same triples when the graph has a cycle (no topological order): search."""
         descendants = self._descendants
         triples = []

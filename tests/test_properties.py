@@ -87,20 +87,20 @@ def test_batched_bitsets_agree_with_the_oracle(doc: dict[str, Any], batch: int) 
     assert dag.reachable(pairs) == {(a, b) for a, b in pairs if b in reach[a] and a != b}
 
 
-@given(proposals(max_actions=8), st.sampled_from([0, 1, 64]))
-def test_the_forward_conflict_search_agrees_with_the_oracle(doc: dict[str, Any], near: int) -> None:
-    """Force the many-writers path (maximal writers, interval labels, pruned search)."""
+@given(proposals(max_actions=8), st.sampled_from([0, 1, 64]), st.sampled_from([0, 1, 1 << 16]))
+def test_conflicts_agree_however_pairs_are_settled(
+    doc: dict[str, Any], near: int, limit: int
+) -> None:
+    """Force open pairs (no short search), an early stop of the first pass, tiny batches."""
     dag = Dag(car_verify.load(doc))
-    dag.MIN_BATCH, dag.BITSET_BUDGET, dag.NEAR_SEARCH = 1, 1, near
+    dag.MIN_BATCH, dag.BITSET_BUDGET = 1, 1
+    dag.NEAR_SEARCH, dag.OPEN_PAIR_LIMIT = near, limit
     ids = dag.ids
     assert [[ids[a], ids[b], k] for a, b, k in dag.conflicts] == oracle.conflicts(doc["actions"])
-    if dag.order_is_proposal_order and not dag.unlevelled:
-        edges, _ = oracle.edges(doc["actions"])
-        reach = oracle.closure(dag.n, edges)
-        for a in range(dag.n):
-            for b in range(dag.n):
-                if a != b:
-                    assert dag._reaches_forward(a, b) == (b in reach[a])
+    edges, _ = oracle.edges(doc["actions"])
+    reach = oracle.closure(dag.n, edges)
+    pairs = [(a, b) for a in range(dag.n) for b in range(dag.n)]
+    assert dag.reachable(pairs) == {(a, b) for a, b in pairs if b in reach[a] and a != b}
 
 
 @given(proposals(), states)
