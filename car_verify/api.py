@@ -71,8 +71,18 @@ class VerificationResult:
     conflicts: list[list[str]]
     evidence: Evidence
     proposal: ActionProposal = field(repr=False)
-    #: The DAG the passes used (shared with the executor and the exporter).
-    dag: Dag | None = field(default=None, repr=False)
+    _dag: Dag | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def dag(self) -> Dag:
+        """The proposal's :class:`~car_verify.dag.Dag`, built on first use.
+
+        ``verify`` does not keep the one its passes used, so a kept result does not
+        pin that index in memory; the executor, which needs it at once, reuses it.
+        """
+        if self._dag is None:
+            self._dag = Dag(self.proposal)
+        return self._dag
 
     @property
     def valid(self) -> bool:
@@ -193,20 +203,31 @@ def verify(
     Malformed input raises :class:`InputError`; a bad plan is a result.
     """
     with paused_gc():
-        return _verify(
-            proposal, tools, initial_state, max_actions, passes, repeat_threshold, policies
+        result = _verify(
+            proposal,
+            tools=tools,
+            initial_state=initial_state,
+            max_actions=max_actions,
+            passes=passes,
+            repeat_threshold=repeat_threshold,
+            policies=policies,
         )
+        result._dag = None  # freed here, while the collector is paused
+        return result
 
 
 def _verify(
     proposal: ProposalLike,
-    tools: Any,
-    initial_state: Mapping[str, Any] | None,
-    max_actions: int | None,
-    passes: Iterable[str | Pass | type[Pass]] | None,
-    repeat_threshold: int,
-    policies: Any,
+    *,
+    tools: Any = None,
+    initial_state: Mapping[str, Any] | None = None,
+    max_actions: int | None = None,
+    passes: Iterable[str | Pass | type[Pass]] | None = None,
+    repeat_threshold: int = 3,
+    policies: Any = None,
 ) -> VerificationResult:
+    """``verify`` keeping the passes' DAG on the result (for the executor). Call it with
+    the collector paused."""
     model = load(proposal)
     if max_actions is not None and (type(max_actions) is not int or max_actions < 0):
         raise UsageError(f"max_actions must be a non-negative integer, got {max_actions!r}")
@@ -242,7 +263,7 @@ def _verify(
         conflicts=dag.conflict_triples(),
         evidence=Evidence(checks, assumptions, untested, risks),
         proposal=model,
-        dag=dag,
+        _dag=dag,
     )
 
 

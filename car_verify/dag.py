@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal
@@ -69,24 +69,35 @@ class Dag:
         self.proposal = proposal
         self.actions: list[Action] = actions
         n = self.n = len(actions)
-        self.ids: list[str] = [a.id for a in actions]
-        positions: dict[str, list[int]] = {}
-        for i, action_id in enumerate(self.ids):
-            positions.setdefault(action_id, []).append(i)
-        self.positions = positions
+        ids = self.ids = [a.id for a in actions]
+        # id -> its first position; ids used twice also get every position in `_twice`.
+        first = self._first = dict(zip(reversed(ids), range(n - 1, -1, -1), strict=True))
+        twice: dict[str, list[int]] = {}
+        if len(first) < n:
+            for i, action_id in enumerate(ids):
+                if first[action_id] != i:
+                    twice.setdefault(action_id, [first[action_id]]).append(i)
+        self._twice = twice
 
-        self.writes: list[list[str]] = [a.writes() for a in actions]
         writers: dict[str, list[int]] = {}
-        for i, keys in enumerate(self.writes):
-            for key in keys:
-                writers.setdefault(key, []).append(i)
+        for i, action in enumerate(actions):
+            for key in action.writes():
+                found = writers.get(key)
+                if found is None:
+                    writers[key] = [i]
+                else:
+                    found.append(i)
         self.writers = writers
         self.keys: list[list[str]] = [a.depended_keys() for a in actions]
 
-        preds: list[list[int]] = [[] for _ in range(n)]
-        task_preds: list[list[int]] = [[] for _ in range(n)]
+        # Predecessor lists share one empty tuple; an action's task predecessors are
+        # its explicit and output-reference ones, `preds` adds the state-key covers.
+        none: tuple[int, ...] = ()
+        preds: list[Sequence[int]] = []
+        task_preds: list[Sequence[int]] = []
         unknown: list[UnknownRef] = []
         chains: dict[str, list[int]] = {}
+        covers: list[tuple[int, int]] = []
         # Levels are computed on the fly while every edge points backwards in the
         # list (the common case); a forward `dependencies` entry falls back to Kahn.
         level: list[int] = [-1] * n
@@ -102,46 +113,51 @@ class Dag:
             if chain is None:
                 chain = chains[key] = [ws[0]]
             while len(chain) < count:
-                node = len(preds)
-                first, second = chain[-1], ws[len(chain)]
-                preds.append([first, second])
-                level.append(max(level[first], level[second]))
+                node = n + len(covers)
+                pair = (chain[-1], ws[len(chain)])
+                covers.append(pair)
+                level.append(max(level[pair[0]], level[pair[1]]))
                 order.append(node)
                 chain.append(node)
             return chain[count - 1]
 
-        earlier_writers: list[list[tuple[str, int]]] = [[] for _ in range(n)]
         keys_of = self.keys
         for i, action in enumerate(actions):
-            own = preds[i]
-            tasks = task_preds[i]
+            found_tasks: list[int] = []
             for j, dep in enumerate(action.dependencies):
-                targets = positions.get(dep)
-                if targets is None:
-                    unknown.append(UnknownRef(i, dep, ("dependencies", j), "dependency"))
+                targets = self.targets(dep)
+                if targets:
+                    found_tasks.extend(targets)
                 else:
-                    own.extend(targets)
-                    tasks.extend(targets)
+                    unknown.append(UnknownRef(i, dep, ("dependencies", j), "dependency"))
             if action.parameters:
                 for ref in action.output_refs():
-                    targets = positions.get(ref.action_id)
-                    if targets is None:
-                        unknown.append(UnknownRef(i, ref.action_id, ref.pointer, "output"))
+                    targets = self.targets(ref.action_id)
+                    if targets:
+                        found_tasks.extend(targets)
                     else:
-                        own.extend(targets)
-                        tasks.extend(targets)
+                        unknown.append(UnknownRef(i, ref.action_id, ref.pointer, "output"))
+            tasks: Sequence[int] = found_tasks or none
             if tasks and max(tasks) >= i:
                 backward_only = False
+            own = tasks
+            with_covers: list[int] | None = None
             for key in keys_of[i]:
                 ws = writers.get(key)
                 if ws and ws[0] < i:
-                    count = bisect_left(ws, i)
-                    own.append(cover(key, count))
-                    earlier_writers[i].append((key, count))
+                    if with_covers is None:
+                        own = with_covers = list(tasks)
+                    with_covers.append(cover(key, bisect_left(ws, i)))
+            task_preds.append(tasks)
+            preds.append(own)
             if backward_only:
-                level[i] = 1 + max([level[p] for p in own]) if own else 0
+                top = -1
+                for p in own:
+                    if level[p] > top:
+                        top = level[p]
+                level[i] = top + 1
                 order.append(i)
-        self.earlier_writers = earlier_writers
+        preds.extend(covers)
         self.preds = preds
         self.task_preds = task_preds
         self.unknown_refs = unknown
@@ -163,6 +179,18 @@ class Dag:
         self.levels = levels
         self.unlevelled = unlevelled
         self._descendant_cache: dict[int, set[int]] = {}
+
+    def targets(self, action_id: str) -> list[int]:
+        """The positions of the actions with this id (empty when there is none)."""
+        where = self._first.get(action_id)
+        if where is None:
+            return []
+        return self._twice.get(action_id) or [where]
+
+    @cached_property
+    def positions(self) -> dict[str, list[int]]:
+        """Every id with its positions (more than one when an id is used twice)."""
+        return {action_id: self.targets(action_id) for action_id in self._first}
 
     # --- levels and cycles ---------------------------------------------------------------
 
@@ -494,15 +522,16 @@ class Dag:
 
     def edges(self) -> Iterator[Edge]:
         """Every real edge with its reason; state edges to every earlier writer of the key."""
-        positions = self.positions
         for i, action in enumerate(self.actions):
             for dep in action.dependencies:
-                for t in positions.get(dep, ()):
+                for t in self.targets(dep):
                     yield Edge(t, i, "dependency", dep)
             for ref in action.output_refs():
-                for t in positions.get(ref.action_id, ()):
+                for t in self.targets(ref.action_id):
                     label = f"${ref.action_id}.output" + (f".{ref.path}" if ref.path else "")
                     yield Edge(t, i, "output", label)
-            for key, count in self.earlier_writers[i]:
-                for w in self.writers[key][:count]:
+            for key in self.keys[i]:
+                for w in self.writers.get(key, ()):
+                    if w >= i:
+                        break
                     yield Edge(w, i, "state", key)

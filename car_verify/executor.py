@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from .api import ProposalLike, VerificationResult, _state, verify
+from .api import ProposalLike, VerificationResult, _state, _verify
 from .errors import UsageError
 from .events import EventLog
 from .model import (
@@ -62,7 +62,7 @@ from .model import (
     load,
 )
 from .tools import ToolRegistry
-from .values import ABSENT, canonical, evaluate
+from .values import ABSENT, canonical, evaluate, paused_gc
 
 __all__ = [
     "DEFAULT_BLOCKING",
@@ -315,13 +315,13 @@ class Executor:
         proposal = self.proposal
         started = time.perf_counter()
         self._event("proposal_started", actions=len(proposal.actions))
-        admission = verify(
-            proposal,
-            tools=self.schemas,
-            initial_state=self.initial_state,
-            max_actions=self.budget.max_actions,
-            policies=None,
-        )
+        with paused_gc():  # the admission's DAG is kept for the schedule
+            admission = _verify(
+                proposal,
+                tools=self.schemas,
+                initial_state=self.initial_state,
+                max_actions=self.budget.max_actions,
+            )
         reasons = [
             f"{i.code}: {i.message}" + (f" ({i.action_id})" if i.action_id else "")
             for i in admission.issues
@@ -334,9 +334,7 @@ class Executor:
         if reasons:
             return self._reject(admission, reasons, started)
 
-        from .dag import Dag
-
-        dag = admission.dag if admission.dag is not None else Dag(proposal)
+        dag = admission.dag
         actions = proposal.actions
         state = dict(self.initial_state)
         results: dict[int, ActionResult] = {}

@@ -94,7 +94,7 @@ def to_dot(
     status: dict[str, ActionStatus] = (
         {r.action_id: r.status for r in execution.results} if execution is not None else {}
     )
-    dag = result.dag if result.dag is not None and result.proposal is model else Dag(model)
+    dag = result.dag if result.proposal is model else Dag(model)
     by_action: dict[int, list[Issue]] = {}
     for issue in result.issues:
         if issue.index is not None:
