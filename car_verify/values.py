@@ -134,28 +134,18 @@ def canonical(value: Any) -> str:
     return text
 
 
+_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
+
+
 def fingerprint(value: Mapping[str, Any]) -> Hashable:
     """A cheap key that JSON-equal objects always share (a necessary condition only).
 
-    Top-level scalars are compared by value (numbers as floats, booleans tagged
-    apart from numbers), containers only by kind; :func:`canonical` decides
-    between objects that share a fingerprint.
+    The set of keys and the set of top-level scalar values: JSON-equal numbers are
+    equal and hash alike in Python (``1 == 1.0``); a boolean may share a key with a
+    number and containers are not looked into, so :func:`canonical` decides between
+    objects that share a fingerprint.
     """
-    parts = []
-    for key, item in value.items():
-        t = type(item)
-        if t is str:
-            parts.append((key, item))
-        elif t is bool:
-            parts.append((key, ("b", item)))
-        elif t is int or t is float:
-            parts.append((key, float(item)))
-        elif item is None:
-            parts.append((key, None))
-        else:
-            parts.append((key, t.__name__))
-    parts.sort(key=lambda kv: kv[0])
-    return tuple(parts)
+    return frozenset(value), frozenset([v for v in value.values() if type(v) in _SCALARS])
 
 
 def _contains(state_value: object, needle: object) -> bool:
