@@ -632,6 +632,9 @@ class _Run:
             if self.status[t] is not ActionStatus.SUCCEEDED:
                 self.cascaded.add(action.id)
                 return f"dependency {ids[t]!r} did not succeed"
+        for key in self.dag.keys[i]:
+            if key not in state:
+                return f"state key {key!r} is absent"
         if action.type == "assertion":
             return None  # an assertion's predicate is its work: it fails, not rejected
         for pre in action.preconditions:
@@ -639,9 +642,6 @@ class _Run:
                 return (
                     f"precondition {pre.key} {pre.operator} {json.dumps(pre.value)} does not hold"
                 )
-        for key in self.dag.keys[i]:
-            if key not in state:
-                return f"state key {key!r} is absent"
         return None
 
     def _local(

@@ -18,6 +18,7 @@ import car_verify
 from car_verify.cli import main
 from car_verify.events import read_events
 from car_verify.executor import CostBudget, Executor, Gate, execute, execute_sync
+from car_verify.model import ActionStatus
 from car_verify.policy import PolicyEngine, load_policy_text
 
 
@@ -497,6 +498,27 @@ def test_a_dispatch_callable_and_sync_tools_off_the_loop() -> None:
     result = execute_sync({"actions": [tc("a", "x"), tc("b", "y")]}, dispatch)
     assert statuses(result) == {"a": "succeeded", "b": "succeeded"}
     assert sorted(t for t, _ in seen) == ["x", "y"]
+
+
+def test_an_assertion_on_an_absent_depended_key_is_rejected_as_the_walk_blocks_it() -> None:
+    """Found by the property below: the key gate applies to assertions too."""
+    doc = {
+        "actions": [
+            {"id": "w", "type": "tool_call", "tool": "t", "write_set": ["x"]},
+            {
+                "id": "check",
+                "type": "assertion",
+                "parameters": {"key": "x", "operator": "neq", "value": 0},
+                "expected_effects": {"x": 0},
+                "state_dependencies": ["x"],
+                "failure_behavior": "skip",
+            },
+        ]
+    }
+    result = execute_sync(doc, {"t": lambda p: None}, gate=Gate(blocking=frozenset()))
+    status = {r.action_id: r.status for r in result.result.results}
+    assert status["check"] is ActionStatus.REJECTED
+    assert result.state == dict(car_verify.simulate(doc)) == {}
 
 
 # --- properties ----------
