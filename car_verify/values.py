@@ -134,6 +134,7 @@ def canonical(value: Any) -> str:
     return text
 
 
+_json_string: Final = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
 _SCALARS: Final = frozenset({str, int, float, bool, type(None)})
 
 
@@ -217,8 +218,16 @@ def format_value(value: object) -> str:
     """Render a value for a message: JSON text, ``absent`` for a missing key."""
     if value is ABSENT:
         return "absent"
-    try:
-        text = json.dumps(value, sort_keys=True, allow_nan=False)
-    except (TypeError, ValueError):
-        text = repr(value)
+    t = type(value)
+    if t is str:
+        text = _json_string(value)  # what json.dumps writes, without building an encoder
+    elif t is bool or value is None:
+        text = "true" if value is True else "false" if value is False else "null"
+    elif t is int:
+        text = int.__repr__(value)
+    else:
+        try:
+            text = json.dumps(value, sort_keys=True, allow_nan=False)
+        except (TypeError, ValueError):
+            text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."

@@ -14,7 +14,7 @@ from strategies import json_values, proposals, states
 import car_verify
 from car_verify import InputError
 from car_verify.dag import Dag
-from car_verify.values import canonical, fingerprint, json_equal
+from car_verify.values import canonical, fingerprint, format_value, json_equal
 
 
 @given(json_values)
@@ -157,6 +157,12 @@ def test_json_equal_objects_share_a_fingerprint(a: dict[str, Any], rnd: Any) -> 
     b = {k: float(a[k]) if type(a[k]) is int and abs(a[k]) < 2**53 else a[k] for k in keys}
     assert json_equal(a, b)
     assert fingerprint(a) == fingerprint(b)
+
+
+@given(json_values)
+def test_messages_render_values_as_json(a: Any) -> None:
+    text = json.dumps(a, sort_keys=True)
+    assert format_value(a) == (text if len(text) <= 80 else text[:77] + "...")
 
 
 @given(json_values)
