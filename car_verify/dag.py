@@ -397,8 +397,9 @@ class Dag:
 
         Runs :meth:`_key_conflicts` per key with the cheap answers of :meth:`_settle`,
         counting an open pair as unordered so that the pass asks what an exact run
-        would ask. The open pairs are then settled in one :meth:`_sweep`, and only the
-        keys that had any are run again with every answer known.
+        would ask. The open pairs are then settled in one :meth:`_sweep`; a key whose
+        guesses all held keeps its triples, the others are run again with every
+        answer known.
         """
         shared = sorted(k for k, ws in self.writers.items() if len(ws) > 1)
         if not shared:
@@ -407,10 +408,9 @@ class Dag:
             return self._conflicts_with_cycles(shared)
         known: dict[tuple[int, int], bool | None] = {}
         open_pairs: list[tuple[int, int]] = []
-        guessed = False
+        guesses: list[tuple[int, int]] = []  # the open pairs the current key relied on
 
         def cheap(a: int, b: int) -> bool:
-            nonlocal guessed
             pair = (a, b)
             if pair in known:
                 answer = known[pair]
@@ -419,25 +419,31 @@ class Dag:
                 if answer is None:
                     open_pairs.append(pair)
             if answer is None:
-                guessed = True
+                guesses.append(pair)
             return bool(answer)
 
         found: list[tuple[int, int, str]] = []
+        guessed: list[tuple[str, list[tuple[int, int, str]], list[tuple[int, int]]]] = []
         again: list[str] = []
         for position, key in enumerate(shared):
             if len(open_pairs) > self.OPEN_PAIR_LIMIT:  # a long chain the short search
                 again.extend(shared[position:])  # cannot see: stop guessing
                 break
-            guessed = False
+            guesses = []
             triples = self._key_conflicts(key, cheap)
-            if guessed:
-                again.append(key)
+            if guesses:
+                guessed.append((key, triples, guesses))
             else:
                 found.extend(triples)
-        if again:
+        if open_pairs:
             reached = self._sweep(open_pairs)
             for pair in open_pairs:
                 known[pair] = pair in reached
+            for key, triples, relied_on in guessed:
+                if reached.isdisjoint(relied_on):
+                    found.extend(triples)  # every guess "unordered" was right
+                else:
+                    again.append(key)
 
             def exact(a: int, b: int) -> bool:
                 answer = known.get((a, b))
