@@ -134,7 +134,7 @@ def canonical(value: Any) -> str:
     return text
 
 
-_json_string: Final = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
+_json_string: Final = json.encoder.encode_basestring_ascii
 _SCALARS: Final = frozenset({str, int, float, bool, type(None)})
 
 
@@ -219,7 +219,7 @@ def format_value(value: object) -> str:
     if value is ABSENT:
         return "absent"
     t = type(value)
-    if t is str:
+    if type(value) is str:
         text = _json_string(value)  # what json.dumps writes, without building an encoder
     elif t is bool or value is None:
         text = "true" if value is True else "false" if value is False else "null"
