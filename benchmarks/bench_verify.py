@@ -67,7 +67,7 @@ def main() -> int:
     ok = True
     for name, shape in (("wide", wide_dag), ("sequential", sequential)):
         j10, f10, v10 = measure(shape, 10_000, 5)
-        j100, f100, _ = measure(shape, 100_000, 2)
+        j100, f100, _ = measure(shape, 100_000, 3)
         mem = peak_memory(shape, 100_000)
         r_full = f10 / j10
         r_verify = v10 / j10
