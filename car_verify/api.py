@@ -10,7 +10,7 @@ from typing import Any
 
 from ._codec import Bad, d_json, expected
 from .dag import Dag
-from .errors import InputError, UsageError
+from .errors import InputError
 from .findings import Issue, Severity
 from .model import ActionProposal, load
 from .passes import (
@@ -78,7 +78,7 @@ class VerificationResult:
         """The proposal's :class:`~car_verify.dag.Dag`, built on first use.
 
         ``verify`` does not keep the one its passes used, so a kept result does not
-        pin that index in memory; the executor, which needs it at once, reuses it.
+        pin that index in memory (the executor keeps the one it admitted with).
         """
         if self._dag is None:
             self._dag = Dag(self.proposal)
@@ -203,49 +203,32 @@ def verify(
     Malformed input raises :class:`InputError`; a bad plan is a result.
     """
     with paused_gc():
-        result = _verify(
-            proposal,
-            tools=tools,
-            initial_state=initial_state,
-            max_actions=max_actions,
-            passes=passes,
-            repeat_threshold=repeat_threshold,
-            policies=policies,
+        model = load(proposal)
+        options = Options(max_actions=max_actions, repeat_threshold=repeat_threshold)
+        registry = None if tools is None else ToolRegistry.coerce(tools)
+        engine = None
+        if policies is not None:
+            from .policy import policy_engine
+
+            engine = policy_engine(policies)
+        ctx = Context(
+            model,
+            tools=registry,
+            initial_state=None if initial_state is None else _state(initial_state),
+            options=options,
+            policies=engine,
         )
-        result._dag = None  # freed here, while the collector is paused
-        return result
+        result = assess(ctx, passes)
+        del ctx  # the passes' DAG is freed here, while the collector is paused
+    return result
 
 
-def _verify(
-    proposal: ProposalLike,
-    *,
-    tools: Any = None,
-    initial_state: Mapping[str, Any] | None = None,
-    max_actions: int | None = None,
-    passes: Iterable[str | Pass | type[Pass]] | None = None,
-    repeat_threshold: int = 3,
-    policies: Any = None,
+def assess(
+    ctx: Context, passes: Iterable[str | Pass | type[Pass]] | None = None
 ) -> VerificationResult:
-    """``verify`` keeping the passes' DAG on the result (for the executor). Call it with
-    the collector paused."""
-    model = load(proposal)
-    if max_actions is not None and (type(max_actions) is not int or max_actions < 0):
-        raise UsageError(f"max_actions must be a non-negative integer, got {max_actions!r}")
-    if type(repeat_threshold) is not int or repeat_threshold < 1:
-        raise UsageError(f"repeat_threshold must be a positive integer, got {repeat_threshold!r}")
-    registry = None if tools is None else ToolRegistry.coerce(tools)
-    engine = None
-    if policies is not None:
-        from .policy import policy_engine
-
-        engine = policy_engine(policies)
-    ctx = Context(
-        model,
-        tools=registry,
-        initial_state=None if initial_state is None else _state(initial_state),
-        options=Options(max_actions=max_actions, repeat_threshold=repeat_threshold),
-        policies=engine,
-    )
+    """Run the passes over a prepared :class:`Context` (``verify`` without the input
+    handling). ``ctx.dag`` stays with the caller; the result builds its own on demand.
+    Call it with the collector paused."""
     chosen = resolve_passes(passes, ctx)
     issues, checks = run_passes(ctx, chosen)
     assumptions, untested, risks = evidence_lists(chosen, checks)
@@ -262,8 +245,7 @@ def _verify(
         execution_levels=dag.execution_levels(),
         conflicts=dag.conflict_triples(),
         evidence=Evidence(checks, assumptions, untested, risks),
-        proposal=model,
-        _dag=dag,
+        proposal=ctx.proposal,
     )
 
 

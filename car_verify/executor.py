@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from .api import ProposalLike, VerificationResult, _state, _verify
+from .api import ProposalLike, VerificationResult, _state, assess
 from .errors import UsageError
 from .events import EventLog
 from .model import (
@@ -61,6 +61,7 @@ from .model import (
     chunk_from_dict,
     load,
 )
+from .passes import Context, Options
 from .tools import ToolRegistry
 from .values import ABSENT, canonical, evaluate, paused_gc
 
@@ -316,12 +317,13 @@ class Executor:
         started = time.perf_counter()
         self._event("proposal_started", actions=len(proposal.actions))
         with paused_gc():  # the admission's DAG is kept for the schedule
-            admission = _verify(
+            admitting = Context(
                 proposal,
                 tools=self.schemas,
                 initial_state=self.initial_state,
-                max_actions=self.budget.max_actions,
+                options=Options(max_actions=self.budget.max_actions),
             )
+            admission = assess(admitting)
         reasons = [
             f"{i.code}: {i.message}" + (f" ({i.action_id})" if i.action_id else "")
             for i in admission.issues
@@ -334,7 +336,7 @@ class Executor:
         if reasons:
             return self._reject(admission, reasons, started)
 
-        dag = admission.dag
+        dag = admitting.dag
         actions = proposal.actions
         state = dict(self.initial_state)
         results: dict[int, ActionResult] = {}

@@ -64,6 +64,14 @@ class Options:
     #: How many (finished actions, monitor state) pairs a trace rule may explore.
     trace_budget: int = 100_000
 
+    def __post_init__(self) -> None:
+        limit = self.max_actions
+        if limit is not None and (type(limit) is not int or limit < 0):
+            raise UsageError(f"max_actions must be a non-negative integer, got {limit!r}")
+        threshold = self.repeat_threshold
+        if type(threshold) is not int or threshold < 1:
+            raise UsageError(f"repeat_threshold must be a positive integer, got {threshold!r}")
+
 
 @dataclass(frozen=True)
 class Example:
