@@ -61,7 +61,7 @@ class CompensationPass(Pass):
     )
 
     def run(self, ctx: Context) -> Iterator[Issue]:
-        ids = ctx.dag.positions
+        dag = ctx.dag
         tools = ctx.tools
         for i, action in enumerate(ctx.proposal.actions):
             if action.missing_required_compensation():
@@ -75,7 +75,7 @@ class CompensationPass(Pass):
             if comp is None:
                 continue
             if isinstance(comp, ActionRefCompensation):
-                if comp.action_id not in ids:
+                if not dag.targets(comp.action_id):
                     yield ctx.issue(
                         "unknown-compensation-target",
                         f"compensation refers to action {comp.action_id!r}, which is not in "

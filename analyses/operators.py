@@ -67,10 +67,12 @@ class OperatorPass(Pass):
 
     def run(self, ctx: Context) -> Iterator[Issue]:
         for i, action in enumerate(ctx.proposal.actions):
-            if action.type != "assertion" and all(
-                p.operator in KNOWN_OPERATORS for p in action.preconditions
-            ):
-                continue
+            if action.type != "assertion":
+                for pre in action.preconditions:
+                    if pre.operator not in KNOWN_OPERATORS:
+                        break
+                else:
+                    continue  # every operator known: the common case, no predicate built
             for pre, where in action.predicate():
                 if pre.operator not in KNOWN_OPERATORS:
                     yield ctx.issue(

@@ -93,25 +93,28 @@ class StructurePass(Pass):
                     index=i,
                     where=("id",),
                 )
-            yield from self._shape(ctx, i, action)
+            shape = self._shape(ctx, i, action)
+            if shape is not None:
+                yield shape
 
     @staticmethod
-    def _shape(ctx: Context, i: int, action: Action) -> Iterator[Issue]:
+    def _shape(ctx: Context, i: int, action: Action) -> Issue | None:
+        """The one finding on an action's type and completeness, if any."""
         if action.type not in Action.KNOWN_TYPES:
-            yield ctx.issue(
+            return ctx.issue(
                 "unknown-action-type",
                 f"unknown action type {action.type!r}; expected one of "
                 "tool_call, state_write, state_read, assertion",
                 index=i,
                 where=("type",),
             )
-        elif action.type == "tool_call" and action.tool is None:
-            yield ctx.issue(
+        if action.type == "tool_call" and action.tool is None:
+            return ctx.issue(
                 "missing-tool-name", "tool_call action has no `tool`", index=i, where=("type",)
             )
-        elif action.type == "state_write" and action.param_key() is None:
+        if action.type == "state_write" and action.param_key() is None:
             present = "key" in action.parameters
-            yield ctx.issue(
+            return ctx.issue(
                 "state-write-without-key",
                 "state_write's parameters.key is not a string"
                 if present
@@ -119,3 +122,4 @@ class StructurePass(Pass):
                 index=i,
                 where=("parameters", "key") if present else ("parameters",),
             )
+        return None
