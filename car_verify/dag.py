@@ -388,18 +388,20 @@ class Dag:
                 counts[p] += 1
         return counts
 
-    #: Open pairs the first pass of ``conflicts`` may collect before it stops early.
+    #: Open pairs the first pass of ``conflicts`` may collect before it stops early
+    #: (and at most two per action: more means the guesses are failing).
     OPEN_PAIR_LIMIT = 1 << 16
 
     @cached_property
     def conflicts(self) -> list[tuple[int, int, str]]:
         """Every ``(a, b, key)``: a before b, both write key, neither reaches the other.
 
-        Runs :meth:`_key_conflicts` per key with the cheap answers of :meth:`_settle`,
-        counting an open pair as unordered so that the pass asks what an exact run
-        would ask. The open pairs are then settled in one :meth:`_sweep`; a key whose
-        guesses all held keeps its triples, the others are run again with every
-        answer known.
+        A first pass runs each key's :class:`_Race` with the cheap answers of
+        :meth:`_settle`, counting an open pair as unordered so that it asks what an
+        exact run would ask. The open pairs are then settled in one :meth:`_sweep`;
+        a key whose guesses all held keeps its triples. The others, and the keys
+        left when too many pairs were open, are run again with exact answers, all
+        in one more sweep (:meth:`_exact_races`).
         """
         shared = sorted(k for k, ws in self.writers.items() if len(ws) > 1)
         if not shared:
@@ -425,12 +427,13 @@ class Dag:
         found: list[tuple[int, int, str]] = []
         guessed: list[tuple[str, list[tuple[int, int, str]], list[tuple[int, int]]]] = []
         again: list[str] = []
+        limit = min(self.OPEN_PAIR_LIMIT, 2 * self.n)
         for position, key in enumerate(shared):
-            if len(open_pairs) > self.OPEN_PAIR_LIMIT:  # a long chain the short search
-                again.extend(shared[position:])  # cannot see: stop guessing
+            if len(open_pairs) > limit:  # the short search cannot see these paths:
+                again.extend(shared[position:])  # stop guessing
                 break
             guesses = []
-            triples = self._key_conflicts(key, cheap)
+            triples = self._race(key, cheap)
             if guesses:
                 guessed.append((key, triples, guesses))
             else:
@@ -445,67 +448,79 @@ class Dag:
                 else:
                     again.append(key)
 
-            def exact(a: int, b: int) -> bool:
-                answer = known.get((a, b))
+        def settled(a: int, b: int) -> bool:
+            answer = known.get((a, b))
+            if answer is None:
+                answer = known[(a, b)] = self._settle(a, b)
                 if answer is None:
-                    answer = self._settle(a, b)
-                    if answer is None:
-                        answer = (a, b) in self._sweep([(a, b)])
-                    known[(a, b)] = answer
-                return answer
+                    raise _Unsettled
+            return answer
 
-            for key in again:
-                found.extend(self._key_conflicts(key, exact))
+        unsettled: list[str] = []
+        for key in again:  # what is known may now be enough
+            try:
+                found.extend(self._race(key, settled))
+            except _Unsettled:
+                unsettled.append(key)
+        if unsettled:
+            found.extend(self._exact_races(unsettled))
         found.sort()
         return found
 
-    def _key_conflicts(
-        self, key: str, reaches: Callable[[int, int], bool]
-    ) -> list[tuple[int, int, str]]:
-        """The conflicts on one key, given a reachability test.
-
-        Writers of the key are visited in topological order, keeping the *maximal*
-        ones (no later-visited writer reaches them) and, per writer, the maximal
-        earlier writers that reach it. A writer that reads the key and comes after
-        every writer visited so far is reached by all of them (the state-key edges),
-        so it ends all open races at once. Any other writer is tested against the
-        maximal writers; one that reaches it covers everything below it, one that
-        does not is a conflict and its own lower writers are tested in turn. The
-        work follows the conflicts found, not the square of the writers.
-        """
+    def _race(self, key: str, reaches: Callable[[int, int], bool]) -> list[tuple[int, int, str]]:
+        """The conflicts on ``key``, given a reachability test (see :class:`_Race`)."""
+        race = _Race(key, self.keys)
         writers = self.writers[key]
         if not self.order_is_proposal_order:
             writers = sorted(writers, key=self._topo_position.__getitem__)
-        keys_of = self.keys
-        found: list[tuple[int, int, str]] = []
-        maximal: list[int] = []
-        below: dict[int, list[int]] = {}
-        latest = -1
+        visit = race.visit
         for b in writers:
-            if b > latest:
-                if key in keys_of[b]:
-                    below[b] = maximal
-                    maximal = [b]
-                    latest = b
-                    continue
-                latest = b
-            reaching: list[int] = []
-            seen: set[int] = set()
-            stack = list(maximal)
-            while stack:
-                m = stack.pop()
-                if m in seen:
-                    continue
-                seen.add(m)
-                if reaches(m, b):
-                    reaching.append(m)
-                else:
-                    found.append((m, b, key) if m < b else (b, m, key))
-                    stack.extend(below.get(m, ()))
-            below[b] = reaching
-            maximal = [m for m in maximal if m not in reaching]
-            maximal.append(b)
-        return found
+            visit(b, reaches)
+        return race.found
+
+    def _exact_races(self, keys: list[str]) -> list[tuple[int, int, str]]:
+        """Run the races of ``keys`` with exact answers, all in one topological sweep.
+
+        Each writer of these keys gets a bit when the sweep passes it; a node's
+        ancestors are a bitset over the writers before it, and a writer's race steps
+        run when the sweep reaches it, so every question is a bit test. The bitsets
+        are as wide as the writers of ``keys``; a node's is dropped once its last
+        successor has read it.
+        """
+        all_races = [_Race(key, self.keys) for key in keys]
+        races: dict[int, list[_Race]] = {}
+        for race in all_races:
+            for w in self.writers[race.key]:
+                races.setdefault(w, []).append(race)
+        where, preds, order = self._topo_position, self.preds, self.order
+        bit: dict[int, int] = {}
+        remaining = list(self._successor_counts)
+        carried = [0] * len(preds)
+        ancestors = 0
+
+        def reaches(m: int, b: int) -> bool:
+            return (ancestors >> bit[m]) & 1 == 1
+
+        span = sorted(map(where.__getitem__, races))
+        for node in order[span[0] : span[-1] + 1]:
+            ancestors = 0
+            for p in preds[node]:
+                left = remaining[p] = remaining[p] - 1
+                value = carried[p]
+                if value:
+                    ancestors |= value
+                    if not left:
+                        carried[p] = 0
+            value = ancestors
+            here = races.get(node)
+            if here is not None:
+                for race in here:
+                    race.visit(node, reaches)
+                bit[node] = len(bit)
+                value |= 1 << bit[node]
+            if value and remaining[node]:
+                carried[node] = value
+        return [t for race in all_races for t in race.found]
 
     def _conflicts_with_cycles(self, shared: list[str]) -> list[tuple[int, int, str]]:
         """The same triples when the graph has a cycle (no topological order): search."""
@@ -541,3 +556,59 @@ class Dag:
                     if w >= i:
                         break
                     yield Edge(w, i, "state", key)
+
+
+class _Unsettled(Exception):
+    """A reachability question the cheap tests and the known answers cannot settle."""
+
+
+class _Race:
+    """The write races on one key, found by visiting its writers in topological order.
+
+    It keeps the *maximal* writers visited so far (no later-visited writer reaches
+    them) and, per writer, the maximal earlier writers that reach it. A writer
+    that reads the key and comes after every writer visited so far is reached by
+    all of them (the state-key edges), so it ends all open races at once. Any
+    other writer is tested against the maximal writers; one that reaches it covers
+    everything below it, one that does not is a conflict and its own lower writers
+    are tested in turn. The work follows the conflicts found, not the square of
+    the writers.
+    """
+
+    __slots__ = ("below", "found", "key", "keys_of", "latest", "maximal")
+
+    def __init__(self, key: str, keys_of: list[list[str]]) -> None:
+        self.key = key
+        self.keys_of = keys_of
+        self.found: list[tuple[int, int, str]] = []
+        self.maximal: list[int] = []
+        self.below: dict[int, list[int]] = {}
+        self.latest = -1
+
+    def visit(self, b: int, reaches: Callable[[int, int], bool]) -> None:
+        """Take the next writer ``b``; ``reaches(m, b)`` answers for earlier writers m."""
+        key = self.key
+        if b > self.latest:
+            self.latest = b
+            if key in self.keys_of[b]:
+                self.below[b] = self.maximal
+                self.maximal = [b]
+                return
+        found, below = self.found, self.below
+        reaching: list[int] = []
+        seen: set[int] = set()
+        stack = list(self.maximal)
+        while stack:
+            m = stack.pop()
+            if m in seen:
+                continue
+            seen.add(m)
+            if reaches(m, b):
+                reaching.append(m)
+            else:
+                found.append((m, b, key) if m < b else (b, m, key))
+                stack.extend(below.get(m, ()))
+        below[b] = reaching
+        maximal = [m for m in self.maximal if m not in reaching]
+        maximal.append(b)
+        self.maximal = maximal
