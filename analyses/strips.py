@@ -31,6 +31,7 @@ Why this tier:
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterator
 
 from car_verify.findings import Issue, Severity, Tier
@@ -40,9 +41,17 @@ from car_verify.values import format_value
 from car_verify.walk import Cause
 
 
-def _names(ids: list[str], positions: list[int]) -> str:
+def _names(ids: list[str], positions: list[int], total: int | None = None) -> str:
+    """The first five actions by id, and how many more of ``total`` there are."""
+    total = len(positions) if total is None else total
     shown = ", ".join(ids[i] for i in positions[:5])
-    return shown + (f" and {len(positions) - 5} more" if len(positions) > 5 else "")
+    return shown + (f" and {total - 5} more" if total > 5 else "")
+
+
+def _holds(positions: list[int], i: int) -> int:
+    """1 if the ascending list ``positions`` holds ``i``, else 0."""
+    at = bisect_left(positions, i)
+    return int(at < len(positions) and positions[at] == i)
 
 
 def key_pointer(action: Action, key: str) -> tuple[str | int, ...]:
@@ -139,18 +148,15 @@ class StripsPass(Pass):
     def run(self, ctx: Context) -> Iterator[Issue]:
         actions = ctx.proposal.actions
         dag = ctx.dag
-        # Which writers of a failing precondition's key are ordered before the reader:
-        # asked of the DAG once, for all failing preconditions together.
-        pairs = [
-            (w, trace.index)
+        # Which writers of a failing precondition's key are not ordered before the
+        # reader: asked of the DAG once, for all failing preconditions together.
+        late = dag.writers_not_before(
+            (trace.index, cause.key)
             for trace in ctx.walk.traces
             if trace is not None
             for cause in trace.causes
             if cause.kind == "precondition" and cause.key is not None
-            for w in dag.writers.get(cause.key, ())
-            if w != trace.index
-        ]
-        ordered = dag.reachable(pairs)
+        )
         for trace in ctx.walk.traces:
             if trace is None or not trace.causes:
                 continue
@@ -158,7 +164,7 @@ class StripsPass(Pass):
             action = actions[i]
             severity = Severity.WARNING if action.failure_behavior is FailureBehavior.SKIP else None
             for cause in trace.causes:
-                issue = self._issue(ctx, i, action, cause, severity, ordered)
+                issue = self._issue(ctx, i, action, cause, severity, late)
                 if issue is not None:
                     yield issue
 
@@ -169,7 +175,7 @@ class StripsPass(Pass):
         action: Action,
         cause: Cause,
         severity: Severity | None,
-        ordered: set[tuple[int, int]],
+        late: dict[tuple[int, str], tuple[int, list[int]]],
     ) -> Issue | None:
         dag = ctx.dag
         if cause.kind == "precondition" and cause.precondition is not None:
@@ -180,17 +186,19 @@ class StripsPass(Pass):
             if not writers:
                 why = f"{key!r} is {format_value(cause.actual)} and no action writes it"
             else:
-                unordered = [w for w in writers if w != i and (w, i) not in ordered]
+                unordered, first = late[(i, key)]
                 if unordered:
                     why = (
                         f"{key!r} is {format_value(cause.actual)} here; "
-                        f"written by {_names(dag.ids, unordered)}, not ordered before this action"
+                        f"written by {_names(dag.ids, first, unordered)}, "
+                        "not ordered before this action"
                     )
                 else:
+                    others = len(writers) - _holds(writers, i)
                     why = (
-                        f"{key!r} is {format_value(cause.actual)} here, "
-                        f"after the writes of {_names(dag.ids, [w for w in writers if w != i])}"
-                        if any(w != i for w in writers)
+                        f"{key!r} is {format_value(cause.actual)} here, after the writes of "
+                        f"{_names(dag.ids, [w for w in writers[:6] if w != i], others)}"
+                        if others
                         else f"{key!r} is {format_value(cause.actual)}; only this action writes it"
                     )
             return ctx.issue(
@@ -203,21 +211,21 @@ class StripsPass(Pass):
         if cause.kind == "missing-key" and cause.key is not None:
             key = cause.key
             writers = dag.writers.get(key, [])
-            earlier = [w for w in writers if w < i]
-            later = [w for w in writers if w > i]
+            earlier = bisect_left(writers, i)  # writers[:earlier] come before this action
+            later = earlier + _holds(writers, i)  # and writers[later:] after it
             if earlier:
-                declared = [w for w in earlier if key in ctx.proposal.actions[w].effects()]
-                if not declared:
+                actions = ctx.proposal.actions
+                if not any(key in actions[w].effects() for w in writers[:earlier]):
                     why = (
-                        f"{_names(dag.ids, earlier)} name it in write_set but no declared "
-                        "effect sets it"
+                        f"{_names(dag.ids, writers[:5], earlier)} name it in write_set but "
+                        "no declared effect sets it"
                     )
                 else:
                     why = "it is absent when this action's level begins"
-            elif later:
+            elif later < len(writers):
                 why = (
                     "it is absent from the initial state and written only by later actions: "
-                    f"{_names(dag.ids, later)}"
+                    f"{_names(dag.ids, writers[later : later + 5], len(writers) - later)}"
                 )
             else:
                 why = "it is absent from the initial state and written by no earlier action"

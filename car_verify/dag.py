@@ -380,6 +380,92 @@ class Dag:
                     carried[node] = value
         return found
 
+    #: Up to this many (writer, reader) pairs per action, ``writers_not_before`` asks
+    #: them one by one; beyond, one bitset sweep answers every reader at once.
+    PAIRS_PER_ACTION = 4
+
+    def writers_not_before(
+        self, queries: Iterable[tuple[int, str]], first: int = 5
+    ) -> dict[tuple[int, str], tuple[int, list[int]]]:
+        """For each ``(action, key)``: how many writers of ``key`` other than the action
+        do not reach it, and the first ``first`` of them in proposal order.
+
+        Few (writer, action) pairs are asked one by one through :meth:`reachable`.
+        Many (a key with many writers and many readers) are answered by one sweep
+        per batch of writers, each node's ancestors a bitset over the batch, so each
+        reader costs a bit count, not a question per writer.
+        """
+        asked: dict[int, list[str]] = {}
+        for node, key in queries:
+            keys = asked.setdefault(node, [])
+            if key not in keys:
+                keys.append(key)
+        out: dict[tuple[int, str], tuple[int, list[int]]] = {}
+        pairs = sum(len(self.writers.get(key, ())) for keys in asked.values() for key in keys)
+        if pairs <= self.PAIRS_PER_ACTION * self.n or self.unlevelled:
+            # Few questions (or a cycle): ask them as pairs, most settle cheaply.
+            ordered = self.reachable(
+                (w, node)
+                for node, keys in asked.items()
+                for key in keys
+                for w in self.writers.get(key, ())
+                if w != node
+            )
+            for node, keys in asked.items():
+                for key in keys:
+                    late = [
+                        w
+                        for w in self.writers.get(key, ())
+                        if w != node and (w, node) not in ordered
+                    ]
+                    out[(node, key)] = (len(late), late[:first])
+            return out
+        for node, keys in asked.items():
+            for key in keys:
+                out[(node, key)] = (0, [])
+        wanted = {key for keys in asked.values() for key in keys}
+        writers = sorted({w for key in wanted for w in self.writers.get(key, ())})
+        where, preds, order = self._topo_position, self.preds, self.order
+        size = max(self.MIN_BATCH, self.BITSET_BUDGET // max(1, len(preds)))
+        readers = [where[node] for node in asked]
+        stop = max(readers)
+        for start in range(0, len(writers), size):
+            batch = writers[start : start + size]  # proposal order: bit j is batch[j]
+            bits = {w: 1 << j for j, w in enumerate(batch)}
+            masks: dict[str, int] = {}
+            for key in wanted:
+                mask = 0
+                for w in self.writers.get(key, ()):
+                    mask |= bits.get(w, 0)
+                masks[key] = mask
+            remaining = list(self._successor_counts)
+            carried = [0] * len(preds)
+            begin = min(min(readers), *map(where.__getitem__, batch))
+            for node in order[begin : stop + 1]:
+                ancestors = 0
+                for p in preds[node]:
+                    left = remaining[p] = remaining[p] - 1
+                    value = carried[p]
+                    if value:
+                        ancestors |= value
+                        if not left:
+                            carried[p] = 0
+                reading = asked.get(node)
+                if reading:
+                    for key in reading:
+                        racing = masks[key] & ~ancestors & ~bits.get(node, 0)
+                        if racing:
+                            count, names = out[(node, key)]
+                            out[(node, key)] = (count + racing.bit_count(), names)
+                            while racing and len(names) < first:
+                                low = racing & -racing
+                                names.append(batch[low.bit_length() - 1])
+                                racing ^= low
+                value = ancestors | bits.get(node, 0)
+                if value and remaining[node]:
+                    carried[node] = value
+        return out
+
     @cached_property
     def _successor_counts(self) -> list[int]:
         counts = [0] * len(self.preds)
