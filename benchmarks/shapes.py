@@ -82,3 +82,37 @@ def sequential(n: int, seed: int = 11) -> dict[str, Any]:
 
 
 INITIAL_STATE = {"env": "prod", "counter": 0}
+
+
+# --- shapes that defeat the cheap reachability tests (scaling, not realism) -------------
+
+
+def far_writers(n: int, keys: int = 200) -> dict[str, Any]:
+    """One long chain of explicit dependencies; every fifth step writes one of ``keys``
+    keys round robin, so two writers of a key sit ``5 * keys`` steps apart: every
+    pair is ordered, and no short search can see it."""
+    actions = []
+    for i in range(n):
+        action: dict[str, Any] = {"id": f"c{i}", "type": "tool_call", "tool": "build"}
+        if i:
+            action["dependencies"] = [f"c{i - 1}"]
+        if i % 5 == 0:
+            action["expected_effects"] = {f"artifact.{(i // 5) % keys}": i}
+        actions.append(action)
+    return {"id": "far-writers", "source": "benchmark", "actions": actions}
+
+
+def shared_flag(n: int) -> dict[str, Any]:
+    """Half the steps set a flag in one chain; the other half, unordered with them,
+    need it true: every reader's message counts the writers it races with."""
+    actions = []
+    for i in range(n):
+        action: dict[str, Any] = {"id": f"f{i}", "type": "tool_call", "tool": "deploy"}
+        if i % 2 == 0:
+            action["expected_effects"] = {"maintenance": False}
+            if i:
+                action["dependencies"] = [f"f{i - 2}"]
+        else:
+            action["preconditions"] = [{"key": "maintenance", "value": True}]
+        actions.append(action)
+    return {"id": "shared-flag", "source": "benchmark", "actions": actions}

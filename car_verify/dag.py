@@ -427,17 +427,17 @@ class Dag:
         writers = sorted({w for key in wanted for w in self.writers.get(key, ())})
         where, preds, order = self._topo_position, self.preds, self.order
         size = max(self.MIN_BATCH, self.BITSET_BUDGET // max(1, len(preds)))
+        members = {key: set(self.writers[key]) for key in wanted}
         readers = [where[node] for node in asked]
         stop = max(readers)
         for start in range(0, len(writers), size):
             batch = writers[start : start + size]  # proposal order: bit j is batch[j]
-            bits = {w: 1 << j for j, w in enumerate(batch)}
-            masks: dict[str, int] = {}
-            for key in wanted:
-                mask = 0
-                for w in self.writers.get(key, ()):
-                    mask |= bits.get(w, 0)
-                masks[key] = mask
+            bit = {w: j for j, w in enumerate(batch)}
+            masks = {
+                key: _bitmask([bit[w] for w in self.writers[key] if w in bit], len(batch))
+                for key in wanted
+            }
+            counts = {key: mask.bit_count() for key, mask in masks.items()}
             remaining = list(self._successor_counts)
             carried = [0] * len(preds)
             begin = min(min(readers), *map(where.__getitem__, batch))
@@ -447,21 +447,26 @@ class Dag:
                     left = remaining[p] = remaining[p] - 1
                     value = carried[p]
                     if value:
-                        ancestors |= value
+                        ancestors = ancestors | value if ancestors else value
                         if not left:
                             carried[p] = 0
+                own = bit.get(node)
                 reading = asked.get(node)
                 if reading:
                     for key in reading:
-                        racing = masks[key] & ~ancestors & ~bits.get(node, 0)
-                        if racing:
+                        mine = own is not None and node in members[key]
+                        late = counts[key] - (masks[key] & ancestors).bit_count() - mine
+                        if late:
                             count, names = out[(node, key)]
-                            out[(node, key)] = (count + racing.bit_count(), names)
-                            while racing and len(names) < first:
-                                low = racing & -racing
-                                names.append(batch[low.bit_length() - 1])
-                                racing ^= low
-                value = ancestors | bits.get(node, 0)
+                            out[(node, key)] = (count + late, names)
+                            if len(names) < first:
+                                names.extend(
+                                    batch[j]
+                                    for j in _low_bits(
+                                        masks[key], ancestors, own, first - len(names)
+                                    )
+                                )
+                value = ancestors if own is None else ancestors | 1 << own
                 if value and remaining[node]:
                     carried[node] = value
         return out
@@ -698,3 +703,33 @@ class _Race:
         maximal = [m for m in self.maximal if m not in reaching]
         maximal.append(b)
         self.maximal = maximal
+
+
+def _bitmask(indexes: list[int], width: int) -> int:
+    """The int with exactly the bits ``indexes`` set (linear in ``width``)."""
+    buffer = bytearray((width + 7) // 8)
+    for j in indexes:
+        buffer[j >> 3] |= 1 << (j & 7)
+    return int.from_bytes(buffer, "little")
+
+
+_WINDOW = 1 << 10  # bits looked at a time by _low_bits
+
+
+def _low_bits(mask: int, ancestors: int, own: int | None, wanted: int) -> list[int]:
+    """The lowest ``wanted`` bits set in ``mask`` but not in ``ancestors`` (nor ``own``),
+    looked for a window at a time so that an early find never touches the whole int."""
+    found: list[int] = []
+    window = _WINDOW
+    low = 0
+    while len(found) < wanted and mask >> low:
+        cut = (1 << window) - 1
+        part = (mask >> low) & cut & ~((ancestors >> low) & cut)
+        if own is not None and low <= own < low + window:
+            part &= ~(1 << (own - low))
+        while part and len(found) < wanted:
+            lowest = part & -part
+            found.append(low + lowest.bit_length() - 1)
+            part ^= lowest
+        low += window
+    return found

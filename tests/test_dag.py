@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from strategies import proposals
 
 import car_verify
+from car_verify import dag as dag_module
 from car_verify.dag import Dag
 
 
@@ -82,23 +83,32 @@ def test_far_apart_writers_on_parallel_chains_match_the_oracle(
     assert calls["_exact_races"] == (1 if stop_early else 0)
 
 
-@given(proposals(max_actions=8), st.integers(1, 3), st.sampled_from([0, 1000]))
+@given(
+    proposals(max_actions=8),
+    st.integers(1, 3),
+    st.sampled_from([0, 1000]),
+    st.sampled_from([1, 2, 1024]),
+)
 def test_writers_not_before_agree_with_the_oracle(
-    doc: dict[str, Any], batch: int, pairs_per_action: int
+    doc: dict[str, Any], batch: int, pairs_per_action: int, window: int
 ) -> None:
     """Counts and first names of the writers not ordered before an action, asked
     pair by pair or by the bitset sweep, however the writers are cut into batches
-    (and with cycles, where a search answers)."""
-    dag = Dag(car_verify.load(doc))
-    dag.MIN_BATCH, dag.BITSET_BUDGET = batch, 1
-    dag.PAIRS_PER_ACTION = pairs_per_action
-    edges, _ = oracle.edges(doc["actions"])
-    reach = oracle.closure(dag.n, edges)
-    queries = [(i, key) for i in range(dag.n) for key in dag.writers]
-    got = dag.writers_not_before(queries, first=2)
-    for i, key in queries:
-        late = [w for w in dag.writers[key] if w != i and i not in reach[w]]
-        assert got[(i, key)] == (len(late), late[:2])
+    and their bits scanned (and with cycles, where a search answers)."""
+    dag_module._WINDOW, before = window, dag_module._WINDOW
+    try:
+        dag = Dag(car_verify.load(doc))
+        dag.MIN_BATCH, dag.BITSET_BUDGET = batch, 1
+        dag.PAIRS_PER_ACTION = pairs_per_action
+        edges, _ = oracle.edges(doc["actions"])
+        reach = oracle.closure(dag.n, edges)
+        queries = [(i, key) for i in range(dag.n) for key in dag.writers]
+        got = dag.writers_not_before(queries, first=2)
+        for i, key in queries:
+            late = [w for w in dag.writers[key] if w != i and i not in reach[w]]
+            assert got[(i, key)] == (len(late), late[:2])
+    finally:
+        dag_module._WINDOW = before
 
 
 def test_many_readers_of_a_key_with_many_writers_are_not_asked_pair_by_pair(
