@@ -455,10 +455,10 @@ class Dag:
                 if reading:
                     for key in reading:
                         mine = own is not None and node in members[key]
-                        late = counts[key] - (masks[key] & ancestors).bit_count() - mine
-                        if late:
+                        racing = counts[key] - (masks[key] & ancestors).bit_count() - mine
+                        if racing:
                             count, names = out[(node, key)]
-                            out[(node, key)] = (count + late, names)
+                            out[(node, key)] = (count + racing, names)
                             if len(names) < first:
                                 names.extend(
                                     batch[j]
