@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal
@@ -350,34 +350,21 @@ class Dag:
         found: set[tuple[int, int]] = set()
         if not pairs:
             return found
-        where, preds, order = self._topo_position, self.preds, self.order
+        where, order = self._topo_position, self.order
         sources = sorted({a for a, _ in pairs}, key=where.__getitem__)
-        size = max(self.MIN_BATCH, self.BITSET_BUDGET // max(1, len(preds)))
+        size = self._batch_size()
         for first in range(0, len(sources), size):
             batch = sources[first : first + size]
-            bits = {source: 1 << j for j, source in enumerate(batch)}
+            bit = {source: j for j, source in enumerate(batch)}
             wanted: dict[int, list[int]] = {}
             for a, b in pairs:
-                if a in bits:
+                if a in bit:
                     wanted.setdefault(b, []).append(a)
-            remaining = list(self._successor_counts)
-            carried = [0] * len(preds)
             stop = max(map(where.__getitem__, wanted))
-            for node in order[where[batch[0]] : stop + 1]:
-                ancestors = 0
-                for p in preds[node]:
-                    left = remaining[p] = remaining[p] - 1
-                    value = carried[p]
-                    if value:
-                        ancestors |= value
-                        if not left:
-                            carried[p] = 0
+            for node, ancestors in self._ancestor_bits(order[where[batch[0]] : stop + 1], bit):
                 asked = wanted.get(node)
                 if asked:
-                    found.update((a, node) for a in asked if ancestors & bits[a])
-                value = ancestors | bits.get(node, 0)
-                if value and remaining[node]:
-                    carried[node] = value
+                    found.update((a, node) for a in asked if ancestors >> bit[a] & 1)
         return found
 
     #: Up to this many (writer, reader) pairs per action, ``writers_not_before`` asks
@@ -425,8 +412,8 @@ class Dag:
                 out[(node, key)] = (0, [])
         wanted = {key for keys in asked.values() for key in keys}
         writers = sorted({w for key in wanted for w in self.writers.get(key, ())})
-        where, preds, order = self._topo_position, self.preds, self.order
-        size = max(self.MIN_BATCH, self.BITSET_BUDGET // max(1, len(preds)))
+        where, order = self._topo_position, self.order
+        size = self._batch_size()
         members = {key: set(self.writers[key]) for key in wanted}
         readers = [where[node] for node in asked]
         stop = max(readers)
@@ -438,38 +425,53 @@ class Dag:
                 for key in wanted
             }
             counts = {key: mask.bit_count() for key, mask in masks.items()}
-            remaining = list(self._successor_counts)
-            carried = [0] * len(preds)
             begin = min(min(readers), *map(where.__getitem__, batch))
-            for node in order[begin : stop + 1]:
-                ancestors = 0
-                for p in preds[node]:
-                    left = remaining[p] = remaining[p] - 1
-                    value = carried[p]
-                    if value:
-                        ancestors = ancestors | value if ancestors else value
-                        if not left:
-                            carried[p] = 0
-                own = bit.get(node)
+            for node, ancestors in self._ancestor_bits(order[begin : stop + 1], bit):
                 reading = asked.get(node)
-                if reading:
-                    for key in reading:
-                        mine = own is not None and node in members[key]
-                        racing = counts[key] - (masks[key] & ancestors).bit_count() - mine
-                        if racing:
-                            count, names = out[(node, key)]
-                            out[(node, key)] = (count + racing, names)
-                            if len(names) < first:
-                                names.extend(
-                                    batch[j]
-                                    for j in _low_bits(
-                                        masks[key], ancestors, own, first - len(names)
-                                    )
-                                )
-                value = ancestors if own is None else ancestors | 1 << own
-                if value and remaining[node]:
-                    carried[node] = value
+                if not reading:
+                    continue
+                own = bit.get(node)
+                for key in reading:
+                    mine = own is not None and node in members[key]
+                    racing = counts[key] - (masks[key] & ancestors).bit_count() - mine
+                    if racing:
+                        count, names = out[(node, key)]
+                        out[(node, key)] = (count + racing, names)
+                        if len(names) < first:
+                            names.extend(
+                                batch[j]
+                                for j in _low_bits(masks[key], ancestors, own, first - len(names))
+                            )
         return out
+
+    def _batch_size(self) -> int:
+        """Sources per sweep: a bit each, so that the bitsets stay within BITSET_BUDGET."""
+        return max(self.MIN_BATCH, self.BITSET_BUDGET // max(1, len(self.preds)))
+
+    def _ancestor_bits(
+        self, nodes: Sequence[int], bit: Mapping[int, int]
+    ) -> Iterator[tuple[int, int]]:
+        """Walk ``nodes``, a stretch of the topological order, yielding each with its
+        ancestors among the sources of ``bit`` as a bitset (bit ``bit[s]`` set: source
+        ``s`` reaches the node; a source's own bit is added after it is yielded). A
+        node's bitset is dropped once its last successor has read it."""
+        preds = self.preds
+        remaining = list(self._successor_counts)
+        carried = [0] * len(preds)
+        for node in nodes:
+            ancestors = 0
+            for p in preds[node]:
+                left = remaining[p] = remaining[p] - 1
+                value = carried[p]
+                if value:
+                    ancestors = ancestors | value if ancestors else value
+                    if not left:
+                        carried[p] = 0
+            yield node, ancestors
+            own = bit.get(node)
+            value = ancestors if own is None else ancestors | 1 << own
+            if value and remaining[node]:
+                carried[node] = value
 
     @cached_property
     def _successor_counts(self) -> list[int]:
@@ -583,34 +585,19 @@ class Dag:
         for race in all_races:
             for w in self.writers[race.key]:
                 races.setdefault(w, []).append(race)
-        where, preds, order = self._topo_position, self.preds, self.order
-        bit: dict[int, int] = {}
-        remaining = list(self._successor_counts)
-        carried = [0] * len(preds)
-        ancestors = 0
-
-        def reaches(m: int, b: int) -> bool:
-            return (ancestors >> bit[m]) & 1 == 1
-
-        span = sorted(map(where.__getitem__, races))
-        for node in order[span[0] : span[-1] + 1]:
-            ancestors = 0
-            for p in preds[node]:
-                left = remaining[p] = remaining[p] - 1
-                value = carried[p]
-                if value:
-                    ancestors |= value
-                    if not left:
-                        carried[p] = 0
-            value = ancestors
+        where = self._topo_position
+        writers = sorted(races, key=where.__getitem__)
+        bit = {w: j for j, w in enumerate(writers)}
+        stretch = self.order[where[writers[0]] : where[writers[-1]] + 1]
+        for node, ancestors in self._ancestor_bits(stretch, bit):
             here = races.get(node)
-            if here is not None:
+            if here:
+
+                def reaches(m: int, b: int, known: int = ancestors) -> bool:
+                    return known >> bit[m] & 1 == 1
+
                 for race in here:
                     race.visit(node, reaches)
-                bit[node] = len(bit)
-                value |= 1 << bit[node]
-            if value and remaining[node]:
-                carried[node] = value
         return [t for race in all_races for t in race.found]
 
     def _conflicts_with_cycles(self, shared: list[str]) -> list[tuple[int, int, str]]:
