@@ -3,12 +3,17 @@
 Targets (issue 2): verify of 10,000 actions within 4x json.loads of the same
 file; 100,000 actions within 11x the 10,000-action time; peak memory for
 100,000 actions under 1 GB. Run: python benchmarks/bench_verify.py
+
+The 4x target is judged on the median of per-round ratios (json.loads and
+load+verify timed back to back), which a noisy machine moves far less than a
+ratio of two bests taken minutes apart; both are printed.
 """
 
 from __future__ import annotations
 
 import gc
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -23,25 +28,29 @@ from shapes import INITIAL_STATE, sequential, wide_dag
 import car_verify
 
 
-def best(fn: Callable[[], object], runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        gc.collect()
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+def timed(fn: Callable[[], object]) -> float:
+    gc.collect()
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
 
 
 def measure(
     shape: Callable[[int], dict[str, object]], n: int, runs: int
-) -> tuple[float, float, float]:
+) -> tuple[float, float, float, float]:
+    """Best json.loads, load+verify and verify(model) times, and the median of the
+    load+verify / json.loads ratios of each round. The three are timed back to back
+    in every round, so a ratio compares runs made under the same machine load."""
     text = json.dumps(shape(n))
-    t_json = best(lambda: json.loads(text), runs)
-    t_full = best(lambda: car_verify.verify(text, initial_state=INITIAL_STATE), runs)
     model = car_verify.load(text)
-    t_verify = best(lambda: car_verify.verify(model, initial_state=INITIAL_STATE), runs)
-    return t_json, t_full, t_verify
+    rounds = []
+    for _ in range(runs):
+        t_json = timed(lambda: json.loads(text))
+        t_full = timed(lambda: car_verify.verify(text, initial_state=INITIAL_STATE))
+        t_verify = timed(lambda: car_verify.verify(model, initial_state=INITIAL_STATE))
+        rounds.append((t_json, t_full, t_verify))
+    j, f, v = (min(column) for column in zip(*rounds, strict=True))
+    return j, f, v, statistics.median(full / js for js, full, _ in rounds)
 
 
 def peak_memory(shape: Callable[[int], dict[str, object]], n: int) -> float:
@@ -66,24 +75,27 @@ def peak_memory(shape: Callable[[int], dict[str, object]], n: int) -> float:
 def main() -> int:
     ok = True
     for name, shape in (("wide", wide_dag), ("sequential", sequential)):
-        j10, f10, v10 = measure(shape, 10_000, 5)
-        j100, f100, _ = measure(shape, 100_000, 3)
+        j10, f10, v10, paired = measure(shape, 10_000, 7)
+        j100, f100, _, _ = measure(shape, 100_000, 3)
         mem = peak_memory(shape, 100_000)
         r_full = f10 / j10
         r_verify = v10 / j10
         scale = f100 / f10
         print(
             f"[{name}] 10k: json.loads {j10 * 1e3:.1f} ms, load+verify {f10 * 1e3:.1f} ms, "
-            f"verify(model) {v10 * 1e3:.1f} ms"
+            f"verify(model) {v10 * 1e3:.1f} ms (best of 7)"
         )
-        print(f"[{name}]   ratio load+verify / json.loads = {r_full:.2f}x (target <= 4x)")
+        print(
+            f"[{name}]   ratio load+verify / json.loads = {r_full:.2f}x of the bests, "
+            f"{paired:.2f}x the median of rounds (target <= 4x)"
+        )
         print(f"[{name}]   ratio verify(model) / json.loads = {r_verify:.2f}x")
         print(
             f"[{name}] 100k: load+verify {f100 * 1e3:.0f} ms; "
             f"100k / 10k = {scale:.2f}x (target <= 11x; json.loads itself: {j100 / j10:.2f}x)"
         )
         print(f"[{name}] 100k peak RSS {mem:.0f} MB (target < 1024 MB)")
-        ok &= r_full <= 4 and scale <= 11 and mem < 1024
+        ok &= paired <= 4 and scale <= 11 and mem < 1024
     print("PASS" if ok else "FAIL: a target was missed")
     return 0 if ok else 1
 
