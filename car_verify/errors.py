@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["CarVerifyError", "InputError", "PassError", "UsageError", "format_path"]
+__all__ = [
+    "CarVerifyError",
+    "InputError",
+    "PassError",
+    "UsageError",
+    "format_path",
+    "json_pointer",
+    "pointer_token",
+]
 
 
 class CarVerifyError(Exception):
@@ -24,8 +32,20 @@ def format_path(parts: Sequence[str | int]) -> str:
     return "".join(out) or "$"
 
 
-def _pointer(parts: Sequence[str | int]) -> str:
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+def pointer_token(part: str | int) -> str:
+    """One JSON Pointer reference token (RFC 6901): ``~`` as ``~0``, ``/`` as ``~1``."""
+    text = str(part)
+    if "~" in text or "/" in text:
+        return text.replace("~", "~0").replace("/", "~1")
+    return text
+
+
+def json_pointer(parts: Sequence[str | int]) -> str:
+    """``["actions", 3, "a/b"]`` -> ``/actions/3/a~1b``."""
+    out = ""
+    for part in parts:
+        out += "/" + pointer_token(part)
+    return out
 
 
 class InputError(CarVerifyError):
@@ -59,7 +79,7 @@ class InputError(CarVerifyError):
 
     @property
     def pointer(self) -> str:
-        return _pointer(self.path)
+        return json_pointer(self.path)
 
     def _render(self) -> str:
         where: list[str] = []

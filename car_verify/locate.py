@@ -11,6 +11,8 @@ import re
 from bisect import bisect_right
 from typing import Any
 
+from .errors import pointer_token
+
 __all__ = ["Positions", "json_positions", "yaml_documents"]
 
 Positions = dict[str, tuple[int, int]]
@@ -56,7 +58,7 @@ def json_positions(text: str, *, depth: int = 2, first_line: int = 1) -> Positio
                 frame[2] = _unescape(token)
                 frame[3] = False
                 continue
-            pointer = f"{frame[1]}/{_escape(str(frame[2]))}"
+            pointer = f"{frame[1]}/{pointer_token(frame[2])}"
         else:
             pointer = ""
         if len(stack) <= depth:
@@ -75,10 +77,6 @@ def _unescape(token: str) -> str:
         return str(json.loads(token))
     except ValueError:
         return token.strip('"')
-
-
-def _escape(part: str) -> str:
-    return part.replace("~", "~0").replace("/", "~1")
 
 
 def yaml_documents(text: str) -> list[tuple[Any, Positions]]:
@@ -105,7 +103,7 @@ def _walk_yaml(node: Any, pointer: str, level: int, positions: Positions) -> Non
 
     if isinstance(node, yaml.MappingNode):
         for key, value in node.value:
-            _walk_yaml(value, f"{pointer}/{_escape(str(key.value))}", level + 1, positions)
+            _walk_yaml(value, f"{pointer}/{pointer_token(str(key.value))}", level + 1, positions)
     elif isinstance(node, yaml.SequenceNode):
         for index, value in enumerate(node.value):
             _walk_yaml(value, f"{pointer}/{index}", level + 1, positions)

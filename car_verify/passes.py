@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 from .codes import Code, lookup, register_codes
 from .dag import Dag
-from .errors import CarVerifyError, PassError, UsageError
+from .errors import CarVerifyError, PassError, UsageError, json_pointer
 from .findings import Issue, Severity, Tier
 from .model import ActionProposal
 from .tools import ToolRegistry
@@ -157,12 +157,10 @@ class Context:
         else:
             spec = lookup(code)
         if index is None:
-            pointer = "".join(f"/{p}" for p in where)
+            pointer = json_pointer(where)
             action_id = None
         else:
-            pointer = f"/actions/{index}" + "".join(
-                "/" + str(p).replace("~", "~0").replace("/", "~1") for p in where
-            )
+            pointer = f"/actions/{index}{json_pointer(where)}"
             action_id = self.proposal.actions[index].id
         return Issue(
             code=spec.name,

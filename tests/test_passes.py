@@ -206,6 +206,16 @@ def test_pointers_locate_findings() -> None:
     }
 
 
+def test_pointer_tokens_escape_tilde_and_slash() -> None:
+    from car_verify.errors import json_pointer
+
+    assert json_pointer(["actions", 3, "a/b~c"]) == "/actions/3/a~1b~0c"
+    assert json_pointer([]) == ""
+    ctx = Context(car_verify.load({"actions": [{"id": "a", "type": "t"}]}))
+    issue = ctx.issue("unknown-action-type", "m", index=0, where=("parameters", "x/y"))
+    assert issue.pointer == "/actions/0/parameters/x~1y"
+
+
 def test_repeat_threshold_is_configurable() -> None:
     doc = {"actions": [{"id": f"p{i}", "type": "tool_call", "tool": "poll"} for i in range(3)]}
     assert "repeated-call" in car_verify.verify(doc).codes()
