@@ -24,6 +24,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import pairwise
 from typing import Literal
 
 from .model import Action, ActionProposal
@@ -411,6 +412,13 @@ class Dag:
             for key in keys:
                 out[(node, key)] = (0, [])
         wanted = {key for keys in asked.values() for key in keys}
+        for key in self._chains(wanted):
+            self._late_on_chain(key, [node for node, ks in asked.items() if key in ks], out, first)
+            wanted.discard(key)
+        asked = {node: [k for k in keys if k in wanted] for node, keys in asked.items()}
+        asked = {node: keys for node, keys in asked.items() if keys}
+        if not asked:
+            return out
         writers = sorted({w for key in wanted for w in self.writers.get(key, ())})
         where, order = self._topo_position, self.order
         size = self._batch_size()
@@ -443,6 +451,50 @@ class Dag:
                                 for j in _low_bits(masks[key], ancestors, own, first - len(names))
                             )
         return out
+
+    #: A key with at least this many writers, all of them in one chain, is counted
+    #: along the chain by ``writers_not_before`` instead of with bitsets.
+    CHAIN_MIN = 64
+
+    def _chains(self, keys: Iterable[str]) -> list[str]:
+        """The keys (of CHAIN_MIN writers or more) whose writers are totally ordered:
+        each reaches the next. Only when proposal order is topological, so that the
+        chain's order is also the order in which writers are named."""
+        if not self.order_is_proposal_order:
+            return []
+        long = sorted(k for k in keys if len(self.writers.get(k, ())) >= self.CHAIN_MIN)
+        steps = {k: list(pairwise(self.writers[k])) for k in long}
+        reached = self.reachable(pair for pairs in steps.values() for pair in pairs)
+        return [k for k in long if reached.issuperset(steps[k])]
+
+    def _late_on_chain(
+        self,
+        key: str,
+        readers: list[int],
+        out: dict[tuple[int, str], tuple[int, list[int]]],
+        first: int,
+    ) -> None:
+        """``writers_not_before`` for a key whose writers form a chain: the writers
+        that reach a node are a prefix of the chain, up to the latest one that does,
+        which one sweep finds for every node (linear, whatever the number of writers)."""
+        writers = self.writers[key]
+        index = {w: j for j, w in enumerate(writers)}
+        preds, where = self.preds, self._topo_position
+        latest = [-1] * len(preds)  # per node: the index of the latest writer reaching it
+        stop = max(where[r] for r in readers)
+        for node in self.order[where[writers[0]] : stop + 1]:
+            best = -1
+            for p in preds[node]:
+                v = max(latest[p], index.get(p, -1))
+                if v > best:
+                    best = v
+            latest[node] = best
+        for r in readers:
+            reach = latest[r]
+            own = index.get(r, -1)
+            late = len(writers) - reach - 1 - (own > reach)
+            names = [w for w in writers[reach + 1 : reach + 2 + first] if w != r]
+            out[(r, key)] = (late, names[:first])
 
     def _batch_size(self) -> int:
         """Sources per sweep: a bit each, so that the bitsets stay within BITSET_BUDGET."""

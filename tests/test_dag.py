@@ -88,18 +88,20 @@ def test_far_apart_writers_on_parallel_chains_match_the_oracle(
     st.integers(1, 3),
     st.sampled_from([0, 1000]),
     st.sampled_from([1, 2, 1024]),
+    st.sampled_from([1, 2, 64]),
 )
 def test_writers_not_before_agree_with_the_oracle(
-    doc: dict[str, Any], batch: int, pairs_per_action: int, window: int
+    doc: dict[str, Any], batch: int, pairs_per_action: int, window: int, chain_min: int
 ) -> None:
     """Counts and first names of the writers not ordered before an action, asked
-    pair by pair or by the bitset sweep, however the writers are cut into batches
-    and their bits scanned (and with cycles, where a search answers)."""
+    pair by pair, along a chain of writers or by the bitset sweep, however the
+    writers are cut into batches and their bits scanned (and with cycles, where a
+    search answers)."""
     dag_module._WINDOW, before = window, dag_module._WINDOW
     try:
         dag = Dag(car_verify.load(doc))
         dag.MIN_BATCH, dag.BITSET_BUDGET = batch, 1
-        dag.PAIRS_PER_ACTION = pairs_per_action
+        dag.PAIRS_PER_ACTION, dag.CHAIN_MIN = pairs_per_action, chain_min
         edges, _ = oracle.edges(doc["actions"])
         reach = oracle.closure(dag.n, edges)
         queries = [(i, key) for i in range(dag.n) for key in dag.writers]
