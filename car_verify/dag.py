@@ -379,9 +379,10 @@ class Dag:
         do not reach it, and the first ``first`` of them in proposal order.
 
         Few (writer, action) pairs are asked one by one through :meth:`reachable`.
-        Many (a key with many writers and many readers) are answered by one sweep
-        per batch of writers, each node's ancestors a bitset over the batch, so each
-        reader costs a bit count, not a question per writer.
+        Many (a key with many writers and many readers) are answered without asking
+        them: along the chain when the key's writers form one (:meth:`_late_on_chain`),
+        else by one sweep per batch of writers, each node's ancestors a bitset over
+        the batch, so that each reader costs a bit count, not a question per writer.
         """
         asked: dict[int, list[str]] = {}
         for node, key in queries:
