@@ -48,12 +48,6 @@ def _names(ids: list[str], positions: list[int], total: int | None = None) -> st
     return shown + (f" and {total - 5} more" if total > 5 else "")
 
 
-def _holds(positions: list[int], i: int) -> int:
-    """1 if the ascending list ``positions`` holds ``i``, else 0."""
-    at = bisect_left(positions, i)
-    return int(at < len(positions) and positions[at] == i)
-
-
 def key_pointer(action: Action, key: str) -> tuple[str | int, ...]:
     """Where an action names a depended-on key."""
     if key in action.state_dependencies:
@@ -194,7 +188,7 @@ class StripsPass(Pass):
                         "not ordered before this action"
                     )
                 else:
-                    others = len(writers) - _holds(writers, i)
+                    others = len(writers) - dag.is_writer(key, i)
                     why = (
                         f"{key!r} is {format_value(cause.actual)} here, after the writes of "
                         f"{_names(dag.ids, [w for w in writers[:6] if w != i], others)}"
@@ -212,7 +206,7 @@ class StripsPass(Pass):
             key = cause.key
             writers = dag.writers.get(key, [])
             earlier = bisect_left(writers, i)  # writers[:earlier] come before this action
-            later = earlier + _holds(writers, i)  # and writers[later:] after it
+            later = earlier + dag.is_writer(key, i)  # and writers[later:] after it
             if earlier:
                 actions = ctx.proposal.actions
                 if not any(key in actions[w].effects() for w in writers[:earlier]):

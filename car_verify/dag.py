@@ -188,6 +188,12 @@ class Dag:
             return []
         return self._twice.get(action_id) or [where]
 
+    def is_writer(self, key: str, i: int) -> bool:
+        """Whether action ``i`` writes ``key`` (``writers`` lists are ascending)."""
+        ws = self.writers.get(key, ())
+        at = bisect_left(ws, i)
+        return at < len(ws) and ws[at] == i
+
     @cached_property
     def positions(self) -> dict[str, list[int]]:
         """Every id with its positions (more than one when an id is used twice)."""
@@ -423,7 +429,6 @@ class Dag:
         writers = sorted({w for key in wanted for w in self.writers.get(key, ())})
         where, order = self._topo_position, self.order
         size = self._batch_size()
-        members = {key: set(self.writers[key]) for key in wanted}
         readers = [where[node] for node in asked]
         stop = max(readers)
         for start in range(0, len(writers), size):
@@ -441,7 +446,7 @@ class Dag:
                     continue
                 own = bit.get(node)
                 for key in reading:
-                    mine = own is not None and node in members[key]
+                    mine = own is not None and self.is_writer(key, node)
                     racing = counts[key] - (masks[key] & ancestors).bit_count() - mine
                     if racing:
                         count, names = out[(node, key)]
@@ -761,9 +766,9 @@ def _low_bits(mask: int, ancestors: int, own: int | None, wanted: int) -> list[i
     looked for a window at a time so that an early find never touches the whole int."""
     found: list[int] = []
     window = _WINDOW
+    cut = (1 << window) - 1
     low = 0
     while len(found) < wanted and mask >> low:
-        cut = (1 << window) - 1
         part = (mask >> low) & cut & ~((ancestors >> low) & cut)
         if own is not None and low <= own < low + window:
             part &= ~(1 << (own - low))

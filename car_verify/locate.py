@@ -103,7 +103,7 @@ def _walk_yaml(node: Any, pointer: str, level: int, positions: Positions) -> Non
 
     if isinstance(node, yaml.MappingNode):
         for key, value in node.value:
-            _walk_yaml(value, f"{pointer}/{pointer_token(str(key.value))}", level + 1, positions)
+            _walk_yaml(value, f"{pointer}/{pointer_token(key.value)}", level + 1, positions)
     elif isinstance(node, yaml.SequenceNode):
         for index, value in enumerate(node.value):
             _walk_yaml(value, f"{pointer}/{index}", level + 1, positions)

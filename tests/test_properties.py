@@ -74,17 +74,21 @@ def test_conflicts_equal_brute_force_oracle(doc: dict[str, Any]) -> None:
     assert result.conflicts == oracle.conflicts(doc["actions"])
 
 
-@given(proposals(max_actions=8), st.integers(1, 3))
-def test_batched_bitsets_agree_with_the_oracle(doc: dict[str, Any], batch: int) -> None:
-    """Conflicts and reachability are the same however the sources are cut into batches."""
-    dag = Dag(car_verify.load(doc))
-    dag.MIN_BATCH, dag.BITSET_BUDGET = batch, 1
+def assert_conflicts_and_reachability_match_the_oracle(dag: Dag, doc: dict[str, Any]) -> None:
     ids = dag.ids
     assert [[ids[a], ids[b], k] for a, b, k in dag.conflicts] == oracle.conflicts(doc["actions"])
     edges, _ = oracle.edges(doc["actions"])
     reach = oracle.closure(dag.n, edges)
     pairs = [(a, b) for a in range(dag.n) for b in range(dag.n)]
     assert dag.reachable(pairs) == {(a, b) for a, b in pairs if b in reach[a] and a != b}
+
+
+@given(proposals(max_actions=8), st.integers(1, 3))
+def test_batched_bitsets_agree_with_the_oracle(doc: dict[str, Any], batch: int) -> None:
+    """Conflicts and reachability are the same however the sources are cut into batches."""
+    dag = Dag(car_verify.load(doc))
+    dag.MIN_BATCH, dag.BITSET_BUDGET = batch, 1
+    assert_conflicts_and_reachability_match_the_oracle(dag, doc)
 
 
 @given(proposals(max_actions=8), st.sampled_from([0, 1, 64]), st.sampled_from([0, 1, 1 << 16]))
@@ -95,12 +99,7 @@ def test_conflicts_agree_however_pairs_are_settled(
     dag = Dag(car_verify.load(doc))
     dag.MIN_BATCH, dag.BITSET_BUDGET = 1, 1
     dag.NEAR_SEARCH, dag.OPEN_PAIR_LIMIT = near, limit
-    ids = dag.ids
-    assert [[ids[a], ids[b], k] for a, b, k in dag.conflicts] == oracle.conflicts(doc["actions"])
-    edges, _ = oracle.edges(doc["actions"])
-    reach = oracle.closure(dag.n, edges)
-    pairs = [(a, b) for a in range(dag.n) for b in range(dag.n)]
-    assert dag.reachable(pairs) == {(a, b) for a, b in pairs if b in reach[a] and a != b}
+    assert_conflicts_and_reachability_match_the_oracle(dag, doc)
 
 
 @given(proposals(), states)
