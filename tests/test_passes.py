@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterable
+from importlib.machinery import PathFinder
+from pathlib import Path
 
 import pytest
 
@@ -261,3 +266,104 @@ def test_entry_point_passes_are_discovered(monkeypatch: pytest.MonkeyPatch) -> N
     with pytest.raises(UsageError, match="is not a car_verify Pass"):
         available_passes()
     monkeypatch.setattr(passes_module, "_registry", None)
+
+
+_DEMO_PASS = """
+from car_verify.findings import Tier
+from car_verify.passes import Pass
+
+
+class DemoPass(Pass):
+    name = "demo"
+    tier = Tier.HEURISTIC
+    codes = ()
+    verifies = "nothing"
+    cannot_verify = "anything"
+
+    def run(self, ctx):
+        return []
+"""
+
+
+def _installed_demo_pass(site: Path, group: str = "car_verify.passes") -> None:
+    """A folder laid out like site-packages, with one distribution declaring a pass."""
+    (site / "demo_pass.py").write_text(_DEMO_PASS)
+    info = site / "demo_pass-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: demo-pass\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[{group}]\ndemo = demo_pass:DemoPass\n")
+
+
+def _fresh_interpreter(code: str, site: Path) -> list[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), *sys.path])}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    return done.stdout.split()
+
+
+_DISCOVER = (
+    "import sys, car_verify; "
+    "print('demo' in car_verify.available_passes(), 'importlib.metadata' in sys.modules)"
+)
+
+
+def test_an_installed_distribution_s_pass_is_found_in_a_fresh_interpreter(
+    tmp_path: Path,
+) -> None:
+    _installed_demo_pass(tmp_path)
+    assert _fresh_interpreter(_DISCOVER, tmp_path) == ["True", "True"]
+
+
+def test_without_declared_passes_importlib_metadata_is_not_imported(tmp_path: Path) -> None:
+    _installed_demo_pass(tmp_path, group="console_scripts")
+    assert _fresh_interpreter(_DISCOVER, tmp_path) == ["False", "False"]
+
+
+@pytest.mark.parametrize(
+    ("layout", "maybe"),
+    [
+        ("nothing", False),
+        ("other group", False),
+        ("dist-info", True),
+        ("egg-info", True),
+        ("egg", True),
+        ("zip", True),
+    ],
+)
+def test_the_entry_point_prefilter_says_maybe_wherever_a_pass_may_be_declared(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: str, maybe: bool
+) -> None:
+    from car_verify.passes import _may_declare_passes
+
+    entry = tmp_path
+    declares = "[car_verify.passes]\ndemo = demo_pass:DemoPass\n"
+    if layout == "other group":
+        (tmp_path / "x-1.dist-info").mkdir()
+        (tmp_path / "x-1.dist-info" / "entry_points.txt").write_text("[console_scripts]\n")
+    elif layout in ("dist-info", "egg-info"):
+        (tmp_path / f"x-1.{layout}").mkdir()
+        (tmp_path / f"x-1.{layout}" / "entry_points.txt").write_text(declares)
+    elif layout == "egg":
+        entry = tmp_path / "x-1.egg"
+        (entry / "EGG-INFO").mkdir(parents=True)
+        (entry / "EGG-INFO" / "entry_points.txt").write_text(declares)
+    elif layout == "zip":
+        entry = tmp_path / "bundle.zip"
+        entry.write_bytes(b"PK\x05\x06" + bytes(18))  # an empty zip archive
+    monkeypatch.delitem(sys.modules, "importlib.metadata", raising=False)
+    monkeypatch.setattr(sys, "path", [str(entry), str(tmp_path / "absent")])
+    monkeypatch.setattr(sys, "meta_path", [m for m in sys.meta_path if m is PathFinder])
+    assert _may_declare_passes() is maybe
+
+
+def test_the_prefilter_defers_to_a_loaded_importlib_metadata(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import importlib.metadata
+
+    from car_verify.passes import _may_declare_passes
+
+    monkeypatch.setattr(sys, "path", [str(tmp_path)])
+    assert "importlib.metadata" in sys.modules and importlib.metadata is not None
+    assert _may_declare_passes() is True  # it may be patched: ask it
