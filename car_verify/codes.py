@@ -22,6 +22,8 @@ D, H = Tier.DECISION_PROCEDURE, Tier.HEURISTIC
 
 @dataclass(frozen=True, slots=True)
 class Code:
+    """A finding code: its stable name, default severity and tier, and a one-line summary."""
+
     name: str
     severity: Severity
     tier: Tier

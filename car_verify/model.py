@@ -468,6 +468,8 @@ class ActionProposal(Wire):
 
 @dataclass(slots=True, kw_only=True)
 class ToolRateLimit(Wire):
+    """At most ``max_calls`` calls of the tool per ``interval_secs`` seconds."""
+
     max_calls: int = wire("max_calls", d_uint, required=True)
     interval_secs: float = wire("interval_secs", d_number, required=True)
     extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -567,6 +569,9 @@ def _d_mutation(value: Any) -> StateMutation:
 
 @dataclass(slots=True, kw_only=True)
 class ActionResult(Wire):
+    """What running one action did (spec: ProposalResult ``results``): its status,
+    output or error, and its ``state_changes`` as tagged StateMutation objects."""
+
     action_id: str = wire("action_id", d_str, required=True)
     status: ActionStatus = wire("status", d_enum(ActionStatus), required=True)
     output: Any = wire("output", d_json, default=None)
@@ -583,6 +588,8 @@ class ActionResult(Wire):
 
 @dataclass(slots=True, kw_only=True)
 class ProposalResult(Wire):
+    """What executing a proposal returns: one ActionResult per action, and its cost."""
+
     proposal_id: str = wire("proposal_id", d_str, required=True)
     results: list[ActionResult] = wire("results", d_list(d_model(ActionResult)), factory=list)
     cost: CostSummary = wire("cost", d_model(CostSummary), factory=CostSummary)
@@ -591,6 +598,8 @@ class ProposalResult(Wire):
 
 @dataclass(slots=True, kw_only=True)
 class PolicyViolation(Wire):
+    """A policy denied an action: which policy, which action, and why."""
+
     policy_name: str = wire("policy_name", d_str, required=True)
     action_id: str = wire("action_id", d_str, required=True)
     reason: str = wire("reason", d_str, required=True)
@@ -602,12 +611,16 @@ class PolicyViolation(Wire):
 
 @dataclass(slots=True, kw_only=True)
 class ToolHandle(Wire):
+    """The opaque handle of a detached (streaming or long-running) tool invocation."""
+
     id: str = wire("id", d_str, required=True)
     extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)
 class TextChunk(Wire):
+    """A streamed chunk of text."""
+
     kind: Literal["text"] = wire("kind", d_str, default="text")
     text: str = wire("text", d_str, required=True)
     terminal: ClassVar[bool] = False
@@ -616,6 +629,8 @@ class TextChunk(Wire):
 
 @dataclass(slots=True, kw_only=True)
 class DataChunk(Wire):
+    """A streamed chunk of JSON data."""
+
     kind: Literal["data"] = wire("kind", d_str, default="data")
     data: Any = wire("data", d_json, default=None)
     terminal: ClassVar[bool] = False
@@ -624,6 +639,8 @@ class DataChunk(Wire):
 
 @dataclass(slots=True, kw_only=True)
 class ProgressChunk(Wire):
+    """Progress of a detached tool: ``fraction`` done, with an optional message."""
+
     kind: Literal["progress"] = wire("kind", d_str, default="progress")
     fraction: float = wire("fraction", d_number, required=True)
     message: str | None = wire("message", d_optional(d_str), default=None, omit_none=True)
@@ -633,6 +650,8 @@ class ProgressChunk(Wire):
 
 @dataclass(slots=True, kw_only=True)
 class DoneChunk(Wire):
+    """The terminal chunk of a tool that finished, with its ``result`` if any."""
+
     kind: Literal["done"] = wire("kind", d_str, default="done")
     result: Any = wire("result", d_json, default=MISSING)
     terminal: ClassVar[bool] = True
@@ -641,6 +660,8 @@ class DoneChunk(Wire):
 
 @dataclass(slots=True, kw_only=True)
 class ErrorChunk(Wire):
+    """The terminal chunk of a tool that failed."""
+
     kind: Literal["error"] = wire("kind", d_str, default="error")
     message: str = wire("message", d_str, required=True)
     terminal: ClassVar[bool] = True
@@ -670,6 +691,8 @@ def chunk_from_dict(data: Any) -> ToolStreamChunk:
 
 @dataclass(slots=True, kw_only=True)
 class ToolStreamEvent(Wire):
+    """A chunk tagged with the handle of the invocation that produced it."""
+
     handle: ToolHandle = wire("handle", d_model(ToolHandle), required=True)
     chunk: ToolStreamChunk = wire("chunk", _d_chunk, required=True)
     extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -677,6 +700,9 @@ class ToolStreamEvent(Wire):
 
 @dataclass(slots=True, kw_only=True)
 class ToolPollResult(Wire):
+    """What a poll of a detached tool returns: its status and the chunks since the last
+    poll, then its result or error once it has ended."""
+
     handle: ToolHandle = wire("handle", d_model(ToolHandle), required=True)
     tool: str = wire("tool", d_str, required=True)
     action_id: str = wire("action_id", d_str, required=True)

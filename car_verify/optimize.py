@@ -42,6 +42,9 @@ class Change:
 
 @dataclass(slots=True)
 class OptimizeResult:
+    """The optimized proposal, the phantom entries removed and the ones kept (each with
+    its reason), and the number of levels before and after."""
+
     proposal: ActionProposal
     removed: list[Change] = field(default_factory=list)
     kept: list[Change] = field(default_factory=list)

@@ -59,6 +59,8 @@ class Requirement(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Options:
+    """Settings of a verify run beyond its inputs (checked when made)."""
+
     max_actions: int | None = None
     repeat_threshold: int = 3
     #: How many (finished actions, monitor state) pairs a trace rule may explore.
