@@ -13,10 +13,8 @@ from __future__ import annotations
 import json
 import os
 import re
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Self, TypeAlias
@@ -86,8 +84,28 @@ __all__ = [
 ]
 
 
+# uuid and datetime load on first use: most proposals carry their ids and
+# timestamps, and a CLI run should not pay for the imports.
+
+
 def _now() -> str:
+    from datetime import UTC, datetime
+
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _new_action_id() -> str:
+    """A full UUIDv4 (the spec: "UUID-derived")."""
+    import uuid
+
+    return str(uuid.uuid4())
+
+
+def _new_proposal_id() -> str:
+    """12 hex digits of a UUIDv4, as the spec says."""
+    import uuid
+
+    return uuid.uuid4().hex[:12]
 
 
 class Wire:
@@ -306,7 +324,7 @@ def _unique(items: list[str]) -> list[str]:
 class Action(Wire):
     """A single unit of agent intent (spec: Action)."""
 
-    id: str = wire("id", d_str, factory=lambda: str(uuid.uuid4()))
+    id: str = wire("id", d_str, factory=_new_action_id)
     type: str = wire("type", d_str, required=True)
     tool: str | None = wire("tool", d_optional(d_str), default=None, omit_none=True)
     parameters: dict[str, Any] = wire("parameters", d_object, factory=dict)
@@ -435,7 +453,7 @@ class Action(Wire):
 class ActionProposal(Wire):
     """A batch of actions submitted in one verify-then-execute round."""
 
-    id: str = wire("id", d_str, factory=lambda: uuid.uuid4().hex[:12])
+    id: str = wire("id", d_str, factory=_new_proposal_id)
     source: str = wire("source", d_str, default="unknown")
     timestamp: str = wire("timestamp", d_str, factory=_now)
     actions: list[Action] = wire("actions", d_list(d_model(Action)), factory=list)
