@@ -1,0 +1,176 @@
+"""The simulate trace: each action's level, whether it runs or what blocks it, and who
+supplied each value it relied on (issue 2, item 6)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import car_verify
+
+# One action for each way to run or be blocked, and a cycle that is not walked.
+PLAN: dict[str, Any] = {
+    "actions": [
+        {"id": "a", "type": "tool_call", "tool": "t", "expected_effects": {"x": 1}},
+        {
+            "id": "b",
+            "type": "tool_call",
+            "tool": "t",
+            "preconditions": [{"key": "x", "value": 1}],
+            "state_dependencies": ["x"],
+        },
+        {
+            "id": "c",
+            "type": "tool_call",
+            "tool": "t",
+            "dependencies": ["b"],
+            "preconditions": [{"key": "env", "value": "prod"}],
+            "parameters": {"input": "$a.output.path"},
+        },
+        {
+            "id": "d",
+            "type": "tool_call",
+            "tool": "t",
+            "state_dependencies": ["missing"],
+            "expected_effects": {"y": 1},
+        },
+        {
+            "id": "e",
+            "type": "assertion",
+            "parameters": {"key": "x", "value": 2},
+            "preconditions": [{"key": "env", "operator": "exists"}],
+        },
+        {"id": "f", "type": "tool_call", "tool": "t", "dependencies": ["d"]},
+        {
+            "id": "u",
+            "type": "tool_call",
+            "tool": "t",
+            "preconditions": [{"key": "env", "operator": "EQ", "value": "prod"}],
+        },
+        {"id": "g", "type": "tool_call", "tool": "t", "dependencies": ["h"]},
+        {"id": "h", "type": "tool_call", "tool": "t", "dependencies": ["g"]},
+    ]
+}
+
+
+def test_the_trace_says_who_supplied_each_value_and_what_blocks_each_action() -> None:
+    sim = car_verify.simulate(PLAN, initial_state={"env": "prod"})
+    assert sim.trace_dicts() == [
+        {
+            "action_id": "a",
+            "level": 0,
+            "runs": True,
+            "blocked_by": [],
+            "supplied_by": {},
+            "after": [],
+        },
+        {
+            "action_id": "b",
+            "level": 1,
+            "runs": True,
+            "blocked_by": [],
+            "supplied_by": {"x": "a"},
+            "after": [],
+        },
+        {
+            "action_id": "c",
+            "level": 2,
+            "runs": True,
+            "blocked_by": [],
+            "supplied_by": {"env": None},  # None: the initial state
+            "after": ["b", "a"],  # the explicit dependency, then the output reference
+        },
+        {
+            "action_id": "d",
+            "level": 0,
+            "runs": False,
+            "blocked_by": ["state key 'missing' is absent"],
+            "supplied_by": {},
+            "after": [],
+        },
+        {
+            "action_id": "e",
+            "level": 0,
+            "runs": False,
+            # level 0 sees the initial state: a's write lands after the level
+            "blocked_by": ["assertion is false: x eq 2 (x is absent)"],
+            "supplied_by": {"env": None},
+            "after": [],
+        },
+        {
+            "action_id": "f",
+            "level": 1,
+            "runs": False,
+            "blocked_by": ["depends on 'd', which is blocked"],
+            "supplied_by": {},
+            "after": [],
+        },
+        {
+            "action_id": "u",
+            "level": 0,
+            "runs": False,
+            "blocked_by": ["precondition env EQ \"prod\": unknown operator 'EQ'"],
+            "supplied_by": {},
+            "after": [],
+        },
+    ]
+    assert sim.unwalked == ["g", "h"]
+    assert sim.blocked == ["d", "e", "f", "u"]
+    assert sim.state == {"env": "prod", "x": 1}  # d is blocked: its y is not applied
+
+
+def test_explain_prints_one_line_per_action() -> None:
+    sim = car_verify.simulate(PLAN, initial_state={"env": "prod"})
+    assert sim.explain().splitlines() == [
+        "level 0  a: runs",
+        "level 1  b: runs (x from a)",
+        "level 2  c: runs (env from the initial state; after b, a)",
+        "level 0  d: blocked: state key 'missing' is absent",
+        "level 0  e: blocked: assertion is false: x eq 2 (x is absent)",
+        "level 1  f: blocked: depends on 'd', which is blocked",
+        "level 0  u: blocked: precondition env EQ \"prod\": unknown operator 'EQ'",
+        "no level  g: not walked (on or after a dependency cycle)",
+        "no level  h: not walked (on or after a dependency cycle)",
+    ]
+
+
+def test_a_value_overwritten_later_is_credited_to_the_last_writer_before_the_level() -> None:
+    plan = {
+        "actions": [
+            {"id": "w1", "type": "state_write", "parameters": {"key": "k", "value": 1}},
+            {
+                "id": "w2",
+                "type": "state_write",
+                "parameters": {"key": "k", "value": 2},
+                "dependencies": ["w1"],
+            },
+            {
+                "id": "r",
+                "type": "state_read",
+                "parameters": {"key": "k"},
+                "preconditions": [{"key": "k", "operator": "gte", "value": 2}],
+            },
+        ]
+    }
+    sim = car_verify.simulate(plan, initial_state={"k": 0})
+    reader = sim.trace[2]
+    assert (reader.action_id, reader.level, reader.supplied) == ("r", 2, {"k": "w2"})
+    # The initial state supplied a key no action wrote before the reader's level.
+    early = car_verify.simulate(
+        {"actions": [{"id": "r", "type": "state_read", "parameters": {"key": "k"}}]},
+        initial_state={"k": 0},
+    )
+    assert early.trace[0].supplied == {"k": None}
+
+
+def test_verify_reports_each_blocking_reason_once_and_applies_blocked_effects() -> None:
+    result = car_verify.verify(PLAN, initial_state={"env": "prod"})
+    assert [(i.action_id, i.code) for i in result.issues] == [
+        ("d", "missing-dependency"),
+        ("d", "repeated-call"),  # a, b and d call t with the same (empty) parameters
+        ("e", "assertion-fails"),
+        ("u", "unknown-operator"),  # and not also precondition-unsatisfied
+        ("g", "dependency-cycle"),
+    ]
+    # "depends on a blocked action" is a simulate cause, never a verify finding
+    assert not [i for i in result.issues if i.action_id == "f"]
+    assert result.simulated_state == {"env": "prod", "x": 1, "y": 1}
