@@ -277,8 +277,15 @@ class Encoder:
                     )
                 )
             ]
-            return [*members, f"{OPAQUE_MARKER}:{ident}"]
-        return {OPAQUE_MARKER: ident}
+            return self._unlike_known(members, [*members, f"{OPAQUE_MARKER}:{ident}"])
+        return self._unlike_known({}, {OPAQUE_MARKER: ident})
+
+    def _unlike_known(self, plain: Any, marked: Any) -> Any:
+        """An opaque value differs from every array and object constant of the proposals:
+        ``plain`` when it does, else ``marked`` (with a marker that makes it differ)."""
+        if any(json_equal(plain, known) for known in self.known):
+            return marked
+        return plain
 
 
 def describe_state(state: Mapping[str, Any]) -> str:

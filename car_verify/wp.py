@@ -167,8 +167,10 @@ class Printer:
             text = " and ".join(self._expr(c) for c in parts)
             return text if top or len(parts) == 1 else f"({text})"
         if z3.is_or(e):
-            text = " or ".join(self._expr(c) for c in e.children())
-            return text if top else f"({text})"
+            # `contains` is a substring test or a membership test, which read alike
+            texts = list(dict.fromkeys(self._expr(c) for c in e.children()))
+            text = " or ".join(texts)
+            return text if top or len(texts) == 1 else f"({text})"
         if z3.is_not(e):
             inner = e.arg(0)
             if str(inner) in self.present:
@@ -181,8 +183,10 @@ class Printer:
         return self._atom(e)
 
     def _prune(self, parts: list[Any]) -> list[Any]:
-        """In a conjunction, drop ``k exists`` / ``k is a number`` implied by a comparison on k."""
-        mentioned = {key for c in parts if not self.z3.is_not(c) for key in self._value_keys(c)}
+        """In a conjunction, drop ``k exists`` / ``k is a number`` implied by a comparison on k
+        (a negated order, printed ``k < 2.5``, still compares k as a number; a negated
+        equality, printed ``k != 1``, holds for an absent k too, so it implies nothing)."""
+        mentioned = {key for c in parts for key in self._compared_keys(c)}
         out = []
         for c in parts:
             name = str(c)
@@ -194,6 +198,14 @@ class Printer:
                 continue
             out.append(c)
         return out or parts
+
+    def _compared_keys(self, e: Any) -> set[str]:
+        if not self.z3.is_not(e):
+            return self._value_keys(e)
+        inner = e.arg(0)
+        if str(inner.decl().name()) in ("<", "<=", ">", ">="):
+            return self._value_keys(inner)
+        return set()
 
     def _recognizer(self, e: Any) -> str | None:
         """The constructor a ``is(kind, value)`` test names, else None."""
@@ -244,6 +256,10 @@ class Printer:
             if self._is_key_term(right) and not self._is_key_term(left):
                 left, right = right, left
                 op = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}.get(op, op)
+            if self._accessor(left) == "k" and z3.is_int_value(right):
+                # k(value) == i: the value is the i-th array or object constant
+                constant = json.dumps(self.encoder.known[right.as_long()])
+                return f"{self._operand(left)} {op} {constant}"
             return f"{self._operand(left)} {op} {self._operand(right)}"
         if name == "str.contains" or name == "Contains":
             return f"{self._operand(e.arg(0))} contains {self._operand(e.arg(1))}"
@@ -251,6 +267,12 @@ class Printer:
             needle = self.encoder.needles[e.arg(1).as_long()]
             return f"{self._operand(e.arg(0))} contains {json.dumps(needle)}"
         return str(e)
+
+    def _accessor(self, t: Any) -> str | None:
+        """The field name of ``n(value[k])``, ``s(value[k])``, ``k(value[k])``..., else None."""
+        if t.num_args() == 1 and self._key(t.arg(0)) is not None:
+            return str(t.decl().name())
+        return None
 
     def _is_key_term(self, t: Any) -> bool:
         return self._key(t) is not None or (t.num_args() == 1 and self._key(t.arg(0)) is not None)

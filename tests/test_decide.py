@@ -67,6 +67,27 @@ def test_sampled_names_the_first_differing_probe_and_keys() -> None:
         equivalent(a, b, [])
 
 
+def test_explain_says_how_far_the_answer_goes_and_shows_each_differing_key() -> None:
+    a = write_z(1, {"key": "mode", "value": "blue"})
+    b = write_z(2, {"key": "mode", "value": "blue"})
+    assert equivalent(a, b).explain() == "equivalent on every probe state (tier sampled)"
+    assert equivalent(a, a, method="z3").explain() == (
+        "equivalent for every initial state (tier decision_procedure)"
+    )
+    assert equivalent(a, b, method="z3").explain().splitlines() == [
+        "not equivalent (tier decision_procedure): they differ on z",
+        'counterexample initial state: {"mode": "blue"}',
+        "  z: 1 vs 2",
+    ]
+    assert equivalent(write_z(1, {"key": "x", "value": 1}), write_z(1)).explain().splitlines() == [
+        "not equivalent (tier sampled): they differ on z",
+        "counterexample initial state: {}",
+        "  z: absent vs 1",
+    ]
+    with pytest.raises(car_verify.InputError, match="array"):
+        equivalent(a, b, {"x": 1})  # type: ignore[arg-type]
+
+
 def test_z3_decides_equivalence_through_operators() -> None:
     gte = write_z(1, {"key": "n", "operator": "gte", "value": 3})
     not_lt = {
@@ -173,6 +194,65 @@ def test_wp_prints_a_readable_condition_and_an_example() -> None:
     assert condition.formula == "tests_passed == true and coverage >= 0.8"
     assert condition.example is not None
     assert not car_verify.simulate(doc, initial_state=condition.example).blocked
+
+
+@pytest.mark.parametrize(
+    ("preconditions", "formula"),
+    [
+        ([{"key": "k", "operator": "neq", "value": "x"}], 'k is absent or k != "x"'),
+        ([{"key": "k", "operator": "exists"}], "k exists"),
+        ([{"key": "k", "operator": "not_exists"}], "k is absent"),
+        # a substring and a membership test read alike: said once
+        ([{"key": "k", "operator": "contains", "value": "ab"}], 'k contains "ab"'),
+        ([{"key": "k", "operator": "contains", "value": {"a": 1}}], 'k contains {"a": 1}'),
+        # an order implies that k exists and is a number, negated by the solver or not
+        ([{"key": "k", "operator": "lt", "value": 2.5}], "k < 2.5"),
+        (
+            [
+                {"key": "k", "operator": "gt", "value": 1},
+                {"key": "k", "operator": "lte", "value": 10},
+            ],
+            "k > 1 and k <= 10",
+        ),
+        ([{"key": "k", "value": None}], "k == null"),
+        ([{"key": "k", "value": {"a": [1]}}], 'k == {"a": [1]}'),
+        (
+            [
+                {"key": "k", "operator": "contains", "value": 1},
+                {"key": "k", "operator": "neq", "value": [1]},
+            ],
+            "(k == [1] or k contains 1) and (k is absent or k != [1])",
+        ),
+    ],
+)
+def test_wp_prints_each_operator_as_a_reader_would_write_it(
+    preconditions: list[dict[str, Any]], formula: str
+) -> None:
+    doc = {
+        "actions": [{"id": "a", "type": "tool_call", "tool": "t", "preconditions": preconditions}]
+    }
+    condition = runs_unblocked(doc)
+    assert condition.formula == formula
+    assert not car_verify.simulate(doc, initial_state=condition.example).blocked
+
+
+def test_an_opaque_array_is_marked_only_when_it_would_equal_a_constant() -> None:
+    def example(preconditions: list[dict[str, Any]]) -> Any:
+        doc = {
+            "actions": [
+                {"id": "a", "type": "tool_call", "tool": "t", "preconditions": preconditions}
+            ]
+        }
+        return runs_unblocked(doc).example
+
+    assert example([{"key": "k", "operator": "contains", "value": {"a": 1}}]) == {"k": [{"a": 1}]}
+    marked = example(
+        [
+            {"key": "k", "operator": "contains", "value": 1},
+            {"key": "k", "operator": "neq", "value": [1]},
+        ]
+    )["k"]
+    assert marked[0] == 1 and len(marked) == 2 and marked[1].startswith("car-verify:opaque:")
 
 
 def test_wp_never_names_the_action_that_cannot_run() -> None:
