@@ -362,8 +362,10 @@ def lint_file(path: str | Path, config: LintConfig) -> FileResult:
                 if line.strip():
                     try:
                         data = json.loads(line)
-                    except ValueError as err:
-                        file_finding("invalid-file", f"not valid JSON: {err}", number, 1)
+                    except json.JSONDecodeError as err:
+                        file_finding(
+                            "invalid-file", f"not valid JSON: {err.msg}", number, err.colno
+                        )
                         continue
                     documents.append((data, json_positions(line, first_line=number), number))
         elif suffix in (".yaml", ".yml"):

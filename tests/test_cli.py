@@ -99,6 +99,11 @@ def test_verify_reads_stdin(
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(json.dumps(BAD).encode())))
     code, out, _ = run(["verify", "-", "--format", "json"], capsys)
     assert code == 1 and json.loads(out)["valid"] is False
+    bad = io.TextIOWrapper(io.BytesIO(b'{"actions": [{"type": 3}]}'))
+    monkeypatch.setattr(sys, "stdin", bad)
+    code, out, err = run(["simulate", "-"], capsys)
+    assert (code, out) == (2, "")
+    assert err == "car-verify: error: <stdin>: actions[0].type: expected a string, got a number\n"
 
 
 def test_sarif_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -127,6 +127,25 @@ def test_a_broken_file_among_good_ones(repo: Path, capsys: pytest.CaptureFixture
     assert "e.json:1:" in out and "precondition-unsatisfied" in out  # linting went on
 
 
+def test_each_line_of_a_jsonl_file_is_a_proposal_located_by_its_line(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = [
+        json.dumps({"actions": [{"id": "a", "type": "tool_call", "tool": "t"}]}),
+        '{"actions": [',
+        "",
+        json.dumps({"actions": [{"id": "b", "type": "nope"}]}),
+    ]
+    write(repo / "plans.jsonl", "\n".join(lines) + "\n")
+    code, out, _ = run(["lint", ".", "--no-progress"], capsys)
+    assert code == 1
+    assert out.splitlines()[:2] == [
+        "plans.jsonl:2:14: invalid-file not valid JSON: Expecting value",
+        "plans.jsonl:4:14: unknown-action-type unknown action type 'nope'; expected one of "
+        "tool_call, state_write, state_read, assertion",
+    ]
+
+
 # --- formats ----------
 
 
