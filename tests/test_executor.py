@@ -159,6 +159,46 @@ def test_parameters_are_validated_and_outputs_interpolated() -> None:
     assert any(r.startswith("param-schema") for r in bad.rejected_by)
 
 
+def test_an_output_path_walks_objects_and_arrays_and_a_missing_part_rejects() -> None:
+    seen: list[Any] = []
+
+    def use(params: dict[str, Any]) -> Any:
+        seen.append(params)
+        return None
+
+    def make(params: dict[str, Any]) -> Any:
+        return {"items": [{"id": "i0"}, {"id": "i1"}]}
+
+    def plan(ref: str) -> dict[str, Any]:
+        return {
+            "actions": [
+                {"id": "m", "type": "tool_call", "tool": "make"},
+                {
+                    "id": "u",
+                    "type": "tool_call",
+                    "tool": "use",
+                    "parameters": {"ref": ref},
+                    "failure_behavior": "skip",
+                },
+            ]
+        }
+
+    tools = {"make": make, "use": use}
+    assert statuses(execute_sync(plan("$m.output.items.1.id"), tools)) == {
+        "m": "succeeded",
+        "u": "succeeded",
+    }
+    assert seen == [{"ref": "i1"}]
+    for ref, why in [
+        ("$m.output.items.2", "the output has no '2'"),
+        ("$m.output.count", "the output has no 'count'"),
+    ]:
+        result = execute_sync(plan(ref), tools)
+        u = result.result.results[1]
+        assert (u.status, u.error) == (ActionStatus.REJECTED, f"{ref!r}: {why}")
+    assert len(seen) == 1  # a rejected action's tool is never called
+
+
 @pytest.mark.parametrize(
     ("tool", "needle"),
     [
