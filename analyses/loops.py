@@ -24,7 +24,7 @@ Why this tier:
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator
+from collections.abc import Iterator
 
 from car_verify.findings import Issue, Tier
 from car_verify.passes import Context, Example, Pass
@@ -56,7 +56,7 @@ class LoopPass(Pass):
         threshold = ctx.options.repeat_threshold
         actions = ctx.proposal.actions
         # A cheap fingerprint first; only crowded buckets are compared exactly.
-        buckets: dict[tuple[str, Hashable], list[int]] = {}
+        buckets: dict[tuple[str, int], list[int]] = {}
         for i, action in enumerate(actions):
             if action.type == "tool_call" and action.tool is not None:
                 key = (action.tool, fingerprint(action.parameters))

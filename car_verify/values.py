@@ -19,7 +19,7 @@ import gc
 import json
 import json.encoder
 import re
-from collections.abc import Hashable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Final
 
@@ -138,15 +138,19 @@ _json_string: Final = json.encoder.encode_basestring_ascii
 _SCALARS: Final = frozenset({str, int, float, bool, type(None)})
 
 
-def fingerprint(value: Mapping[str, Any]) -> Hashable:
-    """A cheap key that JSON-equal objects always share (a necessary condition only).
+def fingerprint(value: Mapping[str, Any]) -> int:
+    """A cheap number that JSON-equal objects always share (a necessary condition only).
 
-    The set of keys and the set of top-level scalar values: JSON-equal numbers are
-    equal and hash alike in Python (``1 == 1.0``); a boolean may share a key with a
-    number and containers are not looked into, so :func:`canonical` decides between
+    The hashes of each key with its value when the value is a scalar, else of the
+    key alone, combined so that key order does not matter. JSON-equal numbers are
+    equal and hash alike in Python (``1 == 1.0``); a boolean may share a number's
+    hash and containers are not looked into, so :func:`canonical` decides between
     objects that share a fingerprint.
     """
-    return frozenset(value), frozenset([v for v in value.values() if type(v) in _SCALARS])
+    combined = 0
+    for key, item in value.items():
+        combined ^= hash((key, item)) if type(item) in _SCALARS else hash(key)
+    return combined
 
 
 def _contains(state_value: object, needle: object) -> bool:
