@@ -37,7 +37,7 @@ from collections.abc import Iterator
 from car_verify.findings import Issue, Severity, Tier
 from car_verify.model import Action, FailureBehavior
 from car_verify.passes import Context, Example, Pass
-from car_verify.values import format_value
+from car_verify.values import format_predicate, format_value
 from car_verify.walk import Cause
 
 
@@ -175,7 +175,7 @@ class StripsPass(Pass):
         if cause.kind == "precondition" and cause.precondition is not None:
             pre = cause.precondition
             key = pre.key
-            head = f"precondition {key} {pre.operator} {format_value(pre.value)} is false"
+            head = f"precondition {format_predicate(key, pre.operator, pre.value)} is false"
             writers = dag.writers.get(key, [])
             if not writers:
                 why = f"{key!r} is {format_value(cause.actual)} and no action writes it"
@@ -210,8 +210,9 @@ class StripsPass(Pass):
             if earlier:
                 actions = ctx.proposal.actions
                 if not any(key in actions[w].effects() for w in writers[:earlier]):
+                    verb = "names" if earlier == 1 else "name"
                     why = (
-                        f"{_names(dag.ids, writers[:5], earlier)} name it in write_set but "
+                        f"{_names(dag.ids, writers[:5], earlier)} {verb} it in write_set but "
                         "no declared effect sets it"
                     )
                 else:
@@ -232,7 +233,8 @@ class StripsPass(Pass):
             )
         if cause.kind == "assertion":
             parts = "; ".join(
-                f"{p.key} {p.operator} {format_value(p.value)} ({p.key} is {format_value(actual)})"
+                f"{format_predicate(p.key, p.operator, p.value)} "
+                f"({p.key} is {format_value(actual)})"
                 for p, _, actual in cause.failed
             )
             first_where = cause.failed[0][1] if cause.failed else ()

@@ -63,7 +63,7 @@ from .model import (
 )
 from .passes import Context, Options
 from .tools import ToolRegistry
-from .values import ABSENT, canonical, evaluate, paused_gc
+from .values import ABSENT, canonical, evaluate, format_predicate, paused_gc
 
 __all__ = [
     "DEFAULT_BLOCKING",
@@ -641,9 +641,7 @@ class _Run:
             return None  # an assertion's predicate is its work: it fails, not rejected
         for pre in action.preconditions:
             if not evaluate(pre.operator, state.get(pre.key, ABSENT), pre.value):
-                return (
-                    f"precondition {pre.key} {pre.operator} {json.dumps(pre.value)} does not hold"
-                )
+                return f"precondition {format_predicate(pre.key, pre.operator, pre.value)} is false"
         return None
 
     def _local(
@@ -653,7 +651,8 @@ class _Run:
         if action.type == "assertion":
             for pre, _ in action.predicate():
                 if not evaluate(pre.operator, state.get(pre.key, ABSENT), pre.value):
-                    error = f"assertion {pre.key} {pre.operator} {json.dumps(pre.value)} is false"
+                    predicate = format_predicate(pre.key, pre.operator, pre.value)
+                    error = f"assertion {predicate} is false"
                     self.x._event("action_failed", action.id, error=error)
                     return _result(action, ActionStatus.FAILED, error=error, duration=duration)
             return _result(action, ActionStatus.SUCCEEDED, output=True, duration=duration)

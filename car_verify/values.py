@@ -31,6 +31,7 @@ __all__ = [
     "copy_json",
     "evaluate",
     "fingerprint",
+    "format_predicate",
     "format_value",
     "is_number",
     "json_equal",
@@ -216,6 +217,17 @@ def paused_gc() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+#: Operators that test presence only: their ``value`` is not part of what they say.
+_PRESENCE_OPERATORS: Final = frozenset({"exists", "not_exists"})
+
+
+def format_predicate(key: str, operator: str, value: object) -> str:
+    """A predicate as messages write it: ``tests_passed eq true``, ``token exists``."""
+    if operator in _PRESENCE_OPERATORS:
+        return f"{key} {operator}"
+    return f"{key} {operator} {format_value(value)}"
 
 
 def format_value(value: object) -> str:

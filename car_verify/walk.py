@@ -170,11 +170,11 @@ def _who(supplier: dict[str, int], ids: list[str], key: str, actual: Any) -> str
 
 def describe(cause: Cause) -> str:
     """A one-line, human description of a cause (used by traces and reporters)."""
-    from .values import format_value
+    from .values import format_predicate, format_value
 
     if cause.kind in ("precondition", "unknown-operator") and cause.precondition is not None:
         pre = cause.precondition
-        head = f"precondition {pre.key} {pre.operator} {format_value(pre.value)}"
+        head = f"precondition {format_predicate(pre.key, pre.operator, pre.value)}"
         if cause.kind == "unknown-operator":
             return f"{head}: unknown operator {pre.operator!r}"
         return f"{head} is false ({pre.key} is {format_value(cause.actual)})"
@@ -182,7 +182,7 @@ def describe(cause: Cause) -> str:
         return f"state key {cause.key!r} is absent"
     if cause.kind == "assertion":
         parts = ", ".join(
-            f"{p.key} {p.operator} {format_value(p.value)} ({p.key} is {format_value(actual)})"
+            f"{format_predicate(p.key, p.operator, p.value)} ({p.key} is {format_value(actual)})"
             for p, _, actual in cause.failed
         )
         return f"assertion is false: {parts}"

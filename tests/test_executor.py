@@ -159,6 +159,26 @@ def test_parameters_are_validated_and_outputs_interpolated() -> None:
     assert any(r.startswith("param-schema") for r in bad.rejected_by)
 
 
+def test_rejections_and_failed_assertions_say_which_predicate() -> None:
+    doc = {
+        "actions": [
+            tc(
+                "a", preconditions=[{"key": "token", "operator": "exists"}], failure_behavior="skip"
+            ),
+            {
+                "id": "c",
+                "type": "assertion",
+                "parameters": {"key": "n", "operator": "gt", "value": 2},
+            },
+        ]
+    }
+    result = execute_sync(doc, TOOLS, initial_state={"n": 1})
+    assert [(r.status, r.error) for r in result.result.results] == [
+        (ActionStatus.REJECTED, "precondition token exists is false"),
+        (ActionStatus.FAILED, "assertion n gt 2 is false"),
+    ]
+
+
 def test_an_output_path_walks_objects_and_arrays_and_a_missing_part_rejects() -> None:
     seen: list[Any] = []
 

@@ -174,3 +174,43 @@ def test_verify_reports_each_blocking_reason_once_and_applies_blocked_effects() 
     # "depends on a blocked action" is a simulate cause, never a verify finding
     assert not [i for i in result.issues if i.action_id == "f"]
     assert result.simulated_state == {"env": "prod", "x": 1, "y": 1}
+
+
+def test_messages_say_a_presence_test_without_a_value_and_agree_in_number() -> None:
+    plan = {
+        "actions": [
+            {"id": "w1", "type": "tool_call", "tool": "t", "write_set": ["k"]},
+            {
+                "id": "r",
+                "type": "tool_call",
+                "tool": "u",
+                "state_dependencies": ["k"],
+                "preconditions": [
+                    {"key": "token", "operator": "exists"},
+                    {"key": "lock", "operator": "not_exists"},
+                ],
+            },
+            {"id": "w2", "type": "tool_call", "tool": "v", "write_set": ["j"]},
+            {"id": "w3", "type": "tool_call", "tool": "v", "write_set": ["j"], "parameters": {}},
+            {"id": "s", "type": "tool_call", "tool": "x", "state_dependencies": ["j"]},
+        ]
+    }
+    messages = [i.message for i in car_verify.verify(plan, initial_state={"lock": 1}).issues]
+    assert "depends on state key 'k': w1 names it in write_set but no declared effect sets it" in (
+        messages
+    )
+    assert "precondition token exists is false: 'token' is absent and no action writes it" in (
+        messages
+    )
+    assert "precondition lock not_exists is false: 'lock' is 1 and no action writes it" in (
+        messages
+    )
+    assert (
+        "depends on state key 'j': w2, w3 name it in write_set but no declared effect sets it"
+        in (messages)
+    )
+    sim = car_verify.simulate(plan, initial_state={"lock": 1})
+    assert sim.trace[1].to_dict()["blocked_by"][:2] == [
+        "precondition token exists is false (token is absent)",
+        "precondition lock not_exists is false (lock is 1)",
+    ]
