@@ -267,6 +267,12 @@ def test_configuration_settings(repo: Path, capsys: pytest.CaptureFixture[str]) 
         ('[severity]\nx = "fatal"\n', "severity.x: expected one of"),
         ('fail-on = "sometimes"\n', "fail-on"),
         ("[per-path-ignores]\nx = 3\n", "per-path-ignores.x"),
+        ("per-path-ignores = 3\n", "per-path-ignores: expected a table of glob = [codes]"),
+        ("severity = 3\n", "severity: expected a table"),
+        ("tools = 5\n", "tools: expected an array of strings"),
+        ("state = 5\n", "state: expected a path (a string)"),
+        ('exclude = ["a", 3]\n', "exclude: expected an array of strings"),
+        ("[tool\n", "not valid TOML"),
     ],
 )
 def test_bad_configuration_names_file_and_key(
