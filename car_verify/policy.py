@@ -484,26 +484,30 @@ def load_policy_text(text: str, *, source: str = "<policies>") -> PolicySet:
                 parse_trace_rule(t["rule"], name=t.get("name", ""), source=str(file))
             )
         except InputError as err:
-            line = _line_of(text, t["rule"])
             where = f"trace_rule[{i}].rule"
-            position = (
-                f" (file line {line + (err.line or 1) - 1}, rule column {err.column})"
-                if line
-                else ""
-            )
+            start = _position_of(text, t["rule"])
+            if start is None:  # written with escapes: only the rule's own position is known
+                problem = f"{where}, line {err.line} column {err.column} of the rule: {err.problem}"
+                raise InputError(problem, source=str(file)) from None
+            line, column = start
+            at_line = err.line or 1
             raise InputError(
-                f"{where}{position}: {err.problem}",
+                f"{where}: {err.problem}",
                 source=str(file),
-                line=err.line,
-                column=err.column,
+                line=line + at_line - 1,
+                column=(column if at_line == 1 else 1) + (err.column or 1) - 1,
             ) from None
     return rules
 
 
-def _line_of(text: str, needle: str) -> int | None:
-    """The file line where a rule's text starts (best effort: TOML gives no positions)."""
+def _position_of(text: str, needle: str) -> tuple[int, int] | None:
+    """The file line and column where a rule's text starts (TOML gives no positions:
+    found by its text, so a rule written with escapes is not found)."""
     index = text.find(needle)
-    return text.count("\n", 0, index) + 1 if index >= 0 else None
+    if index < 0:
+        return None
+    line_start = text.rfind("\n", 0, index) + 1
+    return text.count("\n", 0, index) + 1, index - line_start + 1
 
 
 @dataclass(slots=True)

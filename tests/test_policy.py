@@ -266,8 +266,18 @@ def test_trace_rule_errors_give_line_and_column(tmp_path: Path) -> None:
     )
     with pytest.raises(InputError) as err:
         load_policies(tmp_path / "p")
-    assert err.value.line == 1 and err.value.column == 13
-    assert "file line 4" in str(err.value) and "t.toml" in str(err.value)
+    # the file's line and column, where an editor should jump: "befor" on line 4
+    assert (err.value.line, err.value.column) == (4, 21)
+    assert "t.toml: line 4, column 21: trace_rule[0].rule: " in str(err.value)
+    write(tmp_path / "p", "t.toml", "[[trace_rule]]\nrule = '''\nrun_tests before\n  deploy'''\n")
+    with pytest.raises(InputError) as err:
+        load_policies(tmp_path / "p")
+    assert (err.value.line, err.value.column) == (3, 11)  # a multi-line rule
+    write(tmp_path / "p", "t.toml", '[[trace_rule]]\nrule = "deploy \\u0020only befor tests"\n')
+    with pytest.raises(InputError) as err:
+        load_policies(tmp_path / "p")
+    # written with an escape, the rule is not found in the file: its own position
+    assert err.value.line is None and "line 1 column 14 of the rule" in str(err.value)
 
 
 def test_discovery_walks_up_to_the_repository_root(
