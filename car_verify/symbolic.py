@@ -198,8 +198,14 @@ class Encoder:
 
     # --- the walk ------------------------------------------------------------------------------
 
-    def run(self, proposal: ActionProposal) -> SymbolicRun:
-        """Walk ``proposal`` in simulate mode from the symbolic initial state."""
+    def run(self, proposal: ActionProposal, *, assume_unblocked: bool = False) -> SymbolicRun:
+        """Walk ``proposal`` in simulate mode from the symbolic initial state.
+
+        ``assume_unblocked``: walk the run in which every action runs, applying every
+        effect. Its blocked terms are small (no ``If`` over earlier outcomes) but mean
+        something only together: no action is blocked in the real run exactly when
+        none is in this one (level by level, the two runs see the same state).
+        """
         z3 = self.z3
         dag = Dag(proposal)
         actions = proposal.actions
@@ -219,11 +225,15 @@ class Encoder:
                     ok.append(self.holds(pre, present, value))
                 for key in dag.keys[i]:
                     ok.append(state[key][0])
-                for t in dag.task_preds[i]:
-                    ok.append(z3.Not(blocked[t]))
+                if not assume_unblocked:
+                    for t in dag.task_preds[i]:
+                        ok.append(z3.Not(blocked[t]))
                 blocked[i] = z3.Not(z3.And(*ok)) if ok else self.false
             for i in members:
                 for key, value in actions[i].effects().items():
+                    if assume_unblocked:
+                        state[key] = (self.true, self.const(value))
+                        continue
                     present, current = state[key]
                     state[key] = (
                         z3.If(blocked[i], present, self.true),

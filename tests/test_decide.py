@@ -192,6 +192,7 @@ def test_wp_prints_a_readable_condition_and_an_example() -> None:
     condition = runs_unblocked(doc)
     assert condition.satisfiable is True
     assert condition.formula == "tests_passed == true and coverage >= 0.8"
+    assert runs_unblocked({"actions": []}).formula == "always"
     assert condition.example is not None
     assert not car_verify.simulate(doc, initial_state=condition.example).blocked
 
@@ -253,6 +254,58 @@ def test_an_opaque_array_is_marked_only_when_it_would_equal_a_constant() -> None
         ]
     )["k"]
     assert marked[0] == 1 and len(marked) == 2 and marked[1].startswith("car-verify:opaque:")
+
+
+@settings(max_examples=100)
+@given(proposals(max_actions=6), st.lists(states, min_size=1, max_size=3))
+def test_wp_asks_the_run_where_all_ran_and_that_is_exact(
+    doc: dict[str, Any], probes: list[dict[str, Any]]
+) -> None:
+    """No action is blocked in the real run exactly when none is in the run that applies
+    every effect (what ``runs_unblocked`` asks for every action); and the condition's
+    answer on a concrete state is what simulate shows."""
+    from car_verify.model import load
+    from car_verify.symbolic import Encoder
+
+    model = load(doc)
+    encoder = Encoder([model])
+    z3 = encoder.z3
+    real, all_ran = encoder.run(model), encoder.run(model, assume_unblocked=True)
+    walked = [i for i in range(real.dag.n) if real.dag.level[i] >= 0]
+    runs = z3.And(encoder.true, *[z3.Not(real.blocked[i]) for i in walked])
+    runs_too = z3.And(encoder.true, *[z3.Not(all_ran.blocked[i]) for i in walked])
+    solver = z3.Solver(ctx=encoder.ctx)
+    solver.add(encoder.domain(), runs != runs_too)
+    assert solver.check() == z3.unsat
+    condition = runs_unblocked(doc)
+    if condition.satisfiable is False:
+        for probe in probes:
+            assert car_verify.simulate(doc, initial_state=probe).blocked or real.dag.unlevelled
+
+
+def test_wp_of_a_long_chain_is_the_condition_on_the_initial_state() -> None:
+    """Each step needs the flag the previous one sets: only the first step's own
+    preconditions are left (before, the terms grew with every level: 6 steps took
+    two minutes and printed raw solver terms)."""
+    steps = [
+        {
+            "id": f"s{i}",
+            "type": "tool_call",
+            "tool": "step",
+            "preconditions": [
+                {"key": "env", "value": "prod"},
+                {"key": "counter", "operator": "gte", "value": 0},
+                *([{"key": f"done.{i - 1}", "value": True}] if i else []),
+            ],
+            "expected_effects": {f"done.{i}": True, "counter": i},
+            "state_dependencies": ["counter"],
+            **({"dependencies": [f"s{i - 1}"]} if i else {}),
+        }
+        for i in range(40)
+    ]
+    condition = runs_unblocked({"actions": steps})
+    assert condition.formula == 'env == "prod" and counter >= 0'
+    assert runs_unblocked({"actions": steps}, "s39").formula == 'env == "prod" and counter >= 0'
 
 
 def test_wp_never_names_the_action_that_cannot_run() -> None:
