@@ -308,6 +308,29 @@ def test_wp_of_a_long_chain_is_the_condition_on_the_initial_state() -> None:
     assert runs_unblocked({"actions": steps}, "s39").formula == 'env == "prod" and counter >= 0'
 
 
+@settings(max_examples=100)
+@given(proposals(max_actions=6))
+def test_feasibility_flags_exactly_the_actions_no_state_lets_run(doc: dict[str, Any]) -> None:
+    """The pass settles everything with one check when some state runs every action;
+    its findings are still the definition's: one solver question per action."""
+    from car_verify.model import load
+    from car_verify.symbolic import Encoder
+
+    model = load(doc)
+    encoder = Encoder([model])
+    z3 = encoder.z3
+    run = encoder.run(model)
+    never = set()
+    for i in range(run.dag.n):
+        if run.dag.level[i] >= 0:
+            solver = z3.Solver(ctx=encoder.ctx)
+            solver.add(encoder.domain(), z3.Not(run.blocked[i]))
+            if solver.check() == z3.unsat:
+                never.add(i)
+    found = car_verify.verify(doc, passes=["feasibility"]).issues
+    assert {issue.index for issue in found} == never
+
+
 def test_wp_never_names_the_action_that_cannot_run() -> None:
     doc = {
         "actions": [
