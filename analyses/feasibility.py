@@ -79,23 +79,14 @@ class FeasibilityPass(Pass):
         run = encoder.run(ctx.proposal)
         # On or after a cycle: not walked, and reported by the references pass.
         walked = [i for i in range(run.dag.n) if run.dag.level[i] >= 0]
-        solver = z3.Solver(ctx=encoder.ctx)
-        solver.add(encoder.domain())
-
-        def satisfiable(*facts: object) -> bool:
-            solver.push()
-            solver.add(*facts)
-            answer = solver.check()
-            solver.pop()
-            return bool(answer != z3.unsat)  # unknown proves nothing
-
         # One state in which every action runs settles them all. The run in which
         # every action ran asks that with small terms (see Encoder.run).
         all_ran = encoder.run(ctx.proposal, assume_unblocked=True)
-        if satisfiable(*[z3.Not(all_ran.blocked[i]) for i in walked]):
-            return
+        questions = encoder.questions()
+        if questions.ask(*[z3.Not(all_ran.blocked[i]) for i in walked]).verdict != z3.unsat:
+            return  # (an unknown answer proves nothing either way)
         for i in walked:
-            if not satisfiable(z3.Not(run.blocked[i])):
+            if questions.ask(z3.Not(run.blocked[i])).verdict == z3.unsat:
                 yield ctx.issue(
                     "never-runs",
                     "no initial state lets this action run: its preconditions, dependencies "

@@ -147,17 +147,13 @@ def _decided(a: Any, b: Any, timeout_ms: int) -> EquivalenceResult:
         return EquivalenceResult(None, Tier.DECISION_PROCEDURE, "z3", reason=str(err))
     z3 = encoder.z3
     run_a, run_b = encoder.run(a), encoder.run(b)
-    solver = z3.Solver(ctx=encoder.ctx)
-    solver.set("timeout", timeout_ms)
-    solver.add(encoder.domain())
-    solver.add(z3.Not(encoder.same_final_state(run_a, run_b)))
-    answer = solver.check()
-    if answer == z3.unsat:
+    answer = encoder.questions(timeout_ms).ask(z3.Not(encoder.same_final_state(run_a, run_b)))
+    if answer.verdict == z3.unsat:
         return EquivalenceResult(True, Tier.DECISION_PROCEDURE, "z3")
-    if answer != z3.sat:
-        reason = f"the solver answered unknown: {solver.reason_unknown()}"
+    if answer.verdict != z3.sat:
+        reason = f"the solver answered unknown: {answer.reason}"
         return EquivalenceResult(None, Tier.DECISION_PROCEDURE, "z3", reason=reason)
-    state = encoder.state_from_model(solver.model())
+    state = encoder.state_from_model(answer.model)
     end_a, end_b = dict(simulate(a, initial_state=state)), dict(simulate(b, initial_state=state))
     keys = differing_keys(end_a, end_b)
     if not keys:  # e.g. a number the JSON float could not represent exactly

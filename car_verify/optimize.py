@@ -141,9 +141,8 @@ def proves_guarantee(original: ProposalLike, optimized: ProposalLike) -> bool | 
     encoder = Encoder([a, b])
     z3 = encoder.z3
     run_a, run_b = encoder.run(a), encoder.run(b)
-    solver = z3.Solver(ctx=encoder.ctx)
-    solver.add(encoder.domain())
-    solver.add(*[z3.Not(blocked) for blocked in run_a.blocked])
-    solver.add(z3.Not(encoder.same_final_state(run_a, run_b)))
-    answer = solver.check()
-    return True if answer == z3.unsat else False if answer == z3.sat else None
+    answer = encoder.questions().ask(
+        *[z3.Not(blocked) for blocked in run_a.blocked],
+        z3.Not(encoder.same_final_state(run_a, run_b)),
+    )
+    return True if answer.verdict == z3.unsat else False if answer.verdict == z3.sat else None

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -28,7 +29,15 @@ from .dag import Dag
 from .model import ActionProposal, Precondition
 from .values import canonical, is_number, json_equal
 
-__all__ = ["OPAQUE_MARKER", "Encoder", "SymbolicRun", "Z3Unavailable", "load_z3"]
+__all__ = [
+    "OPAQUE_MARKER",
+    "Answer",
+    "Encoder",
+    "Questions",
+    "SymbolicRun",
+    "Z3Unavailable",
+    "load_z3",
+]
 
 OPAQUE_MARKER = "car-verify:opaque"
 
@@ -56,6 +65,46 @@ class SymbolicRun:
         self.final = final
         self.blocked = blocked
         self.dag = dag
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """The solver's verdict (``z3.sat``, ``z3.unsat`` or ``z3.unknown``), with a model
+    when it is sat and the solver's reason when it is unknown."""
+
+    verdict: Any
+    model: Any = None
+    reason: str = ""
+
+
+class Questions:
+    """Questions about the initial states of one :class:`Encoder`, asked of one
+    incremental solver that holds the JSON domain once; each question is asked in a
+    scope of its own, so nothing one question adds is left for the next."""
+
+    _NO_TIMEOUT = 4_294_967_295  # z3's own default
+
+    def __init__(self, encoder: Encoder, timeout_ms: int | None = None) -> None:
+        self._z3 = encoder.z3
+        self._solver = encoder.z3.Solver(ctx=encoder.ctx)
+        self._timeout = self._NO_TIMEOUT if timeout_ms is None else timeout_ms
+        self._solver.add(encoder.domain())
+
+    def ask(self, *facts: Any, timeout_ms: int | None = None) -> Answer:
+        """Is there an initial state in which all ``facts`` hold?"""
+        z3, solver = self._z3, self._solver
+        solver.set("timeout", self._timeout if timeout_ms is None else timeout_ms)
+        solver.push()
+        try:
+            solver.add(*facts)
+            verdict = solver.check()
+            if verdict == z3.sat:
+                return Answer(verdict, model=solver.model())
+            if verdict == z3.unsat:
+                return Answer(verdict)
+            return Answer(verdict, reason=solver.reason_unknown())
+        finally:
+            solver.pop()
 
 
 class Encoder:
@@ -141,6 +190,11 @@ class Encoder:
     def _real(self, value: float) -> Any:
         fraction = Fraction(value)
         return self.z3.RealVal(f"{fraction.numerator}/{fraction.denominator}", ctx=self.ctx)
+
+    def questions(self, timeout_ms: int | None = None) -> Questions:
+        """A solver for questions about the initial state (see :class:`Questions`).
+        Make it once the runs are walked: its domain covers the constants seen so far."""
+        return Questions(self, timeout_ms)
 
     def domain(self) -> Any:
         """Constraints every initial value obeys (``known`` indexes name real constants)."""

@@ -11,12 +11,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .api import ProposalLike, simulate
 from .errors import UsageError
 from .model import load
 from .values import paused_gc
+
+if TYPE_CHECKING:
+    from .symbolic import Questions
 
 __all__ = ["Condition", "runs_unblocked"]
 
@@ -81,60 +84,42 @@ def runs_unblocked(
         asked = run if action is not None else encoder.run(model, assume_unblocked=True)
         runs = [z3.Not(asked.blocked[i]) for i in targets]
         condition = z3.And(*runs) if runs else encoder.true
-        domain = encoder.domain()  # built once: every run is walked, no constant is new
-        goal = z3.And(domain, condition)
-        solver = z3.Solver(ctx=encoder.ctx)
-        solver.set("timeout", timeout_ms)
-        solver.add(goal)
-        answer = solver.check()
-        if answer == z3.unknown:
-            return Condition(action, None, "unknown", reason=solver.reason_unknown())
-        if answer == z3.unsat:
-            reason = _never(encoder, run, targets, ids, domain)
+        questions = encoder.questions(timeout_ms)
+        answer = questions.ask(condition)
+        if answer.verdict == z3.unknown:
+            return Condition(action, None, "unknown", reason=answer.reason)
+        if answer.verdict == z3.unsat:
+            reason = _never(z3, questions, run, targets, ids)
             return Condition(action, False, "never", reason=reason)
-        example = encoder.state_from_model(solver.model())
+        example = encoder.state_from_model(answer.model)
         blocked = {t.action_id for t in simulate(model, initial_state=example).trace if t.blocked}
         wanted = {ids[i] for i in targets}
         if blocked & wanted:
             return Condition(action, None, "unknown", reason="the example did not replay")
-        simple = _without_implied(z3, _simplify(z3, condition, encoder), encoder, domain)
+        simple = _without_implied(z3, _simplify(z3, condition, encoder), questions)
         formula = Printer(encoder).render(simple)
         return Condition(action, True, formula, example)
 
 
-def _never(encoder: Any, run: Any, targets: list[int], ids: list[str], domain: Any) -> str:
-    z3 = encoder.z3
-    solver = z3.Solver(ctx=encoder.ctx)
-    solver.add(domain)
+def _never(z3: Any, questions: Questions, run: Any, targets: list[int], ids: list[str]) -> str:
     for i in targets:
-        solver.push()
-        solver.add(z3.Not(run.blocked[i]))
-        answer = solver.check()
-        solver.pop()
-        if answer == z3.unsat:
+        if questions.ask(z3.Not(run.blocked[i])).verdict == z3.unsat:
             return f"{ids[i]} can never run, whatever the initial state"
     return "no initial state lets all of these actions run together"
 
 
-def _without_implied(z3: Any, expr: Any, encoder: Any, domain: Any, timeout_ms: int = 2_000) -> Any:
+def _without_implied(z3: Any, expr: Any, questions: Questions, timeout_ms: int = 2_000) -> Any:
     """Drop, first to last, each conjunct that the ones kept imply over JSON states
     (``a >= 1 and (b exists or a >= 1)`` is ``a >= 1``): the simplifier does not know
-    the JSON domain. A check the solver cannot answer in time keeps the conjunct."""
+    the JSON domain. A question the solver cannot answer in time keeps the conjunct."""
     if not z3.is_and(expr):
         return expr
     kept = list(expr.children())
-    solver = z3.Solver(ctx=encoder.ctx)
-    solver.set("timeout", timeout_ms)
-    solver.add(domain)
     for part in list(kept):
         rest = [k for k in kept if k is not part]
         if not rest:
             break
-        solver.push()
-        solver.add(*rest, z3.Not(part))
-        answer = solver.check()
-        solver.pop()
-        if answer == z3.unsat:
+        if questions.ask(*rest, z3.Not(part), timeout_ms=timeout_ms).verdict == z3.unsat:
             kept = rest
     return z3.And(*kept) if len(kept) > 1 else kept[0]
 
