@@ -25,11 +25,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import pairwise
-from typing import Literal
+from typing import Literal, TypeVar
 
 from .model import Action, ActionProposal
 
 __all__ = ["Cycle", "Dag", "Edge", "UnknownRef"]
+
+_G = TypeVar("_G")
 
 EdgeKind = Literal["dependency", "output", "state"]
 
@@ -469,9 +471,22 @@ class Dag:
         if not self.order_is_proposal_order:
             return []
         long = sorted(k for k in keys if len(self.writers.get(k, ())) >= self.CHAIN_MIN)
-        steps = {k: list(pairwise(self.writers[k])) for k in long}
+        chains = self.totally_ordered({k: self.writers[k] for k in long})
+        return [k for k in long if k in chains]
+
+    def totally_ordered(self, groups: Mapping[_G, Iterable[int]]) -> set[_G]:
+        """The groups of actions that form one chain (in topological order each reaches
+        the next, so every two are ordered), asked as one question per consecutive pair;
+        none when the graph has a cycle."""
+        if self.unlevelled:
+            return set()
+        where = self._topo_position
+        steps = {
+            group: list(pairwise(sorted(set(nodes), key=where.__getitem__)))
+            for group, nodes in groups.items()
+        }
         reached = self.reachable(pair for pairs in steps.values() for pair in pairs)
-        return [k for k in long if reached.issuperset(steps[k])]
+        return {group for group, pairs in steps.items() if reached.issuperset(pairs)}
 
     def _late_on_chain(
         self,

@@ -198,3 +198,34 @@ def walk(
             if mode == "verify" or i not in blocked:
                 state.update(effects(actions[i]))
     return state, blocked
+
+
+def reads(a: dict[str, Any]) -> list[str]:
+    if a.get("read_set"):
+        return list(dict.fromkeys(a["read_set"]))
+    keys = list(a.get("state_dependencies", []))
+    keys += [s["key"] for s in a.get("assumptions", [])]
+    keys += [k for k in read_keys(a) if k not in keys]
+    return list(dict.fromkeys(keys))
+
+
+def hazards(actions: list[dict[str, Any]]) -> list[tuple[str, str, tuple[str, str]]]:
+    """Every unordered pair touching a key that one of them writes: write-write when both
+    write it, else read-write (reader first)."""
+    n = len(actions)
+    es, _ = edges(actions)
+    reach = closure(n, es)
+    out = []
+    for a in range(n):
+        for b in range(a + 1, n):
+            if b in reach[a] or a in reach[b]:
+                continue
+            wa, wb = set(writes(actions[a])), set(writes(actions[b]))
+            ra, rb = set(reads(actions[a])), set(reads(actions[b]))
+            for k in sorted(((wa | ra) & (wb | rb)) & (wa | wb)):
+                if k in wa and k in wb:
+                    out.append(("write-write", k, (actions[a]["id"], actions[b]["id"])))
+                else:
+                    reader, writer = (a, b) if k in wb else (b, a)
+                    out.append(("read-write", k, (actions[reader]["id"], actions[writer]["id"])))
+    return sorted(out)

@@ -433,6 +433,22 @@ def test_optimize_guarantees(
 # --- transaction_check ---------------------------------------------------------------------
 
 
+@settings(max_examples=200)
+@given(proposals(max_actions=8))
+def test_transaction_hazards_within_a_proposal_equal_the_brute_force_oracle(
+    doc: dict[str, Any],
+) -> None:
+    import oracle
+
+    report = transaction_check(doc)
+    found = sorted(
+        (h.kind, h.key, tuple(action_id for _, action_id in h.actions))
+        for h in report.hazards
+        if h.kind in ("write-write", "read-write")
+    )
+    assert found == oracle.hazards(doc["actions"])
+
+
 def test_transaction_check_within_and_across_proposals() -> None:
     a = {
         "id": "A",
