@@ -150,16 +150,21 @@ def levels(actions: list[dict[str, Any]]) -> list[int | None]:
     return lv
 
 
-def conflicts(actions: list[dict[str, Any]]) -> list[list[str]]:
+def unordered_pairs(actions: list[dict[str, Any]]) -> list[tuple[int, int]]:
+    """Every pair of positions a < b with no path between them, either way."""
     n = len(actions)
     es, _ = edges(actions)
     reach = closure(n, es)
+    return [
+        (a, b) for a in range(n) for b in range(a + 1, n) if b not in reach[a] and a not in reach[b]
+    ]
+
+
+def conflicts(actions: list[dict[str, Any]]) -> list[list[str]]:
     out = []
-    for a in range(n):
-        for b in range(a + 1, n):
-            for k in sorted(set(writes(actions[a])) & set(writes(actions[b]))):
-                if b not in reach[a] and a not in reach[b]:
-                    out.append((a, b, k))
+    for a, b in unordered_pairs(actions):
+        for k in sorted(set(writes(actions[a])) & set(writes(actions[b]))):
+            out.append((a, b, k))
     out.sort()
     return [[actions[a]["id"], actions[b]["id"], k] for a, b, k in out]
 
@@ -212,20 +217,14 @@ def reads(a: dict[str, Any]) -> list[str]:
 def hazards(actions: list[dict[str, Any]]) -> list[tuple[str, str, tuple[str, str]]]:
     """Every unordered pair touching a key that one of them writes: write-write when both
     write it, else read-write (reader first)."""
-    n = len(actions)
-    es, _ = edges(actions)
-    reach = closure(n, es)
     out = []
-    for a in range(n):
-        for b in range(a + 1, n):
-            if b in reach[a] or a in reach[b]:
-                continue
-            wa, wb = set(writes(actions[a])), set(writes(actions[b]))
-            ra, rb = set(reads(actions[a])), set(reads(actions[b]))
-            for k in sorted(((wa | ra) & (wb | rb)) & (wa | wb)):
-                if k in wa and k in wb:
-                    out.append(("write-write", k, (actions[a]["id"], actions[b]["id"])))
-                else:
-                    reader, writer = (a, b) if k in wb else (b, a)
-                    out.append(("read-write", k, (actions[reader]["id"], actions[writer]["id"])))
+    for a, b in unordered_pairs(actions):
+        wa, wb = set(writes(actions[a])), set(writes(actions[b]))
+        ra, rb = set(reads(actions[a])), set(reads(actions[b]))
+        for k in sorted(((wa | ra) & (wb | rb)) & (wa | wb)):
+            if k in wa and k in wb:
+                out.append(("write-write", k, (actions[a]["id"], actions[b]["id"])))
+            else:
+                reader, writer = (a, b) if k in wb else (b, a)
+                out.append(("read-write", k, (actions[reader]["id"], actions[writer]["id"])))
     return sorted(out)
