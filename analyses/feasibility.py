@@ -83,8 +83,8 @@ class FeasibilityPass(Pass):
         # every action ran asks that with small terms (see Encoder.run).
         all_ran = encoder.run(ctx.proposal, assume_unblocked=True)
         questions = encoder.questions()
-        if questions.ask(*[z3.Not(all_ran.blocked[i]) for i in walked]).verdict != z3.unsat:
-            return  # (an unknown answer proves nothing either way)
+        if questions.ask(*[z3.Not(all_ran.blocked[i]) for i in walked]).verdict == z3.sat:
+            return
         for i in walked:
             if questions.ask(z3.Not(run.blocked[i])).verdict == z3.unsat:
                 yield ctx.issue(
