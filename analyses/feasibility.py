@@ -76,15 +76,15 @@ class FeasibilityPass(Pass):
 
         encoder = Encoder([ctx.proposal])
         z3 = encoder.z3
-        run = encoder.run(ctx.proposal)
-        # On or after a cycle: not walked, and reported by the references pass.
-        walked = [i for i in range(run.dag.n) if run.dag.level[i] >= 0]
         # One state in which every action runs settles them all. The run in which
         # every action ran asks that with small terms (see Encoder.run).
         all_ran = encoder.run(ctx.proposal, assume_unblocked=True)
+        # On or after a cycle: not walked, and reported by the references pass.
+        walked = [i for i in range(all_ran.dag.n) if all_ran.dag.level[i] >= 0]
         questions = encoder.questions()
         if questions.ask(*[z3.Not(all_ran.blocked[i]) for i in walked]).verdict == z3.sat:
             return
+        run = encoder.run(ctx.proposal)  # each action on its own: the real run
         for i in walked:
             if questions.ask(z3.Not(run.blocked[i])).verdict == z3.unsat:
                 yield ctx.issue(

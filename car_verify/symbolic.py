@@ -192,8 +192,8 @@ class Encoder:
         return self.z3.RealVal(f"{fraction.numerator}/{fraction.denominator}", ctx=self.ctx)
 
     def questions(self, timeout_ms: int | None = None) -> Questions:
-        """A solver for questions about the initial state (see :class:`Questions`).
-        Make it once the runs are walked: its domain covers the constants seen so far."""
+        """A solver for questions about the initial state (see :class:`Questions`); its
+        domain covers every constant of the proposals this encoder was made with."""
         return Questions(self, timeout_ms)
 
     def domain(self) -> Any:

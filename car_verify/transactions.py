@@ -102,9 +102,10 @@ def transaction_check(
 
     # A key whose writers and readers within one proposal form a chain (a sequential
     # plan's counter) has no hazard there: that is |X| - 1 questions, not |X|^2 pairs.
+    touches = {key: [*ws, *readers.get(key, [])] for key, ws in writers.items()}
     touching: dict[int, dict[str, set[int]]] = {}  # proposal -> key -> its actions
-    for key, ws in writers.items():
-        for p, i in [*ws, *readers.get(key, [])]:
+    for key, members in touches.items():
+        for p, i in members:
             touching.setdefault(p, {}).setdefault(key, set()).add(i)
     chained = {
         (p, key)
@@ -114,7 +115,7 @@ def transaction_check(
     pairs: dict[tuple[tuple[int, int], tuple[int, int]], set[str]] = {}
     for key, ws in writers.items():
         for w in ws:
-            for other in [*ws, *readers.get(key, [])]:
+            for other in touches[key]:
                 if other == w or (other[0] == w[0] and (w[0], key) in chained):
                     continue
                 pairs.setdefault((min(w, other), max(w, other)), set()).add(key)

@@ -66,7 +66,9 @@ def runs_unblocked(
     with paused_gc():
         encoder = Encoder([model])
         z3 = encoder.z3
-        run = encoder.run(model)
+        # Every action runs exactly when every action runs in the run where all ran,
+        # whose terms carry no If over earlier outcomes: ask that one (far smaller).
+        run = encoder.run(model, assume_unblocked=action is None)
         ids = run.dag.ids
         if action is not None and action not in run.dag.positions:
             raise UsageError(f"no action {action!r} in the proposal")
@@ -79,17 +81,15 @@ def runs_unblocked(
                 "never",
                 reason=f"{ids[unwalked[0]]} is on or after a dependency cycle",
             )
-        # Every action runs exactly when every action runs in the run where all ran,
-        # whose terms carry no If over earlier outcomes: ask that one (far smaller).
-        asked = run if action is not None else encoder.run(model, assume_unblocked=True)
-        runs = [z3.Not(asked.blocked[i]) for i in targets]
+        runs = [z3.Not(run.blocked[i]) for i in targets]
         condition = z3.And(*runs) if runs else encoder.true
         questions = encoder.questions(timeout_ms)
         answer = questions.ask(condition)
         if answer.verdict == z3.unknown:
             return Condition(action, None, "unknown", reason=answer.reason)
         if answer.verdict == z3.unsat:
-            reason = _never(z3, questions, run, targets, ids)
+            real = run if action is not None else encoder.run(model)  # per action: real
+            reason = _never(z3, questions, real, targets, ids)
             return Condition(action, False, "never", reason=reason)
         example = encoder.state_from_model(answer.model)
         blocked = {t.action_id for t in simulate(model, initial_state=example).trace if t.blocked}
