@@ -1,0 +1,102 @@
+"""``paused_gc``: what verify does to the caller's garbage collector."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from collections.abc import Iterator
+
+import pytest
+
+import car_verify
+from car_verify.values import paused_gc
+
+
+class Node:
+    """A tracked object that can sit on a reference cycle and be watched."""
+
+    def __init__(self) -> None:
+        self.other: object = None
+
+
+@pytest.fixture(autouse=True)
+def collector() -> Iterator[None]:
+    """Each test starts with the collector on, nothing frozen, and leaves it so."""
+    was_enabled = gc.isenabled()
+    gc.enable()
+    gc.unfreeze()
+    gc.collect()
+    yield
+    gc.unfreeze()
+    if not was_enabled:
+        gc.disable()
+
+
+def young() -> set[int]:
+    return {id(o) for o in gc.get_objects(0)} | {id(o) for o in gc.get_objects(1)}
+
+
+def test_what_the_block_keeps_leaves_the_young_generations() -> None:
+    with paused_gc():
+        kept = [[i] for i in range(5_000)]
+    assert gc.isenabled()
+    assert gc.get_freeze_count() == 0
+    assert gc.get_count()[0] < 5_000  # no pending young collection over `kept`
+    now_young = young()
+    assert not any(id(item) in now_young for item in kept)
+    assert gc.is_tracked(kept[0])
+
+
+def test_the_callers_young_cyclic_garbage_is_still_collected() -> None:
+    node = Node()
+    node.other = node  # a cycle: only the collector frees it
+    watch = weakref.ref(node)
+    del node
+    assert watch() is not None
+    with paused_gc():
+        pass
+    assert watch() is None  # collected on entry, not promoted to the oldest generation
+
+
+def test_the_callers_frozen_objects_stay_frozen() -> None:
+    gc.freeze()
+    frozen = gc.get_freeze_count()
+    with paused_gc():
+        kept = [[i] for i in range(1_000)]
+    assert gc.get_freeze_count() == frozen
+    assert gc.isenabled()
+    gc.collect(0)
+    assert any(id(item) in young() for item in kept)  # no move without the freeze
+
+
+def test_a_disabled_collector_stays_disabled_and_untouched() -> None:
+    node = Node()
+    node.other = node
+    watch = weakref.ref(node)
+    del node
+    gc.disable()
+    with paused_gc():
+        kept = [[i] for i in range(1_000)]
+    assert not gc.isenabled()
+    assert watch() is not None  # no collection ran
+    assert gc.get_count()[0] >= 1_000  # and nothing was moved
+    assert kept
+
+
+def test_an_exception_in_the_block_still_resumes_the_collector() -> None:
+    with pytest.raises(RuntimeError), paused_gc():
+        raise RuntimeError("boom")
+    assert gc.isenabled()
+    assert gc.get_freeze_count() == 0
+
+
+def test_verify_keeps_its_result_out_of_the_young_generations() -> None:
+    actions = [
+        {"id": f"a{i}", "type": "tool_call", "tool": "t", "expected_effects": {f"k{i}": i}}
+        for i in range(200)
+    ]
+    result = car_verify.verify({"actions": actions})
+    assert result.valid
+    now_young = young()
+    assert id(result.proposal.actions[0]) not in now_young
+    assert not gc.isenabled() or gc.get_count()[0] < 200
