@@ -776,6 +776,11 @@ def load(
     """
     if isinstance(source, ActionProposal):
         return source
+    with paused_gc():  # json.loads too: it builds the most containers
+        return _load(source)
+
+
+def _load(source: Mapping[str, Any] | str | bytes | os.PathLike[str]) -> ActionProposal:
     label: str | None = None
     data: Any
     trusted = False
@@ -791,12 +796,11 @@ def load(
             label = str(source)
         data = read_json(source, name=label)
     try:
-        with paused_gc():
-            if not trusted:
-                d_json(data)
-                # The model must not share mutable JSON with the caller's dict.
-                data = copy_json(data)
-            return decode(ActionProposal, data)
+        if not trusted:
+            d_json(data)
+            # The model must not share mutable JSON with the caller's dict.
+            data = copy_json(data)
+        return decode(ActionProposal, data)
     except Bad as bad:
         error = bad.to_input_error()
         raise (error.with_source(label) if label else error) from None
