@@ -26,6 +26,7 @@ from typing import Any, Final
 __all__ = [
     "ABSENT",
     "KNOWN_OPERATORS",
+    "PROMOTE_AT",
     "Absent",
     "canonical",
     "copy_json",
@@ -203,6 +204,11 @@ def copy_json(value: Any) -> Any:
     return value
 
 
+#: Objects a paused block must leave behind before ``paused_gc`` moves them to the
+#: oldest generation: below, the young collection they get is cheap (about 1 ms).
+PROMOTE_AT: Final = 10_000
+
+
 @contextmanager
 def paused_gc() -> Iterator[None]:
     """Pause the cyclic garbage collector while building large acyclic structures.
@@ -215,23 +221,22 @@ def paused_gc() -> Iterator[None]:
     pause collects the youngest generation, which then holds every object the block
     kept (for 10,000 actions, about 110,000 objects and half of ``json.loads``'s
     time). So the block starts from empty young generations (``gc.collect(1)``:
-    the collection the caller's young objects were due anyway) and ends by moving
-    what it kept straight to the oldest generation (``gc.freeze()`` then
-    ``gc.unfreeze()``), where the collector looks only in its rare full passes.
-    The move is skipped when the caller has frozen objects of its own (unfreezing
-    would release them) or runs with the collector disabled.
+    the collection the caller's young objects were due anyway) and, when it kept
+    :data:`PROMOTE_AT` objects or more, ends by moving them straight to the oldest
+    generation (``gc.freeze()`` then ``gc.unfreeze()``), where the collector looks
+    only in its rare full passes. The move is skipped when the caller has frozen
+    objects of its own (unfreezing would release them) or runs with the collector
+    disabled.
     """
     if not gc.isenabled():
         yield
         return
-    promote = gc.get_freeze_count() == 0
-    if promote:
-        gc.collect(1)
+    gc.collect(1)
     gc.disable()
     try:
         yield
     finally:
-        if promote:
+        if gc.get_count()[0] >= PROMOTE_AT and gc.get_freeze_count() == 0:
             gc.freeze()
             gc.unfreeze()
         gc.enable()

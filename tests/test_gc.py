@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 import car_verify
-from car_verify.values import paused_gc
+from car_verify.values import PROMOTE_AT, paused_gc
 
 
 class Node:
@@ -36,15 +36,26 @@ def young() -> set[int]:
     return {id(o) for o in gc.get_objects(0)} | {id(o) for o in gc.get_objects(1)}
 
 
-def test_what_the_block_keeps_leaves_the_young_generations() -> None:
+def test_what_a_large_block_keeps_leaves_the_young_generations() -> None:
     with paused_gc():
-        kept = [[i] for i in range(5_000)]
+        kept = [[i] for i in range(PROMOTE_AT)]
     assert gc.isenabled()
     assert gc.get_freeze_count() == 0
-    assert gc.get_count()[0] < 5_000  # no pending young collection over `kept`
+    assert gc.get_count()[0] < PROMOTE_AT  # no pending young collection over `kept`
     now_young = young()
     assert not any(id(item) in now_young for item in kept)
     assert gc.is_tracked(kept[0])
+
+
+def test_a_small_block_is_left_to_the_young_collections(monkeypatch: pytest.MonkeyPatch) -> None:
+    def counted() -> int:  # walks every frozen object: not worth it for a small block
+        raise AssertionError("get_freeze_count called")
+
+    monkeypatch.setattr(gc, "get_freeze_count", counted)
+    with paused_gc():
+        kept = [[i] for i in range(PROMOTE_AT // 10)]
+    assert gc.isenabled()
+    assert id(kept[0]) in young()  # collected young, as without the pause
 
 
 def test_the_callers_young_cyclic_garbage_is_still_collected() -> None:
@@ -62,7 +73,7 @@ def test_the_callers_frozen_objects_stay_frozen() -> None:
     gc.freeze()
     frozen = gc.get_freeze_count()
     with paused_gc():
-        kept = [[i] for i in range(1_000)]
+        kept = [[i] for i in range(PROMOTE_AT)]
     assert gc.get_freeze_count() == frozen
     assert gc.isenabled()
     gc.collect(0)
@@ -93,10 +104,10 @@ def test_an_exception_in_the_block_still_resumes_the_collector() -> None:
 def test_verify_keeps_its_result_out_of_the_young_generations() -> None:
     actions = [
         {"id": f"a{i}", "type": "tool_call", "tool": "t", "expected_effects": {f"k{i}": i}}
-        for i in range(200)
+        for i in range(2_000)
     ]
     result = car_verify.verify({"actions": actions})
     assert result.valid
     now_young = young()
     assert id(result.proposal.actions[0]) not in now_young
-    assert not gc.isenabled() or gc.get_count()[0] < 200
+    assert gc.get_count()[0] < 2_000
