@@ -224,9 +224,10 @@ def paused_gc() -> Iterator[None]:
     the collection the caller's young objects were due anyway) and, when it kept
     :data:`PROMOTE_AT` objects or more, ends by moving them straight to the oldest
     generation (``gc.freeze()`` then ``gc.unfreeze()``), where the collector looks
-    only in its rare full passes. The move is skipped when the caller has frozen
-    objects of its own (unfreezing would release them) or runs with the collector
-    disabled.
+    only in its rare full passes. The move is skipped when anything is frozen
+    already, by the caller or by the interpreter (unfreezing would release it;
+    Python 3.12.1 starts with tuples of its own frozen), and when the collector
+    is disabled.
     """
     if not gc.isenabled():
         yield
