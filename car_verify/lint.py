@@ -320,15 +320,19 @@ def _relative(path: Path, config: LintConfig) -> str:
         return path.as_posix()
 
 
-def _ignored_here(code: str, relative: str, config: LintConfig) -> bool:
+def _ignored_here(relative: str, config: LintConfig) -> list[tuple[str, ...]]:
+    """The ``per-path-ignores`` code lists whose glob matches this file."""
+    if not config.per_path_ignores:
+        return []
     try:
         rooted = Path(relative).resolve().relative_to(config.root).as_posix()
     except ValueError:
         rooted = relative
-    return any(
-        (fnmatch.fnmatch(rooted, glob) or fnmatch.fnmatch(relative, glob)) and _matches(code, codes)
+    return [
+        codes
         for glob, codes in config.per_path_ignores.items()
-    )
+        if fnmatch.fnmatch(rooted, glob) or fnmatch.fnmatch(relative, glob)
+    ]
 
 
 def _matches(code: str, codes: Iterable[str]) -> bool:
@@ -353,6 +357,7 @@ def lint_file(path: str | Path, config: LintConfig) -> FileResult:
         file_finding("invalid-file", f"cannot read the file: {err}")
         return result
     documents: list[tuple[Any, dict[str, tuple[int, int]], int]] = []
+    is_json = True
     suffix = file.suffix.lower()
     try:
         if suffix == ".jsonl":
@@ -372,6 +377,8 @@ def lint_file(path: str | Path, config: LintConfig) -> FileResult:
             import yaml
 
             from .locate import yaml_documents
+
+            is_json = False
 
             try:
                 for data, positions in yaml_documents(text):
@@ -398,7 +405,7 @@ def lint_file(path: str | Path, config: LintConfig) -> FileResult:
     if not documents and not result.findings:
         file_finding("not-a-proposal", "the file holds no proposal")
     for data, positions, first_line in documents:
-        _lint_document(data, positions, first_line, relative, config, result, file_finding)
+        _lint_document(data, positions, first_line, is_json, relative, config, result, file_finding)
     return result
 
 
@@ -406,13 +413,14 @@ def _lint_document(
     data: Any,
     positions: Mapping[str, tuple[int, int]],
     first_line: int,
+    is_json: bool,
     relative: str,
     config: LintConfig,
     result: FileResult,
     file_finding: Any,
 ) -> None:
     from .api import verify
-    from .model import load
+    from .model import load_parsed
 
     if not isinstance(data, dict) or not isinstance(data.get("actions"), list):
         file_finding(
@@ -423,7 +431,7 @@ def _lint_document(
         )
         return
     try:
-        proposal = load(data)
+        proposal = load_parsed(data, is_json=is_json)
     except InputError as err:
         where = positions.get(_action_pointer(err.pointer), (first_line, 1))
         file_finding("invalid-file", str(err), *where)
@@ -438,6 +446,7 @@ def _lint_document(
         policies=setup["policies"],
         repeat_threshold=config.repeat_threshold,
     )
+    ignored_here = _ignored_here(relative, config)
     for issue in verdict.issues:
         pointer = f"/actions/{issue.index}" if issue.index is not None else ""
         line, column = positions.get(pointer, (first_line, 1))
@@ -457,7 +466,7 @@ def _lint_document(
             continue
         if _matches(issue.code, config.ignore):
             continue
-        if _ignored_here(issue.code, relative, config):
+        if any(_matches(issue.code, codes) for codes in ignored_here):
             result.suppressed.append(finding)
             continue
         if issue.index is not None and _suppressed_by_metadata(

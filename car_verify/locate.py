@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from itertools import accumulate, repeat
+from operator import add
 from typing import Any
 
 from .errors import pointer_token
@@ -22,7 +24,8 @@ _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]|[^\s{}\[\]:,"]+')
 
 class _Lines:
     def __init__(self, text: str, first_line: int = 1) -> None:
-        self.starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        # Where each line starts (one more past the end), summed in C.
+        self.starts = list(accumulate(map(add, map(len, text.split("\n")), repeat(1)), initial=0))
         self.first = first_line
 
     def at(self, offset: int) -> tuple[int, int]:
@@ -33,14 +36,23 @@ class _Lines:
 def json_positions(text: str, *, depth: int = 2, first_line: int = 1) -> Positions:
     """Pointer -> (line, column) of every value down to ``depth`` (``/actions/3``).
 
-    Assumes ``text`` is valid JSON (it is parsed with ``json.loads`` as well).
+    Assumes ``text`` is valid JSON (it is parsed with ``json.loads`` as well). The
+    tokens are walked in Python only down to ``depth``; a container found there is
+    skipped whole by ``json``'s C scanner, so the cost follows the document's outline,
+    not its size.
     """
+    import json
+
+    decoder: Any = json.JSONDecoder()  # its scan_once (C) is not in the type stubs
+    skip = decoder.scan_once
     lines = _Lines(text, first_line)
     positions: Positions = {}
     stack: list[list[Any]] = []  # frames: [kind, pointer, key or index, expecting_key]
     pointer = ""
-    for match in _TOKEN.finditer(text):
+    at = 0
+    while (match := _TOKEN.search(text, at)) is not None:
         token = match.group()
+        at = match.end()
         if token in ",:":
             if token == "," and stack:
                 frame = stack[-1]
@@ -63,14 +75,23 @@ def json_positions(text: str, *, depth: int = 2, first_line: int = 1) -> Positio
             pointer = ""
         if len(stack) <= depth:
             positions[pointer] = lines.at(match.start())
-        if token == "{":
-            stack.append(["object", pointer, None, True])
-        elif token == "[":
-            stack.append(["array", pointer, 0, False])
+        if token in "{[":
+            if len(stack) == depth:  # nothing inside is located: skip it in C
+                try:
+                    at = skip(text, match.start())[1]
+                    continue
+                except (StopIteration, ValueError):
+                    pass  # not valid JSON after all: walk it token by token
+            if token == "{":
+                stack.append(["object", pointer, None, True])
+            else:
+                stack.append(["array", pointer, 0, False])
     return positions
 
 
 def _unescape(token: str) -> str:
+    if "\\" not in token:
+        return token[1:-1]
     import json
 
     try:

@@ -79,6 +79,7 @@ __all__ = [
     "ToolStreamEvent",
     "chunk_from_dict",
     "load",
+    "load_parsed",
     "load_tools",
     "read_json",
 ]
@@ -781,24 +782,36 @@ def load(
 
 
 def _load(source: Mapping[str, Any] | str | bytes | os.PathLike[str]) -> ActionProposal:
-    label: str | None = None
-    data: Any
-    trusted = False
     if isinstance(source, Mapping):
-        data = dict(source)
-    elif not isinstance(source, (str, bytes, bytearray, os.PathLike)):
-        data = source  # a JSON array or scalar: decode says what was expected
-    else:
-        trusted = True
-        if isinstance(source, str) and not _looks_like_json_text(source):
-            source = Path(source)
-        if isinstance(source, os.PathLike):
-            label = str(source)
-        data = read_json(source, name=label)
+        # The model must not share mutable JSON with the caller's dict.
+        return _model(dict(source), is_json=False, copy=True)
+    if not isinstance(source, (str, bytes, bytearray, os.PathLike)):
+        return _model(
+            source, is_json=False
+        )  # a JSON array or scalar: decode says what was expected
+    label: str | None = None
+    if isinstance(source, str) and not _looks_like_json_text(source):
+        source = Path(source)
+    if isinstance(source, os.PathLike):
+        label = str(source)
+    return _model(read_json(source, name=label), is_json=True, label=label)
+
+
+def load_parsed(data: Any, *, is_json: bool = False) -> ActionProposal:
+    """Model data the caller parsed and hands over: it is not copied, so the model may
+    share its objects and arrays. ``is_json``: it came from ``json.loads`` and needs no
+    check that it is JSON (YAML, for one, also makes dates and sets)."""
+    with paused_gc():
+        return _model(data, is_json=is_json)
+
+
+def _model(
+    data: Any, *, is_json: bool, copy: bool = False, label: str | None = None
+) -> ActionProposal:
     try:
-        if not trusted:
+        if not is_json:
             d_json(data)
-            # The model must not share mutable JSON with the caller's dict.
+        if copy:
             data = copy_json(data)
         return decode(ActionProposal, data)
     except Bad as bad:
