@@ -114,11 +114,16 @@ def transaction_check(
     }
     pairs: dict[tuple[tuple[int, int], tuple[int, int]], set[str]] = {}
     for key, ws in writers.items():
+        by_proposal: dict[int, list[tuple[int, int]]] = {}
+        for member in touches[key]:
+            by_proposal.setdefault(member[0], []).append(member)
         for w in ws:
-            for other in touches[key]:
-                if other == w or (other[0] == w[0] and (w[0], key) in chained):
-                    continue
-                pairs.setdefault((min(w, other), max(w, other)), set()).add(key)
+            for p, members in by_proposal.items():
+                if p == w[0] and (p, key) in chained:
+                    continue  # the whole chain at once, not pair by pair
+                for other in members:
+                    if other != w:
+                        pairs.setdefault((min(w, other), max(w, other)), set()).add(key)
     within: dict[int, list[tuple[int, int]]] = {}
     for a, b in pairs:
         if a[0] == b[0]:
