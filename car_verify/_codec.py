@@ -371,8 +371,18 @@ def decode_document(cls: type[T], obj: Any, *, trusted: bool = False) -> T:
     return decode(cls, obj)
 
 
+_PLAIN: Final = frozenset({str, int, float, bool, type(None)})
+
+
 def to_json(value: Any) -> Any:
     """Encode a modelled value (dataclass, enum, container) as fresh JSON data."""
+    t = type(value)
+    if t in _PLAIN:  # the JSON a model mostly holds, answered before the general tests
+        return value
+    if t is dict:
+        return {k: to_json(v) for k, v in value.items()}
+    if t is list:
+        return [to_json(v) for v in value]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return encode(value)
     if isinstance(value, Enum):
