@@ -29,7 +29,7 @@ from typing import Literal, TypeVar
 
 from .model import Action, ActionProposal
 
-__all__ = ["Cycle", "Dag", "Edge", "UnknownRef"]
+__all__ = ["Cycle", "Dag", "Edge", "Readiness", "UnknownRef"]
 
 _G = TypeVar("_G")
 
@@ -707,6 +707,58 @@ class Dag:
                     if w >= i:
                         break
                     yield Edge(w, i, "state", key)
+
+
+class Readiness:
+    """Which actions may start next while a schedule of the DAG is built one finished
+    action at a time, in any order the edges allow (``check_schedules`` explores every
+    such order). ``after`` looks only at what the finished action unlocks, through the
+    cover nodes, never at the whole plan.
+    """
+
+    __slots__ = ("masks", "n", "succ", "walkable")
+
+    def __init__(self, dag: Dag) -> None:
+        n = self.n = dag.n
+        # Per node, the actions that must have finished before it is passed: an
+        # action's real predecessors, a cover node's writers.
+        masks = [0] * len(dag.preds)
+        for node in dag.order:
+            mask = 0
+            for p in dag.preds[node]:
+                mask |= 1 << p if p < n else masks[p]
+            masks[node] = mask
+        self.masks = masks
+        self.succ = dag.succ
+        self.walkable = [lvl >= 0 for lvl in dag.level[:n]]
+
+    def first(self) -> tuple[int, ...]:
+        """The actions that may start before any has finished, in proposal order."""
+        masks = self.masks
+        return tuple(i for i, ok in enumerate(self.walkable) if ok and not masks[i])
+
+    def after(self, ready: tuple[int, ...], finished: int, pending: int) -> tuple[int, ...]:
+        """``ready`` once ``finished`` (one of them) has finished; ``pending``: bitmask
+        of the actions not finished by then. In proposal order."""
+        n, masks, succ, walkable = self.n, self.masks, self.succ, self.walkable
+        found = list(ready)
+        found.remove(finished)
+        have = set(found)
+        passed: set[int] = set()
+        stack = [finished]
+        while stack:
+            for s in succ[stack.pop()]:
+                if masks[s] & pending:
+                    continue  # waits for an action still pending
+                if s >= n:
+                    if s not in passed:  # a cover node all of whose writers finished
+                        passed.add(s)
+                        stack.append(s)
+                elif walkable[s] and s not in have and pending >> s & 1:
+                    have.add(s)
+                    found.append(s)
+        found.sort()
+        return tuple(found)
 
 
 class _Unsettled(Exception):

@@ -23,9 +23,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
-from .dag import Dag
+from .dag import Dag, Readiness
 from .errors import InputError
 from .model import ActionProposal
 from .values import ABSENT, json_equal
@@ -367,33 +367,38 @@ def check_schedules(
     rules = list(rules)
     if not rules:
         return []
-    # What every rule shares: which actions each waits for, and the call events.
-    preds = [0] * dag.n
-    for edge in dag.edges():
-        preds[edge.target] |= 1 << edge.source
+    # What every rule shares: which actions may start when, and the call events.
+    readiness = Readiness(dag)
     events = [
         (a.tool, a.parameters) if a.type == "tool_call" and a.tool is not None else None
         for a in proposal.actions
     ]
-    return [_check_rule(dag, preds, events, rule, budget) for rule in rules]
+    return [_check_rule(dag, readiness, events, rule, budget) for rule in rules]
+
+
+_Path: TypeAlias = "tuple[int, _Path] | None"
 
 
 def _check_rule(
     dag: Dag,
-    preds: list[int],
+    readiness: Readiness,
     events: list[tuple[str, dict[str, Any]] | None],
     rule: TraceRule,
     budget: int,
 ) -> ScheduleCheck:
-    walkable = [i for i in range(dag.n) if dag.level[i] >= 0]
     relevant = [e is not None and rule.mentions(e[0]) for e in events]
-    full = sum(1 << i for i in walkable)
+    full = sum(1 << i for i in range(dag.n) if dag.level[i] >= 0)
     gate = TraceGate([rule])
     seen: set[tuple[int, tuple[int, ...]]] = set()
-    stack: list[tuple[int, tuple[int, ...], tuple[int, ...]]] = [(0, gate.state, ())]
+    # Each entry: the state reached, the actions ready before the last step, that last
+    # step (-1 at the start), and the path so far as a linked list (last action, path
+    # before it), so that a step copies nothing.
+    stack: list[tuple[int, tuple[int, ...], tuple[int, ...], int, _Path]] = [
+        (0, gate.state, (), -1, None)
+    ]
     explored = 0
     while stack:
-        done, state, path = stack.pop()
+        done, state, before, last, path = stack.pop()
         if (done, state) in seen:
             continue
         seen.add((done, state))
@@ -402,17 +407,26 @@ def _check_rule(
             return ScheduleCheck(rule, None, None, explored - 1, False)
         if done == full:
             continue
-        ready = [i for i in walkable if not done >> i & 1 and preds[i] & ~done == 0]
-        quiet = [i for i in ready if not relevant[i]]
+        ready = readiness.first() if last < 0 else readiness.after(before, last, full & ~done)
+        quiet = next((i for i in ready if not relevant[i]), -1)
         # Calls the rule never mentions commute with everything it watches: take one.
-        for i in quiet[:1] or reversed(ready):
+        for i in (quiet,) if quiet >= 0 else reversed(ready):
             gate.restore(state)
             event = events[i]
             if event is not None:
                 violations = gate.dispatch(*event)
                 if violations:
-                    schedule = [dag.ids[j] for j in (*path, i)]
+                    schedule = [dag.ids[j] for j in _unwind((i, path))]
                     return ScheduleCheck(rule, schedule, violations[0], explored, True)
                 gate.record(event[0], event[1], "succeeded")
-            stack.append((done | 1 << i, gate.state, (*path, i)))
+            stack.append((done | 1 << i, gate.state, ready, i, (i, path)))
     return ScheduleCheck(rule, None, None, explored, True)
+
+
+def _unwind(path: _Path) -> list[int]:
+    """The actions of a linked path, first to last."""
+    out: list[int] = []
+    while path is not None:
+        out.append(path[0])
+        path = path[1]
+    return out[::-1]
