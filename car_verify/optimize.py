@@ -103,30 +103,28 @@ def optimize(
     result = OptimizeResult(current, depth_before=len(base.execution_levels))
     for index, action in enumerate(original.actions):
         for key in phantom_entries(action):
-            trial = load(json.loads(json.dumps(current.to_dict())))
-            deps = trial.actions[index].state_dependencies
-            trial.actions[index].state_dependencies = [k for k in deps if k != key]
-            after = verify(trial, initial_state=state)
+            # Each removal is tried on `current` in place (it is this function's own
+            # copy) and undone when it is kept: no copy of the plan per trial.
+            target = current.actions[index]
+            deps = target.state_dependencies
+            target.state_dependencies = [k for k in deps if k != key]
+            after = verify(current, initial_state=state)
             new_findings, new_conflicts = _signature(after)
-            change = Change(action.id, index, key, "")
             if new_findings != findings:
-                reason = "removing it changes verify's findings"
-                result.kept.append(Change(change.action_id, index, key, reason))
+                kept = "removing it changes verify's findings"
             elif not new_conflicts <= conflicts:
-                result.kept.append(
-                    Change(action.id, index, key, "removing it creates a write conflict")
-                )
+                kept = "removing it creates a write conflict"
             elif not json_equal(after.simulated_state, base.simulated_state):
-                result.kept.append(
-                    Change(action.id, index, key, "removing it changes verify's end state")
-                )
+                kept = "removing it changes verify's end state"
             else:
                 why = (
                     f"not in the action's read_set {action.read_set}, preconditions, "
                     "assumptions or state_read keys; findings, conflicts and end state unchanged"
                 )
                 result.removed.append(Change(action.id, index, key, why))
-                current = trial
+                continue
+            target.state_dependencies = deps
+            result.kept.append(Change(action.id, index, key, kept))
     result.proposal = current
     result.depth_after = len(verify(current, initial_state=state, passes=[]).execution_levels)
     return result
