@@ -786,9 +786,8 @@ def _load(source: Mapping[str, Any] | str | bytes | os.PathLike[str]) -> ActionP
         # The model must not share mutable JSON with the caller's dict.
         return _model(dict(source), is_json=False, copy=True)
     if not isinstance(source, (str, bytes, bytearray, os.PathLike)):
-        return _model(
-            source, is_json=False
-        )  # a JSON array or scalar: decode says what was expected
+        # A JSON array or scalar, say: decode says what was expected.
+        return _model(source, is_json=False)
     label: str | None = None
     if isinstance(source, str) and not _looks_like_json_text(source):
         source = Path(source)
