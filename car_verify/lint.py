@@ -357,7 +357,6 @@ def lint_file(path: str | Path, config: LintConfig) -> FileResult:
         file_finding("invalid-file", f"cannot read the file: {err}")
         return result
     documents: list[tuple[Any, dict[str, tuple[int, int]], int]] = []
-    is_json = True
     suffix = file.suffix.lower()
     try:
         if suffix == ".jsonl":
@@ -377,8 +376,6 @@ def lint_file(path: str | Path, config: LintConfig) -> FileResult:
             import yaml
 
             from .locate import yaml_documents
-
-            is_json = False
 
             try:
                 for data, positions in yaml_documents(text):
@@ -405,7 +402,7 @@ def lint_file(path: str | Path, config: LintConfig) -> FileResult:
     if not documents and not result.findings:
         file_finding("not-a-proposal", "the file holds no proposal")
     for data, positions, first_line in documents:
-        _lint_document(data, positions, first_line, is_json, relative, config, result, file_finding)
+        _lint_document(data, positions, first_line, relative, config, result, file_finding)
     return result
 
 
@@ -413,7 +410,6 @@ def _lint_document(
     data: Any,
     positions: Mapping[str, tuple[int, int]],
     first_line: int,
-    is_json: bool,
     relative: str,
     config: LintConfig,
     result: FileResult,
@@ -431,7 +427,7 @@ def _lint_document(
         )
         return
     try:
-        proposal = load_parsed(data, is_json=is_json)
+        proposal = load_parsed(data)
     except InputError as err:
         where = positions.get(_action_pointer(err.pointer), (first_line, 1))
         file_finding("invalid-file", str(err), *where)

@@ -11,6 +11,7 @@ default (``tool``, ``timeout_ms``, ...), which are omitted when absent.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -739,6 +740,13 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e400: valid JSON text, but no number Python holds
+        raise ValueError(f"the number {text} is out of range")
+    return value
+
+
 def read_json(source: str | bytes | os.PathLike[str], *, name: str | None = None) -> Any:
     """Parse JSON text, bytes or a file, raising InputError with the line and column."""
     label = name
@@ -750,7 +758,7 @@ def read_json(source: str | bytes | os.PathLike[str], *, name: str | None = None
         except OSError as err:
             raise InputError(f"cannot read file: {err.strerror or err}", source=label) from None
     try:
-        return json.loads(source, parse_constant=_reject_constant)
+        return json.loads(source, parse_constant=_reject_constant, parse_float=_finite_float)
     except json.JSONDecodeError as err:
         raise InputError(
             f"not valid JSON: {err.msg}", source=label, line=err.lineno, column=err.colno
@@ -796,12 +804,12 @@ def _load(source: Mapping[str, Any] | str | bytes | os.PathLike[str]) -> ActionP
     return _model(read_json(source, name=label), is_json=True, label=label)
 
 
-def load_parsed(data: Any, *, is_json: bool = False) -> ActionProposal:
-    """Model data the caller parsed and hands over: it is not copied, so the model may
-    share its objects and arrays. ``is_json``: it came from ``json.loads`` and needs no
-    check that it is JSON (YAML, for one, also makes dates and sets)."""
+def load_parsed(data: Any) -> ActionProposal:
+    """Model data the caller parsed and hands over. It is checked to be JSON (YAML
+    also makes dates and sets; ``json.loads`` lets ``NaN`` and ``1e400`` through) but
+    not copied, so the model may share its objects and arrays."""
     with paused_gc():
-        return _model(data, is_json=is_json)
+        return _model(data, is_json=False)
 
 
 def _model(

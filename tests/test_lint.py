@@ -127,6 +127,27 @@ def test_a_broken_file_among_good_ones(repo: Path, capsys: pytest.CaptureFixture
     assert "e.json:1:" in out and "precondition-unsatisfied" in out  # linting went on
 
 
+def test_nan_and_overflowing_numbers_are_invalid_files(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``json.loads`` reads ``NaN`` and turns ``1e400`` into infinity; the model
+    refuses both, naming where they are."""
+    head = '{"actions": [\n  {"id": "a", "type": "tool_call", "tool": "t"},\n  '
+    write(
+        repo / "nan.json", head + '{"id": "b", "type": "tool_call", "parameters": {"n": NaN}}\n]}'
+    )
+    write(
+        repo / "big.jsonl",
+        '{"actions": [{"id": "c", "type": "state_write", "parameters": '
+        '{"key": "k", "value": 1e400}}]}',
+    )
+    code, out, _ = run(["lint", ".", "--no-progress"], capsys)
+    assert code == 1
+    assert "nan.json:3:3: invalid-file" in out and "actions[1].parameters.n" in out
+    assert "big.jsonl:1:" in out and "actions[0].parameters.value" in out
+    assert "finite number" in out
+
+
 def test_each_line_of_a_jsonl_file_is_a_proposal_located_by_its_line(
     repo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

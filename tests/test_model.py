@@ -208,6 +208,9 @@ def test_json_syntax_errors_give_line_and_column(tmp_path: Path) -> None:
     assert str(file) in str(err.value) and "line 3" in str(err.value)
     with pytest.raises(InputError, match="NaN"):
         car_verify.load('{"actions": [], "x": NaN}')
+    with pytest.raises(InputError, match="the number -1e400 is out of range"):
+        car_verify.load('{"actions": [], "x": [1.5, -1e400]}')
+    assert car_verify.load('{"actions": [], "x": [1.5, 1e308]}').extra == {"x": [1.5, 1e308]}
     with pytest.raises(InputError, match="cannot read file"):
         car_verify.load(tmp_path / "missing.json")
 
