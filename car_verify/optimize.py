@@ -16,13 +16,16 @@ entries were removed and why, and which phantom entries were kept and why.
 from __future__ import annotations
 
 import json
+from bisect import bisect_left
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from .api import ProposalLike, VerificationResult, _state, verify
+from .dag import Dag
 from .model import Action, ActionProposal, load
-from .values import json_equal
+from .values import json_equal, paused_gc
+from .walk import walk
 
 __all__ = ["Change", "OptimizeResult", "optimize", "phantom_entries", "proves_guarantee"]
 
@@ -91,6 +94,14 @@ def _signature(
     return findings, conflicts
 
 
+#: The passes whose findings depend on ``state_dependencies`` only through the DAG's
+#: order and the walk's checks of each action's own keys (see :class:`_Shortcut`).
+_ORDER_ONLY: Final = frozenset(
+    {"structure", "operators", "references", "strips", "conflicts", "loops", "compensation"}
+)
+_CHANGES_FINDINGS: Final = "removing it changes verify's findings"
+
+
 def optimize(
     proposal: ProposalLike, *, initial_state: Mapping[str, Any] | None = None
 ) -> OptimizeResult:
@@ -101,6 +112,7 @@ def optimize(
     base = verify(current, initial_state=state)
     findings, conflicts = _signature(base)
     result = OptimizeResult(current, depth_before=len(base.execution_levels))
+    shortcut = _Shortcut.make(current, state, base)
     for index, action in enumerate(original.actions):
         for key in phantom_entries(action):
             # Each removal is tried on `current` in place (it is this function's own
@@ -108,15 +120,22 @@ def optimize(
             target = current.actions[index]
             deps = target.state_dependencies
             target.state_dependencies = [k for k in deps if k != key]
-            after = verify(current, initial_state=state)
-            new_findings, new_conflicts = _signature(after)
-            if new_findings != findings:
-                kept = "removing it changes verify's findings"
-            elif not new_conflicts <= conflicts:
-                kept = "removing it creates a write conflict"
-            elif not json_equal(after.simulated_state, base.simulated_state):
-                kept = "removing it changes verify's end state"
+            kept: str | None = None
+            known = shortcut.verdict(index, key) if shortcut is not None else None
+            if known is not None:
+                kept = None if known else _CHANGES_FINDINGS
             else:
+                after = verify(current, initial_state=state)
+                new_findings, new_conflicts = _signature(after)
+                if new_findings != findings:
+                    kept = _CHANGES_FINDINGS
+                elif not new_conflicts <= conflicts:
+                    kept = "removing it creates a write conflict"
+                elif not json_equal(after.simulated_state, base.simulated_state):
+                    kept = "removing it changes verify's end state"
+                elif shortcut is not None:  # the order may have changed: start afresh
+                    shortcut = _Shortcut.make(current, state, base)
+            if kept is None:
                 why = (
                     f"not in the action's read_set {action.read_set}, preconditions, "
                     "assumptions or state_read keys; findings, conflicts and end state unchanged"
@@ -128,6 +147,81 @@ def optimize(
     result.proposal = current
     result.depth_after = len(verify(current, initial_state=state, passes=[]).execution_levels)
     return result
+
+
+class _Shortcut:
+    """Answers a trial removal without a verify when it leaves the DAG's order as it was.
+
+    Removing ``key`` from action A's ``state_dependencies`` drops the edges into A from
+    the earlier writers of ``key``. When each of them still reaches A through A's other
+    predecessors, no path appears or goes and no level moves (a writer that reaches A
+    by a longer path never set A's level). Then the walk, its end state and the
+    conflicts stay as they were, and so do the findings of the :data:`_ORDER_ONLY`
+    passes, but for A's own check of ``key``: if ``key`` was absent when A's level
+    began, that ``missing-dependency`` goes, and the findings, a set of
+    ``(action_id, code, severity)``, change exactly when it was A's only missing key.
+    A removal this cannot settle (another order, a pass it does not know, too many
+    writers to ask about) goes to ``verify``.
+    """
+
+    __slots__ = ("dag", "missing")
+
+    #: Writers of the key, or other predecessors of the action, beyond which the
+    #: shortcut does not ask and leaves the trial to ``verify``.
+    LIMIT = 32
+
+    def __init__(self, dag: Dag, missing: dict[int, set[str]]) -> None:
+        self.dag = dag
+        self.missing = missing
+
+    @classmethod
+    def make(
+        cls, proposal: ActionProposal, state: dict[str, Any], base: VerificationResult
+    ) -> _Shortcut | None:
+        if not {c.name for c in base.evidence.checks if c.ran} <= _ORDER_ONLY:
+            return None
+        with paused_gc():
+            dag = Dag(proposal)
+            if dag.unlevelled:
+                return None
+            walked = walk(dag, state, mode="verify")
+        missing = {
+            t.index: {c.key for c in t.causes if c.kind == "missing-key" and c.key is not None}
+            for t in walked.traces
+            if t is not None
+        }
+        return cls(dag, missing)
+
+    def _earlier(self, key: str, index: int) -> list[int] | None:
+        writers = self.dag.writers.get(key, [])
+        count = bisect_left(writers, index)
+        return writers[:count] if count <= self.LIMIT else None
+
+    def verdict(self, index: int, key: str) -> bool | None:
+        """Whether removing ``key`` (already gone from the action's list) keeps
+        everything verify sees; None when only ``verify`` can tell."""
+        dag = self.dag
+        gone = self._earlier(key, index)
+        if gone is None:
+            return None
+        remaining = set(dag.task_preds[index])
+        for other in dag.actions[index].depended_keys():
+            writers = self._earlier(other, index)
+            if writers is None:
+                return None
+            remaining.update(writers)
+        lost = [w for w in gone if w not in remaining]
+        if len(lost) * len(remaining) > self.LIMIT * self.LIMIT:
+            return None
+        reached = dag.reachable((w, q) for w in lost for q in remaining)
+        if any(all((w, q) not in reached for q in remaining) for w in lost):
+            return None  # a path goes: the order changes
+        missing = self.missing.get(index, set())
+        if key in missing:
+            if missing == {key}:
+                return False  # its only missing-dependency would go
+            missing.discard(key)
+        return True
 
 
 def proves_guarantee(original: ProposalLike, optimized: ProposalLike) -> bool | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import importlib
 import json
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,8 @@ from car_verify.transactions import transaction_check
 from car_verify.wp import runs_unblocked
 
 ROOT = Path(__file__).resolve().parents[1]
+# The module (the package's `optimize` attribute is the function).
+optimize_module = importlib.import_module("car_verify.optimize")
 
 
 def write_z(value: Any, gate: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -428,6 +431,61 @@ def test_optimize_guarantees(
         assert change.key in phantom_entries(car_verify.load(doc).actions[change.index])
     if result.removed:
         assert proves_guarantee(doc, result.proposal) is True
+
+
+@settings(max_examples=150)
+@given(proposals(max_actions=7, cycles=False), states, st.data())
+def test_optimize_decides_the_same_with_and_without_its_shortcut(
+    doc: dict[str, Any], state: dict[str, Any], data: st.DataObject
+) -> None:
+    """The shortcut (a removal that keeps the DAG's order needs no verify) changes
+    nothing optimize decides: the same entries removed and kept, for the same reasons."""
+    keys = ["x", "y", "z"]
+    for action in doc["actions"]:
+        if data.draw(st.booleans()):
+            action["read_set"] = data.draw(st.lists(st.sampled_from(keys), min_size=1, max_size=2))
+            action["state_dependencies"] = data.draw(
+                st.lists(st.sampled_from(keys), min_size=1, max_size=3, unique=True)
+            )
+    fast = optimize(copy.deepcopy(doc), initial_state=state)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(optimize_module._Shortcut, "make", classmethod(lambda *_: None))
+        slow = optimize(copy.deepcopy(doc), initial_state=state)
+    assert fast.removed == slow.removed and fast.kept == slow.kept
+    assert fast.proposal.to_dict() == slow.proposal.to_dict()
+    assert (fast.depth_before, fast.depth_after) == (slow.depth_before, slow.depth_after)
+
+
+def test_optimize_settles_redundant_entries_without_a_verify_each(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each step reads the previous step's key and, needlessly, the one before. From
+    a3 on, that entry's writer reaches the step through the previous one anyway, so
+    its removal needs no verify; a2's does (a0 does not reach a1)."""
+    actions: list[dict[str, Any]] = []
+    for i in range(60):
+        action: dict[str, Any] = {
+            "id": f"a{i}",
+            "type": "tool_call",
+            "tool": "t",
+            "expected_effects": {f"k{i}": i},
+        }
+        if i > 1:
+            action["read_set"] = [f"k{i - 1}"]
+            action["state_dependencies"] = [f"k{i - 1}", f"k{i - 2}"]
+        actions.append(action)
+    calls = {"verify": 0}
+    real = optimize_module.verify
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls["verify"] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(optimize_module, "verify", counted)
+    result = optimize({"actions": actions})
+    assert [c.key for c in result.removed] == [f"k{i - 2}" for i in range(2, 60)]
+    assert calls["verify"] == 3  # the base run, a2's trial and the final levels
+    assert (result.depth_before, result.depth_after) == (59, 59)  # a0 and a1 share level 0
 
 
 # --- transaction_check ---------------------------------------------------------------------
