@@ -18,6 +18,7 @@ from enum import Enum
 from typing import Any, Final, TypeVar
 
 from .errors import InputError
+from .values import SCALAR_TYPES
 
 __all__ = [
     "MISSING",
@@ -371,13 +372,10 @@ def decode_document(cls: type[T], obj: Any, *, trusted: bool = False) -> T:
     return decode(cls, obj)
 
 
-_PLAIN: Final = frozenset({str, int, float, bool, type(None)})
-
-
 def to_json(value: Any) -> Any:
     """Encode a modelled value (dataclass, enum, container) as fresh JSON data."""
     t = type(value)
-    if t in _PLAIN:  # the JSON a model mostly holds, answered before the general tests
+    if t in SCALAR_TYPES:  # the JSON a model mostly holds, answered before the general tests
         return value
     if t is dict:
         return {k: to_json(v) for k, v in value.items()}

@@ -27,6 +27,7 @@ __all__ = [
     "ABSENT",
     "KNOWN_OPERATORS",
     "PROMOTE_AT",
+    "SCALAR_TYPES",
     "Absent",
     "canonical",
     "copy_json",
@@ -137,7 +138,8 @@ def canonical(value: Any) -> str:
 
 
 _json_string: Final = json.encoder.encode_basestring_ascii
-_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
+#: The Python types of JSON's scalars (``json.loads`` makes no others).
+SCALAR_TYPES: Final = frozenset({str, int, float, bool, type(None)})
 
 
 def fingerprint(value: Mapping[str, Any]) -> int:
@@ -151,7 +153,7 @@ def fingerprint(value: Mapping[str, Any]) -> int:
     """
     combined = 0
     for key, item in value.items():
-        combined ^= hash((key, item)) if type(item) in _SCALARS else hash(key)
+        combined ^= hash((key, item)) if type(item) in SCALAR_TYPES else hash(key)
     return combined
 
 
