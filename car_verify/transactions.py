@@ -102,26 +102,26 @@ def transaction_check(
 
     # A key whose writers and readers within one proposal form a chain (a sequential
     # plan's counter) has no hazard there: that is |X| - 1 questions, not |X|^2 pairs.
-    touches = {key: [*ws, *readers.get(key, [])] for key, ws in writers.items()}
-    touching: dict[int, dict[str, set[int]]] = {}  # proposal -> key -> its actions
-    for key, members in touches.items():
-        for p, i in members:
-            touching.setdefault(p, {}).setdefault(key, set()).add(i)
+    # key -> proposal -> the positions of its actions that write or read the key
+    touching: dict[str, dict[int, set[int]]] = {}
+    for key, ws in writers.items():
+        for p, i in [*ws, *readers.get(key, [])]:
+            touching.setdefault(key, {}).setdefault(p, set()).add(i)
     chained = {
         (p, key)
-        for p, groups in touching.items()
-        for key in dags[p].totally_ordered({k: g for k, g in groups.items() if len(g) > 2})
+        for p, dag in enumerate(dags)
+        for key in dag.totally_ordered(
+            {k: g[p] for k, g in touching.items() if len(g.get(p, ())) > 2}
+        )
     }
     pairs: dict[tuple[tuple[int, int], tuple[int, int]], set[str]] = {}
     for key, ws in writers.items():
-        by_proposal: dict[int, list[tuple[int, int]]] = {}
-        for member in touches[key]:
-            by_proposal.setdefault(member[0], []).append(member)
         for w in ws:
-            for p, members in by_proposal.items():
+            for p, members in touching[key].items():
                 if p == w[0] and (p, key) in chained:
                     continue  # the whole chain at once, not pair by pair
-                for other in members:
+                for i in members:
+                    other = (p, i)
                     if other != w:
                         pairs.setdefault((min(w, other), max(w, other)), set()).add(key)
     within: dict[int, list[tuple[int, int]]] = {}
