@@ -21,11 +21,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from .api import ProposalLike, VerificationResult, _state, verify
+from .api import ProposalLike, VerificationResult, _state, assess, verify
 from .dag import Dag
 from .model import Action, ActionProposal, load
+from .passes import Context
 from .values import json_equal, paused_gc
-from .walk import walk
 
 __all__ = ["Change", "OptimizeResult", "optimize", "phantom_entries", "proves_guarantee"]
 
@@ -109,10 +109,10 @@ def optimize(
     original = load(proposal)
     state = _state(initial_state)
     current = load(json.loads(json.dumps(original.to_dict())))
-    base = verify(current, initial_state=state)
+    base, ctx = _verify(current, state)
     findings, conflicts = _signature(base)
     result = OptimizeResult(current, depth_before=len(base.execution_levels))
-    shortcut = _Shortcut.make(current, state, base)
+    shortcut = _Shortcut.make(ctx, base)
     for index, action in enumerate(original.actions):
         for key in phantom_entries(action):
             # Each removal is tried on `current` in place (it is this function's own
@@ -125,7 +125,7 @@ def optimize(
             if known is not None:
                 kept = None if known else _CHANGES_FINDINGS
             else:
-                after = verify(current, initial_state=state)
+                after, ctx = _verify(current, state)
                 new_findings, new_conflicts = _signature(after)
                 if new_findings != findings:
                     kept = _CHANGES_FINDINGS
@@ -134,7 +134,7 @@ def optimize(
                 elif not json_equal(after.simulated_state, base.simulated_state):
                     kept = "removing it changes verify's end state"
                 elif shortcut is not None:  # the order may have changed: start afresh
-                    shortcut = _Shortcut.make(current, state, base)
+                    shortcut = _Shortcut.make(ctx, base)
             if kept is None:
                 why = (
                     f"not in the action's read_set {action.read_set}, preconditions, "
@@ -175,22 +175,18 @@ class _Shortcut:
         self.missing = missing
 
     @classmethod
-    def make(
-        cls, proposal: ActionProposal, state: dict[str, Any], base: VerificationResult
-    ) -> _Shortcut | None:
-        if not {c.name for c in base.evidence.checks if c.ran} <= _ORDER_ONLY:
+    def make(cls, ctx: Context, result: VerificationResult) -> _Shortcut | None:
+        """From the DAG and the walk of the run that gave ``result``."""
+        if not {c.name for c in result.evidence.checks if c.ran} <= _ORDER_ONLY:
             return None
-        with paused_gc():
-            dag = Dag(proposal)
-            if dag.unlevelled:
-                return None
-            walked = walk(dag, state, mode="verify")
+        if ctx.dag.unlevelled:
+            return None
         missing = {
             t.index: {c.key for c in t.causes if c.kind == "missing-key" and c.key is not None}
-            for t in walked.traces
+            for t in ctx.walk.traces
             if t is not None
         }
-        return cls(dag, missing)
+        return cls(ctx.dag, missing)
 
     def _earlier(self, key: str, index: int) -> list[int] | None:
         writers = self.dag.writers.get(key, [])
@@ -222,6 +218,13 @@ class _Shortcut:
                 return False  # its only missing-dependency would go
             missing.discard(key)
         return True
+
+
+def _verify(proposal: ActionProposal, state: dict[str, Any]) -> tuple[VerificationResult, Context]:
+    """``verify(proposal, initial_state=state)``, keeping the run's DAG and walk."""
+    ctx = Context(proposal, initial_state=state)
+    with paused_gc():
+        return assess(ctx), ctx
 
 
 def proves_guarantee(original: ProposalLike, optimized: ProposalLike) -> bool | None:
