@@ -156,6 +156,7 @@ def d_list(item: Decoder) -> Decoder:
                 raise
         return out
 
+    decode_list.item = item  # type: ignore[attr-defined]  # read by _compile_decoder
     return decode_list
 
 
@@ -212,6 +213,7 @@ def d_model(cls: type[T]) -> Callable[[Any], T]:
     def decode_model(value: Any) -> T:
         return decode(cls, value)
 
+    decode_model.model = cls  # type: ignore[attr-defined]  # read by _compile_decoder
     return decode_model
 
 
@@ -281,10 +283,14 @@ def _specs(cls: type) -> tuple[tuple[_Spec, ...], frozenset[str]]:
 
 def decode(cls: type[T], obj: Any) -> T:
     """Build ``cls`` from a JSON object, or raise :class:`Bad` naming where it broke."""
+    return _decoder_for(cls)(obj)  # type: ignore[no-any-return]
+
+
+def _decoder_for(cls: type) -> Callable[[Any], Any]:
     decoder = _DECODERS.get(cls)
     if decoder is None:
         decoder = _DECODERS[cls] = _compile_decoder(cls)
-    return decoder(obj)  # type: ignore[no-any-return]
+    return decoder
 
 
 _DECODERS: dict[type, Callable[[Any], Any]] = {}
@@ -327,7 +333,27 @@ def _compile_decoder(cls: type) -> Callable[[Any], Any]:
             "        found += 1",
         ]
         inline = _INLINE.get(spec.decoder)
-        if inline is not None:
+        model = getattr(getattr(spec.decoder, "item", None), "model", None)
+        if model is not None:
+            # An array of models (actions, preconditions): a comprehension over the
+            # item class's own decoder. On a failure the ordinary decoder runs again
+            # to name the element's index.
+            env[f"decode_{k}"] = spec.decoder
+            env[f"item_{k}"] = _decoder_for(model)
+            lines += [
+                "        try:",
+                "            if type(v) is not list:",
+                "                raise Bad('expected an array, got ' + kind(v))",
+                f"            out.{attr} = [item_{k}(e) for e in v]",
+                "        except Bad:",
+                "            try:",
+                f"                decode_{k}(v)",
+                "            except Bad as bad:",
+                f"                bad.path.insert(0, {name!r})",
+                "                raise bad from None",
+                "            raise",
+            ]
+        elif inline is not None:
             type_name, what = inline
             lines += [
                 f"        if type(v) is not {type_name}:",
@@ -345,6 +371,8 @@ def _compile_decoder(cls: type) -> Callable[[Any], Any]:
             ]
         if spec.required:
             lines += ["    else:", f"        raise Bad({f'missing required field {name!r}'!r})"]
+        elif spec.factory is list or spec.factory is dict:
+            lines += ["    else:", f"        out.{attr} = {'[]' if spec.factory is list else '{}'}"]
         elif spec.factory is not dataclasses.MISSING:
             env[f"factory_{k}"] = spec.factory
             lines += ["    else:", f"        out.{attr} = factory_{k}()"]

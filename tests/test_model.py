@@ -131,6 +131,16 @@ def test_unknown_type_and_operator_load_fine() -> None:
         ([], "$"),
         ({"actions": {}}, "actions"),
         ({"actions": [1]}, "actions[0]"),
+        ({"actions": [{"type": "t"}, {"type": "t"}, 7]}, "actions[2]"),  # a later element
+        (
+            {
+                "actions": [
+                    {"type": "t"},
+                    {"type": "assertion", "preconditions": [{"key": "k"}, {"key": 2}]},
+                ]
+            },
+            "actions[1].preconditions[1].key",
+        ),
         ({"actions": [{}]}, "actions[0]"),  # absent type
         ({"actions": [{"type": 3}]}, "actions[0].type"),
         ({"actions": [{"type": "assertion", "preconditions": "k"}]}, "actions[0].preconditions"),
