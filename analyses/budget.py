@@ -52,5 +52,7 @@ class BudgetPass(Pass):
         count = len(ctx.proposal.actions)
         if limit is not None and count > limit:
             yield ctx.issue(
-                "too-many-actions", f"the proposal has {count} actions; max_actions is {limit}"
+                "too-many-actions",
+                f"the proposal has {count} action{'s' if count != 1 else ''}; "
+                f"max_actions is {limit}",
             )

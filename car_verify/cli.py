@@ -65,19 +65,28 @@ def _load_tools(name: str | None) -> Any:
     from .tools import ToolRegistry
 
     try:
-        return ToolRegistry(load_tools(Path(name)))
+        return ToolRegistry(load_tools(Path(name)), source=name)
     except InputError as err:
         raise (err if err.source else err.with_source(name)) from None
 
 
-def _positive(text: str) -> int:
+def _count(text: str, least: int = 0) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative number, got {value}")
+    if value < least:
+        what = "a positive" if least == 1 else "a non-negative"
+        raise argparse.ArgumentTypeError(f"expected {what} number, got {value}")
     return value
+
+
+def _non_negative(text: str) -> int:
+    return _count(text)
+
+
+def _positive(text: str) -> int:
+    return _count(text, least=1)
 
 
 def _write(text: str) -> None:
@@ -472,7 +481,7 @@ def _parser() -> _Parser:
     p.add_argument("proposal", metavar="PROPOSAL", help="proposal JSON file, or - for stdin")
     p.add_argument("--state", metavar="STATE.json", help="initial state (a JSON object)")
     p.add_argument("--tools", metavar="TOOLS.json", help="tool registry (an array of ToolSchema)")
-    p.add_argument("--max-actions", type=_positive, metavar="N", help="action budget")
+    p.add_argument("--max-actions", type=_non_negative, metavar="N", help="action budget")
     p.add_argument("--format", choices=("text", "json", "sarif"), default="text")
     p.add_argument(
         "--repeat-threshold",
@@ -582,7 +591,7 @@ def _parser() -> _Parser:
     p.add_argument("--ignore", metavar="A,B", help="never report these codes")
     p.add_argument("--tools", metavar="TOOLS.json", action="append", help="tool registry")
     p.add_argument("--state", metavar="STATE.json", help="initial state (a JSON object)")
-    p.add_argument("--max-actions", type=_positive, metavar="N", help="action budget")
+    p.add_argument("--max-actions", type=_non_negative, metavar="N", help="action budget")
     p.add_argument("--policies", metavar="DIR", help="policy directory (.car/policies)")
     p.add_argument("--repeat-threshold", type=_positive, metavar="N", default=None)
     p.add_argument("--baseline", metavar="FILE", help="leave out the findings recorded in FILE")

@@ -289,14 +289,27 @@ def _setup(config: LintConfig) -> dict[str, Any]:
     cached = _WORKER.get("setup")
     if cached is not None and cached[0] == config:
         return cached[1]  # type: ignore[no-any-return]
-    from .model import load_tools, read_json
+    from .model import ToolSchema, load_tools, read_json
     from .tools import ToolRegistry
 
     tools = None
     if config.tools:
-        schemas = []
+        # Each file is checked on its own, so that an error names the file and the
+        # index in it; then the files are merged into one registry.
+        schemas: list[ToolSchema] = []
+        came_from: dict[str, str] = {}
         for path in config.tools:
-            schemas.extend(load_tools(path))
+            registry = ToolRegistry(load_tools(path), source=str(path))
+            registry.check()
+            for name, schema in registry.items():
+                if name in came_from:
+                    raise InputError(
+                        f'tool "{name}" is already defined in {came_from[name]}',
+                        [registry.position(name), "name"],
+                        source=str(path),
+                    )
+                came_from[name] = str(path)
+                schemas.append(schema)
         tools = ToolRegistry(schemas)
     state = None
     if config.state is not None:

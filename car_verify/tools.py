@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from .errors import InputError
-from .model import ToolSchema, load_tools
+from .model import ToolSchema, _looks_like_json_text, load_tools
 
 __all__ = ["SchemaError", "ToolRegistry"]
 
@@ -31,12 +33,17 @@ class SchemaError:
 class ToolRegistry(Mapping[str, ToolSchema]):
     """Registered tools by name. Validators (jsonschema) are built lazily, once per tool."""
 
-    def __init__(self, tools: Iterable[ToolSchema]) -> None:
+    def __init__(self, tools: Iterable[ToolSchema], *, source: str | None = None) -> None:
+        #: The file the schemas came from; errors found later (a schema that is not
+        #: valid JSON Schema shows when its validator is built) name it.
+        self.source = source
         self._tools: dict[str, ToolSchema] = {}
         self._position: dict[str, int] = {}
         for index, tool in enumerate(tools):
             if tool.name in self._tools:
-                raise InputError(f'duplicate tool name "{tool.name}"', [index, "name"])
+                raise InputError(
+                    f'duplicate tool name "{tool.name}"', [index, "name"], source=source
+                )
             self._tools[tool.name] = tool
             self._position[tool.name] = index
         self._validators: dict[str, Any] = {}
@@ -46,7 +53,22 @@ class ToolRegistry(Mapping[str, ToolSchema]):
         """A registry from a registry, a list of schemas, a mapping, a path."""
         if isinstance(tools, ToolRegistry):
             return tools
-        return cls(load_tools(tools))
+        if isinstance(tools, str) and not _looks_like_json_text(tools):
+            tools = Path(tools)
+        source = str(tools) if isinstance(tools, os.PathLike) else None
+        return cls(load_tools(tools), source=source)
+
+    def check(self) -> None:
+        """Build every validator now: raise :class:`InputError` for the first schema
+        that is not valid JSON Schema (otherwise found when the tool is first used)."""
+        for name, tool in self._tools.items():
+            self._validator(name)
+            if tool.returns is not None:
+                self._validator(name, "returns")
+
+    def position(self, name: str) -> int:
+        """Where tool ``name`` stands in the list the registry was built from."""
+        return self._position[name]
 
     def __getitem__(self, name: str) -> ToolSchema:
         return self._tools[name]
@@ -70,6 +92,7 @@ class ToolRegistry(Mapping[str, ToolSchema]):
                 raise InputError(
                     f"invalid JSON Schema: {err.message}",
                     [self._position[name], field, *err.path],
+                    source=self.source,
                 ) from None
             validator = self._validators[f"{field}:{name}"] = cls(schema)
         return validator

@@ -136,6 +136,11 @@ def test_sarif_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
         (["verify", "{p}", "--state", "{list}"], "must hold a JSON object"),
         (["verify", "{p}", "--tools", "{p}"], "expected an array of tool schemas"),
         (["verify", "{p}", "--passes", "nope"], "unknown pass"),
+        (["verify", "{p}", "--repeat-threshold", "0"], "--repeat-threshold: expected a positive"),
+        (["lint", "{p}", "--workers", "0"], "--workers: expected a positive"),
+        # A schema that is not JSON Schema shows only when verify builds its validator;
+        # the error still names the tools file and the schema's place in it.
+        (["verify", "{p}", "--tools", "{badschema}"], "badschema.json: [0].parameters.type"),
         (["simulate", "{bad}"], "expected an array"),
     ],
 )
@@ -146,6 +151,9 @@ def test_bad_input_is_one_line_on_stderr_and_exit_2(
         "p": write(tmp_path, "p.json", BAD),
         "bad": write(tmp_path, "bad.json", {"actions": [{"type": "t", "preconditions": "x"}]}),
         "list": write(tmp_path, "list.json", [1]),
+        "badschema": write(
+            tmp_path, "badschema.json", [{"name": "deploy", "parameters": {"type": "nope"}}]
+        ),
         "notjson": str(tmp_path / "nj.json"),
     }
     Path(files["notjson"]).write_text("{nope")

@@ -358,6 +358,22 @@ def test_exit_codes_and_fail_on(repo: Path, capsys: pytest.CaptureFixture[str]) 
     assert run(["lint", "w.json", "--tools", "nope.json", "--no-progress"], capsys)[0] == 2
 
 
+def test_tool_files_are_checked_one_by_one(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A bad schema or a tool defined twice is an input error naming the file, and
+    the tool's index in that file, not in the merged registry."""
+    write(repo / "p.json", json.dumps({"actions": []}))
+    write(repo / "a.json", json.dumps([{"name": "x"}]))
+    write(repo / "b.json", json.dumps([{"name": "y"}, {"name": "x"}]))
+    write(repo / "c.json", json.dumps([{"name": "z"}, {"name": "w", "parameters": {"type": 1}}]))
+    base = ["lint", "p.json", "--no-progress", "--tools"]
+    code, out, err = run([*base, "a.json", "--tools", "b.json"], capsys)
+    assert code == 2 and out == ""
+    assert 'b.json: [1].name: tool "x" is already defined in' in err and "a.json" in err
+    code, out, err = run([*base, "a.json", "--tools", "c.json"], capsys)
+    assert code == 2 and "c.json: [1].parameters.type: invalid JSON Schema" in err
+    assert run([*base, "a.json", "--tools", "a.json"], capsys)[0] == 2
+
+
 def test_many_files_use_workers_and_agree(repo: Path) -> None:
     for i in range(70):
         write(repo / "many" / f"p{i:03}.json", json.dumps(BAD if i % 7 == 0 else {"actions": []}))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -129,6 +130,19 @@ def test_a_subset_of_passes_runs_alone_and_evidence_says_what_ran() -> None:
     assert any("tools" in region for region in wire["untested_regions"])
     with_tools = car_verify.verify(doc, tools=[{"name": "t"}], max_actions=5)
     assert with_tools.evidence.confidence == 1.0
+
+
+def test_an_invalid_tool_schema_names_its_file_and_place(tmp_path: Path) -> None:
+    """Validators are built lazily, during verify; the error still says where the
+    schema is: the file (when the registry came from one) and the JSON path."""
+    tools = [{"name": "t"}, {"name": "u", "parameters": {"type": "nope"}}]
+    path = tmp_path / "tools.json"
+    path.write_text(json.dumps(tools))
+    doc = {"actions": [{"id": "a", "type": "tool_call", "tool": "u"}]}
+    for given, where in ((str(path), f"{path}: [1].parameters.type"), (tools, "[1].parameters")):
+        with pytest.raises(car_verify.InputError) as caught:
+            car_verify.verify(doc, tools=given)
+        assert str(caught.value).startswith(where), caught.value
 
 
 def test_unknown_pass_is_a_usage_error() -> None:
@@ -367,3 +381,10 @@ def test_the_prefilter_defers_to_a_loaded_importlib_metadata(
     monkeypatch.setattr(sys, "path", [str(tmp_path)])
     assert "importlib.metadata" in sys.modules and importlib.metadata is not None
     assert _may_declare_passes() is True  # it may be patched: ask it
+
+
+@pytest.mark.parametrize(("count", "says"), [(1, "has 1 action;"), (2, "has 2 actions;")])
+def test_too_many_actions_counts_in_words(count: int, says: str) -> None:
+    doc = {"actions": [{"type": "tool_call", "tool": "t"} for _ in range(count)]}
+    (issue,) = car_verify.verify(doc, max_actions=0, passes=["budget"]).issues
+    assert says in issue.message
