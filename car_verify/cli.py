@@ -146,9 +146,12 @@ EXIT_UNKNOWN = 3
 def _load_states(name: str | None) -> list[dict[str, Any]] | None:
     if name is None:
         return None
+    from ._codec import expected
+
     data = _read_file(name, list, "states")
-    if not all(isinstance(s, dict) for s in data):
-        raise InputError("the states file must hold an array of JSON objects", source=name)
+    for index, state in enumerate(data):
+        if not isinstance(state, dict):
+            raise InputError(expected("an object", state).problem, [index], source=name)
     if not data:
         raise InputError("the states file must hold at least one state", source=name)
     return list(data)

@@ -116,16 +116,18 @@ def _sampled(a: Any, b: Any, test_states: Sequence[Mapping[str, Any]] | None) ->
     if test_states is None:
         probes: Sequence[Mapping[str, Any]] = DEFAULT_PROBES
     else:
-        if isinstance(test_states, Mapping) or not isinstance(test_states, Sequence):
-            raise InputError("test states must be an array of JSON objects")
+        if isinstance(test_states, (Mapping, str)) or not isinstance(test_states, Sequence):
+            raise InputError("expected an array of JSON objects", ["test_states"])
         if not test_states:
-            raise InputError("test states must not be empty")
+            raise InputError("must not be empty", ["test_states"])
         probes = test_states
-    for index, probe in enumerate(probes):
+    states = []
+    for index, probe in enumerate(probes):  # every probe is checked before any runs
         try:
-            state = _state(probe)
-        except InputError as err:
-            raise err.under(index) from None
+            states.append(_state(probe))
+        except InputError as err:  # _state names the path below "initial_state"
+            raise InputError(err.problem, ["test_states", index, *err.path[1:]]) from None
+    for state in states:
         end_a, end_b = (
             dict(simulate(a, initial_state=state)),
             dict(simulate(b, initial_state=state)),

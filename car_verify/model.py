@@ -757,6 +757,8 @@ def read_json(source: str | bytes | os.PathLike[str], *, name: str | None = None
             source = path.read_bytes()
         except OSError as err:
             raise InputError(f"cannot read file: {err.strerror or err}", source=label) from None
+        except ValueError as err:  # a path with a NUL in it
+            raise InputError(f"cannot read file: {err}", source=label) from None
     try:
         return json.loads(source, parse_constant=_reject_constant, parse_float=_finite_float)
     except json.JSONDecodeError as err:
@@ -770,8 +772,12 @@ def read_json(source: str | bytes | os.PathLike[str], *, name: str | None = None
 
 
 def _looks_like_json_text(text: str) -> bool:
+    """Whether a ``str`` given to a loader is JSON text rather than a path: it is
+    empty, or starts (after white space) with ``{``, ``[`` or ``"``, which no file
+    name does. Anything else is a path, even a scalar like ``3`` (no document is
+    one), so that ``true.json`` and ``notes/plan.json`` are read as files."""
     stripped = text.lstrip()
-    return not stripped or stripped[0] in '{["0123456789-tfn'
+    return not stripped or stripped[0] in '{["'
 
 
 def load(
@@ -779,7 +785,8 @@ def load(
 ) -> ActionProposal:
     """Model a proposal from a dict, JSON text, bytes, or a path.
 
-    A ``str`` is JSON text when it starts like JSON, otherwise a path.
+    A ``str`` is JSON text when it starts with ``{``, ``[`` or ``"`` (after white
+    space), otherwise a path.
     Raises :class:`InputError` naming the JSON path (and file) of what is wrong;
     nothing is half-read.
     """

@@ -366,8 +366,11 @@ def resolve_passes(
     selection: Iterable[str | Pass | type[Pass]] | None, ctx: Context | None = None
 ) -> list[Pass]:
     """Pass instances for a selection of names, classes or instances. None: the default
-    passes, plus those whose ``when_given`` input ``ctx`` has."""
+    passes, plus those whose ``when_given`` input ``ctx`` has. A ``str`` is one name
+    or several separated by commas (``"strips,loops"``), as ``--passes`` takes them."""
     registry = available_passes()
+    if isinstance(selection, str):
+        selection = [name.strip() for name in selection.split(",") if name.strip()]
     if selection is None:
         return [
             cls()

@@ -70,6 +70,22 @@ def test_sampled_names_the_first_differing_probe_and_keys() -> None:
         equivalent(a, b, [])
 
 
+@pytest.mark.parametrize(
+    ("states", "message"),
+    [
+        ([], "test_states: must not be empty"),
+        ("x", "test_states: expected an array of JSON objects"),
+        ([{}, [1]], "test_states[1]: expected an object, got an array"),
+        ([{}, {"n": {"m": float("nan")}}], "test_states[1].n.m: expected a finite number"),
+    ],
+)
+def test_bad_probe_states_are_named_by_their_path(states: object, message: str) -> None:
+    a = write_z(1)
+    with pytest.raises(car_verify.InputError) as caught:
+        equivalent(a, a, states)  # type: ignore[arg-type]
+    assert str(caught.value).startswith(message)
+
+
 def test_explain_says_how_far_the_answer_goes_and_shows_each_differing_key() -> None:
     a = write_z(1, {"key": "mode", "value": "blue"})
     b = write_z(2, {"key": "mode", "value": "blue"})
@@ -598,6 +614,9 @@ def test_cli_equivalent_optimize_wp_txcheck(
     states.write_text("[]")
     code, out, err = run(["equivalent", str(a), str(b), "--states", str(states)], capsys)
     assert code == 2 and out == "" and "at least one state" in err
+    states.write_text('[{"x": 1}, 3]')
+    code, out, err = run(["equivalent", str(a), str(b), "--states", str(states)], capsys)
+    assert code == 2 and out == "" and "s.json: [1]: expected an object, got a number" in err
     p = tmp_path / "p.json"
     p.write_text(
         json.dumps(

@@ -398,3 +398,17 @@ def test_deep_nesting_is_an_input_error_not_a_crash() -> None:
         cursor = cursor["a"]
     with pytest.raises(InputError, match="nested too deeply"):
         car_verify.load({"actions": [{"type": "t", "parameters": nested}]})
+
+
+@pytest.mark.parametrize("name", ["true.json", "null", "4-plan.json", "-x.json", "notes.json"])
+def test_a_str_that_is_not_json_text_is_a_path(
+    tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only ``{``, ``[`` or ``"`` start JSON text; a relative file name that begins
+    like a JSON scalar (``true.json``, ``4-plan.json``) is read as a file."""
+    monkeypatch.chdir(tmp_path)
+    Path(name).write_text('{"actions": [{"id": "a", "type": "t"}]}')
+    assert [a.id for a in car_verify.load(name).actions] == ["a"]
+    with pytest.raises(car_verify.InputError, match="cannot read file"):
+        car_verify.load(name + ".missing")
+    assert car_verify.load('  {"actions": []}').actions == []

@@ -148,6 +148,17 @@ def test_an_invalid_tool_schema_names_its_file_and_place(tmp_path: Path) -> None
 def test_unknown_pass_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="unknown pass 'nope'"):
         car_verify.verify({"actions": []}, passes=["nope"])
+    with pytest.raises(UsageError, match="unknown pass 'nope'"):
+        car_verify.verify({"actions": []}, passes="strips, nope")
+
+
+def test_a_string_of_pass_names_is_split_on_commas() -> None:
+    """``passes="strips"`` is one pass, not the letters s, t, r, ..."""
+    doc = {"actions": [{"id": "a", "type": "tool_call"}, {"id": "a", "type": "tool_call"}]}
+    ran = {c.name for c in car_verify.verify(doc, passes="structure").evidence.checks if c.ran}
+    assert ran == {"structure"}
+    both = car_verify.verify(doc, passes=" structure,loops ").evidence.checks
+    assert [c.name for c in both] == ["structure", "loops"]
 
 
 class _Broken(Pass):
