@@ -843,23 +843,33 @@ def load_tools(source: Any) -> list[ToolSchema]:
             source = Path(source)
         label = str(source) if isinstance(source, os.PathLike) else None
         source = read_json(source, name=label)
-    if isinstance(source, Mapping) and all(
-        isinstance(v, (Mapping, ToolSchema)) for v in source.values()
-    ):  # {name: schema}: the name may be left out of each schema
-        source = [
-            v if isinstance(v, ToolSchema) else {"name": name, **v} for name, v in source.items()
-        ]
-    if not isinstance(source, (list, tuple)):
+    # An array of schemas, or {name: schema} (where each schema may leave out its
+    # name): errors are located by index or by name accordingly.
+    entries: list[tuple[str | int, Any]]
+    if isinstance(source, Mapping):
+        entries = []
+        for name, item in source.items():
+            if isinstance(item, Mapping):
+                if item.get("name", name) != name:
+                    error = InputError(
+                        f"the name {item['name']!r} differs from its key {name!r}", [name, "name"]
+                    )
+                    raise (error.with_source(label) if label else error)
+                item = {**item, "name": name}
+            entries.append((name, item))
+    elif isinstance(source, (list, tuple)):
+        entries = list(enumerate(source))
+    else:
         error = InputError(f"expected an array of tool schemas, got {kind(source)}")
         raise (error.with_source(label) if label else error)
     tools: list[ToolSchema] = []
-    for index, item in enumerate(source):
+    for where, item in entries:
         if isinstance(item, ToolSchema):
             tools.append(item)
             continue
         try:
             tools.append(decode_document(ToolSchema, item))
         except Bad as bad:
-            error = bad.to_input_error(index)
+            error = bad.to_input_error(where)
             raise (error.with_source(label) if label else error) from None
     return tools

@@ -145,6 +145,24 @@ def test_an_invalid_tool_schema_names_its_file_and_place(tmp_path: Path) -> None
         assert str(caught.value).startswith(where), caught.value
 
 
+@pytest.mark.parametrize(
+    ("tools", "message"),
+    [
+        ({"t": 5}, "t: expected an object, got a number"),
+        ({"t": {"parameters": 3}}, "t.parameters: expected an object"),
+        ({"t": {"name": "u"}}, "t.name: the name 'u' differs from its key 't'"),
+        ([{"name": "t"}, 4], "[1]: expected an object, got a number"),
+    ],
+)
+def test_a_bad_tool_registry_is_named_by_index_or_name(tools: object, message: str) -> None:
+    """A registry given as {name: schema} locates its errors by name, an array by index."""
+    doc = {"actions": [{"id": "a", "type": "tool_call", "tool": "t"}]}
+    with pytest.raises(car_verify.InputError) as caught:
+        car_verify.verify(doc, tools=tools)
+    assert str(caught.value).startswith(message)
+    assert car_verify.verify(doc, tools={"t": {"name": "t"}}).valid
+
+
 def test_unknown_pass_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="unknown pass 'nope'"):
         car_verify.verify({"actions": []}, passes=["nope"])
