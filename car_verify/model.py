@@ -846,7 +846,9 @@ def load_tools(source: Any) -> list[ToolSchema]:
     # An array of schemas, or {name: schema} (where each schema may leave out its
     # name): errors are located by index or by name accordingly.
     entries: list[tuple[str | int, Any]]
-    if isinstance(source, Mapping):
+    if isinstance(source, Mapping) and all(
+        isinstance(v, (Mapping, ToolSchema)) for v in source.values()
+    ):
         entries = []
         for name, item in source.items():
             if isinstance(item, Mapping):
