@@ -629,6 +629,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return EXIT_OK
     except Exception as err:  # never a traceback for users
+        if isinstance(err, OSError) and err.filename is not None:
+            # A file the user named that cannot be written (an output, the event log).
+            sys.stderr.write(f"car-verify: error: {err.filename}: {err.strerror or err}\n")
+            return EXIT_USAGE
         if os.environ.get("CAR_VERIFY_DEBUG"):
             raise
         sys.stderr.write(

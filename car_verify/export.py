@@ -240,8 +240,12 @@ def write(graph: Any, path: str | Path) -> None:
     target = Path(path)
     fmt = target.suffix.lstrip(".").lower()
     if fmt in ("dot", "gv"):
-        target.write_text(graph.to_string())
+        data = graph.to_string().encode()
     elif fmt in ("svg", "png", "pdf"):
-        target.write_bytes(render(graph, fmt))
+        data = render(graph, fmt)
     else:
         raise CarVerifyError(f"cannot write {target.name}: use a .dot, .svg, .png or .pdf name")
+    try:
+        target.write_bytes(data)
+    except OSError as err:
+        raise CarVerifyError(f"cannot write {target}: {err.strerror or err}") from None

@@ -107,6 +107,15 @@ def test_missing_graphviz_is_a_one_line_error(
     assert (tmp_path / "g.dot").read_text().startswith("digraph proposal {")
 
 
+def test_an_unwritable_output_is_a_one_line_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "no" / "such" / "dir" / "g.dot"
+    assert main(["dot", str(CASES["gated-deploy"]), "-o", str(out)]) == 2
+    _, err = capsys.readouterr()
+    assert err == f"car-verify: error: cannot write {out}: No such file or directory\n"
+
+
 def test_cli_dot_to_stdout_and_with_a_result(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -358,6 +358,17 @@ def test_exit_codes_and_fail_on(repo: Path, capsys: pytest.CaptureFixture[str]) 
     assert run(["lint", "w.json", "--tools", "nope.json", "--no-progress"], capsys)[0] == 2
 
 
+def test_an_unwritable_baseline_is_a_one_line_error(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write(repo / "p.json", json.dumps({"actions": []}))
+    code, out, err = run(
+        ["lint", "p.json", "--no-progress", "--write-baseline", "no/such/dir/b.json"], capsys
+    )
+    assert (code, out) == (2, "")
+    assert err == "car-verify: error: no/such/dir/b.json: No such file or directory\n"
+
+
 def test_tool_files_are_checked_one_by_one(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A bad schema or a tool defined twice is an input error naming the file, and
     the tool's index in that file, not in the merged registry."""
