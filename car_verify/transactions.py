@@ -86,7 +86,12 @@ def transaction_check(
         if isinstance(proposals, Sequence) and not isinstance(proposals, (str, bytes))
         else [proposals]
     )
-    models: list[ActionProposal] = [load(p) for p in items]
+    models: list[ActionProposal] = []
+    for index, item in enumerate(items):
+        try:
+            models.append(load(item))
+        except InputError as err:  # name which proposal, when there are several
+            raise (err if len(items) == 1 or err.source else err.under(index)) from None
     version_map = _versions(versions)
     current = _state(state) if state is not None else None
     dags = [Dag(m) for m in models]

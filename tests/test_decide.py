@@ -524,6 +524,14 @@ def test_transaction_hazards_within_a_proposal_equal_the_brute_force_oracle(
     assert found == oracle.hazards(doc["actions"])
 
 
+def test_transaction_check_names_the_proposal_that_does_not_model() -> None:
+    ok = {"actions": [{"id": "a", "type": "tool_call", "tool": "t"}]}
+    with pytest.raises(car_verify.InputError, match=r"^\[1\]\.actions\[0\]\.type: expected"):
+        transaction_check([ok, {"actions": [{"type": 3}]}])
+    with pytest.raises(car_verify.InputError, match=r"^actions: expected an array"):
+        transaction_check({"actions": 3})  # one proposal: no index
+
+
 def test_transaction_check_within_and_across_proposals() -> None:
     a = {
         "id": "A",
