@@ -51,7 +51,7 @@ LINT_CODES = {
         "not-a-proposal",
         Severity.WARNING,
         Tier.DECISION_PROCEDURE,
-        "the file parses but holds no proposal (no `actions` array)",
+        "the file parses but holds no proposal (no object with an `actions` key)",
     ),
 }
 EXTENSIONS = {".json", ".jsonl", ".yaml", ".yml"}
@@ -409,13 +409,25 @@ def lint_file(path: str | Path, config: LintConfig) -> FileResult:
                 file_finding("invalid-file", f"not valid JSON: {err.msg}", err.lineno, err.colno)
                 return result
             documents.append((data, json_positions(text), 1))
+    except RecursionError:
+        file_finding("invalid-file", "the document is nested too deeply to read")
+        return result
     except Exception as err:  # a parser bug must not stop the other files
         file_finding("invalid-file", f"cannot read the file: {type(err).__name__}: {err}")
         return result
     if not documents and not result.findings:
         file_finding("not-a-proposal", "the file holds no proposal")
     for data, positions, first_line in documents:
-        _lint_document(data, positions, first_line, relative, config, result, file_finding)
+        _lint_document(
+            data,
+            positions,
+            first_line,
+            relative,
+            config,
+            result,
+            file_finding,
+            yaml=suffix in (".yaml", ".yml"),
+        )
     return result
 
 
@@ -427,11 +439,15 @@ def _lint_document(
     config: LintConfig,
     result: FileResult,
     file_finding: Any,
+    *,
+    yaml: bool = False,
 ) -> None:
     from .api import verify
     from .model import load_parsed
 
-    if not isinstance(data, dict) or not isinstance(data.get("actions"), list):
+    if not isinstance(data, dict) or "actions" not in data:
+        # A tools file, a state file: not what lint checks. An object that has
+        # `actions` is meant as a proposal, and a wrong type in it is an input error.
         file_finding(
             "not-a-proposal",
             "no proposal here: expected an object with an `actions` array",
@@ -443,7 +459,13 @@ def _lint_document(
         proposal = load_parsed(data)
     except InputError as err:
         where = positions.get(_action_pointer(err.pointer), (first_line, 1))
-        file_finding("invalid-file", str(err), *where)
+        message = str(err)
+        if yaml and message.endswith("(not JSON)"):  # an unquoted date, a !!set
+            message += "; quote the value in the YAML to keep it a string"
+        file_finding("invalid-file", message, *where)
+        return
+    except RecursionError:
+        file_finding("invalid-file", "the document is nested too deeply to read", first_line, 1)
         return
     result.proposals += 1
     setup = _setup(config)
@@ -644,11 +666,17 @@ class Baseline:
 # --- output ----------
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' * (n != 1)}"
+
+
 def render_text(report: LintReport) -> str:
     lines = [f"{f.path}:{f.line}:{f.column}: {f.code} {f.message}" for f in report.findings]
     s = report.summary()
-    tail = f"{s['findings']} finding{'s' * (s['findings'] != 1)} ({s['errors']} errors, "
-    tail += f"{s['warnings']} warnings) in {s['files']} file{'s' * (s['files'] != 1)}"
+    counts = f"{_count(s['errors'], 'error')}, {_count(s['warnings'], 'warning')}"
+    if s["info"]:
+        counts += f", {s['info']} info"
+    tail = f"{_count(s['findings'], 'finding')} ({counts}) in {_count(s['files'], 'file')}"
     if s["suppressed"]:
         tail += "; suppressed: " + ", ".join(f"{c} x{n}" for c, n in s["suppressed"].items())
     if s["baselined"]:

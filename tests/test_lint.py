@@ -127,6 +127,25 @@ def test_a_broken_file_among_good_ones(repo: Path, capsys: pytest.CaptureFixture
     assert "e.json:1:" in out and "precondition-unsatisfied" in out  # linting went on
 
 
+def test_odd_documents_get_a_finding_that_says_what_is_wrong(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write(repo / "a.jsonl", '{"actions": 3}\n{"id": "not a plan"}\n')
+    write(repo / "deep.json", "[" * 100_000 + "]" * 100_000)
+    write(repo / "d.yaml", "actions:\n  - type: tool_call\n    tool: t\n    when: 2024-01-01\n")
+    write(repo / "ok.json", json.dumps({"actions": [{"type": "tool_call", "tool": "t"}]}))
+    code, out, _ = run(["lint", ".", "--no-progress"], capsys)
+    assert code == 1
+    assert out.splitlines() == [
+        "a.jsonl:1:1: invalid-file actions: expected an array, got a number",
+        "a.jsonl:2:1: not-a-proposal no proposal here: expected an object with an `actions` array",
+        "d.yaml:2:5: invalid-file actions[0].when: expected a JSON value, got a Python date "
+        "(not JSON); quote the value in the YAML to keep it a string",
+        "deep.json:1:1: invalid-file the document is nested too deeply to read",
+        "4 findings (3 errors, 1 warning) in 4 files",
+    ]
+
+
 def test_nan_and_overflowing_numbers_are_invalid_files(
     repo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
