@@ -61,11 +61,10 @@ def _load_state(name: str | None) -> dict[str, Any] | None:
 def _load_tools(name: str | None) -> Any:
     if name is None:
         return None
-    from .model import load_tools
     from .tools import ToolRegistry
 
     try:
-        return ToolRegistry(load_tools(Path(name)), source=name)
+        return ToolRegistry.coerce(Path(name))
     except InputError as err:
         raise (err if err.source else err.with_source(name)) from None
 

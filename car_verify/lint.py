@@ -289,7 +289,7 @@ def _setup(config: LintConfig) -> dict[str, Any]:
     cached = _WORKER.get("setup")
     if cached is not None and cached[0] == config:
         return cached[1]  # type: ignore[no-any-return]
-    from .model import ToolSchema, load_tools, read_json
+    from .model import ToolSchema, read_json
     from .tools import ToolRegistry
 
     tools = None
@@ -299,7 +299,7 @@ def _setup(config: LintConfig) -> dict[str, Any]:
         schemas: list[ToolSchema] = []
         came_from: dict[str, str] = {}
         for path in config.tools:
-            registry = ToolRegistry(load_tools(path), source=str(path))
+            registry = ToolRegistry.coerce(Path(path))
             registry.check()
             for name, schema in registry.items():
                 if name in came_from:

@@ -837,6 +837,12 @@ def _model(
 
 def load_tools(source: Any) -> list[ToolSchema]:
     """Model a tool registry: an array of ToolSchema objects (or a dict name -> schema)."""
+    return locate_tools(source)[0]
+
+
+def locate_tools(source: Any) -> tuple[list[ToolSchema], list[str | int], str | None]:
+    """:func:`load_tools`, also returning where each schema stands (its index in an
+    array, its name in an object) and the file it came from, for later errors."""
     label: str | None = None
     if isinstance(source, (str, bytes, os.PathLike)):
         if isinstance(source, str) and not _looks_like_json_text(source):
@@ -874,4 +880,4 @@ def load_tools(source: Any) -> list[ToolSchema]:
         except Bad as bad:
             error = bad.to_input_error(where)
             raise (error.with_source(label) if label else error) from None
-    return tools
+    return tools, [where for where, _ in entries], label

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable, Iterator, Mapping
-from pathlib import Path
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from .errors import InputError
-from .model import ToolSchema, _looks_like_json_text, load_tools
+from .model import ToolSchema, locate_tools
 
 __all__ = ["SchemaError", "ToolRegistry"]
 
@@ -33,19 +31,27 @@ class SchemaError:
 class ToolRegistry(Mapping[str, ToolSchema]):
     """Registered tools by name. Validators (jsonschema) are built lazily, once per tool."""
 
-    def __init__(self, tools: Iterable[ToolSchema], *, source: str | None = None) -> None:
-        #: The file the schemas came from; errors found later (a schema that is not
-        #: valid JSON Schema shows when its validator is built) name it.
+    def __init__(
+        self,
+        tools: Iterable[ToolSchema],
+        *,
+        source: str | None = None,
+        places: Sequence[str | int] | None = None,
+    ) -> None:
+        # Where each schema came from, for errors found later (a schema that is not
+        # valid JSON Schema shows when its validator is built): the file, and the
+        # schema's index in its array (or its name in an object of schemas).
         self.source = source
         self._tools: dict[str, ToolSchema] = {}
-        self._position: dict[str, int] = {}
+        self._position: dict[str, str | int] = {}
         for index, tool in enumerate(tools):
+            place = places[index] if places is not None else index
             if tool.name in self._tools:
                 raise InputError(
-                    f'duplicate tool name "{tool.name}"', [index, "name"], source=source
+                    f'duplicate tool name "{tool.name}"', [place, "name"], source=source
                 )
             self._tools[tool.name] = tool
-            self._position[tool.name] = index
+            self._position[tool.name] = place
         self._validators: dict[str, Any] = {}
 
     @classmethod
@@ -53,10 +59,8 @@ class ToolRegistry(Mapping[str, ToolSchema]):
         """A registry from a registry, a list of schemas, a mapping, a path."""
         if isinstance(tools, ToolRegistry):
             return tools
-        if isinstance(tools, str) and not _looks_like_json_text(tools):
-            tools = Path(tools)
-        source = str(tools) if isinstance(tools, os.PathLike) else None
-        return cls(load_tools(tools), source=source)
+        schemas, places, source = locate_tools(tools)
+        return cls(schemas, source=source, places=places)
 
     def check(self) -> None:
         """Build every validator now: raise :class:`InputError` for the first schema
@@ -66,8 +70,9 @@ class ToolRegistry(Mapping[str, ToolSchema]):
             if tool.returns is not None:
                 self._validator(name, "returns")
 
-    def position(self, name: str) -> int:
-        """Where tool ``name`` stands in the list the registry was built from."""
+    def position(self, name: str) -> str | int:
+        """Where tool ``name`` stands in what the registry was built from: its index
+        in an array, or its name in an object of schemas."""
         return self._position[name]
 
     def __getitem__(self, name: str) -> ToolSchema:

@@ -139,7 +139,12 @@ def test_an_invalid_tool_schema_names_its_file_and_place(tmp_path: Path) -> None
     path = tmp_path / "tools.json"
     path.write_text(json.dumps(tools))
     doc = {"actions": [{"id": "a", "type": "tool_call", "tool": "u"}]}
-    for given, where in ((str(path), f"{path}: [1].parameters.type"), (tools, "[1].parameters")):
+    by_name = {"t": {}, "u": {"parameters": {"type": "nope"}}}
+    for given, where in (
+        (str(path), f"{path}: [1].parameters.type"),
+        (tools, "[1].parameters"),
+        (by_name, "u.parameters.type"),  # an object of schemas: by the tool's name
+    ):
         with pytest.raises(car_verify.InputError) as caught:
             car_verify.verify(doc, tools=given)
         assert str(caught.value).startswith(where), caught.value
