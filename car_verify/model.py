@@ -773,11 +773,20 @@ def read_json(source: str | bytes | os.PathLike[str], *, name: str | None = None
 
 def _looks_like_json_text(text: str) -> bool:
     """Whether a ``str`` given to a loader is JSON text rather than a path: it is
-    empty, or starts (after white space) with ``{``, ``[`` or ``"``, which no file
-    name does. Anything else is a path, even a scalar like ``3`` (no document is
-    one), so that ``true.json`` and ``notes/plan.json`` are read as files."""
+    empty, starts (after white space) with ``{``, ``[`` or ``"``, which no file name
+    does, or is a JSON scalar as a whole (``42``, ``null``: the error then says a
+    document must be an object). Anything else is a path, so that ``true.json``
+    and ``notes/plan.json`` are read as files."""
     stripped = text.lstrip()
-    return not stripped or stripped[0] in '{["'
+    if not stripped or stripped[0] in '{["':
+        return True
+    if stripped[0] not in "0123456789-tfn" or len(stripped) > 64:
+        return False
+    try:
+        json.loads(stripped)
+    except ValueError:
+        return False
+    return True
 
 
 def load(
@@ -786,7 +795,7 @@ def load(
     """Model a proposal from a dict, JSON text, bytes, or a path.
 
     A ``str`` is JSON text when it starts with ``{``, ``[`` or ``"`` (after white
-    space), otherwise a path.
+    space) or is a JSON scalar as a whole, otherwise a path.
     Raises :class:`InputError` naming the JSON path (and file) of what is wrong;
     nothing is half-read.
     """

@@ -400,7 +400,7 @@ def test_deep_nesting_is_an_input_error_not_a_crash() -> None:
         car_verify.load({"actions": [{"type": "t", "parameters": nested}]})
 
 
-@pytest.mark.parametrize("name", ["true.json", "null", "4-plan.json", "-x.json", "notes.json"])
+@pytest.mark.parametrize("name", ["true.json", "null.json", "4-plan.json", "-x.json", "notes.json"])
 def test_a_str_that_is_not_json_text_is_a_path(
     tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -412,3 +412,6 @@ def test_a_str_that_is_not_json_text_is_a_path(
     with pytest.raises(car_verify.InputError, match="cannot read file"):
         car_verify.load(name + ".missing")
     assert car_verify.load('  {"actions": []}').actions == []
+    for scalar in ("42", "null", " true", "-1.5e3"):  # JSON text, and not a document
+        with pytest.raises(car_verify.InputError, match="expected an object"):
+            car_verify.load(scalar)
