@@ -439,8 +439,9 @@ def cmd_lint(args: argparse.Namespace) -> int:
 
 
 def cmd_codes(args: argparse.Namespace) -> int:
-    from .codes import CODES
+    from .lint import all_codes
 
+    codes = all_codes()  # verify's, then lint's own (about files)
     if args.format == "json":
         doc = [
             {
@@ -449,12 +450,12 @@ def cmd_codes(args: argparse.Namespace) -> int:
                 "tier": c.tier.value,
                 "summary": c.summary,
             }
-            for c in CODES.values()
+            for c in codes.values()
         ]
         _write(json.dumps(doc, indent=2) + "\n")
     else:
-        width = max(len(c) for c in CODES)
-        for c in CODES.values():
+        width = max(len(c) for c in codes)
+        for c in codes.values():
             _write(f"{c.name:<{width}}  {c.severity.value:<7}  {c.tier.value:<18}  {c.summary}\n")
     return EXIT_OK
 

@@ -129,4 +129,26 @@ def render_codes_reference() -> str:
     out.append("")
     for cls in passes.values():
         out += _pass_section(cls)
+    out += _lint_section()
     return "\n".join(out).rstrip() + "\n"
+
+
+def _lint_section() -> list[str]:
+    """The codes ``car-verify lint`` adds: findings about files, not plans."""
+    from .lint import LINT_CODES
+
+    out = [
+        "## Codes of `car-verify lint`",
+        "",
+        "`lint` reports every code above for the proposals it finds, and these two about",
+        "the files themselves ([docs/lint.md](lint.md)).",
+        "",
+        "| code | severity | tier | summary |",
+        "|---|---|---|---|",
+    ]
+    for c in LINT_CODES.values():
+        out.append(
+            f'| <a id="{c.name}"></a>`{c.name}` | {c.severity.value} | {c.tier.value} '
+            f"| {c.summary} |"
+        )
+    return [*out, ""]
