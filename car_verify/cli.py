@@ -441,6 +441,14 @@ def cmd_lint(args: argparse.Namespace) -> int:
 def cmd_codes(args: argparse.Namespace) -> int:
     from .lint import all_codes
 
+    if args.code is not None:
+        from .docgen import explain_code
+
+        text = explain_code(args.code)
+        if text is None:
+            raise UsageError(f"unknown code {args.code!r}; 'car-verify codes' lists them")
+        _write(text)
+        return EXIT_OK
     codes = all_codes()  # verify's, then lint's own (about files)
     if args.format == "json":
         doc = [
@@ -603,7 +611,8 @@ def _parser() -> _Parser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(run=cmd_lint)
 
-    p = sub.add_parser("codes", help="list every finding code")
+    p = sub.add_parser("codes", help="list every finding code, or explain one")
+    p.add_argument("code", nargs="?", help="explain this code: what, why, how to fix")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(run=cmd_codes)
 

@@ -17,7 +17,7 @@ from .codes import CODES
 from .passes import Example, Pass, available_passes
 from .reporters import issue_line
 
-__all__ = ["render_codes_reference"]
+__all__ = ["explain_code", "render_codes_reference"]
 
 _SECTION = re.compile(r"^(What it checks|Why it matters|How to fix|Why this tier):\s*$")
 
@@ -116,6 +116,7 @@ def render_codes_reference() -> str:
         "axes are independent. Each pass below says what it checks, why it matters, how to",
         "fix what it finds and why its findings carry their tier, with examples whose",
         "findings are produced by car-verify itself when this page is generated.",
+        "`car-verify codes CODE` prints the same explanation in the terminal.",
         "",
         "| code | severity | tier | pass |",
         "|---|---|---|---|",
@@ -131,6 +132,41 @@ def render_codes_reference() -> str:
         out += _pass_section(cls)
     out += _lint_section()
     return "\n".join(out).rstrip() + "\n"
+
+
+def explain_code(name: str) -> str | None:
+    """The explanation of one finding code as plain text (``car-verify codes CODE``):
+    the code's line of the table, then its pass's documentation; None for an
+    unknown code."""
+    from .lint import LINT_CODES
+
+    code = CODES.get(name) or LINT_CODES.get(name)
+    passes = available_passes().values()
+    if code is not None:
+        head = f"{code.name} ({code.severity.value}, tier {code.tier.value}): {code.summary}"
+        owner = next((cls for cls in passes if name in cls.codes), None)
+    elif ":" in name:  # a policy rule's finding is named after the rule: deny_tool:rm
+        head = f"{name}: a violation of a policy rule (its kind, then its target or name)"
+        owner = next((cls for cls in passes if cls.dynamic_codes), None)
+    else:
+        return None
+    if name in LINT_CODES:
+        return f"{head}\n\nA finding of car-verify lint about a file; see docs/lint.md.\n"
+    if owner is None:
+        return f"{head}\n"
+    title, sections = _sections(importlib.import_module(owner.__module__).__doc__ or "")
+    out = [head, "", f"Pass {owner.name!r}: {title}", ""]
+    for section in ("What it checks", "Why it matters", "How to fix", "Why this tier"):
+        if section in sections:
+            out += [f"{section}:", *_wrap(sections[section]), ""]
+    out.append(f"Examples: docs/codes.md#{name if code is not None else 'pass-policies'}")
+    return "\n".join(out) + "\n"
+
+
+def _wrap(text: str) -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(text, width=88, initial_indent="    ", subsequent_indent="    ")
 
 
 def _lint_section() -> list[str]:

@@ -200,6 +200,23 @@ def test_codes_and_passes_listings(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0 and "strips:" in out
 
 
+def test_codes_explains_one_code(capsys: pytest.CaptureFixture[str]) -> None:
+    """``codes CODE`` prints the code's line and its pass's documentation (the one
+    place each explanation is written), like ``ruff rule``."""
+    code, out, _ = run(["codes", "write-conflict"], capsys)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].startswith("write-conflict (warning, tier decision_procedure): ")
+    assert "Pass 'conflicts'" in out and "How to fix:" in out and "Order the two writers" in out
+    assert lines[-1] == "Examples: docs/codes.md#write-conflict"
+    code, out, _ = run(["codes", "invalid-file"], capsys)
+    assert code == 0 and "docs/lint.md" in out
+    code, out, _ = run(["codes", "deny_tool:rm"], capsys)
+    assert code == 0 and "Pass 'policies'" in out
+    code, out, err = run(["codes", "nope"], capsys)
+    assert (code, out) == (2, "") and "unknown code 'nope'" in err
+
+
 def test_console_script_runs_and_does_not_import_heavy_dependencies(tmp_path: Path) -> None:
     p = write(tmp_path, "p.json", BAD)
     code = (
