@@ -13,7 +13,7 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -296,7 +296,13 @@ def _load_tool_module(spec: str) -> Any:
         ) from err
     if not hasattr(module, attr):
         raise UsageError(f"--tools: {module_name!r} has no attribute {attr!r}")
-    return getattr(module, attr)
+    tools = getattr(module, attr)
+    if not (isinstance(tools, Mapping) or callable(tools)):
+        raise UsageError(
+            f"--tools: {module_name}:{attr} is {type(tools).__name__!r}; expected a mapping "
+            "of tool name -> callable, or one dispatch callable"
+        )
+    return tools
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -643,7 +643,9 @@ def test_after_abort_and_rollback_the_state_is_the_initial_one(
 
 def test_cli_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     module = tmp_path / "mytools.py"
-    module.write_text("TOOLS = {'ok': lambda p: {'n': p.get('n')}, 'boom': lambda p: 1 / 0}\n")
+    module.write_text(
+        "TOOLS = {'ok': lambda p: {'n': p.get('n')}, 'boom': lambda p: 1 / 0}\nLIMIT = 3\n"
+    )
     proposal = tmp_path / "p.json"
     proposal.write_text(json.dumps({"actions": [tc("a"), tc("b", "boom", dependencies=["a"])]}))
     code = main(
@@ -666,6 +668,9 @@ def test_cli_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["run", str(proposal), "--tools", f"{module}:NOPE"])
     out, err = capsys.readouterr()
     assert code == 2 and out == "" and "no attribute 'NOPE'" in err
+    code = main(["run", str(proposal), "--tools", f"{module}:LIMIT"])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and f"{module}:LIMIT is 'int'; expected a mapping" in err
     code = main(["run", str(proposal), "--tools", str(module), "--quiet"])
     out, _ = capsys.readouterr()
     assert code == 1 and "rolled back" in out and "1 executed" not in out
