@@ -22,6 +22,7 @@ from collections.abc import Iterator
 
 from car_verify.findings import Issue, Tier
 from car_verify.passes import Context, Example, Pass, Requirement
+from car_verify.values import plural
 
 _STEP = {"type": "tool_call", "tool": "step"}
 
@@ -53,6 +54,5 @@ class BudgetPass(Pass):
         if limit is not None and count > limit:
             yield ctx.issue(
                 "too-many-actions",
-                f"the proposal has {count} action{'s' if count != 1 else ''}; "
-                f"max_actions is {limit}",
+                f"the proposal has {plural(count, 'action')}; max_actions is {limit}",
             )

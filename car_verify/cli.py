@@ -69,7 +69,7 @@ def _load_tools(name: str | None) -> Any:
         raise (err if err.source else err.with_source(name)) from None
 
 
-def _count(text: str, least: int = 0) -> int:
+def _int_arg(text: str, least: int = 0) -> int:
     try:
         value = int(text)
     except ValueError:
@@ -81,11 +81,11 @@ def _count(text: str, least: int = 0) -> int:
 
 
 def _non_negative(text: str) -> int:
-    return _count(text)
+    return _int_arg(text)
 
 
 def _positive(text: str) -> int:
-    return _count(text, least=1)
+    return _int_arg(text, least=1)
 
 
 def _write(text: str) -> None:
@@ -205,6 +205,7 @@ def cmd_wp(args: argparse.Namespace) -> int:
 
 def cmd_txcheck(args: argparse.Namespace) -> int:
     from .transactions import transaction_check
+    from .values import plural
 
     versions = None if args.versions is None else _read_file(args.versions, dict, "versions")
     try:
@@ -221,13 +222,14 @@ def cmd_txcheck(args: argparse.Namespace) -> int:
         for hazard in report.hazards:
             _write(f"{hazard.kind} [{hazard.key}]: {hazard.message}\n")
         count = len(report.hazards)
-        _write(f"{count} hazard{'s' * (count != 1)} in {len(report.proposals)} proposal(s)\n")
+        _write(f"{plural(count, 'hazard')} in {plural(len(report.proposals), 'proposal')}\n")
     return EXIT_OK if report.clean else EXIT_FINDINGS
 
 
 def cmd_policy_check(args: argparse.Namespace) -> int:
     from .api import verify
     from .policy import load_policies
+    from .values import plural
 
     loaded = load_policies(args.policies)
     proposal = _load_proposal(args.proposal)
@@ -249,7 +251,7 @@ def cmd_policy_check(args: argparse.Namespace) -> int:
         for v in violations:
             _write(f"{v['policy_name']} {v['action_id']}: {v['reason']}\n")
         count = len(violations)
-        _write(f"{count} violation{'s' * (count != 1)} ({loaded.describe()})\n")
+        _write(f"{plural(count, 'violation')} ({loaded.describe()})\n")
     return EXIT_FINDINGS if violations else EXIT_OK
 
 

@@ -289,28 +289,17 @@ def _setup(config: LintConfig) -> dict[str, Any]:
     cached = _WORKER.get("setup")
     if cached is not None and cached[0] == config:
         return cached[1]  # type: ignore[no-any-return]
-    from .model import ToolSchema, read_json
+    from .model import read_json
     from .tools import ToolRegistry
 
     tools = None
     if config.tools:
-        # Each file is checked on its own, so that an error names the file and the
-        # index in it; then the files are merged into one registry.
-        schemas: list[ToolSchema] = []
-        came_from: dict[str, str] = {}
-        for path in config.tools:
-            registry = ToolRegistry.coerce(Path(path))
-            registry.check()
-            for name, schema in registry.items():
-                if name in came_from:
-                    raise InputError(
-                        f'tool "{name}" is already defined in {came_from[name]}',
-                        [registry.position(name), "name"],
-                        source=str(path),
-                    )
-                came_from[name] = str(path)
-                schemas.append(schema)
-        tools = ToolRegistry(schemas)
+        # Each file is checked before any plan (an error names the file and the
+        # tool's place in it), then the files are merged into one registry.
+        parts = [ToolRegistry.coerce(Path(path)) for path in config.tools]
+        for part in parts:
+            part.check()
+        tools = ToolRegistry.merge(parts)
     state = None
     if config.state is not None:
         state = read_json(config.state)
@@ -666,17 +655,14 @@ class Baseline:
 # --- output ----------
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'s' * (n != 1)}"
-
-
 def render_text(report: LintReport) -> str:
+    from .reporters import severity_counts
+    from .values import plural
+
     lines = [f"{f.path}:{f.line}:{f.column}: {f.code} {f.message}" for f in report.findings]
     s = report.summary()
-    counts = f"{_count(s['errors'], 'error')}, {_count(s['warnings'], 'warning')}"
-    if s["info"]:
-        counts += f", {s['info']} info"
-    tail = f"{_count(s['findings'], 'finding')} ({counts}) in {_count(s['files'], 'file')}"
+    counts = severity_counts(s["errors"], s["warnings"], s["info"])
+    tail = f"{plural(s['findings'], 'finding')} ({counts}) in {plural(s['files'], 'file')}"
     if s["suppressed"]:
         tail += "; suppressed: " + ", ".join(f"{c} x{n}" for c, n in s["suppressed"].items())
     if s["baselined"]:

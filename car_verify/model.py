@@ -866,12 +866,13 @@ def locate_tools(source: Any) -> tuple[list[ToolSchema], list[str | int], str | 
     ):
         entries = []
         for name, item in source.items():
+            given = item.get("name", name) if isinstance(item, Mapping) else item.name
+            if given != name:
+                error = InputError(
+                    f"the name {given!r} differs from its key {name!r}", [name, "name"]
+                )
+                raise (error.with_source(label) if label else error)
             if isinstance(item, Mapping):
-                if item.get("name", name) != name:
-                    error = InputError(
-                        f"the name {item['name']!r} differs from its key {name!r}", [name, "name"]
-                    )
-                    raise (error.with_source(label) if label else error)
                 item = {**item, "name": name}
             entries.append((name, item))
     elif isinstance(source, (list, tuple)):

@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from html import escape
 from typing import Any
 
+from .values import plural
+
 __all__ = ["GRAPH_LIMIT", "ROW_LIMIT", "html_for"]
 
 GRAPH_LIMIT = 60
@@ -89,7 +91,7 @@ def verification_html(result: Any) -> str:
     verdict = "valid" if result.valid else "invalid"
     header = (
         f"<p><strong>verify</strong> {_badge(verdict, _BADGES[verdict])} "
-        f"{errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}; "
+        f"{plural(errors, 'error')}, {plural(warnings, 'warning')}; "
         f"{len(result.execution_levels)} levels; confidence {result.evidence.confidence:.2f}</p>"
     )
     graph = _graph(result.proposal, result=result)

@@ -27,7 +27,7 @@ from typing import Any
 from .errors import InputError, UsageError
 from .model import Action, PolicyViolation
 from .trace import TraceRule, parse_trace_rule
-from .values import ABSENT, json_equal
+from .values import ABSENT, json_equal, plural
 
 __all__ = [
     "LoadedPolicies",
@@ -526,7 +526,7 @@ class LoadedPolicies:
             return f"no .car/policies directory found (searched {where}{more})"
         count = len(self.files)
         return (
-            f"loaded {self.rules.count()} rules from {count} file{'s' * (count != 1)} "
+            f"loaded {plural(self.rules.count(), 'rule')} from {plural(count, 'file')} "
             f"in {self.directory}"
         )
 

@@ -9,6 +9,7 @@ from . import __version__
 from .api import VerificationResult
 from .codes import CODES, Code
 from .findings import Issue, Severity
+from .values import plural
 
 __all__ = ["render_json", "render_sarif", "render_text"]
 
@@ -16,14 +17,18 @@ SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 
 
+def severity_counts(errors: int, warnings: int, infos: int) -> str:
+    """``1 error, 2 warnings`` (and ``, 3 info`` when there are any)."""
+    counts = f"{plural(errors, 'error')}, {plural(warnings, 'warning')}"
+    return counts + f", {infos} info" if infos else counts
+
+
 def _summary(result: VerificationResult) -> str:
     errors, warnings = len(result.errors), len(result.warnings)
     infos = len(result.issues) - errors - warnings
     checks = result.evidence.checks
     ran = sum(1 for c in checks if c.ran)
-    counts = f"{errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}"
-    if infos:
-        counts += f", {infos} info"
+    counts = severity_counts(errors, warnings, infos)
     verdict = "valid" if result.valid else "invalid"
     return f"{verdict}: {counts} ({ran} of {len(checks)} checks ran)"
 

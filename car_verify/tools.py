@@ -62,6 +62,28 @@ class ToolRegistry(Mapping[str, ToolSchema]):
         schemas, places, source = locate_tools(tools)
         return cls(schemas, source=source, places=places)
 
+    @classmethod
+    def merge(cls, parts: Sequence[ToolRegistry]) -> ToolRegistry:
+        """One registry of the tools of several (several ``--tools`` files). A tool
+        defined twice is an input error naming the second file and place; validators
+        already built are kept."""
+        merged = cls([])
+        came_from: dict[str, str | None] = {}
+        for part in parts:
+            for name, tool in part._tools.items():
+                if name in merged._tools:
+                    raise InputError(
+                        f'tool "{name}" is already defined'
+                        + (f" in {came_from[name]}" if came_from[name] else ""),
+                        [part._position[name], "name"],
+                        source=part.source,
+                    )
+                came_from[name] = part.source
+                merged._tools[name] = tool
+                merged._position[name] = part._position[name]
+            merged._validators.update(part._validators)
+        return merged
+
     def check(self) -> None:
         """Build every validator now: raise :class:`InputError` for the first schema
         that is not valid JSON Schema (otherwise found when the tool is first used)."""
@@ -69,11 +91,6 @@ class ToolRegistry(Mapping[str, ToolSchema]):
             self._validator(name)
             if tool.returns is not None:
                 self._validator(name, "returns")
-
-    def position(self, name: str) -> str | int:
-        """Where tool ``name`` stands in what the registry was built from: its index
-        in an array, or its name in an object of schemas."""
-        return self._position[name]
 
     def __getitem__(self, name: str) -> ToolSchema:
         return self._tools[name]

@@ -38,6 +38,7 @@ __all__ = [
     "is_number",
     "json_equal",
     "paused_gc",
+    "plural",
 ]
 
 
@@ -247,6 +248,11 @@ def paused_gc() -> Iterator[None]:
 
 #: Operators that test presence only: their ``value`` is not part of what they say.
 _PRESENCE_OPERATORS: Final = frozenset({"exists", "not_exists"})
+
+
+def plural(n: int, noun: str) -> str:
+    """A count as messages write it: ``1 action``, ``2 actions``."""
+    return f"{n} {noun}{'s' * (n != 1)}"
 
 
 def format_predicate(key: str, operator: str, value: object) -> str:
