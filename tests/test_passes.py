@@ -156,6 +156,7 @@ def test_an_invalid_tool_schema_names_its_file_and_place(tmp_path: Path) -> None
         ({"t": 5}, "expected an array of tool schemas, got an object"),
         ({"t": {"parameters": 3}}, "t.parameters: expected an object"),
         ({"t": {"name": "u"}}, "t.name: the name 'u' differs from its key 't'"),
+        ({"t": car_verify.ToolSchema(name="u")}, "t.name: the name 'u' differs from its key"),
         ([{"name": "t"}, 4], "[1]: expected an object, got a number"),
     ],
 )
