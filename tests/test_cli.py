@@ -7,8 +7,12 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import proposals, states
 
 from car_verify.cli import main
 
@@ -239,3 +243,42 @@ def test_import_leaves_the_deciding_tools_for_later() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.stdout.split("\n")[:2] == ["[]", "equivalent optimize"]
+
+
+# Every command on any modelled proposal: an answer, never a usage error or a crash.
+_COMMANDS = [
+    ["verify"],
+    ["verify", "--format", "json"],
+    ["verify", "--format", "sarif"],
+    ["simulate", "--explain"],
+    ["simulate", "--trace"],
+    ["optimize", "--diff"],
+    ["wp"],
+    ["dot"],
+    ["txcheck"],
+    ["equivalent", "{p}"],
+]
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(proposals(), states, st.sampled_from(_COMMANDS))
+def test_every_command_answers_any_modelled_proposal(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    doc: dict[str, Any],
+    state: dict[str, Any],
+    command: list[str],
+) -> None:
+    """A plan that models is never bad input: each command exits 0, 1 or 3 with its
+    answer on stdout, and no error line (bad input, internal error) on stderr."""
+    p = write(tmp_path, "p.json", doc)
+    s = write(tmp_path, "s.json", state)
+    name, *rest = command
+    argv = [name, p, *(a.format(p=p) for a in rest)]
+    if name not in ("equivalent", "wp"):  # wp and equivalent range over initial states
+        argv += ["--state", s]
+    code, out, err = run(argv, capsys)
+    assert code in (0, 1, 3), (argv, err)
+    assert out and "car-verify:" not in err, (argv, err)
