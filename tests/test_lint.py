@@ -9,11 +9,16 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import proposals
 
+import car_verify
 from car_verify.cli import main
-from car_verify.lint import LintConfig, find_config, lint_paths, load_config
+from car_verify.lint import LintConfig, find_config, lint_file, lint_paths, load_config
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ROOT = Path(__file__).resolve().parents[1]
@@ -469,3 +474,37 @@ def test_pre_commit_try_repo(tmp_path: Path) -> None:
         timeout=900,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(proposals(), st.sampled_from([None, 2]), st.sampled_from([".json", ".yaml", ".jsonl"]))
+def test_lint_reports_what_verify_finds_where_each_action_starts(
+    tmp_path: Path, doc: dict[str, Any], indent: int | None, suffix: str
+) -> None:
+    """lint is verify per file: the same findings (code, severity, action, message),
+    each at the line where its action's object starts in the file, in any layout."""
+    import yaml
+
+    text = (
+        yaml.safe_dump(doc, sort_keys=False)
+        if suffix == ".yaml"
+        else json.dumps(doc, indent=None if suffix == ".jsonl" else indent)
+    )
+    path = tmp_path / f"plan{suffix}"
+    path.write_text(text)
+    found = lint_file(path, LintConfig())
+    expected = car_verify.verify(doc).issues
+    assert [(f.code, f.severity, f.action_id, f.message) for f in found.findings] == [
+        (i.code, i.severity.value, i.action_id, i.message) for i in expected
+    ]
+    lines = text.splitlines()
+    for finding, issue in zip(found.findings, expected, strict=True):
+        if issue.index is None:
+            assert (finding.line, finding.column) == (1, 1)
+        elif suffix == ".jsonl" or (indent is None and suffix == ".json"):
+            assert finding.line == 1
+            rest = lines[0][finding.column - 1 :]
+            assert rest.startswith('{"id": ' + json.dumps(doc["actions"][issue.index]["id"]))
+        else:
+            here = lines[finding.line - 1][finding.column - 1 :]
+            assert here.lstrip("- ").startswith(("{", "id:")), (here, finding)
