@@ -716,7 +716,7 @@ class Readiness:
     cover nodes, never at the whole plan.
     """
 
-    __slots__ = ("masks", "n", "succ", "walkable")
+    __slots__ = ("masks", "n", "succ", "walkable", "walkable_mask")
 
     def __init__(self, dag: Dag) -> None:
         n = self.n = dag.n
@@ -731,6 +731,8 @@ class Readiness:
         self.masks = masks
         self.succ = dag.succ
         self.walkable = [lvl >= 0 for lvl in dag.level[:n]]
+        #: The actions a complete schedule finishes (none on or after a cycle).
+        self.walkable_mask = _bitmask([i for i, ok in enumerate(self.walkable) if ok], n)
 
     def first(self) -> tuple[int, ...]:
         """The actions that may start before any has finished, in proposal order."""

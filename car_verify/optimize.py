@@ -15,7 +15,6 @@ entries were removed and why, and which phantom entries were kept and why.
 
 from __future__ import annotations
 
-import json
 from bisect import bisect_left
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -23,7 +22,7 @@ from typing import Any, Final
 
 from .api import ProposalLike, VerificationResult, _state, assess, verify
 from .dag import Dag
-from .model import Action, ActionProposal, load
+from .model import Action, ActionProposal, load, load_parsed
 from .passes import Context
 from .values import json_equal, paused_gc
 
@@ -108,7 +107,7 @@ def optimize(
     """Remove the phantom ``state_dependencies`` entries that change nothing verify sees."""
     original = load(proposal)
     state = _state(initial_state)
-    current = load(json.loads(json.dumps(original.to_dict())))
+    current = load_parsed(original.to_dict())  # to_dict builds fresh JSON: our own copy
     base, ctx = _verify(current, state)
     findings, conflicts = _signature(base)
     result = OptimizeResult(current, depth_before=len(base.execution_levels))

@@ -387,7 +387,7 @@ def _check_rule(
     budget: int,
 ) -> ScheduleCheck:
     relevant = [e is not None and rule.mentions(e[0]) for e in events]
-    full = sum(1 << i for i in range(dag.n) if dag.level[i] >= 0)
+    full = readiness.walkable_mask
     gate = TraceGate([rule])
     seen: set[tuple[int, tuple[int, ...]]] = set()
     # Each entry: the state reached, the actions ready before the last step, that last
