@@ -420,7 +420,7 @@ class Dag:
         for node, keys in asked.items():
             for key in keys:
                 out[(node, key)] = (0, [])
-        wanted = {key for keys in asked.values() for key in keys}
+        wanted = {key for keys in asked.values() for key in keys if key in self.writers}
         for key in self._chains(wanted):
             self._late_on_chain(key, [node for node, ks in asked.items() if key in ks], out, first)
             wanted.discard(key)

@@ -104,10 +104,10 @@ def test_writers_not_before_agree_with_the_oracle(
         dag.PAIRS_PER_ACTION, dag.CHAIN_MIN = pairs_per_action, chain_min
         edges, _ = oracle.edges(doc["actions"])
         reach = oracle.closure(dag.n, edges)
-        queries = [(i, key) for i in range(dag.n) for key in dag.writers]
+        queries = [(i, key) for i in range(dag.n) for key in [*dag.writers, "unwritten"]]
         got = dag.writers_not_before(queries, first=2)
         for i, key in queries:
-            late = [w for w in dag.writers[key] if w != i and i not in reach[w]]
+            late = [w for w in dag.writers.get(key, ()) if w != i and i not in reach[w]]
             assert got[(i, key)] == (len(late), late[:2])
     finally:
         dag_module._WINDOW = before
@@ -134,6 +134,33 @@ def test_many_readers_of_a_key_with_many_writers_are_not_asked_pair_by_pair(
     last = [i for i in result.issues if i.code == "precondition-unsatisfied"][-1]
     assert last.action_id == "a1999"
     assert "written by a0, a2, a4, a6, a8 and 995 more, not ordered before" in last.message
+
+
+def test_a_failing_precondition_on_a_key_nobody_writes_beside_many_racing_writers() -> None:
+    """Enough (writer, reader) pairs for the bitset sweep, whose readers also need a
+    key that no action writes: that key has no writers to count (it raised KeyError)."""
+    actions: list[dict[str, Any]] = [
+        {"id": f"w{i}", "type": "tool_call", "tool": "t", "expected_effects": {"flag": False}}
+        for i in range(20)
+    ]
+    actions += [
+        {
+            "id": f"r{i}",
+            "type": "tool_call",
+            "tool": "t",
+            "preconditions": [
+                {"key": "flag", "value": True},
+                {"key": "ghost", "operator": "exists"},
+            ],
+        }
+        for i in range(20)
+    ]
+    result = car_verify.verify({"actions": actions})
+    messages = [i.message for i in result.issues if i.action_id == "r19"]
+    assert any("'ghost' is absent and no action writes it" in m for m in messages)
+    assert any(
+        "written by w0, w1, w2, w3, w4 and 15 more, not ordered before" in m for m in messages
+    )
 
 
 @given(proposals(max_actions=8), st.randoms(use_true_random=False))
