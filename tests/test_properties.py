@@ -13,6 +13,7 @@ from strategies import json_values, proposals, states
 
 import car_verify
 from car_verify import InputError
+from car_verify import dag as dag_module
 from car_verify.dag import Dag
 from car_verify.values import canonical, fingerprint, format_value, json_equal
 
@@ -100,6 +101,37 @@ def test_conflicts_agree_however_pairs_are_settled(
     dag.MIN_BATCH, dag.BITSET_BUDGET = 1, 1
     dag.NEAR_SEARCH, dag.OPEN_PAIR_LIMIT = near, limit
     assert_conflicts_and_reachability_match_the_oracle(dag, doc)
+
+
+#: Every tuning threshold of the DAG at the value that sends its work down the
+#: rarely taken branch: no short search, pair-by-pair questions never, chains of one
+#: writer, one-bit batches, an early stop of the first conflict pass, one-bit windows.
+EXTREMES = {
+    "NEAR_SEARCH": 0,
+    "PAIRS_PER_ACTION": 0,
+    "CHAIN_MIN": 1,
+    "MIN_BATCH": 1,
+    "BITSET_BUDGET": 1,
+    "OPEN_PAIR_LIMIT": 0,
+}
+
+
+@given(proposals(max_actions=8), states)
+def test_thresholds_tune_speed_never_the_answer(doc: dict[str, Any], state: dict[str, Any]) -> None:
+    """verify gives the same wire object with every DAG threshold at its extreme:
+    the branches that only large plans take on their own agree with the small ones."""
+    expected = car_verify.verify(doc, initial_state=state).to_dict()
+    saved = {name: getattr(Dag, name) for name in EXTREMES}
+    window = dag_module._WINDOW
+    try:
+        for name, value in EXTREMES.items():
+            setattr(Dag, name, value)
+        dag_module._WINDOW = 1
+        assert car_verify.verify(doc, initial_state=state).to_dict() == expected
+    finally:
+        for name, value in saved.items():
+            setattr(Dag, name, value)
+        dag_module._WINDOW = window
 
 
 @given(proposals(), states)
