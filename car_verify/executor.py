@@ -857,5 +857,23 @@ async def execute(
 
 
 def execute_sync(proposal: ProposalLike, tools: Any, **options: Any) -> ExecutionResult:
-    """:func:`execute` for callers without an event loop."""
-    return asyncio.run(execute(proposal, tools, **options))
+    """:func:`execute` from synchronous code.
+
+    Called where an event loop is already running in this thread (a Jupyter cell,
+    an async framework), the run gets a loop of its own in a worker thread and the
+    call waits for it: ``asyncio.run`` cannot nest. Async tools then run on that
+    loop, not the caller's; a tool bound to the caller's loop needs ``await
+    execute(...)`` instead.
+    """
+
+    def run() -> ExecutionResult:
+        return asyncio.run(execute(proposal, tools, **options))
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return run()
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1, thread_name_prefix="car-verify-execute") as worker:
+        return worker.submit(run).result()

@@ -112,6 +112,36 @@ def test_failure_behavior_by_outcome(behavior: str, outcome: str) -> None:
         assert [v.policy_name for v in result.violations] == ["no_t"]
 
 
+def test_execute_sync_runs_inside_a_running_event_loop_as_in_jupyter() -> None:
+    """A notebook cell runs in an event loop, where asyncio.run cannot nest: the
+    synchronous entry still runs the plan, with the same result as outside one."""
+
+    async def async_ok(params: dict[str, Any]) -> Any:
+        await asyncio.sleep(0)
+        return {"async": params["n"]}
+
+    doc = {
+        "actions": [
+            tc("a"),
+            tc("b", "async_ok", dependencies=["a"], expected_effects={"done": True}),
+        ]
+    }
+    tools = {**TOOLS, "async_ok": async_ok}
+
+    async def cell() -> Any:
+        return execute_sync(doc, tools, initial_state={"k": 1})
+
+    inside = asyncio.run(cell())
+    outside = execute_sync(doc, tools, initial_state={"k": 1})
+    for result in (inside, outside):
+        assert statuses(result) == {"a": "succeeded", "b": "succeeded"}
+        assert result.state == {"k": 1, "done": True}
+        assert [r["output"] for r in result.result.to_dict()["results"]] == [
+            {"done": "a"},
+            {"async": "b"},
+        ]
+
+
 def test_admission_rejects_the_whole_proposal_with_reasons() -> None:
     doc = {"actions": [tc("a"), tc("b", "nope"), tc("c", dependencies=["c"])]}
     result = execute_sync(doc, TOOLS)
