@@ -12,7 +12,7 @@ from ._codec import Bad, d_json, expected
 from .dag import Dag
 from .errors import InputError
 from .findings import Issue, Severity
-from .model import ActionProposal, load
+from .model import ActionProposal, Readable, load
 from .passes import (
     CheckRecord,
     Context,
@@ -28,7 +28,7 @@ from .walk import ActionTrace, describe, walk
 
 __all__ = ["Evidence", "Simulation", "VerificationResult", "simulate", "verify"]
 
-ProposalLike = ActionProposal | Mapping[str, Any] | str | bytes | os.PathLike[str]
+ProposalLike = ActionProposal | Mapping[str, Any] | str | bytes | os.PathLike[str] | Readable
 
 
 @dataclass(slots=True)
@@ -195,7 +195,7 @@ def verify(
     """Run the analysis passes over a proposal.
 
     ``proposal``: anything :func:`car_verify.load` accepts. ``tools``: a tool
-    registry (a list of ToolSchema objects or dicts, a mapping, a path, or a
+    registry (a list of ToolSchema objects or dicts, a mapping, a path or open file, or a
     :class:`ToolRegistry`); without one the tool checks do not run. ``passes``:
     names (or Pass classes / instances) of the passes to run; all by default.
     ``policies``: a PolicyEngine, a PolicySet, loaded policies or a policies

@@ -14,11 +14,11 @@ import json
 import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Self, TypeAlias
+from typing import Any, ClassVar, Literal, Protocol, Self, TypeAlias, TypeGuard, runtime_checkable
 
 from ._codec import (
     MISSING,
@@ -64,6 +64,7 @@ __all__ = [
     "Precondition",
     "ProgressChunk",
     "ProposalResult",
+    "Readable",
     "Reversibility",
     "StateAssumption",
     "StateMutation",
@@ -747,20 +748,59 @@ def _finite_float(text: str) -> float:
     return value
 
 
-def read_json(source: str | bytes | os.PathLike[str], *, name: str | None = None) -> Any:
-    """Parse JSON text, bytes or a file, raising InputError with the line and column."""
+@runtime_checkable
+class Readable(Protocol):
+    """An open file, or anything with ``read()``, as ``json.load`` takes it."""
+
+    def read(self) -> str | bytes: ...
+
+
+def _is_open_file(source: object) -> TypeGuard[Readable]:
+    return isinstance(source, Readable) and not isinstance(source, (str, bytes, os.PathLike))
+
+
+def _file_name(file: Readable) -> str | None:
+    """An open file's name, for errors (``<stdin>`` too); None for an in-memory one."""
+    name = getattr(file, "name", None)
+    return str(name) if isinstance(name, (str, os.PathLike)) else None
+
+
+def read_json(source: str | bytes | os.PathLike[str] | Readable, *, name: str | None = None) -> Any:
+    """Parse JSON text, bytes, a path or an open file, raising InputError with the
+    line and column (and the file's name)."""
     label = name
-    if isinstance(source, os.PathLike):
+    text: str | bytes | bytearray
+    if _is_open_file(source):
+        label = label or _file_name(source)
+        try:
+            content: object = source.read()
+        except OSError as err:
+            raise InputError(f"cannot read file: {err.strerror or err}", source=label) from None
+        except UnicodeDecodeError as err:
+            raise InputError(f"not valid JSON: {err}", source=label) from None
+        if not isinstance(content, (str, bytes, bytearray)):
+            raise InputError(
+                f"read() gave {type(content).__name__}, not text or bytes", source=label
+            )
+        text = content
+    elif isinstance(source, os.PathLike):
         path = Path(source)
         label = label or str(path)
         try:
-            source = path.read_bytes()
+            text = path.read_bytes()
         except OSError as err:
             raise InputError(f"cannot read file: {err.strerror or err}", source=label) from None
         except ValueError as err:  # a path with a NUL in it
             raise InputError(f"cannot read file: {err}", source=label) from None
+    elif isinstance(source, (str, bytes, bytearray)):
+        text = source
+    else:
+        raise InputError(
+            f"expected JSON text, bytes, a path or an open file, got {type(source).__name__}",
+            source=label,
+        )
     try:
-        return json.loads(source, parse_constant=_reject_constant, parse_float=_finite_float)
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except json.JSONDecodeError as err:
         raise InputError(
             f"not valid JSON: {err.msg}", source=label, line=err.lineno, column=err.colno
@@ -790,9 +830,9 @@ def _looks_like_json_text(text: str) -> bool:
 
 
 def load(
-    source: ActionProposal | Mapping[str, Any] | str | bytes | os.PathLike[str],
+    source: ActionProposal | Mapping[str, Any] | str | bytes | os.PathLike[str] | Readable,
 ) -> ActionProposal:
-    """Model a proposal from a dict, JSON text, bytes, or a path.
+    """Model a proposal from a dict, JSON text, bytes, a path, or an open file.
 
     A ``str`` is JSON text when it starts with ``{``, ``[`` or ``"`` (after white
     space) or is a JSON scalar as a whole, otherwise a path.
@@ -805,10 +845,15 @@ def load(
         return _load(source)
 
 
-def _load(source: Mapping[str, Any] | str | bytes | os.PathLike[str]) -> ActionProposal:
+def _load(
+    source: Mapping[str, Any] | str | bytes | os.PathLike[str] | Readable,
+) -> ActionProposal:
     if isinstance(source, Mapping):
         # The model must not share mutable JSON with the caller's dict.
         return _model(dict(source), is_json=False, copy=True)
+    if _is_open_file(source):
+        name = _file_name(source)
+        return _model(read_json(source, name=name), is_json=True, label=name)
     if not isinstance(source, (str, bytes, bytearray, os.PathLike)):
         # A JSON array or scalar, say: decode says what was expected.
         return _model(source, is_json=False)
@@ -853,14 +898,27 @@ def locate_tools(source: Any) -> tuple[list[ToolSchema], list[str | int], str | 
     """:func:`load_tools`, also returning where each schema stands (its index in an
     array, its name in an object) and the file it came from, for later errors."""
     label: str | None = None
-    if isinstance(source, (str, bytes, os.PathLike)):
+    if _is_open_file(source):
+        label = _file_name(source)
+        source = read_json(source, name=label)
+    elif isinstance(source, (str, bytes, os.PathLike)):
         if isinstance(source, str) and not _looks_like_json_text(source):
             source = Path(source)
         label = str(source) if isinstance(source, os.PathLike) else None
         source = read_json(source, name=label)
+
+    def error(message: str, path: Sequence[str | int] = ()) -> InputError:
+        found = InputError(message, path)
+        return found.with_source(label) if label else found
+
     # An array of schemas, or {name: schema} (where each schema may leave out its
     # name): errors are located by index or by name accordingly.
     entries: list[tuple[str | int, Any]]
+    if isinstance(source, Mapping) and isinstance(source.get("name"), str):
+        raise error(
+            "expected an array of tool schemas (or an object of them by name), "
+            "got one tool schema: put it in an array"
+        )
     if isinstance(source, Mapping) and all(
         isinstance(v, (Mapping, ToolSchema)) for v in source.values()
     ):
@@ -868,18 +926,14 @@ def locate_tools(source: Any) -> tuple[list[ToolSchema], list[str | int], str | 
         for name, item in source.items():
             given = item.get("name", name) if isinstance(item, Mapping) else item.name
             if given != name:
-                error = InputError(
-                    f"the name {given!r} differs from its key {name!r}", [name, "name"]
-                )
-                raise (error.with_source(label) if label else error)
+                raise error(f"the name {given!r} differs from its key {name!r}", [name, "name"])
             if isinstance(item, Mapping):
                 item = {**item, "name": name}
             entries.append((name, item))
     elif isinstance(source, (list, tuple)):
         entries = list(enumerate(source))
     else:
-        error = InputError(f"expected an array of tool schemas, got {kind(source)}")
-        raise (error.with_source(label) if label else error)
+        raise error(f"expected an array of tool schemas, got {kind(source)}")
     tools: list[ToolSchema] = []
     for where, item in entries:
         if isinstance(item, ToolSchema):
@@ -888,6 +942,6 @@ def locate_tools(source: Any) -> tuple[list[ToolSchema], list[str | int], str | 
         try:
             tools.append(decode_document(ToolSchema, item))
         except Bad as bad:
-            error = bad.to_input_error(where)
-            raise (error.with_source(label) if label else error) from None
+            found = bad.to_input_error(where)
+            raise (found.with_source(label) if label else found) from None
     return tools, [where for where, _ in entries], label

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -207,6 +209,34 @@ def test_text_bytes_and_path_sources(tmp_path: Path) -> None:
     file.write_text(text)
     for source in (text, text.encode(), file, str(file)):
         assert car_verify.load(source).id == "p1"
+
+
+def test_an_open_file_is_read_like_json_load_and_named_in_errors(tmp_path: Path) -> None:
+    """``load(open(path))`` as ``json.load`` takes it, text or binary; its errors
+    name the file, as a path's do; an in-memory file has no name to give."""
+    text = json.dumps({"id": "p1", "actions": [{"id": "a", "type": "tool_call", "tool": "t"}]})
+    file = tmp_path / "p.json"
+    file.write_text(text)
+    with file.open() as f:
+        assert car_verify.load(f).id == "p1"
+    with file.open("rb") as f:
+        assert car_verify.verify(f, tools=io.StringIO('[{"name": "t"}]')).valid
+    file.write_text('{"actions": [{"type": 3}]}')
+    with file.open() as f, pytest.raises(InputError) as err:
+        car_verify.load(f)
+    assert str(err.value) == f"{file}: actions[0].type: expected a string, got a number"
+    file.write_text('{\n  "actions": [\n    {"type": "t",}\n  ]\n}')
+    with file.open() as f, pytest.raises(InputError) as err:
+        car_verify.load(f)
+    assert err.value.source == str(file) and err.value.line == 3
+    with pytest.raises(InputError) as err:
+        car_verify.load(io.StringIO('{"actions": 3}'))
+    assert str(err.value) == "actions: expected an array, got a number"
+    file.write_bytes(b"\xff{}")
+    with file.open() as f, pytest.raises(InputError, match=f"^{re.escape(str(file))}: not valid"):
+        car_verify.load(f)
+    with file.open("a") as f, pytest.raises(InputError, match="cannot read file"):
+        car_verify.load(f)  # open for writing only
 
 
 def test_json_syntax_errors_give_line_and_column(tmp_path: Path) -> None:

@@ -154,6 +154,12 @@ def test_an_invalid_tool_schema_names_its_file_and_place(tmp_path: Path) -> None
     ("tools", "message"),
     [
         ({"t": 5}, "expected an array of tool schemas, got an object"),
+        (
+            {"name": "t", "parameters": {}},
+            "expected an array of tool schemas (or an object of them by name), "
+            "got one tool schema: put it in an array",
+        ),
+        (3, "expected an array of tool schemas, got a number"),
         ({"t": {"parameters": 3}}, "t.parameters: expected an object"),
         ({"t": {"name": "u"}}, "t.name: the name 'u' differs from its key 't'"),
         ({"t": car_verify.ToolSchema(name="u")}, "t.name: the name 'u' differs from its key"),
