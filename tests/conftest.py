@@ -14,4 +14,8 @@ settings.register_profile(
 settings.register_profile(
     "ci", deadline=None, max_examples=300, suppress_health_check=[HealthCheck.too_slow]
 )
+# A long search for a bug hunt, not for CI: pytest --hypothesis-profile=deep
+settings.register_profile(
+    "deep", deadline=None, max_examples=3000, suppress_health_check=[HealthCheck.too_slow]
+)
 settings.load_profile("ci" if os.environ.get("CI") else "default")
