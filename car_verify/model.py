@@ -851,18 +851,31 @@ def _load(
     if isinstance(source, Mapping):
         # The model must not share mutable JSON with the caller's dict.
         return _model(dict(source), is_json=False, copy=True)
-    if _is_open_file(source):
-        name = _file_name(source)
-        return _model(read_json(source, name=name), is_json=True, label=name)
-    if not isinstance(source, (str, bytes, bytearray, os.PathLike)):
+    if not _is_document_source(source):
         # A JSON array or scalar, say: decode says what was expected.
         return _model(source, is_json=False)
-    label: str | None = None
-    if isinstance(source, str) and not _looks_like_json_text(source):
-        source = Path(source)
-    if isinstance(source, os.PathLike):
-        label = str(source)
-    return _model(read_json(source, name=label), is_json=True, label=label)
+    data, label = _read_source(source)
+    return _model(data, is_json=True, label=label)
+
+
+def _is_document_source(source: object) -> TypeGuard[str | bytes | os.PathLike[str] | Readable]:
+    """Whether a loader was given a document to read (text, bytes, a path or an
+    open file) rather than data already parsed."""
+    return isinstance(source, (str, bytes, bytearray, os.PathLike)) or _is_open_file(source)
+
+
+def _read_source(
+    source: str | bytes | os.PathLike[str] | Readable,
+) -> tuple[Any, str | None]:
+    """Parse a document given to a loader, with its file's name for errors (None
+    for text). A ``str`` is a path unless it looks like JSON text."""
+    if _is_open_file(source):
+        label = _file_name(source)
+    else:
+        if isinstance(source, str) and not _looks_like_json_text(source):
+            source = Path(source)
+        label = str(source) if isinstance(source, os.PathLike) else None
+    return read_json(source, name=label), label
 
 
 def load_parsed(data: Any) -> ActionProposal:
@@ -898,14 +911,8 @@ def locate_tools(source: Any) -> tuple[list[ToolSchema], list[str | int], str | 
     """:func:`load_tools`, also returning where each schema stands (its index in an
     array, its name in an object) and the file it came from, for later errors."""
     label: str | None = None
-    if _is_open_file(source):
-        label = _file_name(source)
-        source = read_json(source, name=label)
-    elif isinstance(source, (str, bytes, os.PathLike)):
-        if isinstance(source, str) and not _looks_like_json_text(source):
-            source = Path(source)
-        label = str(source) if isinstance(source, os.PathLike) else None
-        source = read_json(source, name=label)
+    if _is_document_source(source):
+        source, label = _read_source(source)
 
     def error(message: str, path: Sequence[str | int] = ()) -> InputError:
         found = InputError(message, path)
