@@ -23,7 +23,7 @@ from .passes import (
     run_passes,
 )
 from .tools import ToolRegistry
-from .values import paused_gc
+from .values import copy_json, paused_gc
 from .walk import ActionTrace, describe, walk
 
 __all__ = ["Evidence", "Simulation", "VerificationResult", "simulate", "verify"]
@@ -220,7 +220,23 @@ def verify(
         )
         result = assess(ctx, passes)
         del ctx  # the passes' DAG is freed here, while the collector is paused
+        if _shares_values(proposal, initial_state):
+            result.simulated_state = _detached(result.simulated_state)
     return result
+
+
+def _shares_values(proposal: object, initial_state: Mapping[str, Any] | None) -> bool:
+    """Whether an end state could hold the caller's own arrays and objects: those of
+    a model the caller passed (``load`` copies anything else), or of its initial state."""
+    return isinstance(proposal, ActionProposal) or (
+        initial_state is not None and any(type(v) in (dict, list) for v in initial_state.values())
+    )
+
+
+def _detached(state: dict[str, Any]) -> dict[str, Any]:
+    """``state`` with its arrays and objects copied, so that changing the result never
+    changes the caller's proposal or initial state (nor the other way round)."""
+    return {k: copy_json(v) if type(v) in (dict, list) else v for k, v in state.items()}
 
 
 def assess(
@@ -255,7 +271,8 @@ def simulate(proposal: ProposalLike, initial_state: Mapping[str, Any] | None = N
         model = load(proposal)
         ctx = Context(model, initial_state=_state(initial_state))
         result = walk(ctx.dag, ctx.initial_state, mode="simulate")
-    sim = Simulation(result.state)
+        state = _detached(result.state) if _shares_values(proposal, initial_state) else result.state
+    sim = Simulation(state)
     sim.trace = [t for t in result.traces if t is not None]
     sim.unwalked = [ctx.dag.ids[i] for i in ctx.dag.unlevelled]
     return sim

@@ -63,7 +63,7 @@ from .model import (
 )
 from .passes import Context, Options
 from .tools import ToolRegistry
-from .values import ABSENT, canonical, evaluate, format_predicate, paused_gc
+from .values import ABSENT, canonical, copy_json, evaluate, format_predicate, paused_gc
 
 __all__ = [
     "DEFAULT_BLOCKING",
@@ -276,7 +276,9 @@ class Executor:
             self.schemas = ToolRegistry([ToolSchema(name=n) for n in self.tools.names() or []])
         else:
             self.schemas = None
-        self.initial_state = _state(initial_state)
+        # The executor's own copy: nothing it returns shares arrays or objects with the
+        # caller's initial state.
+        self.initial_state = copy_json(_state(initial_state))
         self.policy_engine: Any = None
         if policies is not None:
             from .policy import policy_engine
@@ -414,7 +416,11 @@ class Executor:
         _count(cost, ordered, started)
         final = ProposalResult(proposal_id=proposal.id, results=ordered, cost=cost)
         self._event("proposal_finished", cost=cost.to_dict(), aborted_by=aborted_by)
-        return ExecutionResult(final, state, admission, [], violations, aborted_by, rollback, self)
+        # The end state holds the effects' values, which are the proposal's own.
+        detached = copy_json(state)
+        return ExecutionResult(
+            final, detached, admission, [], violations, aborted_by, rollback, self
+        )
 
     def _reject(
         self, admission: VerificationResult, reasons: list[str], started: float

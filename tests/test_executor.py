@@ -142,6 +142,17 @@ def test_execute_sync_runs_inside_a_running_event_loop_as_in_jupyter() -> None:
         ]
 
 
+def test_the_end_state_shares_nothing_with_the_callers_proposal_or_state() -> None:
+    model = car_verify.load({"actions": [tc("a", expected_effects={"x": [1]})]})
+    initial = {"y": {"n": [1]}}
+    for doc in (model, {"actions": [tc("a", "boom", expected_effects={"x": [1]})]}):
+        result = execute_sync(doc, TOOLS, initial_state=initial)
+        for value in result.state.values():
+            (value["n"] if isinstance(value, dict) else value).append(2)
+    assert model.actions[0].expected_effects == {"x": [1]}
+    assert initial == {"y": {"n": [1]}}
+
+
 def test_admission_rejects_the_whole_proposal_with_reasons() -> None:
     doc = {"actions": [tc("a"), tc("b", "nope"), tc("c", dependencies=["c"])]}
     result = execute_sync(doc, TOOLS)

@@ -134,6 +134,36 @@ def test_thresholds_tune_speed_never_the_answer(doc: dict[str, Any], state: dict
         dag_module._WINDOW = window
 
 
+def scribble(value: Any) -> None:
+    """Change every array and object inside ``value`` in place."""
+    if isinstance(value, dict):
+        for item in list(value.values()):
+            scribble(item)
+        value["scribbled"] = True
+    elif isinstance(value, list):
+        for item in value:
+            scribble(item)
+        value.append("scribbled")
+
+
+@given(proposals(), st.dictionaries(st.sampled_from(["x", "y", "z"]), st.just({"n": [1]})))
+def test_results_never_share_values_with_what_the_caller_gave(
+    doc: dict[str, Any], state: dict[str, Any]
+) -> None:
+    """Changing a result's end state in place leaves the caller's proposal (a model
+    it holds) and initial state as they were, whatever values they share."""
+    model = car_verify.load(doc)
+    for action in model.actions:  # effects with arrays and objects to share
+        action.expected_effects = {k: {"v": [v]} for k, v in action.expected_effects.items()}
+    before = (json.dumps(model.to_dict(), sort_keys=True), json.dumps(state, sort_keys=True))
+    scribble(car_verify.verify(model, initial_state=state).simulated_state)
+    scribble(dict(car_verify.simulate(model, state)))
+    assert (
+        json.dumps(model.to_dict(), sort_keys=True),
+        json.dumps(state, sort_keys=True),
+    ) == before
+
+
 @given(proposals(), states)
 def test_walks_match_the_reference_reading(doc: dict[str, Any], state: dict[str, Any]) -> None:
     for mode in ("verify", "simulate"):
