@@ -132,7 +132,9 @@ def d_json(value: Any) -> Any:
                 bad.path.insert(0, index)
                 raise
         return value
-    raise Bad(f"expected a JSON value, got {kind(value)}")
+    # Not one of the exact types json.loads makes: a tuple or an OrderedDict would
+    # read as "an array" or "an object" in kind()'s words, which JSON allows.
+    raise Bad(f"expected a JSON value, got a Python {type(value).__name__} (not JSON)")
 
 
 def d_object(value: Any) -> dict[str, Any]:

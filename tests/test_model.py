@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import re
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -237,6 +238,18 @@ def test_an_open_file_is_read_like_json_load_and_named_in_errors(tmp_path: Path)
         car_verify.load(f)
     with file.open("a") as f, pytest.raises(InputError, match="cannot read file"):
         car_verify.load(f)  # open for writing only
+
+
+@pytest.mark.parametrize(
+    ("value", "name"), [((1, 2), "tuple"), (OrderedDict(a=1), "OrderedDict"), ({1, 2}, "set")]
+)
+def test_python_values_that_are_not_json_are_named_by_their_type(value: Any, name: str) -> None:
+    """A tuple is not "an array" nor an OrderedDict "an object": JSON allows those."""
+    with pytest.raises(InputError) as err:
+        car_verify.verify({"actions": []}, initial_state={"k": {"v": value}})
+    assert str(err.value) == (
+        f"initial_state.k.v: expected a JSON value, got a Python {name} (not JSON)"
+    )
 
 
 def test_json_syntax_errors_give_line_and_column(tmp_path: Path) -> None:
