@@ -481,7 +481,10 @@ def cmd_passes(args: argparse.Namespace) -> int:
 
     for name, cls in available_passes().items():
         needs = f" (needs: {', '.join(sorted(cls.requires))})" if cls.requires else ""
-        _write(f"{name}: {cls.verifies}{needs}\n    codes: {', '.join(cls.codes)}\n")
+        codes = ", ".join(cls.codes)
+        if cls.dynamic_codes:  # a policies pass reports under the names of the rules
+            codes = ", ".join([*cls.codes, "the name of each rule (deny_tool:rm, ...)"])
+        _write(f"{name}: {cls.verifies}{needs}\n    codes: {codes}\n")
     return EXIT_OK
 
 
