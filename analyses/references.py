@@ -4,7 +4,8 @@ What it checks:
     Every id in ``dependencies`` and every ``$<id>.output[.<path>]`` reference
     inside ``parameters`` names an action of the proposal (``unknown-dependency``),
     and the dependency graph has no cycle (``dependency-cycle``, one finding per
-    cycle on its first action in proposal order, naming the actions on it).
+    cycle on its first action in proposal order, naming the actions on it: a
+    shortest cycle through that action, then the others of its group).
 
 Why it matters:
     A dependency on an action that does not exist can never be satisfied by the

@@ -253,12 +253,55 @@ class Dag:
                 if not graph.has_edge(only, only):
                     continue
             members = tuple(sorted(v for v in component if v < n))
-            start = members[0]
-            loop = nx.find_cycle(graph.subgraph(component), source=start)
-            path = [start, *(edge[1] for edge in loop)]
-            cycles.append(Cycle(members, tuple(v for v in path if v < n)))
+            cycles.append(Cycle(members, self._shortest_cycle(members[0], component)))
         cycles.sort(key=lambda c: c.members[0])
         return cycles
+
+    def _shortest_cycle(self, start: int, component: set[int]) -> tuple[int, ...]:
+        """The cycle through action ``start`` with the fewest actions, at each step the
+        earliest action in proposal order among those that keep it shortest. Counted
+        in actions (a cover node costs nothing), so the path is the same whether a
+        state edge is drawn directly or through cover nodes."""
+        n, preds, succ = self.n, self.preds, self.succ
+        # left[v]: the fewest actions on a path from v back to start (start counted,
+        # v not); a search backwards from start, nearer nodes first (0-1 weights).
+        left: dict[int, int] = {}
+        queue = deque((1, p) for p in preds[start] if p in component)
+        while queue:
+            cost, node = queue.popleft()
+            if node in left:
+                continue
+            left[node] = cost
+            if node == start:
+                continue  # the cycle's beginning, not a step on the way back
+            for p in preds[node]:
+                if p in component and p not in left:
+                    if node < n:
+                        queue.append((cost + 1, p))
+                    else:
+                        queue.appendleft((cost, p))
+        path = [start]
+        node = start
+        while True:
+            cost = left[node]
+            # The actions one step on (through cover nodes) that keep the cycle shortest.
+            best: int | None = None
+            seen: set[int] = set()
+            stack = [node]
+            while stack:
+                for s in succ[stack.pop()]:
+                    if s in seen or s not in component:
+                        continue
+                    seen.add(s)
+                    if s >= n:
+                        stack.append(s)
+                    elif (s == start and cost == 1) or (s != start and left.get(s) == cost - 1):
+                        best = s if best is None else min(best, s)
+            assert best is not None, "a strongly connected component has a way back"
+            path.append(best)
+            if best == start:
+                return tuple(path)
+            node = best
 
     def downstream(self, members: tuple[int, ...]) -> list[int]:
         """Actions reachable from ``members`` that are not themselves members (positions)."""

@@ -103,9 +103,32 @@ def test_conflicts_agree_however_pairs_are_settled(
     assert_conflicts_and_reachability_match_the_oracle(dag, doc)
 
 
+@given(proposals(max_actions=8))
+def test_each_cycle_is_shown_by_a_shortest_real_cycle_through_its_first_action(
+    doc: dict[str, Any],
+) -> None:
+    """A dependency cycle's path starts and ends at its first action, every step is a
+    real edge of the proposal, and no cycle through that action has fewer actions."""
+    dag = Dag(car_verify.load(doc))
+    edges, _ = oracle.edges(doc["actions"])
+    for cycle in dag.cycles:
+        start = cycle.members[0]
+        assert cycle.path[0] == cycle.path[-1] == start
+        assert all(step in edges for step in zip(cycle.path, cycle.path[1:], strict=False))
+        assert set(cycle.path) <= set(cycle.members)
+        # the shortest way back to start, by a search over the real edges
+        frontier, seen, length = {start}, set(), 0
+        while start not in seen:
+            frontier = {b for a, b in edges if a in frontier} - seen
+            seen |= frontier
+            length += 1
+        assert len(cycle.path) - 1 == length
+
+
 #: Every tuning threshold of the DAG at the value that sends its work down the
-#: rarely taken branch: no short search, pair-by-pair questions never, chains of one
-#: writer, one-bit batches, an early stop of the first conflict pass, one-bit windows.
+#: rarely taken branch: no short search, pair-by-pair questions never, chains of
+#: one writer, one-bit batches, an early stop of the first conflict pass, one-bit
+#: windows.
 EXTREMES = {
     "NEAR_SEARCH": 0,
     "PAIRS_PER_ACTION": 0,
