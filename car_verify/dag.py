@@ -10,7 +10,9 @@ The last rule links A to *every* earlier writer of the key; to keep the graph
 linear in size, those edges are routed through one *cover node* per
 (key, number of earlier writers): cover(k, m) has edges from cover(k, m-1) and
 from the m-th writer of k, so a path from writer w to A exists exactly when the
-original edge w -> A does. Cover nodes carry no level of their own.
+original edge w -> A does. Cover nodes carry no level of their own. A reader of
+a key with few earlier writers (``DIRECT_WRITERS``) gets the edges themselves,
+which costs no more and keeps the graph smaller.
 
 Reachability questions go to cheap tests first (levels, a short search back from
 the target); the pairs left open are settled together by one sweep of the
@@ -66,6 +68,10 @@ class Cycle:
 
 class Dag:
     """Ordering facts of one proposal, computed once."""
+
+    #: A reader of a key with at most this many earlier writers gets an edge from
+    #: each of them; beyond, one edge from the key's cover node.
+    DIRECT_WRITERS = 4
 
     def __init__(self, proposal: ActionProposal) -> None:
         actions = proposal.actions
@@ -125,6 +131,7 @@ class Dag:
             return chain[count - 1]
 
         keys_of = self.keys
+        direct = self.DIRECT_WRITERS
         for i, action in enumerate(actions):
             found_tasks: list[int] = []
             for j, dep in enumerate(action.dependencies):
@@ -150,7 +157,11 @@ class Dag:
                 if ws and ws[0] < i:
                     if with_covers is None:
                         own = with_covers = list(tasks)
-                    with_covers.append(cover(key, bisect_left(ws, i)))
+                    count = bisect_left(ws, i)
+                    if count <= direct:
+                        with_covers.extend(ws[:count])
+                    else:
+                        with_covers.append(cover(key, count))
             task_preds.append(tasks)
             preds.append(own)
             if backward_only:

@@ -126,10 +126,11 @@ def test_each_cycle_is_shown_by_a_shortest_real_cycle_through_its_first_action(
 
 
 #: Every tuning threshold of the DAG at the value that sends its work down the
-#: rarely taken branch: no short search, pair-by-pair questions never, chains of
-#: one writer, one-bit batches, an early stop of the first conflict pass, one-bit
-#: windows.
+#: rarely taken branch: cover nodes for every key, no short search, pair-by-pair
+#: questions never, chains of one writer, one-bit batches, an early stop of the
+#: first conflict pass, one-bit windows.
 EXTREMES = {
+    "DIRECT_WRITERS": 0,
     "NEAR_SEARCH": 0,
     "PAIRS_PER_ACTION": 0,
     "CHAIN_MIN": 1,
