@@ -246,25 +246,34 @@ class Dag:
         return succ
 
     @cached_property
-    def cycles(self) -> list[Cycle]:
-        """Each strongly connected group among the unlevelled actions, first action first."""
-        if not self.unlevelled:
-            return []
+    def _groups(self) -> tuple[list[set[int]], dict[int, int]]:
+        """The strongly connected groups of the nodes on or after a cycle, in
+        topological order of the groups, and each such node's group index."""
         import networkx as nx
 
-        n = self.n
         stuck = {node for node, lvl in enumerate(self.level) if lvl < 0}
         graph: nx.DiGraph[int] = nx.DiGraph()
         graph.add_nodes_from(stuck)
         graph.add_edges_from((p, node) for node in stuck for p in self.preds[node] if p in stuck)
+        condensed = nx.condensation(graph)
+        groups = [set(condensed.nodes[g]["members"]) for g in nx.topological_sort(condensed)]
+        return groups, {node: g for g, members in enumerate(groups) for node in members}
+
+    @cached_property
+    def cycles(self) -> list[Cycle]:
+        """Each strongly connected group among the unlevelled actions, first action first."""
+        if not self.unlevelled:
+            return []
+        n, preds = self.n, self.preds
         cycles: list[Cycle] = []
-        for component in nx.strongly_connected_components(graph):
+        for component in self._groups[0]:
             if len(component) == 1:
                 (only,) = component
-                if not graph.has_edge(only, only):
+                if only not in preds[only]:
                     continue
             members = tuple(sorted(v for v in component if v < n))
-            cycles.append(Cycle(members, self._shortest_cycle(members[0], component)))
+            if members:
+                cycles.append(Cycle(members, self._shortest_cycle(members[0], component)))
         cycles.sort(key=lambda c: c.members[0])
         return cycles
 
@@ -315,11 +324,18 @@ class Dag:
             node = best
 
     def downstream(self, members: tuple[int, ...]) -> list[int]:
-        """Actions reachable from ``members`` that are not themselves members (positions)."""
+        """Actions reachable from ``members`` that are not themselves members (positions):
+        one search from all of them at once (a search per member was quadratic in a
+        long cycle)."""
         inside = set(members)
         found: set[int] = set()
-        for m in members:
-            found |= self._descendants(m)
+        stack = list(members)
+        succ = self.succ
+        while stack:
+            for s in succ[stack.pop()]:
+                if s not in found:
+                    found.add(s)
+                    stack.append(s)
         return sorted(v for v in found if v < self.n and v not in inside)
 
     def _descendants(self, source: int) -> set[int]:
@@ -381,6 +397,10 @@ class Dag:
         level = self.level
         floor = level[source]
         if floor < 0 or level[target] < 0:
+            if floor < 0 and level[target] < 0:
+                group = self._groups[1]
+                if group[source] == group[target]:
+                    return True  # two nodes of one cycle group reach each other
             return target in self._descendants(source)
         if floor >= level[target]:
             return False
@@ -728,17 +748,29 @@ class Dag:
         return [t for race in all_races for t in race.found]
 
     def _conflicts_with_cycles(self, shared: list[str]) -> list[tuple[int, int, str]]:
-        """The same triples when the graph has a cycle (no topological order): search."""
-        descendants = self._descendants
-        triples = []
+        """The same triples when the graph has a cycle. The actions have no topological
+        order, but their strongly connected groups do: the levelled nodes in their
+        order, then the groups of the rest. Each key's :class:`_Race` visits its
+        writers in that order; two writers of one group reach each other, and
+        :meth:`_settle` knows it, so a long cycle costs no search per pair."""
+        rank = {node: r for r, node in enumerate(self.order)}
+        base = len(self.order)
+        for g, members in enumerate(self._groups[0]):
+            for node in members:
+                rank[node] = base + g
+
+        def reaches(a: int, b: int) -> bool:
+            answer = self._settle(a, b)
+            return answer if answer is not None else b in self._descendants(a)
+
+        found: list[tuple[int, int, str]] = []
         for key in shared:
-            ws = self.writers[key]
-            for x, a in enumerate(ws):
-                for b in ws[x + 1 :]:
-                    if b not in descendants(a) and a not in descendants(b):
-                        triples.append((a, b, key))
-        triples.sort()
-        return triples
+            race = _Race(key, self.keys)
+            for b in sorted(self.writers[key], key=rank.__getitem__):
+                race.visit(b, reaches)
+            found.extend(race.found)
+        found.sort()
+        return found
 
     def conflict_triples(self) -> list[list[str]]:
         ids = self.ids
