@@ -221,7 +221,7 @@ def verify(
         result = assess(ctx, passes)
         del ctx  # the passes' DAG is freed here, while the collector is paused
         if _shares_values(proposal, initial_state):
-            result.simulated_state = _detached(result.simulated_state)
+            result.simulated_state = copy_json(result.simulated_state)
     return result
 
 
@@ -231,12 +231,6 @@ def _shares_values(proposal: object, initial_state: Mapping[str, Any] | None) ->
     return isinstance(proposal, ActionProposal) or (
         initial_state is not None and any(type(v) in (dict, list) for v in initial_state.values())
     )
-
-
-def _detached(state: dict[str, Any]) -> dict[str, Any]:
-    """``state`` with its arrays and objects copied, so that changing the result never
-    changes the caller's proposal or initial state (nor the other way round)."""
-    return {k: copy_json(v) if type(v) in (dict, list) else v for k, v in state.items()}
 
 
 def assess(
@@ -271,7 +265,7 @@ def simulate(proposal: ProposalLike, initial_state: Mapping[str, Any] | None = N
         model = load(proposal)
         ctx = Context(model, initial_state=_state(initial_state))
         result = walk(ctx.dag, ctx.initial_state, mode="simulate")
-        state = _detached(result.state) if _shares_values(proposal, initial_state) else result.state
+        state = copy_json(result.state) if _shares_values(proposal, initial_state) else result.state
     sim = Simulation(state)
     sim.trace = [t for t in result.traces if t is not None]
     sim.unwalked = [ctx.dag.ids[i] for i in ctx.dag.unlevelled]
