@@ -631,6 +631,10 @@ class Dag:
     #: Open pairs the first pass of ``conflicts`` may collect before it stops early
     #: (and at most two per action: more means the guesses are failing).
     OPEN_PAIR_LIMIT = 1 << 16
+    #: Guesses one key's race may rely on, per writer of the key, before that key is
+    #: left to the exact races: the guesses of a race whose writers are ordered but
+    #: far apart (a chain the short search cannot see) grow with the square of them.
+    GUESSES_PER_WRITER = 2
 
     @cached_property
     def conflicts(self) -> list[tuple[int, int, str]]:
@@ -639,9 +643,11 @@ class Dag:
         A first pass runs each key's :class:`_Race` with the cheap answers of
         :meth:`_settle`, counting an open pair as unordered so that it asks what an
         exact run would ask. The open pairs are then settled in one :meth:`_sweep`;
-        a key whose guesses all held keeps its triples. The others, and the keys
-        left when too many pairs were open, are run again with exact answers, all
-        in one more sweep (:meth:`_exact_races`).
+        a key whose guesses all held keeps its triples. The others, a key whose race
+        needed more than GUESSES_PER_WRITER guesses per writer, and the keys left when
+        too many pairs were open, are run again with exact answers, all in one more
+        sweep (:meth:`_exact_races`). So the first pass does work in proportion to
+        the writers and the conflicts, whatever the plan's shape.
         """
         shared = sorted(k for k, ws in self.writers.items() if len(ws) > 1)
         if not shared:
@@ -651,6 +657,8 @@ class Dag:
         known: dict[tuple[int, int], bool | None] = {}
         open_pairs: list[tuple[int, int]] = []
         guesses: list[tuple[int, int]] = []  # the open pairs the current key relied on
+        limit = min(self.OPEN_PAIR_LIMIT, 2 * self.n)
+        allowed = 0  # guesses the current key may rely on
 
         def cheap(a: int, b: int) -> bool:
             pair = (a, b)
@@ -662,18 +670,24 @@ class Dag:
                     open_pairs.append(pair)
             if answer is None:
                 guesses.append(pair)
+                if len(guesses) > allowed or len(open_pairs) > limit:
+                    raise _Unsettled  # guessing is failing: stop
             return bool(answer)
 
         found: list[tuple[int, int, str]] = []
         guessed: list[tuple[str, list[tuple[int, int, str]], list[tuple[int, int]]]] = []
         again: list[str] = []
-        limit = min(self.OPEN_PAIR_LIMIT, 2 * self.n)
         for position, key in enumerate(shared):
             if len(open_pairs) > limit:  # the short search cannot see these paths:
                 again.extend(shared[position:])  # stop guessing
                 break
             guesses = []
-            triples = self._race(key, cheap)
+            allowed = self.GUESSES_PER_WRITER * len(self.writers[key])
+            try:
+                triples = self._race(key, cheap)
+            except _Unsettled:
+                again.append(key)
+                continue
             if guesses:
                 guessed.append((key, triples, guesses))
             else:
