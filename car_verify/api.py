@@ -10,7 +10,7 @@ from typing import Any
 
 from ._codec import Bad, d_json, expected
 from .dag import Dag
-from .errors import InputError
+from .errors import InputError, deep_values_are_input_errors
 from .findings import Issue, Severity
 from .model import ActionProposal, Readable, load
 from .passes import (
@@ -182,6 +182,7 @@ def _state(initial_state: Mapping[str, Any] | None) -> dict[str, Any]:
         raise InputError(bad.problem, ["initial_state", *bad.path]) from None
 
 
+@deep_values_are_input_errors
 def verify(
     proposal: ProposalLike,
     *,
@@ -259,6 +260,7 @@ def assess(
     )
 
 
+@deep_values_are_input_errors
 def simulate(proposal: ProposalLike, initial_state: Mapping[str, Any] | None = None) -> Simulation:
     """Predict the state the executor leaves behind (blocked actions' effects skipped)."""
     with paused_gc():

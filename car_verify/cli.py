@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from .errors import CarVerifyError, InputError, UsageError
+from .errors import TOO_DEEP, CarVerifyError, InputError, UsageError, too_deep
 
 __all__ = ["main"]
 
@@ -634,6 +634,7 @@ def _parser() -> _Parser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code."""
+    args: argparse.Namespace | None = None
     try:
         args = _parser().parse_args(argv)
         run: Callable[[argparse.Namespace], int] = args.run
@@ -641,7 +642,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exit_:  # --help / --version
         return int(exit_.code or 0)
     except CarVerifyError as err:
+        if isinstance(err, InputError) and err.problem.startswith(TOO_DEEP) and args is not None:
+            err = _locate_deep(args) or err
         sys.stderr.write(f"car-verify: error: {_one_line(str(err))}\n")
+        return EXIT_USAGE
+    except RecursionError:  # what the API entry points report as TOO_DEEP, elsewhere
+        found = None if args is None else _locate_deep(args)
+        sys.stderr.write(f"car-verify: error: {found or TOO_DEEP}\n")
         return EXIT_USAGE
     except KeyboardInterrupt:
         sys.stderr.write("car-verify: interrupted\n")
@@ -659,6 +666,32 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"car-verify: internal error: {type(err).__name__}: {_one_line(str(err))}\n"
         )
         return EXIT_USAGE
+
+
+def _locate_deep(args: argparse.Namespace) -> InputError | None:
+    """:data:`TOO_DEEP`, naming the input file and the place of its deepest value
+    (the inputs are read again: this runs only when something was too deep)."""
+    from .model import read_json
+    from .values import deepest
+
+    names: list[str] = []
+    for attr in ("proposal", "a", "b", "proposals", "state", "tools"):
+        value = getattr(args, attr, None)
+        names.extend(value if isinstance(value, list) else [value] if value else [])
+    worst: tuple[int, str, list[str | int]] | None = None
+    for name in names:
+        if name == "-":
+            continue
+        try:
+            path, depth = deepest(read_json(Path(name), name=name))
+        except (CarVerifyError, OSError):
+            continue
+        if worst is None or depth > worst[0]:
+            worst = (depth, name, path)
+    if worst is None:
+        return None
+    depth, name, path = worst
+    return too_deep(path, depth, source=name)
 
 
 def _one_line(text: str) -> str:

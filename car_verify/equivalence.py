@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .api import ProposalLike, _state, simulate
-from .errors import InputError, UsageError
+from .errors import InputError, UsageError, deep_values_are_input_errors
 from .findings import Tier
 from .model import load
 from .values import ABSENT, json_equal, paused_gc
@@ -94,6 +94,7 @@ def differing_keys(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
     )
 
 
+@deep_values_are_input_errors
 def equivalent(
     p1: ProposalLike,
     p2: ProposalLike,

@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
+from typing import Final, ParamSpec, TypeVar
 
 __all__ = [
+    "TOO_DEEP",
     "CarVerifyError",
     "InputError",
     "PassError",
     "UsageError",
+    "deep_values_are_input_errors",
     "format_path",
     "json_pointer",
     "pointer_token",
+    "too_deep",
 ]
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
 class CarVerifyError(Exception):
@@ -119,3 +127,40 @@ class PassError(CarVerifyError):
         self.pass_name = pass_name
         self.cause = cause
         super().__init__(f"pass {pass_name!r} failed: {type(cause).__name__}: {cause}")
+
+
+_KEEP = "(keep values within a few hundred levels)"
+
+#: The problem of an :class:`InputError` for a value nested deeper than the analyses
+#: can follow: each level of nesting takes a level of Python's recursion limit.
+TOO_DEEP: Final = f"a value is nested too deeply to analyse {_KEEP}"
+
+
+def too_deep(path: Sequence[str | int], depth: int, source: str | None = None) -> InputError:
+    """:data:`TOO_DEEP`, located: ``path`` leads to the deepest value (``depth`` levels
+    down); the error names it up to its last object member."""
+    keys = [j for j, part in enumerate(path[:12]) if isinstance(part, str)]
+    return InputError(
+        f"a value here is nested {depth} levels deep, too deeply to analyse {_KEEP}",
+        path[: keys[-1] + 1] if keys else (),
+        source=source,
+    )
+
+
+def deep_values_are_input_errors(entry: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Mark a public entry point: a value nested too deeply for the analyses raises
+    :class:`InputError` (:data:`TOO_DEEP`), never ``RecursionError``.
+
+    ``json.loads`` refuses only what is deeper than the recursion limit when it
+    runs; an analysis that recurses through a value from deeper in the stack can
+    still run out of it. This is the one place that says what that means.
+    """
+
+    @functools.wraps(entry)
+    def guarded(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return entry(*args, **kwargs)
+        except RecursionError:
+            raise InputError(TOO_DEEP) from None
+
+    return guarded

@@ -39,7 +39,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .api import ProposalLike, VerificationResult, _state, assess
-from .errors import UsageError
+from .errors import TOO_DEEP, InputError, UsageError
 from .events import EventLog
 from .model import (
     Action,
@@ -848,18 +848,21 @@ async def execute(
     progress: Callable[[str, str | None, Mapping[str, Any]], None] | None = None,
 ) -> ExecutionResult:
     """Run a proposal behind the verify passes (see the module docs)."""
-    executor = Executor(
-        proposal,
-        tools,
-        schemas=schemas,
-        initial_state=initial_state,
-        policies=policies,
-        gate=gate,
-        budget=budget,
-        event_log=event_log,
-        progress=progress,
-    )
-    return await executor.run()
+    try:
+        executor = Executor(
+            proposal,
+            tools,
+            schemas=schemas,
+            initial_state=initial_state,
+            policies=policies,
+            gate=gate,
+            budget=budget,
+            event_log=event_log,
+            progress=progress,
+        )
+        return await executor.run()
+    except RecursionError:  # as deep_values_are_input_errors does for the other entry points
+        raise InputError(TOO_DEEP) from None
 
 
 def execute_sync(proposal: ProposalLike, tools: Any, **options: Any) -> ExecutionResult:

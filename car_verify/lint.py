@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .codes import CODES, Code
-from .errors import InputError, UsageError
+from .errors import InputError, UsageError, json_pointer, too_deep
 from .findings import Severity, Tier
 
 __all__ = [
@@ -458,14 +458,22 @@ def _lint_document(
         return
     result.proposals += 1
     setup = _setup(config)
-    verdict = verify(
-        proposal,
-        tools=setup["tools"],
-        initial_state=setup["state"],
-        max_actions=config.max_actions,
-        policies=setup["policies"],
-        repeat_threshold=config.repeat_threshold,
-    )
+    try:
+        verdict = verify(
+            proposal,
+            tools=setup["tools"],
+            initial_state=setup["state"],
+            max_actions=config.max_actions,
+            policies=setup["policies"],
+            repeat_threshold=config.repeat_threshold,
+        )
+    except InputError as err:  # a value too deep to analyse (TOO_DEEP)
+        from .values import deepest
+
+        path, depth = deepest(data)
+        where = positions.get(_action_pointer(json_pointer(path)), (first_line, 1))
+        file_finding("invalid-file", str(too_deep(path, depth)) if depth else str(err), *where)
+        return
     ignored_here = _ignored_here(relative, config)
     for issue in verdict.issues:
         pointer = f"/actions/{issue.index}" if issue.index is not None else ""

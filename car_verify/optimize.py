@@ -22,6 +22,7 @@ from typing import Any, Final
 
 from .api import ProposalLike, VerificationResult, _state, assess, verify
 from .dag import Dag
+from .errors import deep_values_are_input_errors
 from .model import Action, ActionProposal, load, load_parsed
 from .passes import Context
 from .values import json_equal, paused_gc
@@ -101,6 +102,7 @@ _ORDER_ONLY: Final = frozenset(
 _CHANGES_FINDINGS: Final = "removing it changes verify's findings"
 
 
+@deep_values_are_input_errors
 def optimize(
     proposal: ProposalLike, *, initial_state: Mapping[str, Any] | None = None
 ) -> OptimizeResult:

@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 from .codes import Code, lookup, register_codes
 from .dag import Dag
-from .errors import CarVerifyError, PassError, UsageError, json_pointer
+from .errors import TOO_DEEP, CarVerifyError, InputError, PassError, UsageError, json_pointer
 from .findings import Issue, Severity, Tier
 from .model import ActionProposal
 from .tools import ToolRegistry
@@ -410,6 +410,8 @@ def run_passes(ctx: Context, passes: Sequence[Pass]) -> tuple[list[Issue], list[
             found = list(p.run(ctx))
         except CarVerifyError:
             raise
+        except RecursionError:  # a value too deep to follow: the input's fault, named here
+            raise InputError(f"{TOO_DEEP} (in pass {p.name!r})") from None
         except Exception as err:
             raise PassError(p.name, err) from err
         allowed = set(p.codes)

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from .api import ProposalLike, _state
 from .dag import Dag
-from .errors import InputError
+from .errors import InputError, deep_values_are_input_errors
 from .model import ActionProposal, load
 from .values import ABSENT, format_value, json_equal
 
@@ -74,6 +74,7 @@ def _versions(versions: Mapping[str, Any] | None) -> dict[str, int]:
     return dict(versions)
 
 
+@deep_values_are_input_errors
 def transaction_check(
     proposals: ProposalLike | Sequence[ProposalLike],
     *,

@@ -207,6 +207,23 @@ def copy_json(value: Any) -> Any:
     return value
 
 
+def deepest(value: Any) -> tuple[list[str | int], int]:
+    """The path to the most deeply nested value in a JSON tree (the first in document
+    order) and how many levels it lies below the top. Iterative: it is meant for
+    values too deep to recurse through."""
+    best: tuple[list[str | int], int] = ([], 0)
+    stack: list[tuple[Any, list[str | int]]] = [(value, [])]
+    while stack:
+        node, path = stack.pop()
+        if len(path) > best[1]:
+            best = (path, len(path))
+        if type(node) is dict:
+            stack.extend((v, [*path, k]) for k, v in reversed(node.items()))
+        elif type(node) is list:
+            stack.extend((node[j], [*path, j]) for j in range(len(node) - 1, -1, -1))
+    return best
+
+
 #: Objects a paused block must leave behind before ``paused_gc`` moves them to the
 #: oldest generation: below, the young collection they get is cheap (about 1 ms).
 PROMOTE_AT: Final = 10_000

@@ -14,7 +14,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from .api import ProposalLike, simulate
-from .errors import UsageError
+from .errors import UsageError, deep_values_are_input_errors
 from .model import load
 from .values import paused_gc
 
@@ -56,6 +56,7 @@ class Condition:
         )
 
 
+@deep_values_are_input_errors
 def runs_unblocked(
     proposal: ProposalLike, action: str | None = None, *, timeout_ms: int = 30_000
 ) -> Condition:
