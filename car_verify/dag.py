@@ -12,7 +12,10 @@ linear in size, those edges are routed through one *cover node* per
 from the m-th writer of k, so a path from writer w to A exists exactly when the
 original edge w -> A does. Cover nodes carry no level of their own. A reader of
 a key with few earlier writers (``DIRECT_WRITERS``) gets the edges themselves,
-which costs no more and keeps the graph smaller.
+which costs no more and keeps the graph smaller. In the same way, a dependency
+or output reference naming an id that more than ``DIRECT_WRITERS`` actions share
+(a ``duplicate-id`` plan) gets one edge from that id's node, which has an edge
+from each of them.
 
 Reachability questions go to cheap tests first (levels, a short search back from
 the target); the pairs left open are settled together by one sweep of the
@@ -106,7 +109,10 @@ class Dag:
         task_preds: list[Sequence[int]] = []
         unknown: list[UnknownRef] = []
         chains: dict[str, list[int]] = {}
-        covers: list[tuple[int, int]] = []
+        # The nodes after the actions: covers (a pair each) and id nodes (every
+        # position of an id used more than DIRECT_WRITERS times).
+        extra: list[Sequence[int]] = []
+        id_nodes: dict[str, int] = {}
         # Levels are computed on the fly while every edge points backwards in the
         # list (the common case); a forward `dependencies` entry falls back to Kahn.
         level: list[int] = [-1] * n
@@ -122,41 +128,61 @@ class Dag:
             if chain is None:
                 chain = chains[key] = [ws[0]]
             while len(chain) < count:
-                node = n + len(covers)
+                node = n + len(extra)
                 pair = (chain[-1], ws[len(chain)])
-                covers.append(pair)
+                extra.append(pair)
                 level.append(max(level[pair[0]], level[pair[1]]))
                 order.append(node)
                 chain.append(node)
             return chain[count - 1]
 
+        def id_node(action_id: str, positions: list[int]) -> int:
+            """The node that every action with this (duplicated) id reaches: an edge
+            from it instead of one from each, so that the edges stay linear."""
+            node = id_nodes.get(action_id)
+            if node is None:
+                node = id_nodes[action_id] = n + len(extra)
+                extra.append(positions)
+                # Right when they all come first (else the levels come from _kahn).
+                level.append(max(level[p] for p in positions))
+                order.append(node)
+            return node
+
         keys_of = self.keys
         direct = self.DIRECT_WRITERS
         for i, action in enumerate(actions):
-            found_tasks: list[int] = []
+            # The positions each dependency and output reference names (ascending).
+            named: list[list[int]] = []
             for j, dep in enumerate(action.dependencies):
                 targets = self.targets(dep)
                 if targets:
-                    found_tasks.extend(targets)
+                    named.append(targets)
                 else:
                     unknown.append(UnknownRef(i, dep, ("dependencies", j), "dependency"))
             if action.parameters:
                 for ref in action.output_refs():
                     targets = self.targets(ref.action_id)
                     if targets:
-                        found_tasks.extend(targets)
+                        named.append(targets)
                     else:
                         unknown.append(UnknownRef(i, ref.action_id, ref.pointer, "output"))
-            tasks: Sequence[int] = found_tasks or none
-            if tasks and max(tasks) >= i:
-                backward_only = False
+            tasks: Sequence[int]
+            if not named:
+                tasks = none
+            else:
+                # One list is kept as it is: shared, when it holds a duplicated id's positions.
+                tasks = named[0] if len(named) == 1 else [t for ts in named for t in ts]
+                if max(ts[-1] for ts in named) >= i:
+                    backward_only = False
             own = tasks
+            if twice and len(tasks) > direct:
+                own = self._through_id_nodes(action, id_node)
             with_covers: list[int] | None = None
             for key in keys_of[i]:
                 ws = writers.get(key)
                 if ws and ws[0] < i:
                     if with_covers is None:
-                        own = with_covers = list(tasks)
+                        own = with_covers = list(own)
                     count = bisect_left(ws, i)
                     if count <= direct:
                         with_covers.extend(ws[:count])
@@ -171,7 +197,7 @@ class Dag:
                         top = level[p]
                 level[i] = top + 1
                 order.append(i)
-        preds.extend(covers)
+        preds.extend(extra)
         self.preds = preds
         self.task_preds = task_preds
         self.unknown_refs = unknown
@@ -193,6 +219,20 @@ class Dag:
         self.levels = levels
         self.unlevelled = unlevelled
         self._descendant_cache: dict[int, set[int]] = {}
+
+    def _through_id_nodes(
+        self, action: Action, id_node: Callable[[str, list[int]], int]
+    ) -> list[int]:
+        """An action's predecessors when it names an id used more than DIRECT_WRITERS
+        times: that id's node stands for all its positions."""
+        own: list[int] = []
+        for action_id in [*action.dependencies, *(r.action_id for r in action.output_refs())]:
+            targets = self.targets(action_id)
+            if len(targets) > self.DIRECT_WRITERS:
+                own.append(id_node(action_id, targets))
+            else:
+                own.extend(targets)
+        return own
 
     def targets(self, action_id: str) -> list[int]:
         """The positions of the actions with this id (empty when there is none)."""

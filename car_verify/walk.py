@@ -9,7 +9,7 @@ action whose explicit or output-reference dependency was blocked is blocked too.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -96,6 +96,9 @@ def walk(
     blocked = [False] * dag.n
     traces: list[ActionTrace | None] = [None] * dag.n
     effects = [a.effects() for a in actions]
+    # The causes and ids of each long list of dependencies, by identity: a list of a
+    # duplicated id's positions is shared by every action that names the id.
+    waits: dict[int, tuple[list[Cause], list[str]]] = {}
 
     for level_no, members in enumerate(dag.levels):
         if on_level is not None:
@@ -140,13 +143,21 @@ def walk(
                     causes.append(Cause("missing-key", key=key))
             after: list[str] = []
             if simulate:
-                for t in dag.task_preds[i]:
-                    if blocked[t]:
-                        causes.append(
-                            Cause("blocked-dependency", dependency=t, dependency_id=ids[t])
-                        )
-                    elif ids[t] not in after:
-                        after.append(ids[t])
+                needs = dag.task_preds[i]
+                if len(needs) > _SHARED:  # maybe the positions of an id many actions share:
+                    found = waits.get(id(needs))  # their verdicts are final once, for all
+                    if found is None:
+                        found = waits[id(needs)] = _waits(needs, blocked, ids)
+                    causes.extend(found[0])
+                    after = list(found[1])
+                else:
+                    for t in needs:
+                        if blocked[t]:
+                            causes.append(
+                                Cause("blocked-dependency", dependency=t, dependency_id=ids[t])
+                            )
+                        elif ids[t] not in after:
+                            after.append(ids[t])
             blocked[i] = bool(causes)
             if simulate or causes:  # verify needs only the blocked actions' traces
                 traces[i] = ActionTrace(i, ids[i], level_no, bool(causes), causes, supplied, after)
@@ -159,6 +170,26 @@ def walk(
                         for key in change:
                             supplier[key] = i
     return Walk(state, traces, mode)
+
+
+#: Dependency lists longer than this are walked once (see ``waits`` in :func:`walk`).
+_SHARED = 8
+
+
+def _waits(
+    needs: Sequence[int], blocked: list[bool], ids: list[str]
+) -> tuple[list[Cause], list[str]]:
+    """The blocked-dependency causes of an action waiting for ``needs``, and the ids
+    of those that ran (in order, once each). Every one of ``needs`` is on an earlier
+    level, so the answer holds for every action waiting for the same list."""
+    causes: list[Cause] = []
+    after: dict[str, None] = {}
+    for t in needs:
+        if blocked[t]:
+            causes.append(Cause("blocked-dependency", dependency=t, dependency_id=ids[t]))
+        else:
+            after[ids[t]] = None
+    return causes, list(after)
 
 
 def _who(supplier: dict[str, int], ids: list[str], key: str, actual: Any) -> str | None:

@@ -41,6 +41,9 @@ def proposals(draw: st.DrawFn, max_actions: int = 7, cycles: bool = True) -> dic
     """Small proposals exercising every ordering and blocking rule."""
     n = draw(st.integers(0, max_actions))
     ids = [f"a{i}" for i in range(n)]
+    for i in range(1, n if cycles else 0):  # now and then an id used twice: edges from each
+        if draw(st.integers(0, 7)) == 0:  # (a reference may then point forward: not acyclic)
+            ids[i] = ids[draw(st.integers(0, i - 1))]
     actions = []
     for i in range(n):
         kind = draw(

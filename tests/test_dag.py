@@ -76,6 +76,40 @@ def test_one_key_written_far_apart_along_a_chain_is_not_guessed_pair_by_pair(
     assert calls["_settle"] <= 2 * n
 
 
+@pytest.mark.parametrize("self_reference", [False, True])
+def test_an_id_shared_by_many_actions_adds_one_node_not_an_edge_per_pair(
+    self_reference: bool,
+) -> None:
+    """2,000 actions share the id "x" and 2,000 more (or the same ones) depend on it:
+    an edge from each to each was four million edges (10 s to verify)."""
+    n = 2000
+    shared = [{"id": "x", "type": "tool_call", "tool": "t"} for _ in range(n)]
+    if self_reference:
+        actions = [{**a, "dependencies": ["x"]} for a in shared]
+    else:
+        actions = [
+            *shared,
+            *(
+                {"id": f"d{i}", "type": "tool_call", "tool": "t", "parameters": {"in": "$x.output"}}
+                for i in range(n)
+            ),
+        ]
+    dag = Dag(car_verify.load({"actions": actions}))
+    assert sum(len(ps) for ps in dag.preds) <= 2 * len(actions)
+    if self_reference:  # every one depends on itself: one group, one self-loop path
+        (cycle,) = dag.cycles
+        assert cycle.members == tuple(range(n)) and cycle.path == (0, 0)
+        assert dag.levels == []
+    else:
+        assert dag.levels == [list(range(n)), list(range(n, 2 * n))]
+        assert all(dag.task_preds[i] == list(range(n)) for i in range(n, 2 * n))
+        actions[0] = {**actions[0], "preconditions": [{"key": "ready", "operator": "exists"}]}
+        walked = car_verify.simulate({"actions": actions})  # the first "x" is blocked
+        assert walked.blocked == ["x", *(f"d{i}" for i in range(n))]
+        last = walked.trace[-1]
+        assert [c.dependency for c in last.causes] == [0] and last.after == ["x"]
+
+
 def test_a_long_cycle_costs_no_search_per_action_or_pair(monkeypatch: pytest.MonkeyPatch) -> None:
     """2,000 steps, each writing and reading one counter, closed into one cycle by a
     dependency of the first step on the last: every pair of writers is one cycle
