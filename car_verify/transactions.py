@@ -4,7 +4,10 @@ belief divergence, within one proposal or across proposals of concurrent agents.
 Reads and writes are ``read_set`` / ``write_set`` when non-empty, else derived
 (SEMANTICS section 3). Two actions of one proposal are concurrent when neither
 reaches the other in its DAG; actions of different proposals are always
-concurrent. A stale read is an assumption whose ``read_version`` is behind the
+concurrent. Within one proposal, two writers of a key race exactly when they are
+one of its DAG's write conflicts, which the DAG finds without asking about every
+pair of writers; a reader is asked about each writer of its key, unless all of
+them form one chain. A stale read is an assumption whose ``read_version`` is behind the
 key's current version (``versions``); belief divergence an assumption whose
 ``expected_value`` differs from the current state (``state``).
 """
@@ -120,19 +123,29 @@ def transaction_check(
             {k: g[p] for k, g in touching.items() if len(g.get(p, ())) > 2}
         )
     }
+    # Two writers of a key in one proposal race when they are a write conflict: the
+    # DAG finds those without asking every pair of writers.
     pairs: dict[tuple[tuple[int, int], tuple[int, int]], set[str]] = {}
+    for p, dag in enumerate(dags):
+        for a, b, key in dag.conflicts:
+            pairs.setdefault(((p, a), (p, b)), set()).add(key)
+    racing = set(pairs)
     for key, ws in writers.items():
+        # Per proposal: the actions that read the key without writing it.
+        only_read = {
+            p: [i for i in members if not dags[p].is_writer(key, i)]
+            for p, members in touching[key].items()
+        }
         for w in ws:
             for p, members in touching[key].items():
                 if p == w[0] and (p, key) in chained:
                     continue  # the whole chain at once, not pair by pair
-                for i in members:
+                for i in only_read[p] if p == w[0] else members:
                     other = (p, i)
-                    if other != w:
-                        pairs.setdefault((min(w, other), max(w, other)), set()).add(key)
+                    pairs.setdefault((min(w, other), max(w, other)), set()).add(key)
     within: dict[int, list[tuple[int, int]]] = {}
     for a, b in pairs:
-        if a[0] == b[0]:
+        if a[0] == b[0] and (a, b) not in racing:
             within.setdefault(a[0], []).extend([(a[1], b[1]), (b[1], a[1])])
     ordered = {p: dags[p].reachable(ps) for p, ps in within.items()}
 

@@ -524,6 +524,36 @@ def test_transaction_hazards_within_a_proposal_equal_the_brute_force_oracle(
     assert found == oracle.hazards(doc["actions"])
 
 
+def test_transaction_check_does_not_ask_about_every_pair_of_writers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """1,000 writers of one key on a chain closed into a cycle (so not "one chain"):
+    asking whether each pair is ordered was 500,000 questions and 6 s."""
+    from car_verify.dag import Dag
+
+    n = 3000
+    actions: list[dict[str, Any]] = []
+    for i in range(n):
+        action: dict[str, Any] = {"id": f"c{i}", "type": "tool_call", "tool": "t"}
+        action["dependencies"] = [f"c{i - 1}"] if i else []
+        if i == n // 2:
+            action["dependencies"].append(f"c{n - 1}")
+        if i % 3 == 0:
+            action["expected_effects"] = {"k": i}
+        actions.append(action)
+    asked = {"pairs": 0}
+    real = Dag.reachable
+
+    def counted(self: Dag, pairs: Any) -> Any:
+        pairs = list(pairs)
+        asked["pairs"] += len(pairs)
+        return real(self, pairs)
+
+    monkeypatch.setattr(Dag, "reachable", counted)
+    assert transaction_check({"actions": actions}).hazards == []
+    assert asked["pairs"] <= n
+
+
 def test_transaction_check_names_the_proposal_that_does_not_model() -> None:
     ok = {"actions": [{"id": "a", "type": "tool_call", "tool": "t"}]}
     with pytest.raises(car_verify.InputError, match=r"^\[1\]\.actions\[0\]\.type: expected"):
