@@ -127,8 +127,8 @@ def transaction_check(
     # DAG finds those without asking every pair of writers.
     pairs: dict[tuple[tuple[int, int], tuple[int, int]], set[str]] = {}
     for p, dag in enumerate(dags):
-        for a, b, key in dag.conflicts:
-            pairs.setdefault(((p, a), (p, b)), set()).add(key)
+        for first, second, key in dag.conflicts:
+            pairs.setdefault(((p, first), (p, second)), set()).add(key)
     racing = set(pairs)
     for key, ws in writers.items():
         # Per proposal: the actions that read the key without writing it.
