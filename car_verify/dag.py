@@ -832,8 +832,13 @@ class Dag:
 
     # --- edges with reasons (for people: traces, exporters) ------------------------------------
 
-    def edges(self) -> Iterator[Edge]:
-        """Every real edge with its reason; state edges to every earlier writer of the key."""
+    def edges(self, *, implied: bool = True) -> Iterator[Edge]:
+        """Every real edge with its reason; state edges to every earlier writer of the key.
+
+        With ``implied=False``, a state edge is left out when a later one of the
+        earlier writers reads the key itself: the left-out writer reaches that one
+        through its own state edge, so what reaches what is unchanged, and a chain
+        of n read-modify-write steps draws n - 1 edges instead of n(n - 1)/2."""
         for i, action in enumerate(self.actions):
             for dep in action.dependencies:
                 for t in self.targets(dep):
@@ -843,9 +848,14 @@ class Dag:
                     label = f"${ref.action_id}.output" + (f".{ref.path}" if ref.path else "")
                     yield Edge(t, i, "output", label)
             for key in self.keys[i]:
-                for w in self.writers.get(key, ()):
-                    if w >= i:
-                        break
+                ws = self.writers.get(key, [])
+                earlier = ws[: bisect_left(ws, i)]
+                if not implied:
+                    for start in range(len(earlier) - 1, -1, -1):
+                        if key in self.keys[earlier[start]]:
+                            earlier = earlier[start:]  # the writers before it reach it
+                            break
+                for w in earlier:
                     yield Edge(w, i, "state", key)
 
 

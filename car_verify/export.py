@@ -135,7 +135,7 @@ def to_dot(
         previous = marker
 
     reasons: dict[tuple[int, int], list[str]] = {}
-    for edge in dag.edges():
+    for edge in dag.edges(implied=False):  # what reaches what, without the clutter
         label = {"dependency": "depends", "state": edge.label, "output": edge.label}[edge.kind]
         found = reasons.setdefault((edge.source, edge.target), [])
         if label not in found:

@@ -235,6 +235,37 @@ def test_a_failing_precondition_on_a_key_nobody_writes_beside_many_racing_writer
     )
 
 
+def _closure(n: int, pairs: set[tuple[int, int]]) -> set[tuple[int, int]]:
+    reach = set(pairs)
+    for k in range(n):  # Floyd-Warshall on booleans
+        for a in range(n):
+            if (a, k) in reach:
+                reach |= {(a, b) for b in range(n) if (k, b) in reach}
+    return reach
+
+
+@given(proposals(max_actions=8))
+def test_drawn_edges_are_real_and_keep_what_reaches_what(doc: dict[str, Any]) -> None:
+    dag = Dag(car_verify.load(doc))
+    every = {(e.source, e.target) for e in dag.edges()}
+    drawn = {(e.source, e.target) for e in dag.edges(implied=False)}
+    assert drawn <= every
+    assert _closure(dag.n, drawn) == _closure(dag.n, every)
+
+
+def test_a_read_modify_write_chain_draws_one_state_edge_per_step() -> None:
+    steps = [
+        {"id": f"s{i}", "type": "tool_call", "tool": "t", "state_dependencies": ["count"],
+         "expected_effects": {"count": i}}
+        for i in range(300)
+    ]  # fmt: skip
+    dag = Dag(car_verify.load({"actions": steps}))
+    assert len(list(dag.edges())) == 300 * 299 // 2
+    assert [(e.source, e.target) for e in dag.edges(implied=False)] == [
+        (i, i + 1) for i in range(299)
+    ]
+
+
 @given(proposals(max_actions=8), st.randoms(use_true_random=False))
 def test_readiness_follows_every_schedule_like_a_scan_of_the_real_edges(
     doc: dict[str, Any], rng: Any
