@@ -90,8 +90,9 @@ class Questions:
         self._timeout = self._NO_TIMEOUT if timeout_ms is None else timeout_ms
         self._solver.add(encoder.domain())
 
-    def ask(self, *facts: Any, timeout_ms: int | None = None) -> Answer:
-        """Is there an initial state in which all ``facts`` hold?"""
+    def ask(self, *facts: Any, timeout_ms: int | None = None, model: bool = True) -> Answer:
+        """Is there an initial state in which all ``facts`` hold? (``model=False``:
+        the verdict is enough, do not fetch the state.)"""
         z3, solver = self._z3, self._solver
         solver.set("timeout", self._timeout if timeout_ms is None else timeout_ms)
         solver.push()
@@ -99,7 +100,7 @@ class Questions:
             solver.add(*facts)
             verdict = solver.check()
             if verdict == z3.sat:
-                return Answer(verdict, model=solver.model())
+                return Answer(verdict, model=solver.model() if model else None)
             if verdict == z3.unsat:
                 return Answer(verdict)
             return Answer(verdict, reason=solver.reason_unknown())

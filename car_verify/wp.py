@@ -112,17 +112,71 @@ def _never(z3: Any, questions: Questions, run: Any, targets: list[int], ids: lis
 def _without_implied(z3: Any, expr: Any, questions: Questions, timeout_ms: int = 2_000) -> Any:
     """Drop, first to last, each conjunct that the ones kept imply over JSON states
     (``a >= 1 and (b exists or a >= 1)`` is ``a >= 1``): the simplifier does not know
-    the JSON domain. A question the solver cannot answer in time keeps the conjunct."""
+    the JSON domain. A question the solver cannot answer in time keeps the conjunct.
+
+    Conjuncts that share no key are independent (the domain constrains each key on
+    its own, and the whole conjunction is satisfiable when this runs), so a conjunct
+    is implied by the others exactly when the ones of its group, linked by shared
+    keys, imply it. Each question holds one group, not the whole condition: the
+    questions stay small and their number linear in the conjuncts.
+    """
     if not z3.is_and(expr):
         return expr
-    kept = list(expr.children())
-    for part in list(kept):
-        rest = [k for k in kept if k is not part]
-        if not rest:
-            break
-        if questions.ask(*rest, z3.Not(part), timeout_ms=timeout_ms).verdict == z3.unsat:
-            kept = rest
-    return z3.And(*kept) if len(kept) > 1 else kept[0]
+    parts = list(expr.children())
+    dropped: set[int] = set()
+    for group in _linked(z3, parts):
+        kept = list(group)
+        for j in group:
+            rest = [k for k in kept if k != j]
+            facts = [parts[k] for k in rest]
+            answer = questions.ask(*facts, z3.Not(parts[j]), timeout_ms=timeout_ms, model=False)
+            if answer.verdict == z3.unsat:
+                kept = rest
+                dropped.add(j)
+    kept_parts = [part for j, part in enumerate(parts) if j not in dropped]
+    if not kept_parts:  # each holds in every state: keep the last, as one by one would
+        return parts[-1]
+    return z3.And(*kept_parts) if len(kept_parts) > 1 else kept_parts[0]
+
+
+def _linked(z3: Any, parts: list[Any]) -> list[list[int]]:
+    """The conjuncts grouped by shared uninterpreted constants (the keys' presence and
+    values), each group in order, the groups in order of their first conjunct."""
+    parent = list(range(len(parts)))
+
+    def root(j: int) -> int:
+        while parent[j] != j:
+            parent[j] = parent[parent[j]]
+            j = parent[j]
+        return j
+
+    owner: dict[int, int] = {}  # constant's id -> the first conjunct that names it
+    for j, part in enumerate(parts):
+        for const in _constants(z3, part):
+            first = owner.setdefault(const, j)
+            parent[root(j)] = root(first)
+    groups: dict[int, list[int]] = {}
+    for j in range(len(parts)):
+        groups.setdefault(root(j), []).append(j)
+    return sorted(groups.values())
+
+
+def _constants(z3: Any, expr: Any) -> set[int]:
+    """The ids of the uninterpreted constants in ``expr`` (each subterm visited once)."""
+    found: set[int] = set()
+    seen: set[int] = set()
+    stack = [expr]
+    while stack:
+        term = stack.pop()
+        tid = term.get_id()
+        if tid in seen:
+            continue
+        seen.add(tid)
+        if z3.is_const(term) and term.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            found.add(tid)
+        elif z3.is_app(term):
+            stack.extend(term.children())
+    return found
 
 
 def _simplify(z3: Any, expr: Any, encoder: Any) -> Any:

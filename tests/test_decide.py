@@ -505,6 +505,36 @@ def test_optimize_settles_redundant_entries_without_a_verify_each(
     assert (result.depth_before, result.depth_after) == (59, 59)  # a0 and a1 share level 0
 
 
+def test_runs_unblocked_asks_about_implied_conjuncts_one_group_of_keys_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """200 actions, each needing its own key and sharing one more: a question per
+    conjunct that held all the others made 200 questions of 200 facts."""
+    from car_verify.symbolic import Questions
+
+    actions = [
+        {"id": f"a{i}", "type": "tool_call", "tool": "t",
+         "preconditions": [{"key": f"k{i}", "operator": "gte", "value": i}]}
+        for i in range(200)
+    ]  # fmt: skip
+    actions.append(
+        {"id": "z", "type": "tool_call", "tool": "t",
+         "preconditions": [{"key": "k7", "operator": "gte", "value": 3}]}
+    )  # fmt: skip
+    sizes: list[int] = []
+    real = Questions.ask
+
+    def counted(self: Questions, *facts: Any, **options: Any) -> Any:
+        sizes.append(len(facts))
+        return real(self, *facts, **options)
+
+    monkeypatch.setattr(Questions, "ask", counted)
+    condition = runs_unblocked({"actions": actions})
+    assert condition.formula.count(" and ") == 199  # k7 >= 3 is implied by k7 >= 7
+    assert "k7 >= 3" not in condition.formula and "k7 >= 7" in condition.formula
+    assert max(sizes) <= 8, max(sizes)  # was: every other conjunct, hundreds
+
+
 # --- transaction_check ---------------------------------------------------------------------
 
 
