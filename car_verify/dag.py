@@ -75,6 +75,10 @@ class Dag:
     #: A reader of a key with at most this many earlier writers gets an edge from
     #: each of them; beyond, one edge from the key's cover node.
     DIRECT_WRITERS = 4
+    #: A ``task_preds`` list longer than this may be a duplicated id's positions,
+    #: one list shared by every action that names the id: a caller that derives
+    #: something from such a list can do it once per list (by identity).
+    SHARED_TASKS = 8
 
     def __init__(self, proposal: ActionProposal) -> None:
         actions = proposal.actions

@@ -266,6 +266,9 @@ class Encoder:
         actions = proposal.actions
         state = dict(self.initial)
         blocked: list[Any] = [self.false] * dag.n
+        # "none of these ran blocked", once per long list of dependencies: a duplicated
+        # id's positions are one list, shared by every action that names the id.
+        waits: dict[int, Any] = {}
         for members in dag.levels:
             for i in members:
                 action = actions[i]
@@ -281,8 +284,14 @@ class Encoder:
                 for key in dag.keys[i]:
                     ok.append(state[key][0])
                 if not assume_unblocked:
-                    for t in dag.task_preds[i]:
-                        ok.append(z3.Not(blocked[t]))
+                    needs = dag.task_preds[i]
+                    if len(needs) > dag.SHARED_TASKS:
+                        ran = waits.get(id(needs))
+                        if ran is None:
+                            ran = waits[id(needs)] = z3.And(*(z3.Not(blocked[t]) for t in needs))
+                        ok.append(ran)
+                    else:
+                        ok.extend(z3.Not(blocked[t]) for t in needs)
                 blocked[i] = z3.Not(z3.And(*ok)) if ok else self.false
             for i in members:
                 for key, value in actions[i].effects().items():

@@ -144,7 +144,7 @@ def walk(
             after: list[str] = []
             if simulate:
                 needs = dag.task_preds[i]
-                if len(needs) > _SHARED:  # maybe the positions of an id many actions share:
+                if len(needs) > dag.SHARED_TASKS:  # maybe an id's positions, shared:
                     found = waits.get(id(needs))  # their verdicts are final once, for all
                     if found is None:
                         found = waits[id(needs)] = _waits(needs, blocked, ids)
@@ -170,10 +170,6 @@ def walk(
                         for key in change:
                             supplier[key] = i
     return Walk(state, traces, mode)
-
-
-#: Dependency lists longer than this are walked once (see ``waits`` in :func:`walk`).
-_SHARED = 8
 
 
 def _waits(

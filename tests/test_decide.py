@@ -535,6 +535,34 @@ def test_runs_unblocked_asks_about_implied_conjuncts_one_group_of_keys_at_a_time
     assert max(sizes) <= 8, max(sizes)  # was: every other conjunct, hundreds
 
 
+def test_z3_encodes_waiting_for_a_shared_id_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """400 actions named "x" and 400 that depend on "x": each dependent's condition
+    was built from 400 terms, 160,000 in all (a plan of 3,000 took minutes)."""
+    z3 = pytest.importorskip("z3")
+    n = 400
+    plan = {
+        "actions": [
+            *({"id": "x", "type": "tool_call", "tool": "t",
+               "preconditions": [{"key": f"k{i}", "operator": "exists"}]} for i in range(n)),
+            *({"id": f"d{i}", "type": "tool_call", "tool": "t", "dependencies": ["x"],
+               "expected_effects": {f"out{i}": 1}} for i in range(n)),
+        ]
+    }  # fmt: skip
+    changed = json.loads(json.dumps(plan))
+    changed["actions"][-1]["expected_effects"] = {f"out{n - 1}": 2}
+    built = {"Not": 0}
+    real = z3.Not
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        built["Not"] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(z3, "Not", counted)
+    result = equivalent(plan, changed, method="z3")
+    assert result.equivalent is False and result.counterexample is not None
+    assert built["Not"] <= 20 * n
+
+
 # --- transaction_check ---------------------------------------------------------------------
 
 
