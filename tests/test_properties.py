@@ -128,7 +128,8 @@ def test_each_cycle_is_shown_by_a_shortest_real_cycle_through_its_first_action(
 #: Every tuning threshold of the DAG at the value that sends its work down the
 #: rarely taken branch: cover nodes for every key, no short search, pair-by-pair
 #: questions never, chains of one writer, one-bit batches, an early stop of the
-#: first conflict pass, one-bit windows.
+#: first conflict pass, no guesses, every dependency list walked as shared, one-bit
+#: windows.
 EXTREMES = {
     "DIRECT_WRITERS": 0,
     "NEAR_SEARCH": 0,
@@ -137,21 +138,29 @@ EXTREMES = {
     "MIN_BATCH": 1,
     "BITSET_BUDGET": 1,
     "OPEN_PAIR_LIMIT": 0,
+    "GUESSES_PER_WRITER": 0,
+    "SHARED_TASKS": 0,
 }
 
 
 @given(proposals(max_actions=8), states)
 def test_thresholds_tune_speed_never_the_answer(doc: dict[str, Any], state: dict[str, Any]) -> None:
-    """verify gives the same wire object with every DAG threshold at its extreme:
-    the branches that only large plans take on their own agree with the small ones."""
-    expected = car_verify.verify(doc, initial_state=state).to_dict()
+    """verify gives the same wire object, and simulate the same trace, with every DAG
+    threshold at its extreme: the branches that only large plans take on their own
+    agree with the small ones."""
+
+    def answers() -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        walked = car_verify.simulate(doc, initial_state=state)
+        return car_verify.verify(doc, initial_state=state).to_dict(), walked.trace_dicts()
+
+    expected = answers()
     saved = {name: getattr(Dag, name) for name in EXTREMES}
     window = dag_module._WINDOW
     try:
         for name, value in EXTREMES.items():
             setattr(Dag, name, value)
         dag_module._WINDOW = 1
-        assert car_verify.verify(doc, initial_state=state).to_dict() == expected
+        assert answers() == expected
     finally:
         for name, value in saved.items():
             setattr(Dag, name, value)
