@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .codes import CODES, Code
-from .errors import InputError, UsageError, json_pointer, too_deep
+from .errors import InputError, UsageError, format_path, json_pointer, too_deep
 from .findings import Severity, Tier
 
 __all__ = [
@@ -360,6 +360,8 @@ def lint_file(path: str | Path, config: LintConfig) -> FileResult:
         return result
     documents: list[tuple[Any, dict[str, tuple[int, int]], int]] = []
     suffix = file.suffix.lower()
+    from .model import LONE_SURROGATE, lone_surrogate
+
     try:
         if suffix == ".jsonl":
             from .locate import json_positions
@@ -371,6 +373,12 @@ def lint_file(path: str | Path, config: LintConfig) -> FileResult:
                     except json.JSONDecodeError as err:
                         file_finding(
                             "invalid-file", f"not valid JSON: {err.msg}", number, err.colno
+                        )
+                        continue
+                    where = lone_surrogate(line, data)
+                    if where is not None:
+                        file_finding(
+                            "invalid-file", f"{format_path(where)}: {LONE_SURROGATE}", number, 1
                         )
                         continue
                     documents.append((data, json_positions(line, first_line=number), number))
@@ -397,7 +405,13 @@ def lint_file(path: str | Path, config: LintConfig) -> FileResult:
             except json.JSONDecodeError as err:
                 file_finding("invalid-file", f"not valid JSON: {err.msg}", err.lineno, err.colno)
                 return result
-            documents.append((data, json_positions(text), 1))
+            positions = json_positions(text)
+            where = lone_surrogate(text, data)
+            if where is not None:
+                at = positions.get(_action_pointer(json_pointer(where)), (1, 1))
+                file_finding("invalid-file", f"{format_path(where)}: {LONE_SURROGATE}", *at)
+                return result
+            documents.append((data, positions, 1))
     except RecursionError:
         file_finding("invalid-file", "the document is nested too deeply to read")
         return result

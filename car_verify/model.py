@@ -18,7 +18,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Protocol, Self, TypeAlias, TypeGuard, runtime_checkable
+from typing import (
+    Any,
+    ClassVar,
+    Final,
+    Literal,
+    Protocol,
+    Self,
+    TypeAlias,
+    TypeGuard,
+    runtime_checkable,
+)
 
 from ._codec import (
     MISSING,
@@ -800,7 +810,7 @@ def read_json(source: str | bytes | os.PathLike[str] | Readable, *, name: str | 
             source=label,
         )
     try:
-        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+        data = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except json.JSONDecodeError as err:
         raise InputError(
             f"not valid JSON: {err.msg}", source=label, line=err.lineno, column=err.colno
@@ -809,6 +819,52 @@ def read_json(source: str | bytes | os.PathLike[str] | Readable, *, name: str | 
         raise InputError(f"not valid JSON: {err}", source=label) from None
     except RecursionError:
         raise InputError("the JSON is nested too deeply to read", source=label) from None
+    where = lone_surrogate(text, data)
+    if where is not None:
+        raise InputError(LONE_SURROGATE, where, source=label)
+    return data
+
+
+#: The problem of a string that ``json.loads`` read from a ``\ud800``-style escape
+#: with no partner: no UTF-8 encodes it, so nothing could print it, and the upstream
+#: runtime's parser (serde) refuses the document.
+LONE_SURROGATE: Final = (
+    "not valid JSON: a string holds half of a UTF-16 surrogate pair (a lone \\ud800 to "
+    "\\udfff escape), which is not Unicode text"
+)
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
+_SURROGATE_ESCAPE_BYTES = re.compile(rb"\\u[dD][89abcdefABCDEF]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogate(text: str | bytes | bytearray, data: Any) -> list[str | int] | None:
+    """The path to the first key or string of ``data`` (parsed from ``text``) that holds
+    a lone surrogate, else None; a key on the path shows a surrogate as its escape
+    (``\\ud800``), so that the path can be printed. Only text that escapes a
+    surrogate is searched."""
+    if isinstance(text, str):
+        if "\\u" not in text or not _SURROGATE_ESCAPE.search(text):
+            return None
+    elif b"\\u" not in text or not _SURROGATE_ESCAPE_BYTES.search(text):
+        return None
+    stack: list[tuple[Any, list[str | int]]] = [(data, [])]
+    while stack:
+        value, path = stack.pop()
+        if type(value) is str:
+            if _SURROGATE.search(value):
+                return [_escaped(p) if type(p) is str else p for p in path]
+        elif type(value) is dict:
+            for key in value:
+                if _SURROGATE.search(key):
+                    return [_escaped(p) if type(p) is str else p for p in [*path, key]]
+            stack.extend((value[k], [*path, k]) for k in reversed(value))
+        elif type(value) is list:
+            stack.extend((value[j], [*path, j]) for j in range(len(value) - 1, -1, -1))
+    return None
+
+
+def _escaped(text: str) -> str:
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _looks_like_json_text(text: str) -> bool:

@@ -458,3 +458,26 @@ def test_a_str_that_is_not_json_text_is_a_path(
     for scalar in ("42", "null", " true", "-1.5e3"):  # JSON text, and not a document
         with pytest.raises(car_verify.InputError, match="expected an object"):
             car_verify.load(scalar)
+
+
+@pytest.mark.parametrize("as_bytes", [False, True])
+def test_a_lone_surrogate_escape_is_an_input_error_naming_its_place(as_bytes: bool) -> None:
+    """json.loads reads "\\ud800" as a lone surrogate, which no UTF-8 encodes: every
+    command that printed it failed ("internal error"), and serde refuses it."""
+    from car_verify.model import LONE_SURROGATE
+
+    cases = {
+        r'{"actions": [{"id": "a\ud800", "type": "tool_call", "tool": "t"}]}': "actions[0].id",
+        r'{"actions": [{"id": "a", "type": "tool_call", "tool": "t",'
+        r' "expected_effects": {"k\udfffx": 1}}]}': r"actions[0].expected_effects.k\udfffx",
+        r'{"actions": [], "metadata": {"notes": ["ok", "\uDC00"]}}': "metadata.notes[1]",
+    }
+    for text, where in cases.items():
+        with pytest.raises(InputError) as caught:
+            car_verify.load(text.encode() if as_bytes else text)
+        assert caught.value.problem == LONE_SURROGATE
+        assert caught.value.location == where
+        str(caught.value).encode("utf-8")  # the message itself can be printed
+    # A pair is one character (an emoji), and plain \u escapes are text.
+    pair = r'{"actions": [{"id": "a\ud83d\ude00\u00e9", "type": "tool_call", "tool": "t"}]}'
+    assert car_verify.load(pair).actions[0].id == "a\U0001f600\u00e9"

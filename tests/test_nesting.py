@@ -1,4 +1,5 @@
-"""Deeply nested values: every entry point analyses them or raises InputError.
+"""Deeply nested values (and lone surrogates): every entry point analyses them or
+raises InputError.
 
 ``json.loads`` refuses a document only when it is deeper than the recursion limit
 as it stands when it runs. A value just under that limit loads, and an analysis
@@ -110,3 +111,21 @@ def test_the_cli_names_the_file_and_the_value_too_deep_to_analyse(
         assert err.startswith(
             f"car-verify: error: {path}: actions[0].expected_effects.k: a value here is nested"
         )
+
+
+@pytest.mark.parametrize("command", ["verify", "simulate", "dot", "txcheck", "lint"])
+def test_the_cli_refuses_a_lone_surrogate_instead_of_failing_to_print_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """Beside too-deep values, the other input json.loads accepts and nothing can
+    print: a string holding half of a UTF-16 surrogate pair."""
+    path = tmp_path / "plan.json"
+    path.write_text(r'{"actions": [{"id": "a\ud800", "type": "tool_call", "tool": "t"}]}')
+    code = main([command, str(path)])
+    out, err = capsys.readouterr()
+    assert "internal error" not in err + out
+    problem = "actions[0].id: not valid JSON: a string holds half of a UTF-16 surrogate pair"
+    if command == "lint":
+        assert code == 1 and f"plan.json:1:14: invalid-file {problem}" in out
+    else:
+        assert code == 2 and out == "" and err.startswith(f"car-verify: error: {path}: {problem}")
