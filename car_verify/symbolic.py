@@ -84,11 +84,15 @@ class Questions:
 
     _NO_TIMEOUT = 4_294_967_295  # z3's own default
 
-    def __init__(self, encoder: Encoder, timeout_ms: int | None = None) -> None:
+    def __init__(
+        self, encoder: Encoder, timeout_ms: int | None = None, keys: Iterable[str] | None = None
+    ) -> None:
+        """``keys``: questions name only these keys, so the domain of the others
+        (independent of them) is left out and each question costs less."""
         self._z3 = encoder.z3
         self._solver = encoder.z3.Solver(ctx=encoder.ctx)
         self._timeout = self._NO_TIMEOUT if timeout_ms is None else timeout_ms
-        self._solver.add(encoder.domain())
+        self._solver.add(encoder.domain(keys))
 
     def ask(self, *facts: Any, timeout_ms: int | None = None, model: bool = True) -> Answer:
         """Is there an initial state in which all ``facts`` hold? (``model=False``:
@@ -192,16 +196,20 @@ class Encoder:
         fraction = Fraction(value)
         return self.z3.RealVal(f"{fraction.numerator}/{fraction.denominator}", ctx=self.ctx)
 
-    def questions(self, timeout_ms: int | None = None) -> Questions:
+    def questions(
+        self, timeout_ms: int | None = None, keys: Iterable[str] | None = None
+    ) -> Questions:
         """A solver for questions about the initial state (see :class:`Questions`); its
-        domain covers every constant of the proposals this encoder was made with."""
-        return Questions(self, timeout_ms)
+        domain covers every key of the proposals this encoder was made with, or ``keys``."""
+        return Questions(self, timeout_ms, keys)
 
-    def domain(self) -> Any:
-        """Constraints every initial value obeys (``known`` indexes name real constants)."""
+    def domain(self, keys: Iterable[str] | None = None) -> Any:
+        """Constraints every initial value obeys (``known`` indexes name real constants):
+        of every key, or of ``keys`` (each constrains its own value only)."""
         z3, J = self.z3, self.J
         parts = []
-        for _, value in self.initial.values():
+        chosen = self.initial.values() if keys is None else [self.initial[k] for k in keys]
+        for _, value in chosen:
             parts.append(
                 z3.Implies(J.is_known(value), z3.And(J.k(value) >= 0, J.k(value) < len(self.known)))
             )

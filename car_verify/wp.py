@@ -19,7 +19,7 @@ from .model import load
 from .values import paused_gc
 
 if TYPE_CHECKING:
-    from .symbolic import Questions
+    from .symbolic import Encoder, Questions
 
 __all__ = ["Condition", "runs_unblocked"]
 
@@ -97,7 +97,7 @@ def runs_unblocked(
         wanted = {ids[i] for i in targets}
         if blocked & wanted:
             return Condition(action, None, "unknown", reason="the example did not replay")
-        simple = _without_implied(z3, _simplify(z3, condition, encoder), questions)
+        simple = _without_implied(z3, _simplify(z3, condition, encoder), encoder)
         formula = Printer(encoder).render(simple)
         return Condition(action, True, formula, example)
 
@@ -109,7 +109,7 @@ def _never(z3: Any, questions: Questions, run: Any, targets: list[int], ids: lis
     return "no initial state lets all of these actions run together"
 
 
-def _without_implied(z3: Any, expr: Any, questions: Questions, timeout_ms: int = 2_000) -> Any:
+def _without_implied(z3: Any, expr: Any, encoder: Encoder, timeout_ms: int = 2_000) -> Any:
     """Drop, first to last, each conjunct that the ones kept imply over JSON states
     (``a >= 1 and (b exists or a >= 1)`` is ``a >= 1``): the simplifier does not know
     the JSON domain. A question the solver cannot answer in time keeps the conjunct.
@@ -117,14 +117,19 @@ def _without_implied(z3: Any, expr: Any, questions: Questions, timeout_ms: int =
     Conjuncts that share no key are independent (the domain constrains each key on
     its own, and the whole conjunction is satisfiable when this runs), so a conjunct
     is implied by the others exactly when the ones of its group, linked by shared
-    keys, imply it. Each question holds one group, not the whole condition: the
-    questions stay small and their number linear in the conjuncts.
+    keys, imply it. Each question holds one group, not the whole condition, and goes
+    to a solver that knows the domain of that group's keys only: the questions stay
+    small and their number linear in the conjuncts.
     """
     if not z3.is_and(expr):
         return expr
     parts = list(expr.children())
+    # A key's presence and value constants -> the key.
+    key_of = {term.get_id(): key for key, pair in encoder.initial.items() for term in pair}
     dropped: set[int] = set()
-    for group in _linked(z3, parts):
+    for group, constants in _linked(z3, parts):
+        keys = dict.fromkeys(key_of[c] for c in sorted(constants) if c in key_of)
+        questions = encoder.questions(keys=keys)
         kept = list(group)
         for j in group:
             rest = [k for k in kept if k != j]
@@ -139,9 +144,10 @@ def _without_implied(z3: Any, expr: Any, questions: Questions, timeout_ms: int =
     return z3.And(*kept_parts) if len(kept_parts) > 1 else kept_parts[0]
 
 
-def _linked(z3: Any, parts: list[Any]) -> list[list[int]]:
+def _linked(z3: Any, parts: list[Any]) -> list[tuple[list[int], set[int]]]:
     """The conjuncts grouped by shared uninterpreted constants (the keys' presence and
-    values), each group in order, the groups in order of their first conjunct."""
+    values), each group in order with its constants' ids, the groups in order of
+    their first conjunct."""
     parent = list(range(len(parts)))
 
     def root(j: int) -> int:
@@ -155,10 +161,12 @@ def _linked(z3: Any, parts: list[Any]) -> list[list[int]]:
         for const in _constants(z3, part):
             first = owner.setdefault(const, j)
             parent[root(j)] = root(first)
-    groups: dict[int, list[int]] = {}
+    groups: dict[int, tuple[list[int], set[int]]] = {}
     for j in range(len(parts)):
-        groups.setdefault(root(j), []).append(j)
-    return sorted(groups.values())
+        groups.setdefault(root(j), ([], set()))[0].append(j)
+    for const, j in owner.items():
+        groups[root(j)][1].add(const)
+    return sorted(groups.values(), key=lambda group: group[0])
 
 
 def _constants(z3: Any, expr: Any) -> set[int]:
