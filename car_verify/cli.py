@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from .errors import TOO_DEEP, CarVerifyError, InputError, UsageError, too_deep
+from .errors import TOO_DEEP, CarVerifyError, InputError, UsageError, is_too_deep, too_deep
 
 __all__ = ["main"]
 
@@ -642,7 +642,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exit_:  # --help / --version
         return int(exit_.code or 0)
     except CarVerifyError as err:
-        if isinstance(err, InputError) and err.problem.startswith(TOO_DEEP) and args is not None:
+        if isinstance(err, InputError) and is_too_deep(err) and args is not None:
             err = _locate_deep(args) or err
         sys.stderr.write(f"car-verify: error: {_one_line(str(err))}\n")
         return EXIT_USAGE

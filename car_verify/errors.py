@@ -14,6 +14,7 @@ __all__ = [
     "UsageError",
     "deep_values_are_input_errors",
     "format_path",
+    "is_too_deep",
     "json_pointer",
     "pointer_token",
     "too_deep",
@@ -134,6 +135,11 @@ _KEEP = "(keep values within a few hundred levels)"
 #: The problem of an :class:`InputError` for a value nested deeper than the analyses
 #: can follow: each level of nesting takes a level of Python's recursion limit.
 TOO_DEEP: Final = f"a value is nested too deeply to analyse {_KEEP}"
+
+
+def is_too_deep(error: InputError) -> bool:
+    """Whether ``error`` says a value is nested too deeply to analyse (:data:`TOO_DEEP`)."""
+    return error.problem.startswith(TOO_DEEP)
 
 
 def too_deep(path: Sequence[str | int], depth: int, source: str | None = None) -> InputError:

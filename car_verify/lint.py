@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .codes import CODES, Code
-from .errors import InputError, UsageError, format_path, json_pointer, too_deep
+from .errors import InputError, UsageError, format_path, is_too_deep, json_pointer, too_deep
 from .findings import Severity, Tier
 
 __all__ = [
@@ -481,12 +481,14 @@ def _lint_document(
             policies=setup["policies"],
             repeat_threshold=config.repeat_threshold,
         )
-    except InputError as err:  # a value too deep to analyse (TOO_DEEP)
+    except InputError as err:
+        if not is_too_deep(err):
+            raise
         from .values import deepest
 
         path, depth = deepest(data)
         where = positions.get(_action_pointer(json_pointer(path)), (first_line, 1))
-        file_finding("invalid-file", str(too_deep(path, depth)) if depth else str(err), *where)
+        file_finding("invalid-file", str(too_deep(path, depth)), *where)
         return
     ignored_here = _ignored_here(relative, config)
     for issue in verdict.issues:

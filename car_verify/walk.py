@@ -148,16 +148,10 @@ def walk(
                     found = waits.get(id(needs))  # their verdicts are final once, for all
                     if found is None:
                         found = waits[id(needs)] = _waits(needs, blocked, ids)
-                    causes.extend(found[0])
-                    after = list(found[1])
                 else:
-                    for t in needs:
-                        if blocked[t]:
-                            causes.append(
-                                Cause("blocked-dependency", dependency=t, dependency_id=ids[t])
-                            )
-                        elif ids[t] not in after:
-                            after.append(ids[t])
+                    found = _waits(needs, blocked, ids)
+                causes.extend(found[0])
+                after = list(found[1])
             blocked[i] = bool(causes)
             if simulate or causes:  # verify needs only the blocked actions' traces
                 traces[i] = ActionTrace(i, ids[i], level_no, bool(causes), causes, supplied, after)
