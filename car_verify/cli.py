@@ -369,7 +369,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"{c.total_duration_ms:.0f} ms\n"
         )
         if outcome.rejected_by:
-            _write("rejected at admission: " + "; ".join(outcome.rejected_by) + "\n")
+            reasons, more = outcome.rejected_by[:5], len(outcome.rejected_by) - 5
+            rest = f"; and {more} more (car-verify verify lists them all)" if more > 0 else ""
+            listed = "; ".join(reasons) + rest
+            _write(f"rejected at admission: {listed}\n")
         if outcome.rollback is not None:
             rb = outcome.rollback
             _write(

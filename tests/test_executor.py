@@ -717,6 +717,23 @@ def test_cli_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 1 and "rolled back" in out and "1 executed" not in out
 
 
+def test_cli_run_lists_a_few_admission_reasons_and_counts_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """300 actions that share one id: the text line named all 299 duplicate-id errors."""
+    module = tmp_path / "mytools.py"
+    module.write_text("TOOLS = {'ok': lambda p: {}}\n")
+    proposal = tmp_path / "p.json"
+    proposal.write_text(json.dumps({"actions": [tc("x") for _ in range(300)]}))
+    code = main(["run", str(proposal), "--tools", str(module)])
+    out, _ = capsys.readouterr()
+    (line,) = [x for x in out.splitlines() if x.startswith("rejected at admission: ")]
+    assert code == 1 and line.count("duplicate-id") == 5
+    assert line.endswith("; and 294 more (car-verify verify lists them all)")
+    main(["verify", str(proposal)])
+    assert capsys.readouterr().out.count("duplicate-id") == 299
+
+
 def test_the_worked_example_rolls_back_files_on_disk(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
