@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Sequence
-from typing import Final, ParamSpec, TypeVar
+from typing import Any, Final, ParamSpec, TypeVar, cast
 
 __all__ = [
     "TOO_DEEP",
@@ -154,13 +155,24 @@ def too_deep(path: Sequence[str | int], depth: int, source: str | None = None) -
 
 
 def deep_values_are_input_errors(entry: Callable[_P, _R]) -> Callable[_P, _R]:
-    """Mark a public entry point: a value nested too deeply for the analyses raises
-    :class:`InputError` (:data:`TOO_DEEP`), never ``RecursionError``.
+    """Mark a public entry point (a function or a coroutine function): a value nested
+    too deeply for the analyses raises :class:`InputError` (:data:`TOO_DEEP`), never
+    ``RecursionError``.
 
     ``json.loads`` refuses only what is deeper than the recursion limit when it
     runs; an analysis that recurses through a value from deeper in the stack can
     still run out of it. This is the one place that says what that means.
     """
+    if inspect.iscoroutinefunction(entry):
+
+        @functools.wraps(entry)
+        async def guarded_run(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return await entry(*args, **kwargs)
+            except RecursionError:
+                raise InputError(TOO_DEEP) from None
+
+        return cast("Callable[_P, _R]", guarded_run)
 
     @functools.wraps(entry)
     def guarded(*args: _P.args, **kwargs: _P.kwargs) -> _R:

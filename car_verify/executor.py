@@ -39,7 +39,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .api import ProposalLike, VerificationResult, _state, assess
-from .errors import TOO_DEEP, InputError, UsageError
+from .errors import UsageError, deep_values_are_input_errors
 from .events import EventLog
 from .model import (
     Action,
@@ -835,6 +835,7 @@ def _interpolate(value: Any, outputs: Mapping[str, Any]) -> Any:
     return value
 
 
+@deep_values_are_input_errors
 async def execute(
     proposal: ProposalLike,
     tools: Any,
@@ -848,21 +849,18 @@ async def execute(
     progress: Callable[[str, str | None, Mapping[str, Any]], None] | None = None,
 ) -> ExecutionResult:
     """Run a proposal behind the verify passes (see the module docs)."""
-    try:
-        executor = Executor(
-            proposal,
-            tools,
-            schemas=schemas,
-            initial_state=initial_state,
-            policies=policies,
-            gate=gate,
-            budget=budget,
-            event_log=event_log,
-            progress=progress,
-        )
-        return await executor.run()
-    except RecursionError:  # as deep_values_are_input_errors does for the other entry points
-        raise InputError(TOO_DEEP) from None
+    executor = Executor(
+        proposal,
+        tools,
+        schemas=schemas,
+        initial_state=initial_state,
+        policies=policies,
+        gate=gate,
+        budget=budget,
+        event_log=event_log,
+        progress=progress,
+    )
+    return await executor.run()
 
 
 def execute_sync(proposal: ProposalLike, tools: Any, **options: Any) -> ExecutionResult:

@@ -53,7 +53,7 @@ from ._codec import (
     wire,
 )
 from .errors import InputError
-from .values import copy_json, paused_gc
+from .values import copy_json, json_nodes, paused_gc
 
 __all__ = [
     "Action",
@@ -841,25 +841,22 @@ def lone_surrogate(text: str | bytes | bytearray, data: Any) -> list[str | int] 
     """The path to the first key or string of ``data`` (parsed from ``text``) that holds
     a lone surrogate, else None; a key on the path shows a surrogate as its escape
     (``\\ud800``), so that the path can be printed. Only text that escapes a
-    surrogate is searched."""
+    surrogate is searched (a backslash is looked for first: one ``memchr``, where
+    the two-character ``"\\u"`` costs a tenth of ``json.loads``)."""
     if isinstance(text, str):
-        if "\\u" not in text or not _SURROGATE_ESCAPE.search(text):
+        if "\\" not in text or not _SURROGATE_ESCAPE.search(text):
             return None
-    elif b"\\u" not in text or not _SURROGATE_ESCAPE_BYTES.search(text):
+    elif b"\\" not in text or not _SURROGATE_ESCAPE_BYTES.search(text):
         return None
-    stack: list[tuple[Any, list[str | int]]] = [(data, [])]
-    while stack:
-        value, path = stack.pop()
+    for path, value in json_nodes(data):
         if type(value) is str:
-            if _SURROGATE.search(value):
-                return [_escaped(p) if type(p) is str else p for p in path]
+            bad = path if _SURROGATE.search(value) else None
         elif type(value) is dict:
-            for key in value:
-                if _SURROGATE.search(key):
-                    return [_escaped(p) if type(p) is str else p for p in [*path, key]]
-            stack.extend((value[k], [*path, k]) for k in reversed(value))
-        elif type(value) is list:
-            stack.extend((value[j], [*path, j]) for j in range(len(value) - 1, -1, -1))
+            bad = next(([*path, k] for k in value if _SURROGATE.search(k)), None)
+        else:
+            continue
+        if bad is not None:
+            return [_escaped(p) if type(p) is str else p for p in bad]
     return None
 
 

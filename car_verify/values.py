@@ -31,12 +31,14 @@ __all__ = [
     "Absent",
     "canonical",
     "copy_json",
+    "deepest",
     "evaluate",
     "fingerprint",
     "format_predicate",
     "format_value",
     "is_number",
     "json_equal",
+    "json_nodes",
     "paused_gc",
     "plural",
 ]
@@ -207,20 +209,26 @@ def copy_json(value: Any) -> Any:
     return value
 
 
+def json_nodes(value: Any) -> Iterator[tuple[list[str | int], Any]]:
+    """Every value of a JSON tree with its path, in document order (iterative: for
+    trees too deep to recurse through)."""
+    stack: list[tuple[list[str | int], Any]] = [([], value)]
+    while stack:
+        path, node = stack.pop()
+        yield path, node
+        if type(node) is dict:
+            stack.extend(([*path, k], v) for k, v in reversed(node.items()))
+        elif type(node) is list:
+            stack.extend(([*path, j], node[j]) for j in range(len(node) - 1, -1, -1))
+
+
 def deepest(value: Any) -> tuple[list[str | int], int]:
     """The path to the most deeply nested value in a JSON tree (the first in document
-    order) and how many levels it lies below the top. Iterative: it is meant for
-    values too deep to recurse through."""
+    order) and how many levels it lies below the top."""
     best: tuple[list[str | int], int] = ([], 0)
-    stack: list[tuple[Any, list[str | int]]] = [(value, [])]
-    while stack:
-        node, path = stack.pop()
+    for path, _ in json_nodes(value):
         if len(path) > best[1]:
             best = (path, len(path))
-        if type(node) is dict:
-            stack.extend((v, [*path, k]) for k, v in reversed(node.items()))
-        elif type(node) is list:
-            stack.extend((node[j], [*path, j]) for j in range(len(node) - 1, -1, -1))
     return best
 
 

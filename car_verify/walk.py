@@ -142,8 +142,8 @@ def walk(
                 else:
                     causes.append(Cause("missing-key", key=key))
             after: list[str] = []
-            if simulate:
-                needs = dag.task_preds[i]
+            needs = dag.task_preds[i]
+            if simulate and needs:
                 if len(needs) > dag.SHARED_TASKS:  # maybe an id's positions, shared:
                     found = waits.get(id(needs))  # their verdicts are final once, for all
                     if found is None:
