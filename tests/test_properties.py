@@ -99,7 +99,7 @@ def test_conflicts_agree_however_pairs_are_settled(
     """Force open pairs (no short search), an early stop of the first pass, tiny batches."""
     dag = Dag(car_verify.load(doc))
     dag.MIN_BATCH, dag.BITSET_BUDGET = 1, 1
-    dag.NEAR_SEARCH, dag.OPEN_PAIR_LIMIT = near, limit
+    dag.NEAR_SEARCH, dag.GUESS_SEARCH, dag.OPEN_PAIR_LIMIT = near, near, limit
     assert_conflicts_and_reachability_match_the_oracle(dag, doc)
 
 
@@ -139,6 +139,7 @@ EXTREMES = {
     "BITSET_BUDGET": 1,
     "OPEN_PAIR_LIMIT": 0,
     "GUESSES_PER_WRITER": 0,
+    "GUESS_SEARCH": 0,
     "SHARED_TASKS": 0,
 }
 
