@@ -32,6 +32,7 @@ from functools import cached_property
 from itertools import pairwise
 from typing import Literal, TypeVar
 
+from ._records import quick_init
 from .model import Action, ActionProposal
 
 __all__ = ["Cycle", "Dag", "Edge", "Readiness", "UnknownRef"]
@@ -41,6 +42,7 @@ _G = TypeVar("_G")
 EdgeKind = Literal["dependency", "output", "state"]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Edge:
     """One real edge ``source -> target`` (positions), with the reason it exists."""

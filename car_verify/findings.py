@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from ._records import quick_init
+
 __all__ = ["Issue", "Severity", "Tier"]
 
 
@@ -27,6 +29,7 @@ class Tier(StrEnum):
     SAMPLED = "sampled"
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Issue:
     """One finding.

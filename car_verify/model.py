@@ -52,6 +52,7 @@ from ._codec import (
     kind,
     wire,
 )
+from ._records import quick_init
 from .errors import InputError
 from .values import copy_json, json_nodes, paused_gc
 
@@ -291,6 +292,7 @@ _d_compensation = d_tagged("type", {"tool": ToolCompensation, "action_ref": Acti
 _OUTPUT_REF = re.compile(r"\$([^.]+)\.output(?:\.(.+))?")
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class OutputRef:
     """A parameter value ``$<action_id>.output[.<path>]`` found at ``pointer``."""
@@ -300,9 +302,9 @@ class OutputRef:
     pointer: tuple[str | int, ...]
 
 
-def _has_dollar_string(params: dict[str, Any]) -> bool:
-    """Fast scan: does any string inside ``params`` start with ``$``?"""
-    stack: list[Any] = [params]
+def _has_dollar_string(value: dict[str, Any] | list[Any]) -> bool:
+    """Fast scan: does any string inside ``value`` start with ``$``?"""
+    stack: list[Any] = [value]
     while stack:
         container = stack.pop()
         for item in container.values() if type(container) is dict else container:
@@ -431,8 +433,17 @@ class Action(Wire):
     def output_refs(self) -> list[OutputRef]:
         """Every ``$<id>.output[.<path>]`` string inside ``parameters``, at any depth."""
         out: list[OutputRef] = []
-        if self.parameters and _has_dollar_string(self.parameters):
-            _find_output_refs(self.parameters, ("parameters",), out)
+        # The top level inline, a nested value only when a fast scan finds a "$" in
+        # it: most parameters hold no reference, and most references sit at the top.
+        for key, item in self.parameters.items():
+            t = type(item)
+            if t is str:
+                if item[:1] == "$":
+                    match = _OUTPUT_REF.fullmatch(item)
+                    if match:
+                        out.append(OutputRef(match.group(1), match.group(2), ("parameters", key)))
+            elif (t is dict or t is list) and _has_dollar_string(item):
+                _find_output_refs(item, ("parameters", key), out)
         return out
 
     def predicate(self) -> list[tuple[Precondition, tuple[str | int, ...]]]:

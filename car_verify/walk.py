@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ._records import quick_init
 from .dag import Dag
 from .model import Precondition
 from .values import ABSENT, KNOWN_OPERATORS, evaluate
@@ -24,6 +25,7 @@ CauseKind = Literal[
 ]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Cause:
     """Why an action is blocked.
