@@ -336,7 +336,10 @@ def _compile_decoder(cls: type) -> Callable[[Any], Any]:
         ]
         inline = _INLINE.get(spec.decoder)
         model = getattr(getattr(spec.decoder, "item", None), "model", None)
-        if model is not None:
+        if spec.decoder is d_json:
+            # Any JSON value: checked once where the document enters, as d_object's contents.
+            lines.append(f"        out.{attr} = v")
+        elif model is not None:
             # An array of models (actions, preconditions): a comprehension over the
             # item class's own decoder. On a failure the ordinary decoder runs again
             # to name the element's index.
