@@ -44,7 +44,7 @@ from car_verify.walk import Cause
 def _names(ids: list[str], positions: list[int], total: int | None = None) -> str:
     """The first five actions by id, and how many more of ``total`` there are."""
     total = len(positions) if total is None else total
-    shown = ", ".join(ids[i] for i in positions[:5])
+    shown = ", ".join([ids[i] for i in positions[:5]])
     return shown + (f" and {total - 5} more" if total > 5 else "")
 
 

@@ -115,6 +115,7 @@ class Context:
         self.initial_state: dict[str, Any] = dict(initial_state or {})
         self.state_given = initial_state is not None
         self.options = options or Options()
+        self._codes: dict[str, Code] = {}  # Context.issue's lookups
 
     @cached_property
     def dag(self) -> Dag:
@@ -154,25 +155,20 @@ class Context:
 
         A code outside the table (a policy rule's name) needs ``severity`` and ``tier``.
         """
-        if severity is not None and tier is not None:
-            spec = Code(code, severity, tier, "")
-        else:
-            spec = lookup(code)
+        # A large plan makes thousands of findings: the code is looked up once per
+        # context, and the Issue is made by position.
+        if severity is None or tier is None:
+            spec = self._codes.get(code)
+            if spec is None:
+                spec = self._codes[code] = lookup(code)
+            code = spec.name
+            severity = severity or spec.severity
+            tier = tier or spec.tier
+        pointer = json_pointer(where) if where else ""
         if index is None:
-            pointer = json_pointer(where)
-            action_id = None
-        else:
-            pointer = f"/actions/{index}{json_pointer(where)}"
-            action_id = self.proposal.actions[index].id
-        return Issue(
-            code=spec.name,
-            severity=severity or spec.severity,
-            tier=tier or spec.tier,
-            message=message,
-            action_id=action_id,
-            index=index,
-            pointer=pointer,
-        )
+            return Issue(code, severity, tier, message, None, None, pointer)
+        action_id = self.proposal.actions[index].id
+        return Issue(code, severity, tier, message, action_id, index, f"/actions/{index}{pointer}")
 
 
 class Pass(abc.ABC):
