@@ -159,12 +159,13 @@ class Dag:
         for i, action in enumerate(actions):
             # The positions each dependency and output reference names (ascending).
             named: list[list[int]] = []
-            for j, dep in enumerate(action.dependencies):
-                targets = self.targets(dep)
-                if targets:
-                    named.append(targets)
-                else:
-                    unknown.append(UnknownRef(i, dep, ("dependencies", j), "dependency"))
+            if action.dependencies:
+                for j, dep in enumerate(action.dependencies):
+                    targets = self.targets(dep)
+                    if targets:
+                        named.append(targets)
+                    else:
+                        unknown.append(UnknownRef(i, dep, ("dependencies", j), "dependency"))
             if action.parameters:
                 for ref in action.output_refs():
                     targets = self.targets(ref.action_id)
@@ -177,8 +178,13 @@ class Dag:
                 tasks = none
             else:
                 # One list is kept as it is: shared, when it holds a duplicated id's positions.
-                tasks = named[0] if len(named) == 1 else [t for ts in named for t in ts]
-                if max(ts[-1] for ts in named) >= i:
+                if len(named) == 1:
+                    tasks = named[0]
+                    forward = tasks[-1] >= i  # ascending
+                else:
+                    tasks = [t for ts in named for t in ts]
+                    forward = max(tasks) >= i
+                if forward:
                     backward_only = False
             own = tasks
             if twice and len(tasks) > direct:
