@@ -91,7 +91,7 @@ def walk(
     on_level: Callable[[list[int], Mapping[str, Any]], None] | None = None,
 ) -> Walk:
     """Walk the levels; ``on_level(members, state)`` sees each level's start state."""
-    actions, ids = dag.actions, dag.ids
+    actions, ids, keys_of, task_preds = dag.actions, dag.ids, dag.keys, dag.task_preds
     state: dict[str, Any] = dict(initial_state or {})
     simulate = mode == "simulate"
     supplier: dict[str, int] = {}
@@ -120,7 +120,7 @@ def walk(
                         failed.append((pre, where, actual))
                 if failed:
                     causes.append(Cause("assertion", failed=tuple(failed)))
-            else:
+            elif action.preconditions:
                 for j, pre in enumerate(action.preconditions):
                     actual = state.get(pre.key, ABSENT)
                     if evaluate(pre.operator, actual, pre.value):
@@ -137,14 +137,14 @@ def walk(
                             actual=actual,
                         )
                     )
-            for key in dag.keys[i]:
+            for key in keys_of[i]:
                 if key in state:
                     if simulate:
                         supplied[key] = _who(supplier, ids, key, state[key])
                 else:
                     causes.append(Cause("missing-key", key=key))
             after: list[str] = []
-            needs = dag.task_preds[i]
+            needs = task_preds[i]
             if simulate and needs:
                 if len(needs) > dag.SHARED_TASKS:  # maybe an id's positions, shared:
                     found = waits.get(id(needs))  # their verdicts are final once, for all
