@@ -83,16 +83,21 @@ class StructurePass(Pass):
         if not actions:
             yield ctx.issue("empty-proposal", "the proposal has no actions")
             return
-        first: dict[str, int] = {}
+        ids = [action.id for action in actions]
+        if len(set(ids)) < len(ids):
+            first: dict[str, int] = {}
+            for i, action_id in enumerate(ids):
+                earlier = first.setdefault(action_id, i)
+                if earlier != i:
+                    yield ctx.issue(
+                        "duplicate-id",
+                        f"action id {action_id!r} is already used by action #{earlier}",
+                        index=i,
+                        where=("id",),
+                    )
         for i, action in enumerate(actions):
-            earlier = first.setdefault(action.id, i)
-            if earlier != i:
-                yield ctx.issue(
-                    "duplicate-id",
-                    f"action id {action.id!r} is already used by action #{earlier}",
-                    index=i,
-                    where=("id",),
-                )
+            if action.type == "tool_call" and action.tool is not None:
+                continue  # the common case, complete
             shape = self._shape(ctx, i, action)
             if shape is not None:
                 yield shape
