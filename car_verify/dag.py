@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import pairwise
@@ -500,8 +500,9 @@ class Dag:
                 if a in bit:
                     wanted.setdefault(b, []).append(a)
             stop = max(map(where.__getitem__, wanted))
-            for node, ancestors in self._ancestor_bits(order[where[batch[0]] : stop + 1], bit):
-                asked = wanted.get(node)
+            stretch = order[where[batch[0]] : stop + 1]
+            for node, ancestors in self._ancestor_bits(stretch, bit, wanted):
+                asked = wanted[node]
                 if asked:
                     found.update((a, node) for a in asked if ancestors >> bit[a] & 1)
         return found
@@ -572,10 +573,8 @@ class Dag:
             }
             counts = {key: mask.bit_count() for key, mask in masks.items()}
             begin = min(min(readers), *map(where.__getitem__, batch))
-            for node, ancestors in self._ancestor_bits(order[begin : stop + 1], bit):
-                reading = asked.get(node)
-                if not reading:
-                    continue
+            for node, ancestors in self._ancestor_bits(order[begin : stop + 1], bit, asked):
+                reading = asked[node]
                 own = bit.get(node)
                 for key in reading:
                     mine = own is not None and self.is_writer(key, node)
@@ -652,25 +651,27 @@ class Dag:
         return max(self.MIN_BATCH, self.BITSET_BUDGET // max(1, len(self.preds)))
 
     def _ancestor_bits(
-        self, nodes: Sequence[int], bit: Mapping[int, int]
+        self, nodes: Sequence[int], bit: Mapping[int, int], wanted: Container[int]
     ) -> Iterator[tuple[int, int]]:
-        """Walk ``nodes``, a stretch of the topological order, yielding each with its
-        ancestors among the sources of ``bit`` as a bitset (bit ``bit[s]`` set: source
-        ``s`` reaches the node; a source's own bit is added after it is yielded). A
-        node's bitset is dropped once its last successor has read it."""
+        """Walk ``nodes``, a stretch of the topological order, yielding each node of
+        ``wanted`` with its ancestors among the sources of ``bit`` as a bitset (bit
+        ``bit[s]`` set: source ``s`` reaches the node; a source's own bit is added after
+        it is yielded). A node's bitset is dropped once its last successor has read it
+        (an empty one is never stored, so only a stored one is counted down)."""
         preds = self.preds
         remaining = list(self._successor_counts)
         carried = [0] * len(preds)
         for node in nodes:
             ancestors = 0
             for p in preds[node]:
-                left = remaining[p] = remaining[p] - 1
                 value = carried[p]
                 if value:
                     ancestors = ancestors | value if ancestors else value
+                    left = remaining[p] = remaining[p] - 1
                     if not left:
                         carried[p] = 0
-            yield node, ancestors
+            if node in wanted:
+                yield node, ancestors
             own = bit.get(node)
             value = ancestors if own is None else ancestors | 1 << own
             if value and remaining[node]:
@@ -812,15 +813,13 @@ class Dag:
         writers = sorted(races, key=where.__getitem__)
         bit = {w: j for j, w in enumerate(writers)}
         stretch = self.order[where[writers[0]] : where[writers[-1]] + 1]
-        for node, ancestors in self._ancestor_bits(stretch, bit):
-            here = races.get(node)
-            if here:
+        for node, ancestors in self._ancestor_bits(stretch, bit, races):
 
-                def reaches(m: int, b: int, known: int = ancestors) -> bool:
-                    return known >> bit[m] & 1 == 1
+            def reaches(m: int, b: int, known: int = ancestors) -> bool:
+                return known >> bit[m] & 1 == 1
 
-                for race in here:
-                    race.visit(node, reaches)
+            for race in races[node]:
+                race.visit(node, reaches)
         return [t for race in all_races for t in race.found]
 
     def _conflicts_with_cycles(self, shared: list[str]) -> list[tuple[int, int, str]]:
