@@ -29,7 +29,7 @@ from collections import deque
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import pairwise
+from itertools import islice, pairwise
 from typing import Literal, TypeVar
 
 from ._records import quick_init
@@ -786,8 +786,11 @@ class Dag:
 
     def _race(self, key: str, reaches: Callable[[int, int], bool]) -> list[tuple[int, int, str]]:
         """The conflicts on ``key``, given a reachability test (see :class:`_Race`)."""
-        race = _Race(key, self.keys)
         writers = self.writers[key]
+        keys_of = self.keys
+        if all(key in keys_of[w] for w in islice(writers, 1, None)):
+            return []  # each writer reads the key: every earlier writer reaches it
+        race = _Race(key, keys_of)
         if not self.order_is_proposal_order:
             writers = sorted(writers, key=self._topo_position.__getitem__)
         visit = race.visit
