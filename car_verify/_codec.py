@@ -193,6 +193,7 @@ def d_optional(inner: Decoder) -> Decoder:
     def decode_optional(value: Any) -> Any:
         return None if value is None else inner(value)
 
+    decode_optional.inner = inner  # type: ignore[attr-defined]  # read by _compile_decoder
     return decode_optional
 
 
@@ -334,11 +335,32 @@ def _compile_decoder(cls: type) -> Callable[[Any], Any]:
             "    if v is not MISSING:",
             "        found += 1",
         ]
-        inline = _INLINE.get(spec.decoder)
+        inner = getattr(spec.decoder, "inner", None)  # d_optional's
+        optional = inner in _INLINE
+        inline = _INLINE.get(inner if optional else spec.decoder)
         model = getattr(getattr(spec.decoder, "item", None), "model", None)
         if spec.decoder is d_json:
             # Any JSON value: checked once where the document enters, as d_object's contents.
             lines.append(f"        out.{attr} = v")
+        elif spec.decoder is d_str_list:
+            # An array of strings, the common case checked inline; the decoder itself
+            # runs only to name a bad element.
+            env[f"decode_{k}"] = spec.decoder
+            fail = [
+                "            try:",
+                f"                decode_{k}(v)",
+                "            except Bad as bad:",
+                f"                bad.path.insert(0, {name!r})",
+                "                raise bad from None",
+            ]
+            lines += [
+                "        if type(v) is not list:",
+                *fail,
+                "        for e in v:",
+                "            if type(e) is not str:",
+                *("    " + line for line in fail),
+                f"        out.{attr} = v",
+            ]
         elif model is not None:
             # An array of models (actions, preconditions): a comprehension over the
             # item class's own decoder. On a failure the ordinary decoder runs again
@@ -361,7 +383,8 @@ def _compile_decoder(cls: type) -> Callable[[Any], Any]:
         elif inline is not None:
             type_name, what = inline
             lines += [
-                f"        if type(v) is not {type_name}:",
+                f"        if type(v) is not {type_name}"
+                + (" and v is not None:" if optional else ":"),
                 f"            raise Bad('expected {what}, got ' + kind(v), [{name!r}])",
                 f"        out.{attr} = v",
             ]
