@@ -307,19 +307,124 @@ _INLINE: dict[Decoder, tuple[str, str]] = {
 
 
 def _compile_decoder(cls: type) -> Callable[[Any], Any]:
-    """Generate one straight-line decoding function per class, as dataclasses does
-    for ``__init__``: the same checks as a loop over the field specs, without the loop,
-    filling the instance's slots directly (loading large proposals spends most of its
-    time here). Missing fields get the dataclass defaults; ``__post_init__`` runs."""
-    specs, names = _specs(cls)
-    env: dict[str, Any] = {
+    """The decoder of ``cls``: generated code (:func:`_generic_decoder`), and for a
+    class of many fields, code specialised to each common shape of object."""
+    specs, _ = _specs(cls)
+    generic = _generic_decoder(cls)
+    if len(specs) < _SHAPED_FIELDS:
+        return generic
+    return _shaped_decoder(cls, generic)
+
+
+def _field_code(cls: type, k: int, spec: _Spec, env: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """Field ``k``'s code: the lines that check its value ``v`` and store it, and the
+    lines that store its default (or raise, for a required field). Unindented."""
+    name, attr = spec.name, spec.attr
+    inner: Decoder | None = getattr(spec.decoder, "inner", None)  # d_optional's
+    optional = inner is not None and inner in _INLINE
+    inline = _INLINE.get(inner if inner is not None and optional else spec.decoder)
+    model = getattr(getattr(spec.decoder, "item", None), "model", None)
+    present: list[str]
+    if spec.decoder is d_json:
+        # Any JSON value: checked once where the document enters, as d_object's contents.
+        present = [f"out.{attr} = v"]
+    elif spec.decoder is d_str_list:
+        # An array of strings, the common case checked inline; the decoder itself
+        # runs only to name a bad element.
+        env[f"decode_{k}"] = spec.decoder
+        fail = [
+            "    try:",
+            f"        decode_{k}(v)",
+            "    except Bad as bad:",
+            f"        bad.path.insert(0, {name!r})",
+            "        raise bad from None",
+        ]
+        present = [
+            "if type(v) is not list:",
+            *fail,
+            "for e in v:",
+            "    if type(e) is not str:",
+            *("    " + line for line in fail),
+            f"out.{attr} = v",
+        ]
+    elif model is not None:
+        # An array of models (actions, preconditions): a comprehension over the
+        # item class's own decoder. On a failure the ordinary decoder runs again
+        # to name the element's index.
+        env[f"decode_{k}"] = spec.decoder
+        env[f"item_{k}"] = _decoder_for(model)
+        present = [
+            "try:",
+            "    if type(v) is not list:",
+            "        raise Bad('expected an array, got ' + kind(v))",
+            f"    out.{attr} = [item_{k}(e) for e in v]",
+            "except Bad:",
+            "    try:",
+            f"        decode_{k}(v)",
+            "    except Bad as bad:",
+            f"        bad.path.insert(0, {name!r})",
+            "        raise bad from None",
+            "    raise",
+        ]
+    elif inline is not None:
+        type_name, what = inline
+        present = [
+            f"if type(v) is not {type_name}" + (" and v is not None:" if optional else ":"),
+            f"    raise Bad('expected {what}, got ' + kind(v), [{name!r}])",
+            f"out.{attr} = v",
+        ]
+    else:
+        env[f"decode_{k}"] = spec.decoder
+        present = [
+            "try:",
+            f"    out.{attr} = decode_{k}(v)",
+            "except Bad as bad:",
+            f"    bad.path.insert(0, {name!r})",
+            "    raise",
+        ]
+    if spec.required:
+        absent = [f"raise Bad({f'missing required field {name!r}'!r})"]
+    elif spec.factory is list or spec.factory is dict:
+        absent = [f"out.{attr} = {'[]' if spec.factory is list else '{}'}"]
+    elif spec.factory is not dataclasses.MISSING:
+        env[f"factory_{k}"] = spec.factory
+        absent = [f"out.{attr} = factory_{k}()"]
+    else:
+        env[f"default_{k}"] = spec.default
+        absent = [f"out.{attr} = default_{k}"]
+    return present, absent
+
+
+def _indent(lines: list[str], depth: int) -> list[str]:
+    return [" " * depth + line for line in lines]
+
+
+def _environment(cls: type) -> dict[str, Any]:
+    return {
         "MISSING": MISSING,
         "Bad": Bad,
         "kind": kind,
         "cls": cls,
-        "names": names,
+        "names": _specs(cls)[1],
         "new": object.__new__,
     }
+
+
+def _finish(cls: type, lines: list[str], env: dict[str, Any]) -> Callable[[Any], Any]:
+    if hasattr(cls, "__post_init__"):
+        lines.append("    out.__post_init__()")
+    lines.append("    return out")
+    exec("\n".join(lines), env)
+    return env["decode"]  # type: ignore[no-any-return]
+
+
+def _generic_decoder(cls: type) -> Callable[[Any], Any]:
+    """Generate one straight-line decoding function per class, as dataclasses does
+    for ``__init__``: the same checks as a loop over the field specs, without the loop,
+    filling the instance's slots directly (loading large proposals spends most of its
+    time here). Missing fields get the dataclass defaults; ``__post_init__`` runs."""
+    specs, _ = _specs(cls)
+    env = _environment(cls)
     lines = [
         "def decode(obj):",
         "    if type(obj) is not dict:",
@@ -329,95 +434,87 @@ def _compile_decoder(cls: type) -> Callable[[Any], Any]:
         "    found = 0",
     ]
     for k, spec in enumerate(specs):
-        name, attr = spec.name, spec.attr
+        present, absent = _field_code(cls, k, spec, env)
         lines += [
-            f"    v = get({name!r}, MISSING)",
+            f"    v = get({spec.name!r}, MISSING)",
             "    if v is not MISSING:",
             "        found += 1",
+            *_indent(present, 8),
+            "    else:",
+            *_indent(absent, 8),
         ]
-        inner = getattr(spec.decoder, "inner", None)  # d_optional's
-        optional = inner in _INLINE
-        inline = _INLINE.get(inner if optional else spec.decoder)
-        model = getattr(getattr(spec.decoder, "item", None), "model", None)
-        if spec.decoder is d_json:
-            # Any JSON value: checked once where the document enters, as d_object's contents.
-            lines.append(f"        out.{attr} = v")
-        elif spec.decoder is d_str_list:
-            # An array of strings, the common case checked inline; the decoder itself
-            # runs only to name a bad element.
-            env[f"decode_{k}"] = spec.decoder
-            fail = [
-                "            try:",
-                f"                decode_{k}(v)",
-                "            except Bad as bad:",
-                f"                bad.path.insert(0, {name!r})",
-                "                raise bad from None",
-            ]
-            lines += [
-                "        if type(v) is not list:",
-                *fail,
-                "        for e in v:",
-                "            if type(e) is not str:",
-                *("    " + line for line in fail),
-                f"        out.{attr} = v",
-            ]
-        elif model is not None:
-            # An array of models (actions, preconditions): a comprehension over the
-            # item class's own decoder. On a failure the ordinary decoder runs again
-            # to name the element's index.
-            env[f"decode_{k}"] = spec.decoder
-            env[f"item_{k}"] = _decoder_for(model)
-            lines += [
-                "        try:",
-                "            if type(v) is not list:",
-                "                raise Bad('expected an array, got ' + kind(v))",
-                f"            out.{attr} = [item_{k}(e) for e in v]",
-                "        except Bad:",
-                "            try:",
-                f"                decode_{k}(v)",
-                "            except Bad as bad:",
-                f"                bad.path.insert(0, {name!r})",
-                "                raise bad from None",
-                "            raise",
-            ]
-        elif inline is not None:
-            type_name, what = inline
-            lines += [
-                f"        if type(v) is not {type_name}"
-                + (" and v is not None:" if optional else ":"),
-                f"            raise Bad('expected {what}, got ' + kind(v), [{name!r}])",
-                f"        out.{attr} = v",
-            ]
-        else:
-            env[f"decode_{k}"] = spec.decoder
-            lines += [
-                "        try:",
-                f"            out.{attr} = decode_{k}(v)",
-                "        except Bad as bad:",
-                f"            bad.path.insert(0, {name!r})",
-                "            raise",
-            ]
-        if spec.required:
-            lines += ["    else:", f"        raise Bad({f'missing required field {name!r}'!r})"]
-        elif spec.factory is list or spec.factory is dict:
-            lines += ["    else:", f"        out.{attr} = {'[]' if spec.factory is list else '{}'}"]
-        elif spec.factory is not dataclasses.MISSING:
-            env[f"factory_{k}"] = spec.factory
-            lines += ["    else:", f"        out.{attr} = factory_{k}()"]
-        else:
-            env[f"default_{k}"] = spec.default
-            lines += ["    else:", f"        out.{attr} = default_{k}"]
     lines += [
         "    if len(obj) > found and not names.issuperset(obj):",
         "        out.extra = {k: v for k, v in obj.items() if k not in names}",
         "    else:",
         "        out.extra = {}",
     ]
-    if hasattr(cls, "__post_init__"):
-        lines.append("    out.__post_init__()")
-    lines.append("    return out")
-    exec("\n".join(lines), env)
-    return env["decode"]  # type: ignore[no-any-return]
+    return _finish(cls, lines, env)
+
+
+#: A class with at least this many fields gets decoders specialised to shapes.
+_SHAPED_FIELDS = 12
+#: Objects of one shape decoded by the generic code before that shape gets its own
+#: (so that a small document never pays for code generation) ...
+_SHAPE_AFTER = 32
+#: ... and at most this many shapes per class (beyond, the generic code decodes; a
+#: shape is never dropped, so that shapes taking turns cannot make code again and
+#: again), counting the objects of at most this many others.
+_SHAPES = 64
+_SHAPES_SEEN = 4096
+
+
+def _shaped_decoder(cls: type, generic: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """A decoder that keys objects by their shape (their keys, in order) and decodes a
+    common shape with code made for it: a present field is read without ``get``, an
+    absent one gets its default without a test, unknown keys are known beforehand.
+    Actions of one plan mostly share a handful of shapes, and the generic code
+    spends most of its time asking for fields that are not there. The checks, and
+    the order they run in, are the generic code's, so any error is the same."""
+    shapes: dict[tuple[str, ...], Callable[[Any], Any]] = {}
+    seen: dict[tuple[str, ...], int] = {}
+
+    def decode(obj: Any) -> Any:
+        if type(obj) is dict:
+            shape = tuple(obj)
+            fast = shapes.get(shape)
+            if fast is not None:
+                return fast(obj)
+            if len(shapes) < _SHAPES:
+                count = seen[shape] = seen.get(shape, 0) + 1
+                if count >= _SHAPE_AFTER:
+                    shapes[shape] = _shape_decoder(cls, shape, generic)
+                elif len(seen) > _SHAPES_SEEN:
+                    seen.clear()  # many rare shapes: count afresh
+        return generic(obj)
+
+    decode.shapes = shapes  # type: ignore[attr-defined]  # for tests
+    return decode
+
+
+def _shape_decoder(
+    cls: type, shape: tuple[str, ...], generic: Callable[[Any], Any]
+) -> Callable[[Any], Any]:
+    """The code for objects whose keys are ``shape``; the generic code when the shape
+    lacks a required field (it raises)."""
+    specs, names = _specs(cls)
+    if any(spec.required and spec.name not in shape for spec in specs):
+        return generic
+    env = _environment(cls)
+    lines = ["def decode(obj):", "    out = new(cls)"]
+    for k, spec in enumerate(specs):
+        present, absent = _field_code(cls, k, spec, env)
+        if spec.name in shape:
+            lines += [f"    v = obj[{spec.name!r}]", *_indent(present, 4)]
+        else:
+            lines += _indent(absent, 4)
+    unknown = [key for key in shape if key not in names]
+    if unknown:
+        env["unknown"] = unknown
+        lines.append("    out.extra = {k: obj[k] for k in unknown}")
+    else:
+        lines.append("    out.extra = {}")
+    return _finish(cls, lines, env)
 
 
 def decode_document(cls: type[T], obj: Any, *, trusted: bool = False) -> T:
