@@ -20,6 +20,8 @@ from .values import ABSENT, KNOWN_OPERATORS, evaluate
 
 __all__ = ["ActionTrace", "Cause", "Walk", "walk"]
 
+_NOT_RECORDED: dict[str, str | None] = {}
+
 CauseKind = Literal[
     "precondition", "unknown-operator", "missing-key", "assertion", "blocked-dependency"
 ]
@@ -108,7 +110,8 @@ def walk(
         for i in members:
             action = actions[i]
             causes: list[Cause] = []
-            supplied: dict[str, str | None] = {}
+            # verify mode records no suppliers: nothing writes this shared dict there
+            supplied: dict[str, str | None] = {} if simulate else _NOT_RECORDED
             if action.type == "assertion":
                 failed = []
                 for pre, where in action.predicate():
@@ -143,20 +146,23 @@ def walk(
                         supplied[key] = _who(supplier, ids, key, state[key])
                 else:
                     causes.append(Cause("missing-key", key=key))
-            after: list[str] = []
-            needs = task_preds[i]
-            if simulate and needs:
-                if len(needs) > dag.SHARED_TASKS:  # maybe an id's positions, shared:
-                    found = waits.get(id(needs))  # their verdicts are final once, for all
-                    if found is None:
-                        found = waits[id(needs)] = _waits(needs, blocked, ids)
-                else:
-                    found = _waits(needs, blocked, ids)
-                causes.extend(found[0])
-                after = list(found[1])
-            blocked[i] = bool(causes)
-            if simulate or causes:  # verify needs only the blocked actions' traces
+            if simulate:
+                after: list[str] = []
+                needs = task_preds[i]
+                if needs:
+                    if len(needs) > dag.SHARED_TASKS:  # maybe an id's positions, shared:
+                        found = waits.get(id(needs))  # their verdicts are final once, for all
+                        if found is None:
+                            found = waits[id(needs)] = _waits(needs, blocked, ids)
+                    else:
+                        found = _waits(needs, blocked, ids)
+                    causes.extend(found[0])
+                    after = list(found[1])
+                blocked[i] = bool(causes)
                 traces[i] = ActionTrace(i, ids[i], level_no, bool(causes), causes, supplied, after)
+            elif causes:  # verify needs only the blocked actions' traces
+                blocked[i] = True
+                traces[i] = ActionTrace(i, ids[i], level_no, True, causes)
         for i in members:
             if not (simulate and blocked[i]):
                 change = effects[i]
