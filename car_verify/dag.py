@@ -531,13 +531,18 @@ class Dag:
         out: dict[tuple[int, str], tuple[int, list[int]]] = {}
         pairs = sum(len(self.writers.get(key, ())) for keys in asked.values() for key in keys)
         if pairs <= self.PAIRS_PER_ACTION * self.n or self.unlevelled:
-            # Few questions (or a cycle): ask them as pairs, most settle cheaply.
+            # Few questions (or a cycle): ask them as pairs, most settle cheaply. A
+            # writer at the reader's level or above cannot reach it (the levels'
+            # test, here before a pair is even made: it settles most of them).
+            level = self.level
             ordered = self.reachable(
-                (w, node)
-                for node, keys in asked.items()
-                for key in keys
-                for w in self.writers.get(key, ())
-                if w != node
+                [
+                    (w, node)
+                    for node, keys in asked.items()
+                    for key in keys
+                    for w in self.writers.get(key, ())
+                    if w != node and (level[w] < level[node] or level[node] < 0)
+                ]
             )
             for node, keys in asked.items():
                 for key in keys:
