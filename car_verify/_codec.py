@@ -7,6 +7,10 @@ the spec's table, in table order, then the unknown keys as they came).
 
 Decoders raise :class:`Bad` with a path *relative* to the value they decode;
 each enclosing level prepends its key, so nothing is formatted on the happy path.
+
+A class's decoder is Python code generated from its field specs; a class of many
+fields (an action) also gets code made for each common shape of object, which
+runs the same checks without asking for the fields the shape lacks.
 """
 
 from __future__ import annotations
@@ -316,13 +320,13 @@ def _compile_decoder(cls: type) -> Callable[[Any], Any]:
     return _shaped_decoder(cls, generic)
 
 
-def _field_code(cls: type, k: int, spec: _Spec, env: dict[str, Any]) -> tuple[list[str], list[str]]:
+def _field_code(k: int, spec: _Spec, env: dict[str, Any]) -> tuple[list[str], list[str]]:
     """Field ``k``'s code: the lines that check its value ``v`` and store it, and the
     lines that store its default (or raise, for a required field). Unindented."""
     name, attr = spec.name, spec.attr
     inner: Decoder | None = getattr(spec.decoder, "inner", None)  # d_optional's
     optional = inner is not None and inner in _INLINE
-    inline = _INLINE.get(inner if inner is not None and optional else spec.decoder)
+    inline = _INLINE.get(inner) if inner is not None and optional else _INLINE.get(spec.decoder)
     model = getattr(getattr(spec.decoder, "item", None), "model", None)
     present: list[str]
     if spec.decoder is d_json:
@@ -434,7 +438,7 @@ def _generic_decoder(cls: type) -> Callable[[Any], Any]:
         "    found = 0",
     ]
     for k, spec in enumerate(specs):
-        present, absent = _field_code(cls, k, spec, env)
+        present, absent = _field_code(k, spec, env)
         lines += [
             f"    v = get({spec.name!r}, MISSING)",
             "    if v is not MISSING:",
@@ -503,7 +507,7 @@ def _shape_decoder(
     env = _environment(cls)
     lines = ["def decode(obj):", "    out = new(cls)"]
     for k, spec in enumerate(specs):
-        present, absent = _field_code(cls, k, spec, env)
+        present, absent = _field_code(k, spec, env)
         if spec.name in shape:
             lines += [f"    v = obj[{spec.name!r}]", *_indent(present, 4)]
         else:
