@@ -148,15 +148,18 @@ SCALAR_TYPES: Final = frozenset({str, int, float, bool, type(None)})
 def fingerprint(value: Mapping[str, Any]) -> int:
     """A cheap number that JSON-equal objects always share (a necessary condition only).
 
-    The hashes of each key with its value when the value is a scalar, else of the
-    key alone, combined so that key order does not matter. JSON-equal numbers are
-    equal and hash alike in Python (``1 == 1.0``); a boolean may share a number's
-    hash and containers are not looked into, so :func:`canonical` decides between
-    objects that share a fingerprint.
+    The number of keys, combined with the hashes of the scalar values (containers
+    are not looked into), in a way that order does not change. JSON-equal objects
+    have the same keys and JSON-equal values; JSON-equal numbers are equal and hash
+    alike in Python (``1 == 1.0``). Keys are left out, and a boolean may share a
+    number's hash: :func:`canonical` decides between objects that share a
+    fingerprint. (Hashing each key with its value, as a tuple, cost the loops pass
+    of the wide 10,000-action plan 14-16 ms instead of 10-12.)
     """
-    combined = 0
-    for key, item in value.items():
-        combined ^= hash((key, item)) if type(item) in SCALAR_TYPES else hash(key)
+    combined = len(value)
+    for item in value.values():
+        if type(item) in SCALAR_TYPES:
+            combined ^= hash(item)
     return combined
 
 
