@@ -78,7 +78,7 @@ def test_the_record_stays_frozen_comparable_and_picklable() -> None:
     same = [Issue("c", Severity.INFO, Tier.HEURISTIC, "m", "a", 1, "/x") for _ in range(2)]
     assert hash(same[0]) == hash(same[1])
     assert pickle.loads(pickle.dumps(same[0])) == same[0]
-    assert repr(record) == "Record(a=1, b='x', c=[2], d=5)"
+    assert repr(record).endswith("Record(a=1, b='x', c=[2], d=5)")
 
 
 def test_the_signature_is_the_dataclass_one() -> None:
