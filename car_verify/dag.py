@@ -97,16 +97,11 @@ class Dag:
                     twice.setdefault(action_id, [first[action_id]]).append(i)
         self._twice = twice
 
+        # Filled in the walk over the actions below: an action's state edges come
+        # from the writers before it, which are the writers listed so far.
         writers: dict[str, list[int]] = {}
-        for i, action in enumerate(actions):
-            for key in action.writes():
-                found = writers.get(key)
-                if found is None:
-                    writers[key] = [i]
-                else:
-                    found.append(i)
         self.writers = writers
-        self.keys: list[list[str]] = [a.depended_keys() for a in actions]
+        self.keys: list[list[str]] = []
 
         # Predecessor lists share one empty tuple; an action's task predecessors are
         # its explicit and output-reference ones, `preds` adds the state-key covers.
@@ -190,16 +185,24 @@ class Dag:
             if twice and len(tasks) > direct:
                 own = self._through_id_nodes(action, id_node)
             with_covers: list[int] | None = None
-            for key in keys_of[i]:
+            depended = action.depended_keys()
+            keys_of.append(depended)
+            for key in depended:
                 ws = writers.get(key)
-                if ws and ws[0] < i:
+                if ws:  # all of them before this action
                     if with_covers is None:
                         own = with_covers = list(own)
-                    count = bisect_left(ws, i)
+                    count = len(ws)
                     if count <= direct:
-                        with_covers.extend(ws[:count])
+                        with_covers.extend(ws)
                     else:
                         with_covers.append(cover(key, count))
+            for key in action.writes():
+                found = writers.get(key)
+                if found is None:
+                    writers[key] = [i]
+                else:
+                    found.append(i)
             task_preds.append(tasks)
             preds.append(own)
             if backward_only:
