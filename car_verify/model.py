@@ -318,7 +318,10 @@ def _has_dollar_string(value: dict[str, Any] | list[Any]) -> bool:
 
 
 def _find_output_refs(value: Any, at: tuple[str | int, ...], out: list[OutputRef]) -> None:
-    """Append every output reference inside ``value`` (found at ``at``) to ``out``."""
+    """Append every output reference inside ``value`` (found at ``at``) to ``out``.
+
+    A nested value is entered only when a fast scan finds a "$" string in it: most
+    parameters hold no reference, and most references sit at the top level."""
     items = value.items() if type(value) is dict else enumerate(value)
     for key, item in items:
         t = type(item)
@@ -327,7 +330,7 @@ def _find_output_refs(value: Any, at: tuple[str | int, ...], out: list[OutputRef
                 match = _OUTPUT_REF.fullmatch(item)
                 if match:
                     out.append(OutputRef(match.group(1), match.group(2), (*at, key)))
-        elif t is dict or t is list:
+        elif (t is dict or t is list) and _has_dollar_string(item):
             _find_output_refs(item, (*at, key), out)
 
 
@@ -433,17 +436,7 @@ class Action(Wire):
     def output_refs(self) -> list[OutputRef]:
         """Every ``$<id>.output[.<path>]`` string inside ``parameters``, at any depth."""
         out: list[OutputRef] = []
-        # The top level inline, a nested value only when a fast scan finds a "$" in
-        # it: most parameters hold no reference, and most references sit at the top.
-        for key, item in self.parameters.items():
-            t = type(item)
-            if t is str:
-                if item[:1] == "$":
-                    match = _OUTPUT_REF.fullmatch(item)
-                    if match:
-                        out.append(OutputRef(match.group(1), match.group(2), ("parameters", key)))
-            elif (t is dict or t is list) and _has_dollar_string(item):
-                _find_output_refs(item, ("parameters", key), out)
+        _find_output_refs(self.parameters, ("parameters",), out)
         return out
 
     def predicate(self) -> list[tuple[Precondition, tuple[str | int, ...]]]:
