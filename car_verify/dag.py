@@ -436,10 +436,7 @@ class Dag:
         """The pairs ``(a, b)`` of actions for which a path leads from a to b."""
         found: set[tuple[int, int]] = set()
         open_pairs: list[tuple[int, int]] = []
-        level = self.level
         for pair in pairs:
-            if 0 <= level[pair[1]] <= level[pair[0]]:
-                continue  # _settle's level test, inline: most questions stop here
             answer = self._settle(*pair)
             if answer is None:
                 open_pairs.append(pair)
@@ -535,7 +532,7 @@ class Dag:
         pairs = sum(len(self.writers.get(key, ())) for keys in asked.values() for key in keys)
         if pairs <= self.PAIRS_PER_ACTION * self.n or self.unlevelled:
             # Few questions (or a cycle): ask them as pairs, most settle cheaply. A
-            # writer at the reader's level or above cannot reach it (the levels'
+            # writer at the reader's level or above cannot reach it (_settle's level
             # test, here before a pair is even made: it settles most of them).
             level = self.level
             ordered = self.reachable(
