@@ -521,11 +521,10 @@ def _shape_decoder(
     return _finish(cls, lines, env)
 
 
-def decode_document(cls: type[T], obj: Any, *, trusted: bool = False) -> T:
-    """Decode a whole document. Unless it came from ``json.loads`` (``trusted``), its
-    values are first checked to be JSON all the way down."""
-    if not trusted:
-        d_json(obj)
+def decode_document(cls: type[T], obj: Any) -> T:
+    """Decode a whole document given as data: its values are first checked to be JSON
+    all the way down, which the field decoders then take as given."""
+    d_json(obj)
     return decode(cls, obj)
 
 
