@@ -118,6 +118,7 @@ class Dag:
         # list (the common case); a forward `dependencies` entry falls back to Kahn.
         level: list[int] = [-1] * n
         order: list[int] = []
+        levels: list[list[int]] = []  # the actions of each level, while backward_only
         backward_only = True
 
         def cover(key: str, count: int) -> int:
@@ -210,27 +211,31 @@ class Dag:
                 for p in own:
                     if level[p] > top:
                         top = level[p]
-                level[i] = top + 1
+                top += 1
+                level[i] = top
                 order.append(i)
+                if top < len(levels):
+                    levels[top].append(i)
+                else:
+                    levels.append([i])
         preds.extend(extra)
         self.preds = preds
         self.task_preds = task_preds
         self.unknown_refs = unknown
         #: Every edge points forward in the proposal (then proposal order is topological).
         self.order_is_proposal_order = backward_only
+        unlevelled: list[int] = []
         if backward_only:
             self.level, self.order = level, order
         else:
             self.order, self.level = self._kahn()
-        final = self.level
-        depth = max(final[:n], default=-1) + 1
-        levels: list[list[int]] = [[] for _ in range(depth)]
-        unlevelled: list[int] = []
-        for i, lvl in enumerate(final[:n]):
-            if lvl >= 0:
-                levels[lvl].append(i)
-            else:
-                unlevelled.append(i)
+            final = self.level
+            levels = [[] for _ in range(max(final[:n], default=-1) + 1)]
+            for i, lvl in enumerate(final[:n]):
+                if lvl >= 0:
+                    levels[lvl].append(i)
+                else:
+                    unlevelled.append(i)
         self.levels = levels
         self.unlevelled = unlevelled
         self._descendant_cache: dict[int, set[int]] = {}
