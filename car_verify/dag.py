@@ -798,7 +798,10 @@ class Dag:
         """The conflicts on ``key``, given a reachability test (see :class:`_Race`)."""
         writers = self.writers[key]
         keys_of = self.keys
-        if all(key in keys_of[w] for w in islice(writers, 1, None)):
+        for w in islice(writers, 1, None):
+            if key not in keys_of[w]:
+                break
+        else:
             return []  # each writer reads the key: every earlier writer reaches it
         race = _Race(key, keys_of)
         if not self.order_is_proposal_order:
