@@ -466,6 +466,14 @@ class Dag:
         if floor >= level[target]:
             return False
         preds = self.preds
+        if search == 1:  # the target's own edges (the search below, without its lists)
+            ps = preds[target]
+            if source in ps:
+                return True
+            for p in ps:
+                if level[p] >= floor:
+                    return None
+            return False
         seen = {target}
         stack = [target]
         budget = self.NEAR_SEARCH if search is None else search
