@@ -310,7 +310,7 @@ def _has_dollar_string(value: dict[str, Any] | list[Any]) -> bool:
         for item in container.values() if type(container) is dict else container:
             t = type(item)
             if t is str:
-                if item[:1] == "$":
+                if "$" <= item < "%":  # starts with "$" (no slice made)
                     return True
             elif t is dict or t is list:
                 stack.append(item)
@@ -326,7 +326,7 @@ def _find_output_refs(value: Any, at: tuple[str | int, ...], out: list[OutputRef
     for key, item in items:
         t = type(item)
         if t is str:
-            if item[:1] == "$":
+            if "$" <= item < "%":  # starts with "$" (no slice made)
                 match = _OUTPUT_REF.fullmatch(item)
                 if match:
                     out.append(OutputRef(match.group(1), match.group(2), (*at, key)))
