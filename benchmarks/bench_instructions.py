@@ -1,0 +1,106 @@
+"""Instructions executed by load+verify, as a multiple of json.loads's: exact, in one run.
+
+Wall times on a shared machine drift by 10% or more, so a change of 1% to 3% cannot
+be seen in them (bench_compare.py narrows that to about 3%). Instruction counts do
+not drift: valgrind's callgrind counts what the interpreter executes, the same
+for the same code, input and hash seed whatever else the machine is doing. They
+are not time (a cache miss costs no instruction, and freeing cold memory costs
+more time than its count says), so the targets stay judged by bench_verify.py;
+this script tells whether a change does less work, and how much.
+
+Each count is taken in a child process under callgrind, less the count of the
+same child stopping before the measured call (imports, reading the document,
+and one load that makes the shape decoders, as a benchmark's later rounds find
+them). With REV, the package at that revision is counted too, on the same
+documents. Needs valgrind. Run: python benchmarks/bench_instructions.py [REV]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from bench_compare import ROOT, install
+from shapes import sequential, wide_dag
+
+# One child: everything but the measured call, then the call (MODE none: nothing).
+CHILD = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+mode, text = sys.argv[2], open(sys.argv[3]).read()
+import car_verify, car_verify.analyses
+car_verify.load(text)
+state = {"env": "prod", "counter": 0}
+if mode == "json":
+    json.loads(text)
+elif mode == "verify":
+    car_verify.verify(text, initial_state=state)
+"""
+
+_COLLECTED = re.compile(r"Collected : (\d+)")
+
+
+def count(site: Path | str, mode: str, document: Path) -> int:
+    """Instructions the child executes in ``mode``, from start to exit."""
+    done = subprocess.run(
+        [
+            "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+            sys.executable, "-c", CHILD, str(site), mode, str(document),
+        ],
+        capture_output=True, text=True, check=True,
+        env={**os.environ, "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"},
+    )  # fmt: skip
+    found = _COLLECTED.search(done.stderr)
+    if found is None:
+        raise SystemExit(f"callgrind reported no count:\n{done.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def measure(site: Path | str, document: Path) -> tuple[int, int]:
+    """Instructions of json.loads and of load+verify of ``document`` (the three
+    children run side by side: a count does not depend on what else runs)."""
+    with ThreadPoolExecutor(max_workers=os.cpu_count()) as pool:
+        base, loads, verify = pool.map(
+            lambda mode: count(site, mode, document), ("none", "json", "verify")
+        )
+    return loads - base, verify - base
+
+
+def main() -> int:
+    if shutil.which("valgrind") is None:
+        print("bench_instructions needs valgrind (apt-get install valgrind)", file=sys.stderr)
+        return 2
+    rev = sys.argv[1] if len(sys.argv) > 1 else None
+    with tempfile.TemporaryDirectory() as tmp:
+        sites: dict[str, Path | str] = {"HEAD": install("HEAD", Path(tmp, "head"))}
+        if rev is not None:
+            sites[rev] = install(rev, Path(tmp, "base"))
+        if subprocess.run(["git", "-C", str(ROOT), "diff", "--quiet", "HEAD"]).returncode:
+            print("note: uncommitted changes are not counted (HEAD is)")
+        print("10,000 actions; millions of instructions, less the child's start")
+        for shape in (wide_dag, sequential):
+            document = Path(tmp, f"{shape.__name__}.json")
+            document.write_text(json.dumps(shape(10_000)))
+            counts = {name: measure(site, document) for name, site in sites.items()}
+            for name, (loads, verify) in counts.items():
+                print(
+                    f"{shape.__name__:10s} {name:>10s}: json.loads {loads / 1e6:7.1f}M, "
+                    f"load+verify {verify / 1e6:7.1f}M, {verify / loads:.3f}x"
+                )
+            if rev is not None:
+                change = counts["HEAD"][1] / counts[rev][1] - 1
+                print(f"{shape.__name__:10s} HEAD against {rev}: {change:+.2%}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
