@@ -356,12 +356,19 @@ def _field_code(k: int, spec: _Spec, env: dict[str, Any]) -> tuple[list[str], li
         # item class's own decoder. On a failure the ordinary decoder runs again
         # to name the element's index.
         env[f"decode_{k}"] = spec.decoder
-        env[f"item_{k}"] = _decoder_for(model)
+        item = env[f"item_{k}"] = _decoder_for(model)
+        shapes = getattr(item, "shapes", None)
+        if shapes is not None:
+            # The shape's own code called here, without the dispatcher's call in between.
+            env[f"shape_{k}"] = shapes.get
+            each = f"(shape_{k}(tuple(e)) or item_{k})(e) if type(e) is dict else item_{k}(e)"
+        else:
+            each = f"item_{k}(e)"
         present = [
             "try:",
             "    if type(v) is not list:",
             "        raise Bad('expected an array, got ' + kind(v))",
-            f"    out.{attr} = [item_{k}(e) for e in v]",
+            f"    out.{attr} = [{each} for e in v]",
             "except Bad:",
             "    try:",
             f"        decode_{k}(v)",

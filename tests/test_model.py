@@ -515,6 +515,11 @@ def test_a_common_shape_is_decoded_by_its_own_code_with_the_same_errors() -> Non
     with pytest.raises(InputError) as caught:
         car_verify.load({"actions": [*actions, bad]})
     assert str(caught.value) == f"actions[{len(actions)}].tool: expected a string, got a number"
+    # The list of actions calls a shape's code itself: an array that spells the
+    # shape's keys is still not an object.
+    with pytest.raises(InputError) as caught:
+        car_verify.load({"actions": [*actions, list(shape)]})
+    assert str(caught.value) == f"actions[{len(actions)}]: expected an object, got an array"
 
 
 def test_shapes_are_bounded() -> None:
