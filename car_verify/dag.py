@@ -990,7 +990,7 @@ class _Race:
         key = self.key
         if b > self.latest:
             self.latest = b
-            if key in self.keys_of[b]:
+            if key in self.keys_of[b] or not self.maximal:  # (or the first writer)
                 self.below[b] = self.maximal
                 self.maximal = [b]
                 return
