@@ -998,6 +998,15 @@ class _Race:
         reaching: list[int] = []
         seen: set[int] = set()
         stack = list(self.maximal)
+        if len(stack) == 1:  # one maximal writer, asked before the search is set up:
+            m = stack.pop()
+            if reaches(m, b):  # a step along a chain, b covers m
+                below[b] = self.maximal
+                self.maximal = [b]
+                return
+            found.append((m, b, key) if m < b else (b, m, key))
+            seen.add(m)
+            stack.extend(below.get(m, ()))
         while stack:
             m = stack.pop()
             if m in seen:
