@@ -463,8 +463,10 @@ def _generic_decoder(cls: type) -> Callable[[Any], Any]:
     return _finish(cls, lines, env)
 
 
-#: A class with at least this many fields gets decoders specialised to shapes.
-_SHAPED_FIELDS = 12
+#: A class with at least this many fields gets decoders specialised to shapes: a
+#: precondition's four and up. (With 12, preconditions were left out: the dispatcher's
+#: call cost what their shape code saved, until a list of them called it directly.)
+_SHAPED_FIELDS = 4
 #: Objects of one shape decoded by the generic code before that shape gets its own
 #: (so that a small document never pays for code generation) ...
 _SHAPE_AFTER = 32

@@ -16,7 +16,7 @@ from car_verify import InputError
 from car_verify import dag as dag_module
 from car_verify._codec import Bad, _generic_decoder, _shape_decoder
 from car_verify.dag import Dag
-from car_verify.model import Action
+from car_verify.model import Action, Precondition
 from car_verify.values import canonical, fingerprint, format_value, json_equal
 
 
@@ -312,16 +312,32 @@ def test_a_shape_decoder_decodes_as_the_generic_code(
         if data.draw(st.booleans()):
             action.pop(data.draw(st.sampled_from(sorted(action))), None)
 
-    def outcome(decode: Any, action: Any) -> Any:
-        try:
-            decoded = decode(action).to_dict()
-        except Bad as bad:
-            return (bad.problem, bad.path)
-        if "id" not in action:
-            del decoded["id"]  # generated, different each time
-        return decoded
-
     generic = _generic_decoder(Action)
     for action in doc["actions"]:
         shaped = _shape_decoder(Action, tuple(action), generic)
-        assert outcome(shaped, action) == outcome(generic, action)
+        assert _outcome(shaped, action) == _outcome(generic, action)
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["key", "operator", "value", "description", "x-ext"]),
+        st.one_of(st.sampled_from(["k", "eq", "exists", ""]), json_values),
+    )
+)
+def test_a_shape_decoder_decodes_preconditions_as_the_generic_code(obj: dict[str, Any]) -> None:
+    """Preconditions (four fields) get shape code too: the same precondition as the
+    generic code's, or the same error at the same path."""
+    generic = _generic_decoder(Precondition)
+    shaped = _shape_decoder(Precondition, tuple(obj), generic)
+    assert _outcome(shaped, obj) == _outcome(generic, obj)
+
+
+def _outcome(decode: Any, obj: Any) -> Any:
+    """What a decoder makes of ``obj``: the object's wire form, or its error and path."""
+    try:
+        decoded = decode(obj).to_dict()
+    except Bad as bad:
+        return (bad.problem, bad.path)
+    if "id" not in obj:
+        decoded.pop("id", None)  # an action's id is generated, different each time
+    return decoded
