@@ -12,7 +12,8 @@ Each count is taken in a child process under callgrind, less the count of the
 same child stopping before the measured call (imports, reading the document,
 and one load that makes the shape decoders, as a benchmark's later rounds find
 them). With REV, the package at that revision is counted too, on the same
-documents. Needs valgrind. Run: python benchmarks/bench_instructions.py [REV]
+documents; with --stages, each of verify's stages is counted instead (HEAD only).
+Needs valgrind. Run: python benchmarks/bench_instructions.py [REV | --stages]
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from shapes import sequential, wide_dag
 
 # One child: everything but the measured call, then the call (MODE none: nothing).
 CHILD = """
-import json, sys
+import json, os, sys
 sys.path.insert(0, sys.argv[1])
 mode, text = sys.argv[2], open(sys.argv[3]).read()
 import car_verify, car_verify.analyses
@@ -44,6 +45,24 @@ if mode == "json":
     json.loads(text)
 elif mode == "verify":
     car_verify.verify(text, initial_state=state)
+elif mode.startswith("upto:"):  # verify's stages, up to and with this one
+    import gc
+    from car_verify.passes import Context, Options, resolve_passes
+    stop = mode[5:]
+    model = car_verify.load(text)
+    gc.disable()  # as inside verify
+    ctx = Context(model, initial_state=state, options=Options())
+    stages = {"dag": lambda: ctx.dag, "walk": lambda: ctx.walk}
+    for p in resolve_passes(None, ctx):
+        if all(ctx.has(r) for r in p.requires):
+            stages[p.name] = lambda p=p: list(p.run(ctx))
+    if stop != "decode":
+        for name, run in stages.items():
+            run()
+            if name == stop:
+                break
+    print(" ".join(["decode", *stages]), flush=True)
+os._exit(0)  # no interpreter shutdown: its collection would walk whatever is still alive
 """
 
 _COLLECTED = re.compile(r"Collected : (\d+)")
@@ -51,6 +70,11 @@ _COLLECTED = re.compile(r"Collected : (\d+)")
 
 def count(site: Path | str, mode: str, document: Path) -> int:
     """Instructions the child executes in ``mode``, from start to exit."""
+    return counted(site, mode, document)[0]
+
+
+def counted(site: Path | str, mode: str, document: Path) -> tuple[int, str]:
+    """Instructions the child executes in ``mode``, and what it printed."""
     done = subprocess.run(
         [
             "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
@@ -62,7 +86,7 @@ def count(site: Path | str, mode: str, document: Path) -> int:
     found = _COLLECTED.search(done.stderr)
     if found is None:
         raise SystemExit(f"callgrind reported no count:\n{done.stderr[-2000:]}")
-    return int(found.group(1))
+    return int(found.group(1)), done.stdout
 
 
 def measure(site: Path | str, document: Path) -> tuple[int, int]:
@@ -75,10 +99,37 @@ def measure(site: Path | str, document: Path) -> tuple[int, int]:
     return loads - base, verify - base
 
 
+def stages(site: Path | str, document: Path) -> dict[str, int]:
+    """Instructions of each of verify's stages (as in bench_stages.py: decoding after
+    json.loads, the DAG, the walk, each pass; the rest is what verify adds, the
+    result and freeing the model and the analyses), each the count up to and with
+    it less the count up to the one before."""
+    names = counted(site, "upto:decode", document)[1].split()
+    modes = ["json", *(f"upto:{name}" for name in names), "verify"]
+    with ThreadPoolExecutor(max_workers=os.cpu_count()) as pool:
+        totals = list(pool.map(lambda mode: count(site, mode, document), modes))
+    base = count(site, "none", document)
+    labels = ["json.loads", *names, "the rest"]
+    befores = [base, *totals[:-1]]
+    return {label: t - b for label, b, t in zip(labels, befores, totals, strict=True)}
+
+
 def main() -> int:
     if shutil.which("valgrind") is None:
         print("bench_instructions needs valgrind (apt-get install valgrind)", file=sys.stderr)
         return 2
+    if sys.argv[1:] == ["--stages"]:
+        with tempfile.TemporaryDirectory() as tmp:
+            site = install("HEAD", Path(tmp, "head"))
+            for shape in (wide_dag, sequential):
+                document = Path(tmp, f"{shape.__name__}.json")
+                document.write_text(json.dumps(shape(10_000)))
+                by_stage = stages(site, document)
+                base = by_stage["json.loads"]
+                print(f"{shape.__name__}, 10,000 actions: millions of instructions")
+                for name, n in by_stage.items():
+                    print(f"  {name:14s} {n / 1e6:8.1f}M  {n / base:5.2f}x")
+        return 0
     rev = sys.argv[1] if len(sys.argv) > 1 else None
     with tempfile.TemporaryDirectory() as tmp:
         sites: dict[str, Path | str] = {"HEAD": install("HEAD", Path(tmp, "head"))}
