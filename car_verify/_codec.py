@@ -8,9 +8,10 @@ the spec's table, in table order, then the unknown keys as they came).
 Decoders raise :class:`Bad` with a path *relative* to the value they decode;
 each enclosing level prepends its key, so nothing is formatted on the happy path.
 
-A class's decoder is Python code generated from its field specs; a class of many
-fields (an action) also gets code made for each common shape of object, which
-runs the same checks without asking for the fields the shape lacks.
+A class's decoder is Python code generated from its field specs; a class of four
+fields or more (an action, a precondition) also gets code made for each common
+shape of object, which runs the same checks without asking for the fields the
+shape lacks.
 """
 
 from __future__ import annotations
@@ -312,7 +313,7 @@ _INLINE: dict[Decoder, tuple[str, str]] = {
 
 def _compile_decoder(cls: type) -> Callable[[Any], Any]:
     """The decoder of ``cls``: generated code (:func:`_generic_decoder`), and for a
-    class of many fields, code specialised to each common shape of object."""
+    class of _SHAPED_FIELDS fields or more, code specialised to each common shape of object."""
     specs, _ = _specs(cls)
     generic = _generic_decoder(cls)
     if len(specs) < _SHAPED_FIELDS:
