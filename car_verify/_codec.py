@@ -357,13 +357,12 @@ def _field_code(k: int, spec: _Spec, env: dict[str, Any]) -> tuple[list[str], li
         # item class's own decoder. On a failure the ordinary decoder runs again
         # to name the element's index.
         env[f"decode_{k}"] = spec.decoder
-        item = env[f"item_{k}"] = _decoder_for(model)
-        shapes = getattr(item, "shapes", None)
-        if shapes is not None:
-            # The shape's own code called here, without the dispatcher's call in between.
-            env[f"shape_{k}"] = shapes.get
-            each = f"(shape_{k}(tuple(e)) or item_{k})(e) if type(e) is dict else item_{k}(e)"
+        item = _decoder_for(model)
+        call_in = getattr(item, "call_in", None)  # a shaped decoder's own dispatch, inline
+        if call_in is not None:
+            each = call_in(env, f"item_{k}", "e")
         else:
+            env[f"item_{k}"] = item
             each = f"item_{k}(e)"
         present = [
             "try:",
@@ -502,7 +501,17 @@ def _shaped_decoder(cls: type, generic: Callable[[Any], Any]) -> Callable[[Any],
                     seen.clear()  # many rare shapes: count afresh
         return generic(obj)
 
+    def call_in(env: dict[str, Any], name: str, arg: str) -> str:
+        """Code, for generated code with ``env``, that decodes ``arg`` as ``decode``
+        does but calls a known shape's code directly: a list of such objects (a
+        proposal's actions) then makes one call per object, not two."""
+        env[name] = decode
+        env[f"{name}_shape"] = shapes.get
+        fast = f"({name}_shape(tuple({arg})) or {name})({arg})"  # the key: as decode's
+        return f"{fast} if type({arg}) is dict else {name}({arg})"
+
     decode.shapes = shapes  # type: ignore[attr-defined]  # for tests
+    decode.call_in = call_in  # type: ignore[attr-defined]  # read by _field_code
     return decode
 
 
