@@ -294,14 +294,27 @@ def decode(cls: type[T], obj: Any) -> T:
     return _decoder_for(cls)(obj)  # type: ignore[no-any-return]
 
 
-def _decoder_for(cls: type) -> Callable[[Any], Any]:
-    decoder = _DECODERS.get(cls)
+def decode_owned(cls: type[T], obj: Any) -> T:
+    """:func:`decode` for a document that nobody else holds (one just parsed, or a
+    copy): it is taken apart as it is read. Each element of a list of models (a
+    proposal's actions) is dropped from its list once decoded, so that what the
+    model does not keep of it (the object itself, its keys) is freed while it is
+    still in the cache, instead of all at once, cold, when the document is. The
+    model and any error are those :func:`decode` gives; the document is left
+    with ``None`` in the place of what was read."""
+    return _decoder_for(cls, owned=True)(obj)  # type: ignore[no-any-return]
+
+
+def _decoder_for(cls: type, *, owned: bool = False) -> Callable[[Any], Any]:
+    decoders = _OWNED_DECODERS if owned else _DECODERS
+    decoder = decoders.get(cls)
     if decoder is None:
-        decoder = _DECODERS[cls] = _compile_decoder(cls)
+        decoder = decoders[cls] = _compile_decoder(cls, owned)
     return decoder
 
 
 _DECODERS: dict[type, Callable[[Any], Any]] = {}
+_OWNED_DECODERS: dict[type, Callable[[Any], Any]] = {}
 
 # Decoders simple enough to inline as a type test in the generated code.
 _INLINE: dict[Decoder, tuple[str, str]] = {
@@ -311,19 +324,23 @@ _INLINE: dict[Decoder, tuple[str, str]] = {
 }
 
 
-def _compile_decoder(cls: type) -> Callable[[Any], Any]:
+def _compile_decoder(cls: type, owned: bool = False) -> Callable[[Any], Any]:
     """The decoder of ``cls``: generated code (:func:`_generic_decoder`), and for a
-    class of _SHAPED_FIELDS fields or more, code specialised to each common shape of object."""
+    class of _SHAPED_FIELDS fields or more, code specialised to each common shape of
+    object. ``owned``: the code of :func:`decode_owned`."""
     specs, _ = _specs(cls)
-    generic = _generic_decoder(cls)
+    generic = _generic_decoder(cls, owned)
     if len(specs) < _SHAPED_FIELDS:
         return generic
-    return _shaped_decoder(cls, generic)
+    return _shaped_decoder(cls, generic, owned)
 
 
-def _field_code(k: int, spec: _Spec, env: dict[str, Any]) -> tuple[list[str], list[str]]:
+def _field_code(
+    k: int, spec: _Spec, env: dict[str, Any], owned: bool = False
+) -> tuple[list[str], list[str]]:
     """Field ``k``'s code: the lines that check its value ``v`` and store it, and the
-    lines that store its default (or raise, for a required field). Unindented."""
+    lines that store its default (or raise, for a required field). Unindented.
+    ``owned``: a list of models is taken apart as it is read (:func:`decode_owned`)."""
     name, attr = spec.name, spec.attr
     inner: Decoder | None = getattr(spec.decoder, "inner", None)  # d_optional's
     optional = inner is not None and inner in _INLINE
@@ -364,19 +381,43 @@ def _field_code(k: int, spec: _Spec, env: dict[str, Any]) -> tuple[list[str], li
         else:
             env[f"item_{k}"] = item
             each = f"item_{k}(e)"
-        present = [
-            "try:",
-            "    if type(v) is not list:",
-            "        raise Bad('expected an array, got ' + kind(v))",
-            f"    out.{attr} = [{each} for e in v]",
-            "except Bad:",
-            "    try:",
-            f"        decode_{k}(v)",
-            "    except Bad as bad:",
-            f"        bad.path.insert(0, {name!r})",
-            "        raise bad from None",
-            "    raise",
-        ]
+        if owned:
+            # A loop that drops each element from the list once it is decoded; it
+            # knows the index of a failing one, so no second pass names it.
+            present = [
+                "if type(v) is not list:",
+                "    try:",
+                f"        decode_{k}(v)",  # raises, saying what the value is
+                "    except Bad as bad:",
+                f"        bad.path.insert(0, {name!r})",
+                "        raise bad from None",
+                "items = []",
+                "append = items.append",
+                "j = 0",
+                "try:",
+                "    for e in v:",
+                "        v[j] = None",
+                f"        append({each})",
+                "        j += 1",
+                "except Bad as bad:",
+                f"    bad.path[:0] = [{name!r}, j]",
+                "    raise",
+                f"out.{attr} = items",
+            ]
+        else:
+            present = [
+                "try:",
+                "    if type(v) is not list:",
+                "        raise Bad('expected an array, got ' + kind(v))",
+                f"    out.{attr} = [{each} for e in v]",
+                "except Bad:",
+                "    try:",
+                f"        decode_{k}(v)",
+                "    except Bad as bad:",
+                f"        bad.path.insert(0, {name!r})",
+                "        raise bad from None",
+                "    raise",
+            ]
     elif inline is not None:
         type_name, what = inline
         present = [
@@ -429,7 +470,7 @@ def _finish(cls: type, lines: list[str], env: dict[str, Any]) -> Callable[[Any],
     return env["decode"]  # type: ignore[no-any-return]
 
 
-def _generic_decoder(cls: type) -> Callable[[Any], Any]:
+def _generic_decoder(cls: type, owned: bool = False) -> Callable[[Any], Any]:
     """Generate one straight-line decoding function per class, as dataclasses does
     for ``__init__``: the same checks as a loop over the field specs, without the loop,
     filling the instance's slots directly (loading large proposals spends most of its
@@ -445,7 +486,7 @@ def _generic_decoder(cls: type) -> Callable[[Any], Any]:
         "    found = 0",
     ]
     for k, spec in enumerate(specs):
-        present, absent = _field_code(k, spec, env)
+        present, absent = _field_code(k, spec, env, owned)
         lines += [
             f"    v = get({spec.name!r}, MISSING)",
             "    if v is not MISSING:",
@@ -477,7 +518,9 @@ _SHAPES = 64
 _SHAPES_SEEN = 4096
 
 
-def _shaped_decoder(cls: type, generic: Callable[[Any], Any]) -> Callable[[Any], Any]:
+def _shaped_decoder(
+    cls: type, generic: Callable[[Any], Any], owned: bool = False
+) -> Callable[[Any], Any]:
     """A decoder that keys objects by their shape (their keys, in order) and decodes a
     common shape with code made for it: a present field is read without ``get``, an
     absent one gets its default without a test, unknown keys are known beforehand.
@@ -496,7 +539,7 @@ def _shaped_decoder(cls: type, generic: Callable[[Any], Any]) -> Callable[[Any],
             if len(shapes) < _SHAPES:
                 count = seen[shape] = seen.get(shape, 0) + 1
                 if count >= _SHAPE_AFTER:
-                    shapes[shape] = _shape_decoder(cls, shape, generic)
+                    shapes[shape] = _shape_decoder(cls, shape, generic, owned)
                 elif len(seen) > _SHAPES_SEEN:
                     seen.clear()  # many rare shapes: count afresh
         return generic(obj)
@@ -516,7 +559,7 @@ def _shaped_decoder(cls: type, generic: Callable[[Any], Any]) -> Callable[[Any],
 
 
 def _shape_decoder(
-    cls: type, shape: tuple[str, ...], generic: Callable[[Any], Any]
+    cls: type, shape: tuple[str, ...], generic: Callable[[Any], Any], owned: bool = False
 ) -> Callable[[Any], Any]:
     """The code for objects whose keys are ``shape``; the generic code when the shape
     lacks a required field (it raises)."""
@@ -526,7 +569,7 @@ def _shape_decoder(
     env = _environment(cls)
     lines = ["def decode(obj):", "    out = new(cls)"]
     for k, spec in enumerate(specs):
-        present, absent = _field_code(k, spec, env)
+        present, absent = _field_code(k, spec, env, owned)
         if spec.name in shape:
             lines += [f"    v = obj[{spec.name!r}]", *_indent(present, 4)]
         else:

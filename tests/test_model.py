@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import io
 import json
 import re
@@ -23,6 +24,7 @@ from car_verify.model import (
     ToolSchema,
     ToolStreamEvent,
     chunk_from_dict,
+    load_parsed,
 )
 
 SPEC_ACTION = {
@@ -191,10 +193,32 @@ def test_unknown_type_and_operator_load_fine() -> None:
 )
 def test_input_errors_name_the_json_path(doc: Any, path: str) -> None:
     with pytest.raises(InputError) as err:
-        car_verify.load(doc)
+        car_verify.load(doc)  # a copy, taken apart as it is read
     assert err.value.location == path
     if path != "$":
         assert str(err.value).startswith(path + ": ")
+    with pytest.raises(InputError) as shared:
+        load_parsed(copy.deepcopy(doc))  # the caller's own, read as it is
+    assert (shared.value.location, str(shared.value)) == (path, str(err.value))
+
+
+def test_the_error_in_a_later_action_of_a_document_names_its_index() -> None:
+    actions = [{"id": f"a{i}", "type": "tool_call", "tool": "t"} for i in range(40)]
+    actions[37]["preconditions"] = [{"key": "k"}, {"key": 3}]
+    with pytest.raises(InputError) as err:
+        car_verify.load(json.dumps({"actions": actions}))
+    assert err.value.location == "actions[37].preconditions[1].key"
+
+
+def test_what_the_caller_holds_is_never_taken_apart() -> None:
+    """A document is taken apart as it is read only when the loader parsed or
+    copied it itself: the caller's dict, and the data given to load_parsed, stay whole."""
+    doc: dict[str, Any] = {"actions": [SPEC_ACTION, {"id": "b", "type": "tool_call"}]}
+    before = json.dumps(doc)
+    assert car_verify.load(doc).to_dict()["actions"][1]["id"] == "b"
+    assert json.dumps(doc) == before
+    assert load_parsed(doc).actions[0].tool == "deploy"
+    assert json.dumps(doc) == before
 
 
 def test_nothing_is_half_read_and_the_caller_dict_is_not_shared() -> None:

@@ -14,9 +14,9 @@ from strategies import json_values, proposals, states
 import car_verify
 from car_verify import InputError
 from car_verify import dag as dag_module
-from car_verify._codec import Bad, _generic_decoder, _shape_decoder
+from car_verify._codec import Bad, _generic_decoder, _shape_decoder, decode, decode_owned
 from car_verify.dag import Dag
-from car_verify.model import Action, Precondition
+from car_verify.model import Action, ActionProposal, Precondition
 from car_verify.values import canonical, fingerprint, format_value, json_equal
 
 
@@ -330,6 +330,30 @@ def test_a_shape_decoder_decodes_preconditions_as_the_generic_code(obj: dict[str
     generic = _generic_decoder(Precondition)
     shaped = _shape_decoder(Precondition, tuple(obj), generic)
     assert _outcome(shaped, obj) == _outcome(generic, obj)
+
+
+@given(proposals(), st.data())
+def test_an_owned_document_decodes_as_one_the_caller_holds(
+    doc: dict[str, Any], data: st.DataObject
+) -> None:
+    """A document taken apart as it is read (decode_owned: one just parsed) gives the
+    model that decode gives, or the same error at the same path, however its actions
+    are broken; decode leaves the document whole."""
+    doc.update(id="p", timestamp="t")  # not generated: the same in both models
+    for action in doc["actions"]:
+        action.setdefault("id", "x")
+        if data.draw(st.booleans()):
+            field = data.draw(st.sampled_from(["type", "preconditions", "dependencies"]))
+            action[field] = data.draw(json_values)
+    if doc["actions"] and data.draw(st.booleans()):
+        doc["actions"][data.draw(st.integers(0, len(doc["actions"]) - 1))] = data.draw(json_values)
+    if data.draw(st.integers(0, 9)) == 0:
+        doc["actions"] = data.draw(json_values)
+    text = json.dumps(doc)
+    held = json.loads(text)
+    expected = _outcome(lambda d: decode(ActionProposal, d), held)
+    assert json.dumps(held) == text
+    assert _outcome(lambda d: decode_owned(ActionProposal, d), json.loads(text)) == expected
 
 
 def _outcome(decode: Any, obj: Any) -> Any:
