@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Mapping
+import sys
+from collections.abc import Callable, Iterable, Mapping
 from enum import Enum
 from typing import Any, Final, TypeVar
 
@@ -88,6 +89,23 @@ def d_str(value: Any) -> str:
     if type(value) is not str:
         raise expected("a string", value)
     return value
+
+
+def d_known_str(known: Iterable[str]) -> Decoder:
+    """Any string; one of ``known`` (an action's type, an operator) is kept as the
+    interned string that the code itself spells. Every action then holds the same
+    few objects, which stay in the cache, and a comparison with a literal finds
+    them identical: a pass that asks every action its type touches no string of
+    the document's (a fresh copy for each action, as ``json.loads`` makes them)."""
+    table = {sys.intern(name): sys.intern(name) for name in known}
+
+    def decode_known_str(value: Any) -> str:
+        if type(value) is not str:
+            raise expected("a string", value)
+        return table.get(value, value)
+
+    decode_known_str.known = table  # type: ignore[attr-defined]  # read by _field_code
+    return decode_known_str
 
 
 def d_bool(value: Any) -> bool:
@@ -346,6 +364,7 @@ def _field_code(
     optional = inner is not None and inner in _INLINE
     inline = _INLINE.get(inner) if inner is not None and optional else _INLINE.get(spec.decoder)
     model = getattr(getattr(spec.decoder, "item", None), "model", None)
+    known: dict[str, str] | None = getattr(spec.decoder, "known", None)  # d_known_str's
     present: list[str]
     if spec.decoder is d_json:
         # Any JSON value: checked once where the document enters, as d_object's contents.
@@ -418,6 +437,13 @@ def _field_code(
                 "        raise bad from None",
                 "    raise",
             ]
+    elif known is not None:
+        env[f"known_{k}"] = known.get
+        present = [
+            "if type(v) is not str:",
+            f"    raise Bad('expected a string, got ' + kind(v), [{name!r}])",
+            f"out.{attr} = known_{k}(v, v)",
+        ]
     elif inline is not None:
         type_name, what = inline
         present = [

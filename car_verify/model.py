@@ -36,6 +36,7 @@ from ._codec import (
     d_bool,
     d_enum,
     d_json,
+    d_known_str,
     d_list,
     d_model,
     d_number,
@@ -55,7 +56,7 @@ from ._codec import (
 )
 from ._records import quick_init
 from .errors import InputError
-from .values import copy_json, json_nodes, paused_gc
+from .values import KNOWN_OPERATORS, copy_json, json_nodes, paused_gc
 
 __all__ = [
     "Action",
@@ -243,7 +244,7 @@ class Precondition(Wire):
     """A state predicate: ``state[key] <operator> value``."""
 
     key: str = wire("key", d_str, required=True)
-    operator: str = wire("operator", d_str, default="eq")
+    operator: str = wire("operator", d_known_str(KNOWN_OPERATORS), default="eq")
     value: Any = wire("value", d_json, default=None)
     description: str = wire("description", d_str, default="")
     extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -344,7 +345,7 @@ class Action(Wire):
     """A single unit of agent intent (spec: Action)."""
 
     id: str = wire("id", d_str, factory=_new_action_id)
-    type: str = wire("type", d_str, required=True)
+    type: str = wire("type", d_known_str(t.value for t in ActionType), required=True)
     tool: str | None = wire("tool", d_optional(d_str), default=None, omit_none=True)
     parameters: dict[str, Any] = wire("parameters", d_object, factory=dict)
     preconditions: list[Precondition] = wire(

@@ -16,6 +16,7 @@ import car_verify
 from car_verify import InputError
 from car_verify.model import (
     ActionResult,
+    ActionType,
     CostSummary,
     CostTarget,
     ProposalResult,
@@ -208,6 +209,27 @@ def test_the_error_in_a_later_action_of_a_document_names_its_index() -> None:
     with pytest.raises(InputError) as err:
         car_verify.load(json.dumps({"actions": actions}))
     assert err.value.location == "actions[37].preconditions[1].key"
+
+
+def test_known_types_and_operators_are_one_shared_string() -> None:
+    """Every action holds the code's own string for a known type or operator (the
+    document's copies are let go), so a pass asking each action touches no string
+    of the document's; any other string is kept as given."""
+    text = json.dumps(
+        {
+            "actions": [
+                {"type": "tool_call", "preconditions": [{"key": "k", "operator": "gte"}]}
+                for _ in range(40)
+            ]
+            + [{"type": "custom", "preconditions": [{"key": "k", "operator": "near"}]}]
+        }
+    )
+    for proposal in (car_verify.load(text), load_parsed(json.loads(text))):
+        *known, other = proposal.actions
+        assert all(a.type is ActionType.TOOL_CALL.value for a in known)
+        assert all(a.preconditions[0].operator is known[0].preconditions[0].operator for a in known)
+        assert (other.type, other.preconditions[0].operator) == ("custom", "near")
+        assert proposal.to_dict() == car_verify.load(proposal.to_dict()).to_dict()
 
 
 def test_what_the_caller_holds_is_never_taken_apart() -> None:
