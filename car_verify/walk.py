@@ -99,7 +99,6 @@ def walk(
     supplier: dict[str, int] = {}
     blocked = [False] * dag.n
     traces: list[ActionTrace | None] = [None] * dag.n
-    effects = [a.effects() for a in actions]
     # The causes and ids of each long list of dependencies, by identity: a list of a
     # duplicated id's positions is shared by every action that names the id.
     waits: dict[int, tuple[list[Cause], list[str]]] = {}
@@ -163,9 +162,9 @@ def walk(
             elif causes:  # verify needs only the blocked actions' traces
                 blocked[i] = True
                 traces[i] = ActionTrace(i, ids[i], level_no, True, causes)
-        for i in members:
+        for i in members:  # read again while the level's actions are still in the cache
             if not (simulate and blocked[i]):
-                change = effects[i]
+                change = actions[i].effects()
                 if change:
                     state.update(change)
                     if simulate:
