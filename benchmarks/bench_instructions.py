@@ -13,7 +13,13 @@ same child stopping before the measured call (imports, reading the document,
 and one load that makes the shape decoders, as a benchmark's later rounds find
 them). With REV, the package at that revision is counted too, on the same
 documents; with --stages, each of verify's stages is counted instead (HEAD only).
-Needs valgrind. Run: python benchmarks/bench_instructions.py [REV | --stages]
+
+With --misses, what is counted is data misses of a modelled last-level cache
+(valgrind's cachegrind) of 4 MB, which is what one process gets of this
+machine's L3 (bench_latency.py: about 17 ns a read up to 3 MB, 160 ns from
+4 MB up). A miss there costs as much as some hundred instructions, so a change
+that touches less memory can be worth more than one that executes less.
+Needs valgrind. Run: python benchmarks/bench_instructions.py [REV | --stages] [--misses]
 """
 
 from __future__ import annotations
@@ -66,6 +72,10 @@ os._exit(0)  # no interpreter shutdown: its collection would walk whatever is st
 """
 
 _COLLECTED = re.compile(r"Collected : (\d+)")
+_MISSES = re.compile(r"LLd misses:\s+([\d,]+)")
+#: What --misses asks of cachegrind: the last level as this machine gives it to a process.
+LAST_LEVEL = "--LL=4194304,16,64"
+MISSES = "--misses" in sys.argv
 
 
 def count(site: Path | str, mode: str, document: Path) -> int:
@@ -74,19 +84,25 @@ def count(site: Path | str, mode: str, document: Path) -> int:
 
 
 def counted(site: Path | str, mode: str, document: Path) -> tuple[int, str]:
-    """Instructions the child executes in ``mode``, and what it printed."""
+    """Instructions the child executes in ``mode`` (with --misses: its last-level
+    data misses), and what it printed."""
+    tool = (
+        ["--tool=cachegrind", "--cache-sim=yes", LAST_LEVEL, "--cachegrind-out-file=/dev/null"]
+        if MISSES
+        else ["--tool=callgrind", "--callgrind-out-file=/dev/null"]
+    )
     done = subprocess.run(
         [
-            "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+            "valgrind", *tool,
             sys.executable, "-c", CHILD, str(site), mode, str(document),
         ],
         capture_output=True, text=True, check=True,
         env={**os.environ, "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"},
     )  # fmt: skip
-    found = _COLLECTED.search(done.stderr)
+    found = (_MISSES if MISSES else _COLLECTED).search(done.stderr)
     if found is None:
-        raise SystemExit(f"callgrind reported no count:\n{done.stderr[-2000:]}")
-    return int(found.group(1)), done.stdout
+        raise SystemExit(f"valgrind reported no count:\n{done.stderr[-2000:]}")
+    return int(found.group(1).replace(",", "")), done.stdout
 
 
 def measure(site: Path | str, document: Path) -> tuple[int, int]:
@@ -118,7 +134,9 @@ def main() -> int:
     if shutil.which("valgrind") is None:
         print("bench_instructions needs valgrind (apt-get install valgrind)", file=sys.stderr)
         return 2
-    if sys.argv[1:] == ["--stages"]:
+    args = [arg for arg in sys.argv[1:] if arg != "--misses"]
+    what = "last-level data misses (4 MB)" if MISSES else "instructions"
+    if args == ["--stages"]:
         with tempfile.TemporaryDirectory() as tmp:
             site = install("HEAD", Path(tmp, "head"))
             for shape in (wide_dag, sequential):
@@ -126,26 +144,26 @@ def main() -> int:
                 document.write_text(json.dumps(shape(10_000)))
                 by_stage = stages(site, document)
                 base = by_stage["json.loads"]
-                print(f"{shape.__name__}, 10,000 actions: millions of instructions")
+                print(f"{shape.__name__}, 10,000 actions: millions of {what}")
                 for name, n in by_stage.items():
                     print(f"  {name:14s} {n / 1e6:8.1f}M  {n / base:5.2f}x")
         return 0
-    rev = sys.argv[1] if len(sys.argv) > 1 else None
+    rev = args[0] if args else None
     with tempfile.TemporaryDirectory() as tmp:
         sites: dict[str, Path | str] = {"HEAD": install("HEAD", Path(tmp, "head"))}
         if rev is not None:
             sites[rev] = install(rev, Path(tmp, "base"))
         if subprocess.run(["git", "-C", str(ROOT), "diff", "--quiet", "HEAD"]).returncode:
             print("note: uncommitted changes are not counted (HEAD is)")
-        print("10,000 actions; millions of instructions, less the child's start")
+        print(f"10,000 actions; millions of {what}, less the child's start")
         for shape in (wide_dag, sequential):
             document = Path(tmp, f"{shape.__name__}.json")
             document.write_text(json.dumps(shape(10_000)))
             counts = {name: measure(site, document) for name, site in sites.items()}
             for name, (loads, verify) in counts.items():
                 print(
-                    f"{shape.__name__:10s} {name:>10s}: json.loads {loads / 1e6:7.1f}M, "
-                    f"load+verify {verify / 1e6:7.1f}M, {verify / loads:.3f}x"
+                    f"{shape.__name__:10s} {name:>10s}: json.loads {loads / 1e6:7.2f}M, "
+                    f"load+verify {verify / 1e6:7.2f}M, {verify / loads:.3f}x"
                 )
             if rev is not None:
                 change = counts["HEAD"][1] / counts[rev][1] - 1
