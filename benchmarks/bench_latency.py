@@ -37,7 +37,8 @@ int main(int argc, char **argv) {
     clock_gettime(CLOCK_MONOTONIC, &start);
     for (i = 0; i < steps; i++) p = block[p];
     clock_gettime(CLOCK_MONOTONIC, &end);
-    printf("%.1f %zu\n", ((end.tv_sec - start.tv_sec) * 1e9 + (end.tv_nsec - start.tv_nsec)) / steps, p & 1);
+    double ns = (end.tv_sec - start.tv_sec) * 1e9 + (end.tv_nsec - start.tv_nsec);
+    printf("%.1f %zu\n", ns / steps, p & 1);
     return 0;
 }
 """
