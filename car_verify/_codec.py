@@ -97,7 +97,7 @@ def d_known_str(known: Iterable[str]) -> Decoder:
     few objects, which stay in the cache, and a comparison with a literal finds
     them identical: a pass that asks every action its type touches no string of
     the document's (a fresh copy for each action, as ``json.loads`` makes them)."""
-    table = {sys.intern(name): sys.intern(name) for name in known}
+    table = {name: name for name in map(sys.intern, known)}
 
     def decode_known_str(value: Any) -> str:
         if type(value) is not str:
@@ -390,8 +390,8 @@ def _field_code(
         ]
     elif model is not None:
         # An array of models (actions, preconditions): a comprehension over the
-        # item class's own decoder. On a failure the ordinary decoder runs again
-        # to name the element's index.
+        # item class's own decoder; on a failure the ordinary decoder runs again
+        # to name the element's index. Owned, a loop (below).
         env[f"decode_{k}"] = spec.decoder
         item = _decoder_for(model)
         call_in = getattr(item, "call_in", None)  # a shaped decoder's own dispatch, inline
