@@ -102,13 +102,15 @@ def walk(
     # The causes and ids of each long list of dependencies, by identity: a list of a
     # duplicated id's positions is shared by every action that names the id.
     waits: dict[int, tuple[list[Cause], list[str]]] = {}
+    # An action's causes; a fresh list only once a trace has kept this one (verify
+    # mode keeps the blocked actions' only, so most actions make no list).
+    causes: list[Cause] = []
 
     for level_no, members in enumerate(dag.levels):
         if on_level is not None:
             on_level(members, state)
         for i in members:
             action = actions[i]
-            causes: list[Cause] = []
             # verify mode records no suppliers: nothing writes this shared dict there
             supplied: dict[str, str | None] = {} if simulate else _NOT_RECORDED
             if action.type == "assertion":
@@ -159,9 +161,11 @@ def walk(
                     after = list(found[1])
                 blocked[i] = bool(causes)
                 traces[i] = ActionTrace(i, ids[i], level_no, bool(causes), causes, supplied, after)
+                causes = []
             elif causes:  # verify needs only the blocked actions' traces
                 blocked[i] = True
                 traces[i] = ActionTrace(i, ids[i], level_no, True, causes)
+                causes = []
         for i in members:  # read again while the level's actions are still in the cache
             if not (simulate and blocked[i]):
                 change = actions[i].effects()
