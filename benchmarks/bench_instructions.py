@@ -16,8 +16,8 @@ documents; with --stages, each of verify's stages is counted instead (HEAD only)
 
 With --misses, what is counted is data misses of a modelled last-level cache
 (valgrind's cachegrind) of 4 MB, which is what one process gets of this
-machine's L3 (bench_latency.py: about 17 ns a read up to 3 MB, 160 ns from
-4 MB up). A miss there costs as much as some hundred instructions, so a change
+machine's L3 (bench_latency.py: about 17 ns a read up to 3 MB, 76 ns to 250 ns
+from 4 MB up). A miss there costs as much as some hundred instructions, so a change
 that touches less memory can be worth more than one that executes less.
 Needs valgrind. Run: python benchmarks/bench_instructions.py [REV | --stages] [--misses]
 """
@@ -75,20 +75,19 @@ _COLLECTED = re.compile(r"Collected : (\d+)")
 _MISSES = re.compile(r"LLd misses:\s+([\d,]+)")
 #: What --misses asks of cachegrind: the last level as this machine gives it to a process.
 LAST_LEVEL = "--LL=4194304,16,64"
-MISSES = "--misses" in sys.argv
 
 
-def count(site: Path | str, mode: str, document: Path) -> int:
-    """Instructions the child executes in ``mode``, from start to exit."""
-    return counted(site, mode, document)[0]
+def count(site: Path | str, mode: str, document: Path, misses: bool = False) -> int:
+    """Instructions the child executes in ``mode``, from start to exit (``misses``:
+    its last-level data misses instead)."""
+    return counted(site, mode, document, misses)[0]
 
 
-def counted(site: Path | str, mode: str, document: Path) -> tuple[int, str]:
-    """Instructions the child executes in ``mode`` (with --misses: its last-level
-    data misses), and what it printed."""
+def counted(site: Path | str, mode: str, document: Path, misses: bool = False) -> tuple[int, str]:
+    """What :func:`count` counts, and what the child printed."""
     tool = (
         ["--tool=cachegrind", "--cache-sim=yes", LAST_LEVEL, "--cachegrind-out-file=/dev/null"]
-        if MISSES
+        if misses
         else ["--tool=callgrind", "--callgrind-out-file=/dev/null"]
     )
     done = subprocess.run(
@@ -99,23 +98,23 @@ def counted(site: Path | str, mode: str, document: Path) -> tuple[int, str]:
         capture_output=True, text=True, check=True,
         env={**os.environ, "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"},
     )  # fmt: skip
-    found = (_MISSES if MISSES else _COLLECTED).search(done.stderr)
+    found = (_MISSES if misses else _COLLECTED).search(done.stderr)
     if found is None:
         raise SystemExit(f"valgrind reported no count:\n{done.stderr[-2000:]}")
     return int(found.group(1).replace(",", "")), done.stdout
 
 
-def measure(site: Path | str, document: Path) -> tuple[int, int]:
-    """Instructions of json.loads and of load+verify of ``document`` (the three
-    children run side by side: a count does not depend on what else runs)."""
+def measure(site: Path | str, document: Path, misses: bool = False) -> tuple[int, int]:
+    """Instructions (or misses) of json.loads and of load+verify of ``document`` (the
+    three children run side by side: a count does not depend on what else runs)."""
     with ThreadPoolExecutor(max_workers=os.cpu_count()) as pool:
         base, loads, verify = pool.map(
-            lambda mode: count(site, mode, document), ("none", "json", "verify")
+            lambda mode: count(site, mode, document, misses), ("none", "json", "verify")
         )
     return loads - base, verify - base
 
 
-def stages(site: Path | str, document: Path) -> dict[str, int]:
+def stages(site: Path | str, document: Path, misses: bool = False) -> dict[str, int]:
     """Instructions of each of verify's stages (as in bench_stages.py: decoding after
     json.loads, the DAG, the walk, each pass; the rest is what verify adds, the
     result and freeing the model and the analyses), each the count up to and with
@@ -123,8 +122,8 @@ def stages(site: Path | str, document: Path) -> dict[str, int]:
     names = counted(site, "upto:decode", document)[1].split()
     modes = ["json", *(f"upto:{name}" for name in names), "verify"]
     with ThreadPoolExecutor(max_workers=os.cpu_count()) as pool:
-        totals = list(pool.map(lambda mode: count(site, mode, document), modes))
-    base = count(site, "none", document)
+        totals = list(pool.map(lambda mode: count(site, mode, document, misses), modes))
+    base = count(site, "none", document, misses)
     labels = ["json.loads", *names, "the rest"]
     befores = [base, *totals[:-1]]
     return {label: t - b for label, b, t in zip(labels, befores, totals, strict=True)}
@@ -135,14 +134,15 @@ def main() -> int:
         print("bench_instructions needs valgrind (apt-get install valgrind)", file=sys.stderr)
         return 2
     args = [arg for arg in sys.argv[1:] if arg != "--misses"]
-    what = "last-level data misses (4 MB)" if MISSES else "instructions"
+    misses = len(args) < len(sys.argv) - 1
+    what = "last-level data misses (4 MB)" if misses else "instructions"
     if args == ["--stages"]:
         with tempfile.TemporaryDirectory() as tmp:
             site = install("HEAD", Path(tmp, "head"))
             for shape in (wide_dag, sequential):
                 document = Path(tmp, f"{shape.__name__}.json")
                 document.write_text(json.dumps(shape(10_000)))
-                by_stage = stages(site, document)
+                by_stage = stages(site, document, misses)
                 base = by_stage["json.loads"]
                 print(f"{shape.__name__}, 10,000 actions: millions of {what}")
                 for name, n in by_stage.items():
@@ -159,7 +159,7 @@ def main() -> int:
         for shape in (wide_dag, sequential):
             document = Path(tmp, f"{shape.__name__}.json")
             document.write_text(json.dumps(shape(10_000)))
-            counts = {name: measure(site, document) for name, site in sites.items()}
+            counts = {name: measure(site, document, misses) for name, site in sites.items()}
             for name, (loads, verify) in counts.items():
                 print(
                     f"{shape.__name__:10s} {name:>10s}: json.loads {loads / 1e6:7.2f}M, "
