@@ -373,13 +373,7 @@ def _field_code(
         # An array of strings, the common case checked inline; the decoder itself
         # runs only to name a bad element.
         env[f"decode_{k}"] = spec.decoder
-        fail = [
-            "    try:",
-            f"        decode_{k}(v)",
-            "    except Bad as bad:",
-            f"        bad.path.insert(0, {name!r})",
-            "        raise bad from None",
-        ]
+        fail = _indent(_named_failure(k, name), 4)
         present = [
             "if type(v) is not list:",
             *fail,
@@ -405,11 +399,7 @@ def _field_code(
             # knows the index of a failing one, so no second pass names it.
             present = [
                 "if type(v) is not list:",
-                "    try:",
-                f"        decode_{k}(v)",  # raises, saying what the value is
-                "    except Bad as bad:",
-                f"        bad.path.insert(0, {name!r})",
-                "        raise bad from None",
+                *_indent(_named_failure(k, name), 4),
                 "items = []",
                 "append = items.append",
                 "j = 0",
@@ -430,26 +420,19 @@ def _field_code(
                 "        raise Bad('expected an array, got ' + kind(v))",
                 f"    out.{attr} = [{each} for e in v]",
                 "except Bad:",
-                "    try:",
-                f"        decode_{k}(v)",
-                "    except Bad as bad:",
-                f"        bad.path.insert(0, {name!r})",
-                "        raise bad from None",
+                *_indent(_named_failure(k, name), 4),
                 "    raise",
             ]
-    elif known is not None:
-        env[f"known_{k}"] = known.get
-        present = [
-            "if type(v) is not str:",
-            f"    raise Bad('expected a string, got ' + kind(v), [{name!r}])",
-            f"out.{attr} = known_{k}(v, v)",
-        ]
-    elif inline is not None:
-        type_name, what = inline
+    elif inline is not None or known is not None:
+        type_name, what = inline or ("str", "a string")
+        value = "v"
+        if known is not None:  # a known string: the code's own object in its place
+            env[f"known_{k}"] = known.get
+            value = f"known_{k}(v, v)"
         present = [
             f"if type(v) is not {type_name}" + (" and v is not None:" if optional else ":"),
             f"    raise Bad('expected {what}, got ' + kind(v), [{name!r}])",
-            f"out.{attr} = v",
+            f"out.{attr} = {value}",
         ]
     else:
         env[f"decode_{k}"] = spec.decoder
@@ -471,6 +454,18 @@ def _field_code(
         env[f"default_{k}"] = spec.default
         absent = [f"out.{attr} = default_{k}"]
     return present, absent
+
+
+def _named_failure(k: int, name: str) -> list[str]:
+    """Code that runs field ``k``'s own decoder on ``v`` to raise the error that
+    names what is wrong and where, under the field's ``name``. Unindented."""
+    return [
+        "try:",
+        f"    decode_{k}(v)",
+        "except Bad as bad:",
+        f"    bad.path.insert(0, {name!r})",
+        "    raise bad from None",
+    ]
 
 
 def _indent(lines: list[str], depth: int) -> list[str]:

@@ -155,6 +155,10 @@ class ActionType(StrEnum):
     ASSERTION = "assertion"
 
 
+#: The values of :class:`ActionType`.
+_ACTION_TYPES: Final = frozenset(t.value for t in ActionType)
+
+
 class Reversibility(StrEnum):
     REVERSIBLE = "reversible"
     COMPENSABLE = "compensable"
@@ -345,7 +349,7 @@ class Action(Wire):
     """A single unit of agent intent (spec: Action)."""
 
     id: str = wire("id", d_str, factory=_new_action_id)
-    type: str = wire("type", d_known_str(t.value for t in ActionType), required=True)
+    type: str = wire("type", d_known_str(_ACTION_TYPES), required=True)
     tool: str | None = wire("tool", d_optional(d_str), default=None, omit_none=True)
     parameters: dict[str, Any] = wire("parameters", d_object, factory=dict)
     preconditions: list[Precondition] = wire(
@@ -377,7 +381,7 @@ class Action(Wire):
     metadata: dict[str, Any] = wire("metadata", d_object, factory=dict)
     extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
-    KNOWN_TYPES: ClassVar[frozenset[str]] = frozenset(t.value for t in ActionType)
+    KNOWN_TYPES: ClassVar[frozenset[str]] = _ACTION_TYPES
 
     # SEMANTICS section 3 and 4: what an action reads, writes and does to the state.
 
