@@ -6,8 +6,10 @@ What it checks:
     ``parameters`` satisfy the tool's ``parameters`` JSON Schema
     (``param-schema``, one finding per violation, naming its JSON path). Schemas
     are read with the draft their ``$schema`` declares (2020-12 if none), and
-    each tool's validator is built once. Without a registry the pass does not run
-    and the evidence bundle says so.
+    each tool's validator is built once. The message is jsonschema's, with a
+    quoted value of more than 120 characters (a long parameter, an ``enum`` of
+    hundreds) cut to its start and its length; the path locates it whole.
+    Without a registry the pass does not run and the evidence bundle says so.
 
 Why it matters:
     A call to a tool the runtime does not have, or with parameters its schema

@@ -121,20 +121,38 @@ class ToolRegistry(Mapping[str, ToolSchema]):
 
     def check_parameters(self, name: str, parameters: Mapping[str, Any]) -> list[SchemaError]:
         """Every violation of tool ``name``'s parameter schema, in a stable order."""
-        errors = [
-            SchemaError(tuple(err.absolute_path), err.message)
-            for err in self._validator(name).iter_errors(parameters)
-        ]
-        errors.sort(key=lambda e: ([str(p) for p in e.path], e.message))
-        return errors
+        return _violations(self._validator(name), parameters)
 
     def check_returns(self, name: str, value: Any) -> list[SchemaError]:
         """Every violation of tool ``name``'s ``returns`` schema (none when it has none)."""
         if name not in self._tools or self._tools[name].returns is None:
             return []
-        errors = [
-            SchemaError(tuple(err.absolute_path), err.message)
-            for err in self._validator(name, "returns").iter_errors(value)
-        ]
-        errors.sort(key=lambda e: ([str(p) for p in e.path], e.message))
-        return errors
+        return _violations(self._validator(name, "returns"), value)
+
+
+#: jsonschema quotes the value it rejects, and the schema's value, whole; in a
+#: message, a quote longer than this is cut to its start and its length.
+QUOTE_LIMIT = 120
+
+
+def _violations(validator: Any, value: Any) -> list[SchemaError]:
+    errors = [
+        SchemaError(tuple(err.absolute_path), _message(err)) for err in validator.iter_errors(value)
+    ]
+    errors.sort(key=lambda e: ([str(p) for p in e.path], e.message))
+    return errors
+
+
+def _message(err: Any) -> str:
+    """jsonschema's message, with a long quote of the rejected value or of the schema's
+    value (an ``enum`` of hundreds, a parameter of megabytes) cut short: the finding
+    names the path, where the whole value still is."""
+    message: str = err.message
+    if len(message) <= QUOTE_LIMIT:
+        return message
+    for value in (err.instance, err.validator_value):
+        quote = repr(value)
+        if len(quote) > QUOTE_LIMIT and quote in message:
+            cut = f"{quote[: QUOTE_LIMIT // 2]}... ({len(quote):,} characters)"
+            message = message.replace(quote, cut, 1)
+    return message

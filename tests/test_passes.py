@@ -11,6 +11,8 @@ from importlib.machinery import PathFinder
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import car_verify
 from car_verify import CODES, Issue, Pass, PassError, Tier, UsageError
@@ -140,14 +142,59 @@ def test_an_invalid_tool_schema_names_its_file_and_place(tmp_path: Path) -> None
     path.write_text(json.dumps(tools))
     doc = {"actions": [{"id": "a", "type": "tool_call", "tool": "u"}]}
     by_name = {"t": {}, "u": {"parameters": {"type": "nope"}}}
-    for given, where in (
+    for registry, where in (
         (str(path), f"{path}: [1].parameters.type"),
         (tools, "[1].parameters"),
         (by_name, "u.parameters.type"),  # an object of schemas: by the tool's name
     ):
         with pytest.raises(car_verify.InputError) as caught:
-            car_verify.verify(doc, tools=given)
+            car_verify.verify(doc, tools=registry)
         assert str(caught.value).startswith(where), caught.value
+
+
+def _schema_messages(schema: dict[str, object], value: object) -> list[str]:
+    tools = [{"name": "t", "parameters": {"type": "object", "properties": {"p": schema}}}]
+    doc = {"actions": [{"id": "a", "type": "tool_call", "tool": "t", "parameters": {"p": value}}]}
+    issues = car_verify.verify(doc, tools=tools, passes=["tools"]).issues
+    assert {issue.code for issue in issues} == {"param-schema"}
+    return [issue.message for issue in issues]
+
+
+def test_a_long_quote_in_a_schema_message_is_cut_to_its_start_and_length() -> None:
+    """jsonschema quotes the rejected value and the schema's value whole: a 5,000
+    character parameter or an enum of 500 would make a finding of kilobytes."""
+    from car_verify.tools import QUOTE_LIMIT
+
+    [long_value] = _schema_messages({"type": "integer"}, "x" * 5000)
+    assert long_value == (
+        f"parameters of 't' at $.p: '{'x' * (QUOTE_LIMIT // 2 - 1)}... (5,002 characters) "
+        "is not of type 'integer'"
+    )
+    [long_enum] = _schema_messages({"enum": [f"m{i}" for i in range(500)]}, "zz")
+    assert long_enum.startswith("parameters of 't' at $.p: 'zz' is not one of ['m0', 'm1', ")
+    assert long_enum.endswith("... (3,890 characters)")
+    assert _schema_messages({"type": "string"}, 3) == [
+        "parameters of 't' at $.p: 3 is not of type 'string'"
+    ]
+
+
+@given(
+    st.text(max_size=400)
+    | st.lists(st.integers(0, 10**6), max_size=60)
+    | st.dictionaries(st.text(max_size=8), st.integers(), max_size=30)
+)
+def test_a_schema_message_quotes_at_most_quote_limit_characters_of_a_value(value: object) -> None:
+    """Whatever the rejected value, its quote in the message is whole when short and
+    cut to QUOTE_LIMIT // 2 characters and its length when long."""
+    from car_verify.tools import QUOTE_LIMIT
+
+    [message] = _schema_messages({"type": "null"}, value)
+    quote = repr(value)
+    if len(quote) <= QUOTE_LIMIT:
+        assert message == f"parameters of 't' at $.p: {quote} is not of type 'null'"
+    else:
+        cut = f"{quote[: QUOTE_LIMIT // 2]}... ({len(quote):,} characters)"
+        assert message == f"parameters of 't' at $.p: {cut} is not of type 'null'"
 
 
 @pytest.mark.parametrize(
