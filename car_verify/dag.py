@@ -29,7 +29,7 @@ from collections import deque
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import islice, pairwise
+from itertools import pairwise
 from typing import Literal, TypeVar
 
 from ._records import quick_init
@@ -101,6 +101,10 @@ class Dag:
         # from the writers before it, which are the writers listed so far.
         writers: dict[str, list[int]] = {}
         self.writers = writers
+        # A writer that follows another writer of a key without reading the key has
+        # no state edge from them: the only writers a race on the key can start at.
+        blind: dict[str, list[int]] = {}
+        self.blind_writers = blind
         self.keys: list[list[str]] = []
 
         # Predecessor lists share one empty tuple; an action's task predecessors are
@@ -204,6 +208,12 @@ class Dag:
                     writers[key] = [i]
                 else:
                     found.append(i)
+                    if key not in depended:
+                        later = blind.get(key)
+                        if later is None:
+                            blind[key] = [i]
+                        else:
+                            later.append(i)
             task_preds.append(tasks)
             preds.append(own)
             if backward_only:
@@ -730,7 +740,7 @@ class Dag:
         first pass does work in proportion to the writers and the conflicts, whatever
         the plan's shape.
         """
-        shared = sorted(k for k, ws in self.writers.items() if len(ws) > 1)
+        shared = list(self.blind_writers)  # the keys that can have a race
         if not shared:
             return []
         if self.unlevelled:
@@ -805,13 +815,7 @@ class Dag:
     def _race(self, key: str, reaches: Callable[[int, int], bool]) -> list[tuple[int, int, str]]:
         """The conflicts on ``key``, given a reachability test (see :class:`_Race`)."""
         writers = self.writers[key]
-        keys_of = self.keys
-        for w in islice(writers, 1, None):
-            if key not in keys_of[w]:
-                break
-        else:
-            return []  # each writer reads the key: every earlier writer reaches it
-        race = _Race(key, keys_of)
+        race = _Race(key, self.blind_writers[key])
         if not self.order_is_proposal_order:
             writers = sorted(writers, key=self._topo_position.__getitem__)
         visit = race.visit
@@ -828,7 +832,7 @@ class Dag:
         are as wide as the writers of ``keys``; a node's is dropped once its last
         successor has read it.
         """
-        all_races = [_Race(key, self.keys) for key in keys]
+        all_races = [_Race(key, self.blind_writers[key]) for key in keys]
         races: dict[int, list[_Race]] = {}
         for race in all_races:
             for w in self.writers[race.key]:
@@ -864,7 +868,7 @@ class Dag:
 
         found: list[tuple[int, int, str]] = []
         for key in shared:
-            race = _Race(key, self.keys)
+            race = _Race(key, self.blind_writers[key])
             for b in sorted(self.writers[key], key=rank.__getitem__):
                 race.visit(b, reaches)
             found.extend(race.found)
@@ -975,11 +979,13 @@ class _Race:
     the writers.
     """
 
-    __slots__ = ("below", "found", "key", "keys_of", "latest", "maximal")
+    __slots__ = ("below", "blind", "found", "key", "latest", "maximal")
 
-    def __init__(self, key: str, keys_of: list[list[str]]) -> None:
+    def __init__(self, key: str, blind: list[int]) -> None:
         self.key = key
-        self.keys_of = keys_of
+        # The writers after the first that do not read the key (a set once a scan
+        # of the list would cost more than building it).
+        self.blind: Container[int] = blind if len(blind) <= 8 else set(blind)
         self.found: list[tuple[int, int, str]] = []
         self.maximal: list[int] = []
         self.below: dict[int, list[int]] = {}
@@ -990,7 +996,7 @@ class _Race:
         key = self.key
         if b > self.latest:
             self.latest = b
-            if key in self.keys_of[b] or not self.maximal:  # (or the first writer)
+            if b not in self.blind or not self.maximal:  # b reads the key (or is the first)
                 self.below[b] = self.maximal
                 self.maximal = [b]
                 return
