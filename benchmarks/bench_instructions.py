@@ -13,13 +13,18 @@ same child stopping before the measured call (imports, reading the document,
 and one load that makes the shape decoders, as a benchmark's later rounds find
 them). With REV, the package at that revision is counted too, on the same
 documents; with --stages, each of verify's stages is counted instead (HEAD only).
+With --growth, HEAD is counted at 10,000 and at 100,000 actions: how much more
+work the larger plan takes, for json.loads (with the collector paused, as verify
+runs its own work: else its passes dominate) and for load+verify. It tells work
+that grows faster than the plan from time that does (misses, with --misses).
 
 With --misses, what is counted is data misses of a modelled last-level cache
 (valgrind's cachegrind) of 4 MB, which is what one process gets of this
 machine's L3 (bench_latency.py: about 17 ns a read up to 3 MB, 76 ns to 250 ns
 from 4 MB up). A miss there costs as much as some hundred instructions, so a change
 that touches less memory can be worth more than one that executes less.
-Needs valgrind. Run: python benchmarks/bench_instructions.py [REV | --stages] [--misses]
+Needs valgrind (--growth: some minutes). Run:
+python benchmarks/bench_instructions.py [REV | --stages | --growth] [--misses]
 """
 
 from __future__ import annotations
@@ -48,6 +53,10 @@ import car_verify, car_verify.analyses
 car_verify.load(text)
 state = {"env": "prod", "counter": 0}
 if mode == "json":
+    json.loads(text)
+elif mode == "json-paused":  # as verify runs its own work: without the collector's passes
+    import gc
+    gc.disable()
     json.loads(text)
 elif mode == "verify":
     car_verify.verify(text, initial_state=state)
@@ -104,12 +113,15 @@ def counted(site: Path | str, mode: str, document: Path, misses: bool = False) -
     return int(found.group(1).replace(",", "")), done.stdout
 
 
-def measure(site: Path | str, document: Path, misses: bool = False) -> tuple[int, int]:
-    """Instructions (or misses) of json.loads and of load+verify of ``document`` (the
-    three children run side by side: a count does not depend on what else runs)."""
+def measure(
+    site: Path | str, document: Path, misses: bool = False, loads_mode: str = "json"
+) -> tuple[int, int]:
+    """Instructions (or misses) of json.loads (``loads_mode``: "json-paused" without the
+    collector) and of load+verify of ``document`` (the three children run side by
+    side: a count does not depend on what else runs)."""
     with ThreadPoolExecutor(max_workers=os.cpu_count()) as pool:
         base, loads, verify = pool.map(
-            lambda mode: count(site, mode, document, misses), ("none", "json", "verify")
+            lambda mode: count(site, mode, document, misses), ("none", loads_mode, "verify")
         )
     return loads - base, verify - base
 
@@ -147,6 +159,27 @@ def main() -> int:
                 print(f"{shape.__name__}, 10,000 actions: millions of {what}")
                 for name, n in by_stage.items():
                     print(f"  {name:14s} {n / 1e6:8.1f}M  {n / base:5.2f}x")
+        return 0
+    if args == ["--growth"]:
+        with tempfile.TemporaryDirectory() as tmp:
+            site = install("HEAD", Path(tmp, "head"))
+            print(f"HEAD; millions of {what}, less the child's start")
+            for shape in (wide_dag, sequential):
+                sizes = {}
+                for n in (10_000, 100_000):
+                    document = Path(tmp, f"{shape.__name__}-{n}.json")
+                    document.write_text(json.dumps(shape(n)))
+                    sizes[n] = measure(site, document, misses, loads_mode="json-paused")
+                    loads, verify = sizes[n]
+                    print(
+                        f"{shape.__name__:10s} {n:>7,}: json.loads (paused) {loads / 1e6:8.2f}M, "
+                        f"load+verify {verify / 1e6:8.2f}M"
+                    )
+                (small_loads, small), (large_loads, large) = sizes[10_000], sizes[100_000]
+                print(
+                    f"{shape.__name__:10s} 100,000 / 10,000: json.loads "
+                    f"{large_loads / small_loads:.2f}x, load+verify {large / small:.2f}x"
+                )
         return 0
     rev = args[0] if args else None
     with tempfile.TemporaryDirectory() as tmp:
