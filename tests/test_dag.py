@@ -293,3 +293,38 @@ def test_readiness_follows_every_schedule_like_a_scan_of_the_real_edges(
         ready = readiness.after(ready, finished, pending)
         assert ready == scan(done)
     assert done == walkable
+
+
+def test_only_a_key_with_a_later_writer_that_does_not_read_it_gets_a_race(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Writers that read the key they write are ordered after every earlier writer
+    by their state edges: such a key can have no race, and none is run for it."""
+    actions: list[dict[str, Any]] = []
+    for i in range(300):
+        key = f"k{i % 100}"
+        action: dict[str, Any] = {"id": f"a{i}", "type": "tool_call", "tool": "t"}
+        action["expected_effects"] = {key: i}
+        if i >= 100:  # every later writer reads its key ...
+            action["state_dependencies"] = [key]
+        actions.append(action)
+    actions[250]["state_dependencies"] = []  # ... but one, a blind writer of k50
+    dag = Dag(car_verify.load({"actions": actions}))
+    assert dag.blind_writers == {"k50": [250]}
+    calls = counting(monkeypatch, "_race")
+    got = [[dag.ids[a], dag.ids[b], key] for a, b, key in dag.conflicts]
+    assert got == oracle.conflicts(actions) == [["a50", "a250", "k50"], ["a150", "a250", "k50"]]
+    assert calls["_race"] == 1
+
+
+@given(proposals(max_actions=8))
+def test_blind_writers_are_the_later_writers_that_do_not_depend_on_their_key(
+    doc: dict[str, Any],
+) -> None:
+    dag = Dag(car_verify.load(doc))
+    expected: dict[str, list[int]] = {}
+    for key, writers in dag.writers.items():
+        blind = [w for w in writers[1:] if key not in dag.actions[w].depended_keys()]
+        if blind:
+            expected[key] = blind
+    assert dag.blind_writers == expected
