@@ -730,7 +730,9 @@ class Dag:
     def conflicts(self) -> list[tuple[int, int, str]]:
         """Every ``(a, b, key)``: a before b, both write key, neither reaches the other.
 
-        A first pass runs each key's :class:`_Race` with the cheapest answers of
+        Only a key with a blind writer after its first (``blind_writers``) can have
+        a race: a writer that reads the key is reached by every earlier writer. A
+        first pass runs each such key's :class:`_Race` with the cheapest answers of
         :meth:`_settle` (levels and direct edges: ``GUESS_SEARCH``), counting an open
         pair as unordered so that it asks what an exact run would ask. The open pairs
         are then settled in one :meth:`_sweep`; a key whose guesses all held keeps its
