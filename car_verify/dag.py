@@ -102,7 +102,8 @@ class Dag:
         writers: dict[str, list[int]] = {}
         self.writers = writers
         # A writer that follows another writer of a key without reading the key has
-        # no state edge from them: the only writers a race on the key can start at.
+        # no state edge from them: the only writers that can race an earlier one.
+        # Noted here, while the action is in the cache, not asked of `keys` later.
         blind: dict[str, list[int]] = {}
         self.blind_writers = blind
         self.keys: list[list[str]] = []
