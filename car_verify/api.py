@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._codec import Bad, d_json, expected
+from .car import Profile, car_simulate, car_verify, profile_of, require_known_types
 from .dag import Dag
 from .errors import InputError, deep_values_are_input_errors
-from .findings import Issue, Severity
+from .findings import Issue, Severity, Tier
 from .model import ActionProposal, Readable, load
 from .passes import (
     CheckRecord,
@@ -39,10 +40,15 @@ class Evidence:
     assumptions: list[str]
     untested_regions: list[str]
     residual_risks: list[str]
+    #: A score given by the profile (the ``car`` profile reports CAR's own).
+    score: float | None = None
 
     @property
     def confidence(self) -> float:
-        """The share of applicable checks that ran (coverage, not a probability)."""
+        """The share of applicable checks that ran (coverage, not a probability),
+        or the profile's own score."""
+        if self.score is not None:
+            return self.score
         if not self.checks:
             return 0.0
         return sum(1 for c in self.checks if c.ran) / len(self.checks)
@@ -72,6 +78,8 @@ class VerificationResult:
     evidence: Evidence
     proposal: ActionProposal = field(repr=False)
     _dag: Dag | None = field(default=None, repr=False, compare=False)
+    #: The profile whose answers these are (SEMANTICS section 9).
+    profile: Profile = Profile.STRICT
 
     @property
     def dag(self) -> Dag:
@@ -108,6 +116,7 @@ class VerificationResult:
             "execution_levels": [list(level) for level in self.execution_levels],
             "conflicts": [list(c) for c in self.conflicts],
             "evidence": self.evidence.to_dict(),
+            "profile": self.profile.value,
         }
 
     def to_json(self, *, indent: int | None = 2) -> str:
@@ -192,6 +201,7 @@ def verify(
     passes: Iterable[str | Pass | type[Pass]] | None = None,
     repeat_threshold: int = 3,
     policies: Any = None,
+    profile: str | Profile | None = None,
 ) -> VerificationResult:
     """Run the analysis passes over a proposal.
 
@@ -201,8 +211,15 @@ def verify(
     names (or Pass classes / instances) of the passes to run; all by default.
     ``policies``: a PolicyEngine, a PolicySet, loaded policies or a policies
     directory; their violations become issues named after the rule.
+    ``profile``: ``"car"`` (the default: the runtime's own answers) or ``"strict"``
+    (SEMANTICS sections 1-8).
     Malformed input raises :class:`InputError`; a bad plan is a result.
     """
+    chosen = profile_of(profile)
+    if chosen is Profile.CAR:
+        return _verify_car(
+            proposal, tools, initial_state, max_actions, passes, repeat_threshold, policies
+        )
     with paused_gc():
         model = load(proposal)
         options = Options(max_actions=max_actions, repeat_threshold=repeat_threshold)
@@ -224,6 +241,81 @@ def verify(
         if _shares_values(proposal, initial_state):
             result.simulated_state = copy_json(result.simulated_state)
     return result
+
+
+#: Passes of car-verify's own that add findings on top of CAR's verdict.
+_CAR_EXTRAS = frozenset({"policies"})
+
+
+def _verify_car(
+    proposal: ProposalLike,
+    tools: Any,
+    initial_state: Mapping[str, Any] | None,
+    max_actions: int | None,
+    passes: Iterable[str | Pass | type[Pass]] | None,
+    repeat_threshold: int,
+    policies: Any,
+) -> VerificationResult:
+    """``verify`` under the ``car`` profile: CAR's eight checks, then car-verify's
+    own ``info`` findings and, with policies, the policy pass on top."""
+    from .errors import UsageError
+
+    model = load(proposal)
+    require_known_types(model)
+    Options(max_actions=max_actions, repeat_threshold=repeat_threshold)  # checks them
+    registry = None if tools is None else ToolRegistry.coerce(tools)
+    state = None if initial_state is None else _state(initial_state)
+    extras: list[str] = []
+    if passes is not None:
+        for chosen in passes:
+            name = chosen if isinstance(chosen, str) else chosen.name
+            if name not in _CAR_EXTRAS:
+                raise UsageError(
+                    f"pass {name!r} belongs to the strict profile; the car profile runs "
+                    "CAR's own checks (use profile='strict' to choose passes)"
+                )
+            extras.append(name)
+    verdict = car_verify(
+        model,
+        initial_state=state,
+        tools=registry,
+        max_actions=max_actions,
+        repeat_threshold=repeat_threshold,
+    )
+    issues = [*verdict.issues, *verdict.extra]
+    checks = [
+        CheckRecord(c["name"], c["ran"], c["verifies"], c["cannot_verify"], c["findings"],
+                    Tier(c["tier"]))
+        for c in verdict.checks
+    ]
+    if policies is not None and (passes is None or "policies" in extras):
+        from .policy import policy_engine
+
+        ctx = Context(model, tools=registry, initial_state=state, policies=policy_engine(policies))
+        found, records = run_passes(ctx, resolve_passes(["policies"], ctx))
+        issues.extend(found)
+        checks.extend(records)
+    elif "policies" in extras:
+        raise UsageError("the policies pass was asked for, but no policies were given")
+    issues.sort(key=Issue.sort_key)
+    end_state = verdict.walk.state
+    if _shares_values(proposal, initial_state):
+        end_state = copy_json(end_state)
+    return VerificationResult(
+        issues=issues,
+        simulated_state=end_state,
+        execution_levels=verdict.order.execution_levels(),
+        conflicts=[[verdict.order.ids[a], verdict.order.ids[b], key] for a, b, key in verdict.conflicts],
+        evidence=Evidence(
+            checks,
+            verdict.assumptions,
+            verdict.untested_regions,
+            verdict.residual_risks,
+            verdict.confidence,
+        ),
+        proposal=model,
+        profile=Profile.CAR,
+    )
 
 
 def _shares_values(proposal: object, initial_state: Mapping[str, Any] | None) -> bool:
@@ -257,12 +349,23 @@ def assess(
         conflicts=dag.conflict_triples(),
         evidence=Evidence(checks, assumptions, untested, risks),
         proposal=ctx.proposal,
+        profile=Profile.STRICT,
     )
 
 
 @deep_values_are_input_errors
-def simulate(proposal: ProposalLike, initial_state: Mapping[str, Any] | None = None) -> Simulation:
-    """Predict the state the executor leaves behind (blocked actions' effects skipped)."""
+def simulate(
+    proposal: ProposalLike,
+    initial_state: Mapping[str, Any] | None = None,
+    *,
+    profile: str | Profile | None = None,
+) -> Simulation:
+    """Predict the state the executor leaves behind (blocked actions' effects skipped).
+
+    ``profile``: ``"car"`` (the default) walks as the runtime does; ``"strict"``
+    as SEMANTICS section 4 says."""
+    if profile_of(profile) is Profile.CAR:
+        return _simulate_car(proposal, initial_state)
     with paused_gc():
         model = load(proposal)
         ctx = Context(model, initial_state=_state(initial_state))
@@ -271,4 +374,29 @@ def simulate(proposal: ProposalLike, initial_state: Mapping[str, Any] | None = N
     sim = Simulation(state)
     sim.trace = [t for t in result.traces if t is not None]
     sim.unwalked = [ctx.dag.ids[i] for i in ctx.dag.unlevelled]
+    return sim
+
+
+def _simulate_car(proposal: ProposalLike, initial_state: Mapping[str, Any] | None) -> Simulation:
+    model = load(proposal)
+    require_known_types(model)
+    walked = car_simulate(model, _state(initial_state))
+    state = walked.state
+    if _shares_values(proposal, initial_state):
+        state = copy_json(state)
+    sim = Simulation(state)
+    from .car import CarOrder
+
+    order = CarOrder(model)
+    sim.trace = [
+        ActionTrace(
+            index,
+            order.ids[index],
+            order.level[index],
+            walked.blocked(index),
+            [b.cause for b in walked.blockers[index]],
+        )
+        for index in order.order
+    ]
+    sim.unwalked = []
     return sim

@@ -17,7 +17,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from collections.abc import Callable
+
 from .api import ProposalLike, _state, simulate
+from .car import Profile, car_equal, profile_of, require_known_types
 from .errors import InputError, UsageError, deep_values_are_input_errors
 from .findings import Tier
 from .model import load
@@ -85,12 +88,14 @@ def _show(state: Mapping[str, Any], key: str) -> str:
     return "absent" if value is ABSENT else json.dumps(value)
 
 
-def differing_keys(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
-    """Keys present in one state only, or with JSON-unequal values, sorted."""
+def differing_keys(
+    a: Mapping[str, Any],
+    b: Mapping[str, Any],
+    equal: Callable[[object, object], bool] = json_equal,
+) -> list[str]:
+    """Keys present in one state only, or with unequal values, sorted."""
     return sorted(
-        key
-        for key in set(a) | set(b)
-        if key not in a or key not in b or not json_equal(a[key], b[key])
+        key for key in set(a) | set(b) if key not in a or key not in b or not equal(a[key], b[key])
     )
 
 
@@ -102,18 +107,40 @@ def equivalent(
     method: Method = "sampled",
     *,
     timeout_ms: int = 30_000,
+    profile: str | Profile | None = None,
 ) -> EquivalenceResult:
-    """Compare the ``simulate`` end states of two proposals (see the module docs)."""
+    """Compare the ``simulate`` end states of two proposals (see the module docs).
+
+    Under the ``car`` profile (the default) the sampled method compares CAR's
+    ``simulate``, as ``car_runtime.equivalent`` does; the z3 method decides the
+    strict profile's walk only, so under ``car`` it answers unknown and says so."""
+    chosen = profile_of(profile)
     a, b = load(p1), load(p2)
+    if chosen is Profile.CAR:
+        require_known_types(a)
+        require_known_types(b)
     if method == "sampled":
-        return _sampled(a, b, test_states)
+        return _sampled(a, b, test_states, chosen)
+    if method == "z3" and chosen is Profile.CAR:
+        return EquivalenceResult(
+            None,
+            Tier.DECISION_PROCEDURE,
+            "z3",
+            reason="the z3 method decides the strict profile's walk, not CAR's "
+            "(run with profile strict, or use the sampled method)",
+        )
     if method == "z3":
         with paused_gc():
             return _decided(a, b, timeout_ms)
     raise UsageError(f"unknown method {method!r}; expected 'sampled' or 'z3'")
 
 
-def _sampled(a: Any, b: Any, test_states: Sequence[Mapping[str, Any]] | None) -> EquivalenceResult:
+def _sampled(
+    a: Any,
+    b: Any,
+    test_states: Sequence[Mapping[str, Any]] | None,
+    profile: Profile = Profile.STRICT,
+) -> EquivalenceResult:
     if test_states is None:
         probes: Sequence[Mapping[str, Any]] = DEFAULT_PROBES
     else:
@@ -130,10 +157,10 @@ def _sampled(a: Any, b: Any, test_states: Sequence[Mapping[str, Any]] | None) ->
             raise InputError(err.problem, ["test_states", index, *err.path[1:]]) from None
     for state in states:
         end_a, end_b = (
-            dict(simulate(a, initial_state=state)),
-            dict(simulate(b, initial_state=state)),
+            dict(simulate(a, initial_state=state, profile=profile)),
+            dict(simulate(b, initial_state=state, profile=profile)),
         )
-        keys = differing_keys(end_a, end_b)
+        keys = differing_keys(end_a, end_b, car_equal if profile is Profile.CAR else json_equal)
         if keys:
             return EquivalenceResult(
                 False, Tier.SAMPLED, "sampled", dict(state), keys, end_states=(end_a, end_b)
@@ -157,7 +184,8 @@ def _decided(a: Any, b: Any, timeout_ms: int) -> EquivalenceResult:
         reason = f"the solver answered unknown: {answer.reason}"
         return EquivalenceResult(None, Tier.DECISION_PROCEDURE, "z3", reason=reason)
     state = encoder.state_from_model(answer.model)
-    end_a, end_b = dict(simulate(a, initial_state=state)), dict(simulate(b, initial_state=state))
+    end_a = dict(simulate(a, initial_state=state, profile="strict"))
+    end_b = dict(simulate(b, initial_state=state, profile="strict"))
     keys = differing_keys(end_a, end_b)
     if not keys:  # e.g. a number the JSON float could not represent exactly
         return EquivalenceResult(

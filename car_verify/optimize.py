@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from .api import ProposalLike, VerificationResult, _state, assess, verify
+from .car import CarOrder, Profile, car_optimize_removals, profile_of, require_known_types
 from .dag import Dag
 from .errors import deep_values_are_input_errors
 from .model import Action, ActionProposal, load, load_parsed
@@ -104,9 +105,18 @@ _CHANGES_FINDINGS: Final = "removing it changes verify's findings"
 
 @deep_values_are_input_errors
 def optimize(
-    proposal: ProposalLike, *, initial_state: Mapping[str, Any] | None = None
+    proposal: ProposalLike,
+    *,
+    initial_state: Mapping[str, Any] | None = None,
+    profile: str | Profile | None = None,
 ) -> OptimizeResult:
-    """Remove the phantom ``state_dependencies`` entries that change nothing verify sees."""
+    """Remove the phantom ``state_dependencies`` entries that change nothing verify sees.
+
+    Under the ``car`` profile (the default) this is CAR's rule: every entry on a key
+    that no action writes is removed (``read_set`` plays no part); under ``strict``,
+    SEMANTICS section 6."""
+    if profile_of(profile) is Profile.CAR:
+        return _optimize_car(load(proposal))
     original = load(proposal)
     state = _state(initial_state)
     current = load_parsed(original.to_dict())  # to_dict builds fresh JSON: our own copy
@@ -146,7 +156,9 @@ def optimize(
             target.state_dependencies = deps
             result.kept.append(Change(action.id, index, key, kept))
     result.proposal = current
-    result.depth_after = len(verify(current, initial_state=state, passes=[]).execution_levels)
+    result.depth_after = len(
+        verify(current, initial_state=state, passes=[], profile="strict").execution_levels
+    )
     return result
 
 
@@ -219,6 +231,20 @@ class _Shortcut:
                 return False  # its only missing-dependency would go
             missing.discard(key)
         return True
+
+
+def _optimize_car(original: ActionProposal) -> OptimizeResult:
+    require_known_types(original)
+    current = load_parsed(original.to_dict())
+    depth_before = len(CarOrder(current).levels)
+    result = OptimizeResult(current, depth_before=depth_before)
+    for index, key in car_optimize_removals(current):
+        action = current.actions[index]
+        action.state_dependencies = [k for k in action.state_dependencies if k != key]
+        why = "no action writes this key (by expected_effects or a state_write key)"
+        result.removed.append(Change(action.id, index, key, why))
+    result.depth_after = len(CarOrder(current).levels)
+    return result
 
 
 def _verify(proposal: ActionProposal, state: dict[str, Any]) -> tuple[VerificationResult, Context]:

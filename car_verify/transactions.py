@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .api import ProposalLike, _state
+from .car import Profile, car_transaction_conflicts, profile_of, require_known_types
 from .dag import Dag
-from .errors import InputError, deep_values_are_input_errors
+from .errors import InputError, UsageError, deep_values_are_input_errors
 from .model import ActionProposal, load
 from .values import ABSENT, format_value, json_equal
 
@@ -77,14 +78,126 @@ def _versions(versions: Mapping[str, Any] | None) -> dict[str, int]:
     return dict(versions)
 
 
+_EXPLAIN = {
+    "write_write": (
+        "actions {a!r} and {b!r} both write {key!r} with no ordering dependency \u2014 "
+        "last-writer-wins is nondeterministic",
+        "declare an ordering (add the writer's key to the other action's "
+        "state_dependencies), split into distinct keys, or define a semantic merge for "
+        "this key",
+    ),
+    "read_write": (
+        "action {a!r} reads {key!r} while {b!r} writes it, unordered \u2014 the read may "
+        "observe the pre- or post-write value",
+        "sequence the reader after the writer (add {key!r} to {a!r}.state_dependencies) "
+        "if the fresh value is intended, or before it if the prior value is",
+    ),
+    "stale_version": (
+        "action {a!r} planned against {key!r} at version {planned} but the shared state "
+        "is now at {current} \u2014 the plan is based on a stale read",
+        "re-verify the action against current state and reconcile its belief (re-plan "
+        "from the new version) before executing",
+    ),
+    "stale_value": (
+        "action {a!r} assumes {key!r} == {planned} but the shared state holds {current} "
+        "\u2014 belief divergence",
+        "reconcile the assumption against the current value (semantic merge or re-plan); "
+        "do not execute on the stale belief",
+    ),
+}
+
+
+@dataclass(slots=True)
+class CarTransactionReport:
+    """``transaction_check`` under the ``car`` profile: CAR's ``TransactionReport``,
+    ``{consistent, conflicts: [{kind, key, actions, explanation, resolution}]}``."""
+
+    conflicts: list[dict[str, Any]]
+
+    @property
+    def consistent(self) -> bool:
+        return not self.conflicts
+
+    @property
+    def clean(self) -> bool:
+        return self.consistent
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "consistent": self.consistent,
+            "conflicts": [dict(c) for c in self.conflicts],
+            "profile": "car",
+        }
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+
+
+def _car_report(
+    model: ActionProposal, versions: dict[str, int] | None, state: dict[str, Any] | None
+) -> CarTransactionReport:
+    ids = [a.id for a in model.actions]
+    out = []
+    for c in car_transaction_conflicts(model, versions, state):
+        a = ids[c.actions[0]]
+        b = ids[c.actions[1]] if len(c.actions) > 1 else ""
+        template = c.kind
+        planned: Any = None
+        current: Any = "absent"
+        if c.kind == "stale_assumption":
+            assumption = next(
+                x for x in model.actions[c.actions[0]].assumptions if x.key == c.key
+            )
+            if c.detail == "version":
+                template, planned = "stale_version", assumption.read_version
+                current = (versions or {}).get(c.key, "absent")
+            else:
+                template = "stale_value"
+                planned = json.dumps(assumption.expected_value)
+                if state is not None and c.key in state:
+                    current = json.dumps(state[c.key])
+        explanation, resolution = _EXPLAIN[template]
+        fill = {"a": a, "b": b, "key": c.key, "planned": planned, "current": current}
+        out.append(
+            {
+                "kind": c.kind,
+                "key": c.key,
+                "actions": [ids[i] for i in c.actions],
+                "explanation": explanation.format(**fill),
+                "resolution": resolution.format(**fill),
+            }
+        )
+    return CarTransactionReport(out)
+
+
 @deep_values_are_input_errors
 def transaction_check(
     proposals: ProposalLike | Sequence[ProposalLike],
     *,
     versions: Mapping[str, Any] | None = None,
     state: Mapping[str, Any] | None = None,
-) -> TransactionReport:
-    """Check one proposal, or several from concurrent agents, for transactional hazards."""
+    profile: str | Profile | None = None,
+) -> TransactionReport | CarTransactionReport:
+    """Check one proposal, or several from concurrent agents, for transactional hazards.
+
+    Under the ``car`` profile (the default) one proposal is checked as
+    ``car_runtime.transaction_check`` checks it, and the report has CAR's shape;
+    ``strict`` checks several together (SEMANTICS sections 3 and 6)."""
+    if profile_of(profile) is Profile.CAR:
+        if isinstance(proposals, Sequence) and not isinstance(proposals, (str, bytes)):
+            if len(proposals) != 1:
+                raise UsageError(
+                    "the car profile checks one proposal, as the runtime does; "
+                    "use the strict profile to check several together"
+                )
+            proposals = proposals[0]
+        model = load(proposals)
+        require_known_types(model)
+        return _car_report(
+            model,
+            None if versions is None else _versions(versions),
+            None if state is None else _state(state),
+        )
     items: Sequence[ProposalLike] = (
         list(proposals)
         if isinstance(proposals, Sequence) and not isinstance(proposals, (str, bytes))

@@ -1,0 +1,174 @@
+"""The upstream runtime as a black-box oracle: ``car_runtime`` 0.52.1, its documented
+functions only (JSON strings in and out), and the projection of its answers that the
+``car`` profile promises to match (SEMANTICS section 9).
+
+Tests import :data:`car_runtime` through :func:`runtime`, which skips them when the
+package is not installed (``.ci/run`` installs it).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+import pytest
+from hypothesis import strategies as st
+
+
+def runtime() -> Any:
+    return pytest.importorskip("car_runtime", reason="car-runtime==0.52.1 is not installed")
+
+
+def car_verify(
+    rt: Any,
+    proposal: dict[str, Any],
+    state: dict[str, Any] | None = None,
+    tools: list[dict[str, Any]] | None = None,
+    max_actions: int | None = None,
+) -> dict[str, Any]:
+    return json.loads(  # type: ignore[no-any-return]
+        rt.verify(
+            json.dumps(proposal),
+            None if state is None else json.dumps(state),
+            None,
+            max_actions,
+            None if tools is None else json.dumps(tools),
+        )
+    )
+
+
+def verify_projection(result: dict[str, Any]) -> dict[str, Any]:
+    """What the car profile must agree on: everything but messages, order and info findings."""
+    issues = Counter(
+        (i["action_id"], i["severity"], i["tier"])
+        for i in result["issues"]
+        if i["severity"] != "info"
+    )
+    return {
+        "valid": result["valid"],
+        "issues": sorted(issues.items()),
+        "simulated_state": result["simulated_state"],
+        "execution_levels": result["execution_levels"],
+        "conflicts": sorted(map(tuple, result["conflicts"])),
+        "checks": [(c["name"], c["ran"], c["findings"]) for c in result["evidence"]["checks"]],
+    }
+
+
+def tx_projection(report: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "consistent": report["consistent"],
+        "conflicts": sorted(
+            (c["kind"], c["key"], tuple(c["actions"])) for c in report["conflicts"]
+        ),
+    }
+
+
+# -- generated proposals ------------------------------------------------------------
+
+KEYS = ["k", "j", "m"]
+TOOLS = ["t", "u", "v"]
+OPERATORS = ["eq", "neq", "gt", "lt", "gte", "lte", "exists", "not_exists", "contains", "foo"]
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-2, 3),
+    st.sampled_from([1.0, 2.5, -0.0]),
+    st.sampled_from(["", "a", "ab", "k"]),
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=2), st.dictionaries(st.sampled_from(["a", "k"]), inner, max_size=2)
+    ),
+    max_leaves=3,
+)
+keys = st.sampled_from(KEYS)
+
+
+@st.composite
+def preconditions(draw: st.DrawFn) -> dict[str, Any]:
+    pre: dict[str, Any] = {"key": draw(keys), "operator": draw(st.sampled_from(OPERATORS))}
+    if draw(st.booleans()):
+        pre["value"] = draw(values)
+    return pre
+
+
+@st.composite
+def actions(draw: st.DrawFn, index: int, ids: list[str]) -> dict[str, Any]:
+    kind = draw(st.sampled_from(["tool_call"] * 4 + ["state_write", "state_read", "assertion"]))
+    action: dict[str, Any] = {"id": ids[index], "type": kind}
+    if kind == "tool_call" and draw(st.integers(0, 9)) > 0:
+        action["tool"] = draw(st.sampled_from([*TOOLS, "zz"]))
+    if kind == "tool_call" and draw(st.booleans()):
+        action["parameters"] = draw(
+            st.dictionaries(st.sampled_from(["n", "s", "x"]), scalars, max_size=2)
+        )
+    if kind == "state_write":
+        params: dict[str, Any] = {}
+        if draw(st.integers(0, 5)) > 0:
+            params["key"] = draw(keys)
+        if draw(st.booleans()):
+            params["value"] = draw(values)
+        action["parameters"] = params
+    if kind == "state_read":
+        action["parameters"] = {"key": draw(keys)}
+    if draw(st.booleans()):
+        action["preconditions"] = draw(st.lists(preconditions(), max_size=2))
+    if kind != "state_read" and draw(st.booleans()):
+        action["expected_effects"] = draw(st.dictionaries(keys, values, max_size=2))
+    if draw(st.booleans()):
+        action["state_dependencies"] = draw(st.lists(keys, max_size=2))
+    if draw(st.integers(0, 4)) == 0:
+        action["read_set"] = draw(st.lists(keys, max_size=2))
+    if draw(st.integers(0, 4)) == 0:
+        action["write_set"] = draw(st.lists(keys, max_size=2))
+    if draw(st.integers(0, 4)) == 0:
+        action["assumptions"] = [
+            {"key": draw(keys), "expected_value": draw(scalars)}
+            if draw(st.booleans())
+            else {"key": draw(keys), "read_version": draw(st.integers(0, 2))}
+        ]
+    if draw(st.integers(0, 4)) == 0:
+        action["failure_behavior"] = draw(st.sampled_from(["skip", "retry", "abort"]))
+    if draw(st.integers(0, 3)) == 0:
+        action["reversibility"] = draw(st.sampled_from(["compensable", "reversible"]))
+        if draw(st.booleans()):
+            action["compensation"] = draw(
+                st.one_of(
+                    st.builds(lambda t: {"type": "tool", "tool": t}, st.sampled_from([*TOOLS, "undo"])),
+                    st.builds(
+                        lambda a: {"type": "action_ref", "action_id": a},
+                        st.sampled_from([*ids, "nobody"]),
+                    ),
+                )
+            )
+    if draw(st.integers(0, 5)) == 0:
+        action["dependencies"] = draw(st.lists(st.sampled_from([*ids, "nobody"]), max_size=2))
+    return action
+
+
+@st.composite
+def proposals(draw: st.DrawFn, max_actions: int = 6) -> dict[str, Any]:
+    n = draw(st.integers(0, max_actions))
+    ids = [f"a{i}" for i in range(n)]
+    if n >= 2 and draw(st.integers(0, 9)) == 0:
+        ids[draw(st.integers(1, n - 1))] = ids[0]  # a duplicate id
+    return {"actions": [draw(actions(i, ids)) for i in range(n)]}
+
+
+states = st.none() | st.dictionaries(keys, values, max_size=3)
+tool_registries = st.none() | st.just(
+    [
+        {
+            "name": "t",
+            "parameters": {
+                "type": "object",
+                "properties": {"n": {"type": "integer"}, "s": {"type": ["string", "null"]}},
+                "required": ["n"],
+            },
+        },
+        {"name": "u", "parameters": {"type": "object", "properties": {"x": {"type": "boolean"}}}},
+        {"name": "undo"},
+    ]
+)
