@@ -16,70 +16,180 @@ from .findings import Severity, Tier
 
 __all__ = ["ALIASES", "CODES", "Code", "lookup", "register_codes"]
 
-E, W = Severity.ERROR, Severity.WARNING
+E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 D, H = Tier.DECISION_PROCEDURE, Tier.HEURISTIC
+
+#: In a profile column: the code does not fire under that profile.
+NEVER = None
 
 
 @dataclass(frozen=True, slots=True)
 class Code:
-    """A finding code: its stable name, default severity and tier, and a one-line summary."""
+    """A finding code: its stable name, severity and tier, and a one-line summary.
+
+    A code keeps one meaning under both profiles (SEMANTICS section 9); the
+    profile decides whether it fires and how severe it is. ``severity`` is the
+    ``strict`` column, ``car`` the ``car`` column (``None``: does not fire there),
+    and ``car_note`` says how CAR's rule differs, where it does.
+    """
 
     name: str
-    severity: Severity
+    severity: Severity | None
     tier: Tier
     summary: str
+    car: Severity | None = None
+    car_note: str = ""
+
+    def severity_in(self, profile: str) -> Severity | None:
+        """The severity under ``profile`` (``car`` or ``strict``), or None."""
+        return self.car if profile == "car" else self.severity
+
+    def column(self, profile: str) -> str:
+        """The severity under ``profile`` as a table cell (``-``: does not fire)."""
+        severity = self.severity_in(profile)
+        return "-" if severity is None else severity.value
+
+    @property
+    def worst(self) -> Severity:
+        """The higher of the two columns (what a reporter declares as the rule's level)."""
+        given = [s for s in (self.severity, self.car) if s is not None]
+        return max(given, key=lambda s: s.rank) if given else Severity.INFO
 
 
 _TABLE = [
-    Code("empty-proposal", W, D, "the proposal has no actions"),
-    Code("duplicate-id", E, D, "two actions share an id"),
-    Code("unknown-action-type", E, D, "`type` is not one of the four action types"),
-    Code("missing-tool-name", E, D, "a `tool_call` without `tool`"),
-    Code("state-write-without-key", E, D, "a `state_write` without a string `parameters.key`"),
-    Code("unknown-dependency", E, D, "`dependencies` or a `$id.output` reference names no action"),
-    Code("dependency-cycle", E, D, "the dependency graph has a cycle"),
-    Code("unknown-operator", E, D, "a precondition operator is not in the operator table"),
+    Code("empty-proposal", W, D, "the proposal has no actions", NEVER),
+    Code("duplicate-id", E, D, "two actions share an id", NEVER),
     Code(
-        "precondition-unsatisfied", E, D, "a precondition is false when the action's level begins"
+        "unknown-action-type",
+        E,
+        D,
+        "`type` is not one of the four action types",
+        NEVER,
+        "CAR rejects the whole proposal: an input error",
+    ),
+    Code("missing-tool-name", E, D, "a `tool_call` without `tool`", E),
+    Code(
+        "state-write-without-key", E, D, "a `state_write` without a string `parameters.key`", NEVER
+    ),
+    Code(
+        "unknown-dependency",
+        E,
+        D,
+        "`dependencies` or a `$id.output` reference names no action",
+        NEVER,
+    ),
+    Code("dependency-cycle", E, D, "the dependency graph has a cycle", NEVER),
+    Code("unknown-operator", E, D, "a precondition operator is not in the operator table", E),
+    Code(
+        "precondition-unsatisfied",
+        E,
+        D,
+        "a precondition is false when the action's level begins",
+        E,
+        "an error under failure_behavior skip too; the walk is sequential inside a level",
     ),
     Code(
         "missing-dependency",
         E,
         D,
         "a depended-on state key is absent when the action's level begins",
+        E,
+        "an error under failure_behavior skip too",
     ),
-    Code("assertion-fails", E, D, "an assertion's predicate is false in the walk"),
+    Code(
+        "assertion-fails",
+        E,
+        D,
+        "an assertion's predicate is false in the walk",
+        E,
+        "one finding per false precondition; an assertion's parameters are ignored",
+    ),
     Code(
         "write-conflict",
         W,
         D,
         "two actions write the same key and neither is ordered before the other",
+        W,
+        "any two writers, unless one lists the key in state_dependencies; on the earlier",
     ),
     Code(
-        "repeated-call", W, H, "the same tool is called with deep-equal parameters 3 or more times"
+        "repeated-call",
+        W,
+        H,
+        "the same tool is called with deep-equal parameters 3 or more times",
+        E,
+        "an error, on action_id proposal",
     ),
-    Code("too-many-actions", E, D, "the proposal has more actions than `max_actions`"),
-    Code("unknown-tool", E, D, "a `tool_call` names a tool that is not in the registry"),
-    Code("param-schema", E, D, "parameters violate the tool's `parameters` JSON Schema"),
-    Code("missing-compensation", W, D, "`reversibility: compensable` without a `compensation`"),
-    Code("never-runs", E, D, "no initial state lets the action run (decided with z3)"),
+    Code(
+        "duplicate-call",
+        NEVER,
+        H,
+        "the same tool is called with identical parameters exactly twice",
+        W,
+        "on action_id proposal",
+    ),
+    Code(
+        "too-many-actions",
+        E,
+        D,
+        "the proposal has more actions than `max_actions`",
+        W,
+        "a warning on the first action; the limit is 30 unless given",
+    ),
+    Code("unknown-tool", E, D, "a `tool_call` names a tool that is not in the registry", E),
+    Code(
+        "param-schema",
+        E,
+        D,
+        "parameters violate the tool's `parameters` JSON Schema",
+        E,
+        "only `required` and each property's `type` are checked",
+    ),
+    Code(
+        "missing-compensation",
+        W,
+        D,
+        "`reversibility: compensable` without a `compensation`",
+        E,
+        "an error",
+    ),
+    Code("never-runs", E, D, "no initial state lets the action run (decided with z3)", NEVER),
     Code(
         "read-write-hazard",
         W,
         D,
         "an action reads a key that an unordered action of the same proposal writes",
+        NEVER,
     ),
     Code(
         "belief-divergence",
         W,
         D,
         "an assumption's expected_value differs from the given initial state",
+        NEVER,
     ),
     Code(
         "unknown-compensation-target",
         E,
         D,
         "a compensation names no action of the proposal, or an unregistered tool",
+        E,
+    ),
+    Code(
+        "extension-ignored",
+        NEVER,
+        D,
+        "CAR ignores an action's `dependencies` or `$id.output` references: they order nothing",
+        INFO,
+        "car-verify's own note on what CAR will do instead",
+    ),
+    Code(
+        "car-spec-deviation",
+        NEVER,
+        D,
+        "CAR's answer contradicts its own spec here; the finding names the hazard",
+        INFO,
+        "car-verify's own note beside CAR's answer",
     ),
 ]
 

@@ -46,6 +46,7 @@ def _example(example: Example, kind: str) -> list[str]:
         tools=example.tools,
         initial_state=example.initial_state,
         max_actions=example.max_actions,
+        profile="strict",
     )
     out = [
         f"**{kind}: {example.title}**",
@@ -88,12 +89,12 @@ def _pass_section(cls: type[Pass]) -> list[str]:
     if cls.dynamic_codes:
         out += ["Its codes are the names of the rules it checks (`deny_tool:deploy`, ...).", ""]
     else:
-        out += ["| code | severity | tier | summary |", "|---|---|---|---|"]
+        out += ["| code | strict | car | tier | summary |", "|---|---|---|---|---|"]
     for code in cls.codes:
         c = CODES[code]
         out.append(
-            f'| <a id="{c.name}"></a>`{c.name}` | {c.severity.value} | {c.tier.value} '
-            f"| {c.summary} |"
+            f'| <a id="{c.name}"></a>`{c.name}` | {c.column("strict")} | {c.column("car")} '
+            f"| {c.tier.value} | {c.summary} |"
         )
     out.append("")
     for example in cls.examples:
@@ -118,18 +119,25 @@ def render_codes_reference() -> str:
         "findings are produced by car-verify itself when this page is generated.",
         "`car-verify codes CODE` prints the same explanation in the terminal.",
         "",
-        "| code | severity | tier | pass |",
-        "|---|---|---|---|",
+        "A code keeps one meaning under both profiles; the profile decides whether it fires",
+        "and how severe it is. `strict` is SEMANTICS sections 1-8; `car` (the default) gives",
+        "the runtime's own answers, where `-` means CAR does not report it (see",
+        "[compat.md](compat.md)). Under `car`, CAR's eight checks report the codes and",
+        "the passes below run with `--profile strict`.",
+        "",
+        "| code | strict | car | tier | pass | under car |",
+        "|---|---|---|---|---|---|",
     ]
     owner = {code: cls.name for cls in passes.values() for code in cls.codes}
     for code in CODES.values():
         out.append(
-            f"| [`{code.name}`](#{code.name}) | {code.severity.value} | {code.tier.value} | "
-            f"`{owner.get(code.name, '?')}` |"
+            f"| [`{code.name}`](#{code.name}) | {code.column('strict')} | {code.column('car')} "
+            f"| {code.tier.value} | `{owner.get(code.name, 'car')}` | {code.car_note} |"
         )
     out.append("")
     for cls in passes.values():
         out += _pass_section(cls)
+    out += _car_section()
     out += _lint_section()
     return "\n".join(out).rstrip() + "\n"
 
@@ -143,7 +151,12 @@ def explain_code(name: str) -> str | None:
     code = CODES.get(name) or LINT_CODES.get(name)
     passes = available_passes().values()
     if code is not None:
-        head = f"{code.name} ({code.severity.value}, tier {code.tier.value}): {code.summary}"
+        head = (
+            f"{code.name} (strict {code.column('strict')}, car {code.column('car')}, "
+            f"tier {code.tier.value}): {code.summary}"
+        )
+        if code.car_note:
+            head += f"\nUnder the car profile: {code.car_note}."
         owner = next((cls for cls in passes if name in cls.codes), None)
     elif ":" in name:  # a policy rule's finding is named after the rule: deny_tool:rm
         head = f"{name}: a violation of a policy rule (its kind, then its target or name)"
@@ -169,6 +182,27 @@ def _wrap(text: str) -> list[str]:
     return textwrap.wrap(text, width=88, initial_indent="    ", subsequent_indent="    ")
 
 
+def _car_section() -> list[str]:
+    """The codes only the car profile reports (CAR's own rules, and car-verify's notes)."""
+    out = [
+        "## Codes of the `car` profile",
+        "",
+        "Under `car` (the default) CAR's eight checks report the codes above as the",
+        "runtime does (the `car` column), and these, which only that profile reports.",
+        "Every difference from `strict` is a row of [compat.md](compat.md).",
+        "",
+        "| code | car | tier | summary |",
+        "|---|---|---|---|",
+    ]
+    for c in CODES.values():
+        if c.severity is None:
+            out.append(
+                f'| <a id="{c.name}"></a>`{c.name}` | {c.column("car")} | {c.tier.value} '
+                f"| {c.summary}: {c.car_note} |"
+            )
+    return [*out, ""]
+
+
 def _lint_section() -> list[str]:
     """The codes ``car-verify lint`` adds: findings about files, not plans."""
     from .lint import LINT_CODES
@@ -184,7 +218,7 @@ def _lint_section() -> list[str]:
     ]
     for c in LINT_CODES.values():
         out.append(
-            f'| <a id="{c.name}"></a>`{c.name}` | {c.severity.value} | {c.tier.value} '
+            f'| <a id="{c.name}"></a>`{c.name}` | {c.column("strict")} | {c.tier.value} '
             f"| {c.summary} |"
         )
     return [*out, ""]

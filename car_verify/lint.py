@@ -46,12 +46,14 @@ LINT_CODES = {
         Severity.ERROR,
         Tier.DECISION_PROCEDURE,
         "the file does not parse, or its proposal cannot be modelled",
+        Severity.ERROR,
     ),
     "not-a-proposal": Code(
         "not-a-proposal",
         Severity.WARNING,
         Tier.DECISION_PROCEDURE,
         "the file parses but holds no proposal (no object with an `actions` key)",
+        Severity.WARNING,
     ),
 }
 EXTENSIONS = {".json", ".jsonl", ".yaml", ".yml"}
@@ -78,6 +80,8 @@ class LintConfig:
     repeat_threshold: int = 3
     exclude: tuple[str, ...] = ()
     fail_on: str = "error"
+    #: ``car`` or ``strict`` (SEMANTICS section 9); ``None``: not set here.
+    profile: str | None = None
 
 
 _KEYS = {
@@ -92,6 +96,7 @@ _KEYS = {
     "repeat-threshold",
     "exclude",
     "fail-on",
+    "profile",
 }
 _LEVELS = ("error", "warning", "info")
 
@@ -184,6 +189,9 @@ def load_config(path: str | os.PathLike[str] | None = None) -> LintConfig:
             raise InputError(
                 "expected an array of codes", [*prefix, "per-path-ignores", glob], source=str(file)
             )
+    profile = doc.get("profile")
+    if profile is not None and profile not in ("car", "strict"):
+        raise fail("profile", "expected one of car, strict")
     fail_on = doc.get("fail-on", "error")
     if fail_on not in (*_LEVELS, "never"):
         raise fail("fail-on", "expected one of error, warning, info, never")
@@ -201,6 +209,7 @@ def load_config(path: str | os.PathLike[str] | None = None) -> LintConfig:
         repeat_threshold=whole("repeat-threshold", 3, 1) or 3,
         exclude=strings("exclude"),
         fail_on=fail_on,
+        profile=profile,
     )
 
 
@@ -350,7 +359,9 @@ def lint_file(path: str | Path, config: LintConfig) -> FileResult:
     def file_finding(code: str, message: str, line: int = 1, column: int = 1) -> None:
         spec = LINT_CODES[code]
         result.findings.append(
-            LintFinding(relative, line, column, code, spec.severity.value, spec.tier.value, message)
+            LintFinding(
+                relative, line, column, code, spec.column("strict"), spec.tier.value, message
+            )
         )
 
     try:
@@ -480,6 +491,7 @@ def _lint_document(
             max_actions=config.max_actions,
             policies=setup["policies"],
             repeat_threshold=config.repeat_threshold,
+            profile=config.profile,
         )
     except InputError as err:
         if not is_too_deep(err):

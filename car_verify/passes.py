@@ -162,8 +162,10 @@ class Context:
             if spec is None:
                 spec = self._codes[code] = lookup(code)
             code = spec.name
-            severity = severity or spec.severity
+            severity = severity or spec.severity or spec.car
             tier = tier or spec.tier
+        if severity is None:  # a code of the car profile's own, under no profile
+            raise UsageError(f"finding code {code!r} has no severity outside the car profile")
         pointer = json_pointer(where) if where else ""
         if index is None:
             return Issue(code, severity, tier, message, None, None, pointer)

@@ -30,7 +30,9 @@ def _summary(result: VerificationResult) -> str:
     ran = sum(1 for c in checks if c.ran)
     counts = severity_counts(errors, warnings, infos)
     verdict = "valid" if result.valid else "invalid"
-    return f"{verdict}: {counts} ({ran} of {len(checks)} checks ran)"
+    return (
+        f"{verdict}: {counts} ({ran} of {len(checks)} checks ran; profile {result.profile.value})"
+    )
 
 
 def issue_line(issue: Issue) -> str:
@@ -53,7 +55,7 @@ def sarif_rule(name: str, code: Code | None) -> dict[str, Any]:
     """One SARIF rule: a finding code with its help text and documentation link
     (a policy rule name when ``code`` is None)."""
     summary = code.summary if code else f"policy rule {name}"
-    level = _SARIF_LEVEL[code.severity] if code else "error"
+    level = _SARIF_LEVEL[code.worst] if code else "error"
     return {
         "id": name,
         "name": "".join(part.title() for part in name.replace(":", "-").split("-")),

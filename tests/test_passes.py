@@ -39,6 +39,7 @@ def test_pass_example(cls: type[Pass], example: Example) -> None:
         tools=example.tools,
         initial_state=example.initial_state,
         max_actions=example.max_actions,
+        profile="strict",
     )
     assert sorted(alone.codes()) == sorted(example.codes)
     everything = car_verify.verify(
@@ -50,6 +51,7 @@ def test_pass_example(cls: type[Pass], example: Example) -> None:
         tools=example.tools,
         initial_state=example.initial_state,
         max_actions=example.max_actions,
+        profile="strict",
     )
     assert set(example.codes) <= everything.codes()
     if example.valid:
@@ -76,7 +78,13 @@ def test_every_pass_declares_itself_and_documents_itself(name: str) -> None:
 def test_code_table_and_passes_agree() -> None:
     emitted = [code for cls in PASSES.values() for code in cls.codes]
     assert len(emitted) == len(set(emitted)), "two passes emit the same code"
-    assert set(emitted) == set(CODES), "a documented code no pass emits, or the reverse"
+    from car_verify.car import CAR_CODES
+
+    only_car = {name for name, code in CODES.items() if code.severity is None}
+    assert set(emitted) | only_car == set(CODES), "a documented code no pass emits, or the reverse"
+    assert only_car <= CAR_CODES, "a code of the car profile's own that it never emits"
+    for name in CAR_CODES:
+        assert CODES[name].car is not None, f"the car profile emits {name}; its column says never"
 
 
 def test_section5_table_severities_and_tiers() -> None:
@@ -109,9 +117,9 @@ def test_a_subset_of_passes_runs_alone_and_evidence_says_what_ran() -> None:
     doc = {
         "actions": [{"id": "a", "type": "tool_call", "tool": "t", "preconditions": [{"key": "k"}]}]
     }
-    result = car_verify.verify(doc, passes=["structure"])
+    result = car_verify.verify(doc, passes=["structure"], profile="strict")
     assert result.issues == [] and [c.name for c in result.evidence.checks] == ["structure"]
-    full = car_verify.verify(doc)
+    full = car_verify.verify(doc, profile="strict")
     checks = {c.name: c for c in full.evidence.checks}
     assert checks["strips"].ran and checks["strips"].findings == 1
     assert not checks["tools"].ran and checks["tools"].reason == "no tool registry was given"
@@ -130,7 +138,7 @@ def test_a_subset_of_passes_runs_alone_and_evidence_says_what_ran() -> None:
         wire["checks"][0]
     )
     assert any("tools" in region for region in wire["untested_regions"])
-    with_tools = car_verify.verify(doc, tools=[{"name": "t"}], max_actions=5)
+    with_tools = car_verify.verify(doc, tools=[{"name": "t"}], max_actions=5, profile="strict")
     assert with_tools.evidence.confidence == 1.0
 
 
@@ -148,14 +156,14 @@ def test_an_invalid_tool_schema_names_its_file_and_place(tmp_path: Path) -> None
         (by_name, "u.parameters.type"),  # an object of schemas: by the tool's name
     ):
         with pytest.raises(car_verify.InputError) as caught:
-            car_verify.verify(doc, tools=registry)
+            car_verify.verify(doc, tools=registry, profile="strict")
         assert str(caught.value).startswith(where), caught.value
 
 
 def _schema_messages(schema: dict[str, object], value: object) -> list[str]:
     tools = [{"name": "t", "parameters": {"type": "object", "properties": {"p": schema}}}]
     doc = {"actions": [{"id": "a", "type": "tool_call", "tool": "t", "parameters": {"p": value}}]}
-    issues = car_verify.verify(doc, tools=tools, passes=["tools"]).issues
+    issues = car_verify.verify(doc, tools=tools, passes=["tools"], profile="strict").issues
     assert {issue.code for issue in issues} == {"param-schema"}
     return [issue.message for issue in issues]
 
@@ -217,24 +225,28 @@ def test_a_bad_tool_registry_is_named_by_index_or_name(tools: object, message: s
     """A registry given as {name: schema} locates its errors by name, an array by index."""
     doc = {"actions": [{"id": "a", "type": "tool_call", "tool": "t"}]}
     with pytest.raises(car_verify.InputError) as caught:
-        car_verify.verify(doc, tools=tools)
+        car_verify.verify(doc, tools=tools, profile="strict")
     assert str(caught.value).startswith(message)
-    assert car_verify.verify(doc, tools={"t": {"name": "t"}}).valid
+    assert car_verify.verify(doc, tools={"t": {"name": "t"}}, profile="strict").valid
 
 
 def test_unknown_pass_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="unknown pass 'nope'"):
-        car_verify.verify({"actions": []}, passes=["nope"])
+        car_verify.verify({"actions": []}, passes=["nope"], profile="strict")
     with pytest.raises(UsageError, match="unknown pass 'nope'"):
-        car_verify.verify({"actions": []}, passes="strips, nope")
+        car_verify.verify({"actions": []}, passes="strips, nope", profile="strict")
 
 
 def test_a_string_of_pass_names_is_split_on_commas() -> None:
     """``passes="strips"`` is one pass, not the letters s, t, r, ..."""
     doc = {"actions": [{"id": "a", "type": "tool_call"}, {"id": "a", "type": "tool_call"}]}
-    ran = {c.name for c in car_verify.verify(doc, passes="structure").evidence.checks if c.ran}
+    ran = {
+        c.name
+        for c in car_verify.verify(doc, passes="structure", profile="strict").evidence.checks
+        if c.ran
+    }
     assert ran == {"structure"}
-    both = car_verify.verify(doc, passes=" structure,loops ").evidence.checks
+    both = car_verify.verify(doc, passes=" structure,loops ", profile="strict").evidence.checks
     assert [c.name for c in both] == ["structure", "loops"]
 
 
@@ -258,9 +270,9 @@ class _Liar(_Broken):
 
 def test_internal_errors_name_the_pass() -> None:
     with pytest.raises(PassError, match="broken"):
-        car_verify.verify({"actions": []}, passes=[_Broken])
+        car_verify.verify({"actions": []}, passes=[_Broken], profile="strict")
     with pytest.raises(PassError, match="undeclared code 'duplicate-id'"):
-        car_verify.verify({"actions": []}, passes=[_Liar()])
+        car_verify.verify({"actions": []}, passes=[_Liar()], profile="strict")
 
 
 @pytest.fixture
@@ -300,6 +312,7 @@ def test_a_third_party_pass_can_run_by_instance_with_new_codes() -> None:
     result = car_verify.verify(
         {"actions": [{"id": "d", "type": "tool_call", "tool": "deploy"}]},
         passes=[NoDeploy, "structure"],
+        profile="strict",
     )
     assert [(i.code, i.action_id, i.pointer) for i in result.issues] == [
         ("deploy-forbidden", "d", "/actions/0/tool")
@@ -318,7 +331,7 @@ def test_pointers_locate_findings() -> None:
             },
         ]
     }
-    pointers = {(i.code, i.pointer) for i in car_verify.verify(doc).issues}
+    pointers = {(i.code, i.pointer) for i in car_verify.verify(doc, profile="strict").issues}
     assert pointers == {
         ("precondition-unsatisfied", "/actions/0/preconditions/0"),
         ("unknown-operator", "/actions/0/preconditions/1/operator"),
@@ -338,9 +351,11 @@ def test_pointer_tokens_escape_tilde_and_slash() -> None:
 
 def test_repeat_threshold_is_configurable() -> None:
     doc = {"actions": [{"id": f"p{i}", "type": "tool_call", "tool": "poll"} for i in range(3)]}
-    assert "repeated-call" in car_verify.verify(doc).codes()
-    assert "repeated-call" not in car_verify.verify(doc, repeat_threshold=4).codes()
-    issue = car_verify.verify(doc, repeat_threshold=2).issues[0]
+    assert "repeated-call" in car_verify.verify(doc, profile="strict").codes()
+    assert (
+        "repeated-call" not in car_verify.verify(doc, repeat_threshold=4, profile="strict").codes()
+    )
+    issue = car_verify.verify(doc, repeat_threshold=2, profile="strict").issues[0]
     assert issue.action_id == "p1"
 
 
@@ -370,7 +385,7 @@ def test_entry_point_passes_are_discovered(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(passes_module, "_registry", None)
     registry = available_passes()
     assert "from-entry-point" in registry and "strips" in registry
-    checks = [c.name for c in car_verify.verify({"actions": []}).evidence.checks]
+    checks = [c.name for c in car_verify.verify({"actions": []}, profile="strict").evidence.checks]
     assert checks[-1] == "from-entry-point"
 
     class NotAPass:
@@ -487,5 +502,5 @@ def test_the_prefilter_defers_to_a_loaded_importlib_metadata(
 @pytest.mark.parametrize(("count", "says"), [(1, "has 1 action;"), (2, "has 2 actions;")])
 def test_too_many_actions_counts_in_words(count: int, says: str) -> None:
     doc = {"actions": [{"type": "tool_call", "tool": "t"} for _ in range(count)]}
-    (issue,) = car_verify.verify(doc, max_actions=0, passes=["budget"]).issues
+    (issue,) = car_verify.verify(doc, max_actions=0, passes=["budget"], profile="strict").issues
     assert says in issue.message
