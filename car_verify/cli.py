@@ -54,6 +54,27 @@ def _read_file(name: str, kind: type, what: str) -> Any:
 _KINDS: dict[type, str] = {dict: "a JSON object", list: "a JSON array"}
 
 
+PROFILE_ENV = "CAR_VERIFY_PROFILE"
+
+
+def _profile(args: argparse.Namespace) -> str:
+    """The profile to run: ``--profile``, else ``$CAR_VERIFY_PROFILE``, else the nearest
+    configuration's ``profile``, else ``car`` (SEMANTICS section 9)."""
+    chosen = getattr(args, "profile", None)
+    if chosen:
+        return str(chosen)
+    env = os.environ.get(PROFILE_ENV)
+    if env:
+        if env not in ("car", "strict"):
+            raise UsageError(f"{PROFILE_ENV}={env!r}: expected car or strict")
+        return env
+    from .lint import find_config, load_config
+
+    path = find_config()
+    profile = load_config(path).profile if path is not None else None
+    return profile or "car"
+
+
 def _load_state(name: str | None) -> dict[str, Any] | None:
     return None if name is None else dict(_read_file(name, dict, "state"))
 
@@ -115,6 +136,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         passes=passes,
         repeat_threshold=args.repeat_threshold,
         policies=policies,
+        profile=_profile(args),
     )
     if args.format == "json":
         _write(render_json(result))
@@ -128,7 +150,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_simulate(args: argparse.Namespace) -> int:
     from .api import simulate
 
-    sim = simulate(_load_proposal(args.proposal), initial_state=_load_state(args.state))
+    sim = simulate(
+        _load_proposal(args.proposal),
+        initial_state=_load_state(args.state),
+        profile=_profile(args),
+    )
     if args.explain:
         _write(sim.explain() + "\n")
     elif args.trace:
@@ -164,6 +190,7 @@ def cmd_equivalent(args: argparse.Namespace) -> int:
         _load_proposal(args.b),
         _load_states(args.states),
         method=args.method,
+        profile=_profile(args),
     )
     if args.format == "json":
         _write(result.to_json() + "\n")
@@ -177,7 +204,11 @@ def cmd_equivalent(args: argparse.Namespace) -> int:
 def cmd_optimize(args: argparse.Namespace) -> int:
     from .optimize import optimize
 
-    result = optimize(_load_proposal(args.proposal), initial_state=_load_state(args.state))
+    result = optimize(
+        _load_proposal(args.proposal),
+        initial_state=_load_state(args.state),
+        profile=_profile(args),
+    )
     if args.diff:
         if args.format == "json":
             doc = result.to_dict()
@@ -204,7 +235,7 @@ def cmd_wp(args: argparse.Namespace) -> int:
 
 
 def cmd_txcheck(args: argparse.Namespace) -> int:
-    from .transactions import transaction_check
+    from .transactions import CarTransactionReport, transaction_check
     from .values import plural
 
     versions = None if args.versions is None else _read_file(args.versions, dict, "versions")
@@ -213,11 +244,17 @@ def cmd_txcheck(args: argparse.Namespace) -> int:
             [_load_proposal(p) for p in args.proposals],
             versions=versions,
             state=_load_state(args.state),
+            profile=_profile(args),
         )
     except InputError as err:
         raise (err if err.source else err.with_source(args.versions or "")) from None
     if args.format == "json":
         _write(report.to_json() + "\n")
+    elif isinstance(report, CarTransactionReport):
+        for conflict in report.conflicts:
+            _write(f"{conflict['kind']} [{conflict['key']}]: {conflict['explanation']}\n")
+        verdict = "consistent" if report.consistent else "inconsistent"
+        _write(f"{verdict}: {plural(len(report.conflicts), 'conflict')} (profile car)\n")
     else:
         for hazard in report.hazards:
             _write(f"{hazard.kind} [{hazard.key}]: {hazard.message}\n")
@@ -401,6 +438,7 @@ def cmd_dot(args: argparse.Namespace) -> int:
         tools=_load_tools(args.tools),
         initial_state=_load_state(args.state),
         execution=execution,
+        profile=_profile(args),
     )
     if args.output is None:
         _write(graph.to_string())
@@ -428,6 +466,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
         ignore=_codes_arg(args.ignore),
         repeat_threshold=args.repeat_threshold,
         fail_on=args.fail_on,
+        profile=args.profile or os.environ.get(PROFILE_ENV) or None,
     )
     progress = False if args.no_progress else None
     report = lint.lint_paths(args.paths or ["."], config, workers=args.workers, progress=progress)
@@ -465,7 +504,7 @@ def cmd_codes(args: argparse.Namespace) -> int:
         doc = [
             {
                 "code": c.name,
-                "severity": c.severity.value,
+                "severity": {"strict": c.column("strict"), "car": c.column("car")},
                 "tier": c.tier.value,
                 "summary": c.summary,
             }
@@ -475,7 +514,8 @@ def cmd_codes(args: argparse.Namespace) -> int:
     else:
         width = max(len(c) for c in codes)
         for c in codes.values():
-            _write(f"{c.name:<{width}}  {c.severity.value:<7}  {c.tier.value:<18}  {c.summary}\n")
+            severities = f"{c.column('strict'):<7}  {c.column('car'):<7}"
+            _write(f"{c.name:<{width}}  {severities}  {c.tier.value:<18}  {c.summary}\n")
     return EXIT_OK
 
 
@@ -499,10 +539,19 @@ def _parser() -> _Parser:
     from . import __version__
 
     parser.add_argument("--version", action="version", version=f"car-verify {__version__}")
+    profiled = _Parser(add_help=False)
+    profiled.add_argument(
+        "--profile",
+        choices=("car", "strict"),
+        help="car: the runtime's own answers (the default); strict: SEMANTICS sections 1-8 "
+        f"(also ${PROFILE_ENV} or `profile` in the configuration)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
-    p = sub.add_parser("verify", help="run the analysis passes and report issues")
+    p = sub.add_parser(
+        "verify", parents=[profiled], help="run the analysis passes and report issues"
+    )
     p.add_argument("proposal", metavar="PROPOSAL", help="proposal JSON file, or - for stdin")
     p.add_argument("--state", metavar="STATE.json", help="initial state (a JSON object)")
     p.add_argument("--tools", metavar="TOOLS.json", help="tool registry (an array of ToolSchema)")
@@ -519,7 +568,9 @@ def _parser() -> _Parser:
     p.add_argument("--policies", metavar="DIR", help="policy directory (.car/policies)")
     p.set_defaults(run=cmd_verify)
 
-    p = sub.add_parser("simulate", help="print the end state the executor would leave")
+    p = sub.add_parser(
+        "simulate", parents=[profiled], help="print the end state the executor would leave"
+    )
     p.add_argument("proposal", metavar="PROPOSAL", help="proposal JSON file, or - for stdin")
     p.add_argument("--state", metavar="STATE.json", help="initial state (a JSON object)")
     group = p.add_mutually_exclusive_group()
@@ -529,7 +580,9 @@ def _parser() -> _Parser:
     group.add_argument("--explain", action="store_true", help="print the trace as readable text")
     p.set_defaults(run=cmd_simulate)
 
-    p = sub.add_parser("equivalent", help="do two proposals leave the same state?")
+    p = sub.add_parser(
+        "equivalent", parents=[profiled], help="do two proposals leave the same state?"
+    )
     p.add_argument("a", metavar="A", help="first proposal (or -)")
     p.add_argument("b", metavar="B", help="second proposal")
     p.add_argument("--states", metavar="STATES.json", help="probe states (sampled method)")
@@ -537,20 +590,24 @@ def _parser() -> _Parser:
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(run=cmd_equivalent)
 
-    p = sub.add_parser("optimize", help="prune phantom state_dependencies")
+    p = sub.add_parser("optimize", parents=[profiled], help="prune phantom state_dependencies")
     p.add_argument("proposal", metavar="PROPOSAL", help="proposal JSON file, or - for stdin")
     p.add_argument("--state", metavar="STATE.json", help="initial state (a JSON object)")
     p.add_argument("--diff", action="store_true", help="show what was removed (or kept) and why")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(run=cmd_optimize)
 
-    p = sub.add_parser("wp", help="the condition under which the actions run unblocked")
+    p = sub.add_parser(
+        "wp", parents=[profiled], help="the condition under which the actions run unblocked"
+    )
     p.add_argument("proposal", metavar="PROPOSAL", help="proposal JSON file, or - for stdin")
     p.add_argument("--action", metavar="ID", help="one action instead of every action")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(run=cmd_wp)
 
-    p = sub.add_parser("txcheck", help="transactional hazards within or across proposals")
+    p = sub.add_parser(
+        "txcheck", parents=[profiled], help="transactional hazards within or across proposals"
+    )
     p.add_argument("proposals", metavar="PROPOSAL", nargs="+", help="one or more proposals")
     p.add_argument("--versions", metavar="V.json", help="current version of each key")
     p.add_argument("--state", metavar="S.json", help="current state (for belief divergence)")
@@ -560,7 +617,9 @@ def _parser() -> _Parser:
     p = sub.add_parser("policy", help="check a proposal against policies, or lint them")
     policy = p.add_subparsers(dest="policy_command", metavar="ACTION", parser_class=_Parser)
     policy.required = True
-    q = policy.add_parser("check", help="report every policy violation of a proposal")
+    q = policy.add_parser(
+        "check", parents=[profiled], help="report every policy violation of a proposal"
+    )
     q.add_argument("proposal", metavar="PROPOSAL", help="proposal JSON file, or - for stdin")
     q.add_argument(
         "--policies",
@@ -570,11 +629,15 @@ def _parser() -> _Parser:
     q.add_argument("--state", metavar="STATE.json", help="state for require_state rules")
     q.add_argument("--format", choices=("text", "json"), default="text")
     q.set_defaults(run=cmd_policy_check)
-    q = policy.add_parser("lint", help="load a policy directory and report what it holds")
+    q = policy.add_parser(
+        "lint", parents=[profiled], help="load a policy directory and report what it holds"
+    )
     q.add_argument("directory", metavar="DIR", help="policy directory (or a project holding .car)")
     q.set_defaults(run=cmd_policy_lint)
 
-    p = sub.add_parser("run", help="execute a proposal behind the verify passes")
+    p = sub.add_parser(
+        "run", parents=[profiled], help="execute a proposal behind the verify passes"
+    )
     p.add_argument("proposal", metavar="PROPOSAL", help="proposal JSON file, or - for stdin")
     p.add_argument(
         "--tools",
@@ -592,7 +655,9 @@ def _parser() -> _Parser:
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.set_defaults(run=cmd_run)
 
-    p = sub.add_parser("dot", help="draw the DAG: levels, edges, conflicts, findings")
+    p = sub.add_parser(
+        "dot", parents=[profiled], help="draw the DAG: levels, edges, conflicts, findings"
+    )
     p.add_argument("proposal", metavar="PROPOSAL", help="proposal JSON file, or - for stdin")
     p.add_argument("--state", metavar="STATE.json", help="initial state (a JSON object)")
     p.add_argument("--tools", metavar="TOOLS.json", help="tool registry (an array of ToolSchema)")
@@ -602,7 +667,7 @@ def _parser() -> _Parser:
     )
     p.set_defaults(run=cmd_dot)
 
-    p = sub.add_parser("lint", help="lint the proposal files of a repository")
+    p = sub.add_parser("lint", parents=[profiled], help="lint the proposal files of a repository")
     p.add_argument("paths", metavar="PATH", nargs="*", help="files and folders (default: .)")
     p.add_argument("--config", metavar="FILE", help="pyproject.toml or .car/verify.toml to use")
     p.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text")
@@ -625,12 +690,12 @@ def _parser() -> _Parser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(run=cmd_lint)
 
-    p = sub.add_parser("codes", help="list every finding code, or explain one")
+    p = sub.add_parser("codes", parents=[profiled], help="list every finding code, or explain one")
     p.add_argument("code", nargs="?", help="explain this code: what, why, how to fix")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(run=cmd_codes)
 
-    p = sub.add_parser("passes", help="list the analysis passes")
+    p = sub.add_parser("passes", parents=[profiled], help="list the analysis passes")
     p.set_defaults(run=cmd_passes)
     return parser
 

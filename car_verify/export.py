@@ -80,15 +80,16 @@ def to_dot(
     execution: ProposalResult | Any = None,
     tools: Any = None,
     initial_state: Mapping[str, Any] | None = None,
+    profile: str | None = None,
 ) -> Any:
     """The proposal as a ``pydot.Dot``. Without ``result``, verify runs first
-    (with ``tools`` and ``initial_state``); ``execution`` (a ProposalResult or an
-    ExecutionResult) colours nodes by status instead of by finding."""
+    (with ``tools``, ``initial_state`` and ``profile``); ``execution`` (a ProposalResult
+    or an ExecutionResult) colours nodes by status instead of by finding."""
     import pydot
 
     model: ActionProposal = load(proposal)
     if result is None:
-        result = verify(model, tools=tools, initial_state=initial_state)
+        result = verify(model, tools=tools, initial_state=initial_state, profile=profile)
     if execution is not None and not isinstance(execution, ProposalResult):
         execution = execution.result
     status: dict[str, ActionStatus] = (
