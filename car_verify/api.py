@@ -282,12 +282,21 @@ def _verify_car(
         max_actions=max_actions,
         repeat_threshold=repeat_threshold,
     )
-    issues = [*verdict.issues, *verdict.extra]
-    checks = [
-        CheckRecord(c["name"], c["ran"], c["verifies"], c["cannot_verify"], c["findings"],
-                    Tier(c["tier"]))
-        for c in verdict.checks
-    ]
+    issues: list[Issue] = []
+    checks: list[CheckRecord] = []
+    if passes is None:  # CAR's eight checks; with passes named, only those run
+        issues = [*verdict.issues, *verdict.extra]
+        checks = [
+            CheckRecord(
+                c["name"],
+                c["ran"],
+                c["verifies"],
+                c["cannot_verify"],
+                c["findings"],
+                Tier(c["tier"]),
+            )
+            for c in verdict.checks
+        ]
     if policies is not None and (passes is None or "policies" in extras):
         from .policy import policy_engine
 
@@ -305,7 +314,9 @@ def _verify_car(
         issues=issues,
         simulated_state=end_state,
         execution_levels=verdict.order.execution_levels(),
-        conflicts=[[verdict.order.ids[a], verdict.order.ids[b], key] for a, b, key in verdict.conflicts],
+        conflicts=[
+            [verdict.order.ids[a], verdict.order.ids[b], key] for a, b, key in verdict.conflicts
+        ],
         evidence=Evidence(
             checks,
             verdict.assumptions,

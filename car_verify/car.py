@@ -27,20 +27,21 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from ._codec import MISSING
 from .errors import InputError, UsageError
 from .findings import Issue, Severity, Tier
 from .model import Action, ActionProposal
-from ._codec import MISSING
 from .values import ABSENT, json_equal
 from .walk import Cause
 
 __all__ = [
     "CAR_CHECKS",
+    "CAR_CODES",
     "DEFAULT_MAX_ACTIONS",
     "CarCheck",
     "CarOrder",
@@ -139,7 +140,7 @@ def car_equal(a: object, b: object) -> bool:
 def _f64(value: object) -> float | None:
     if not _is_number(value):
         return None
-    kind, number = _number(value)  # type: ignore[arg-type]
+    _, number = _number(value)  # type: ignore[arg-type]
     return float(number)
 
 
@@ -165,11 +166,23 @@ def car_evaluate(key: str, operator: str, expected: object, state: Mapping[str, 
         return f"key {key!r} has no value"
     actual = state[key]
     if operator == "eq":
-        return None if car_equal(actual, expected) else f"{key!r} is {_show(actual)}, need {_show(expected)}"
+        return (
+            None
+            if car_equal(actual, expected)
+            else f"{key!r} is {_show(actual)}, need {_show(expected)}"
+        )
     if operator == "neq":
-        return f"{key!r} is {_show(actual)}, need neq {_show(expected)}" if car_equal(actual, expected) else None
+        return (
+            f"{key!r} is {_show(actual)}, need neq {_show(expected)}"
+            if car_equal(actual, expected)
+            else None
+        )
     if operator == "contains":
-        return None if _contains(actual, expected) else f"key {key!r} does not contain {_show(expected)}"
+        return (
+            None
+            if _contains(actual, expected)
+            else f"key {key!r} does not contain {_show(expected)}"
+        )
     left, right = _f64(actual), _f64(expected)
     if left is None or right is None:
         return (
@@ -181,17 +194,18 @@ def car_evaluate(key: str, operator: str, expected: object, state: Mapping[str, 
     return f"{key!r} is {_show(actual)}, need {operator} {_show(expected)}"
 
 
+def _text(value: object) -> str:
+    """A value as CAR's ``contains`` reads it: a string as itself, anything else as
+    its compact JSON text."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
 def _contains(actual: object, needle: object) -> bool:
-    """CAR's ``contains``: a substring of a string (a non-string needle as its JSON
-    text), a member of an array, or a key of an object."""
-    if isinstance(actual, str):
-        text = needle if isinstance(needle, str) else json.dumps(needle, separators=(",", ":"))
-        return text in actual
-    if isinstance(actual, list):
-        return any(car_equal(item, needle) for item in actual)
-    if isinstance(actual, dict):
-        return isinstance(needle, str) and needle in actual
-    return False
+    """CAR's ``contains``: the needle's text is a substring of the state value's text,
+    whatever their types (so ``1`` is "in" ``[10]``, and ``"a"`` in ``["ab"]``)."""
+    return _text(needle) in _text(actual)
 
 
 # -- what an action reads and writes, as CAR sees it -------------------------------
@@ -261,11 +275,11 @@ class CarOrder:
                 writer = last_writer.get(key)
                 if writer is not None and writer < index:
                     preds[index].add(writer)
-            key = _state_write_key(action)
-            if key is not None:
-                if key in previous_state_write:
-                    preds[index].add(previous_state_write[key])
-                previous_state_write[key] = index
+            written = _state_write_key(action)
+            if written is not None:
+                if written in previous_state_write:
+                    preds[index].add(previous_state_write[written])
+                previous_state_write[written] = index
         self.preds: list[tuple[int, ...]] = [tuple(sorted(p)) for p in preds]
         self.level: list[int] = []
         for index in range(len(actions)):
@@ -460,6 +474,10 @@ CHECK_OF_CODE = {
 }
 
 
+#: Every code the car profile reports: CAR's, and car-verify's own notes beside them.
+CAR_CODES = frozenset({*CHECK_OF_CODE, "extension-ignored", "car-spec-deviation"})
+
+
 @dataclass(slots=True)
 class CarVerdict:
     """What CAR's verify computes, before it is dressed as a VerificationResult."""
@@ -521,16 +539,14 @@ def car_verify(
 
     # resource_bounds
     if len(actions) > limit:
-        found.add(
-            "too-many-actions", W, f"excessive actions: {len(actions)} (limit {limit})", 0
-        )
+        found.add("too-many-actions", W, f"excessive actions: {len(actions)} (limit {limit})", 0)
     # loop_detection
     _loops(proposal, found, repeat_threshold)
     # preconditions and state_dependencies: the walk
     walked = car_walk(proposal, order, initial_state, apply_blocked=True)
     for index, blockers in enumerate(walked.blockers):
-        for b in blockers:
-            found.add(b.code, E, b.message, index, b.pointer)
+        for blocker in blockers:
+            found.add(blocker.code, E, blocker.message, index, blocker.pointer)
     # tool_existence and param_schema
     for index, action in enumerate(actions):
         if action.type != "tool_call":
@@ -562,20 +578,20 @@ def car_verify(
             continue
         if comp.type == "action_ref":
             compensation_checkable = True
-            if comp.action_id not in ids:  # type: ignore[union-attr]
+            if comp.action_id not in ids:
                 found.add(
                     "unknown-compensation-target",
                     E,
-                    f"compensation references action {comp.action_id!r}, "  # type: ignore[union-attr]
+                    f"compensation references action {comp.action_id!r}, "
                     "which is not in this proposal",
                     index,
                     pointer,
                 )
-        elif tools is not None and comp.tool not in tools:  # type: ignore[union-attr]
+        elif tools is not None and comp.tool not in tools:
             found.add(
                 "unknown-compensation-target",
                 E,
-                f"compensation names tool {comp.tool!r}, which is not registered",  # type: ignore[union-attr]
+                f"compensation names tool {comp.tool!r}, which is not registered",
                 index,
                 pointer,
             )
@@ -591,8 +607,8 @@ def car_verify(
 
     counts: dict[str, int] = {}
     for issue in found.issues:
-        check = CHECK_OF_CODE[issue.code]
-        counts[check] = counts.get(check, 0) + 1
+        owner = CHECK_OF_CODE[issue.code]
+        counts[owner] = counts.get(owner, 0) + 1
     ran = {
         "tool_existence": tools is not None or counts.get("tool_existence", 0) > 0,
         "param_schema": tools is not None,
@@ -676,10 +692,10 @@ def _loops(proposal: ActionProposal, found: _Findings, threshold: int) -> None:
             found.add("duplicate-call", W, f"duplicate tool call: {tool} ({count}x)", None, tier=H)
 
 
-_TYPE_TESTS = {
+_TYPE_TESTS: dict[str, Callable[[object], bool]] = {
     "string": lambda v: isinstance(v, str),
     "number": _is_number,
-    "integer": lambda v: _is_number(v) and float(v).is_integer(),
+    "integer": lambda v: _is_number(v) and float(v).is_integer(),  # type: ignore[arg-type]
     "boolean": lambda v: isinstance(v, bool),
     "array": lambda v: isinstance(v, list),
     "object": lambda v: isinstance(v, dict),
@@ -707,7 +723,10 @@ def _schema_problems(
         return
     for name in schema.get("required") or []:
         if isinstance(name, str) and name not in parameters:
-            yield (f"tool {tool!r}: missing required parameter {name!r}", f"/actions/{index}/parameters")
+            yield (
+                f"tool {tool!r}: missing required parameter {name!r}",
+                f"/actions/{index}/parameters",
+            )
     properties = schema.get("properties")
     if not isinstance(properties, dict):
         return
@@ -717,7 +736,7 @@ def _schema_problems(
             continue
         wanted = prop["type"]
         names = [wanted] if isinstance(wanted, str) else [t for t in wanted if isinstance(t, str)]
-        tests = [_TYPE_TESTS[t] for t in names if t in _TYPE_TESTS]
+        tests: list[Callable[[object], bool]] = [_TYPE_TESTS[t] for t in names if t in _TYPE_TESTS]
         if not tests or any(test(value) for test in tests):
             continue
         yield (
@@ -873,10 +892,9 @@ def car_transaction_conflicts(
                     out.append(TxConflict("stale_assumption", assumption.key, (index,), "version"))
             # ``expected_value: null`` is no expectation at all (an absent Option).
             expected = assumption.expected_value
-            if state is not None and expected is not MISSING and expected is not None:
-                if assumption.key not in state or not json_equal(
-                    state[assumption.key], expected
-                ):
-                    out.append(TxConflict("stale_assumption", assumption.key, (index,), "value"))
+            checked = state is not None and expected is not MISSING and expected is not None
+            if checked and (
+                assumption.key not in state or not json_equal(state[assumption.key], expected)  # type: ignore[operator,index]
+            ):
+                out.append(TxConflict("stale_assumption", assumption.key, (index,), "value"))
     return out
-

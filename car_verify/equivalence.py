@@ -13,11 +13,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
-
-from collections.abc import Callable
 
 from .api import ProposalLike, _state, simulate
 from .car import Profile, car_equal, profile_of, require_known_types

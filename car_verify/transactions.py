@@ -145,9 +145,7 @@ def _car_report(
         planned: Any = None
         current: Any = "absent"
         if c.kind == "stale_assumption":
-            assumption = next(
-                x for x in model.actions[c.actions[0]].assumptions if x.key == c.key
-            )
+            assumption = next(x for x in model.actions[c.actions[0]].assumptions if x.key == c.key)
             if c.detail == "version":
                 template, planned = "stale_version", assumption.read_version
                 current = (versions or {}).get(c.key, "absent")

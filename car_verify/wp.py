@@ -93,7 +93,11 @@ def runs_unblocked(
             reason = _never(z3, questions, real, targets, ids)
             return Condition(action, False, "never", reason=reason)
         example = encoder.state_from_model(answer.model)
-        blocked = {t.action_id for t in simulate(model, initial_state=example).trace if t.blocked}
+        blocked = {
+            t.action_id
+            for t in simulate(model, initial_state=example, profile="strict").trace
+            if t.blocked
+        }
         wanted = {ids[i] for i in targets}
         if blocked & wanted:
             return Condition(action, None, "unknown", reason="the example did not replay")
