@@ -136,7 +136,9 @@ def actions(draw: st.DrawFn, index: int, ids: list[str]) -> dict[str, Any]:
         if draw(st.booleans()):
             action["compensation"] = draw(
                 st.one_of(
-                    st.builds(lambda t: {"type": "tool", "tool": t}, st.sampled_from([*TOOLS, "undo"])),
+                    st.builds(
+                        lambda t: {"type": "tool", "tool": t}, st.sampled_from([*TOOLS, "undo"])
+                    ),
                     st.builds(
                         lambda a: {"type": "action_ref", "action_id": a},
                         st.sampled_from([*ids, "nobody"]),
@@ -172,3 +174,27 @@ tool_registries = st.none() | st.just(
         {"name": "undo"},
     ]
 )
+
+
+def assert_projection_matches(
+    proposal: dict[str, Any],
+    state: dict[str, Any] | None = None,
+    tools: list[dict[str, Any]] | None = None,
+    max_actions: int | None = None,
+) -> None:
+    """car-verify under ``car`` and the runtime agree on this proposal (or both reject it)."""
+    import car_verify as cv
+    from car_verify.errors import InputError
+
+    rt = runtime()
+    try:
+        theirs: Any = verify_projection(car_verify(rt, proposal, state, tools, max_actions))
+    except ValueError:
+        theirs = "rejected"
+    try:
+        ours: Any = verify_projection(
+            cv.verify(proposal, initial_state=state, tools=tools, max_actions=max_actions).to_dict()
+        )
+    except InputError:
+        ours = "rejected"
+    assert ours == theirs

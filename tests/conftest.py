@@ -4,6 +4,7 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -19,3 +20,10 @@ settings.register_profile(
     "deep", deadline=None, max_examples=3000, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile("ci" if os.environ.get("CI") else "default")
+
+
+@pytest.fixture
+def strict_cli(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command line under the strict profile (SEMANTICS sections 1-8): the tests
+    written for those sections say so through ``$CAR_VERIFY_PROFILE``."""
+    monkeypatch.setenv("CAR_VERIFY_PROFILE", "strict")

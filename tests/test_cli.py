@@ -16,6 +16,8 @@ from strategies import proposals, states
 
 from car_verify.cli import main
 
+pytestmark = pytest.mark.usefixtures("strict_cli")
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 
@@ -59,6 +61,7 @@ def test_verify_json_is_the_wire_object(tmp_path: Path, capsys: pytest.CaptureFi
     doc = json.loads(out)
     assert code == 1
     assert set(doc) == {
+        "profile",
         "valid",
         "issues",
         "simulated_state",
@@ -92,7 +95,9 @@ def test_verify_valid_exits_zero_with_tools_state_and_budget(
         ],
         capsys,
     )
-    assert code == 0 and out.startswith("valid: 0 errors, 0 warnings (9 of 9 checks ran)")
+    assert code == 0 and out.startswith(
+        "valid: 0 errors, 0 warnings (9 of 9 checks ran; profile strict)"
+    )
     code, out, _ = run(["verify", str(ex / "proposal.json"), "--max-actions", "2"], capsys)
     assert code == 1 and "too-many-actions" in out
 
@@ -213,7 +218,9 @@ def test_codes_explains_one_code(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(["codes", "write-conflict"], capsys)
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].startswith("write-conflict (warning, tier decision_procedure): ")
+    assert lines[0].startswith(
+        "write-conflict (strict warning, car warning, tier decision_procedure): "
+    )
     assert "Pass 'conflicts'" in out and "How to fix:" in out and "Order the two writers" in out
     assert lines[-1] == "Examples: docs/codes.md#write-conflict"
     code, out, _ = run(["codes", "invalid-file"], capsys)

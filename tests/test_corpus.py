@@ -17,6 +17,8 @@ import pytest
 
 import car_verify
 
+pytestmark = pytest.mark.usefixtures("strict_cli")
+
 CORPUS = sorted(Path(__file__).parent.joinpath("corpus").glob("*.json"))
 
 
@@ -30,6 +32,7 @@ def run(case: dict[str, Any]) -> car_verify.VerificationResult:
         initial_state=case.get("initial_state"),
         tools=case.get("tools"),
         max_actions=case.get("max_actions"),
+        profile="strict",
     )
 
 
@@ -49,7 +52,9 @@ def test_corpus_case(path: Path) -> None:
     if "simulated_state" in case:
         assert result.simulated_state == case["simulated_state"]
     if "simulate_state" in case:
-        sim = car_verify.simulate(case["proposal"], initial_state=case.get("initial_state"))
+        sim = car_verify.simulate(
+            case["proposal"], initial_state=case.get("initial_state"), profile="strict"
+        )
         assert dict(sim) == case["simulate_state"]
     for action_id, text in case.get("message_contains", {}).items():
         messages = [i.message for i in result.issues if i.action_id == action_id]

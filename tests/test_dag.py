@@ -104,7 +104,9 @@ def test_an_id_shared_by_many_actions_adds_one_node_not_an_edge_per_pair(
         assert dag.levels == [list(range(n)), list(range(n, 2 * n))]
         assert all(dag.task_preds[i] == list(range(n)) for i in range(n, 2 * n))
         actions[0] = {**actions[0], "preconditions": [{"key": "ready", "operator": "exists"}]}
-        walked = car_verify.simulate({"actions": actions})  # the first "x" is blocked
+        walked = car_verify.simulate(
+            {"actions": actions}, profile="strict"
+        )  # the first "x" is blocked
         assert walked.blocked == ["x", *(f"d{i}" for i in range(n))]
         last = walked.trace[-1]
         assert [c.dependency for c in last.causes] == [0] and last.after == ["x"]
@@ -128,7 +130,7 @@ def test_a_long_cycle_costs_no_search_per_action_or_pair(monkeypatch: pytest.Mon
         for i in range(n)
     ]
     calls = counting(monkeypatch, "_descendants")
-    result = car_verify.verify({"actions": actions})
+    result = car_verify.verify({"actions": actions}, profile="strict")
     assert calls["_descendants"] == 0
     assert result.conflicts == []
     (cycle,) = [i.message for i in result.issues if i.code == "dependency-cycle"]
@@ -201,7 +203,7 @@ def test_many_readers_of_a_key_with_many_writers_are_not_asked_pair_by_pair(
             action["preconditions"] = [{"key": "flag", "operator": "eq", "value": True}]
         actions.append(action)
     calls = counting(monkeypatch, "_settle")
-    result = car_verify.verify({"actions": actions})
+    result = car_verify.verify({"actions": actions}, profile="strict")
     assert calls["_settle"] <= 2 * len(actions)
     last = [i for i in result.issues if i.code == "precondition-unsatisfied"][-1]
     assert last.action_id == "a1999"
@@ -227,7 +229,7 @@ def test_a_failing_precondition_on_a_key_nobody_writes_beside_many_racing_writer
         }
         for i in range(20)
     ]
-    result = car_verify.verify({"actions": actions})
+    result = car_verify.verify({"actions": actions}, profile="strict")
     messages = [i.message for i in result.issues if i.action_id == "r19"]
     assert any("'ghost' is absent and no action writes it" in m for m in messages)
     assert any(

@@ -21,6 +21,8 @@ from car_verify.optimize import optimize, phantom_entries, proves_guarantee
 from car_verify.transactions import transaction_check
 from car_verify.wp import runs_unblocked
 
+pytestmark = pytest.mark.usefixtures("strict_cli")
+
 ROOT = Path(__file__).resolve().parents[1]
 # The module (the package's `optimize` attribute is the function).
 optimize_module = importlib.import_module("car_verify.optimize")
@@ -44,30 +46,30 @@ def test_the_specs_example_sampled_equal_but_z3_not() -> None:
     """Two proposals writing different values to a key no probe state reaches."""
     a = write_z(1, {"key": "mode", "value": "blue"})
     b = write_z(2, {"key": "mode", "value": "blue"})
-    sampled = equivalent(a, b)
+    sampled = equivalent(a, b, profile="strict")
     assert sampled.equivalent is True and sampled.tier is Tier.SAMPLED
-    decided = equivalent(a, b, method="z3")
+    decided = equivalent(a, b, method="z3", profile="strict")
     assert decided.equivalent is False and decided.tier is Tier.DECISION_PROCEDURE
     assert decided.counterexample == {"mode": "blue"} and decided.differing_keys == ["z"]
-    end_a = car_verify.simulate(a, initial_state=decided.counterexample)
-    end_b = car_verify.simulate(b, initial_state=decided.counterexample)
+    end_a = car_verify.simulate(a, initial_state=decided.counterexample, profile="strict")
+    end_b = car_verify.simulate(b, initial_state=decided.counterexample, profile="strict")
     assert dict(end_a) == {"mode": "blue", "z": 1} and dict(end_b) == {"mode": "blue", "z": 2}
 
 
 def test_sampled_names_the_first_differing_probe_and_keys() -> None:
     a = write_z(1, {"key": "x", "value": 1})
     b = write_z(1)
-    result = equivalent(a, b)
+    result = equivalent(a, b, profile="strict")
     assert result.to_dict() == {
         "equivalent": False,
         "tier": "sampled",
         "counterexample": {},
         "differing_keys": ["z"],
     }
-    result = equivalent(a, b, [{"x": 1}, {"x": 5}])
+    result = equivalent(a, b, [{"x": 1}, {"x": 5}], profile="strict")
     assert result.counterexample == {"x": 5}
     with pytest.raises(car_verify.InputError):
-        equivalent(a, b, [])
+        equivalent(a, b, [], profile="strict")
 
 
 @pytest.mark.parametrize(
@@ -82,29 +84,34 @@ def test_sampled_names_the_first_differing_probe_and_keys() -> None:
 def test_bad_probe_states_are_named_by_their_path(states: object, message: str) -> None:
     a = write_z(1)
     with pytest.raises(car_verify.InputError) as caught:
-        equivalent(a, a, states)  # type: ignore[arg-type]
+        equivalent(a, a, states, profile="strict")  # type: ignore[arg-type]
     assert str(caught.value).startswith(message)
 
 
 def test_explain_says_how_far_the_answer_goes_and_shows_each_differing_key() -> None:
     a = write_z(1, {"key": "mode", "value": "blue"})
     b = write_z(2, {"key": "mode", "value": "blue"})
-    assert equivalent(a, b).explain() == "equivalent on every probe state (tier sampled)"
-    assert equivalent(a, a, method="z3").explain() == (
+    assert (
+        equivalent(a, b, profile="strict").explain()
+        == "equivalent on every probe state (tier sampled)"
+    )
+    assert equivalent(a, a, method="z3", profile="strict").explain() == (
         "equivalent for every initial state (tier decision_procedure)"
     )
-    assert equivalent(a, b, method="z3").explain().splitlines() == [
+    assert equivalent(a, b, method="z3", profile="strict").explain().splitlines() == [
         "not equivalent (tier decision_procedure): they differ on z",
         'counterexample initial state: {"mode": "blue"}',
         "  z: 1 vs 2",
     ]
-    assert equivalent(write_z(1, {"key": "x", "value": 1}), write_z(1)).explain().splitlines() == [
+    assert equivalent(
+        write_z(1, {"key": "x", "value": 1}), write_z(1), profile="strict"
+    ).explain().splitlines() == [
         "not equivalent (tier sampled): they differ on z",
         "counterexample initial state: {}",
         "  z: absent vs 1",
     ]
     with pytest.raises(car_verify.InputError, match="array"):
-        equivalent(a, b, {"x": 1})  # type: ignore[arg-type]
+        equivalent(a, b, {"x": 1}, profile="strict")  # type: ignore[arg-type]
 
 
 def test_z3_decides_equivalence_through_operators() -> None:
@@ -119,25 +126,28 @@ def test_z3_decides_equivalence_through_operators() -> None:
             }
         ]
     }
-    result = equivalent(gte, not_lt, method="z3")
+    result = equivalent(gte, not_lt, method="z3", profile="strict")
     assert result.equivalent is False  # n = 2.75 separates them
     assert 2.5 < result.counterexample["n"] < 3  # type: ignore[index]
     same = equivalent(
         write_z(1.0, {"key": "k", "value": True}),
         write_z(1, {"key": "k", "value": True}),
         method="z3",
+        profile="strict",
     )
     assert same.equivalent is True
     strings = equivalent(
         write_z(1, {"key": "tags", "operator": "contains", "value": "prod"}),
         write_z(1, {"key": "tags", "operator": "contains", "value": "pro"}),
         method="z3",
+        profile="strict",
     )
     assert strings.equivalent is False
     arrays = equivalent(
         write_z(1, {"key": "tags", "operator": "contains", "value": 7}),
         write_z(1, {"key": "tags", "operator": "contains", "value": 8}),
         method="z3",
+        profile="strict",
     )
     assert arrays.equivalent is False and isinstance(arrays.counterexample["tags"], list)  # type: ignore[index]
 
@@ -147,26 +157,26 @@ def test_z3_decides_equivalence_through_operators() -> None:
 def test_z3_agrees_with_sampling_and_its_counterexamples_replay(
     a: dict[str, Any], b: dict[str, Any], probes: list[dict[str, Any]]
 ) -> None:
-    decided = equivalent(a, b, method="z3")
+    decided = equivalent(a, b, method="z3", profile="strict")
     assert decided.equivalent is not None, decided.reason
     if decided.equivalent:
-        assert equivalent(a, b, probes).equivalent is True
+        assert equivalent(a, b, probes, profile="strict").equivalent is True
     else:
         ce = decided.counterexample
         assert ce is not None
-        end_a = car_verify.simulate(a, initial_state=ce)
-        end_b = car_verify.simulate(b, initial_state=ce)
+        end_a = car_verify.simulate(a, initial_state=ce, profile="strict")
+        end_b = car_verify.simulate(b, initial_state=ce, profile="strict")
         assert differing_keys(end_a, end_b) == decided.differing_keys != []
-    assert equivalent(b, a, method="z3").equivalent == decided.equivalent
+    assert equivalent(b, a, method="z3", profile="strict").equivalent == decided.equivalent
 
 
 @settings(max_examples=40)
 @given(proposals(max_actions=6))
 def test_a_proposal_is_equivalent_to_itself_and_to_its_round_trip(doc: dict[str, Any]) -> None:
-    assert equivalent(doc, doc, method="z3").equivalent is True
+    assert equivalent(doc, doc, method="z3", profile="strict").equivalent is True
     again = car_verify.load(doc).to_dict()
-    assert equivalent(doc, again, method="z3").equivalent is True
-    assert equivalent(doc, doc).equivalent is True
+    assert equivalent(doc, again, method="z3", profile="strict").equivalent is True
+    assert equivalent(doc, doc, profile="strict").equivalent is True
 
 
 @settings(max_examples=40)
@@ -181,13 +191,13 @@ def test_changing_one_effect_value_is_caught_when_it_matters(
     action = data.draw(st.sampled_from(writers))
     key = data.draw(st.sampled_from(sorted(action["expected_effects"])))
     action["expected_effects"][key] = data.draw(VALUES)
-    decided = equivalent(doc, changed, method="z3")
+    decided = equivalent(doc, changed, method="z3", profile="strict")
     assert decided.equivalent is not None
     if decided.equivalent is False:
         ce = decided.counterexample
         assert differing_keys(
-            car_verify.simulate(doc, initial_state=ce),
-            car_verify.simulate(changed, initial_state=ce),
+            car_verify.simulate(doc, initial_state=ce, profile="strict"),
+            car_verify.simulate(changed, initial_state=ce, profile="strict"),
         )
 
 
@@ -213,7 +223,7 @@ def test_wp_prints_a_readable_condition_and_an_example() -> None:
     assert condition.formula == "tests_passed == true and coverage >= 0.8"
     assert runs_unblocked({"actions": []}).formula == "always"
     assert condition.example is not None
-    assert not car_verify.simulate(doc, initial_state=condition.example).blocked
+    assert not car_verify.simulate(doc, initial_state=condition.example, profile="strict").blocked
 
 
 @pytest.mark.parametrize(
@@ -253,7 +263,7 @@ def test_wp_prints_each_operator_as_a_reader_would_write_it(
     }
     condition = runs_unblocked(doc)
     assert condition.formula == formula
-    assert not car_verify.simulate(doc, initial_state=condition.example).blocked
+    assert not car_verify.simulate(doc, initial_state=condition.example, profile="strict").blocked
 
 
 def test_an_opaque_array_is_marked_only_when_it_would_equal_a_constant() -> None:
@@ -299,7 +309,10 @@ def test_wp_asks_the_run_where_all_ran_and_that_is_exact(
     condition = runs_unblocked(doc)
     if condition.satisfiable is False:
         for probe in probes:
-            assert car_verify.simulate(doc, initial_state=probe).blocked or real.dag.unlevelled
+            assert (
+                car_verify.simulate(doc, initial_state=probe, profile="strict").blocked
+                or real.dag.unlevelled
+            )
 
 
 def test_wp_of_a_long_chain_is_the_condition_on_the_initial_state() -> None:
@@ -346,7 +359,7 @@ def test_feasibility_flags_exactly_the_actions_no_state_lets_run(doc: dict[str, 
             solver.add(encoder.domain(), z3.Not(run.blocked[i]))
             if solver.check() == z3.unsat:
                 never.add(i)
-    found = car_verify.verify(doc, passes=["feasibility"]).issues
+    found = car_verify.verify(doc, passes=["feasibility"], profile="strict").issues
     assert {issue.index for issue in found} == never
 
 
@@ -394,7 +407,7 @@ def test_optimize_removes_only_phantom_entries_and_keeps_unknown_fields() -> Non
             {"id": "c", "type": "tool_call", "tool": "v", "state_dependencies": ["x"]},
         ],
     }
-    result = optimize(doc, initial_state={"x": 1})
+    result = optimize(doc, initial_state={"x": 1}, profile="strict")
     out = result.proposal.to_dict()
     assert out["actions"][1]["state_dependencies"] == ["x"] and out["actions"][1]["x-ext"] is True
     assert out["actions"][2]["state_dependencies"] == ["x"]  # no read_set: nothing is phantom
@@ -417,7 +430,7 @@ def test_optimize_keeps_an_entry_whose_removal_changes_findings() -> None:
             },
         ]
     }
-    result = optimize(doc)
+    result = optimize(doc, profile="strict")
     assert result.removed == [] and result.kept[0].key == "k"
     assert "findings" in result.kept[0].reason  # a write-conflict would appear
 
@@ -432,9 +445,9 @@ def test_optimize_guarantees(
             action["read_set"] = data.draw(
                 st.lists(st.sampled_from(["x", "y", "z"]), min_size=1, max_size=2)
             )
-    before = car_verify.verify(doc, initial_state=state)
-    result = optimize(doc, initial_state=state)
-    after = car_verify.verify(result.proposal, initial_state=state)
+    before = car_verify.verify(doc, initial_state=state, profile="strict")
+    result = optimize(doc, initial_state=state, profile="strict")
+    after = car_verify.verify(result.proposal, initial_state=state, profile="strict")
     assert {(i.action_id, i.code, i.severity) for i in after.issues} == {
         (i.action_id, i.code, i.severity) for i in before.issues
     }
@@ -463,10 +476,10 @@ def test_optimize_decides_the_same_with_and_without_its_shortcut(
             action["state_dependencies"] = data.draw(
                 st.lists(st.sampled_from(keys), min_size=1, max_size=3, unique=True)
             )
-    fast = optimize(copy.deepcopy(doc), initial_state=state)
+    fast = optimize(copy.deepcopy(doc), initial_state=state, profile="strict")
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(optimize_module._Shortcut, "make", classmethod(lambda *_: None))
-        slow = optimize(copy.deepcopy(doc), initial_state=state)
+        slow = optimize(copy.deepcopy(doc), initial_state=state, profile="strict")
     assert fast.removed == slow.removed and fast.kept == slow.kept
     assert fast.proposal.to_dict() == slow.proposal.to_dict()
     assert (fast.depth_before, fast.depth_after) == (slow.depth_before, slow.depth_after)
@@ -499,7 +512,7 @@ def test_optimize_settles_redundant_entries_without_a_verify_each(
         return real(*args, **kwargs)
 
     monkeypatch.setattr(api, "run_passes", counted)
-    result = optimize({"actions": actions})
+    result = optimize({"actions": actions}, profile="strict")
     assert [c.key for c in result.removed] == [f"k{i - 2}" for i in range(2, 60)]
     assert calls["verify"] == 3  # the base run, a2's trial and the final levels
     assert (result.depth_before, result.depth_after) == (59, 59)  # a0 and a1 share level 0
@@ -558,7 +571,7 @@ def test_z3_encodes_waiting_for_a_shared_id_once(monkeypatch: pytest.MonkeyPatch
         return real(*args, **kwargs)
 
     monkeypatch.setattr(z3, "Not", counted)
-    result = equivalent(plan, changed, method="z3")
+    result = equivalent(plan, changed, method="z3", profile="strict")
     assert result.equivalent is False and result.counterexample is not None
     assert built["Not"] <= 20 * n
 
@@ -573,7 +586,7 @@ def test_transaction_hazards_within_a_proposal_equal_the_brute_force_oracle(
 ) -> None:
     import oracle
 
-    report = transaction_check(doc)
+    report = transaction_check(doc, profile="strict")
     found = sorted(
         (h.kind, h.key, tuple(action_id for _, action_id in h.actions))
         for h in report.hazards
@@ -608,16 +621,16 @@ def test_transaction_check_does_not_ask_about_every_pair_of_writers(
         return real(self, pairs)
 
     monkeypatch.setattr(Dag, "reachable", counted)
-    assert transaction_check({"actions": actions}).hazards == []
+    assert transaction_check({"actions": actions}, profile="strict").hazards == []
     assert asked["pairs"] <= n
 
 
 def test_transaction_check_names_the_proposal_that_does_not_model() -> None:
     ok = {"actions": [{"id": "a", "type": "tool_call", "tool": "t"}]}
     with pytest.raises(car_verify.InputError, match=r"^\[1\]\.actions\[0\]\.type: expected"):
-        transaction_check([ok, {"actions": [{"type": 3}]}])
+        transaction_check([ok, {"actions": [{"type": 3}]}], profile="strict")
     with pytest.raises(car_verify.InputError, match=r"^actions: expected an array"):
-        transaction_check({"actions": 3})  # one proposal: no index
+        transaction_check({"actions": 3}, profile="strict")  # one proposal: no index
 
 
 def test_transaction_check_within_and_across_proposals() -> None:
@@ -645,7 +658,7 @@ def test_transaction_check_within_and_across_proposals() -> None:
         "id": "B",
         "actions": [{"id": "w2", "type": "tool_call", "tool": "t", "write_set": ["bal"]}],
     }
-    report = transaction_check([a, b], versions={"bal": 2}, state={"bal": 7})
+    report = transaction_check([a, b], versions={"bal": 2}, state={"bal": 7}, profile="strict")
     found = [(h.kind, h.key, h.actions) for h in report.hazards]
     assert ("write-write", "bal", (("A", "w"), ("B", "w2"))) in found
     assert ("write-write", "bal", (("A", "after"), ("B", "w2"))) in found
@@ -654,9 +667,11 @@ def test_transaction_check_within_and_across_proposals() -> None:
     assert ("stale-read", "bal", (("A", "r"),)) in found
     assert ("belief-divergence", "bal", (("A", "r"),)) in found
     assert not any(h.actions == (("A", "w"), ("A", "after")) for h in report.hazards)  # ordered
-    assert transaction_check(a, versions={"bal": 1}).hazards[-1].kind == "read-write"
+    assert (
+        transaction_check(a, versions={"bal": 1}, profile="strict").hazards[-1].kind == "read-write"
+    )
     with pytest.raises(car_verify.InputError):
-        transaction_check(a, versions={"bal": "new"})
+        transaction_check(a, versions={"bal": "new"}, profile="strict")
 
 
 # --- the opt-in passes and the CLI -----------------------------------------------------------
@@ -669,7 +684,7 @@ def test_z3_pass_reports_that_it_did_not_run_without_z3(monkeypatch: pytest.Monk
     monkeypatch.setattr(
         importlib.util, "find_spec", lambda name, *a: None if name == "z3" else real(name, *a)
     )
-    result = car_verify.verify({"actions": []}, passes=["feasibility"])
+    result = car_verify.verify({"actions": []}, passes=["feasibility"], profile="strict")
     check = result.evidence.checks[0]
     assert not check.ran and check.reason == "z3-solver cannot be imported"
 
@@ -681,7 +696,7 @@ def test_equivalent_z3_unknown_when_z3_is_missing(monkeypatch: pytest.MonkeyPatc
         raise symbolic.Z3Unavailable("z3-solver is not installed (test)")
 
     monkeypatch.setattr(symbolic, "load_z3", missing)
-    result = equivalent(write_z(1), write_z(2), method="z3")
+    result = equivalent(write_z(1), write_z(2), method="z3", profile="strict")
     assert result.equivalent is None and "not installed" in (result.reason or "")
     assert result.to_dict()["reason"]
 

@@ -8,6 +8,8 @@ import pytest
 
 from car_verify.docgen import render_codes_reference
 
+pytestmark = pytest.mark.usefixtures("strict_cli")
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

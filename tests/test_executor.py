@@ -21,6 +21,8 @@ from car_verify.executor import CostBudget, Executor, Gate, execute, execute_syn
 from car_verify.model import ActionStatus
 from car_verify.policy import PolicyEngine, load_policy_text
 
+pytestmark = pytest.mark.usefixtures("strict_cli")
+
 
 def tc(action_id: str, tool: str = "ok", **extra: Any) -> dict[str, Any]:
     return {
@@ -619,7 +621,7 @@ def test_an_assertion_on_an_absent_depended_key_is_rejected_as_the_walk_blocks_i
     result = execute_sync(doc, {"t": lambda p: None}, gate=Gate(blocking=frozenset()))
     status = {r.action_id: r.status for r in result.result.results}
     assert status["check"] is ActionStatus.REJECTED
-    assert result.state == dict(car_verify.simulate(doc)) == {}
+    assert result.state == dict(car_verify.simulate(doc, profile="strict")) == {}
 
 
 # --- properties ----------
@@ -639,7 +641,7 @@ def test_when_every_tool_succeeds_the_end_state_is_simulates(
     doc: dict[str, Any], state: dict[str, Any]
 ) -> None:
     doc = _skippable(doc)
-    verdict = car_verify.verify(doc, initial_state=state)
+    verdict = car_verify.verify(doc, initial_state=state, profile="strict")
     if any(
         i.code
         in ("unknown-dependency", "duplicate-id", "unknown-action-type", "state-write-without-key")
@@ -648,7 +650,7 @@ def test_when_every_tool_succeeds_the_end_state_is_simulates(
         return
     result = execute_sync(doc, {"t": lambda p: None}, initial_state=state)
     assert not result.rejected_by
-    assert result.state == dict(car_verify.simulate(doc, initial_state=state))
+    assert result.state == dict(car_verify.simulate(doc, initial_state=state, profile="strict"))
 
 
 @settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])

@@ -13,6 +13,8 @@ from car_verify.cli import main
 from car_verify.executor import execute_sync
 from car_verify.export import GraphvizMissing, render, to_dot, to_dot_text
 
+pytestmark = pytest.mark.usefixtures("strict_cli")
+
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = Path(__file__).parent / "golden"
 CASES = {
@@ -35,13 +37,13 @@ def proposal(name: str) -> car_verify.ActionProposal:
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_dot_output_matches_the_golden_file(name: str) -> None:
     """Regenerate with: python scripts/gen_docs.py --golden"""
-    text = to_dot_text(proposal(name))
+    text = to_dot_text(proposal(name), profile="strict")
     assert text == (GOLDEN / f"{name}.dot").read_text()
-    assert to_dot_text(proposal(name)) == text  # deterministic
+    assert to_dot_text(proposal(name), profile="strict") == text  # deterministic
 
 
 def test_every_element_is_on_the_graph() -> None:
-    text = to_dot_text(proposal("data-pipeline"))
+    text = to_dot_text(proposal("data-pipeline"), profile="strict")
     # one rank per level, labelled
     for level in range(3):
         assert f'level{level} [label="level {level}"' in text
@@ -58,13 +60,13 @@ def test_every_element_is_on_the_graph() -> None:
     assert 'a1 [label="extract_refunds\\nsql_query", shape=box, fillcolor="#fbe5a6"' in text
     assert 'tooltip="tool_call sql_query {\\"day\\": \\"2026-05-02\\"' in text
     assert "subgraph cluster_legend" in text
-    gated = to_dot_text(proposal("gated-deploy"))
+    gated = to_dot_text(proposal("gated-deploy"), profile="strict")
     assert 'a2 [label="gate", shape=diamond' in gated  # shape by action type
     assert 'a3 -> a4 [label="depends"]' in gated
 
 
 def test_cycles_and_errors() -> None:
-    text = to_dot_text(proposal("cycle"))
+    text = to_dot_text(proposal("cycle"), profile="strict")
     assert 'label="no level (cycle)"' in text
     assert 'fillcolor="#f4b6b6"' in text  # the error on the cycle's first action
 
@@ -77,7 +79,7 @@ def test_execution_results_colour_by_status() -> None:
         ]
     }
     outcome = execute_sync(doc, {"ok": lambda p: 1, "bad": lambda p: 1 / 0})
-    text = to_dot_text(doc, execution=outcome)
+    text = to_dot_text(doc, execution=outcome, profile="strict")
     assert 'a0 [label="a\\nok\\n[succeeded]", shape=box, fillcolor="#d5ecd4"' in text
     assert 'a1 [label="b\\nbad\\n[failed]", shape=box, fillcolor="#f4b6b6"' in text
 
@@ -85,12 +87,12 @@ def test_execution_results_colour_by_status() -> None:
 @pytest.mark.skipif(not HAS_DOT, reason="Graphviz is not installed")
 def test_svg_renders_with_every_action_id() -> None:
     p = proposal("gated-deploy")
-    svg = render(to_dot(p), "svg").decode()
+    svg = render(to_dot(p, profile="strict"), "svg").decode()
     root = ET.fromstring(svg)
     assert root.tag.endswith("svg")
     for action in p.actions:
         assert action.id in svg
-    assert render(to_dot(p), "png").startswith(b"\x89PNG")
+    assert render(to_dot(p, profile="strict"), "png").startswith(b"\x89PNG")
 
 
 def test_missing_graphviz_is_a_one_line_error(
@@ -98,7 +100,7 @@ def test_missing_graphviz_is_a_one_line_error(
 ) -> None:
     monkeypatch.setattr(shutil, "which", lambda name: None)
     with pytest.raises(GraphvizMissing, match="apt-get install graphviz"):
-        render(to_dot(proposal("gated-deploy")), "svg")
+        render(to_dot(proposal("gated-deploy"), profile="strict"), "svg")
     out = tmp_path / "g.svg"
     assert main(["dot", str(CASES["gated-deploy"]), "-o", str(out)]) == 2
     _, err = capsys.readouterr()
@@ -121,7 +123,7 @@ def test_cli_dot_to_stdout_and_with_a_result(
 ) -> None:
     assert main(["dot", str(CASES["data-pipeline"])]) == 0
     out, _ = capsys.readouterr()
-    assert out == to_dot_text(proposal("data-pipeline"))
+    assert out == to_dot_text(proposal("data-pipeline"), profile="strict")
     outcome = execute_sync(CASES["data-pipeline"], lambda tool, params: {"table": "t"})
     result = tmp_path / "r.json"
     result.write_text(outcome.result.to_json())
@@ -139,18 +141,18 @@ def well_formed(html: str) -> ET.Element:
 
 def test_html_reprs_are_valid_and_hold_the_findings() -> None:
     p = proposal("data-pipeline")
-    result = car_verify.verify(p)
+    result = car_verify.verify(p, profile="strict")
     html = result._repr_html_()
     well_formed(html)
     assert "write-conflict" in html and "extract_refunds" in html and "valid" in html
     assert ("<svg" in html) == HAS_DOT
     well_formed(p._repr_html_())
-    sim = car_verify.simulate(p)
+    sim = car_verify.simulate(p, profile="strict")
     assert (
         "transform" in well_formed(sim._repr_html_()).itertext().__next__()
         or "transform" in sim._repr_html_()
     )
-    eq = car_verify.equivalent(p, p)
+    eq = car_verify.equivalent(p, p, profile="strict")
     assert "equivalent" in eq._repr_html_()
     outcome = execute_sync(p, lambda tool, params: {"table": "t"})
     html = outcome._repr_html_()
@@ -167,13 +169,13 @@ def test_large_proposals_collapse_and_say_so() -> None:
             for i in range(notebook.GRAPH_LIMIT + 1)
         ]
     }
-    html = car_verify.verify(doc)._repr_html_()
+    html = car_verify.verify(doc, profile="strict")._repr_html_()
     well_formed(html)
     assert "Graph not shown: 61 actions" in html and "<svg" not in html
 
 
 def test_html_without_graphviz_shows_dot(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(shutil, "which", lambda name: None)
-    html = car_verify.verify(CASES["gated-deploy"])._repr_html_()
+    html = car_verify.verify(CASES["gated-deploy"], profile="strict")._repr_html_()
     well_formed(html)
     assert "Graphviz is not installed" in html and "digraph proposal" in html

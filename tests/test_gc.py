@@ -116,7 +116,7 @@ def test_verify_keeps_its_result_out_of_the_young_generations() -> None:
         {"id": f"a{i}", "type": "tool_call", "tool": "t", "expected_effects": {f"k{i}": i}}
         for i in range(2_000)
     ]
-    result = car_verify.verify({"actions": actions})
+    result = car_verify.verify({"actions": actions}, profile="strict")
     assert result.valid
     now_young = young()
     assert id(result.proposal.actions[0]) not in now_young

@@ -20,6 +20,8 @@ import car_verify
 from car_verify.cli import main
 from car_verify.lint import LintConfig, find_config, lint_file, lint_paths, load_config
 
+pytestmark = pytest.mark.usefixtures("strict_cli")
+
 FIXTURES = Path(__file__).parent / "fixtures"
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -492,8 +494,8 @@ def test_lint_reports_what_verify_finds_where_each_action_starts(
     )
     path = tmp_path / f"plan{suffix}"
     path.write_text(text)
-    found = lint_file(path, LintConfig())
-    expected = car_verify.verify(doc).issues
+    found = lint_file(path, LintConfig(profile="strict"))
+    expected = car_verify.verify(doc, profile="strict").issues
     assert [(f.code, f.severity, f.action_id, f.message) for f in found.findings] == [
         (i.code, i.severity.value, i.action_id, i.message) for i in expected
     ]

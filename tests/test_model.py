@@ -267,7 +267,7 @@ def test_an_open_file_is_read_like_json_load_and_named_in_errors(tmp_path: Path)
     with file.open() as f:
         assert car_verify.load(f).id == "p1"
     with file.open("rb") as f:
-        assert car_verify.verify(f, tools=io.StringIO('[{"name": "t"}]')).valid
+        assert car_verify.verify(f, tools=io.StringIO('[{"name": "t"}]'), profile="strict").valid
     file.write_text('{"actions": [{"type": 3}]}')
     with file.open() as f, pytest.raises(InputError) as err:
         car_verify.load(f)
@@ -292,7 +292,7 @@ def test_an_open_file_is_read_like_json_load_and_named_in_errors(tmp_path: Path)
 def test_python_values_that_are_not_json_are_named_by_their_type(value: Any, name: str) -> None:
     """A tuple is not "an array" nor an OrderedDict "an object": JSON allows those."""
     with pytest.raises(InputError) as err:
-        car_verify.verify({"actions": []}, initial_state={"k": {"v": value}})
+        car_verify.verify({"actions": []}, initial_state={"k": {"v": value}}, profile="strict")
     assert str(err.value) == (
         f"initial_state.k.v: expected a JSON value, got a Python {name} (not JSON)"
     )

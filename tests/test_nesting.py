@@ -24,6 +24,8 @@ from car_verify.errors import TOO_DEEP, InputError, too_deep
 from car_verify.executor import execute_sync
 from car_verify.values import deepest
 
+pytestmark = pytest.mark.usefixtures("strict_cli")
+
 
 def nested(depth: int) -> Any:
     value: Any = "x"
@@ -50,11 +52,11 @@ def from_below(frames: int, call: Callable[[], object]) -> object:
 
 
 ENTRY_POINTS: dict[str, Callable[[str], object]] = {
-    "verify": lambda text: car_verify.verify(text).to_json(),
-    "simulate": lambda text: car_verify.simulate(text).to_dict(),
-    "optimize": lambda text: car_verify.optimize(text),
-    "equivalent": lambda text: car_verify.equivalent(text, text),
-    "transaction_check": lambda text: car_verify.transaction_check(text),
+    "verify": lambda text: car_verify.verify(text, profile="strict").to_json(),
+    "simulate": lambda text: car_verify.simulate(text, profile="strict").to_dict(),
+    "optimize": lambda text: car_verify.optimize(text, profile="strict"),
+    "equivalent": lambda text: car_verify.equivalent(text, text, profile="strict"),
+    "transaction_check": lambda text: car_verify.transaction_check(text, profile="strict"),
     "runs_unblocked": lambda text: car_verify.runs_unblocked(text, "b"),
     "execute_sync": lambda text: execute_sync(text, {"t": lambda **_: None}),
 }
@@ -80,7 +82,7 @@ def test_an_initial_state_too_deep_to_copy_is_an_input_error() -> None:
     plan = {"actions": [{"id": "a", "type": "tool_call", "tool": "t"}]}
     state = {"k": nested(sys.getrecursionlimit() - 20)}
     with pytest.raises(InputError) as caught:
-        from_below(100, lambda: car_verify.verify(plan, initial_state=state))
+        from_below(100, lambda: car_verify.verify(plan, initial_state=state, profile="strict"))
     assert caught.value.problem == TOO_DEEP
 
 

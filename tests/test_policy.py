@@ -18,6 +18,8 @@ from car_verify.model import Action
 from car_verify.policy import PolicyEngine, load_policies, load_policy_text
 from car_verify.trace import TraceGate, check_schedules, parse_trace_rule
 
+pytestmark = pytest.mark.usefixtures("strict_cli")
+
 
 def call(tool: str | None, action_id: str = "a1", **params: Any) -> Action:
     doc: dict[str, Any] = {"id": action_id, "type": "tool_call", "parameters": params}
@@ -422,7 +424,7 @@ def test_budget_exhaustion_is_reported_as_sampled_never_a_silent_pass() -> None:
         '[[trace_rule]]\nname = "secret"\nrule = "never send_email after read_secret"\n'
     )
     pe = PolicyEngine(policies)
-    result_v = car_verify.verify(doc, policies=pe, passes=["policies"])
+    result_v = car_verify.verify(doc, policies=pe, passes=["policies"], profile="strict")
     assert result_v.issues == []  # the default budget covers 2^12 states
     from car_verify.analyses.policies import PolicyPass
 
@@ -442,7 +444,7 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 def test_verify_reports_policy_violations_named_after_the_rule() -> None:
     result = car_verify.verify(
-        EXAMPLES / "policies" / "proposal.json", policies=EXAMPLES / "policies"
+        EXAMPLES / "policies" / "proposal.json", policies=EXAMPLES / "policies", profile="strict"
     )
     codes = [(i.code, i.action_id, i.tier.value) for i in result.issues]
     assert ("allow_tool_param:deploy.env", "deploy", "decision_procedure") in codes
@@ -467,7 +469,7 @@ def test_require_state_sees_the_state_at_the_actions_level() -> None:
             {"id": "d", "type": "tool_call", "tool": "deploy", "dependencies": ["t"]},
         ]
     }
-    issues = car_verify.verify(doc, policies=e).issues
+    issues = car_verify.verify(doc, policies=e, profile="strict").issues
     assert [(i.code, i.action_id) for i in issues] == [("tested", "t")]
 
 

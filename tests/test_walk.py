@@ -53,7 +53,7 @@ PLAN: dict[str, Any] = {
 
 
 def test_the_trace_says_who_supplied_each_value_and_what_blocks_each_action() -> None:
-    sim = car_verify.simulate(PLAN, initial_state={"env": "prod"})
+    sim = car_verify.simulate(PLAN, initial_state={"env": "prod"}, profile="strict")
     assert sim.trace_dicts() == [
         {
             "action_id": "a",
@@ -119,7 +119,7 @@ def test_the_trace_says_who_supplied_each_value_and_what_blocks_each_action() ->
 
 
 def test_explain_prints_one_line_per_action() -> None:
-    sim = car_verify.simulate(PLAN, initial_state={"env": "prod"})
+    sim = car_verify.simulate(PLAN, initial_state={"env": "prod"}, profile="strict")
     assert sim.explain().splitlines() == [
         "level 0  a: runs",
         "level 1  b: runs (x from a)",
@@ -151,19 +151,20 @@ def test_a_value_overwritten_later_is_credited_to_the_last_writer_before_the_lev
             },
         ]
     }
-    sim = car_verify.simulate(plan, initial_state={"k": 0})
+    sim = car_verify.simulate(plan, initial_state={"k": 0}, profile="strict")
     reader = sim.trace[2]
     assert (reader.action_id, reader.level, reader.supplied) == ("r", 2, {"k": "w2"})
     # The initial state supplied a key no action wrote before the reader's level.
     early = car_verify.simulate(
         {"actions": [{"id": "r", "type": "state_read", "parameters": {"key": "k"}}]},
         initial_state={"k": 0},
+        profile="strict",
     )
     assert early.trace[0].supplied == {"k": None}
 
 
 def test_verify_reports_each_blocking_reason_once_and_applies_blocked_effects() -> None:
-    result = car_verify.verify(PLAN, initial_state={"env": "prod"})
+    result = car_verify.verify(PLAN, initial_state={"env": "prod"}, profile="strict")
     assert [(i.action_id, i.code) for i in result.issues] == [
         ("d", "missing-dependency"),
         ("d", "repeated-call"),  # a, b and d call t with the same (empty) parameters
@@ -195,7 +196,10 @@ def test_messages_say_a_presence_test_without_a_value_and_agree_in_number() -> N
             {"id": "s", "type": "tool_call", "tool": "x", "state_dependencies": ["j"]},
         ]
     }
-    messages = [i.message for i in car_verify.verify(plan, initial_state={"lock": 1}).issues]
+    messages = [
+        i.message
+        for i in car_verify.verify(plan, initial_state={"lock": 1}, profile="strict").issues
+    ]
     assert "depends on state key 'k': w1 names it in write_set but no declared effect sets it" in (
         messages
     )
@@ -209,7 +213,7 @@ def test_messages_say_a_presence_test_without_a_value_and_agree_in_number() -> N
         "depends on state key 'j': w2, w3 name it in write_set but no declared effect sets it"
         in (messages)
     )
-    sim = car_verify.simulate(plan, initial_state={"lock": 1})
+    sim = car_verify.simulate(plan, initial_state={"lock": 1}, profile="strict")
     assert sim.trace[1].to_dict()["blocked_by"][:2] == [
         "precondition token exists is false (token is absent)",
         "precondition lock not_exists is false (lock is 1)",

@@ -1,0 +1,166 @@
+"""The ``car`` profile against the runtime itself (SEMANTICS section 9).
+
+A differential suite: generated small proposals go to ``car_runtime`` 0.52.1 (its
+documented functions, black-box) and to car-verify under ``car``, and every field
+the profile promises must agree. It runs whenever ``car_runtime`` can be imported;
+``.ci/run`` installs it. The one place CAR is nondeterministic (its duplicate-call
+fingerprint when the parameters have two or more keys) is left out of that case's
+comparison, and ``test_compat.py`` pins down the answer car-verify gives instead.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from car_oracle import (
+    car_verify,
+    proposals,
+    runtime,
+    states,
+    tool_registries,
+    tx_projection,
+    verify_projection,
+)
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import car_verify as cv
+from car_verify.errors import InputError
+
+rt = runtime()
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = settings(
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    max_examples=400,
+)
+
+
+def _loops_nondeterministic(proposal: dict[str, Any]) -> bool:
+    """Whether CAR's loop rule may answer differently from run to run here: two or
+    more identical calls whose parameters have two or more keys."""
+    seen: dict[str, int] = {}
+    for action in proposal["actions"]:
+        params = action.get("parameters", {})
+        if action.get("type") == "tool_call" and "tool" in action and len(params) >= 2:
+            key = json.dumps([action["tool"], params], sort_keys=True)
+            seen[key] = seen.get(key, 0) + 1
+    return any(n >= 2 for n in seen.values())
+
+
+def _without_loops(projection: dict[str, Any]) -> dict[str, Any]:
+    out = dict(projection)
+    out["issues"] = [
+        item
+        for item in out["issues"]
+        if item[0] != ("proposal", "warning", "heuristic")
+        and item[0] != ("proposal", "error", "heuristic")
+    ]
+    out["checks"] = [c for c in out["checks"] if c[0] != "loop_detection"]
+    out["valid"] = None  # an error from the loop rule decides it
+    return out
+
+
+def _ours(proposal: dict[str, Any], **kw: Any) -> dict[str, Any] | str:
+    try:
+        return verify_projection(cv.verify(proposal, **kw).to_dict())
+    except InputError:
+        return "rejected"
+
+
+def _theirs(proposal: dict[str, Any], state: Any, tools: Any, max_actions: Any) -> Any:
+    try:
+        return verify_projection(car_verify(rt, proposal, state, tools, max_actions))
+    except ValueError:
+        return "rejected"
+
+
+def assert_verify_agrees(
+    proposal: dict[str, Any],
+    state: dict[str, Any] | None = None,
+    tools: list[dict[str, Any]] | None = None,
+    max_actions: int | None = None,
+) -> None:
+    theirs = _theirs(proposal, state, tools, max_actions)
+    ours = _ours(proposal, initial_state=state, tools=tools, max_actions=max_actions)
+    if isinstance(theirs, dict) and isinstance(ours, dict) and _loops_nondeterministic(proposal):
+        theirs, ours = _without_loops(theirs), _without_loops(ours)
+    assert ours == theirs
+
+
+@RUNS
+@given(proposals(), states, tool_registries, st.sampled_from([None, None, 2, 4]))
+def test_verify_agrees_with_the_runtime(
+    proposal: dict[str, Any], state: Any, tools: Any, max_actions: Any
+) -> None:
+    assert_verify_agrees(proposal, state, tools, max_actions)
+
+
+@RUNS
+@given(proposals(), states)
+def test_simulate_agrees_with_the_runtime(proposal: dict[str, Any], state: Any) -> None:
+    theirs = json.loads(
+        rt.simulate(json.dumps(proposal), None if state is None else json.dumps(state))
+    )
+    assert cv.simulate(proposal, state).to_dict() == theirs
+
+
+@RUNS
+@given(proposals())
+def test_optimize_agrees_with_the_runtime(proposal: dict[str, Any]) -> None:
+    theirs = json.loads(rt.optimize(json.dumps(proposal)))["actions"]
+    ours = cv.optimize(proposal).proposal.actions
+    assert [a.state_dependencies for a in ours] == [a["state_dependencies"] for a in theirs]
+
+
+@RUNS
+@given(
+    proposals(),
+    states,
+    st.none() | st.dictionaries(st.sampled_from(["k", "j", "m"]), st.integers(0, 2)),
+)
+def test_transaction_check_agrees_with_the_runtime(
+    proposal: dict[str, Any], state: Any, versions: Any
+) -> None:
+    theirs = json.loads(
+        rt.transaction_check(
+            json.dumps(proposal),
+            None if versions is None else json.dumps(versions),
+            None if state is None else json.dumps(state),
+        )
+    )
+    ours = cv.transaction_check(proposal, versions=versions, state=state).to_dict()
+    assert tx_projection(ours) == tx_projection(theirs)
+
+
+@RUNS
+@given(proposals(max_actions=4), proposals(max_actions=4))
+def test_sampled_equivalent_agrees_with_the_runtime(a: dict[str, Any], b: dict[str, Any]) -> None:
+    assert cv.equivalent(a, b).equivalent is rt.equivalent(json.dumps(a), json.dumps(b))
+
+
+def _documents() -> list[Path]:
+    return sorted([*ROOT.glob("examples/*/proposal.json"), *ROOT.glob("tests/corpus/*.json")])
+
+
+@pytest.mark.parametrize("path", _documents(), ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_every_bundled_document_agrees_with_the_runtime(path: Path) -> None:
+    doc = json.loads(path.read_text())
+    proposal = doc.get("proposal", doc) if isinstance(doc, dict) else doc
+    state_file, tools_file = path.with_name("state.json"), path.with_name("tools.json")
+    state = json.loads(state_file.read_text()) if state_file.exists() else doc.get("initial_state")
+    tools = json.loads(tools_file.read_text()) if tools_file.exists() else doc.get("tools")
+    assert_verify_agrees(proposal, state, tools, doc.get("max_actions"))
+    theirs = (
+        json.loads(rt.simulate(json.dumps(proposal), None if state is None else json.dumps(state)))
+        if _theirs(proposal, None, None, None) != "rejected"
+        else "rejected"
+    )
+    try:
+        ours: Any = cv.simulate(proposal, state).to_dict()
+    except InputError:
+        ours = "rejected"
+    assert ours == theirs

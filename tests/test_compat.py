@@ -1,0 +1,281 @@
+"""Every row of ``docs/compat.md`` stays true.
+
+Each case is a row's smallest plan and what each profile says of it. The test runs
+the plan under ``car`` and ``strict``, checks each claim, checks that the row in the
+page shows this very plan, and, where ``car_runtime`` is installed, that the runtime
+says what the ``car`` column says (for the rows that are CAR's behaviour).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import car_verify as cv
+from car_verify.errors import InputError
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = (ROOT / "docs" / "compat.md").read_text()
+
+
+def tc(i: str, **kw: Any) -> dict[str, Any]:
+    return {"id": i, "type": "tool_call", "tool": kw.pop("tool", "t" + i), **kw}
+
+
+def codes(result: Any, severity: str | None = None) -> list[str]:
+    return sorted(i.code for i in result.issues if severity is None or i.severity.value == severity)
+
+
+Check = Callable[[Any], bool]
+
+
+@dataclass
+class Row:
+    id: str
+    plan: dict[str, Any]
+    car: Check
+    strict: Check
+    state: dict[str, Any] | None = None
+    tools: list[dict[str, Any]] | None = None
+    #: Whether the runtime itself is held to the car column (False: car-verify's choice).
+    runtime: bool = True
+
+
+def levels(r: Any) -> list[list[str]]:
+    return r.execution_levels  # type: ignore[no-any-return]
+
+
+ROWS = [
+    Row(
+        "C1",
+        {
+            "actions": [
+                tc("a", expected_effects={"k": 1}),
+                tc("b", state_dependencies=["k"]),
+                tc("c", expected_effects={"k": 2}),
+            ]
+        },
+        lambda r: levels(r) == [["a", "b", "c"]] and "car-spec-deviation" in codes(r, "info"),
+        lambda r: levels(r) == [["a", "c"], ["b"]],
+    ),
+    Row(
+        "C2",
+        {"actions": [tc("a", write_set=["k"]), tc("b", state_dependencies=["k"])]},
+        lambda r: levels(r) == [["a", "b"]] and codes(r) == ["missing-dependency"],
+        lambda r: levels(r) == [["a"], ["b"]] and codes(r) == ["missing-dependency"],
+    ),
+    Row(
+        "C3",
+        {
+            "actions": [
+                tc("a", expected_effects={"k": 1, "j": 1}),
+                tc("b", expected_effects={"k": 2}, state_dependencies=["j"]),
+            ]
+        },
+        lambda r: (
+            r.conflicts == [["a", "b", "k"]]
+            and [i.action_id for i in r.issues if i.code == "write-conflict"] == ["a"]
+            and "car-spec-deviation" in codes(r)
+        ),
+        lambda r: r.conflicts == [],
+    ),
+    Row(
+        "C4",
+        {
+            "actions": [
+                tc("a", expected_effects={"k": 1}),
+                tc("c", preconditions=[{"key": "k", "operator": "exists"}]),
+            ]
+        },
+        lambda r: r.valid,
+        lambda r: codes(r) == ["precondition-unsatisfied"],
+    ),
+    Row(
+        "C5",
+        {
+            "actions": [
+                tc("a", preconditions=[{"key": "k", "operator": "neq", "value": 1}]),
+                tc("b", preconditions=[{"key": "n", "operator": "eq", "value": 1.0}]),
+            ]
+        },
+        lambda r: codes(r) == ["precondition-unsatisfied", "precondition-unsatisfied"],
+        lambda r: r.valid,
+        state={"n": 1},
+    ),
+    Row(
+        "C6",
+        {"actions": [tc("a", reversibility="compensable")]},
+        lambda r: codes(r, "error") == ["missing-compensation"],
+        lambda r: codes(r, "warning") == ["missing-compensation"] and r.valid,
+    ),
+    Row(
+        "C7",
+        {
+            "actions": [
+                tc("a", failure_behavior="skip", preconditions=[{"key": "k", "operator": "exists"}])
+            ]
+        },
+        lambda r: codes(r, "error") == ["precondition-unsatisfied"],
+        lambda r: codes(r, "warning") == ["precondition-unsatisfied"] and r.valid,
+    ),
+    Row(
+        "C8",
+        {"actions": [{"id": "a", "type": "shell"}]},
+        lambda r: r == "rejected",
+        lambda r: codes(r) == ["unknown-action-type"],
+    ),
+    Row(
+        "C9",
+        {"actions": [tc("a", tool="t", parameters={"n": 1})]},
+        lambda r: r.valid,
+        lambda r: codes(r) == ["param-schema"],
+        tools=[
+            {
+                "name": "t",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"n": {"type": "integer", "minimum": 3}},
+                },
+            }
+        ],
+    ),
+    Row(
+        "C10",
+        {"actions": [tc(f"a{i}") for i in range(31)]},
+        lambda r: (
+            r.valid
+            and [(i.code, i.action_id) for i in r.issues if i.severity.value == "warning"]
+            == [("too-many-actions", "a0")]
+        ),
+        lambda r: "too-many-actions" not in codes(r),
+    ),
+    Row(
+        "C11",
+        {"actions": [tc("a", tool="poll"), tc("b", tool="poll")]},
+        lambda r: codes(r) == ["duplicate-call"] and r.issues[0].action_id == "proposal",
+        lambda r: codes(r) == [],
+    ),
+    Row(
+        "C12",
+        {"actions": [tc("a", tool="poll"), tc("b", tool="poll"), tc("c", tool="poll")]},
+        lambda r: codes(r, "error") == ["repeated-call"] and not r.valid,
+        lambda r: codes(r, "warning") == ["repeated-call"] and r.valid,
+    ),
+    Row(
+        "C13",
+        {
+            "actions": [
+                tc("a", expected_effects={"k": 1}),
+                tc("a"),
+                {"id": "w", "type": "state_write", "parameters": {"value": 1}},
+            ]
+        },
+        lambda r: r.valid,
+        lambda r: codes(r, "error") == ["duplicate-id", "state-write-without-key"],
+    ),
+    Row(
+        "C14",
+        {
+            "actions": [
+                tc("build"),
+                tc("deploy", dependencies=["build"], parameters={"image": "$build.output"}),
+            ]
+        },
+        lambda r: levels(r) == [["build", "deploy"]] and codes(r) == ["extension-ignored"],
+        lambda r: levels(r) == [["build"], ["deploy"]],
+    ),
+    Row(
+        "C15",
+        {
+            "actions": [
+                {
+                    "id": "a",
+                    "type": "assertion",
+                    "parameters": {"key": "k", "operator": "eq", "value": 1},
+                }
+            ]
+        },
+        lambda r: r.valid,
+        lambda r: codes(r) == ["assertion-fails"],
+        state={"k": 2},
+    ),
+    Row(
+        "C16",
+        {"actions": [tc("a", preconditions=[{"key": "k", "operator": "contains", "value": 1}])]},
+        lambda r: r.valid,
+        lambda r: codes(r) == ["precondition-unsatisfied"],
+        state={"k": [10]},
+    ),
+    Row(
+        "C17",
+        {"actions": []},
+        lambda r: codes(r) == [],
+        lambda r: codes(r) == ["empty-proposal"],
+    ),
+    Row(
+        "C18",
+        {
+            "actions": [
+                tc("a", tool="t", parameters={"x": 1, "y": 2}),
+                tc("b", tool="t", parameters={"y": 2, "x": 1}),
+            ]
+        },
+        lambda r: codes(r) == ["duplicate-call"],
+        lambda r: codes(r) == [],
+        runtime=False,
+    ),
+    Row(
+        "C19",
+        {"actions": [tc("a", expected_effects={"z": 1, "a": 2})]},
+        lambda r: list(r.simulated_state) == ["z", "a"],
+        lambda r: list(r.simulated_state) == ["z", "a"],
+        runtime=False,
+    ),
+]
+
+
+def _run(row: Row, profile: str) -> Any:
+    try:
+        return cv.verify(row.plan, initial_state=row.state, tools=row.tools, profile=profile)
+    except InputError:
+        return "rejected"
+
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda r: r.id)
+def test_each_row_holds_under_both_profiles(row: Row) -> None:
+    assert row.car(_run(row, "car")), "the car column"
+    assert row.strict(_run(row, "strict")), "the strict column"
+
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda r: r.id)
+def test_each_row_shows_its_plan(row: Row) -> None:
+    line = next((x for x in PAGE.splitlines() if x.startswith(f"| {row.id} |")), None)
+    assert line is not None, f"docs/compat.md has no row {row.id}"
+    if len(row.plan["actions"]) <= 6:
+        assert f"`{json.dumps(row.plan, separators=(',', ':'))}`" in line
+
+
+@pytest.mark.parametrize("row", [r for r in ROWS if r.runtime], ids=lambda r: r.id)
+def test_the_runtime_says_what_the_car_column_says(row: Row) -> None:
+    from car_oracle import assert_projection_matches
+
+    assert_projection_matches(row.plan, row.state, row.tools)
+
+
+def test_z3_under_car_is_unknown_and_says_why() -> None:
+    a = {"actions": [tc("a", expected_effects={"k": 1})]}
+    result = cv.equivalent(a, a, method="z3")
+    assert result.equivalent is None and "strict profile" in (result.reason or "")
+    assert cv.equivalent(a, a, method="z3", profile="strict").equivalent is True
+
+
+def test_car_messages_are_plain_words_with_json_values() -> None:
+    plan = {"actions": [tc("a", preconditions=[{"key": "k", "operator": "eq", "value": 1}])]}
+    message = cv.verify(plan, initial_state={"k": 2}).issues[0].message
+    assert message == "precondition will fail: 'k' is 2, need 1"
+    assert "Number(" not in message
