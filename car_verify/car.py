@@ -243,12 +243,11 @@ def _tx_writes(action: Action) -> list[str]:
 
 def _tx_reads(action: Action) -> list[str]:
     """``transaction_check``'s read set: ``read_set`` together with the depended-on and
-    assumed keys and a ``state_read``'s keys."""
+    assumed keys and a ``state_read``'s ``key``."""
     keys = [*action.read_set, *action.state_dependencies, *(a.key for a in action.assumptions)]
-    if action.type == "state_read":
-        key, many = action.parameters.get("key"), action.parameters.get("keys")
-        keys += [key] if isinstance(key, str) else []
-        keys += [k for k in many if isinstance(k, str)] if isinstance(many, list) else []
+    key = action.parameters.get("key") if action.type == "state_read" else None
+    if isinstance(key, str):  # a ``state_read``'s ``keys`` list is not read here
+        keys.append(key)
     return list(dict.fromkeys(keys))
 
 
@@ -619,6 +618,11 @@ def car_verify(
     for check in CAR_CHECKS:
         did = ran.get(check.name, True)
         verifies = check.verifies if did or not check.skipped else check.skipped
+        if check.name == "tool_existence" and did and tools is None:
+            verifies = (
+                "tool_call structural well-formedness (a tool is named); "
+                "registry not supplied so existence unchecked"
+            )
         checks.append(
             {
                 "name": check.name,
@@ -638,21 +642,31 @@ def car_verify(
         assumptions.append(
             "tool_call parameters are well-formed (no schemas supplied to check them)"
         )
-    untested = [f"runtime output of tool '{a.tool}' (action {a.id})" for _, a in tool_calls]
+    named = [(i, a) for i, a in tool_calls if a.tool is not None]
+    untested = [f"runtime output of tool '{a.tool}' (action {a.id})" for _, a in named]
     untested += [
         f"state key '{key}' (value set at runtime by action {a.id})"
         for _, a in tool_calls
         for key in a.expected_effects
     ]
-    risks = (
-        ["outcomes depending on runtime tool output or runtime-set state are unverified"]
-        if untested
-        else []
-    )
+    untested = list(dict.fromkeys(untested))
+    warnings = sum(1 for issue in found.issues if issue.severity is W)
+    risks = []
+    if conflicts:
+        risks.append(
+            f"{len(conflicts)} undeclared write conflict(s) \u2014 last-writer-wins at runtime"
+        )
+    if warnings:
+        risks.append(f"{warnings} warning(s) not blocking the verdict")
+    if untested:
+        risks.append(
+            "outcomes depending on runtime tool output or runtime-set state are unverified"
+        )
+    # CAR's coverage score (outside the parity promise, matched where measured).
     confidence = 1.0
     if tool_calls and tools is None:
-        confidence -= 0.15 + 0.2
-    confidence = max(0.0, confidence - 0.02 * len(untested))
+        confidence = confidence - 0.15 - 0.2
+    confidence = max(0.0, confidence - 0.02 * len(untested) - 0.05 * warnings)
     verdict = CarVerdict(
         found.issues,
         order,
@@ -662,7 +676,7 @@ def car_verify(
         assumptions,
         untested,
         risks,
-        round(confidence, 4),
+        confidence,
     )
     verdict.extra = _beyond_car(proposal, verdict, limit)
     return verdict

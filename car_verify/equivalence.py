@@ -41,15 +41,18 @@ class EquivalenceResult:
     differing_keys: list[str] = field(default_factory=list)
     reason: str | None = None
     end_states: tuple[dict[str, Any], dict[str, Any]] | None = None
+    #: The profile whose walk was compared (SEMANTICS section 9).
+    profile: str = "car"
 
     def to_dict(self) -> dict[str, Any]:
         """The wire object: ``{equivalent, tier, counterexample, differing_keys}``
-        (plus ``reason`` when the answer is unknown)."""
+        (plus ``reason`` when the answer is unknown), and the ``profile``."""
         out: dict[str, Any] = {
             "equivalent": self.equivalent,
             "tier": self.tier.value,
             "counterexample": self.counterexample,
             "differing_keys": list(self.differing_keys),
+            "profile": self.profile,
         }
         if self.equivalent is None:
             out["reason"] = self.reason
@@ -118,7 +121,9 @@ def equivalent(
         require_known_types(a)
         require_known_types(b)
     if method == "sampled":
-        return _sampled(a, b, test_states, chosen)
+        result = _sampled(a, b, test_states, chosen)
+        result.profile = chosen.value
+        return result
     if method == "z3" and chosen is Profile.CAR:
         return EquivalenceResult(
             None,
@@ -129,7 +134,9 @@ def equivalent(
         )
     if method == "z3":
         with paused_gc():
-            return _decided(a, b, timeout_ms)
+            decided = _decided(a, b, timeout_ms)
+        decided.profile = "strict"
+        return decided
     raise UsageError(f"unknown method {method!r}; expected 'sampled' or 'z3'")
 
 

@@ -96,7 +96,15 @@ def preconditions(draw: st.DrawFn) -> dict[str, Any]:
 
 @st.composite
 def actions(draw: st.DrawFn, index: int, ids: list[str]) -> dict[str, Any]:
-    kind = draw(st.sampled_from(["tool_call"] * 4 + ["state_write", "state_read", "assertion"]))
+    kind = draw(
+        st.sampled_from(
+            ["tool_call"] * 8
+            + ["state_write"] * 2
+            + ["state_read"] * 2
+            + ["assertion"] * 2
+            + ["shell"]
+        )
+    )
     action: dict[str, Any] = {"id": ids[index], "type": kind}
     if kind == "tool_call" and draw(st.integers(0, 9)) > 0:
         action["tool"] = draw(st.sampled_from([*TOOLS, "zz"]))
@@ -112,7 +120,11 @@ def actions(draw: st.DrawFn, index: int, ids: list[str]) -> dict[str, Any]:
             params["value"] = draw(values)
         action["parameters"] = params
     if kind == "state_read":
-        action["parameters"] = {"key": draw(keys)}
+        action["parameters"] = (
+            {"key": draw(keys)}
+            if draw(st.booleans())
+            else {"keys": draw(st.lists(keys, max_size=2))}
+        )
     if draw(st.booleans()):
         action["preconditions"] = draw(st.lists(preconditions(), max_size=2))
     if kind != "state_read" and draw(st.booleans()):

@@ -65,6 +65,7 @@ def test_sampled_names_the_first_differing_probe_and_keys() -> None:
         "tier": "sampled",
         "counterexample": {},
         "differing_keys": ["z"],
+        "profile": "strict",
     }
     result = equivalent(a, b, [{"x": 1}, {"x": 5}], profile="strict")
     assert result.counterexample == {"x": 5}
@@ -720,6 +721,7 @@ def test_cli_equivalent_optimize_wp_txcheck(
         "tier",
         "counterexample",
         "differing_keys",
+        "profile",
     }
     states = tmp_path / "s.json"
     states.write_text("[]")

@@ -1,0 +1,152 @@
+"""How often car-verify under the ``car`` profile agrees with ``car_runtime`` 0.52.1.
+
+    python scripts/parity_report.py [N] [--seed S]
+
+Generates N small proposals (the strategies of ``tests/car_oracle.py``), runs each
+function on both sides, and prints per function how many cases agreed, how many
+CAR answered nondeterministically (its duplicate-call fingerprint: left out of the
+comparison of that case's loop findings, as docs/compat.md row C18 says), and the
+first disagreement in full. Needs ``pip install car-runtime==0.52.1``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+import car_runtime as rt
+from car_oracle import (
+    car_verify,
+    proposals,
+    states,
+    tool_registries,
+    tx_projection,
+    verify_projection,
+)
+from hypothesis import HealthCheck, Phase, given, seed, settings
+from hypothesis import strategies as st
+
+import car_verify as cv
+from car_verify.errors import InputError
+
+
+def _loops_nondeterministic(proposal: dict[str, Any]) -> bool:
+    seen: Counter[str] = Counter()
+    for action in proposal["actions"]:
+        params = action.get("parameters", {})
+        if action.get("type") == "tool_call" and "tool" in action and len(params) >= 2:
+            seen[json.dumps([action["tool"], params], sort_keys=True)] += 1
+    return any(n >= 2 for n in seen.values())
+
+
+def _strip_loops(projection: dict[str, Any]) -> dict[str, Any]:
+    out = dict(projection)
+    out["issues"] = [i for i in out["issues"] if i[0][0] != "proposal" or i[0][2] != "heuristic"]
+    out["checks"] = [c for c in out["checks"] if c[0] != "loop_detection"]
+    out["valid"] = None
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("n", type=int, nargs="?", default=2000)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args(argv)
+    cases = st.tuples(
+        proposals(),
+        proposals(max_actions=4),
+        states,
+        tool_registries,
+        st.sampled_from([None, None, 2, 4]),
+        st.none() | st.dictionaries(st.sampled_from(["k", "j", "m"]), st.integers(0, 2)),
+    )
+    agreed: Counter[str] = Counter()
+    nondeterministic: Counter[str] = Counter()
+    total: Counter[str] = Counter()
+    first: dict[str, Any] = {}
+
+    def record(name: str, ours: Any, theirs: Any, case: Any) -> None:
+        total[name] += 1
+        if ours == theirs:
+            agreed[name] += 1
+        elif name not in first:
+            first[name] = {"case": case, "car-verify": ours, "car_runtime": theirs}
+
+    @seed(args.seed)
+    @settings(
+        max_examples=args.n,
+        deadline=None,
+        database=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(cases)
+    def run(case: Any) -> None:
+        p, q, state, tools, max_actions, versions = case
+        check(p, q, state, tools, max_actions, versions)
+
+    def check(p: Any, q: Any, state: Any, tools: Any, max_actions: Any, versions: Any) -> None:
+        try:
+            theirs: Any = verify_projection(car_verify(rt, p, state, tools, max_actions))
+        except ValueError:
+            theirs = "rejected"
+        try:
+            ours: Any = verify_projection(
+                cv.verify(p, initial_state=state, tools=tools, max_actions=max_actions).to_dict()
+            )
+        except InputError:
+            ours = "rejected"
+        if isinstance(ours, dict) and isinstance(theirs, dict) and _loops_nondeterministic(p):
+            nondeterministic["verify"] += 1
+            ours, theirs = _strip_loops(ours), _strip_loops(theirs)
+        record("verify", ours, theirs, [p, state, tools, max_actions])
+        if theirs == "rejected":
+            return
+        s_json = None if state is None else json.dumps(state)
+        record(
+            "simulate",
+            cv.simulate(p, state).to_dict(),
+            json.loads(rt.simulate(json.dumps(p), s_json)),
+            [p, state],
+        )
+        record(
+            "optimize",
+            [a.state_dependencies for a in cv.optimize(p).proposal.actions],
+            [a["state_dependencies"] for a in json.loads(rt.optimize(json.dumps(p)))["actions"]],
+            p,
+        )
+        record(
+            "transaction_check",
+            tx_projection(cv.transaction_check(p, versions=versions, state=state).to_dict()),
+            tx_projection(
+                json.loads(
+                    rt.transaction_check(
+                        json.dumps(p), None if versions is None else json.dumps(versions), s_json
+                    )
+                )
+            ),
+            [p, versions, state],
+        )
+        try:
+            their_eq: Any = rt.equivalent(json.dumps(p), json.dumps(q))
+        except ValueError:
+            return
+        record("equivalent (sampled)", cv.equivalent(p, q).equivalent, their_eq, [p, q])
+
+    run()
+    print(f"{'function':<22} {'agreed':>8} {'of':>8}  nondeterministic in CAR")
+    for name in total:
+        print(f"{name:<22} {agreed[name]:>8} {total[name]:>8}  {nondeterministic[name]}")
+    for name, item in first.items():
+        print(f"\nfirst disagreement in {name}:\n{json.dumps(item)[:3000]}")
+    return 0 if not first else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
