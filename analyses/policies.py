@@ -9,7 +9,11 @@ What it checks:
     against the walk's state when the action's level begins; a
     ``rate_limit_tool`` window is assumed to hold the whole run. Each
     ``trace_rule`` is checked against **every** order the DAG allows; a
-    violating schedule is reported as a counterexample. Past the exploration
+    violating schedule is reported as a counterexample. A ``tool`` compensation
+    is checked as the call the rollback would make. A content rule on a
+    parameter whose value is another action's output (``$id.output``) cannot be
+    decided before the run: ``policy-undecided`` says so (the executor checks the
+    parameter as sent). Past the exploration
     budget the pass reports, with tier ``sampled``, how much it explored.
 
 Why it matters:
@@ -40,7 +44,7 @@ from car_verify.walk import walk
 class PolicyPass(Pass):
     name = "policies"
     tier = Tier.DECISION_PROCEDURE
-    codes = ()
+    codes = ("policy-undecided",)
     dynamic_codes = True
     default = False
     when_given = Requirement.POLICIES  # runs by default whenever policies are given
@@ -64,6 +68,22 @@ class PolicyPass(Pass):
             },
             policies='deny_tool = ["rm"]\n[[trace_rule]]\nname = "tested"\n'
             'rule = "deploy only after run_tests succeeded"\n',
+        ),
+        Example(
+            "a keyword rule on a parameter that is another action's output",
+            {
+                "actions": [
+                    {"id": "read", "type": "tool_call", "tool": "read_note"},
+                    {
+                        "id": "send",
+                        "type": "tool_call",
+                        "tool": "post",
+                        "parameters": {"body": "$read.output.text"},
+                    },
+                ]
+            },
+            ("policy-undecided",),
+            policies='deny_keyword = ["DROP TABLE"]\n',
         ),
         Example(
             "a denied tool",
@@ -111,8 +131,10 @@ class PolicyPass(Pass):
                             tier=Tier.DECISION_PROCEDURE,
                         )
                     )
+                found.extend(_undecided(ctx, engine, i))
 
         walk(ctx.dag, ctx.initial_state, mode="verify", on_level=check_level)
+        found.extend(_compensations(ctx, engine))
         yield from found
         positions = ctx.dag.positions
         for result in check_schedules(
@@ -136,3 +158,49 @@ class PolicyPass(Pass):
                     severity=Severity.WARNING,
                     tier=Tier.SAMPLED,
                 )
+
+
+def _compensations(ctx: Context, engine: Any) -> Iterator[Issue]:
+    """A tool compensation is a call the rollback can make: the same rules decide it."""
+    from car_verify.model import Action, ToolCompensation
+
+    for index, action in enumerate(ctx.proposal.actions):
+        comp = action.compensation
+        if not isinstance(comp, ToolCompensation):
+            continue
+        call = Action(id=action.id, type="tool_call", tool=comp.tool, parameters=comp.parameters)
+        for v in engine.check(call, None):
+            yield ctx.issue(
+                v.policy_name,
+                f"its compensation {comp.tool!r}: {v.reason}",
+                index=index,
+                where=["compensation"],
+                severity=Severity.ERROR,
+                tier=Tier.DECISION_PROCEDURE,
+            )
+
+
+def _undecided(ctx: Context, engine: Any, index: int) -> Iterator[Issue]:
+    """Content rules cannot be decided for a parameter whose value is another action's
+    output: name each such rule and parameter (the executor checks it at dispatch)."""
+    action = ctx.proposal.actions[index]
+    referenced = {ref.pointer[1] for ref in action.output_refs() if len(ref.pointer) > 1}
+    if not referenced:
+        return
+    rules = engine.rules
+    tool = action.tool
+    for param in sorted(str(p) for p in referenced):
+        names = [f"deny_keyword:{k}" for k in rules.deny_keyword]
+        for r in [*rules.deny_tool_param, *rules.allow_tool_param, *rules.deny_tool_param_matching]:
+            if r.tool == tool and r.param == param:
+                names.append(r.name)
+        for name in names:
+            yield ctx.issue(
+                "policy-undecided",
+                f"rule {name} cannot be decided before run time: parameter {param!r} is "
+                "another action's output (the executor checks it as sent)",
+                index=index,
+                where=["parameters", param],
+                severity=Severity.WARNING,
+                tier=Tier.DECISION_PROCEDURE,
+            )

@@ -176,6 +176,13 @@ _TABLE = [
         E,
     ),
     Code(
+        "policy-undecided",
+        W,
+        D,
+        "a policy rule cannot be decided statically: the parameter is another action's output",
+        W,
+    ),
+    Code(
         "extension-ignored",
         NEVER,
         D,

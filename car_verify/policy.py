@@ -297,14 +297,31 @@ class PolicyEngine:
         return False
 
 
+#: The largest compiled RE2 program a policy pattern may have. RE2 is linear in the
+#: input, but its DFA runs out of memory on large programs and falls back to the
+#: NFA, whose cost is the program size times the input: 14,005 instructions took
+#: 3.3 s on 100 kB here, 1,504 took 14 ms. 1,000 keeps a match on 100 kB near 10 ms
+#: (docs/security.md).
+MAX_PATTERN_PROGRAM = 1000
+
+
 def _compile(pattern: str) -> Any:
-    """RE2 (linear time, no backtracking); None when the pattern does not compile."""
+    """RE2 (linear time, no backtracking); None when the pattern does not compile.
+    RE2 writes nothing to stderr (``log_errors`` off)."""
     import re2
 
+    options = re2.Options()
+    options.log_errors = False
     try:
-        return re2.compile(pattern)
+        return re2.compile(pattern, options=options)
     except Exception:
         return None
+
+
+def pattern_cost(pattern: str) -> int | None:
+    """The size of ``pattern``'s compiled RE2 program; None if it does not compile."""
+    compiled = _compile(pattern)
+    return None if compiled is None else int(compiled.programsize)
 
 
 # --- loading files ------------------------------------------------------------------------------
@@ -460,6 +477,14 @@ def load_policy_text(text: str, *, source: str = "<policies>") -> PolicySet:
         {"tool": str, "param": str, "matches": str},
         {},
     ):
+        cost = pattern_cost(t["matches"])
+        if cost is not None and cost > MAX_PATTERN_PROGRAM:
+            index = len(rules.deny_tool_param_matching)
+            raise reader.fail(
+                ["deny_tool_param_matching", index, "matches"],
+                f"the pattern compiles to {cost:,} RE2 instructions, over the bound of "
+                f"{MAX_PATTERN_PROGRAM:,}: matching it could take seconds per value",
+            )
         rules.deny_tool_param_matching.append(MatchRule(t["tool"], t["param"], t["matches"]))
     for i, t in enumerate(
         reader.tables(
@@ -544,6 +569,11 @@ def find_policies(start: str | os.PathLike[str] | None = None) -> tuple[Path | N
         searched.append(candidate)
         if candidate.is_dir():
             return candidate, searched
+        if candidate.exists() or candidate.is_symlink():  # there, but not a directory
+            raise InputError(
+                "is not a directory: the policies cannot be read (fails closed)",
+                source=str(candidate),
+            )
         if (directory / ".git").exists():
             break
     return None, searched
@@ -562,6 +592,11 @@ def load_policies(directory: str | os.PathLike[str] | None = None) -> LoadedPoli
         if not given.is_dir():
             raise InputError("no such policies directory", source=str(given))
         nested = given / ".car" / "policies"
+        if not nested.is_dir() and (nested.exists() or nested.is_symlink()):
+            raise InputError(
+                "is not a directory: the policies cannot be read (fails closed)",
+                source=str(nested),
+            )
         chosen = nested if nested.is_dir() else given
         folder: Path | None = chosen
         searched = [chosen]
@@ -569,11 +604,44 @@ def load_policies(directory: str | os.PathLike[str] | None = None) -> LoadedPoli
         folder, searched = find_policies()
     if folder is None:
         return LoadedPolicies(None, [], PolicySet(), searched)
-    files = sorted(p for p in folder.glob("*.toml") if p.is_file())
+    files = _policy_files(folder)
     rules = PolicySet()
     for file in files:
         rules.extend(load_policy_file(file))
     return LoadedPolicies(folder.resolve(), files, rules, searched)
+
+
+def _policy_files(folder: Path) -> list[Path]:
+    """The ``*.toml`` files of a policies directory, sorted. Anything in it that is not
+    a readable regular file (a directory, a dangling symlink, a symlink loop, a
+    socket) fails the load naming it: a rule that cannot be read must not vanish."""
+    import stat
+
+    files = []
+    for entry in sorted(folder.iterdir()):
+        try:
+            mode = entry.stat().st_mode
+        except OSError as err:
+            why = (
+                "a symlink loop"
+                if err.errno == 40
+                else "a dangling symlink"
+                if entry.is_symlink()
+                else err.strerror
+            )
+            raise InputError(
+                f"cannot be read ({why}): the policies fail closed", source=str(entry)
+            ) from None
+        if not stat.S_ISREG(mode):
+            kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+            raise InputError(
+                f"is {kind}, not a policy file: the policies fail closed", source=str(entry)
+            )
+        if entry.suffix == ".toml":
+            if not os.access(entry, os.R_OK):
+                raise InputError("is not readable: the policies fail closed", source=str(entry))
+            files.append(entry)
+    return files
 
 
 def policy_engine(policies: Any) -> PolicyEngine:
