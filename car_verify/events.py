@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,7 +17,7 @@ from typing import IO, Any
 
 from .errors import InputError
 
-__all__ = ["Event", "EventLog", "read_events"]
+__all__ = ["Event", "EventLog", "read_events", "read_log"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,12 +62,19 @@ class EventLog:
 
     def __init__(self, target: str | os.PathLike[str] | IO[str]) -> None:
         if isinstance(target, (str, os.PathLike)):
+            torn = _ends_torn(Path(target))
             self._stream: IO[str] = open(target, "a", encoding="utf-8")  # noqa: SIM115
             self._owned = True
+            if torn:  # a killed run's last line: this run starts on a fresh one
+                self._stream.write("\n")
         else:
             self._stream = target
             self._owned = False
         self.context: Mapping[str, Any] = {}
+        #: The first write error (a full disk, a closed stream), and how many events
+        #: were lost since. The run goes on; its result says the log is incomplete.
+        self.error: str | None = None
+        self.lost = 0
 
     def write(
         self, kind: str, proposal_id: str, action_id: str | None = None, **data: Any
@@ -79,37 +86,78 @@ class EventLog:
             action_id,
             {**data, "context": dict(self.context)} if self.context else data,
         )
-        self._stream.write(json.dumps(event.to_dict(), default=repr, ensure_ascii=False) + "\n")
-        self._stream.flush()
+        if self.error is not None:
+            self.lost += 1
+            return event
+        try:
+            self._stream.write(json.dumps(event.to_dict(), default=repr, ensure_ascii=False) + "\n")
+            self._stream.flush()
+        except (OSError, ValueError) as err:  # ValueError: the stream was closed
+            self.error = f"{type(err).__name__}: {getattr(err, 'strerror', None) or err}"
+            self.lost = 1
         return event
+
+    @property
+    def complete(self) -> bool:
+        """Whether every event was written."""
+        return self.error is None
 
     def close(self) -> None:
         if self._owned:
             self._stream.close()
 
 
-def read_events(path: str | os.PathLike[str]) -> list[Event]:
-    """Read a log back into typed events; a torn last line (a killed run) is dropped."""
-    return list(_events(Path(path)))
-
-
-def _events(path: Path) -> Iterator[Event]:
+def _ends_torn(path: Path) -> bool:
+    """Whether a log file ends inside a line (a run was killed mid-write)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            if f.tell() == 0:
+                return False
+            f.seek(-1, os.SEEK_END)
+            return f.read(1) != b"\n"
+    except OSError:
+        return False
+
+
+def read_events(path: str | os.PathLike[str]) -> list[Event]:
+    """Read a log back into typed events. A torn line (a killed run's last write,
+    cut anywhere, even inside a UTF-8 character) is dropped; :func:`read_log` also
+    says where."""
+    return read_log(path)[0]
+
+
+def read_log(path: str | os.PathLike[str]) -> tuple[list[Event], list[str]]:
+    """The events of a log, and a note for each torn line it passed over."""
+    file = Path(path)
+    try:
+        data = file.read_bytes()
     except OSError as err:
         raise InputError(
-            f"cannot read event log: {err.strerror or err}", source=str(path)
+            f"cannot read event log: {err.strerror or err}", source=str(file)
         ) from None
-    lines = text.split("\n")
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
+    events: list[Event] = []
+    notes: list[str] = []
+    lines = data.split(b"\n")
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
             continue
+        last = number == len(lines)  # no newline after it: cut off by a kill
         try:
-            doc = json.loads(line)
-        except ValueError:
-            if number == len(lines):  # the last line, cut off by a kill
-                return
-            raise InputError("not a JSON line", source=str(path), line=number) from None
+            doc = json.loads(raw.decode("utf-8"))
+        except ValueError:  # UnicodeDecodeError is one
+            if last or _looks_torn(raw):  # a later run appended after a torn line
+                notes.append(
+                    f"{file}:{number}: a torn line (a killed run's last event) was skipped"
+                )
+                continue
+            raise InputError("not a JSON line", source=str(file), line=number) from None
         if not isinstance(doc, dict) or "event" not in doc:
-            raise InputError("not an event object", source=str(path), line=number)
-        yield Event.from_dict(doc)
+            raise InputError("not an event object", source=str(file), line=number)
+        events.append(Event.from_dict(doc))
+    return events, notes
+
+
+def _looks_torn(raw: bytes) -> bool:
+    """A line that starts as an event object but does not end as one."""
+    return raw.lstrip().startswith(b'{"event"') and not raw.rstrip().endswith(b"}")

@@ -27,9 +27,12 @@ starts it and returns ``{"tool_handle": {"id": ...}, "status": "running"}``;
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import copy
 import inspect
 import json
 import re
+import threading
 import time
 import uuid
 from collections import deque
@@ -63,7 +66,7 @@ from .model import (
 )
 from .passes import Context, Options
 from .tools import ToolRegistry
-from .values import ABSENT, canonical, copy_json, evaluate, format_predicate, paused_gc
+from .values import ABSENT, canonical, copy_json, evaluate, format_predicate
 
 __all__ = [
     "DEFAULT_BLOCKING",
@@ -149,6 +152,14 @@ class ExecutionResult:
     executor: Executor | None = field(default=None, repr=False)
 
     @property
+    def log_error(self) -> str | None:
+        """Why the event log is incomplete (a write failed part-way), or None."""
+        log = None if self.executor is None else self.executor.log
+        if log is None or log.complete:
+            return None
+        return f"the event log is incomplete: {log.error} ({log.lost} events not written)"
+
+    @property
     def statuses(self) -> dict[str, str]:
         return {r.action_id: r.status.value for r in self.result.results}
 
@@ -169,6 +180,7 @@ class ExecutionResult:
             "violations": [v.to_dict() for v in self.violations],
             "aborted_by": self.aborted_by,
             "rollback": None if self.rollback is None else self.rollback.to_dict(),
+            "log_error": self.log_error,
         }
 
 
@@ -198,7 +210,13 @@ class _Tools:
     def has(self, name: str) -> bool:
         return self.mapping is None or name in self.mapping
 
-    async def call(self, name: str, params: dict[str, Any]) -> Any:
+    async def call(self, name: str, params: dict[str, Any], *, bounded: bool = False) -> Any:
+        """Call a tool. A sync tool runs on a worker thread of its own that is never
+        waited for past the caller's deadline; so does an async one when ``bounded``
+        (it has a timeout), on a loop of its own, so that blocking without awaiting
+        cannot stall the run. Whatever a tool raises, ``StopIteration``,
+        ``SystemExit``, ``KeyboardInterrupt`` and a stray ``CancelledError``
+        included, comes back as a :class:`ToolError`."""
         if self.mapping is not None:
             fn = self.mapping[name]
             args: tuple[Any, ...] = (params,)
@@ -208,12 +226,60 @@ class _Tools:
         is_async = self._async.get(id(fn))
         if is_async is None:
             is_async = self._async[id(fn)] = inspect.iscoroutinefunction(fn)
+        if is_async and not bounded:
+            try:
+                return await fn(*args)
+            except asyncio.CancelledError:
+                if _being_cancelled():
+                    raise
+                raise ToolError(f"tool {name!r} raised CancelledError") from None
+            except (SystemExit, KeyboardInterrupt, StopIteration, GeneratorExit) as err:
+                raise ToolError(f"tool {name!r} raised {type(err).__name__}") from None
         if is_async:
-            return await fn(*args)
-        result = await asyncio.to_thread(fn, *args)
+            return await _abandonable(name, lambda: asyncio.run(fn(*args)))
+        result = await _abandonable(name, lambda: fn(*args))
         if inspect.isawaitable(result):
             return await result
         return result
+
+
+def _being_cancelled() -> bool:
+    """Whether the running task itself is being cancelled (not merely handed a
+    CancelledError by a tool)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+async def _abandonable(name: str, work: Callable[[], Any]) -> Any:
+    """Run ``work`` on a daemon thread and wait for its answer. A caller that stops
+    waiting (a timeout, a cancel) abandons the thread: its answer, when it comes, is
+    dropped, and the process can still exit (docs/executor.md)."""
+    loop = asyncio.get_running_loop()
+    answer: asyncio.Future[Any] = loop.create_future()
+
+    def settle(value: Any, error: BaseException | None) -> None:
+        if answer.done():  # abandoned: nobody waits for it any more
+            return
+        if error is None:
+            answer.set_result(value)
+        else:
+            answer.set_exception(error)
+
+    def run() -> None:
+        try:
+            value, error = work(), None
+        except BaseException as err:  # every fault of a tool is the tool's result
+            value = None
+            error = (
+                err
+                if isinstance(err, Exception) and not isinstance(err, StopIteration)
+                else ToolError(f"tool {name!r} raised {type(err).__name__}")
+            )
+        with contextlib.suppress(RuntimeError):  # the run is over and its loop closed
+            loop.call_soon_threadsafe(settle, value, error)
+
+    threading.Thread(target=run, name=f"car-verify tool {name}", daemon=True).start()
+    return await answer
 
 
 class _RateLimiter:
@@ -266,8 +332,12 @@ class Executor:
         budget: CostBudget | None = None,
         event_log: Any = None,
         progress: Callable[[str, str | None, Mapping[str, Any]], None] | None = None,
+        compensation_timeout_ms: int | None = None,
     ) -> None:
         self.proposal: ActionProposal = load(proposal)
+        #: The bound on a compensation whose action has no ``timeout_ms``.
+        self.compensation_timeout_ms = compensation_timeout_ms
+        self._trace_gate: Any = None
         self.progress = progress
         self.tools = _Tools(tools)
         if schemas is not None:
@@ -318,14 +388,14 @@ class Executor:
         proposal = self.proposal
         started = time.perf_counter()
         self._event("proposal_started", actions=len(proposal.actions))
-        with paused_gc():  # the admission's DAG is kept for the schedule
-            admitting = Context(
-                proposal,
-                tools=self.schemas,
-                initial_state=self.initial_state,
-                options=Options(max_actions=self.budget.max_actions),
-            )
-            admission = assess(admitting)
+        # the admission's DAG is kept for the schedule
+        admitting = Context(
+            proposal,
+            tools=self.schemas,
+            initial_state=self.initial_state,
+            options=Options(max_actions=self.budget.max_actions),
+        )
+        admission = assess(admitting)
         reasons = [
             f"{i.code}: {i.message}" + (f" ({i.action_id})" if i.action_id else "")
             for i in admission.issues
@@ -352,6 +422,7 @@ class Executor:
             from .trace import TraceGate
 
             trace_gate = TraceGate(self.policy_engine.trace_rules)
+        self._trace_gate = trace_gate  # the rollback's compensations pass it too
         aborted_by: str | None = None
         run = _Run(self, dag, state, outputs, status, cost, violations, trace_gate)
         try:
@@ -363,10 +434,21 @@ class Executor:
                     break
                 level_start = dict(state)
                 self._event("level_started", actions=[dag.ids[i] for i in members])
+                finished: list[int] = []  # the order the level's actions ended in
+
+                async def ended(
+                    i: int, start: dict[str, Any] = level_start, done: list[int] = finished
+                ) -> Any:
+                    try:
+                        return await run.action(i, start)
+                    finally:
+                        done.append(i)
+
                 outcomes = await asyncio.gather(
-                    *(run.action(i, level_start) for i in members), return_exceptions=True
+                    *(ended(i) for i in members), return_exceptions=True
                 )
                 changes: dict[int, dict[str, Any]] = {}
+                succeeded: set[int] = set()
                 for i, outcome in zip(members, outcomes, strict=True):
                     if isinstance(outcome, asyncio.CancelledError):
                         raise outcome
@@ -377,10 +459,11 @@ class Executor:
                     status[i] = result.status
                     if result.status is ActionStatus.SUCCEEDED:
                         outputs[actions[i].id] = result.output
-                        completion.append(i)
+                        succeeded.add(i)
                         changes[i] = effects
                     elif aborted_by is None and _aborts(actions[i], result, run.cascaded):
                         aborted_by = f"{actions[i].id}: {result.error}"
+                completion.extend(i for i in finished if i in succeeded)
                 self._event("level_finished", statuses=[results[i].status.value for i in members])
                 for i in members:  # effects after the level, in proposal order
                     if i in changes:
@@ -470,7 +553,13 @@ class Executor:
                 if not self.tools.has(tool):
                     raise ToolError(f"compensation tool {tool!r} is not available")
                 resolved = _interpolate(params, outputs)
-                await self.tools.call(tool, resolved)
+                self._admit_compensation(action, tool, resolved)
+                timeout_ms = action.timeout_ms or self.compensation_timeout_ms
+                call = self.tools.call(tool, resolved, bounded=timeout_ms is not None)
+                try:
+                    await (call if timeout_ms is None else asyncio.wait_for(call, timeout_ms / 1e3))
+                except TimeoutError:
+                    raise ToolError(f"compensation timed out after {timeout_ms} ms") from None
                 report.compensated.append(action.id)
                 self._event("compensated", action.id, tool=tool)
             except Exception as err:  # a compensation that fails is reported, not raised
@@ -478,6 +567,25 @@ class Executor:
                 self._event("compensation_failed", action.id, error=_message(err))
         self._event("rollback_finished", **report.to_dict())
         return report
+
+    def _admit_compensation(self, action: Action, tool: str, params: dict[str, Any]) -> None:
+        """A compensation is a call like any other: the policies and trace rules
+        decide it, with the parameters it will be sent."""
+        call = Action(id=action.id, type="tool_call", tool=tool, parameters=params)
+        found = [] if self.policy_engine is None else self.policy_engine.check(call, None)
+        if self._trace_gate is not None:
+            found += [
+                PolicyViolation(policy_name=v.policy_name, action_id=action.id, reason=v.reason)
+                for v in self._trace_gate.dispatch(tool, params)
+            ]
+        if found:
+            for v in found:
+                self._event(
+                    "policy_violation", action.id, policy_name=v.policy_name, reason=v.reason
+                )
+            raise ToolError(
+                "compensation denied: " + "; ".join(f"{v.policy_name}: {v.reason}" for v in found)
+            )
 
     # --- detached tools --------------------------------------------------------------------------
 
@@ -530,30 +638,85 @@ class Executor:
         self.detached[handle] = record
 
         async def drain() -> None:
+            iterator = None
             try:
                 if hasattr(stream, "__aiter__"):
                     async for chunk in stream:
-                        self._chunk(record, chunk)
-                else:
-                    for chunk in await asyncio.to_thread(list, stream):
-                        self._chunk(record, chunk)
+                        if self._chunk(record, chunk):
+                            break
+                else:  # one chunk at a time: each is visible as it comes
+                    iterator = iter(stream)
+                    while True:
+                        chunk = await asyncio.to_thread(next, iterator, _END)
+                        if chunk is _END or self._chunk(record, chunk):
+                            break
                 if record.status is ToolStatus.RUNNING:
                     record.status = ToolStatus.SUCCEEDED
             except asyncio.CancelledError:
                 record.status = ToolStatus.CANCELLED
             except Exception as err:
                 record.status, record.error = ToolStatus.FAILED, _message(err)
+            finally:
+                close = getattr(iterator, "close", None)
+                if close is not None:  # a cancelled generator stops at its next yield
+                    with contextlib.suppress(Exception):
+                        close()
 
         record.task = asyncio.ensure_future(drain())
         return {"tool_handle": {"id": handle}, "status": "running"}
 
-    def _chunk(self, record: _Detached, chunk: Any) -> None:
+    def _chunk(self, record: _Detached, chunk: Any) -> bool:
+        """Record one chunk; True when it ends the stream. A chunk that breaks the
+        streaming contract becomes a terminal ``error`` chunk (the status is still
+        seen by :meth:`poll`)."""
+        problem = _chunk_problem(chunk)
+        if problem is not None:
+            message = f"the tool sent a malformed stream chunk: {problem}"
+            record.chunks.append({"kind": "error", "message": message})
+            record.status, record.error = ToolStatus.FAILED, message
+            return True
         doc = chunk.to_dict() if hasattr(chunk, "to_dict") else dict(chunk)
         record.chunks.append(doc)
-        if doc.get("kind") == "done":
+        if doc["kind"] == "done":
             record.status, record.result = ToolStatus.SUCCEEDED, doc.get("result")
-        elif doc.get("kind") == "error":
-            record.status, record.error = ToolStatus.FAILED, str(doc.get("message", ""))
+            return True
+        if doc["kind"] == "error":
+            record.status, record.error = ToolStatus.FAILED, doc["message"]
+            return True
+        return False
+
+
+_END = object()
+
+#: Each chunk kind and the fields it must carry, with their JSON types.
+_CHUNK_FIELDS: dict[str, dict[str, tuple[type, ...]]] = {
+    "text": {"text": (str,)},
+    "data": {},
+    "progress": {"fraction": (int, float)},
+    "done": {},
+    "error": {"message": (str,)},
+}
+
+
+def _chunk_problem(chunk: Any) -> str | None:
+    """Why ``chunk`` is not a ToolStreamChunk, or None."""
+    doc = chunk.to_dict() if hasattr(chunk, "to_dict") else chunk
+    if not isinstance(doc, Mapping):
+        return f"expected an object, got {type(doc).__name__}"
+    kind = doc.get("kind")
+    if kind not in _CHUNK_FIELDS:
+        return f"unknown kind {kind!r} (expected one of {', '.join(_CHUNK_FIELDS)})"
+    for name, types in _CHUNK_FIELDS[kind].items():
+        value = doc.get(name)
+        if not isinstance(value, types) or isinstance(value, bool):
+            return f"a {kind} chunk needs {name!r} as a {'number' if types != (str,) else 'string'}"
+    if (
+        kind == "progress"
+        and doc.get("message") is not None
+        and not isinstance(doc["message"], str)
+    ):
+        return "a progress chunk's 'message' must be a string"
+    return None
 
 
 class _Run:
@@ -589,8 +752,13 @@ class _Run:
         if why is not None:
             x._event("action_rejected", action.id, reason=why)
             return _result(action, ActionStatus.REJECTED, error=why), {}
+        try:
+            params = _interpolate(action.parameters, self.outputs)
+        except ToolError as err:
+            return _result(action, ActionStatus.REJECTED, error=str(err)), {}
         if action.type == "tool_call" and x.policy_engine is not None:
-            found = x.policy_engine.check(action, state)
+            # The parameters as they will be sent, output references replaced.
+            found = x.policy_engine.check(_as_sent(action, params), state)
             if found:
                 self.violations.extend(found)
                 for v in found:
@@ -599,10 +767,6 @@ class _Run:
                     )
                 reason = "; ".join(f"{v.policy_name}: {v.reason}" for v in found)
                 return _result(action, ActionStatus.REJECTED, error=reason), {}
-        try:
-            params = _interpolate(action.parameters, self.outputs)
-        except ToolError as err:
-            return _result(action, ActionStatus.REJECTED, error=str(err)), {}
         if action.type == "tool_call" and self.trace_gate is not None:
             assert action.tool is not None
             denied = self.trace_gate.dispatch(action.tool, params)
@@ -702,7 +866,10 @@ class _Run:
             try:
                 output = await self._attempt(action, tool, params, schema, detached)
             except asyncio.CancelledError:
-                raise
+                if _being_cancelled():
+                    raise
+                error = f"tool {tool!r} raised CancelledError"
+                continue
             except Exception as err:
                 error = _message(err)
                 continue
@@ -731,7 +898,7 @@ class _Run:
                 await limiter.acquire()  # the wait counts against the timeout
             if detached:
                 return await x._start_detached(action, params)
-            return await x.tools.call(tool, params)
+            return await x.tools.call(tool, params, bounded=timeout is not None)
 
         try:
             output = await (call() if timeout is None else asyncio.wait_for(call(), timeout))
@@ -752,6 +919,13 @@ class _Run:
                     f"{first.json_path}: {first.message}"
                 )
         return output
+
+
+def _as_sent(action: Action, params: dict[str, Any]) -> Action:
+    """``action`` with the parameters it will be dispatched with (a shallow copy)."""
+    sent = copy.copy(action)
+    sent.parameters = params
+    return sent
 
 
 def _message(err: BaseException) -> str:
@@ -847,6 +1021,7 @@ async def execute(
     budget: CostBudget | None = None,
     event_log: Any = None,
     progress: Callable[[str, str | None, Mapping[str, Any]], None] | None = None,
+    compensation_timeout_ms: int | None = None,
 ) -> ExecutionResult:
     """Run a proposal behind the verify passes (see the module docs)."""
     executor = Executor(
@@ -859,6 +1034,7 @@ async def execute(
         budget=budget,
         event_log=event_log,
         progress=progress,
+        compensation_timeout_ms=compensation_timeout_ms,
     )
     return await executor.run()
 
