@@ -24,7 +24,7 @@ from .passes import (
     run_passes,
 )
 from .tools import ToolRegistry
-from .values import copy_json, paused_gc
+from .values import copy_json
 from .walk import ActionTrace, describe, walk
 
 __all__ = ["Evidence", "Simulation", "VerificationResult", "simulate", "verify"]
@@ -220,26 +220,24 @@ def verify(
         return _verify_car(
             proposal, tools, initial_state, max_actions, passes, repeat_threshold, policies
         )
-    with paused_gc():
-        model = load(proposal)
-        options = Options(max_actions=max_actions, repeat_threshold=repeat_threshold)
-        registry = None if tools is None else ToolRegistry.coerce(tools)
-        engine = None
-        if policies is not None:
-            from .policy import policy_engine
+    model = load(proposal)
+    options = Options(max_actions=max_actions, repeat_threshold=repeat_threshold)
+    registry = None if tools is None else ToolRegistry.coerce(tools)
+    engine = None
+    if policies is not None:
+        from .policy import policy_engine
 
-            engine = policy_engine(policies)
-        ctx = Context(
-            model,
-            tools=registry,
-            initial_state=None if initial_state is None else _state(initial_state),
-            options=options,
-            policies=engine,
-        )
-        result = assess(ctx, passes)
-        del ctx  # the passes' DAG is freed here, while the collector is paused
-        if _shares_values(proposal, initial_state):
-            result.simulated_state = copy_json(result.simulated_state)
+        engine = policy_engine(policies)
+    ctx = Context(
+        model,
+        tools=registry,
+        initial_state=None if initial_state is None else _state(initial_state),
+        options=options,
+        policies=engine,
+    )
+    result = assess(ctx, passes)
+    if _shares_values(proposal, initial_state):
+        result.simulated_state = copy_json(result.simulated_state)
     return result
 
 
@@ -341,8 +339,7 @@ def assess(
     ctx: Context, passes: Iterable[str | Pass | type[Pass]] | None = None
 ) -> VerificationResult:
     """Run the passes over a prepared :class:`Context` (``verify`` without the input
-    handling). ``ctx.dag`` stays with the caller; the result builds its own on demand.
-    Call it with the collector paused."""
+    handling). ``ctx.dag`` stays with the caller; the result builds its own on demand."""
     chosen = resolve_passes(passes, ctx)
     issues, checks = run_passes(ctx, chosen)
     assumptions, untested, risks = evidence_lists(chosen, checks)
@@ -377,11 +374,10 @@ def simulate(
     as SEMANTICS section 4 says."""
     if profile_of(profile) is Profile.CAR:
         return _simulate_car(proposal, initial_state)
-    with paused_gc():
-        model = load(proposal)
-        ctx = Context(model, initial_state=_state(initial_state))
-        result = walk(ctx.dag, ctx.initial_state, mode="simulate")
-        state = copy_json(result.state) if _shares_values(proposal, initial_state) else result.state
+    model = load(proposal)
+    ctx = Context(model, initial_state=_state(initial_state))
+    result = walk(ctx.dag, ctx.initial_state, mode="simulate")
+    state = copy_json(result.state) if _shares_values(proposal, initial_state) else result.state
     sim = Simulation(state)
     sim.trace = [t for t in result.traces if t is not None]
     sim.unwalked = [ctx.dag.ids[i] for i in ctx.dag.unlevelled]

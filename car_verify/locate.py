@@ -109,11 +109,56 @@ def yaml_documents(text: str) -> list[tuple[Any, Positions]]:
     for node in yaml.compose_all(text, Loader=loader_cls):
         if node is None:
             continue
+        expanded = _expanded_size(node)
+        if expanded > MAX_YAML_VALUES:
+            raise yaml.YAMLError(
+                f"its aliases expand to more than {MAX_YAML_VALUES:,} values (an alias "
+                "bomb?): car-verify refuses to expand it"
+            )
         positions: Positions = {}
         _walk_yaml(node, "", 0, positions)
         data = yaml.load(yaml.serialize(node), Loader=loader_cls)
         out.append((data, positions))
     return out
+
+
+#: The most values a YAML document may hold once its aliases are expanded.
+MAX_YAML_VALUES = 100_000
+
+
+def _expanded_size(root: Any) -> int:
+    """How many values ``root`` holds with every alias expanded, counted over the
+    composed graph (each shared node once, so in time linear in the text); past
+    :data:`MAX_YAML_VALUES`, or on a recursive alias, more than the limit."""
+    import yaml
+
+    size: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if key in size:
+            continue
+        if isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        else:
+            size[key] = 1
+            continue
+        if children_done:
+            open_nodes.discard(key)
+            size[key] = min(1 + sum(size[id(c)] for c in children), MAX_YAML_VALUES + 1)
+            continue
+        if key in open_nodes:  # an alias of an enclosing node: infinite when expanded
+            return MAX_YAML_VALUES + 1
+        open_nodes.add(key)
+        stack.append((node, True))
+        stack.extend((c, False) for c in children if id(c) not in size)
+        if any(id(c) in open_nodes for c in children):
+            return MAX_YAML_VALUES + 1
+    return size[id(root)]
 
 
 def _walk_yaml(node: Any, pointer: str, level: int, positions: Positions) -> None:

@@ -55,8 +55,8 @@ from ._codec import (
     wire,
 )
 from ._records import quick_init
-from .errors import InputError
-from .values import KNOWN_OPERATORS, copy_json, json_nodes, paused_gc
+from .errors import InputError, too_deep
+from .values import KNOWN_OPERATORS, MAX_DEPTH, copy_json, deepest, json_nodes, nesting_depth
 
 __all__ = [
     "Action",
@@ -904,8 +904,8 @@ def load(
     """
     if isinstance(source, ActionProposal):
         return source
-    with paused_gc():  # json.loads too: it builds the most containers
-        return _load(source)
+    # json.loads too: it builds the most containers
+    return _load(source)
 
 
 def _load(
@@ -945,13 +945,15 @@ def load_parsed(data: Any) -> ActionProposal:
     """Model data the caller parsed and hands over. It is checked to be JSON (YAML
     also makes dates and sets; ``json.loads`` lets ``NaN`` and ``1e400`` through) but
     not copied, so the model may share its objects and arrays."""
-    with paused_gc():
-        return _model(data, is_json=False)
+    return _model(data, is_json=False)
 
 
 def _model(
     data: Any, *, is_json: bool, copy: bool = False, label: str | None = None
 ) -> ActionProposal:
+    if nesting_depth(data) > MAX_DEPTH:  # one bound, for every way in
+        path, depth = deepest(data)
+        raise too_deep(path, depth, label)
     try:
         if not is_json:
             d_json(data)

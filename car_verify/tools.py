@@ -116,18 +116,82 @@ class ToolRegistry(Mapping[str, ToolSchema]):
                     [self._position[name], field, *err.path],
                     source=self.source,
                 ) from None
-            validator = self._validators[f"{field}:{name}"] = cls(schema)
+            for where, pattern in _patterns(schema):
+                problem = _pattern_problem(pattern)
+                if problem is not None:
+                    raise InputError(
+                        problem, [self._position[name], field, *where], source=self.source
+                    )
+            linear = validators.extend(cls, {"pattern": _linear_pattern})  # type: ignore[no-untyped-call]
+            validator = self._validators[f"{field}:{name}"] = linear(schema)
         return validator
 
     def check_parameters(self, name: str, parameters: Mapping[str, Any]) -> list[SchemaError]:
         """Every violation of tool ``name``'s parameter schema, in a stable order."""
-        return _violations(self._validator(name), parameters)
+        return self._checked(name, "parameters", parameters)
 
     def check_returns(self, name: str, value: Any) -> list[SchemaError]:
         """Every violation of tool ``name``'s ``returns`` schema (none when it has none)."""
         if name not in self._tools or self._tools[name].returns is None:
             return []
-        return _violations(self._validator(name, "returns"), value)
+        return self._checked(name, "returns", value)
+
+    def _checked(self, name: str, field: str, value: Any) -> list[SchemaError]:
+        from referencing.exceptions import Unresolvable
+
+        try:
+            return _violations(self._validator(name, field), value)
+        except Unresolvable as err:  # an unresolvable $ref
+            raise InputError(
+                f"the JSON Schema cannot be used: {err}",
+                [self._position[name], field],
+                source=self.source,
+            ) from None
+
+
+def _patterns(
+    schema: Any, at: tuple[str | int, ...] = ()
+) -> list[tuple[tuple[str | int, ...], str]]:
+    """Every ``pattern`` keyword's regex in a schema, with where it is."""
+    found: list[tuple[tuple[str | int, ...], str]] = []
+    stack: list[tuple[tuple[str | int, ...], Any]] = [(at, schema)]
+    while stack:
+        where, node = stack.pop()
+        if isinstance(node, dict):
+            if isinstance(node.get("pattern"), str):
+                found.append(((*where, "pattern"), node["pattern"]))
+            stack.extend(((*where, k), v) for k, v in node.items() if k != "pattern")
+        elif isinstance(node, list):
+            stack.extend(((*where, i), v) for i, v in enumerate(node))
+    return sorted(found, key=lambda item: [str(p) for p in item[0]])
+
+
+def _pattern_problem(pattern: str) -> str | None:
+    """Why a schema ``pattern`` cannot be matched in linear time, or None."""
+    from .policy import MAX_PATTERN_PROGRAM, pattern_cost
+
+    cost = pattern_cost(pattern)
+    if cost is None:
+        return (
+            "the pattern does not compile for RE2, the linear-time engine car-verify "
+            "matches schema patterns with (no lookaround or backreferences)"
+        )
+    if cost > MAX_PATTERN_PROGRAM:
+        return (
+            f"the pattern compiles to {cost:,} RE2 instructions, over the bound of "
+            f"{MAX_PATTERN_PROGRAM:,}"
+        )
+    return None
+
+
+def _linear_pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Any:
+    """The ``pattern`` keyword matched with RE2 (linear time), not Python's ``re``."""
+    from jsonschema.exceptions import ValidationError
+
+    from .policy import _compile
+
+    if validator.is_type(instance, "string") and not _compile(pattern).search(instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
 #: jsonschema quotes the value it rejects, and the schema's value, whole; in a

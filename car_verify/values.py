@@ -26,6 +26,7 @@ from typing import Any, Final
 __all__ = [
     "ABSENT",
     "KNOWN_OPERATORS",
+    "MAX_DEPTH",
     "PROMOTE_AT",
     "SCALAR_TYPES",
     "Absent",
@@ -39,6 +40,7 @@ __all__ = [
     "is_number",
     "json_equal",
     "json_nodes",
+    "nesting_depth",
     "paused_gc",
     "plural",
 ]
@@ -225,6 +227,33 @@ def json_nodes(value: Any) -> Iterator[tuple[list[str | int], Any]]:
             stack.extend(([*path, j], node[j]) for j in range(len(node) - 1, -1, -1))
 
 
+#: The deepest nesting car-verify models, reads or writes (load, to_dict, JSON output
+#: alike): past it a document is an input error, never a RecursionError later on.
+MAX_DEPTH: Final = 256
+
+
+def nesting_depth(value: Any, limit: int = MAX_DEPTH) -> int:
+    """How many levels of arrays and objects ``value`` nests (iteratively: no
+    recursion), stopping early once past ``limit``."""
+    deepest_seen = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        depth += 1
+        if depth > deepest_seen:
+            deepest_seen = depth
+            if depth > limit:
+                return depth
+        stack.extend((child, depth) for child in children if isinstance(child, dict | list))
+    return deepest_seen
+
+
 def deepest(value: Any) -> tuple[list[str | int], int]:
     """The path to the most deeply nested value in a JSON tree (the first in document
     order) and how many levels it lies below the top."""
@@ -243,6 +272,10 @@ PROMOTE_AT: Final = 10_000
 @contextmanager
 def paused_gc() -> Iterator[None]:
     """Pause the cyclic garbage collector while building large acyclic structures.
+
+    **Opt-in, for a batch caller's own loop** (``lint`` over a corpus, a benchmark):
+    the library never calls it, since the collector is process-wide state and
+    another thread's cycles would pile up while it is paused (docs/security.md).
 
     Loading and analysing a proposal allocates many containers and no reference
     cycles; without the pause, the collector's passes dominate the run time.

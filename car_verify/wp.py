@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 from .api import ProposalLike, simulate
 from .errors import UsageError, deep_values_are_input_errors
 from .model import load
-from .values import paused_gc
 
 if TYPE_CHECKING:
     from .symbolic import Encoder, Questions
@@ -64,46 +63,45 @@ def runs_unblocked(
     from .symbolic import Encoder
 
     model = load(proposal)
-    with paused_gc():
-        encoder = Encoder([model])
-        z3 = encoder.z3
-        # Every action runs exactly when every action runs in the run where all ran,
-        # whose terms carry no If over earlier outcomes: ask that one (far smaller).
-        run = encoder.run(model, assume_unblocked=action is None)
-        ids = run.dag.ids
-        if action is not None and action not in run.dag.positions:
-            raise UsageError(f"no action {action!r} in the proposal")
-        targets = run.dag.positions[action] if action is not None else list(range(run.dag.n))
-        unwalked = [i for i in targets if run.dag.level[i] < 0]
-        if unwalked:
-            return Condition(
-                action,
-                False,
-                "never",
-                reason=f"{ids[unwalked[0]]} is on or after a dependency cycle",
-            )
-        runs = [z3.Not(run.blocked[i]) for i in targets]
-        condition = z3.And(*runs) if runs else encoder.true
-        questions = encoder.questions(timeout_ms)
-        answer = questions.ask(condition)
-        if answer.verdict == z3.unknown:
-            return Condition(action, None, "unknown", reason=answer.reason)
-        if answer.verdict == z3.unsat:
-            real = run if action is not None else encoder.run(model)  # per action: real
-            reason = _never(z3, questions, real, targets, ids)
-            return Condition(action, False, "never", reason=reason)
-        example = encoder.state_from_model(answer.model)
-        blocked = {
-            t.action_id
-            for t in simulate(model, initial_state=example, profile="strict").trace
-            if t.blocked
-        }
-        wanted = {ids[i] for i in targets}
-        if blocked & wanted:
-            return Condition(action, None, "unknown", reason="the example did not replay")
-        simple = _without_implied(z3, _simplify(z3, condition, encoder), encoder)
-        formula = Printer(encoder).render(simple)
-        return Condition(action, True, formula, example)
+    encoder = Encoder([model])
+    z3 = encoder.z3
+    # Every action runs exactly when every action runs in the run where all ran,
+    # whose terms carry no If over earlier outcomes: ask that one (far smaller).
+    run = encoder.run(model, assume_unblocked=action is None)
+    ids = run.dag.ids
+    if action is not None and action not in run.dag.positions:
+        raise UsageError(f"no action {action!r} in the proposal")
+    targets = run.dag.positions[action] if action is not None else list(range(run.dag.n))
+    unwalked = [i for i in targets if run.dag.level[i] < 0]
+    if unwalked:
+        return Condition(
+            action,
+            False,
+            "never",
+            reason=f"{ids[unwalked[0]]} is on or after a dependency cycle",
+        )
+    runs = [z3.Not(run.blocked[i]) for i in targets]
+    condition = z3.And(*runs) if runs else encoder.true
+    questions = encoder.questions(timeout_ms)
+    answer = questions.ask(condition)
+    if answer.verdict == z3.unknown:
+        return Condition(action, None, "unknown", reason=answer.reason)
+    if answer.verdict == z3.unsat:
+        real = run if action is not None else encoder.run(model)  # per action: real
+        reason = _never(z3, questions, real, targets, ids)
+        return Condition(action, False, "never", reason=reason)
+    example = encoder.state_from_model(answer.model)
+    blocked = {
+        t.action_id
+        for t in simulate(model, initial_state=example, profile="strict").trace
+        if t.blocked
+    }
+    wanted = {ids[i] for i in targets}
+    if blocked & wanted:
+        return Condition(action, None, "unknown", reason="the example did not replay")
+    simple = _without_implied(z3, _simplify(z3, condition, encoder), encoder)
+    formula = Printer(encoder).render(simple)
+    return Condition(action, True, formula, example)
 
 
 def _never(z3: Any, questions: Questions, run: Any, targets: list[int], ids: list[str]) -> str:
