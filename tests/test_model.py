@@ -478,14 +478,14 @@ def test_streaming_types() -> None:
 
 
 def test_deep_nesting_is_an_input_error_not_a_crash() -> None:
-    with pytest.raises(InputError, match="nested too deeply"):
+    with pytest.raises(InputError, match="too deeply"):
         car_verify.load("[" * 100_000 + "]" * 100_000)
     nested: dict[str, Any] = {}
     cursor = nested
     for _ in range(5_000):
         cursor["a"] = {}
         cursor = cursor["a"]
-    with pytest.raises(InputError, match="nested too deeply"):
+    with pytest.raises(InputError, match="too deeply"):
         car_verify.load({"actions": [{"type": "t", "parameters": nested}]})
 
 
