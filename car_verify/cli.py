@@ -273,20 +273,32 @@ def cmd_policy_check(args: argparse.Namespace) -> int:
     result = verify(
         proposal, initial_state=_load_state(args.state), passes=["policies"], policies=loaded
     )
-    violations = [
-        {"policy_name": i.code, "action_id": i.action_id, "reason": i.message, "tier": i.tier.value}
-        for i in result.issues
-    ]
+
+    def entry(i: Any) -> dict[str, Any]:
+        return {
+            "policy_name": i.code,
+            "action_id": i.action_id,
+            "reason": i.message,
+            "tier": i.tier.value,
+        }
+
+    # An error is a violation; a warning says what could not be decided (a rule on a
+    # parameter that is another action's output, a trace rule past its budget).
+    violations = [entry(i) for i in result.issues if i.severity.value == "error"]
+    undecided = [entry(i) for i in result.issues if i.severity.value != "error"]
     if args.format == "json":
         doc = {
             "directory": None if loaded.directory is None else str(loaded.directory),
             "files": [str(f) for f in loaded.files],
             "violations": violations,
+            "undecided": undecided,
         }
         _write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     else:
         for v in violations:
             _write(f"{v['policy_name']} {v['action_id']}: {v['reason']}\n")
+        for v in undecided:
+            _write(f"undecided: {v['policy_name']} {v['action_id']}: {v['reason']}\n")
         count = len(violations)
         _write(f"{plural(count, 'violation')} ({loaded.describe()})\n")
     return EXIT_FINDINGS if violations else EXIT_OK
