@@ -22,35 +22,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import car_runtime as rt
 from car_oracle import (
-    car_verify,
     proposals,
     states,
     tool_registries,
     tx_projection,
-    verify_projection,
+    verify_both,
 )
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
 import car_verify as cv
-from car_verify.errors import InputError
-
-
-def _loops_nondeterministic(proposal: dict[str, Any]) -> bool:
-    seen: Counter[str] = Counter()
-    for action in proposal["actions"]:
-        params = action.get("parameters", {})
-        if action.get("type") == "tool_call" and "tool" in action and len(params) >= 2:
-            seen[json.dumps([action["tool"], params], sort_keys=True)] += 1
-    return any(n >= 2 for n in seen.values())
-
-
-def _strip_loops(projection: dict[str, Any]) -> dict[str, Any]:
-    out = dict(projection)
-    out["issues"] = [i for i in out["issues"] if i[0][0] != "proposal" or i[0][2] != "heuristic"]
-    out["checks"] = [c for c in out["checks"] if c[0] != "loop_detection"]
-    out["valid"] = None
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,19 +73,8 @@ def main(argv: list[str] | None = None) -> int:
         check(p, q, state, tools, max_actions, versions)
 
     def check(p: Any, q: Any, state: Any, tools: Any, max_actions: Any, versions: Any) -> None:
-        try:
-            theirs: Any = verify_projection(car_verify(rt, p, state, tools, max_actions))
-        except ValueError:
-            theirs = "rejected"
-        try:
-            ours: Any = verify_projection(
-                cv.verify(p, initial_state=state, tools=tools, max_actions=max_actions).to_dict()
-            )
-        except InputError:
-            ours = "rejected"
-        if isinstance(ours, dict) and isinstance(theirs, dict) and _loops_nondeterministic(p):
-            nondeterministic["verify"] += 1
-            ours, theirs = _strip_loops(ours), _strip_loops(theirs)
+        ours, theirs, stripped = verify_both(p, state, tools, max_actions)
+        nondeterministic["verify"] += stripped
         record("verify", ours, theirs, [p, state, tools, max_actions])
         if theirs == "rejected":
             return

@@ -17,13 +17,12 @@ from typing import Any
 
 import pytest
 from car_oracle import (
-    car_verify,
+    assert_projection_matches,
     proposals,
     runtime,
     states,
     tool_registries,
     tx_projection,
-    verify_projection,
 )
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -40,45 +39,6 @@ RUNS = settings(
 )
 
 
-def _loops_nondeterministic(proposal: dict[str, Any]) -> bool:
-    """Whether CAR's loop rule may answer differently from run to run here: two or
-    more identical calls whose parameters have two or more keys."""
-    seen: dict[str, int] = {}
-    for action in proposal["actions"]:
-        params = action.get("parameters", {})
-        if action.get("type") == "tool_call" and "tool" in action and len(params) >= 2:
-            key = json.dumps([action["tool"], params], sort_keys=True)
-            seen[key] = seen.get(key, 0) + 1
-    return any(n >= 2 for n in seen.values())
-
-
-def _without_loops(projection: dict[str, Any]) -> dict[str, Any]:
-    out = dict(projection)
-    out["issues"] = [
-        item
-        for item in out["issues"]
-        if item[0] != ("proposal", "warning", "heuristic")
-        and item[0] != ("proposal", "error", "heuristic")
-    ]
-    out["checks"] = [c for c in out["checks"] if c[0] != "loop_detection"]
-    out["valid"] = None  # an error from the loop rule decides it
-    return out
-
-
-def _ours(proposal: dict[str, Any], **kw: Any) -> dict[str, Any] | str:
-    try:
-        return verify_projection(cv.verify(proposal, **kw).to_dict())
-    except InputError:
-        return "rejected"
-
-
-def _theirs(proposal: dict[str, Any], state: Any, tools: Any, max_actions: Any) -> Any:
-    try:
-        return verify_projection(car_verify(rt, proposal, state, tools, max_actions))
-    except ValueError:
-        return "rejected"
-
-
 def agree(theirs: Callable[[], Any], ours: Callable[[], Any]) -> None:
     """Both sides give the same answer, or both reject the proposal (CAR raises
     ValueError, car-verify an InputError)."""
@@ -93,25 +53,12 @@ def agree(theirs: Callable[[], Any], ours: Callable[[], Any]) -> None:
     assert our_answer == their_answer
 
 
-def assert_verify_agrees(
-    proposal: dict[str, Any],
-    state: dict[str, Any] | None = None,
-    tools: list[dict[str, Any]] | None = None,
-    max_actions: int | None = None,
-) -> None:
-    theirs = _theirs(proposal, state, tools, max_actions)
-    ours = _ours(proposal, initial_state=state, tools=tools, max_actions=max_actions)
-    if isinstance(theirs, dict) and isinstance(ours, dict) and _loops_nondeterministic(proposal):
-        theirs, ours = _without_loops(theirs), _without_loops(ours)
-    assert ours == theirs
-
-
 @RUNS
 @given(proposals(), states, tool_registries, st.sampled_from([None, None, 2, 4]))
 def test_verify_agrees_with_the_runtime(
     proposal: dict[str, Any], state: Any, tools: Any, max_actions: Any
 ) -> None:
-    assert_verify_agrees(proposal, state, tools, max_actions)
+    assert_projection_matches(proposal, state, tools, max_actions)
 
 
 @RUNS
@@ -181,7 +128,7 @@ def test_every_bundled_document_agrees_with_the_runtime(path: Path) -> None:
     state_file, tools_file = path.with_name("state.json"), path.with_name("tools.json")
     state = json.loads(state_file.read_text()) if state_file.exists() else doc.get("initial_state")
     tools = json.loads(tools_file.read_text()) if tools_file.exists() else doc.get("tools")
-    assert_verify_agrees(proposal, state, tools, doc.get("max_actions"))
+    assert_projection_matches(proposal, state, tools, doc.get("max_actions"))
     state_json = None if state is None else json.dumps(state)
     agree(
         lambda: json.loads(rt.simulate(json.dumps(proposal), state_json)),

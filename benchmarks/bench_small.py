@@ -1,0 +1,101 @@
+"""Small plans: load+verify per proposal against json.loads and car_runtime.verify.
+
+    python benchmarks/bench_small.py [N] [ROUNDS]
+
+N generated proposals of 5-10 actions (a seeded generator: every action type,
+preconditions, effects, state dependencies), as JSON text. Each round times, back
+to back on the same texts: ``json.loads`` of each, car-verify's ``verify`` of each
+under the ``car`` and the ``strict`` profile, and, when ``car-runtime`` is
+installed, ``car_runtime.verify``. Prints proposals per second and the ratio to
+``json.loads`` of each round's times, as min / median / max over the rounds.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import car_verify
+
+KEYS = [f"k{i}" for i in range(8)]
+TYPES = ["tool_call"] * 6 + ["state_write", "state_read", "assertion"]
+OPERATORS = ["eq", "neq", "gt", "exists", "not_exists", "contains"]
+
+
+def proposal(rng: random.Random, n: int) -> dict[str, Any]:
+    actions = []
+    for i in range(n):
+        kind = rng.choice(TYPES)
+        action: dict[str, Any] = {"id": f"a{i}", "type": kind}
+        if kind == "tool_call":
+            action["tool"] = rng.choice(["fetch", "build", "deploy", "notify"])
+            action["parameters"] = {"target": rng.choice(["staging", "prod"]), "n": i}
+        elif kind in ("state_write", "state_read"):
+            action["parameters"] = {"key": rng.choice(KEYS), "value": i}
+        if rng.random() < 0.5:
+            action["preconditions"] = [
+                {
+                    "key": rng.choice(KEYS),
+                    "operator": rng.choice(OPERATORS),
+                    "value": rng.randint(0, 3),
+                }
+            ]
+        if kind != "state_read" and rng.random() < 0.7:
+            action["expected_effects"] = {rng.choice(KEYS): rng.randint(0, 3)}
+        if rng.random() < 0.5:
+            action["state_dependencies"] = rng.sample(KEYS, rng.randint(1, 2))
+        actions.append(action)
+    return {"id": "p", "source": "bench", "actions": actions}
+
+
+def timed(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    count = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
+    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+    rng = random.Random(24)
+    texts = [json.dumps(proposal(rng, rng.randint(5, 10))) for _ in range(count)]
+    try:
+        import car_runtime
+    except ImportError:
+        car_runtime = None
+    subjects: dict[str, Callable[[], object]] = {
+        "json.loads": lambda: [json.loads(t) for t in texts],
+        "car-verify (car)": lambda: [car_verify.verify(t) for t in texts],
+        "car-verify (strict)": lambda: [car_verify.verify(t, profile="strict") for t in texts],
+    }
+    if car_runtime is not None:
+        subjects["car_runtime.verify"] = lambda: [car_runtime.verify(t) for t in texts]
+    for fn in subjects.values():  # warm up
+        fn()
+    times: dict[str, list[float]] = {name: [] for name in subjects}
+    for _ in range(rounds):
+        for name, fn in subjects.items():
+            times[name].append(timed(fn))
+    base = times["json.loads"]
+    print(f"{count} proposals of 5-10 actions, {rounds} rounds")
+    print(f"{'':22} {'proposals/s (median)':>22}   x json.loads (min / median / max)")
+    for name, series in times.items():
+        ratios = [t / b for t, b in zip(series, base, strict=True)]
+        rate = count / statistics.median(series)
+        print(
+            f"{name:22} {rate:>22,.0f}   {min(ratios):.1f} / {statistics.median(ratios):.1f} / "
+            f"{max(ratios):.1f}"
+        )
+    if car_runtime is not None:
+        ours = statistics.median(times["car-verify (car)"])
+        theirs = statistics.median(times["car_runtime.verify"])
+        print(f"car-verify (car) / car_runtime.verify: {ours / theirs:.2f}x the time")
+
+
+if __name__ == "__main__":
+    main()
