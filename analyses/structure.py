@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from car_verify.findings import Issue, Tier
-from car_verify.model import Action
+from car_verify.model import Action, unknown_fields
 from car_verify.passes import Context, Example, Pass
 
 
@@ -40,6 +40,7 @@ class StructurePass(Pass):
         "unknown-action-type",
         "missing-tool-name",
         "state-write-without-key",
+        "unknown-field",
     )
     verifies = (
         "actions exist, ids are unique, types are known, tool calls and state writes are complete"
@@ -72,6 +73,20 @@ class StructurePass(Pass):
             ("missing-tool-name",),
         ),
         Example(
+            "a misspelled field: the precondition is ignored",
+            {
+                "actions": [
+                    {
+                        "id": "deploy",
+                        "type": "tool_call",
+                        "tool": "deploy",
+                        "precondition": [{"key": "tests_passed", "value": True}],
+                    }
+                ]
+            },
+            ("unknown-field",),
+        ),
+        Example(
             "a state write with no key",
             {"actions": [{"id": "a1", "type": "state_write", "parameters": {"value": 1}}]},
             ("state-write-without-key",),
@@ -79,6 +94,13 @@ class StructurePass(Pass):
     )
 
     def run(self, ctx: Context) -> Iterator[Issue]:
+        for field in unknown_fields(ctx.proposal):
+            yield ctx.issue(
+                "unknown-field",
+                field.message(),
+                index=field.index,
+                where=field.path[2:] if field.index is not None else field.path,
+            )
         actions = ctx.proposal.actions
         if not actions:
             yield ctx.issue("empty-proposal", "the proposal has no actions")

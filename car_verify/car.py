@@ -35,7 +35,7 @@ from typing import Any
 from ._codec import MISSING
 from .errors import InputError, UsageError
 from .findings import Issue, Severity, Tier
-from .model import Action, ActionProposal
+from .model import Action, ActionProposal, unknown_fields
 from .values import ABSENT, json_equal
 from .walk import Cause
 
@@ -474,7 +474,7 @@ CHECK_OF_CODE = {
 
 
 #: Every code the car profile reports: CAR's, and car-verify's own notes beside them.
-CAR_CODES = frozenset({*CHECK_OF_CODE, "extension-ignored", "car-spec-deviation"})
+CAR_CODES = frozenset({*CHECK_OF_CODE, "extension-ignored", "car-spec-deviation", "unknown-field"})
 
 
 @dataclass(slots=True)
@@ -789,6 +789,8 @@ def _beyond_car(proposal: ActionProposal, verdict: CarVerdict, limit: int) -> li
     """car-verify's ``info`` findings: what CAR ignores, and where CAR contradicts its spec."""
     order = verdict.order
     found = _Findings(proposal)
+    for field_ in unknown_fields(proposal):
+        found.add("unknown-field", I_, field_.message(), field_.index, field_.pointer)
     for index, action in enumerate(proposal.actions):
         ignored = []
         if action.dependencies:

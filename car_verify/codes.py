@@ -176,6 +176,14 @@ _TABLE = [
         E,
     ),
     Code(
+        "unknown-field",
+        W,
+        D,
+        "a key no field of the IR knows (a misspelling?): kept, and ignored by every check",
+        INFO,
+        "info: CAR ignores unknown fields, and its verdict stays the verdict",
+    ),
+    Code(
         "policy-undecided",
         W,
         D,

@@ -10,6 +10,7 @@ default (``tool``, ``timeout_ms``, ...), which are omitted when absent.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -951,6 +952,13 @@ def load_parsed(data: Any) -> ActionProposal:
 def _model(
     data: Any, *, is_json: bool, copy: bool = False, label: str | None = None
 ) -> ActionProposal:
+    if isinstance(data, dict) and not any(k in data for k in PROPOSAL_FIELDS):
+        found = ", ".join(f"`{k}`" for k in list(data)[:5]) or "no keys at all"
+        raise InputError(
+            f"not a proposal: the object has none of the proposal's fields "
+            f"({', '.join(PROPOSAL_FIELDS)}), but {found} (a state or tools file?)",
+            source=label,
+        )
     if nesting_depth(data) > MAX_DEPTH:  # one bound, for every way in
         path, depth = deepest(data)
         raise too_deep(path, depth, label)
@@ -967,6 +975,64 @@ def _model(
         raise (error.with_source(label) if label else error) from None
     except RecursionError:
         raise InputError("the document is nested too deeply to model", source=label) from None
+
+
+#: The proposal's own fields (SEMANTICS section 1): an object with none of them is
+#: not a proposal (a state or tools file given by mistake).
+PROPOSAL_FIELDS = ("id", "source", "timestamp", "actions", "context")
+
+
+def wire_names(cls: type) -> frozenset[str]:
+    """The JSON keys a wire class knows."""
+    return frozenset(f.metadata["wire"] for f in dataclasses.fields(cls) if "wire" in f.metadata)
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownField:
+    """A key of the document that no field of the IR knows: kept, and ignored."""
+
+    path: tuple[str | int, ...]
+    name: str
+    #: The nearest known name ("did you mean"), if one is close.
+    suggestion: str | None
+    #: The position of the action it sits in (None: the proposal itself).
+    index: int | None
+
+    @property
+    def pointer(self) -> str:
+        return "".join(f"/{str(p).replace('~', '~0').replace('/', '~1')}" for p in self.path)
+
+    def message(self) -> str:
+        hint = f" (did you mean `{self.suggestion}`?)" if self.suggestion else ""
+        return f"unknown field `{self.name}`{hint}: it is kept, and ignored by every check"
+
+
+def unknown_fields(proposal: ActionProposal) -> list[UnknownField]:
+    """Every unknown key of a proposal, its actions, their preconditions, assumptions
+    and compensation, in document order."""
+    import difflib
+
+    out: list[UnknownField] = []
+
+    def visit(obj: Any, at: tuple[str | int, ...], index: int | None) -> None:
+        extra = getattr(obj, "extra", None)
+        if not extra:
+            return
+        known = sorted(wire_names(type(obj)))
+        for key in extra:
+            near = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+            out.append(UnknownField((*at, key), key, near[0] if near else None, index))
+
+    visit(proposal, (), None)
+    for i, action in enumerate(proposal.actions):
+        visit(action, ("actions", i), i)
+        for j, pre in enumerate(action.preconditions):
+            visit(pre, ("actions", i, "preconditions", j), i)
+        for j, assumption in enumerate(action.assumptions):
+            visit(assumption, ("actions", i, "assumptions", j), i)
+        if action.compensation is not None:
+            visit(action.compensation, ("actions", i, "compensation"), i)
+    return out
 
 
 def load_tools(source: Any) -> list[ToolSchema]:

@@ -20,6 +20,8 @@ from car_verify.errors import InputError
 from car_verify.executor import execute_sync
 from car_verify.policy import load_policies, load_policy_text
 
+pytestmark = pytest.mark.usefixtures("abandoned_tools_end")
+
 DENY_RM = 'deny_tool = ["rm"]\n'
 SECRETS = (
     '[[deny_tool_param_matching]]\ntool = "post"\nparam = "body"\nmatches = "sk-[A-Za-z0-9]{20,}"\n'
@@ -208,7 +210,9 @@ def test_a_schema_pattern_re2_cannot_run_is_an_input_error_naming_the_tool() -> 
 def test_a_sync_tool_past_its_timeout_does_not_hold_the_run() -> None:
     plan = {"actions": [tc("slow", "slow", timeout_ms=50, failure_behavior="skip")]}
     started = time.perf_counter()
-    result = execute_sync(plan, {"slow": lambda p: time.sleep(3) or {}})
+    from conftest import RELEASE
+
+    result = execute_sync(plan, {"slow": lambda p: RELEASE.wait(3) and {}})
     assert time.perf_counter() - started < 2
     assert result.statuses["slow"] == "failed"
     assert "timed out" in (result.result.results[0].error or "")
@@ -227,8 +231,10 @@ def test_a_tool_that_never_returns_is_abandoned() -> None:
 
 
 def test_an_async_tool_that_blocks_without_awaiting_times_out() -> None:
+    from conftest import RELEASE
+
     async def blocking(params: dict[str, Any]) -> Any:
-        time.sleep(1.5)
+        RELEASE.wait(1.5)  # blocks its loop: never awaits
         return {}
 
     plan = {"actions": [tc("b", "blocking", timeout_ms=50, failure_behavior="skip")]}

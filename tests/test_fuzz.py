@@ -11,7 +11,7 @@ import contextlib
 import json
 import os
 import random
-import time
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -90,10 +90,12 @@ FAULTS: list[Any] = [
 def test_every_tool_fault_leaves_a_result_the_state_restored_and_the_log_readable(
     tmp_path_factory: pytest.TempPathFactory, faults: list[int], abort: bool
 ) -> None:
+    release = threading.Event()
+
     def tool_for(fault: Any) -> Any:
         def run(params: dict[str, Any]) -> Any:
             if fault == "slow":
-                time.sleep(0.3)
+                release.wait(0.3)
                 return {}
             if fault == "not json":
                 return {1, 2}
@@ -116,7 +118,15 @@ def test_every_tool_fault_leaves_a_result_the_state_restored_and_the_log_readabl
         for i in range(len(faults))
     ]
     log = tmp_path_factory.mktemp("log") / "run.jsonl"
-    result = execute_sync({"actions": actions}, tools, initial_state={"start": 1}, event_log=log)
+    try:
+        result = execute_sync(
+            {"actions": actions}, tools, initial_state={"start": 1}, event_log=log
+        )
+    finally:
+        release.set()  # the abandoned slow calls end now
+        for thread in threading.enumerate():
+            if thread.name.startswith("car-verify tool"):
+                thread.join(timeout=10)
     assert len(result.result.results) == len(actions)
     assert {r.status.value for r in result.result.results} <= {
         "succeeded",

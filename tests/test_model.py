@@ -115,7 +115,16 @@ def test_unknown_fields_are_preserved_at_every_level() -> None:
 
 
 def test_absent_actions_is_an_empty_array() -> None:
-    assert car_verify.load({}).actions == []
+    assert car_verify.load({"id": "p"}).actions == []
+
+
+@pytest.mark.parametrize(
+    "doc", [{}, {"k": 1}, {"action": []}, {"name": "deploy", "parameters": {}}]
+)
+def test_an_object_with_none_of_the_proposals_fields_is_not_a_proposal(doc: dict[str, Any]) -> None:
+    """SEMANTICS section 1: a state or tools file given by mistake is an input error."""
+    with pytest.raises(InputError, match="not a proposal"):
+        car_verify.load(doc)
 
 
 def test_a_precondition_without_value_has_null() -> None:

@@ -110,7 +110,8 @@ def test_section5_table_severities_and_tiers() -> None:
     }
     assert {k: (CODES[k].severity.value, CODES[k].tier.value) for k in table} == table
     default = {c for cls in PASSES.values() if cls.default for c in cls.codes}
-    assert default == set(table), "verify's default findings are exactly SEMANTICS section 5"
+    # Section 5's table, and unknown-field (issue 25: nothing passes silently).
+    assert default == {*table, "unknown-field"}, "verify's default findings are section 5's"
 
 
 def test_a_subset_of_passes_runs_alone_and_evidence_says_what_ran() -> None:
