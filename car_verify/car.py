@@ -57,6 +57,7 @@ __all__ = [
     "car_walk",
     "profile_of",
     "require_known_types",
+    "strict_only",
 ]
 
 E, W, I_ = Severity.ERROR, Severity.WARNING, Severity.INFO
@@ -84,6 +85,16 @@ def profile_of(value: str | Profile | None) -> Profile:
         return Profile(value)
     except ValueError:
         raise UsageError(f"unknown profile {value!r} (choose car or strict)") from None
+
+
+def strict_only(profile: str | Profile | None, what: str) -> None:
+    """For a function that models the strict profile's walk only: ``car`` is refused,
+    saying so, rather than answered with the strict reading (docs/compat.md)."""
+    if profile_of(profile) is Profile.CAR:
+        raise UsageError(
+            f"{what} models the strict profile's walk (SEMANTICS 1-8), not CAR's; "
+            "run it with profile='strict' (the default here)"
+        )
 
 
 def require_known_types(proposal: ActionProposal) -> None:

@@ -224,7 +224,9 @@ def cmd_optimize(args: argparse.Namespace) -> int:
 def cmd_wp(args: argparse.Namespace) -> int:
     from .wp import runs_unblocked
 
-    condition = runs_unblocked(_load_proposal(args.proposal), args.action)
+    condition = runs_unblocked(
+        _load_proposal(args.proposal), args.action, profile=args.profile or "strict"
+    )
     if args.format == "json":
         _write(json.dumps(condition.to_dict(), indent=2, ensure_ascii=False) + "\n")
     else:
@@ -390,6 +392,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         policies=policies,
         event_log=args.events,
         progress=progress,
+        profile=args.profile or "strict",
     )
 
     async def run() -> Any:
@@ -460,7 +463,16 @@ def cmd_dot(args: argparse.Namespace) -> int:
 
 
 def _codes_arg(text: str | None) -> tuple[str, ...] | None:
-    return None if text is None else tuple(c.strip() for c in text.split(",") if c.strip())
+    """Codes given as ``A,B``; an unknown one is a usage error."""
+    if text is None:
+        return None
+    from .lint import unknown_codes
+
+    codes = tuple(c.strip() for c in text.split(",") if c.strip())
+    unknown = unknown_codes(codes)
+    if unknown:
+        raise UsageError(f"unknown code {unknown[0]!r}; `car-verify codes` lists them")
+    return codes
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
@@ -598,7 +610,13 @@ def _parser() -> _Parser:
     p.add_argument("a", metavar="A", help="first proposal (or -)")
     p.add_argument("b", metavar="B", help="second proposal")
     p.add_argument("--states", metavar="STATES.json", help="probe states (sampled method)")
-    p.add_argument("--method", choices=("sampled", "z3"), default="sampled")
+    p.add_argument(
+        "--method",
+        choices=("auto", "sampled", "z3"),
+        default="auto",
+        help="auto (default): z3 where it can model the plans, else sampled, which is "
+        "then unknown (exit 3) when the probes agree",
+    )
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(run=cmd_equivalent)
 

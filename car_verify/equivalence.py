@@ -27,7 +27,7 @@ from .values import ABSENT, json_equal
 __all__ = ["DEFAULT_PROBES", "EquivalenceResult", "differing_keys", "equivalent"]
 
 DEFAULT_PROBES: tuple[dict[str, Any], ...] = ({}, {"x": 1, "y": 2})
-Method = Literal["sampled", "z3"]
+Method = Literal["sampled", "z3", "auto"]
 
 
 @dataclass(slots=True)
@@ -68,7 +68,7 @@ class EquivalenceResult:
 
     def explain(self) -> str:
         if self.equivalent is None:
-            return f"unknown ({self.method}): {self.reason}"
+            return f"unknown ({self.method}, tier {self.tier.value}): {self.reason}"
         if self.equivalent:
             scope = "for every initial state" if self.method == "z3" else "on every probe state"
             return f"equivalent {scope} (tier {self.tier.value})"
@@ -136,7 +136,34 @@ def equivalent(
         decided = _decided(a, b, timeout_ms)
         decided.profile = "strict"
         return decided
-    raise UsageError(f"unknown method {method!r}; expected 'sampled' or 'z3'")
+    if method == "auto":
+        return _auto(a, b, test_states, chosen, timeout_ms)
+    raise UsageError(f"unknown method {method!r}; expected 'auto', 'sampled' or 'z3'")
+
+
+def _auto(
+    a: Any,
+    b: Any,
+    test_states: Sequence[Mapping[str, Any]] | None,
+    profile: Profile,
+    timeout_ms: int,
+) -> EquivalenceResult:
+    """Decide with z3 when it can model the plans (the strict profile's walk);
+    otherwise sample, and then equal probes are *unknown*, never a proof."""
+    why = "the z3 method decides the strict profile's walk, not CAR's"
+    if profile is Profile.STRICT:
+        decided = _decided(a, b, timeout_ms)
+        decided.profile = "strict"
+        if decided.equivalent is not None:
+            return decided
+        why = decided.reason or "z3 could not decide"
+    sampled = _sampled(a, b, test_states, profile)
+    sampled.profile = profile.value
+    if sampled.equivalent is False:  # a probe that differs is a real difference
+        return sampled
+    sampled.equivalent = None
+    sampled.reason = f"equal on the probe states; not decided ({why})"
+    return sampled
 
 
 def _sampled(

@@ -333,7 +333,11 @@ class Executor:
         event_log: Any = None,
         progress: Callable[[str, str | None, Mapping[str, Any]], None] | None = None,
         compensation_timeout_ms: int | None = None,
+        profile: str = "strict",
     ) -> None:
+        from .car import strict_only
+
+        strict_only(profile, "the executor")  # it admits and schedules as sections 1-8 say
         self.proposal: ActionProposal = load(proposal)
         #: The bound on a compensation whose action has no ``timeout_ms``.
         self.compensation_timeout_ms = compensation_timeout_ms
@@ -1022,8 +1026,10 @@ async def execute(
     event_log: Any = None,
     progress: Callable[[str, str | None, Mapping[str, Any]], None] | None = None,
     compensation_timeout_ms: int | None = None,
+    profile: str = "strict",
 ) -> ExecutionResult:
-    """Run a proposal behind the verify passes (see the module docs)."""
+    """Run a proposal behind the verify passes (see the module docs). It admits and
+    schedules as the strict profile does; ``profile="car"`` is refused (compat.md)."""
     executor = Executor(
         proposal,
         tools,
@@ -1035,6 +1041,7 @@ async def execute(
         event_log=event_log,
         progress=progress,
         compensation_timeout_ms=compensation_timeout_ms,
+        profile=profile,
     )
     return await executor.run()
 

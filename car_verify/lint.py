@@ -114,8 +114,10 @@ def find_config(start: str | os.PathLike[str] | None = None) -> Path | None:
         if pyproject.is_file():
             try:
                 doc = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-            except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError):
-                doc = {}
+            except tomllib.TOMLDecodeError as err:  # never run with defaults instead
+                raise InputError(f"not valid TOML: {err}", source=str(pyproject)) from None
+            except (OSError, UnicodeDecodeError) as err:
+                raise InputError(f"cannot read: {err}", source=str(pyproject)) from None
             if "car-verify" in doc.get("tool", {}):
                 return pyproject
     return None
@@ -171,6 +173,10 @@ def load_config(path: str | os.PathLike[str] | None = None) -> LintConfig:
             raise fail(key, "expected a path (a string)")
         return (root / value).resolve()
 
+    for key in ("select", "ignore"):
+        unknown = unknown_codes(strings(key))
+        if unknown:
+            raise fail(key, f"unknown code {unknown[0]!r}; `car-verify codes` lists them")
     severity = doc.get("severity", {})
     if not isinstance(severity, dict):
         raise fail("severity", 'expected a table of code = "error" | "warning" | "info"')
@@ -778,6 +784,32 @@ def render_sarif(report: LintReport) -> str:
         results,
         originalUriBaseIds={"%SRCROOT%": {"uri": Path.cwd().resolve().as_uri() + "/"}},
     )
+
+
+#: The kinds of policy rule whose names are codes too (``deny_tool:rm``).
+RULE_KINDS = frozenset(
+    {
+        "deny_tool",
+        "deny_keyword",
+        "deny_tool_param",
+        "allow_tool_param",
+        "deny_tool_param_matching",
+        "rate_limit_tool",
+        "trace_rule",
+        "require_state",
+    }
+)
+
+
+def unknown_codes(codes: Iterable[str]) -> list[str]:
+    """The names among ``codes`` that are no finding code (nor a policy rule name,
+    ``<kind>:<target>``, nor a rule-kind prefix such as ``deny_tool:``)."""
+    known = all_codes()
+    return [
+        code
+        for code in codes
+        if code not in known and not (":" in code and code.split(":", 1)[0] in RULE_KINDS)
+    ]
 
 
 def with_overrides(config: LintConfig, **changes: Any) -> LintConfig:

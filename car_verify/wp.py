@@ -57,11 +57,19 @@ class Condition:
 
 @deep_values_are_input_errors
 def runs_unblocked(
-    proposal: ProposalLike, action: str | None = None, *, timeout_ms: int = 30_000
+    proposal: ProposalLike,
+    action: str | None = None,
+    *,
+    timeout_ms: int = 30_000,
+    profile: str = "strict",
 ) -> Condition:
-    """The weakest precondition for ``action`` (or every action) to run unblocked."""
+    """The weakest precondition for ``action`` (or every action) to run unblocked.
+
+    It decides the strict profile's walk; ``profile="car"`` is refused (compat.md)."""
+    from .car import strict_only
     from .symbolic import Encoder
 
+    strict_only(profile, "runs_unblocked")
     model = load(proposal)
     encoder = Encoder([model])
     z3 = encoder.z3

@@ -279,3 +279,16 @@ def test_car_messages_are_plain_words_with_json_values() -> None:
     message = cv.verify(plan, initial_state={"k": 2}).issues[0].message
     assert message == "precondition will fail: 'k' is 2, need 1"
     assert "Number(" not in message
+
+
+def test_what_models_only_the_strict_walk_refuses_car_rather_than_answer_for_it() -> None:
+    from car_verify.errors import UsageError
+    from car_verify.executor import execute_sync
+
+    plan = {"actions": [tc("a")]}
+    with pytest.raises(UsageError, match="strict profile"):
+        cv.runs_unblocked(plan, profile="car")
+    with pytest.raises(UsageError, match="strict profile"):
+        execute_sync(plan, {"ta": lambda p: {}}, profile="car")
+    assert cv.runs_unblocked(plan).satisfiable is True  # strict, the default here
+    assert execute_sync(plan, {"ta": lambda p: {}}).statuses == {"a": "succeeded"}
