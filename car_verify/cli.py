@@ -408,12 +408,13 @@ def cmd_run(args: argparse.Namespace) -> int:
                 loop.remove_signal_handler(signal.SIGINT)
 
     outcome = asyncio.run(run())
-    if args.format == "json":
-        _write(json.dumps(outcome.to_dict(), indent=2, ensure_ascii=False) + "\n")
+    if args.format == "json":  # the result, the rollback and the abort cause
+        _write(json.dumps(outcome.report(), indent=2, ensure_ascii=False) + "\n")
     else:
+        shown = outcome.shown_statuses
         for r in outcome.result.results:
             detail = f": {_one_line(r.error)}" if r.error else ""
-            _write(f"{r.status.value:<9} {r.action_id}{detail}\n")
+            _write(f"{shown[r.action_id]:<11} {r.action_id}{detail}\n")
         c = outcome.result.cost
         _write(
             f"{c.actions_executed} executed, {c.actions_rejected} rejected, {c.actions_skipped} "

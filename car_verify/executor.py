@@ -163,6 +163,14 @@ class ExecutionResult:
     def statuses(self) -> dict[str, str]:
         return {r.action_id: r.status.value for r in self.result.results}
 
+    @property
+    def shown_statuses(self) -> dict[str, str]:
+        """The statuses as a person reads them after a rollback: a succeeded action
+        whose compensation ran is ``compensated`` (the wire status stays ``succeeded``,
+        the spec's ActionStatus has no such value)."""
+        undone = set(self.rollback.compensated) if self.rollback is not None else set()
+        return {a: ("compensated" if a in undone else s) for a, s in self.statuses.items()}
+
     def to_dict(self) -> dict[str, Any]:
         return self.result.to_dict()
 
@@ -180,6 +188,7 @@ class ExecutionResult:
             "violations": [v.to_dict() for v in self.violations],
             "aborted_by": self.aborted_by,
             "rollback": None if self.rollback is None else self.rollback.to_dict(),
+            "statuses": self.shown_statuses,
             "log_error": self.log_error,
         }
 

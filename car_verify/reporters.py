@@ -95,8 +95,9 @@ def sarif_log(rules: list[dict[str, Any]], results: list[dict[str, Any]], **run:
 
 
 def render_sarif(result: VerificationResult, *, artifact: str | None = None) -> str:
-    """A SARIF 2.1.0 log: one rule per finding code, one result per issue."""
-    codes = sorted(CODES)
+    """A SARIF 2.1.0 log: one rule per finding code (and per policy rule that
+    fired, named after it), one result per issue, each pointing at its own rule."""
+    codes = [*sorted(CODES), *sorted({i.code for i in result.issues} - set(CODES))]
     index = {name: i for i, name in enumerate(codes)}
     results = []
     for issue in result.issues:
@@ -110,11 +111,11 @@ def render_sarif(result: VerificationResult, *, artifact: str | None = None) -> 
         results.append(
             {
                 "ruleId": issue.code,
-                "ruleIndex": index.get(issue.code, 0),
+                "ruleIndex": index[issue.code],
                 "level": _SARIF_LEVEL[issue.severity],
                 "message": {"text": issue.message},
                 "locations": [location],
                 "properties": {"tier": issue.tier.value, "actionId": issue.action_id},
             }
         )
-    return sarif_log([sarif_rule(name, CODES[name]) for name in codes], results)
+    return sarif_log([sarif_rule(name, CODES.get(name)) for name in codes], results)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -207,16 +208,32 @@ def _violations(validator: Any, value: Any) -> list[SchemaError]:
     return errors
 
 
+def _json_text(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
 def _message(err: Any) -> str:
-    """jsonschema's message, with a long quote of the rejected value or of the schema's
-    value (an ``enum`` of hundreds, a parameter of megabytes) cut short: the finding
-    names the path, where the whole value still is."""
+    """jsonschema's message with the values it quotes written as JSON (``true``,
+    ``null``, ``"x"``), not as Python (``True``, ``None``, ``'x'``), and a long quote
+    of the rejected value or of the schema's value (an ``enum`` of hundreds, a
+    parameter of megabytes) cut short: the finding names the path, where the whole
+    value still is."""
     message: str = err.message
-    if len(message) <= QUOTE_LIMIT:
-        return message
-    for value in (err.instance, err.validator_value):
-        quote = repr(value)
-        if len(quote) > QUOTE_LIMIT and quote in message:
-            cut = f"{quote[: QUOTE_LIMIT // 2]}... ({len(quote):,} characters)"
-            message = message.replace(quote, cut, 1)
+
+    def text_of(value: Any) -> str:
+        text = _json_text(value)
+        if len(text) > QUOTE_LIMIT:
+            return f"{text[: QUOTE_LIMIT // 2]}... ({len(text):,} characters)"
+        return text
+
+    # jsonschema writes the rejected value first and the schema's value last: each is
+    # replaced where it stands, never inside the other.
+    head, tail = repr(err.instance), repr(err.validator_value)
+    if message.startswith(head):
+        message = text_of(err.instance) + message[len(head) :]
+    if message.endswith(tail):
+        message = message[: len(message) - len(tail)] + text_of(err.validator_value)
     return message

@@ -101,3 +101,55 @@ def test_an_unknown_code_is_an_error(
     assert "unknown code 'write-conflit'" in capsys.readouterr().err
     if where != "config":  # a known code and a policy rule name are accepted
         assert main(["lint", "p.json", "--select", "deny_tool:rm,write-conflict"]) == 0
+
+
+@pytest.mark.parametrize("profile", ["car", "strict"])
+def test_sarif_points_each_result_at_its_own_rule(profile: str) -> None:
+    """A policy finding pointed at rule 0 (`assertion-fails`) before (issue 24)."""
+    from car_verify.policy import load_policy_text
+    from car_verify.reporters import render_sarif
+
+    plan = {"actions": [{"id": "wipe", "type": "tool_call", "tool": "rm"}]}
+    result = car_verify.verify(
+        plan, policies=load_policy_text('deny_tool = ["rm"]\n'), profile=profile
+    )
+    run = json.loads(render_sarif(result))["runs"][0]
+    rules = run["tool"]["driver"]["rules"]
+    assert run["results"]
+    for found in run["results"]:
+        assert rules[found["ruleIndex"]]["id"] == found["ruleId"]
+    assert "deny_tool:rm" in {found["ruleId"] for found in run["results"]}
+
+
+def test_run_json_carries_the_rollback_and_the_abort_cause(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Item 9: `run --format json` printed only the wire ProposalResult."""
+    module = tmp_path / "mytools.py"
+    module.write_text(
+        "TOOLS = {'charge': lambda p: {}, 'refund': lambda p: {}, 'boom': lambda p: 1 / 0}\n"
+    )
+    plan = {
+        "actions": [
+            {
+                "id": "charge",
+                "type": "tool_call",
+                "tool": "charge",
+                "expected_effects": {"charged": True},
+                "reversibility": "compensable",
+                "compensation": {"type": "tool", "tool": "refund"},
+            },
+            {"id": "ship", "type": "tool_call", "tool": "boom", "state_dependencies": ["charged"]},
+        ]
+    }
+    proposal = tmp_path / "p.json"
+    proposal.write_text(json.dumps(plan))
+    code = main(["run", str(proposal), "--tools", f"{module}:TOOLS", "--format", "json", "--quiet"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert doc["aborted_by"].startswith("ship")
+    assert doc["rollback"]["compensated"] == ["charge"]
+    assert doc["statuses"] == {"charge": "compensated", "ship": "failed"}
+    assert [r["status"] for r in doc["results"]] == ["succeeded", "failed"]  # the wire's own
+    assert main(["run", str(proposal), "--tools", f"{module}:TOOLS", "--quiet"]) == 1
+    assert "compensated charge" in capsys.readouterr().out.replace("  ", " ")

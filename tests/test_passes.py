@@ -176,14 +176,21 @@ def test_a_long_quote_in_a_schema_message_is_cut_to_its_start_and_length() -> No
 
     [long_value] = _schema_messages({"type": "integer"}, "x" * 5000)
     assert long_value == (
-        f"parameters of 't' at $.p: '{'x' * (QUOTE_LIMIT // 2 - 1)}... (5,002 characters) "
-        "is not of type 'integer'"
+        f"parameters of 't' at $.p: \"{'x' * (QUOTE_LIMIT // 2 - 1)}... (5,002 characters) "
+        'is not of type "integer"'
     )
     [long_enum] = _schema_messages({"enum": [f"m{i}" for i in range(500)]}, "zz")
-    assert long_enum.startswith("parameters of 't' at $.p: 'zz' is not one of ['m0', 'm1', ")
+    assert long_enum.startswith('parameters of \'t\' at $.p: "zz" is not one of ["m0", "m1", ')
     assert long_enum.endswith("... (3,890 characters)")
     assert _schema_messages({"type": "string"}, 3) == [
-        "parameters of 't' at $.p: 3 is not of type 'string'"
+        "parameters of 't' at $.p: 3 is not of type \"string\""
+    ]
+    # values as JSON, not as Python (issue 25): true, null, "x"
+    assert _schema_messages({"type": "string"}, True) == [
+        "parameters of 't' at $.p: true is not of type \"string\""
+    ]
+    assert _schema_messages({"enum": ["a"]}, None) == [
+        "parameters of 't' at $.p: null is not one of [\"a\"]"
     ]
 
 
@@ -195,15 +202,17 @@ def test_a_long_quote_in_a_schema_message_is_cut_to_its_start_and_length() -> No
 def test_a_schema_message_quotes_at_most_quote_limit_characters_of_a_value(value: object) -> None:
     """Whatever the rejected value, its quote in the message is whole when short and
     cut to QUOTE_LIMIT // 2 characters and its length when long."""
+    import json
+
     from car_verify.tools import QUOTE_LIMIT
 
     [message] = _schema_messages({"type": "null"}, value)
-    quote = repr(value)
+    quote = json.dumps(value, ensure_ascii=False)
     if len(quote) <= QUOTE_LIMIT:
-        assert message == f"parameters of 't' at $.p: {quote} is not of type 'null'"
+        assert message == f"parameters of 't' at $.p: {quote} is not of type \"null\""
     else:
         cut = f"{quote[: QUOTE_LIMIT // 2]}... ({len(quote):,} characters)"
-        assert message == f"parameters of 't' at $.p: {cut} is not of type 'null'"
+        assert message == f"parameters of 't' at $.p: {cut} is not of type \"null\""
 
 
 @pytest.mark.parametrize(
