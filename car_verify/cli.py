@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import sys
@@ -117,17 +118,30 @@ def _write(text: str) -> None:
 # --- commands -------------------------------------------------------------------------------
 
 
+def _policies(args: argparse.Namespace) -> Any:
+    """The policies to apply: ``--policies DIR``, else the nearest ``.car/policies``
+    walking up to the repository root (said on stderr), unless ``--no-policies``."""
+    from .policy import find_policies, load_policies
+
+    if getattr(args, "no_policies", False):
+        return None
+    if getattr(args, "policies", None) is not None:
+        return load_policies(args.policies)
+    folder, _ = find_policies()
+    if folder is None:
+        return None
+    loaded = load_policies(folder)
+    sys.stderr.write(f"car-verify: policies: {loaded.describe()} (--no-policies to skip)\n")
+    return loaded
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     from .api import verify
     from .reporters import render_json, render_sarif, render_text
 
     proposal = _load_proposal(args.proposal)
     passes = [p.strip() for p in args.passes.split(",") if p.strip()] if args.passes else None
-    policies = None
-    if args.policies is not None:
-        from .policy import load_policies
-
-        policies = load_policies(args.policies)
+    policies = _policies(args)
     result = verify(
         proposal,
         tools=_load_tools(args.tools),
@@ -138,6 +152,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
         policies=policies,
         profile=_profile(args),
     )
+    if passes:  # a pass asked for by name that could not run is no clean result
+        idle = [c for c in result.evidence.checks if c.name in passes and not c.ran]
+        if idle:
+            why = "; ".join(f"{c.name}: {c.reason or 'its input is missing'}" for c in idle)
+            raise UsageError(f"a pass asked for cannot run ({why})")
     if args.format == "json":
         _write(render_json(result))
     elif args.format == "sarif":
@@ -366,11 +385,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     proposal = _load_proposal(args.proposal)
     tools = _load_tool_module(args.tools)
-    policies = None
-    if args.policies is not None:
-        from .policy import load_policies
-
-        policies = load_policies(args.policies)
+    policies = _policies(args)
     quiet = args.quiet
 
     def progress(kind: str, action_id: str | None, data: Any) -> None:
@@ -455,6 +470,7 @@ def cmd_dot(args: argparse.Namespace) -> int:
         initial_state=_load_state(args.state),
         execution=execution,
         profile=_profile(args),
+        policies=_policies(args),
     )
     if args.output is None:
         _write(graph.to_string())
@@ -493,6 +509,15 @@ def cmd_lint(args: argparse.Namespace) -> int:
         fail_on=args.fail_on,
         profile=args.profile or os.environ.get(PROFILE_ENV) or None,
     )
+    if args.no_policies:
+        config = dataclasses.replace(config, policies=None)
+    elif config.policies is None:
+        from .policy import find_policies
+
+        found, _ = find_policies()
+        if found is not None:
+            config = dataclasses.replace(config, policies=found)
+            sys.stderr.write(f"car-verify: policies: {found} (--no-policies to skip)\n")
     progress = False if args.no_progress else None
     report = lint.lint_paths(args.paths or ["."], config, workers=args.workers, progress=progress)
     if args.write_baseline:
@@ -591,6 +616,11 @@ def _parser() -> _Parser:
     )
     p.add_argument("--passes", metavar="A,B", help="run only these passes (comma-separated)")
     p.add_argument("--policies", metavar="DIR", help="policy directory (.car/policies)")
+    p.add_argument(
+        "--no-policies",
+        action="store_true",
+        help="do not look for .car/policies (found by walking up to the repository root)",
+    )
     p.set_defaults(run=cmd_verify)
 
     p = sub.add_parser(
@@ -684,6 +714,11 @@ def _parser() -> _Parser:
     p.add_argument("--events", metavar="FILE", help="append the event log (JSON lines) to FILE")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.add_argument(
+        "--no-policies",
+        action="store_true",
+        help="do not look for .car/policies (found by walking up to the repository root)",
+    )
     p.set_defaults(run=cmd_run)
 
     p = sub.add_parser(
@@ -695,6 +730,12 @@ def _parser() -> _Parser:
     p.add_argument("--result", metavar="RESULT.json", help="a ProposalResult: colour by status")
     p.add_argument(
         "-o", "--output", metavar="OUT", help="OUT.dot, OUT.svg or OUT.png (default: DOT on stdout)"
+    )
+    p.add_argument("--policies", metavar="DIR", help="policy directory (.car/policies)")
+    p.add_argument(
+        "--no-policies",
+        action="store_true",
+        help="do not look for .car/policies (found by walking up to the repository root)",
     )
     p.set_defaults(run=cmd_dot)
 
@@ -719,6 +760,11 @@ def _parser() -> _Parser:
     p.add_argument("--write-baseline", metavar="FILE", help="record today's findings in FILE")
     p.add_argument("--workers", type=_positive, metavar="N", help="worker processes")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--no-policies",
+        action="store_true",
+        help="do not look for .car/policies (found by walking up to the repository root)",
+    )
     p.set_defaults(run=cmd_lint)
 
     p = sub.add_parser("codes", parents=[profiled], help="list every finding code, or explain one")

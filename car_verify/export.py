@@ -81,6 +81,7 @@ def to_dot(
     tools: Any = None,
     initial_state: Mapping[str, Any] | None = None,
     profile: str | None = None,
+    policies: Any = None,
 ) -> Any:
     """The proposal as a ``pydot.Dot``. Without ``result``, verify runs first
     (with ``tools``, ``initial_state`` and ``profile``); ``execution`` (a ProposalResult
@@ -89,7 +90,9 @@ def to_dot(
 
     model: ActionProposal = load(proposal)
     if result is None:
-        result = verify(model, tools=tools, initial_state=initial_state, profile=profile)
+        result = verify(
+            model, tools=tools, initial_state=initial_state, profile=profile, policies=policies
+        )
     if execution is not None and not isinstance(execution, ProposalResult):
         execution = execution.result
     status: dict[str, ActionStatus] = (

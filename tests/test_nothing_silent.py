@@ -153,3 +153,40 @@ def test_run_json_carries_the_rollback_and_the_abort_cause(
     assert [r["status"] for r in doc["results"]] == ["succeeded", "failed"]  # the wire's own
     assert main(["run", str(proposal), "--tools", f"{module}:TOOLS", "--quiet"]) == 1
     assert "compensated charge" in capsys.readouterr().out.replace("  ", " ")
+
+
+@pytest.mark.parametrize("profile", ["car", "strict"])
+def test_a_requested_pass_that_cannot_run_is_an_error(
+    profile: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Item 2: `verify --passes policies` with no policies said "0 of 1 checks ran", exit 0."""
+    plan = tmp_path / "p.json"
+    plan.write_text(json.dumps({"actions": [{"id": "a", "type": "tool_call", "tool": "t"}]}))
+    code = main(["verify", str(plan), "--passes", "policies", "--profile", profile])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and "policies" in err
+
+
+@pytest.mark.parametrize("command", ["verify", "lint", "dot"])
+def test_the_projects_policies_are_found_and_said(
+    command: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Item 2: `policy check` found 5 violations that `verify` and `lint` did not see."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".car" / "policies").mkdir(parents=True)
+    (tmp_path / ".car" / "policies" / "security.toml").write_text('deny_tool = ["rm"]\n')
+    sub = tmp_path / "plans"
+    sub.mkdir()
+    (sub / "p.json").write_text(
+        json.dumps({"actions": [{"id": "wipe", "type": "tool_call", "tool": "rm"}]})
+    )
+    monkeypatch.chdir(sub)  # found by walking up
+    main([command, "p.json"])
+    out, err = capsys.readouterr()
+    assert "deny_tool:rm" in out and "policies:" in err and "--no-policies" in err
+    main([command, "p.json", "--no-policies"])
+    out, err = capsys.readouterr()
+    assert "deny_tool:rm" not in out and "policies:" not in err
