@@ -372,7 +372,13 @@ def lint_file(path: str | Path, config: LintConfig) -> FileResult:
 
     try:
         text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
+    except UnicodeDecodeError as err:  # named by its line and column, as verify names it
+        from .model import not_utf8
+
+        bad = not_utf8(err, file.read_bytes(), None)
+        file_finding("invalid-file", bad.problem, bad.line or 1, bad.column or 1)
+        return result
+    except OSError as err:
         file_finding("invalid-file", f"cannot read the file: {err}")
         return result
     documents: list[tuple[Any, dict[str, tuple[int, int]], int]] = []
@@ -421,6 +427,12 @@ def lint_file(path: str | Path, config: LintConfig) -> FileResult:
                 data = json.loads(text)
             except json.JSONDecodeError as err:
                 file_finding("invalid-file", f"not valid JSON: {err.msg}", err.lineno, err.colno)
+                return result
+            except ValueError as err:  # an integer of thousands of digits
+                from .model import unreadable_value
+
+                bad = unreadable_value(err, text, None)
+                file_finding("invalid-file", bad.problem, bad.line or 1, bad.column or 1)
                 return result
             positions = json_positions(text)
             where = lone_surrogate(text, data)

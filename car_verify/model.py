@@ -826,14 +826,58 @@ def read_json(source: str | bytes | os.PathLike[str] | Readable, *, name: str | 
         raise InputError(
             f"not valid JSON: {err.msg}", source=label, line=err.lineno, column=err.colno
         ) from None
-    except ValueError as err:  # NaN / Infinity, or bytes that are not text
-        raise InputError(f"not valid JSON: {err}", source=label) from None
+    except UnicodeDecodeError as err:  # bytes that are not UTF-8 text
+        raise not_utf8(err, text, label) from None
+    except ValueError as err:  # NaN / Infinity, or an integer of thousands of digits
+        raise unreadable_value(err, text, label) from None
     except RecursionError:
         raise InputError("the JSON is nested too deeply to read", source=label) from None
     where = lone_surrogate(text, data)
     if where is not None:
         raise InputError(LONE_SURROGATE, where, source=label)
     return data
+
+
+def _line_column(data: str | bytes | bytearray, offset: int) -> tuple[int, int]:
+    newline: Any = b"\n" if isinstance(data, (bytes, bytearray)) else "\n"
+    line = data.count(newline, 0, offset) + 1
+    return line, offset - (data.rfind(newline, 0, offset) + 1) + 1
+
+
+def not_utf8(
+    err: UnicodeDecodeError, text: str | bytes | bytearray, label: str | None
+) -> InputError:
+    """Bytes that are not UTF-8, named by their line and column (not Python's codec text)."""
+    line, column = _line_column(text, err.start)
+    bad = bytes(err.object[err.start : err.end])
+    return InputError(
+        f"not UTF-8 text: byte {bad[:1].hex(' ')} cannot start or continue a character",
+        source=label,
+        line=line,
+        column=column,
+    )
+
+
+def unreadable_value(
+    err: ValueError, text: str | bytes | bytearray, label: str | None
+) -> InputError:
+    """``NaN``/``Infinity``, or an integer too long to read, in car-verify's words."""
+    import re
+
+    pattern: Any = rb"-?\d{4300,}" if isinstance(text, (bytes, bytearray)) else r"-?\d{4300,}"
+    if "digits" in str(err):
+        found = re.search(pattern, text)
+        if found is not None:
+            line, column = _line_column(text, found.start())
+            digits = found.end() - found.start()
+            return InputError(
+                f"an integer of {digits:,} digits: car-verify reads integers of up to 4,300 "
+                "digits (write a longer number as a string)",
+                source=label,
+                line=line,
+                column=column,
+            )
+    return InputError(f"not valid JSON: {err}", source=label)
 
 
 #: The problem of a string that ``json.loads`` read from a ``\ud800``-style escape

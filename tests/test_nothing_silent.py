@@ -190,3 +190,25 @@ def test_the_projects_policies_are_found_and_said(
     main([command, "p.json", "--no-policies"])
     out, err = capsys.readouterr()
     assert "deny_tool:rm" not in out and "policies:" not in err
+
+
+def test_a_huge_integer_and_non_utf8_bytes_are_named_by_line_and_column(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Item 8: Python's advice (`sys.set_int_max_str_digits`) and codec text leaked."""
+    from car_verify.lint import LintConfig, lint_file
+
+    big = tmp_path / "big.json"
+    big.write_text('{"actions": [\n  {"id": "a", "n": ' + "9" * 5000 + "}]}")
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(b'{"actions": [{"id": "a\xff"}]}')
+    with pytest.raises(InputError) as err:
+        car_verify.load(big)
+    assert (err.value.line, err.value.column) == (2, 20)
+    assert "5,000 digits" in err.value.problem and "set_int_max_str_digits" not in str(err.value)
+    with pytest.raises(InputError) as err:
+        car_verify.load(bad)
+    assert (err.value.line, err.value.column) == (1, 23) and "not UTF-8" in err.value.problem
+    for path, at in ((big, (2, 20)), (bad, (1, 23))):
+        (finding,) = lint_file(path, LintConfig()).findings
+        assert (finding.line, finding.column) == at and finding.code == "invalid-file"
