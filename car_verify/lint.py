@@ -798,24 +798,11 @@ def render_sarif(report: LintReport) -> str:
     )
 
 
-#: The kinds of policy rule whose names are codes too (``deny_tool:rm``).
-RULE_KINDS = frozenset(
-    {
-        "deny_tool",
-        "deny_keyword",
-        "deny_tool_param",
-        "allow_tool_param",
-        "deny_tool_param_matching",
-        "rate_limit_tool",
-        "trace_rule",
-        "require_state",
-    }
-)
-
-
 def unknown_codes(codes: Iterable[str]) -> list[str]:
     """The names among ``codes`` that are no finding code (nor a policy rule name,
     ``<kind>:<target>``, nor a rule-kind prefix such as ``deny_tool:``)."""
+    from .policy import RULE_KINDS
+
     known = all_codes()
     return [
         code

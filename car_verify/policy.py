@@ -336,6 +336,10 @@ _KEYS = {
     "trace_rule",
 }
 
+#: The kinds of rule whose names are finding codes (``deny_tool:rm``): the file keys
+#: and the registered ``require_state``.
+RULE_KINDS = frozenset({*_KEYS, "require_state"})
+
 
 class _Reader:
     """Strict typed access to one parsed TOML file; every error names the file and key."""
