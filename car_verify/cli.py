@@ -69,11 +69,13 @@ def _profile(args: argparse.Namespace) -> str:
         if env not in ("car", "strict"):
             raise UsageError(f"{PROFILE_ENV}={env!r}: expected car or strict")
         return env
-    from .lint import find_config, load_config
+    from .config import find_config, read_settings, setting_profile
 
     path = find_config()
-    profile = load_config(path).profile if path is not None else None
-    return profile or "car"
+    if path is None:
+        return "car"
+    doc, prefix = read_settings(path)
+    return setting_profile(doc, prefix, path) or "car"
 
 
 def _load_state(name: str | None) -> dict[str, Any] | None:
@@ -121,15 +123,19 @@ def _write(text: str) -> None:
 def _policies(args: argparse.Namespace) -> Any:
     """The policies to apply: ``--policies DIR``, else the nearest ``.car/policies``
     walking up to the repository root (said on stderr), unless ``--no-policies``."""
-    from .policy import find_policies, load_policies
+    from .config import find_policies
 
     if getattr(args, "no_policies", False):
         return None
     if getattr(args, "policies", None) is not None:
+        from .policy import load_policies
+
         return load_policies(args.policies)
     folder, _ = find_policies()
     if folder is None:
         return None
+    from .policy import load_policies  # only when there are policies to load
+
     loaded = load_policies(folder)
     sys.stderr.write(f"car-verify: policies: {loaded.describe()} (--no-policies to skip)\n")
     return loaded
@@ -512,7 +518,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
     if args.no_policies:
         config = dataclasses.replace(config, policies=None)
     elif config.policies is None:
-        from .policy import find_policies
+        from .config import find_policies
 
         found, _ = find_policies()
         if found is not None:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .codes import CODES, Code
+from .config import find_config, read_settings, setting_profile
 from .errors import InputError, UsageError, format_path, is_too_deep, json_pointer, too_deep
 from .findings import Severity, Tier
 
@@ -101,45 +102,12 @@ _KEYS = {
 _LEVELS = ("error", "warning", "info")
 
 
-def find_config(start: str | os.PathLike[str] | None = None) -> Path | None:
-    """The nearest ``.car/verify.toml`` or ``pyproject.toml`` with ``[tool.car-verify]``."""
-    import tomllib
-
-    here = Path(start or os.getcwd()).resolve()
-    for directory in (here, *here.parents):
-        dotcar = directory / ".car" / "verify.toml"
-        if dotcar.is_file():
-            return dotcar
-        pyproject = directory / "pyproject.toml"
-        if pyproject.is_file():
-            try:
-                doc = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-            except tomllib.TOMLDecodeError as err:  # never run with defaults instead
-                raise InputError(f"not valid TOML: {err}", source=str(pyproject)) from None
-            except (OSError, UnicodeDecodeError) as err:
-                raise InputError(f"cannot read: {err}", source=str(pyproject)) from None
-            if "car-verify" in doc.get("tool", {}):
-                return pyproject
-    return None
-
-
 def load_config(path: str | os.PathLike[str] | None = None) -> LintConfig:
     """Read a configuration file strictly (or the defaults when ``path`` is None)."""
-    import tomllib
-
     if path is None:
         return LintConfig()
     file = Path(path).resolve()
-    try:
-        doc = tomllib.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(f"cannot read configuration: {err}", source=str(file)) from None
-    except tomllib.TOMLDecodeError as err:
-        raise InputError(f"not valid TOML: {err}", source=str(file)) from None
-    prefix: list[str | int] = []
-    if file.name == "pyproject.toml":
-        doc = doc.get("tool", {}).get("car-verify", {})
-        prefix = ["tool", "car-verify"]
+    doc, prefix = read_settings(file)
     root = file.parent.parent if file.parent.name == ".car" else file.parent
 
     def fail(key: str, problem: str) -> InputError:
@@ -195,9 +163,7 @@ def load_config(path: str | os.PathLike[str] | None = None) -> LintConfig:
             raise InputError(
                 "expected an array of codes", [*prefix, "per-path-ignores", glob], source=str(file)
             )
-    profile = doc.get("profile")
-    if profile is not None and profile not in ("car", "strict"):
-        raise fail("profile", "expected one of car, strict")
+    profile = setting_profile(doc, prefix, file)
     fail_on = doc.get("fail-on", "error")
     if fail_on not in (*_LEVELS, "never"):
         raise fail("fail-on", "expected one of error, warning, info, never")

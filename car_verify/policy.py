@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .config import find_policies
 from .errors import InputError, UsageError
 from .model import Action, PolicyViolation
 from .trace import TraceRule, parse_trace_rule
@@ -561,26 +562,6 @@ class LoadedPolicies:
 
     def engine(self, *, clock: Callable[[], float] = time.monotonic) -> PolicyEngine:
         return PolicyEngine(self.rules, clock=clock)
-
-
-def find_policies(start: str | os.PathLike[str] | None = None) -> tuple[Path | None, list[Path]]:
-    """The nearest ``.car/policies`` at or above ``start`` (the working directory),
-    stopping at the repository root (a directory holding ``.git``) or ``/``."""
-    here = Path(start or os.getcwd()).resolve()
-    searched: list[Path] = []
-    for directory in (here, *here.parents):
-        candidate = directory / ".car" / "policies"
-        searched.append(candidate)
-        if candidate.is_dir():
-            return candidate, searched
-        if candidate.exists() or candidate.is_symlink():  # there, but not a directory
-            raise InputError(
-                "is not a directory: the policies cannot be read (fails closed)",
-                source=str(candidate),
-            )
-        if (directory / ".git").exists():
-            break
-    return None, searched
 
 
 def load_policies(directory: str | os.PathLike[str] | None = None) -> LoadedPolicies:
