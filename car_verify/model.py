@@ -949,7 +949,6 @@ def load(
     """
     if isinstance(source, ActionProposal):
         return source
-    # json.loads too: it builds the most containers
     return _load(source)
 
 
