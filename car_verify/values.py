@@ -15,19 +15,16 @@ parameters calls into this module, so the rules below hold everywhere at once:
 
 from __future__ import annotations
 
-import gc
 import json
 import json.encoder
 import re
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from typing import Any, Final
 
 __all__ = [
     "ABSENT",
     "KNOWN_OPERATORS",
     "MAX_DEPTH",
-    "PROMOTE_AT",
     "SCALAR_TYPES",
     "Absent",
     "canonical",
@@ -41,7 +38,6 @@ __all__ = [
     "json_equal",
     "json_nodes",
     "nesting_depth",
-    "paused_gc",
     "plural",
 ]
 
@@ -259,49 +255,6 @@ def deepest(value: Any) -> tuple[list[str | int], int]:
         if len(path) > best[1]:
             best = (path, len(path))
     return best
-
-
-#: Objects a paused block must leave behind before ``paused_gc`` moves them to the
-#: oldest generation: below, the young collection they get is cheap (about 1 ms).
-PROMOTE_AT: Final = 10_000
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector while building large acyclic structures.
-
-    **Opt-in, for a batch caller's own loop** (``lint`` over a corpus, a benchmark):
-    the library never calls it, since the collector is process-wide state and
-    another thread's cycles would pile up while it is paused (docs/security.md).
-
-    Loading and analysing a proposal allocates many containers and no reference
-    cycles; without the pause, the collector's passes dominate the run time.
-
-    What the block allocates and keeps (a result holding the proposal's model) would
-    still be traversed once the collector resumes: the first allocation after the
-    pause collects the youngest generation, which then holds every object the block
-    kept (for 10,000 actions, about 110,000 objects and half of ``json.loads``'s
-    time). So the block starts from empty young generations (``gc.collect(1)``:
-    the collection the caller's young objects were due anyway) and, when it kept
-    :data:`PROMOTE_AT` objects or more, ends by moving them straight to the oldest
-    generation (``gc.freeze()`` then ``gc.unfreeze()``), where the collector looks
-    only in its rare full passes. The move is skipped when anything is frozen
-    already, by the caller or by the interpreter (unfreezing would release it;
-    Python 3.12.1 starts with tuples of its own frozen), and when the collector
-    is disabled.
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.collect(1)
-    gc.disable()
-    try:
-        yield
-    finally:
-        if gc.get_count()[0] >= PROMOTE_AT and gc.get_freeze_count() == 0:
-            gc.freeze()
-            gc.unfreeze()
-        gc.enable()
 
 
 #: Operators that test presence only: their ``value`` is not part of what they say.
