@@ -12,7 +12,7 @@ from ._codec import Bad, d_json, expected
 from .car import Profile, car_simulate, car_verify, profile_of, require_known_types
 from .dag import Dag
 from .errors import InputError, deep_values_are_input_errors
-from .findings import Issue, Severity, Tier
+from .findings import Issue, Severity
 from .model import ActionProposal, Readable, load
 from .passes import (
     CheckRecord,
@@ -284,17 +284,7 @@ def _verify_car(
     checks: list[CheckRecord] = []
     if passes is None:  # CAR's eight checks; with passes named, only those run
         issues = [*verdict.issues, *verdict.extra]
-        checks = [
-            CheckRecord(
-                c["name"],
-                c["ran"],
-                c["verifies"],
-                c["cannot_verify"],
-                c["findings"],
-                Tier(c["tier"]),
-            )
-            for c in verdict.checks
-        ]
+        checks = list(verdict.checks)
     if policies is not None and (passes is None or "policies" in extras):
         from .policy import policy_engine
 
@@ -392,9 +382,7 @@ def _simulate_car(proposal: ProposalLike, initial_state: Mapping[str, Any] | Non
     if _shares_values(proposal, initial_state):
         state = copy_json(state)
     sim = Simulation(state)
-    from .car import CarOrder
-
-    order = CarOrder(model)
+    order = walked.order
     sim.trace = [
         ActionTrace(
             index,

@@ -33,10 +33,11 @@ from enum import StrEnum
 from typing import Any
 
 from ._codec import MISSING
-from .errors import InputError, UsageError
+from .errors import InputError, UsageError, json_pointer
 from .findings import Issue, Severity, Tier
 from .model import Action, ActionProposal, unknown_fields
-from .values import ABSENT, json_equal
+from .passes import CheckRecord
+from .values import ABSENT, KNOWN_OPERATORS, is_number, json_equal
 from .walk import Cause
 
 __all__ = [
@@ -128,15 +129,11 @@ def _number(value: int | float) -> tuple[str, int | float]:
     return ("f", value)
 
 
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
 def car_equal(a: object, b: object) -> bool:
     """JSON equality as CAR computes it: type-strict, and an integer never equals a float."""
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
-    if _is_number(a) and _is_number(b):
+    if is_number(a) and is_number(b):
         (ka, va), (kb, vb) = _number(a), _number(b)  # type: ignore[arg-type]
         return (ka == "f") == (kb == "f") and va == vb
     if isinstance(a, list) and isinstance(b, list):
@@ -149,7 +146,7 @@ def car_equal(a: object, b: object) -> bool:
 
 
 def _f64(value: object) -> float | None:
-    if not _is_number(value):
+    if not is_number(value):
         return None
     _, number = _number(value)  # type: ignore[arg-type]
     return float(number)
@@ -160,12 +157,11 @@ def _show(value: object) -> str:
 
 
 _ORDERED = {"gt": float.__gt__, "lt": float.__lt__, "gte": float.__ge__, "lte": float.__le__}
-_KNOWN_OPERATORS = frozenset({"eq", "neq", "exists", "not_exists", "contains", *_ORDERED})
 
 
 def car_evaluate(key: str, operator: str, expected: object, state: Mapping[str, Any]) -> str | None:
     """``None`` if the precondition holds in ``state``, else why it fails, in plain words."""
-    if operator not in _KNOWN_OPERATORS:
+    if operator not in KNOWN_OPERATORS:
         return f"unknown operator {operator!r}"
     if operator == "exists":
         return None if key in state else f"key {key!r} does not exist"
@@ -223,8 +219,7 @@ def _contains(actual: object, needle: object) -> bool:
 
 
 def _state_write_key(action: Action) -> str | None:
-    key = action.parameters.get("key") if action.type == "state_write" else None
-    return key if isinstance(key, str) else None
+    return action.param_key() if action.type == "state_write" else None
 
 
 def car_effects(action: Action) -> dict[str, Any]:
@@ -256,8 +251,8 @@ def _tx_reads(action: Action) -> list[str]:
     """``transaction_check``'s read set: ``read_set`` together with the depended-on and
     assumed keys and a ``state_read``'s ``key``."""
     keys = [*action.read_set, *action.state_dependencies, *(a.key for a in action.assumptions)]
-    key = action.parameters.get("key") if action.type == "state_read" else None
-    if isinstance(key, str):  # a ``state_read``'s ``keys`` list is not read here
+    key = action.param_key() if action.type == "state_read" else None
+    if key is not None:  # a ``state_read``'s ``keys`` list is not read here
         keys.append(key)
     return list(dict.fromkeys(keys))
 
@@ -274,10 +269,12 @@ class CarOrder:
     def __init__(self, proposal: ActionProposal) -> None:
         actions = proposal.actions
         self.ids = [a.id for a in actions]
-        last_writer: dict[str, int] = {}
+        #: Each key's writers (by effects or a ``state_write`` key), in proposal order.
+        self.writers: dict[str, list[int]] = {}
         for index, action in enumerate(actions):
             for key in car_writes(action):
-                last_writer[key] = index
+                self.writers.setdefault(key, []).append(index)
+        last_writer = {key: members[-1] for key, members in self.writers.items()}
         preds: list[set[int]] = [set() for _ in actions]
         previous_state_write: dict[str, int] = {}
         for index, action in enumerate(actions):
@@ -344,6 +341,7 @@ class CarWalk:
 
     state: dict[str, Any]
     blockers: list[list[Blocker]]
+    order: CarOrder
 
     def blocked(self, index: int) -> bool:
         return bool(self.blockers[index])
@@ -366,7 +364,7 @@ def car_walk(
             why = car_evaluate(pre.key, pre.operator, pre.value, state)
             if why is None:
                 continue
-            if pre.operator not in _KNOWN_OPERATORS:
+            if pre.operator not in KNOWN_OPERATORS:
                 code = "unknown-operator"
             elif action.type == "assertion":
                 code = "assertion-fails"
@@ -389,7 +387,7 @@ def car_walk(
                 mine.append(Blocker("missing-dependency", message, pointer, cause))
         if apply_blocked or not mine:
             state.update(car_effects(action))
-    return CarWalk(state, blockers)
+    return CarWalk(state, blockers, order)
 
 
 def car_simulate(proposal: ActionProposal, initial_state: Mapping[str, Any] | None) -> CarWalk:
@@ -408,7 +406,10 @@ class CarCheck:
     tier: Tier
     verifies: str
     cannot_verify: str
+    #: What ``verifies`` says when the check did not run, and when it ran without
+    #: a tool registry (on what it can check without one).
     skipped: str = ""
+    unregistered: str = ""
 
 
 CAR_CHECKS = (
@@ -442,6 +443,8 @@ CAR_CHECKS = (
         "every tool_call names a registered tool",
         "whether the registered tool behaves as its name/description implies",
         "(skipped \u2014 no tool registry supplied)",
+        "tool_call structural well-formedness (a tool is named); "
+        "registry not supplied so existence unchecked",
     ),
     CarCheck(
         "param_schema",
@@ -493,15 +496,18 @@ class CarVerdict:
     """What CAR's verify computes, before it is dressed as a VerificationResult."""
 
     issues: list[Issue]
-    order: CarOrder
     walk: CarWalk
     conflicts: list[tuple[int, int, str]]
-    checks: list[dict[str, Any]]
+    checks: list[CheckRecord]
     assumptions: list[str]
     untested_regions: list[str]
     residual_risks: list[str]
     confidence: float
     extra: list[Issue] = field(default_factory=list)
+
+    @property
+    def order(self) -> CarOrder:
+        return self.walk.order
 
 
 class _Findings:
@@ -606,7 +612,7 @@ def car_verify(
                 pointer,
             )
     # write_conflicts
-    conflicts = _conflicts(proposal)
+    conflicts = _conflicts(proposal, order)
     for a, b, key in conflicts:
         found.add(
             "write-conflict",
@@ -628,21 +634,21 @@ def car_verify(
     checks = []
     for check in CAR_CHECKS:
         did = ran.get(check.name, True)
-        verifies = check.verifies if did or not check.skipped else check.skipped
-        if check.name == "tool_existence" and did and tools is None:
-            verifies = (
-                "tool_call structural well-formedness (a tool is named); "
-                "registry not supplied so existence unchecked"
-            )
+        if not did and check.skipped:
+            verifies = check.skipped
+        elif did and tools is None and check.unregistered:
+            verifies = check.unregistered
+        else:
+            verifies = check.verifies
         checks.append(
-            {
-                "name": check.name,
-                "ran": did,
-                "verifies": verifies.format(limit=limit),
-                "cannot_verify": check.cannot_verify,
-                "findings": counts.get(check.name, 0),
-                "tier": check.tier.value,
-            }
+            CheckRecord(
+                check.name,
+                did,
+                verifies.format(limit=limit),
+                check.cannot_verify,
+                counts.get(check.name, 0),
+                check.tier,
+            )
         )
     tool_calls = [(i, a) for i, a in enumerate(actions) if a.type == "tool_call"]
     assumptions = [
@@ -680,7 +686,6 @@ def car_verify(
     confidence = max(0.0, confidence - 0.02 * len(untested) - 0.05 * warnings)
     verdict = CarVerdict(
         found.issues,
-        order,
         walked,
         conflicts,
         checks,
@@ -719,8 +724,8 @@ def _loops(proposal: ActionProposal, found: _Findings, threshold: int) -> None:
 
 _TYPE_TESTS: dict[str, Callable[[object], bool]] = {
     "string": lambda v: isinstance(v, str),
-    "number": _is_number,
-    "integer": lambda v: _is_number(v) and float(v).is_integer(),  # type: ignore[arg-type]
+    "number": is_number,
+    "integer": lambda v: is_number(v) and float(v).is_integer(),  # type: ignore[arg-type]
     "boolean": lambda v: isinstance(v, bool),
     "array": lambda v: isinstance(v, list),
     "object": lambda v: isinstance(v, dict),
@@ -733,7 +738,7 @@ def _json_type(value: object) -> str:
         return "null"
     if isinstance(value, bool):
         return "boolean"
-    if _is_number(value):
+    if is_number(value):
         return "number"
     if isinstance(value, str):
         return "string"
@@ -767,31 +772,21 @@ def _schema_problems(
         yield (
             f"tool {tool!r}: parameter {name!r} has wrong type: "
             f"expected {'|'.join(names)}, got {_json_type(value)}",
-            f"/actions/{index}/parameters/{_escape(name)}",
+            json_pointer(["actions", index, "parameters", name]),
         )
 
 
-def _escape(token: str) -> str:
-    return token.replace("~", "~0").replace("/", "~1")
-
-
-def _conflicts(proposal: ActionProposal) -> list[tuple[int, int, str]]:
+def _conflicts(proposal: ActionProposal, order: CarOrder) -> list[tuple[int, int, str]]:
     """Pairs of writers of a key, unless one of them lists it in ``state_dependencies``.
 
     CAR looks a writer's dependencies up by its id, so with duplicate ids the last
     action of that id decides."""
     deps_by_id = {action.id: action.state_dependencies for action in proposal.actions}
-    writers: dict[str, list[int]] = {}
-    for index, action in enumerate(proposal.actions):
-        for key in car_writes(action):
-            if key not in deps_by_id[action.id]:
-                writers.setdefault(key, []).append(index)
-    out = [
-        (a, b, key)
-        for key, members in writers.items()
-        for n, a in enumerate(members)
-        for b in members[n + 1 :]
-    ]
+    ids = order.ids
+    out = []
+    for key, members in order.writers.items():
+        racing = [i for i in members if key not in deps_by_id[ids[i]]]
+        out += [(a, b, key) for n, a in enumerate(racing) for b in racing[n + 1 :]]
     out.sort()
     return out
 
@@ -830,13 +825,9 @@ def _beyond_car(proposal: ActionProposal, verdict: CarVerdict, limit: int) -> li
                 "'without ordering')",
                 b,
             )
-    writers: dict[str, list[int]] = {}
-    for index, action in enumerate(proposal.actions):
-        for key in car_writes(action):
-            writers.setdefault(key, []).append(index)
     for index, action in enumerate(proposal.actions):
         for key in dict.fromkeys(action.state_dependencies):
-            for w in writers.get(key, []):
+            for w in order.writers.get(key, []):
                 if w < index and not order.reaches(w, index):
                     found.add(
                         "car-spec-deviation",
@@ -880,8 +871,9 @@ class TxConflict:
     kind: str
     key: str
     actions: tuple[int, ...]
-    #: For a stale assumption: ``"version"`` or ``"value"``.
+    #: For a stale assumption: ``"version"`` or ``"value"``, and its position.
     detail: str = ""
+    assumption: int = -1
 
 
 def car_transaction_conflicts(
@@ -912,16 +904,20 @@ def car_transaction_conflicts(
                 if key in writes[w]:
                     out.append(TxConflict("read_write", key, (r, w)))
     for index, action in enumerate(actions):
-        for assumption in action.assumptions:
+        for number, assumption in enumerate(action.assumptions):
             if assumption.read_version is not None:
                 current = None if versions is None else versions.get(assumption.key)
                 if current != assumption.read_version:
-                    out.append(TxConflict("stale_assumption", assumption.key, (index,), "version"))
+                    out.append(
+                        TxConflict("stale_assumption", assumption.key, (index,), "version", number)
+                    )
             # ``expected_value: null`` is no expectation at all (an absent Option).
             expected = assumption.expected_value
             checked = state is not None and expected is not MISSING and expected is not None
             if checked and (
                 assumption.key not in state or not json_equal(state[assumption.key], expected)  # type: ignore[operator,index]
             ):
-                out.append(TxConflict("stale_assumption", assumption.key, (index,), "value"))
+                out.append(
+                    TxConflict("stale_assumption", assumption.key, (index,), "value", number)
+                )
     return out

@@ -56,7 +56,7 @@ from ._codec import (
     wire,
 )
 from ._records import quick_init
-from .errors import InputError, too_deep
+from .errors import InputError, json_pointer, too_deep
 from .values import KNOWN_OPERATORS, MAX_DEPTH, copy_json, deepest, json_nodes, nesting_depth
 
 __all__ = [
@@ -1043,7 +1043,7 @@ class UnknownField:
 
     @property
     def pointer(self) -> str:
-        return "".join(f"/{str(p).replace('~', '~0').replace('/', '~1')}" for p in self.path)
+        return json_pointer(self.path)
 
     def message(self) -> str:
         hint = f" (did you mean `{self.suggestion}`?)" if self.suggestion else ""
