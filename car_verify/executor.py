@@ -350,7 +350,8 @@ class Executor:
         self.proposal: ActionProposal = load(proposal)
         #: The bound on a compensation whose action has no ``timeout_ms``.
         self.compensation_timeout_ms = compensation_timeout_ms
-        self._trace_gate: Any = None
+        #: The run's TraceGate (None without trace rules), set when the run starts.
+        self.trace_gate: Any = None
         self.progress = progress
         self.tools = _Tools(tools)
         if schemas is not None:
@@ -435,9 +436,9 @@ class Executor:
             from .trace import TraceGate
 
             trace_gate = TraceGate(self.policy_engine.trace_rules)
-        self._trace_gate = trace_gate  # the rollback's compensations pass it too
+        self.trace_gate = trace_gate  # dispatch and the rollback's compensations pass it
         aborted_by: str | None = None
-        run = _Run(self, dag, state, outputs, status, cost, violations, trace_gate)
+        run = _Run(self, dag, state, outputs, status, cost, violations)
         try:
             for members in dag.levels:
                 if aborted_by is not None:
@@ -581,21 +582,30 @@ class Executor:
         self._event("rollback_finished", **report.to_dict())
         return report
 
+    def _denials(
+        self, call: Action, state: Mapping[str, Any] | None
+    ) -> tuple[list[PolicyViolation], bool]:
+        """Why the policies, else the trace rules, deny a call with the parameters it
+        will be sent (each logged), and whether the trace rules were the ones."""
+        found = [] if self.policy_engine is None else self.policy_engine.check(call, state)
+        by_trace = False
+        if not found and self.trace_gate is not None:
+            assert call.tool is not None
+            found = [
+                PolicyViolation(policy_name=v.policy_name, action_id=call.id, reason=v.reason)
+                for v in self.trace_gate.dispatch(call.tool, call.parameters)
+            ]
+            by_trace = True
+        for v in found:
+            self._event("policy_violation", call.id, policy_name=v.policy_name, reason=v.reason)
+        return found, by_trace
+
     def _admit_compensation(self, action: Action, tool: str, params: dict[str, Any]) -> None:
         """A compensation is a call like any other: the policies and trace rules
         decide it, with the parameters it will be sent."""
         call = Action(id=action.id, type="tool_call", tool=tool, parameters=params)
-        found = [] if self.policy_engine is None else self.policy_engine.check(call, None)
-        if self._trace_gate is not None:
-            found += [
-                PolicyViolation(policy_name=v.policy_name, action_id=action.id, reason=v.reason)
-                for v in self._trace_gate.dispatch(tool, params)
-            ]
+        found, _ = self._denials(call, None)
         if found:
-            for v in found:
-                self._event(
-                    "policy_violation", action.id, policy_name=v.policy_name, reason=v.reason
-                )
             raise ToolError(
                 "compensation denied: " + "; ".join(f"{v.policy_name}: {v.reason}" for v in found)
             )
@@ -744,7 +754,6 @@ class _Run:
         status: list[ActionStatus | None],
         cost: CostSummary,
         violations: list[PolicyViolation],
-        trace_gate: Any,
     ) -> None:
         self.x = executor
         self.dag = dag
@@ -753,7 +762,6 @@ class _Run:
         self.status = status
         self.cost = cost
         self.violations = violations
-        self.trace_gate = trace_gate
         #: Actions rejected only because a dependency did not succeed.
         self.cascaded: set[str] = set()
 
@@ -769,40 +777,22 @@ class _Run:
             params = _interpolate(action.parameters, self.outputs)
         except ToolError as err:
             return _result(action, ActionStatus.REJECTED, error=str(err)), {}
-        if action.type == "tool_call" and x.policy_engine is not None:
+        if action.type == "tool_call":
             # The parameters as they will be sent, output references replaced.
-            found = x.policy_engine.check(_as_sent(action, params), state)
+            found, by_trace = x._denials(_as_sent(action, params), state)
             if found:
                 self.violations.extend(found)
-                for v in found:
-                    x._event(
-                        "policy_violation", action.id, policy_name=v.policy_name, reason=v.reason
-                    )
-                reason = "; ".join(f"{v.policy_name}: {v.reason}" for v in found)
+                reason = "; ".join(
+                    v.reason if by_trace else f"{v.policy_name}: {v.reason}" for v in found
+                )
                 return _result(action, ActionStatus.REJECTED, error=reason), {}
-        if action.type == "tool_call" and self.trace_gate is not None:
-            assert action.tool is not None
-            denied = self.trace_gate.dispatch(action.tool, params)
-            if denied:
-                found = [
-                    PolicyViolation(policy_name=v.policy_name, action_id=action.id, reason=v.reason)
-                    for v in denied
-                ]
-                self.violations.extend(found)
-                for v in found:
-                    x._event(
-                        "policy_violation", action.id, policy_name=v.policy_name, reason=v.reason
-                    )
-                return _result(
-                    action, ActionStatus.REJECTED, error="; ".join(v.reason for v in found)
-                ), {}
         effects = action.effects()
         if action.type != "tool_call":
             return self._local(action, state, params, started), dict(effects)
         output, error = await self._dispatch(action, params)
         duration = (time.perf_counter() - started) * 1e3
-        if self.trace_gate is not None and action.tool is not None:
-            self.trace_gate.record(action.tool, params, "failed" if error else "succeeded")
+        if x.trace_gate is not None and action.tool is not None:
+            x.trace_gate.record(action.tool, params, "failed" if error else "succeeded")
         if error is not None:
             x._event("action_failed", action.id, error=error)
             return _result(action, ActionStatus.FAILED, error=error, duration=duration), {}
