@@ -14,6 +14,7 @@ text a pattern matched: violation reasons are written to event logs.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -150,7 +151,7 @@ class PolicyEngine:
         self._windows: dict[int, deque[float]] = {}
         self._patterns: dict[int, Any] = {}
         for index, rule in enumerate(self.rules.deny_tool_param_matching):
-            self._patterns[index] = _compile(rule.matches)
+            self._patterns[index] = compile_pattern(rule.matches)
 
     @property
     def trace_rules(self) -> list[TraceRule]:
@@ -306,9 +307,12 @@ class PolicyEngine:
 MAX_PATTERN_PROGRAM = 1000
 
 
-def _compile(pattern: str) -> Any:
+@functools.lru_cache(maxsize=1024)
+def compile_pattern(pattern: str) -> Any:
     """RE2 (linear time, no backtracking); None when the pattern does not compile.
-    RE2 writes nothing to stderr (``log_errors`` off)."""
+    RE2 writes nothing to stderr (``log_errors`` off). Compiled once per pattern:
+    the engine, the load-time cost check and the schema ``pattern`` keyword (which
+    checks every value it is given) share it; a compiled pattern is immutable."""
     import re2
 
     options = re2.Options()
@@ -321,7 +325,7 @@ def _compile(pattern: str) -> Any:
 
 def pattern_cost(pattern: str) -> int | None:
     """The size of ``pattern``'s compiled RE2 program; None if it does not compile."""
-    compiled = _compile(pattern)
+    compiled = compile_pattern(pattern)
     return None if compiled is None else int(compiled.programsize)
 
 

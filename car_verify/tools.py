@@ -189,9 +189,9 @@ def _linear_pattern(validator: Any, pattern: str, instance: Any, schema: Any) ->
     """The ``pattern`` keyword matched with RE2 (linear time), not Python's ``re``."""
     from jsonschema.exceptions import ValidationError
 
-    from .policy import _compile
+    from .policy import compile_pattern
 
-    if validator.is_type(instance, "string") and not _compile(pattern).search(instance):
+    if validator.is_type(instance, "string") and not compile_pattern(pattern).search(instance):
         yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
 

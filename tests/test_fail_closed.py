@@ -506,3 +506,18 @@ def test_no_secret_reaches_any_output(tmp_path: Path) -> None:
     )
     assert "deny_tool_param_matching:post.body" in said and KEY not in said
     assert all(KEY not in line for line in log.read_text().splitlines())
+
+
+@pytest.mark.parametrize(
+    ("pattern", "text"),
+    [("sk-[A-Za-z0-9]{20,}", KEY), ("^x$", "y"), ("(?!x)", "x"), ("a|b", "cab"), ("", "")],
+)
+def test_the_compiled_pattern_cache_agrees_with_compiling_each_time(
+    pattern: str, text: str
+) -> None:
+    from car_verify.policy import compile_pattern
+
+    cached, plain = compile_pattern(pattern), compile_pattern.__wrapped__(pattern)
+    assert (cached is None) == (plain is None)
+    if cached is not None:
+        assert bool(cached.search(text)) == bool(plain.search(text))
