@@ -28,7 +28,7 @@ from collections.abc import Iterator
 
 from car_verify.findings import Issue, Tier
 from car_verify.model import ActionRefCompensation
-from car_verify.passes import Context, Example, Pass
+from car_verify.passes import Context, Example, Pass, Preserves
 
 _CHARGE = {
     "id": "charge",
@@ -40,6 +40,7 @@ _CHARGE = {
 
 class CompensationPass(Pass):
     name = "compensation"
+    preserves = frozenset({Preserves.ORDER_KEEPING_DEPENDENCY_EDIT})
     tier = Tier.DECISION_PROCEDURE
     codes = ("missing-compensation", "unknown-compensation-target")
     verifies = (

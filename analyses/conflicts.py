@@ -24,11 +24,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from car_verify.findings import Issue, Tier
-from car_verify.passes import Context, Example, Pass
+from car_verify.passes import Context, Example, Pass, Preserves
 
 
 class ConflictPass(Pass):
     name = "conflicts"
+    preserves = frozenset({Preserves.ORDER_KEEPING_DEPENDENCY_EDIT})
     tier = Tier.DECISION_PROCEDURE
     codes = ("write-conflict",)
     verifies = "no two actions write the same key without an order between them"

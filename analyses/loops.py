@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from car_verify.findings import Issue, Tier
-from car_verify.passes import Context, Example, Pass
+from car_verify.passes import Context, Example, Pass, Preserves
 from car_verify.values import canonical, fingerprint
 
 _POLL = {"id": "p", "type": "tool_call", "tool": "get_status", "parameters": {"job": "j-1"}}
@@ -35,6 +35,7 @@ _POLL = {"id": "p", "type": "tool_call", "tool": "get_status", "parameters": {"j
 
 class LoopPass(Pass):
     name = "loops"
+    preserves = frozenset({Preserves.ORDER_KEEPING_DEPENDENCY_EDIT})
     tier = Tier.HEURISTIC
     codes = ("repeated-call",)
     verifies = "no tool is called three or more times with identical parameters"

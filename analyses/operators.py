@@ -23,12 +23,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from car_verify.findings import Issue, Tier
-from car_verify.passes import Context, Example, Pass
+from car_verify.passes import Context, Example, Pass, Preserves
 from car_verify.values import KNOWN_OPERATORS
 
 
 class OperatorPass(Pass):
     name = "operators"
+    preserves = frozenset({Preserves.ORDER_KEEPING_DEPENDENCY_EDIT})
     tier = Tier.DECISION_PROCEDURE
     codes = ("unknown-operator",)
     verifies = "every precondition operator is in the operator table"

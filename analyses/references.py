@@ -27,11 +27,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from car_verify.findings import Issue, Tier
-from car_verify.passes import Context, Example, Pass
+from car_verify.passes import Context, Example, Pass, Preserves
 
 
 class ReferencePass(Pass):
     name = "references"
+    preserves = frozenset({Preserves.ORDER_KEEPING_DEPENDENCY_EDIT})
     tier = Tier.DECISION_PROCEDURE
     codes = ("unknown-dependency", "dependency-cycle")
     verifies = "dependencies and output references name actions, and the DAG is acyclic"

@@ -36,7 +36,7 @@ from collections.abc import Iterator
 
 from car_verify.findings import Issue, Severity, Tier
 from car_verify.model import Action, FailureBehavior
-from car_verify.passes import Context, Example, Pass
+from car_verify.passes import Context, Example, Pass, Preserves
 from car_verify.values import format_predicate, format_value
 from car_verify.walk import Cause
 
@@ -62,6 +62,7 @@ def key_pointer(action: Action, key: str) -> tuple[str | int, ...]:
 
 class StripsPass(Pass):
     name = "strips"
+    preserves = frozenset({Preserves.ORDER_KEEPING_DEPENDENCY_EDIT})
     tier = Tier.DECISION_PROCEDURE
     codes = ("precondition-unsatisfied", "missing-dependency", "assertion-fails")
     verifies = "preconditions, state dependencies and assertions hold in the forward walk"

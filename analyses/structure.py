@@ -28,11 +28,12 @@ from collections.abc import Iterator
 
 from car_verify.findings import Issue, Tier
 from car_verify.model import Action, unknown_fields
-from car_verify.passes import Context, Example, Pass
+from car_verify.passes import Context, Example, Pass, Preserves
 
 
 class StructurePass(Pass):
     name = "structure"
+    preserves = frozenset({Preserves.ORDER_KEEPING_DEPENDENCY_EDIT})
     tier = Tier.DECISION_PROCEDURE
     codes = (
         "empty-proposal",

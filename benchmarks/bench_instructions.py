@@ -62,7 +62,8 @@ elif mode == "verify":
     car_verify.verify(text, initial_state=state)
 elif mode.startswith("upto:"):  # verify's stages, up to and with this one
     import gc
-    from car_verify.passes import Context, Options, resolve_passes
+    from car_verify.passes import Context, Options
+    from car_verify.registry import resolve_passes
     stop = mode[5:]
     model = car_verify.load(text)
     gc.disable()  # as inside verify

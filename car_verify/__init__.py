@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from ._version import __version__
 from .api import Evidence, Simulation, VerificationResult, simulate, verify
 from .codes import CODES, Code
 from .dag import Dag
@@ -46,7 +47,9 @@ from .model import (
 
 # Eager: the submodule `car_verify.optimize` would otherwise shadow the function.
 from .optimize import OptimizeResult, optimize
-from .passes import Context, Example, Pass, Requirement, available_passes
+from .passes import Context, Example, Pass, Requirement
+from .registry import available_passes
+from .reporters import html as _html  # noqa: F401  (registers the Jupyter views)
 from .tools import ToolRegistry
 
 if TYPE_CHECKING:
@@ -54,7 +57,6 @@ if TYPE_CHECKING:
     from .transactions import TransactionReport, transaction_check
     from .wp import Condition, runs_unblocked
 
-__version__ = "0.1.0"
 
 # The deciding tools load on first use: `car-verify verify` in a pre-commit hook
 # never pays for them.
@@ -123,6 +125,7 @@ __all__ = [
     "TransactionReport",
     "UsageError",
     "VerificationResult",
+    "__version__",
     "available_passes",
     "equivalent",
     "load",

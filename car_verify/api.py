@@ -11,6 +11,7 @@ from typing import Any
 from ._codec import Bad, d_json, expected
 from .car import Profile, car_simulate, car_verify, profile_of, require_known_types
 from .dag import Dag
+from .display import HtmlDisplay
 from .errors import InputError, deep_values_are_input_errors
 from .findings import Issue, Severity
 from .model import ActionProposal, Readable, load
@@ -20,9 +21,9 @@ from .passes import (
     Options,
     Pass,
     evidence_lists,
-    resolve_passes,
     run_passes,
 )
+from .registry import resolve_passes
 from .tools import ToolRegistry
 from .values import copy_json
 from .walk import ActionTrace, describe, walk
@@ -64,7 +65,7 @@ class Evidence:
 
 
 @dataclass(slots=True)
-class VerificationResult:
+class VerificationResult(HtmlDisplay):
     """The verification result of the spec, plus ``evidence``.
 
     ``to_dict()`` is exactly the wire object: ``valid``, ``issues``,
@@ -122,13 +123,8 @@ class VerificationResult:
     def to_json(self, *, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
 
-    def _repr_html_(self) -> str:
-        from .notebook import html_for
 
-        return html_for(self)
-
-
-class Simulation(dict[str, Any]):
+class Simulation(dict[str, Any], HtmlDisplay):
     """The end state of ``simulate`` (it *is* that dict), with the per-action ``trace``.
 
     ``trace`` holds one :class:`~car_verify.walk.ActionTrace` per walked action:
@@ -151,11 +147,6 @@ class Simulation(dict[str, Any]):
     def to_dict(self) -> dict[str, Any]:
         """The end state as a fresh JSON object (what ``car-verify simulate`` prints)."""
         return json.loads(json.dumps(dict(self)))  # type: ignore[no-any-return]
-
-    def _repr_html_(self) -> str:
-        from .notebook import html_for
-
-        return html_for(self)
 
     def trace_dicts(self) -> list[dict[str, Any]]:
         return [t.to_dict() for t in self.trace]

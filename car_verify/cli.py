@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from .errors import TOO_DEEP, CarVerifyError, InputError, UsageError, is_too_deep, too_deep
+from .reporters.text import one_line
 
 __all__ = ["main"]
 
@@ -144,6 +145,7 @@ def _policies(args: argparse.Namespace) -> Any:
 def cmd_verify(args: argparse.Namespace) -> int:
     from .api import verify
     from .reporters import render_json, render_sarif, render_text
+    from .reporters.github import render_github
 
     proposal = _load_proposal(args.proposal)
     passes = [p.strip() for p in args.passes.split(",") if p.strip()] if args.passes else None
@@ -167,6 +169,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
         _write(render_json(result))
     elif args.format == "sarif":
         _write(render_sarif(result, artifact=None if args.proposal == "-" else args.proposal))
+    elif args.format == "github":
+        _write(
+            render_github(result.issues, artifact=None if args.proposal == "-" else args.proposal)
+        )
     else:
         _write(render_text(result))
     return EXIT_OK if result.valid else EXIT_FINDINGS
@@ -293,7 +299,9 @@ def cmd_txcheck(args: argparse.Namespace) -> int:
 def cmd_policy_check(args: argparse.Namespace) -> int:
     from .api import verify
     from .policy import load_policies
-    from .values import plural
+    from .reporters.json import policy_json
+    from .reporters.sarif import sarif
+    from .reporters.text import policy_text
 
     loaded = load_policies(args.policies)
     proposal = _load_proposal(args.proposal)
@@ -301,33 +309,14 @@ def cmd_policy_check(args: argparse.Namespace) -> int:
         proposal, initial_state=_load_state(args.state), passes=["policies"], policies=loaded
     )
 
-    def entry(i: Any) -> dict[str, Any]:
-        return {
-            "policy_name": i.code,
-            "action_id": i.action_id,
-            "reason": i.message,
-            "tier": i.tier.value,
-        }
-
-    # An error is a violation; a warning says what could not be decided (a rule on a
-    # parameter that is another action's output, a trace rule past its budget).
-    violations = [entry(i) for i in result.issues if i.severity.value == "error"]
-    undecided = [entry(i) for i in result.issues if i.severity.value != "error"]
     if args.format == "json":
-        doc = {
-            "directory": None if loaded.directory is None else str(loaded.directory),
-            "files": [str(f) for f in loaded.files],
-            "violations": violations,
-            "undecided": undecided,
-        }
-        _write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+        directory = None if loaded.directory is None else str(loaded.directory)
+        _write(policy_json(result, directory, [str(f) for f in loaded.files]))
+    elif args.format == "sarif":
+        _write(sarif(result.issues, artifact=None if args.proposal == "-" else args.proposal))
     else:
-        for v in violations:
-            _write(f"{v['policy_name']} {v['action_id']}: {v['reason']}\n")
-        for v in undecided:
-            _write(f"undecided: {v['policy_name']} {v['action_id']}: {v['reason']}\n")
-        count = len(violations)
-        _write(f"{plural(count, 'violation')} ({loaded.describe()})\n")
+        _write(policy_text(result, loaded.describe()))
+    violations = [i for i in result.issues if i.severity.value == "error"]
     return EXIT_FINDINGS if violations else EXIT_OK
 
 
@@ -388,6 +377,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     import signal
 
     from .executor import Executor
+    from .reporters.json import run_json
+    from .reporters.text import run_text
 
     proposal = _load_proposal(args.proposal)
     tools = _load_tool_module(args.tools)
@@ -429,32 +420,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                 loop.remove_signal_handler(signal.SIGINT)
 
     outcome = asyncio.run(run())
-    if args.format == "json":  # the result, the rollback and the abort cause
-        _write(json.dumps(outcome.report(), indent=2, ensure_ascii=False) + "\n")
+    if args.format == "json":
+        _write(run_json(outcome))
     else:
-        shown = outcome.shown_statuses
-        for r in outcome.result.results:
-            detail = f": {_one_line(r.error)}" if r.error else ""
-            _write(f"{shown[r.action_id]:<11} {r.action_id}{detail}\n")
-        c = outcome.result.cost
-        _write(
-            f"{c.actions_executed} executed, {c.actions_rejected} rejected, {c.actions_skipped} "
-            f"skipped; {c.tool_calls} tool calls, {c.retries} retries, "
-            f"{c.total_duration_ms:.0f} ms\n"
-        )
-        if outcome.rejected_by:
-            reasons, more = outcome.rejected_by[:5], len(outcome.rejected_by) - 5
-            rest = f"; and {more} more (car-verify verify lists them all)" if more > 0 else ""
-            listed = "; ".join(reasons) + rest
-            _write(f"rejected at admission: {listed}\n")
-        if outcome.rollback is not None:
-            rb = outcome.rollback
-            _write(
-                f"rolled back ({_one_line(outcome.aborted_by or '')}): state restored; compensated "
-                f"{rb.compensated or 'nothing'}; failed to compensate "
-                f"{[f['action_id'] for f in rb.failed_to_compensate] or 'nothing'}; "
-                f"irreversible already done {rb.irreversible_reached or 'nothing'}\n"
-            )
+        _write(run_text(outcome))
     statuses = {r.status.value for r in outcome.result.results}
     return EXIT_OK if statuses <= {"succeeded"} else EXIT_FINDINGS
 
@@ -545,7 +514,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
 
 
 def cmd_codes(args: argparse.Namespace) -> int:
-    from .lint import all_codes
+    from .codes import CODES
 
     if args.code is not None:
         from .docgen import explain_code
@@ -555,13 +524,14 @@ def cmd_codes(args: argparse.Namespace) -> int:
             raise UsageError(f"unknown code {args.code!r}; 'car-verify codes' lists them")
         _write(text)
         return EXIT_OK
-    codes = all_codes()  # verify's, then lint's own (about files)
+    codes = CODES  # verify's, then lint's own (about files)
     if args.format == "json":
         doc = [
             {
                 "code": c.name,
                 "severity": {"strict": c.column("strict"), "car": c.column("car")},
                 "tier": c.tier.value,
+                "blocks": c.blocks,
                 "summary": c.summary,
             }
             for c in codes.values()
@@ -576,7 +546,7 @@ def cmd_codes(args: argparse.Namespace) -> int:
 
 
 def cmd_passes(args: argparse.Namespace) -> int:
-    from .passes import available_passes
+    from .registry import available_passes
 
     for name, cls in available_passes().items():
         needs = f" (needs: {', '.join(sorted(cls.requires))})" if cls.requires else ""
@@ -592,7 +562,7 @@ def _parser() -> _Parser:
         prog="car-verify",
         description="Check Agent IR action proposals before they run.",
     )
-    from . import __version__
+    from ._version import __version__
 
     parser.add_argument("--version", action="version", version=f"car-verify {__version__}")
     profiled = _Parser(add_help=False)
@@ -612,7 +582,7 @@ def _parser() -> _Parser:
     p.add_argument("--state", metavar="STATE.json", help="initial state (a JSON object)")
     p.add_argument("--tools", metavar="TOOLS.json", help="tool registry (an array of ToolSchema)")
     p.add_argument("--max-actions", type=_non_negative, metavar="N", help="action budget")
-    p.add_argument("--format", choices=("text", "json", "sarif"), default="text")
+    p.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text")
     p.add_argument(
         "--repeat-threshold",
         type=_positive,
@@ -694,7 +664,7 @@ def _parser() -> _Parser:
         help="policy directory (default: the nearest .car/policies walking up)",
     )
     q.add_argument("--state", metavar="STATE.json", help="state for require_state rules")
-    q.add_argument("--format", choices=("text", "json"), default="text")
+    q.add_argument("--format", choices=("text", "json", "sarif"), default="text")
     q.set_defaults(run=cmd_policy_check)
     q = policy.add_parser(
         "lint", parents=[profiled], help="load a policy directory and report what it holds"
@@ -795,7 +765,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CarVerifyError as err:
         if isinstance(err, InputError) and is_too_deep(err) and args is not None:
             err = _locate_deep(args) or err
-        sys.stderr.write(f"car-verify: error: {_one_line(str(err))}\n")
+        sys.stderr.write(f"car-verify: error: {one_line(str(err))}\n")
         return EXIT_USAGE
     except RecursionError:  # what the API entry points report as TOO_DEEP, elsewhere
         found = None if args is None else _locate_deep(args)
@@ -814,7 +784,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("CAR_VERIFY_DEBUG"):
             raise
         sys.stderr.write(
-            f"car-verify: internal error: {type(err).__name__}: {_one_line(str(err))}\n"
+            f"car-verify: internal error: {type(err).__name__}: {one_line(str(err))}\n"
         )
         return EXIT_USAGE
 
@@ -843,10 +813,6 @@ def _locate_deep(args: argparse.Namespace) -> InputError | None:
         return None
     depth, name, path = worst
     return too_deep(path, depth, source=name)
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,4 +1,5 @@
-"""Every finding code, defined once: default severity, tier and a one-line summary.
+"""Every finding code, defined once: severity per profile, tier, whether it blocks
+execution, and a one-line summary.
 
 Codes are never reused; a renamed code stays here as an alias of its new name.
 Passes emit only codes listed here (or codes a third-party pass declares), and
@@ -14,7 +15,7 @@ from types import MappingProxyType
 from .errors import UsageError
 from .findings import Severity, Tier
 
-__all__ = ["ALIASES", "CODES", "Code", "lookup", "register_codes"]
+__all__ = ["ALIASES", "BLOCKING", "CODES", "Code", "lookup", "register_codes"]
 
 E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 D, H = Tier.DECISION_PROCEDURE, Tier.HEURISTIC
@@ -39,6 +40,10 @@ class Code:
     summary: str
     car: Severity | None = None
     car_note: str = ""
+    #: A finding with this code rejects the proposal at the executor's admission.
+    blocks: bool = False
+    #: What the finding is about: ``plan`` (a proposal) or ``file`` (lint's own).
+    about: str = "plan"
 
     def severity_in(self, profile: str) -> Severity | None:
         """The severity under ``profile`` (``car`` or ``strict``), or None."""
@@ -58,7 +63,7 @@ class Code:
 
 _TABLE = [
     Code("empty-proposal", W, D, "the proposal has no actions", NEVER),
-    Code("duplicate-id", E, D, "two actions share an id", NEVER),
+    Code("duplicate-id", E, D, "two actions share an id", NEVER, blocks=True),
     Code(
         "unknown-action-type",
         E,
@@ -66,10 +71,16 @@ _TABLE = [
         "`type` is not one of the four action types",
         NEVER,
         "CAR rejects the whole proposal: an input error",
+        blocks=True,
     ),
-    Code("missing-tool-name", E, D, "a `tool_call` without `tool`", E),
+    Code("missing-tool-name", E, D, "a `tool_call` without `tool`", E, blocks=True),
     Code(
-        "state-write-without-key", E, D, "a `state_write` without a string `parameters.key`", NEVER
+        "state-write-without-key",
+        E,
+        D,
+        "a `state_write` without a string `parameters.key`",
+        NEVER,
+        blocks=True,
     ),
     Code(
         "unknown-dependency",
@@ -77,8 +88,9 @@ _TABLE = [
         D,
         "`dependencies` or a `$id.output` reference names no action",
         NEVER,
+        blocks=True,
     ),
-    Code("dependency-cycle", E, D, "the dependency graph has a cycle", NEVER),
+    Code("dependency-cycle", E, D, "the dependency graph has a cycle", NEVER, blocks=True),
     Code("unknown-operator", E, D, "a precondition operator is not in the operator table", E),
     Code(
         "precondition-unsatisfied",
@@ -135,8 +147,16 @@ _TABLE = [
         "the proposal has more actions than `max_actions`",
         W,
         "a warning on the first action; the limit is 30 unless given",
+        blocks=True,
     ),
-    Code("unknown-tool", E, D, "a `tool_call` names a tool that is not in the registry", E),
+    Code(
+        "unknown-tool",
+        E,
+        D,
+        "a `tool_call` names a tool that is not in the registry",
+        E,
+        blocks=True,
+    ),
     Code(
         "param-schema",
         E,
@@ -144,6 +164,7 @@ _TABLE = [
         "parameters violate the tool's `parameters` JSON Schema",
         E,
         "only `required` and each property's `type` are checked",
+        blocks=True,
     ),
     Code(
         "missing-compensation",
@@ -206,6 +227,23 @@ _TABLE = [
         INFO,
         "car-verify's own note beside CAR's answer",
     ),
+    # lint's own findings, about files rather than plans
+    Code(
+        "invalid-file",
+        E,
+        D,
+        "the file does not parse, or its proposal cannot be modelled",
+        E,
+        about="file",
+    ),
+    Code(
+        "not-a-proposal",
+        W,
+        D,
+        "the file parses but holds no proposal (no object with an `actions` key)",
+        W,
+        about="file",
+    ),
 ]
 
 _codes: dict[str, Code] = {}
@@ -216,6 +254,9 @@ for _code in _TABLE:
 
 #: Every known code, by name (read-only view).
 CODES = MappingProxyType(_codes)
+
+#: The codes that reject a proposal at the executor's admission by default.
+BLOCKING = frozenset(c.name for c in _TABLE if c.blocks)
 
 #: Old name -> current name. Codes are never reused.
 ALIASES: MappingProxyType[str, str] = MappingProxyType({})

@@ -14,7 +14,8 @@ import re
 
 from .api import verify
 from .codes import CODES
-from .passes import Example, Pass, available_passes
+from .passes import Example, Pass
+from .registry import available_passes
 from .reporters import issue_line
 
 __all__ = ["explain_code", "render_codes_reference"]
@@ -125,14 +126,19 @@ def render_codes_reference() -> str:
         "[compat.md](compat.md)). Under `car`, CAR's eight checks report the codes and",
         "the passes below run with `--profile strict`.",
         "",
-        "| code | strict | car | tier | pass | under car |",
-        "|---|---|---|---|---|---|",
+        "`blocks`: the executor rejects a proposal with this finding at admission.",
+        "",
+        "| code | strict | car | tier | blocks | pass | under car |",
+        "|---|---|---|---|---|---|---|",
     ]
     owner = {code: cls.name for cls in passes.values() for code in cls.codes}
     for code in CODES.values():
+        if code.about != "plan":
+            continue
         out.append(
             f"| [`{code.name}`](#{code.name}) | {code.column('strict')} | {code.column('car')} "
-            f"| {code.tier.value} | `{owner.get(code.name, 'car')}` | {code.car_note} |"
+            f"| {code.tier.value} | {'yes' if code.blocks else ''} "
+            f"| `{owner.get(code.name, 'car')}` | {code.car_note} |"
         )
     out.append("")
     for cls in passes.values():
@@ -146,9 +152,7 @@ def explain_code(name: str) -> str | None:
     """The explanation of one finding code as plain text (``car-verify codes CODE``):
     the code's line of the table, then its pass's documentation; None for an
     unknown code."""
-    from .lint import LINT_CODES
-
-    code = CODES.get(name) or LINT_CODES.get(name)
+    code = CODES.get(name)
     passes = available_passes().values()
     if code is not None:
         head = (
@@ -163,7 +167,7 @@ def explain_code(name: str) -> str | None:
         owner = next((cls for cls in passes if cls.dynamic_codes), None)
     else:
         return None
-    if name in LINT_CODES:
+    if code is not None and code.about == "file":
         return f"{head}\n\nA finding of car-verify lint about a file; see docs/lint.md.\n"
     if owner is None:
         return f"{head}\n"
@@ -195,7 +199,7 @@ def _car_section() -> list[str]:
         "|---|---|---|---|",
     ]
     for c in CODES.values():
-        if c.severity is None:
+        if c.severity is None and c.about == "plan":
             out.append(
                 f'| <a id="{c.name}"></a>`{c.name}` | {c.column("car")} | {c.tier.value} '
                 f"| {c.summary}: {c.car_note} |"
@@ -205,8 +209,6 @@ def _car_section() -> list[str]:
 
 def _lint_section() -> list[str]:
     """The codes ``car-verify lint`` adds: findings about files, not plans."""
-    from .lint import LINT_CODES
-
     out = [
         "## Codes of `car-verify lint`",
         "",
@@ -216,7 +218,7 @@ def _lint_section() -> list[str]:
         "| code | severity | tier | summary |",
         "|---|---|---|---|",
     ]
-    for c in LINT_CODES.values():
+    for c in (c for c in CODES.values() if c.about == "file"):
         out.append(
             f'| <a id="{c.name}"></a>`{c.name}` | {c.column("strict")} | {c.tier.value} '
             f"| {c.summary} |"

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from .api import ProposalLike, _state, simulate
 from .car import Profile, car_equal, profile_of, require_known_types
+from .display import HtmlDisplay
 from .errors import InputError, UsageError, deep_values_are_input_errors
 from .findings import Tier
 from .model import load
@@ -31,7 +32,7 @@ Method = Literal["sampled", "z3", "auto"]
 
 
 @dataclass(slots=True)
-class EquivalenceResult:
+class EquivalenceResult(HtmlDisplay):
     """``equivalent`` is True, False, or None (unknown: see ``reason``)."""
 
     equivalent: bool | None
@@ -60,11 +61,6 @@ class EquivalenceResult:
 
     def to_json(self, *, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
-
-    def _repr_html_(self) -> str:
-        from .notebook import html_for
-
-        return html_for(self)
 
     def explain(self) -> str:
         if self.equivalent is None:

@@ -42,6 +42,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .api import ProposalLike, VerificationResult, _state, assess
+from .codes import BLOCKING
+from .display import HtmlDisplay
 from .errors import UsageError, deep_values_are_input_errors
 from .events import EventLog
 from .model import (
@@ -80,21 +82,9 @@ __all__ = [
     "execute_sync",
 ]
 
-#: Admission findings that reject the whole proposal by default.
-DEFAULT_BLOCKING = frozenset(
-    {
-        "unknown-tool",
-        "param-schema",
-        "dependency-cycle",
-        "duplicate-id",
-        "too-many-actions",
-        "budget-exceeded",
-        "missing-tool-name",
-        "unknown-action-type",
-        "state-write-without-key",
-        "unknown-dependency",
-    }
-)
+#: Admission findings that reject the whole proposal by default: the code table's
+#: blocking codes, and the cost budget's own check.
+DEFAULT_BLOCKING = BLOCKING | {"budget-exceeded"}
 
 _REF = re.compile(r"\$([^.]+)\.output(?:\.(.+))?")
 
@@ -139,7 +129,7 @@ class RollbackReport:
 
 
 @dataclass(slots=True)
-class ExecutionResult:
+class ExecutionResult(HtmlDisplay):
     """The ProposalResult (``result``, the wire object) plus what a caller needs to act on."""
 
     result: ProposalResult
@@ -173,11 +163,6 @@ class ExecutionResult:
 
     def to_dict(self) -> dict[str, Any]:
         return self.result.to_dict()
-
-    def _repr_html_(self) -> str:
-        from .notebook import html_for
-
-        return html_for(self)
 
     def report(self) -> dict[str, Any]:
         """The result with the admission reasons, violations, abort cause and rollback."""

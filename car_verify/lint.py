@@ -14,7 +14,6 @@ types are errors naming the file and key. Command-line flags win over the file.
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import json
 import os
 import sys
@@ -24,39 +23,20 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .codes import CODES, Code
+from .codes import CODES
 from .config import find_config, read_settings, setting_profile
 from .errors import InputError, UsageError, format_path, is_too_deep, json_pointer, too_deep
-from .findings import Severity, Tier
+from .findings import Issue, Location, Severity
 
 __all__ = [
-    "LINT_CODES",
     "Baseline",
     "LintConfig",
-    "LintFinding",
     "LintReport",
     "find_config",
     "lint_paths",
     "load_config",
 ]
 
-#: Findings about files rather than plans.
-LINT_CODES = {
-    "invalid-file": Code(
-        "invalid-file",
-        Severity.ERROR,
-        Tier.DECISION_PROCEDURE,
-        "the file does not parse, or its proposal cannot be modelled",
-        Severity.ERROR,
-    ),
-    "not-a-proposal": Code(
-        "not-a-proposal",
-        Severity.WARNING,
-        Tier.DECISION_PROCEDURE,
-        "the file parses but holds no proposal (no object with an `actions` key)",
-        Severity.WARNING,
-    ),
-}
 EXTENSIONS = {".json", ".jsonl", ".yaml", ".yml"}
 SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache"}
 
@@ -188,41 +168,11 @@ def load_config(path: str | os.PathLike[str] | None = None) -> LintConfig:
 # --- findings ----------
 
 
-@dataclass(frozen=True, slots=True)
-class LintFinding:
-    path: str
-    line: int
-    column: int
-    code: str
-    severity: str
-    tier: str
-    message: str
-    action_id: str | None = None
-    pointer: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "line": self.line,
-            "column": self.column,
-            "code": self.code,
-            "severity": self.severity,
-            "tier": self.tier,
-            "message": self.message,
-            "action_id": self.action_id,
-            "pointer": self.pointer,
-        }
-
-    def key(self) -> tuple[str, str | None, str]:
-        """How a baseline matches a finding: file, action id and code (not line)."""
-        return (self.path, self.action_id, self.code)
-
-
 @dataclass(slots=True)
 class FileResult:
     path: str
-    findings: list[LintFinding] = field(default_factory=list)
-    suppressed: list[LintFinding] = field(default_factory=list)
+    findings: list[Issue] = field(default_factory=list)
+    suppressed: list[Issue] = field(default_factory=list)
     proposals: int = 0
 
 
@@ -230,24 +180,24 @@ class FileResult:
 class LintReport:
     files: list[FileResult]
     config: LintConfig
-    baselined: list[LintFinding] = field(default_factory=list)
+    baselined: list[Issue] = field(default_factory=list)
 
     @property
-    def findings(self) -> list[LintFinding]:
+    def findings(self) -> list[Issue]:
         return [f for r in self.files for f in r.findings]
 
     @property
-    def suppressed(self) -> list[LintFinding]:
+    def suppressed(self) -> list[Issue]:
         return [f for r in self.files for f in r.suppressed]
 
-    def failing(self, fail_on: str) -> list[LintFinding]:
+    def failing(self, fail_on: str) -> list[Issue]:
         if fail_on == "never":
             return []
-        rank = {"info": 0, "warning": 1, "error": 2}
-        return [f for f in self.findings if rank[f.severity] >= rank[fail_on]]
+        floor = Severity(fail_on).rank
+        return [f for f in self.findings if f.severity.rank >= floor]
 
     def summary(self) -> dict[str, Any]:
-        by_severity = Counter(f.severity for f in self.findings)
+        by_severity = Counter(f.severity.value for f in self.findings)
         return {
             "files": len(self.files),
             "proposals": sum(r.proposals for r in self.files),
@@ -329,12 +279,9 @@ def lint_file(path: str | Path, config: LintConfig) -> FileResult:
     result = FileResult(relative)
 
     def file_finding(code: str, message: str, line: int = 1, column: int = 1) -> None:
-        spec = LINT_CODES[code]
-        result.findings.append(
-            LintFinding(
-                relative, line, column, code, spec.column("strict"), spec.tier.value, message
-            )
-        )
+        spec = CODES[code]
+        where = Location(relative, line, column)
+        result.findings.append(Issue(code, spec.worst, spec.tier, message, location=where))
 
     try:
         text = file.read_text(encoding="utf-8")
@@ -490,17 +437,9 @@ def _lint_document(
     for issue in verdict.issues:
         pointer = f"/actions/{issue.index}" if issue.index is not None else ""
         line, column = positions.get(pointer, (first_line, 1))
-        severity = config.severity.get(issue.code, issue.severity.value)
-        finding = LintFinding(
-            relative,
-            line,
-            column,
-            issue.code,
-            severity,
-            issue.tier.value,
-            issue.message,
-            issue.action_id,
-            issue.pointer,
+        severity = config.severity.get(issue.code)
+        finding = issue.located(
+            Location(relative, line, column), severity=Severity(severity) if severity else None
         )
         if config.select and not _matches(issue.code, config.select):
             continue
@@ -602,8 +541,13 @@ def lint_paths(
         sys.stderr.write("\r" + " " * 60 + "\r")
         sys.stderr.flush()
     for r in results:
-        r.findings.sort(key=lambda f: (f.line, f.column, f.code))
+        r.findings.sort(key=_file_order)
     return LintReport(results, config)
+
+
+def _file_order(finding: Issue) -> tuple[int, int, str]:
+    where = finding.location or Location("")
+    return (where.line, where.column, finding.code)
 
 
 def _progress(show: bool, done: int, total: int) -> None:
@@ -625,8 +569,8 @@ class Baseline:
     entries: Counter[tuple[str, str | None, str]]
 
     @classmethod
-    def of(cls, findings: Iterable[LintFinding]) -> Baseline:
-        return cls(Counter(f.key() for f in findings))
+    def of(cls, findings: Iterable[Issue]) -> Baseline:
+        return cls(Counter(f.baseline_key() for f in findings))
 
     @classmethod
     def read(cls, path: str | os.PathLike[str]) -> Baseline:
@@ -664,8 +608,8 @@ class Baseline:
         for r in report.files:
             kept = []
             for finding in r.findings:
-                if left[finding.key()] > 0:
-                    left[finding.key()] -= 1
+                if left[finding.baseline_key()] > 0:
+                    left[finding.baseline_key()] -= 1
                     report.baselined.append(finding)
                 else:
                     kept.append(finding)
@@ -676,10 +620,9 @@ class Baseline:
 
 
 def render_text(report: LintReport) -> str:
-    from .reporters import severity_counts
+    from .reporters.text import lines, severity_counts
     from .values import plural
 
-    lines = [f"{f.path}:{f.line}:{f.column}: {f.code} {f.message}" for f in report.findings]
     s = report.summary()
     counts = severity_counts(s["errors"], s["warnings"], s["info"])
     tail = f"{plural(s['findings'], 'finding')} ({counts}) in {plural(s['files'], 'file')}"
@@ -687,81 +630,31 @@ def render_text(report: LintReport) -> str:
         tail += "; suppressed: " + ", ".join(f"{c} x{n}" for c, n in s["suppressed"].items())
     if s["baselined"]:
         tail += f"; {s['baselined']} in the baseline"
-    lines.append(tail)
-    return "\n".join(lines) + "\n"
+    return lines(report.findings, tail)
 
 
 def render_json(report: LintReport) -> str:
-    doc = {
-        "findings": [f.to_dict() for f in report.findings],
-        "suppressed": [f.to_dict() for f in report.suppressed],
-        "summary": report.summary(),
-    }
-    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    from .reporters.json import dump
 
-
-def _github_escape(text: str, *, property: bool = False) -> str:
-    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    if property:
-        text = text.replace(":", "%3A").replace(",", "%2C")
-    return text
+    return dump(
+        {
+            "findings": [f.to_located_dict() for f in report.findings],
+            "suppressed": [f.to_located_dict() for f in report.suppressed],
+            "summary": report.summary(),
+        }
+    )
 
 
 def render_github(report: LintReport) -> str:
-    kinds = {"error": "error", "warning": "warning", "info": "notice"}
-    lines = [
-        f"::{kinds[f.severity]} file={_github_escape(f.path, property=True)},line={f.line},"
-        f"col={f.column},title={_github_escape(f.code, property=True)}::{_github_escape(f.message)}"
-        for f in report.findings
-    ]
-    return "\n".join(lines) + ("\n" if lines else "")
+    from .reporters.github import render_github as annotations
 
-
-def all_codes() -> dict[str, Code]:
-    return {**dict(CODES), **LINT_CODES}
+    return annotations(report.findings)
 
 
 def render_sarif(report: LintReport) -> str:
-    from .reporters import sarif_log, sarif_rule
+    from .reporters.sarif import sarif
 
-    codes = all_codes()
-    extra = sorted({f.code for f in report.findings} - set(codes))  # policy rule names
-    names = [*sorted(codes), *extra]
-    index = {name: i for i, name in enumerate(names)}
-    level = {"error": "error", "warning": "warning", "info": "note"}
-    results = []
-    for f in report.findings:
-        fingerprint = hashlib.sha256(f"{f.path}\0{f.action_id}\0{f.code}".encode()).hexdigest()[:32]
-        results.append(
-            {
-                "ruleId": f.code,
-                "ruleIndex": index[f.code],
-                "level": level[f.severity],
-                "message": {"text": f.message},
-                "locations": [
-                    {
-                        "physicalLocation": {
-                            "artifactLocation": {"uri": f.path, "uriBaseId": "%SRCROOT%"},
-                            "region": {"startLine": f.line, "startColumn": f.column},
-                        },
-                        "logicalLocations": [
-                            {
-                                "name": f.action_id or "proposal",
-                                "fullyQualifiedName": f.pointer or "/",
-                                "kind": "object",
-                            }
-                        ],
-                    }
-                ],
-                "partialFingerprints": {"carVerify/v1": fingerprint},
-                "properties": {"tier": f.tier, "actionId": f.action_id},
-            }
-        )
-    return sarif_log(
-        [sarif_rule(name, codes.get(name)) for name in names],
-        results,
-        originalUriBaseIds={"%SRCROOT%": {"uri": Path.cwd().resolve().as_uri() + "/"}},
-    )
+    return sarif(report.findings)
 
 
 def unknown_codes(codes: Iterable[str]) -> list[str]:
@@ -769,7 +662,7 @@ def unknown_codes(codes: Iterable[str]) -> list[str]:
     ``<kind>:<target>``, nor a rule-kind prefix such as ``deny_tool:``)."""
     from .policy import RULE_KINDS
 
-    known = all_codes()
+    known = CODES
     return [
         code
         for code in codes

@@ -56,6 +56,7 @@ from ._codec import (
     wire,
 )
 from ._records import quick_init
+from .display import HtmlDisplay
 from .errors import InputError, json_pointer, too_deep
 from .values import KNOWN_OPERATORS, MAX_DEPTH, copy_json, deepest, json_nodes, nesting_depth
 
@@ -474,7 +475,7 @@ class Action(Wire):
 
 
 @dataclass(slots=True, kw_only=True)
-class ActionProposal(Wire):
+class ActionProposal(Wire, HtmlDisplay):
     """A batch of actions submitted in one verify-then-execute round."""
 
     id: str = wire("id", d_str, factory=_new_proposal_id)
@@ -483,11 +484,6 @@ class ActionProposal(Wire):
     actions: list[Action] = wire("actions", d_list(d_model(Action)), factory=list)
     context: dict[str, Any] = wire("context", d_object, factory=dict)
     extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
-
-    def _repr_html_(self) -> str:
-        from .notebook import html_for
-
-        return html_for(self)
 
     def rollback_contract(self) -> Reversibility:
         """The worst declared reversibility; ``reversible`` for an empty batch."""

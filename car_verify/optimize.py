@@ -25,7 +25,8 @@ from .car import CarOrder, Profile, car_optimize_removals, profile_of, require_k
 from .dag import Dag
 from .errors import deep_values_are_input_errors
 from .model import Action, ActionProposal, load, load_parsed
-from .passes import Context
+from .passes import Context, Pass, Preserves
+from .registry import resolve_passes
 from .values import json_equal
 
 __all__ = ["Change", "OptimizeResult", "optimize", "phantom_entries", "proves_guarantee"]
@@ -95,11 +96,6 @@ def _signature(
     return findings, conflicts
 
 
-#: The passes whose findings depend on ``state_dependencies`` only through the DAG's
-#: order and the walk's checks of each action's own keys (see :class:`_Shortcut`).
-_ORDER_ONLY: Final = frozenset(
-    {"structure", "operators", "references", "strips", "conflicts", "loops", "compensation"}
-)
 _CHANGES_FINDINGS: Final = "removing it changes verify's findings"
 
 
@@ -120,10 +116,10 @@ def optimize(
     original = load(proposal)
     state = _state(initial_state)
     current = load_parsed(original.to_dict())  # to_dict builds fresh JSON: our own copy
-    base, ctx = _verify(current, state)
+    base, ctx, passes = _verify(current, state)
     findings, conflicts = _signature(base)
     result = OptimizeResult(current, depth_before=len(base.execution_levels))
-    shortcut = _Shortcut.make(ctx, base)
+    shortcut = _Shortcut.make(ctx, base, passes)
     for index, action in enumerate(original.actions):
         for key in phantom_entries(action):
             # Each removal is tried on `current` in place (it is this function's own
@@ -136,7 +132,7 @@ def optimize(
             if known is not None:
                 kept = None if known else _CHANGES_FINDINGS
             else:
-                after, ctx = _verify(current, state)
+                after, ctx, passes = _verify(current, state)
                 new_findings, new_conflicts = _signature(after)
                 if new_findings != findings:
                     kept = _CHANGES_FINDINGS
@@ -145,7 +141,7 @@ def optimize(
                 elif not json_equal(after.simulated_state, base.simulated_state):
                     kept = "removing it changes verify's end state"
                 elif shortcut is not None:  # the order may have changed: start afresh
-                    shortcut = _Shortcut.make(ctx, base)
+                    shortcut = _Shortcut.make(ctx, base, passes)
             if kept is None:
                 why = (
                     f"not in the action's read_set {action.read_set}, preconditions, "
@@ -188,9 +184,11 @@ class _Shortcut:
         self.missing = missing
 
     @classmethod
-    def make(cls, ctx: Context, result: VerificationResult) -> _Shortcut | None:
-        """From the DAG and the walk of the run that gave ``result``."""
-        if not {c.name for c in result.evidence.checks if c.ran} <= _ORDER_ONLY:
+    def make(cls, ctx: Context, result: VerificationResult, passes: list[Pass]) -> _Shortcut | None:
+        """From the DAG and the walk of the run of ``passes`` that gave ``result``."""
+        names = {c.name for c in result.evidence.checks if c.ran}
+        ran = [p for p in passes if p.name in names]
+        if not all(Preserves.ORDER_KEEPING_DEPENDENCY_EDIT in p.preserves for p in ran):
             return None
         if ctx.dag.unlevelled:
             return None
@@ -247,10 +245,13 @@ def _optimize_car(original: ActionProposal) -> OptimizeResult:
     return result
 
 
-def _verify(proposal: ActionProposal, state: dict[str, Any]) -> tuple[VerificationResult, Context]:
-    """``verify(proposal, initial_state=state)``, keeping the run's DAG and walk."""
+def _verify(
+    proposal: ActionProposal, state: dict[str, Any]
+) -> tuple[VerificationResult, Context, list[Pass]]:
+    """``verify(proposal, initial_state=state)``, keeping the run's DAG, walk and passes."""
     ctx = Context(proposal, initial_state=state)
-    return assess(ctx), ctx
+    passes = resolve_passes(None, ctx)
+    return assess(ctx, passes), ctx, passes
 
 
 def proves_guarantee(original: ProposalLike, optimized: ProposalLike) -> bool | None:

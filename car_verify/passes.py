@@ -10,8 +10,10 @@ Shared facts are *analyses* computed once per proposal and cached on the
 :class:`~car_verify.walk.Walk`. Checks read them and emit :class:`Issue` records;
 they never format output.
 
-Built-in passes live in ``car_verify.analyses``; third-party passes register
-through the ``car_verify.passes`` entry-point group.
+This module knows no pass by name: the built-in passes (``car_verify.analyses``)
+and the third-party ones (the ``car_verify.passes`` entry-point group) are found
+by :mod:`car_verify.registry`, which sits above both and hands them to
+:func:`run_passes`.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from enum import StrEnum
 from functools import cached_property
 from typing import Any, ClassVar
 
-from .codes import Code, lookup, register_codes
+from .codes import Code, lookup
 from .dag import Dag
 from .errors import TOO_DEEP, CarVerifyError, InputError, PassError, UsageError, json_pointer
 from .findings import Issue, Severity, Tier
@@ -32,19 +34,15 @@ from .tools import ToolRegistry
 from .walk import Walk, walk
 
 __all__ = [
-    "ENTRY_POINT_GROUP",
     "CheckRecord",
     "Context",
     "Example",
     "Options",
     "Pass",
+    "Preserves",
     "Requirement",
-    "available_passes",
-    "resolve_passes",
     "run_passes",
 ]
-
-ENTRY_POINT_GROUP = "car_verify.passes"
 
 
 class Requirement(StrEnum):
@@ -55,6 +53,20 @@ class Requirement(StrEnum):
     INITIAL_STATE = "initial_state"
     POLICIES = "policies"
     Z3 = "z3"
+
+
+class Preserves(StrEnum):
+    """Edits of a proposal under which a pass's findings are known not to change.
+
+    A pass declares what it preserves (``Pass.preserves``), as an LLVM pass declares
+    the analyses it keeps valid, so a transformation can skip re-running it without
+    naming passes. One kind of edit is known today.
+    """
+
+    #: Dropping a ``state_dependencies`` entry that leaves the DAG's order as it was.
+    #: The findings then change only through the walk's ``missing-dependency`` of
+    #: the edited action's own key (which ``optimize`` accounts for).
+    ORDER_KEEPING_DEPENDENCY_EDIT = "order-keeping-dependency-edit"
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +208,8 @@ class Pass(abc.ABC):
     when_given: ClassVar[Requirement | None] = None
     #: The pass reports codes defined by its input (policy rule names), not the table.
     dynamic_codes: ClassVar[bool] = False
+    #: Edits under which the pass's findings stay as they were (none is assumed).
+    preserves: ClassVar[frozenset[Preserves]] = frozenset()
 
     @abc.abstractmethod
     def run(self, ctx: Context) -> Iterable[Issue]:
@@ -235,161 +249,6 @@ _REASONS = {
     Requirement.POLICIES: "no policies were given",
     Requirement.Z3: "z3-solver cannot be imported",
 }
-
-_registry: dict[str, type[Pass]] | None = None
-
-
-def _builtin() -> list[type[Pass]]:
-    try:
-        from .analyses import BUILTIN
-    except ModuleNotFoundError as err:
-        if err.name != "car_verify.analyses":
-            raise
-        _mount_checkout_analyses()
-        from .analyses import BUILTIN
-    return list(BUILTIN)
-
-
-def _mount_checkout_analyses() -> None:
-    """Run from a source checkout: mount ``../analyses`` as ``car_verify.analyses``.
-
-    An installed car-verify has the built-in passes at ``car_verify/analyses``
-    (setuptools maps the top-level ``analyses/`` folder there). When ``car_verify``
-    is imported straight from a checkout (``python -m pytest``, a notebook started
-    in the repository), that folder sits beside the package instead.
-    """
-    import importlib.util
-    import sys
-    from pathlib import Path
-
-    folder = Path(__file__).resolve().parent.parent / "analyses"
-    spec = importlib.util.spec_from_file_location(
-        "car_verify.analyses", folder / "__init__.py", submodule_search_locations=[str(folder)]
-    )
-    if spec is None or spec.loader is None or not folder.is_dir():
-        raise ModuleNotFoundError(
-            "car_verify.analyses is not installed", name="car_verify.analyses"
-        )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["car_verify.analyses"] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules["car_verify.analyses"]
-        raise
-
-
-def _entry_points() -> list[type[Pass]]:
-    if not _may_declare_passes():
-        return []
-    from importlib.metadata import entry_points
-
-    found: list[type[Pass]] = []
-    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
-        try:
-            loaded = ep.load()
-        except Exception as err:
-            raise UsageError(
-                f"cannot load pass entry point {ep.name!r} ({ep.value}): {err}"
-            ) from err
-        if not (isinstance(loaded, type) and issubclass(loaded, Pass)):
-            raise UsageError(f"entry point {ep.name!r} ({ep.value}) is not a car_verify Pass")
-        found.append(loaded)
-    return found
-
-
-def _may_declare_passes() -> bool:
-    """False only when no installed distribution can declare a ``car_verify.passes``
-    entry point, found without importing :mod:`importlib.metadata`.
-
-    That import alone takes 20-50 ms, a fifth of a small ``car-verify lint`` run,
-    which a pre-commit hook pays on every commit. Distributions that live in a
-    folder of ``sys.path`` keep their entry points in ``<name>.dist-info/``,
-    ``<name>.egg-info/`` or ``<name>.egg/EGG-INFO/`` as ``entry_points.txt``
-    (where ``importlib.metadata`` itself reads them), so reading those files
-    answers "none" exactly. Anything it cannot read that way (a zip on the path,
-    a finder with distributions of its own, ``importlib.metadata`` already loaded
-    and perhaps patched) answers "maybe", and the real lookup runs.
-    """
-    import os
-    import sys
-    from importlib.machinery import PathFinder
-
-    if "importlib.metadata" in sys.modules:
-        return True
-    if any(
-        hasattr(finder, "find_distributions") and finder is not PathFinder
-        for finder in sys.meta_path
-    ):
-        return True
-    for entry in sys.path:
-        folder = entry or os.curdir
-        if not os.path.isdir(folder):
-            if os.path.exists(folder):
-                return True  # a zip archive may hold distributions
-            continue
-        try:
-            names = os.listdir(folder)
-        except OSError:
-            continue
-        places = [n for n in names if n.lower().endswith((".dist-info", ".egg-info"))]
-        if folder.lower().endswith(".egg"):
-            places.append("EGG-INFO")
-        for name in places:
-            try:
-                with open(os.path.join(folder, name, "entry_points.txt"), "rb") as f:
-                    if ENTRY_POINT_GROUP.encode() in f.read():
-                        return True
-            except OSError:
-                continue  # no entry points there (or an egg-info file, not a folder)
-    return False
-
-
-def available_passes() -> dict[str, type[Pass]]:
-    """Every pass by name: the built-in ones, then the entry-point ones (loaded once)."""
-    global _registry
-    if _registry is None:
-        registry: dict[str, type[Pass]] = {}
-        for cls in [*_builtin(), *_entry_points()]:
-            if cls.name in registry and registry[cls.name] is not cls:
-                raise UsageError(f"two passes are called {cls.name!r}")
-            if cls.new_codes:
-                register_codes(cls.new_codes, owner=cls.name)
-            registry[cls.name] = cls
-        _registry = registry
-    return dict(_registry)
-
-
-def resolve_passes(
-    selection: Iterable[str | Pass | type[Pass]] | None, ctx: Context | None = None
-) -> list[Pass]:
-    """Pass instances for a selection of names, classes or instances. None: the default
-    passes, plus those whose ``when_given`` input ``ctx`` has. A ``str`` is one name
-    or several separated by commas (``"strips,loops"``), as ``--passes`` takes them."""
-    registry = available_passes()
-    if isinstance(selection, str):
-        selection = [name.strip() for name in selection.split(",") if name.strip()]
-    if selection is None:
-        return [
-            cls()
-            for cls in registry.values()
-            if cls.default
-            or (cls.when_given is not None and ctx is not None and ctx.has(cls.when_given))
-        ]
-    chosen: list[Pass] = []
-    for item in selection:
-        if isinstance(item, Pass):
-            chosen.append(item)
-        elif isinstance(item, type) and issubclass(item, Pass):
-            if item.new_codes:
-                register_codes(item.new_codes, owner=item.name)
-            chosen.append(item())
-        elif isinstance(item, str) and item in registry:
-            chosen.append(registry[item]())
-        else:
-            known = ", ".join(sorted(registry))
-            raise UsageError(f"unknown pass {item!r}; known passes: {known}")
-    return chosen
 
 
 def run_passes(ctx: Context, passes: Sequence[Pass]) -> tuple[list[Issue], list[CheckRecord]]:

@@ -22,7 +22,6 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
 from .dag import Dag, Readiness
@@ -143,15 +142,10 @@ def _parser() -> Any:
 
 
 def _grammar_text() -> str:
-    """The grammar, from the installed package or, in a source checkout, ``grammars/``."""
-    try:
-        from importlib.resources import files
+    """The grammar, installed as ``car_verify.grammars`` from the top-level ``grammars/``."""
+    from importlib.resources import files
 
-        return (files("car_verify.grammars") / "trace_rules.lark").read_text()
-    except (ModuleNotFoundError, FileNotFoundError):
-        return (
-            Path(__file__).resolve().parent.parent / "grammars" / "trace_rules.lark"
-        ).read_text()
+    return (files("car_verify.grammars") / "trace_rules.lark").read_text(encoding="utf-8")
 
 
 def parse_trace_rule(text: str, *, name: str = "", source: str | None = None) -> TraceRule:

@@ -161,7 +161,7 @@ def test_html_reprs_are_valid_and_hold_the_findings() -> None:
 
 
 def test_large_proposals_collapse_and_say_so() -> None:
-    from car_verify import notebook
+    from car_verify.reporters import html as notebook
 
     doc = {
         "actions": [

@@ -1,4 +1,7 @@
-"""Compact HTML for Jupyter: ``_repr_html_`` of proposals and results.
+"""Compact HTML for Jupyter: the views behind ``_repr_html_`` of proposals and results.
+
+Each view registers itself with :mod:`car_verify.display` when this module loads
+(``car_verify/__init__.py`` imports it), so the classes it draws never import it.
 
 A header with the verdict, a table of findings (code, action, severity, tier,
 message) and the DAG as inline SVG (DOT text when Graphviz is absent). Large
@@ -15,7 +18,8 @@ from collections.abc import Iterable
 from html import escape
 from typing import Any
 
-from .values import plural
+from ..display import html_view, register_html
+from ..values import plural
 
 __all__ = ["GRAPH_LIMIT", "ROW_LIMIT", "html_for"]
 
@@ -60,7 +64,7 @@ def _graph(proposal: Any, **options: Any) -> str:
         )
     if count == 0:
         return ""
-    from .export import GraphvizMissing, render, to_dot
+    from ..export import GraphvizMissing, render, to_dot
 
     graph = to_dot(proposal, **options)
     try:
@@ -99,7 +103,7 @@ def verification_html(result: Any) -> str:
 
 
 def proposal_html(proposal: Any) -> str:
-    from .api import verify
+    from ..api import verify
 
     result = verify(proposal)
     header = (
@@ -115,7 +119,7 @@ def simulation_html(sim: Any) -> str:
     rows = []
     for t in sim.trace:
         if t.blocked:
-            from .walk import describe
+            from ..walk import describe
 
             what = "blocked: " + "; ".join(describe(c) for c in t.causes)
         else:
@@ -164,20 +168,18 @@ def execution_html(outcome: Any) -> str:
 
 def html_for(obj: Any) -> str:
     """The HTML of any displayable car-verify object."""
-    from .api import Simulation, VerificationResult
-    from .equivalence import EquivalenceResult
-    from .model import ActionProposal
+    view = html_view(obj)
+    if view is None:
+        raise TypeError(f"no HTML view for {type(obj).__name__}")
+    return view(obj)
 
-    if isinstance(obj, VerificationResult):
-        return verification_html(obj)
-    if isinstance(obj, ActionProposal):
-        return proposal_html(obj)
-    if isinstance(obj, Simulation):
-        return simulation_html(obj)
-    if isinstance(obj, EquivalenceResult):
-        return equivalence_html(obj)
-    from .executor import ExecutionResult
 
-    if isinstance(obj, ExecutionResult):
-        return execution_html(obj)
-    raise TypeError(f"no HTML view for {type(obj).__name__}")
+# Registered by name, so the executor and the deciders load only when used.
+for _name, _view in (
+    ("car_verify.model.ActionProposal", proposal_html),
+    ("car_verify.api.VerificationResult", verification_html),
+    ("car_verify.api.Simulation", simulation_html),
+    ("car_verify.equivalence.EquivalenceResult", equivalence_html),
+    ("car_verify.executor.ExecutionResult", execution_html),
+):
+    register_html(_name, _view)

@@ -1,0 +1,44 @@
+"""How car-verify's objects show themselves in Jupyter, without importing the views.
+
+The results live low in the package (the model, the api, the executor) and their
+HTML views live high (``car_verify.reporters.html`` draws the DAG through the exporter,
+which imports the api). So the views register themselves here, from above, by the
+qualified name of the class they draw, and a result's ``_repr_html_`` looks its
+view up: the model never imports the views. ``car_verify/__init__.py``
+imports ``car_verify.reporters.html``, so the views are in place whenever the package is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["HtmlDisplay", "html_view", "register_html"]
+
+_VIEWS: dict[str, Callable[[Any], str]] = {}
+
+
+def register_html(qualified_name: str, view: Callable[[Any], str]) -> None:
+    """Draw instances of the class named ``module.QualName`` (and its subclasses) with ``view``."""
+    _VIEWS[qualified_name] = view
+
+
+def html_view(obj: object) -> Callable[[Any], str] | None:
+    """The view registered for ``obj``'s class or its nearest base, if any."""
+    for cls in type(obj).__mro__:
+        view = _VIEWS.get(f"{cls.__module__}.{cls.__qualname__}")
+        if view is not None:
+            return view
+    return None
+
+
+class HtmlDisplay:
+    """Mixin: ``_repr_html_`` through the registered view."""
+
+    __slots__ = ()
+
+    def _repr_html_(self) -> str:
+        view = html_view(self)
+        if view is None:
+            raise TypeError(f"no HTML view for {type(self).__name__}")
+        return view(self)

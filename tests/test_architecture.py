@@ -1,0 +1,130 @@
+"""The import structure of the installed package: one direction of arrows, no circle.
+
+The layers are the picture in docs/architecture.md, bottom first. A module may
+import from its own layer or any layer below, at the top of the file or inside a
+function (a lazy import is an arrow too); the graph has no cycle. Every module
+of the installed package, the built-in passes (``car_verify.analyses``) included,
+must be placed in a layer, so a new module is placed on purpose.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+from pathlib import Path
+
+import networkx as nx
+
+LAYERS: list[tuple[str, set[str]]] = [
+    (
+        "values and records",
+        {
+            "_version", "_records", "display", "errors", "values", "findings",
+            "_codec", "codes", "config", "events", "locate",
+        },
+    ),
+    ("model", {"model"}),
+    ("dag", {"dag"}),
+    ("walk", {"walk", "symbolic", "trace"}),
+    ("inputs", {"policy", "tools"}),
+    ("passes", {"passes", "car", "analyses", "registry"}),
+    ("api", {"api"}),
+    ("deciders, executor, exporters", {
+        "equivalence", "executor", "export", "optimize", "transactions", "wp",
+    }),
+    ("reporters", {"reporters"}),
+    ("commands", {"lint", "docgen", "cli", "__init__"}),
+]  # fmt: skip
+LAYER = {name: rank for rank, (_, names) in enumerate(LAYERS) for name in names}
+
+
+def _package_files() -> dict[str, Path]:
+    """``car_verify.x.y`` -> its file, for every module of the installed package."""
+    files: dict[str, Path] = {}
+    for package in ("car_verify", "car_verify.analyses", "car_verify.grammars"):
+        spec = importlib.util.find_spec(package)
+        assert spec is not None and spec.submodule_search_locations, package
+        for folder in spec.submodule_search_locations:
+            for path in Path(folder).rglob("*.py"):
+                parts = list(path.relative_to(folder).with_suffix("").parts)
+                if package == "car_verify" and parts[0] in ("analyses", "grammars"):
+                    continue  # mapped from the top-level folders, found above
+                if parts[-1] == "__init__":
+                    parts.pop()
+                files[".".join([package, *parts])] = path
+    return files
+
+
+def _imports(module: str, path: Path, files: dict[str, Path]) -> set[str]:
+    """The package modules ``module`` imports, lazily or not."""
+    is_package = path.name == "__init__.py"
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module if is_package else module.rpartition(".")[0]
+                for _ in range(node.level - 1):
+                    base = base.rpartition(".")[0]
+                target = f"{base}.{node.module}" if node.module else base
+            else:
+                target = node.module or ""
+            names = [f"{target}.{a.name}" for a in node.names]
+            found.update(n if n in files else target for n in names)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+    resolved = set()
+    for name in found:
+        while name not in files and "." in name:
+            name = name.rpartition(".")[0]
+        if name in files and name != module:
+            resolved.add(name)
+    return resolved
+
+
+def _layer_of(module: str) -> int:
+    parts = module.split(".")
+    name = parts[1] if len(parts) > 1 else "__init__"
+    assert name in LAYER, f"{module} is in no layer: place it in LAYERS and docs/architecture.md"
+    return LAYER[name]
+
+
+def _graph() -> nx.DiGraph:
+    files = _package_files()
+    graph = nx.DiGraph()
+    graph.add_nodes_from(files)
+    for module, path in files.items():
+        for target in _imports(module, path, files):
+            graph.add_edge(module, target)
+    return graph
+
+
+def test_the_installed_package_has_no_import_cycle() -> None:
+    graph = _graph()
+    assert "car_verify.analyses.strips" in graph and "car_verify.reporters.sarif" in graph
+    cycles = list(nx.simple_cycles(graph, length_bound=len(graph)))
+    assert not cycles, f"import cycles: {cycles[:3]}"
+
+
+def test_every_import_points_down_the_layers() -> None:
+    upward = [
+        f"{a} ({LAYERS[_layer_of(a)][0]}) imports {b} ({LAYERS[_layer_of(b)][0]})"
+        for a, b in _graph().edges
+        if _layer_of(a) < _layer_of(b)
+    ]
+    assert not upward, "\n".join(upward)
+
+
+def test_no_module_mounts_modules_or_reads_files_by_path_beside_the_package() -> None:
+    """The built-in passes and the grammar are installed by packaging configuration."""
+    for module, path in _package_files().items():
+        text = path.read_text(encoding="utf-8")
+        for trick in ('sys.modules["car_verify', '/ "analyses"', '/ "grammars"', "parent.parent /"):
+            assert trick not in text, f"{module} uses {trick!r}"
+
+
+def test_the_import_graph_sees_a_lazy_import(tmp_path: Path) -> None:
+    """The check can fail: an import inside a function is an arrow."""
+    module = tmp_path / "m.py"
+    module.write_text("def f():\n    from .cli import main\n")
+    files = {"car_verify.model": module, "car_verify.cli": module}
+    assert _imports("car_verify.model", module, files) == {"car_verify.cli"}
