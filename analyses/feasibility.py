@@ -80,7 +80,7 @@ class FeasibilityPass(Pass):
         # every action ran asks that with small terms (see Encoder.run).
         all_ran = encoder.run(ctx.proposal, assume_unblocked=True)
         # On or after a cycle: not walked, and reported by the references pass.
-        walked = [i for i in range(all_ran.dag.n) if all_ran.dag.level[i] >= 0]
+        walked = [i for i in range(all_ran.dag.n) if all_ran.dag.level_of(i) >= 0]
         questions = encoder.questions()
         if questions.ask(*[z3.Not(all_ran.blocked[i]) for i in walked]).verdict == z3.sat:
             return

@@ -33,12 +33,11 @@ Why this tier:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 from car_verify.findings import Issue, Severity, Tier
 from car_verify.passes import Context, Example, Pass, Requirement
-from car_verify.walk import walk
 
 
 class PolicyPass(Pass):
@@ -117,7 +116,7 @@ class PolicyPass(Pass):
         actions = ctx.proposal.actions
         found: list[Issue] = []
 
-        def check_level(members: list[int], state: Mapping[str, Any]) -> None:
+        for members, state in ctx.walk.level_states():  # each level's start state
             for i in members:
                 if actions[i].type != "tool_call":
                     continue
@@ -132,8 +131,6 @@ class PolicyPass(Pass):
                         )
                     )
                 found.extend(_undecided(ctx, engine, i))
-
-        walk(ctx.dag, ctx.initial_state, mode="verify", on_level=check_level)
         found.extend(_compensations(ctx, engine))
         yield from found
         positions = ctx.dag.positions

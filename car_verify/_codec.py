@@ -8,10 +8,11 @@ the spec's table, in table order, then the unknown keys as they came).
 Decoders raise :class:`Bad` with a path *relative* to the value they decode;
 each enclosing level prepends its key, so nothing is formatted on the happy path.
 
-A class's decoder is Python code generated from its field specs; a class of four
-fields or more (an action, a precondition) also gets code made for each common
-shape of object, which runs the same checks without asking for the fields the
-shape lacks.
+A class's decoder is Python code generated from its field specs, once per class,
+as dataclasses generates ``__init__``: loading a large proposal spends most of its
+time here, and the straight-line code is about four times as fast as the loop
+over the specs. That loop, :func:`decode_plain`, stays beside it as the plain
+reading; a Hypothesis test holds the two to the same models and the same errors.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ __all__ = [
     "Decoder",
     "decode",
     "decode_document",
+    "decode_plain",
     "encode",
     "wire",
 ]
@@ -181,7 +183,7 @@ def d_list(item: Decoder) -> Decoder:
                 raise
         return out
 
-    decode_list.item = item  # type: ignore[attr-defined]  # read by _compile_decoder
+    decode_list.item = item  # type: ignore[attr-defined]  # read by _field_code and _plain
     return decode_list
 
 
@@ -216,7 +218,7 @@ def d_optional(inner: Decoder) -> Decoder:
     def decode_optional(value: Any) -> Any:
         return None if value is None else inner(value)
 
-    decode_optional.inner = inner  # type: ignore[attr-defined]  # read by _compile_decoder
+    decode_optional.inner = inner  # type: ignore[attr-defined]  # read by _field_code and _plain
     return decode_optional
 
 
@@ -239,7 +241,7 @@ def d_model(cls: type[T]) -> Callable[[Any], T]:
     def decode_model(value: Any) -> T:
         return decode(cls, value)
 
-    decode_model.model = cls  # type: ignore[attr-defined]  # read by _compile_decoder
+    decode_model.model = cls  # type: ignore[attr-defined]  # read by _field_code and _plain
     return decode_model
 
 
@@ -312,27 +314,63 @@ def decode(cls: type[T], obj: Any) -> T:
     return _decoder_for(cls)(obj)  # type: ignore[no-any-return]
 
 
-def decode_owned(cls: type[T], obj: Any) -> T:
-    """:func:`decode` for a document that nobody else holds (one just parsed, or a
-    copy): it is taken apart as it is read. Each element of a list of models (a
-    proposal's actions) is dropped from its list once decoded, so that what the
-    model does not keep of it (the object itself, its keys) is freed while it is
-    still in the cache, instead of all at once, cold, when the document is. The
-    model and any error are those :func:`decode` gives; the document is left
-    with ``None`` in the place of what was read."""
-    return _decoder_for(cls, owned=True)(obj)  # type: ignore[no-any-return]
+def decode_plain(cls: type[T], obj: Any) -> T:
+    """:func:`decode` as a loop over the field specs: the reading the generated code
+    must agree with (a Hypothesis test holds them to the same models and errors)."""
+    if type(obj) is not dict:
+        raise expected("an object", obj)
+    specs, names = _specs(cls)
+    out = object.__new__(cls)
+    for spec in specs:
+        value = obj.get(spec.name, MISSING)
+        if value is MISSING:
+            if spec.required:
+                raise Bad(f"missing required field {spec.name!r}")
+            factory = spec.factory
+            value = factory() if callable(factory) else spec.default
+        else:
+            try:
+                value = _plain(spec.decoder)(value)
+            except Bad as bad:
+                bad.path.insert(0, spec.name)
+                raise
+        object.__setattr__(out, spec.attr, value)
+    object.__setattr__(out, "extra", {k: v for k, v in obj.items() if k not in names})
+    post_init = getattr(out, "__post_init__", None)
+    if post_init is not None:
+        post_init()
+    return out
 
 
-def _decoder_for(cls: type, *, owned: bool = False) -> Callable[[Any], Any]:
-    decoders = _OWNED_DECODERS if owned else _DECODERS
-    decoder = decoders.get(cls)
-    if decoder is None:
-        decoder = decoders[cls] = _compile_decoder(cls, owned)
+def _plain(decoder: Decoder) -> Decoder:
+    """``decoder``, with the models it decodes read by :func:`decode_plain`."""
+    model = getattr(decoder, "model", None)
+    if model is not None:
+        return lambda value: decode_plain(model, value)
+    item = getattr(decoder, "item", None)
+    if item is not None:
+        return d_list(_plain(item))
+    inner = getattr(decoder, "inner", None)
+    if inner is not None:
+        return d_optional(_plain(inner))
+    if decoder is d_json:
+        return _as_is  # checked once where the document enters, as the generated code does
     return decoder
 
 
+def _as_is(value: Any) -> Any:
+    return value
+
+
+def _decoder_for(cls: type) -> Callable[[Any], Any]:
+    decoder = _DECODERS.get(cls)
+    if decoder is None:
+        decoder = _DECODERS[cls] = _generated_decoder(cls)
+    return decoder
+
+
+#: One generated decoder per wire class (a fixed set: the IR's dataclasses).
 _DECODERS: dict[type, Callable[[Any], Any]] = {}
-_OWNED_DECODERS: dict[type, Callable[[Any], Any]] = {}
 
 # Decoders simple enough to inline as a type test in the generated code.
 _INLINE: dict[Decoder, tuple[str, str]] = {
@@ -342,23 +380,9 @@ _INLINE: dict[Decoder, tuple[str, str]] = {
 }
 
 
-def _compile_decoder(cls: type, owned: bool = False) -> Callable[[Any], Any]:
-    """The decoder of ``cls``: generated code (:func:`_generic_decoder`), and for a
-    class of _SHAPED_FIELDS fields or more, code specialised to each common shape of
-    object. ``owned``: the code of :func:`decode_owned`."""
-    specs, _ = _specs(cls)
-    generic = _generic_decoder(cls, owned)
-    if len(specs) < _SHAPED_FIELDS:
-        return generic
-    return _shaped_decoder(cls, generic, owned)
-
-
-def _field_code(
-    k: int, spec: _Spec, env: dict[str, Any], owned: bool = False
-) -> tuple[list[str], list[str]]:
+def _field_code(k: int, spec: _Spec, env: dict[str, Any]) -> tuple[list[str], list[str]]:
     """Field ``k``'s code: the lines that check its value ``v`` and store it, and the
-    lines that store its default (or raise, for a required field). Unindented.
-    ``owned``: a list of models is taken apart as it is read (:func:`decode_owned`)."""
+    lines that store its default (or raise, for a required field). Unindented."""
     name, attr = spec.name, spec.attr
     inner: Decoder | None = getattr(spec.decoder, "inner", None)  # d_optional's
     optional = inner is not None and inner in _INLINE
@@ -385,44 +409,18 @@ def _field_code(
     elif model is not None:
         # An array of models (actions, preconditions): a comprehension over the
         # item class's own decoder; on a failure the ordinary decoder runs again
-        # to name the element's index. Owned, a loop (below).
+        # to name the element's index.
         env[f"decode_{k}"] = spec.decoder
-        item = _decoder_for(model)
-        call_in = getattr(item, "call_in", None)  # a shaped decoder's own dispatch, inline
-        if call_in is not None:
-            each = call_in(env, f"item_{k}", "e")
-        else:
-            env[f"item_{k}"] = item
-            each = f"item_{k}(e)"
-        if owned:
-            # A loop that drops each element from the list once it is decoded; it
-            # knows the index of a failing one, so no second pass names it.
-            present = [
-                "if type(v) is not list:",
-                *_indent(_named_failure(k, name), 4),
-                "items = []",
-                "append = items.append",
-                "j = 0",
-                "try:",
-                "    for e in v:",
-                "        v[j] = None",
-                f"        append({each})",
-                "        j += 1",
-                "except Bad as bad:",
-                f"    bad.path[:0] = [{name!r}, j]",
-                "    raise",
-                f"out.{attr} = items",
-            ]
-        else:
-            present = [
-                "try:",
-                "    if type(v) is not list:",
-                "        raise Bad('expected an array, got ' + kind(v))",
-                f"    out.{attr} = [{each} for e in v]",
-                "except Bad:",
-                *_indent(_named_failure(k, name), 4),
-                "    raise",
-            ]
+        env[f"item_{k}"] = _decoder_for(model)
+        present = [
+            "try:",
+            "    if type(v) is not list:",
+            "        raise Bad('expected an array, got ' + kind(v))",
+            f"    out.{attr} = [item_{k}(e) for e in v]",
+            "except Bad:",
+            *_indent(_named_failure(k, name), 4),
+            "    raise",
+        ]
     elif inline is not None or known is not None:
         type_name, what = inline or ("str", "a string")
         value = "v"
@@ -491,7 +489,7 @@ def _finish(cls: type, lines: list[str], env: dict[str, Any]) -> Callable[[Any],
     return env["decode"]  # type: ignore[no-any-return]
 
 
-def _generic_decoder(cls: type, owned: bool = False) -> Callable[[Any], Any]:
+def _generated_decoder(cls: type) -> Callable[[Any], Any]:
     """Generate one straight-line decoding function per class, as dataclasses does
     for ``__init__``: the same checks as a loop over the field specs, without the loop,
     filling the instance's slots directly (loading large proposals spends most of its
@@ -507,7 +505,7 @@ def _generic_decoder(cls: type, owned: bool = False) -> Callable[[Any], Any]:
         "    found = 0",
     ]
     for k, spec in enumerate(specs):
-        present, absent = _field_code(k, spec, env, owned)
+        present, absent = _field_code(k, spec, env)
         lines += [
             f"    v = get({spec.name!r}, MISSING)",
             "    if v is not MISSING:",
@@ -522,85 +520,6 @@ def _generic_decoder(cls: type, owned: bool = False) -> Callable[[Any], Any]:
         "    else:",
         "        out.extra = {}",
     ]
-    return _finish(cls, lines, env)
-
-
-#: A class with at least this many fields gets decoders specialised to shapes: a
-#: precondition's four and up. (With 12, preconditions were left out: the dispatcher's
-#: call cost what their shape code saved, until a list of them called it directly.)
-_SHAPED_FIELDS = 4
-#: Objects of one shape decoded by the generic code before that shape gets its own
-#: (so that a small document never pays for code generation) ...
-_SHAPE_AFTER = 32
-#: ... and at most this many shapes per class (beyond, the generic code decodes; a
-#: shape is never dropped, so that shapes taking turns cannot make code again and
-#: again), counting the objects of at most this many others.
-_SHAPES = 64
-_SHAPES_SEEN = 4096
-
-
-def _shaped_decoder(
-    cls: type, generic: Callable[[Any], Any], owned: bool = False
-) -> Callable[[Any], Any]:
-    """A decoder that keys objects by their shape (their keys, in order) and decodes a
-    common shape with code made for it: a present field is read without ``get``, an
-    absent one gets its default without a test, unknown keys are known beforehand.
-    Actions of one plan mostly share a handful of shapes, and the generic code
-    spends most of its time asking for fields that are not there. The checks, and
-    the order they run in, are the generic code's, so any error is the same."""
-    shapes: dict[tuple[str, ...], Callable[[Any], Any]] = {}
-    seen: dict[tuple[str, ...], int] = {}
-
-    def decode(obj: Any) -> Any:
-        if type(obj) is dict:
-            shape = tuple(obj)
-            fast = shapes.get(shape)
-            if fast is not None:
-                return fast(obj)
-            if len(shapes) < _SHAPES:
-                count = seen[shape] = seen.get(shape, 0) + 1
-                if count >= _SHAPE_AFTER:
-                    shapes[shape] = _shape_decoder(cls, shape, generic, owned)
-                elif len(seen) > _SHAPES_SEEN:
-                    seen.clear()  # many rare shapes: count afresh
-        return generic(obj)
-
-    def call_in(env: dict[str, Any], name: str, arg: str) -> str:
-        """Code, for generated code with ``env``, that decodes ``arg`` as ``decode``
-        does but calls a known shape's code directly: a list of such objects (a
-        proposal's actions) then makes one call per object, not two."""
-        env[name] = decode
-        env[f"{name}_shape"] = shapes.get
-        fast = f"({name}_shape(tuple({arg})) or {name})({arg})"  # the key: as decode's
-        return f"{fast} if type({arg}) is dict else {name}({arg})"
-
-    decode.shapes = shapes  # type: ignore[attr-defined]  # for tests
-    decode.call_in = call_in  # type: ignore[attr-defined]  # read by _field_code
-    return decode
-
-
-def _shape_decoder(
-    cls: type, shape: tuple[str, ...], generic: Callable[[Any], Any], owned: bool = False
-) -> Callable[[Any], Any]:
-    """The code for objects whose keys are ``shape``; the generic code when the shape
-    lacks a required field (it raises)."""
-    specs, names = _specs(cls)
-    if any(spec.required and spec.name not in shape for spec in specs):
-        return generic
-    env = _environment(cls)
-    lines = ["def decode(obj):", "    out = new(cls)"]
-    for k, spec in enumerate(specs):
-        present, absent = _field_code(k, spec, env, owned)
-        if spec.name in shape:
-            lines += [f"    v = obj[{spec.name!r}]", *_indent(present, 4)]
-        else:
-            lines += _indent(absent, 4)
-    unknown = [key for key in shape if key not in names]
-    if unknown:
-        env["unknown"] = unknown
-        lines.append("    out.extra = {k: obj[k] for k in unknown}")
-    else:
-        lines.append("    out.extra = {}")
     return _finish(cls, lines, env)
 
 

@@ -698,6 +698,10 @@ def car_verify(
     return verdict
 
 
+#: Canonical JSON text, keys sorted (one encoder: json.dumps makes one per call).
+_CANONICAL_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
+
+
 def _loops(proposal: ActionProposal, found: _Findings, threshold: int) -> None:
     """Identical tool calls: twice is a warning, ``threshold`` (3) times an error.
 
@@ -706,7 +710,7 @@ def _loops(proposal: ActionProposal, found: _Findings, threshold: int) -> None:
     groups: dict[tuple[str, str], list[int]] = {}
     for index, action in enumerate(proposal.actions):
         if action.type == "tool_call" and action.tool is not None:
-            fingerprint = json.dumps(action.parameters, sort_keys=True, ensure_ascii=False)
+            fingerprint = _CANONICAL_JSON(action.parameters)
             groups.setdefault((action.tool, fingerprint), []).append(index)
     for (tool, _), members in sorted(groups.items(), key=lambda item: item[1][0]):
         count = len(members)

@@ -32,7 +32,6 @@ from functools import cached_property
 from itertools import pairwise
 from typing import Literal, TypeVar
 
-from ._records import quick_init
 from .model import Action, ActionProposal
 
 __all__ = ["Cycle", "Dag", "Edge", "Readiness", "UnknownRef"]
@@ -42,7 +41,6 @@ _G = TypeVar("_G")
 EdgeKind = Literal["dependency", "output", "state"]
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class Edge:
     """One real edge ``source -> target`` (positions), with the reason it exists."""
@@ -77,9 +75,9 @@ class Dag:
     #: A reader of a key with at most this many earlier writers gets an edge from
     #: each of them; beyond, one edge from the key's cover node.
     DIRECT_WRITERS = 4
-    #: A ``task_preds`` list longer than this may be a duplicated id's positions,
-    #: one list shared by every action that names the id: a caller that derives
-    #: something from such a list can do it once per list (by identity).
+    #: An action that waits for more than this many positions of one duplicated id
+    #: is told so by :meth:`waits_shared_with` (a caller can then derive something
+    #: from those positions once per id, not once per action).
     SHARED_TASKS = 8
 
     def __init__(self, proposal: ActionProposal) -> None:
@@ -114,6 +112,7 @@ class Dag:
         preds: list[Sequence[int]] = []
         task_preds: list[Sequence[int]] = []
         unknown: list[UnknownRef] = []
+        shared: dict[int, str] = {}  # see waits_shared_with
         chains: dict[str, list[int]] = {}
         # The nodes after the actions: covers (a pair each) and id nodes (every
         # position of an id used more than DIRECT_WRITERS times).
@@ -160,11 +159,13 @@ class Dag:
         for i, action in enumerate(actions):
             # The positions each dependency and output reference names (ascending).
             named: list[list[int]] = []
+            last_named = ""
             if action.dependencies:
                 for j, dep in enumerate(action.dependencies):
                     targets = self.targets(dep)
                     if targets:
                         named.append(targets)
+                        last_named = dep
                     else:
                         unknown.append(UnknownRef(i, dep, ("dependencies", j), "dependency"))
             if action.parameters:
@@ -172,6 +173,7 @@ class Dag:
                     targets = self.targets(ref.action_id)
                     if targets:
                         named.append(targets)
+                        last_named = ref.action_id
                     else:
                         unknown.append(UnknownRef(i, ref.action_id, ref.pointer, "output"))
             tasks: Sequence[int]
@@ -182,6 +184,8 @@ class Dag:
                 if len(named) == 1:
                     tasks = named[0]
                     forward = tasks[-1] >= i  # ascending
+                    if len(tasks) > self.SHARED_TASKS:
+                        shared[i] = last_named
                 else:
                     tasks = [t for ts in named for t in ts]
                     forward = max(tasks) >= i
@@ -230,17 +234,18 @@ class Dag:
                 else:
                     levels.append([i])
         preds.extend(extra)
-        self.preds = preds
-        self.task_preds = task_preds
+        self._preds = preds
+        self._waits = task_preds
+        self._shared_waits = shared
         self.unknown_refs = unknown
         #: Every edge points forward in the proposal (then proposal order is topological).
         self.order_is_proposal_order = backward_only
         unlevelled: list[int] = []
         if backward_only:
-            self.level, self.order = level, order
+            self._level, self._order = level, order
         else:
-            self.order, self.level = self._kahn()
-            final = self.level
+            self._order, self._level = self._kahn()
+            final = self._level
             levels = [[] for _ in range(max(final[:n], default=-1) + 1)]
             for i, lvl in enumerate(final[:n]):
                 if lvl >= 0:
@@ -265,6 +270,46 @@ class Dag:
                 own.extend(targets)
         return own
 
+    # --- the questions -----------------------------------------------------------------
+
+    def level_of(self, i: int) -> int:
+        """Action ``i``'s level (0 first), or -1 when it is on or after a cycle."""
+        return self._level[i]
+
+    def preds(self, i: int) -> list[int]:
+        """The actions with an edge into action ``i`` (ascending): what it waits for,
+        and the earlier writers of each key it depends on."""
+        found = set(self._waits[i])
+        for key in self.keys[i]:
+            for w in self.writers.get(key, ()):
+                if w >= i:
+                    break
+                found.add(w)
+        return sorted(found)
+
+    def succs(self, i: int) -> list[int]:
+        """The actions with an edge from action ``i`` (ascending)."""
+        return self._action_succs[i]
+
+    @cached_property
+    def _action_succs(self) -> list[list[int]]:
+        out: list[list[int]] = [[] for _ in range(self.n)]
+        for i in range(self.n):
+            for p in self.preds(i):
+                out[p].append(i)
+        return out
+
+    def waits_for(self, i: int) -> Sequence[int]:
+        """The actions that action ``i`` waits for through ``dependencies`` and
+        ``$id.output`` references (ascending; every position of a duplicated id)."""
+        return self._waits[i]
+
+    def waits_shared_with(self, i: int) -> str | None:
+        """The duplicated id whose positions are exactly :meth:`waits_for` of ``i``,
+        when they are more than ``SHARED_TASKS``: every action that names only that
+        id waits for the same actions, so a verdict on them holds for all of them."""
+        return self._shared_waits.get(i)
+
     def targets(self, action_id: str) -> list[int]:
         """The positions of the actions with this id (empty when there is none)."""
         where = self._first.get(action_id)
@@ -287,7 +332,7 @@ class Dag:
 
     def _kahn(self) -> tuple[list[int], list[int]]:
         """Topological order and levels of all nodes; nodes on or after a cycle get -1."""
-        n, preds, succ = self.n, self.preds, self.succ
+        n, preds, succ = self.n, self._preds, self._succ
         indeg = [len(ps) for ps in preds]
         level = [-1] * len(preds)
         queue = deque(node for node in range(len(preds)) if not indeg[node])
@@ -308,10 +353,10 @@ class Dag:
         return order, level
 
     @cached_property
-    def succ(self) -> list[list[int]]:
+    def _succ(self) -> list[list[int]]:
         """Successor lists of every node (actions, then cover nodes)."""
-        succ: list[list[int]] = [[] for _ in self.preds]
-        for node, ps in enumerate(self.preds):
+        succ: list[list[int]] = [[] for _ in self._preds]
+        for node, ps in enumerate(self._preds):
             for p in ps:
                 succ[p].append(node)
         return succ
@@ -322,10 +367,10 @@ class Dag:
         topological order of the groups, and each such node's group index."""
         import networkx as nx
 
-        stuck = {node for node, lvl in enumerate(self.level) if lvl < 0}
+        stuck = {node for node, lvl in enumerate(self._level) if lvl < 0}
         graph: nx.DiGraph[int] = nx.DiGraph()
         graph.add_nodes_from(stuck)
-        graph.add_edges_from((p, node) for node in stuck for p in self.preds[node] if p in stuck)
+        graph.add_edges_from((p, node) for node in stuck for p in self._preds[node] if p in stuck)
         condensed = nx.condensation(graph)
         groups = [set(condensed.nodes[g]["members"]) for g in nx.topological_sort(condensed)]
         return groups, {node: g for g, members in enumerate(groups) for node in members}
@@ -335,7 +380,7 @@ class Dag:
         """Each strongly connected group among the unlevelled actions, first action first."""
         if not self.unlevelled:
             return []
-        n, preds = self.n, self.preds
+        n, preds = self.n, self._preds
         cycles: list[Cycle] = []
         for component in self._groups[0]:
             if len(component) == 1:
@@ -353,7 +398,7 @@ class Dag:
         earliest action in proposal order among those that keep it shortest. Counted
         in actions (a cover node costs nothing), so the path is the same whether a
         state edge is drawn directly or through cover nodes."""
-        n, preds, succ = self.n, self.preds, self.succ
+        n, preds, succ = self.n, self._preds, self._succ
         # left[v]: the fewest actions on a path from v back to start (start counted,
         # v not); a search backwards from start, nearer nodes first (0-1 weights).
         left: dict[int, int] = {}
@@ -401,7 +446,7 @@ class Dag:
         inside = set(members)
         found: set[int] = set()
         stack = list(members)
-        succ = self.succ
+        succ = self._succ
         while stack:
             for s in succ[stack.pop()]:
                 if s not in found:
@@ -418,7 +463,7 @@ class Dag:
             found = set()
             stack = [source]
             while stack:
-                for s in self.succ[stack.pop()]:
+                for s in self._succ[stack.pop()]:
                     if s not in found:
                         found.add(s)
                         stack.append(s)
@@ -466,7 +511,7 @@ class Dag:
         and expands at most ``search`` nodes (default NEAR_SEARCH)."""
         if source == target:
             return False
-        level = self.level
+        level = self._level
         floor = level[source]
         if floor < 0 or level[target] < 0:
             if floor < 0 and level[target] < 0:
@@ -476,7 +521,7 @@ class Dag:
             return target in self._descendants(source)
         if floor >= level[target]:
             return False
-        preds = self.preds
+        preds = self._preds
         if search == 1:  # the target's own edges (the search below, without its lists)
             ps = preds[target]
             if source in ps:
@@ -500,8 +545,8 @@ class Dag:
 
     @cached_property
     def _topo_position(self) -> list[int]:
-        where = [-1] * len(self.preds)
-        for position, node in enumerate(self.order):
+        where = [-1] * len(self._preds)
+        for position, node in enumerate(self._order):
             where[node] = position
         return where
 
@@ -513,7 +558,7 @@ class Dag:
         found: set[tuple[int, int]] = set()
         if not pairs:
             return found
-        where, order = self._topo_position, self.order
+        where, order = self._topo_position, self._order
         sources = sorted({a for a, _ in pairs}, key=where.__getitem__)
         size = self._batch_size()
         for first in range(0, len(sources), size):
@@ -558,7 +603,7 @@ class Dag:
             # Few questions (or a cycle): ask them as pairs, most settle cheaply. A
             # writer at the reader's level or above cannot reach it (_settle's level
             # test, here before a pair is even made: it settles most of them).
-            level = self.level
+            level = self._level
             ordered = self.reachable(
                 [
                     (w, node)
@@ -589,7 +634,7 @@ class Dag:
         if not asked:
             return out
         writers = sorted({w for key in wanted for w in self.writers.get(key, ())})
-        where, order = self._topo_position, self.order
+        where, order = self._topo_position, self._order
         size = self._batch_size()
         readers = [where[node] for node in asked]
         stop = max(readers)
@@ -658,10 +703,10 @@ class Dag:
         which one sweep finds for every node (linear, whatever the number of writers)."""
         writers = self.writers[key]
         index = {w: j for j, w in enumerate(writers)}
-        preds, where = self.preds, self._topo_position
+        preds, where = self._preds, self._topo_position
         latest = [-1] * len(preds)  # per node: the index of the latest writer reaching it
         stop = max(where[r] for r in readers)
-        for node in self.order[where[writers[0]] : stop + 1]:
+        for node in self._order[where[writers[0]] : stop + 1]:
             best = -1
             for p in preds[node]:
                 v = max(latest[p], index.get(p, -1))
@@ -677,7 +722,7 @@ class Dag:
 
     def _batch_size(self) -> int:
         """Sources per sweep: a bit each, so that the bitsets stay within BITSET_BUDGET."""
-        return max(self.MIN_BATCH, self.BITSET_BUDGET // max(1, len(self.preds)))
+        return max(self.MIN_BATCH, self.BITSET_BUDGET // max(1, len(self._preds)))
 
     def _ancestor_bits(
         self, nodes: Sequence[int], bit: Mapping[int, int], wanted: Container[int]
@@ -687,7 +732,7 @@ class Dag:
         ``bit[s]`` set: source ``s`` reaches the node; a source's own bit is added after
         it is yielded). A node's bitset is dropped once its last successor has read it
         (an empty one is never stored, so only a stored one is counted down)."""
-        preds = self.preds
+        preds = self._preds
         remaining = list(self._successor_counts)
         carried = [0] * len(preds)
         for node in nodes:
@@ -708,8 +753,8 @@ class Dag:
 
     @cached_property
     def _successor_counts(self) -> list[int]:
-        counts = [0] * len(self.preds)
-        for ps in self.preds:
+        counts = [0] * len(self._preds)
+        for ps in self._preds:
             for p in ps:
                 counts[p] += 1
         return counts
@@ -723,8 +768,7 @@ class Dag:
     GUESSES_PER_WRITER = 2
     #: Nodes the first pass of ``conflicts`` expands before it guesses: the target
     #: alone, so a direct edge settles a pair. Its open pairs all go to one sweep, and
-    #: a longer search cost more than the sweep it spared (NEAR_SEARCH there took the
-    #: stage from 42 to 54 ms on the wide plan of 10,000 actions, 585 to 745 ms at 100,000).
+    #: a longer search cost more than the sweep it spared (docs/performance.md).
     GUESS_SEARCH = 1
 
     @cached_property
@@ -843,7 +887,7 @@ class Dag:
         where = self._topo_position
         writers = sorted(races, key=where.__getitem__)
         bit = {w: j for j, w in enumerate(writers)}
-        stretch = self.order[where[writers[0]] : where[writers[-1]] + 1]
+        stretch = self._order[where[writers[0]] : where[writers[-1]] + 1]
         for node, ancestors in self._ancestor_bits(stretch, bit, races):
 
             def reaches(m: int, b: int, known: int = ancestors) -> bool:
@@ -859,8 +903,8 @@ class Dag:
         order, then the groups of the rest. Each key's :class:`_Race` visits its
         writers in that order; two writers of one group reach each other, and
         :meth:`_settle` knows it, so a long cycle costs no search per pair."""
-        rank = {node: r for r, node in enumerate(self.order)}
-        base = len(self.order)
+        rank = {node: r for r, node in enumerate(self._order)}
+        base = len(self._order)
         for g, members in enumerate(self._groups[0]):
             for node in members:
                 rank[node] = base + g
@@ -924,15 +968,15 @@ class Readiness:
         n = self.n = dag.n
         # Per node, the actions that must have finished before it is passed: an
         # action's real predecessors, a cover node's writers.
-        masks = [0] * len(dag.preds)
-        for node in dag.order:
+        masks = [0] * len(dag._preds)
+        for node in dag._order:
             mask = 0
-            for p in dag.preds[node]:
+            for p in dag._preds[node]:
                 mask |= 1 << p if p < n else masks[p]
             masks[node] = mask
         self.masks = masks
-        self.succ = dag.succ
-        self.walkable = [lvl >= 0 for lvl in dag.level[:n]]
+        self.succ = dag._succ
+        self.walkable = [lvl >= 0 for lvl in dag._level[:n]]
         #: The actions a complete schedule finishes (none on or after a cycle).
         self.walkable_mask = _bitmask([i for i, ok in enumerate(self.walkable) if ok], n)
 

@@ -68,7 +68,8 @@ from .model import (
 )
 from .passes import Context, Options
 from .tools import ToolRegistry
-from .values import ABSENT, canonical, copy_json, evaluate, format_predicate
+from .values import canonical, copy_json, format_predicate
+from .walk import Cause, apply_level, blockers
 
 __all__ = [
     "DEFAULT_BLOCKING",
@@ -464,13 +465,11 @@ class Executor:
                         aborted_by = f"{actions[i].id}: {result.error}"
                 completion.extend(i for i in finished if i in succeeded)
                 self._event("level_finished", statuses=[results[i].status.value for i in members])
-                for i in members:  # effects after the level, in proposal order
-                    if i in changes:
-                        for key, value in changes[i].items():
-                            state[key] = value
-                        results[i].state_changes = {
-                            k: {"op": "set", "value": v} for k, v in changes[i].items()
-                        }
+                apply_level(state, actions, members, effects=changes)  # as the walk does
+                for i, change in changes.items():
+                    results[i].state_changes = {
+                        k: {"op": "set", "value": v} for k, v in change.items()
+                    }
                 spent = (
                     self.budget.max_tool_calls is not None
                     and cost.tool_calls >= self.budget.max_tool_calls
@@ -749,6 +748,8 @@ class _Run:
         self.violations = violations
         #: Actions rejected only because a dependency did not succeed.
         self.cascaded: set[str] = set()
+        #: What the walk's rules found against each assertion of the running level.
+        self.causes: dict[int, list[Cause]] = {}
 
     async def action(self, i: int, state: Mapping[str, Any]) -> tuple[ActionResult, dict[str, Any]]:
         x, action = self.x, self.x.proposal.actions[i]
@@ -773,7 +774,7 @@ class _Run:
                 return _result(action, ActionStatus.REJECTED, error=reason), {}
         effects = action.effects()
         if action.type != "tool_call":
-            return self._local(action, state, params, started), dict(effects)
+            return self._local(i, action, state, params, started), dict(effects)
         output, error = await self._dispatch(action, params)
         duration = (time.perf_counter() - started) * 1e3
         if x.trace_gate is not None and action.tool is not None:
@@ -787,28 +788,45 @@ class _Run:
         )
 
     def _blocked(self, i: int, action: Action, state: Mapping[str, Any]) -> str | None:
-        ids = self.dag.ids
-        for t in self.dag.task_preds[i]:
-            if self.status[t] is not ActionStatus.SUCCEEDED:
-                self.cascaded.add(action.id)
-                return f"dependency {ids[t]!r} did not succeed"
-        for key in self.dag.keys[i]:
-            if key not in state:
-                return f"state key {key!r} is absent"
+        """Why action ``i`` is rejected on its level's start state, judged by the
+        walk's own rules (:func:`car_verify.walk.blockers`): first a dependency
+        that did not succeed, then an absent key, then a false precondition. An
+        assertion's predicate is its work: it fails when run, it is not rejected."""
+        causes = blockers(self.dag, i, state, self._did_not_succeed)
         if action.type == "assertion":
-            return None  # an assertion's predicate is its work: it fails, not rejected
-        for pre in action.preconditions:
-            if not evaluate(pre.operator, state.get(pre.key, ABSENT), pre.value):
-                return f"precondition {format_predicate(pre.key, pre.operator, pre.value)} is false"
+            self.causes[i] = causes  # read when it runs (_local)
+        for kind in ("blocked-dependency", "missing-key", "precondition"):
+            for cause in causes:
+                if cause.kind == kind or (kind == "precondition" and cause.precondition):
+                    return self._reason(action, cause)
         return None
 
+    def _did_not_succeed(self, t: int) -> bool:
+        return self.status[t] is not ActionStatus.SUCCEEDED
+
+    def _reason(self, action: Action, cause: Cause) -> str:
+        if cause.kind == "blocked-dependency":
+            self.cascaded.add(action.id)
+            return f"dependency {cause.dependency_id!r} did not succeed"
+        if cause.kind == "missing-key":
+            return f"state key {cause.key!r} is absent"
+        pre = cause.precondition
+        assert pre is not None
+        return f"precondition {format_predicate(pre.key, pre.operator, pre.value)} is false"
+
     def _local(
-        self, action: Action, state: Mapping[str, Any], params: dict[str, Any], started: float
+        self,
+        i: int,
+        action: Action,
+        state: Mapping[str, Any],
+        params: dict[str, Any],
+        started: float,
     ) -> ActionResult:
         duration = (time.perf_counter() - started) * 1e3
         if action.type == "assertion":
-            for pre, _ in action.predicate():
-                if not evaluate(pre.operator, state.get(pre.key, ABSENT), pre.value):
+            for cause in self.causes.pop(i, []):
+                if cause.kind == "assertion":
+                    pre = cause.failed[0][0]
                     predicate = format_predicate(pre.key, pre.operator, pre.value)
                     error = f"assertion {predicate} is false"
                     self.x._event("action_failed", action.id, error=error)

@@ -28,7 +28,6 @@ from typing import (
     Self,
     TypeAlias,
     TypeGuard,
-    runtime_checkable,
 )
 
 from ._codec import (
@@ -49,13 +48,11 @@ from ._codec import (
     d_uint,
     decode,
     decode_document,
-    decode_owned,
     encode,
     expected,
     kind,
     wire,
 )
-from ._records import quick_init
 from .display import HtmlDisplay
 from .errors import InputError, json_pointer, too_deep
 from .values import KNOWN_OPERATORS, MAX_DEPTH, copy_json, deepest, json_nodes, nesting_depth
@@ -300,7 +297,6 @@ _d_compensation = d_tagged("type", {"tool": ToolCompensation, "action_ref": Acti
 _OUTPUT_REF = re.compile(r"\$([^.]+)\.output(?:\.(.+))?")
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class OutputRef:
     """A parameter value ``$<action_id>.output[.<path>]`` found at ``pointer``."""
@@ -318,7 +314,7 @@ def _has_dollar_string(value: dict[str, Any] | list[Any]) -> bool:
         for item in container.values() if type(container) is dict else container:
             t = type(item)
             if t is str:
-                if "$" <= item < "%":  # starts with "$" (no slice made)
+                if item.startswith("$"):
                     return True
             elif t is dict or t is list:
                 stack.append(item)
@@ -334,7 +330,7 @@ def _find_output_refs(value: Any, at: tuple[str | int, ...], out: list[OutputRef
     for key, item in items:
         t = type(item)
         if t is str:
-            if "$" <= item < "%":  # starts with "$" (no slice made)
+            if item.startswith("$"):
                 match = _OUTPUT_REF.fullmatch(item)
                 if match:
                     out.append(OutputRef(match.group(1), match.group(2), (*at, key)))
@@ -765,7 +761,6 @@ def _finite_float(text: str) -> float:
     return value
 
 
-@runtime_checkable
 class Readable(Protocol):
     """An open file, or anything with ``read()``, as ``json.load`` takes it."""
 
@@ -773,13 +768,22 @@ class Readable(Protocol):
 
 
 def _is_open_file(source: object) -> TypeGuard[Readable]:
-    return isinstance(source, Readable) and not isinstance(source, (str, bytes, os.PathLike))
+    """Anything with a ``read`` method that is not text, bytes or a path (asked as
+    ``json.load`` asks it: a ``runtime_checkable`` Protocol test costs more than
+    the parse of a small plan)."""
+    if isinstance(source, (str, bytes, bytearray, os.PathLike)):
+        return False
+    return callable(getattr(source, "read", None))
 
 
 def _file_name(file: Readable) -> str | None:
     """An open file's name, for errors (``<stdin>`` too); None for an in-memory one."""
     name = getattr(file, "name", None)
     return str(name) if isinstance(name, (str, os.PathLike)) else None
+
+
+#: One decoder for every document: json.loads with hooks makes a new one per call.
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
 
 
 def read_json(source: str | bytes | os.PathLike[str] | Readable, *, name: str | None = None) -> Any:
@@ -817,7 +821,9 @@ def read_json(source: str | bytes | os.PathLike[str] | Readable, *, name: str | 
             source=label,
         )
     try:
-        data = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+        if not isinstance(text, str):  # as json.loads reads bytes
+            text = bytes(text).decode(json.detect_encoding(text), "surrogatepass")
+        data = _DECODER.decode(text)
     except json.JSONDecodeError as err:
         raise InputError(
             f"not valid JSON: {err.msg}", source=label, line=err.lineno, column=err.colno
@@ -1006,8 +1012,6 @@ def _model(
             d_json(data)
         if copy:
             data = copy_json(data)
-        if is_json or copy:  # nobody else holds the document: taken apart as it is read
-            return decode_owned(ActionProposal, data)
         return decode(ActionProposal, data)
     except Bad as bad:
         error = bad.to_input_error()

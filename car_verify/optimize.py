@@ -211,7 +211,7 @@ class _Shortcut:
         gone = self._earlier(key, index)
         if gone is None:
             return None
-        remaining = set(dag.task_preds[index])
+        remaining = set(dag.waits_for(index))
         for other in dag.actions[index].depended_keys():
             writers = self._earlier(other, index)
             if writers is None:

@@ -301,9 +301,8 @@ class PolicyEngine:
 
 #: The largest compiled RE2 program a policy pattern may have. RE2 is linear in the
 #: input, but its DFA runs out of memory on large programs and falls back to the
-#: NFA, whose cost is the program size times the input: 14,005 instructions took
-#: 3.3 s on 100 kB here, 1,504 took 14 ms. 1,000 keeps a match on 100 kB near 10 ms
-#: (docs/security.md).
+#: NFA, whose cost is the program size times the input. The bound keeps a match on
+#: 100 kB near 10 ms (the measurements are in docs/security.md).
 MAX_PATTERN_PROGRAM = 1000
 
 

@@ -46,8 +46,8 @@ def _may_declare_passes() -> bool:
     """False only when no installed distribution can declare a ``car_verify.passes``
     entry point, found without importing :mod:`importlib.metadata`.
 
-    That import alone takes 20-50 ms, a fifth of a small ``car-verify lint`` run,
-    which a pre-commit hook pays on every commit. Distributions that live in a
+    That import alone is a large part of a small ``car-verify lint`` run, which a
+    pre-commit hook pays on every commit (docs/performance.md). Distributions that live in a
     folder of ``sys.path`` keep their entry points in ``<name>.dist-info/``,
     ``<name>.egg-info/`` or ``<name>.egg/EGG-INFO/`` as ``entry_points.txt``
     (where ``importlib.metadata`` itself reads them), so reading those files

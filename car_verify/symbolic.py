@@ -28,6 +28,7 @@ from typing import Any
 from .dag import Dag
 from .model import ActionProposal, Precondition
 from .values import canonical, is_number, json_equal
+from .walk import checks, level_effects
 
 __all__ = [
     "OPAQUE_MARKER",
@@ -274,35 +275,21 @@ class Encoder:
         actions = proposal.actions
         state = dict(self.initial)
         blocked: list[Any] = [self.false] * dag.n
-        # "none of these ran blocked", once per long list of dependencies: a duplicated
-        # id's positions are one list, shared by every action that names the id.
-        waits: dict[int, Any] = {}
+        # "none of these ran blocked", once per duplicated id waited for (Dag.waits_shared_with)
+        shared: dict[str, Any] = {}
         for members in dag.levels:
-            for i in members:
-                action = actions[i]
+            for i in members:  # the walk's needs (car_verify.walk), each made a term
                 ok = []
-                predicate = (
-                    [p for p, _ in action.predicate()]
-                    if action.type == "assertion"
-                    else action.preconditions
-                )
-                for pre in predicate:
+                for pre, _ in checks(actions[i]):
                     present, value = state[pre.key]
                     ok.append(self.holds(pre, present, value))
                 for key in dag.keys[i]:
                     ok.append(state[key][0])
                 if not assume_unblocked:
-                    needs = dag.task_preds[i]
-                    if len(needs) > dag.SHARED_TASKS:
-                        ran = waits.get(id(needs))
-                        if ran is None:
-                            ran = waits[id(needs)] = z3.And(*(z3.Not(blocked[t]) for t in needs))
-                        ok.append(ran)
-                    else:
-                        ok.extend(z3.Not(blocked[t]) for t in needs)
+                    ok.extend(self._ran(dag, i, blocked, shared))
                 blocked[i] = z3.Not(z3.And(*ok)) if ok else self.false
-            for i in members:
-                for key, value in actions[i].effects().items():
+            for i, change in level_effects(actions, members):
+                for key, value in change.items():
                     if assume_unblocked:
                         state[key] = (self.true, self.const(value))
                         continue
@@ -312,6 +299,18 @@ class Encoder:
                         z3.If(blocked[i], current, self.const(value)),
                     )
         return SymbolicRun(state, blocked, dag)
+
+    def _ran(self, dag: Dag, i: int, blocked: list[Any], shared: dict[str, Any]) -> list[Any]:
+        """The terms "each action ``i`` waits for ran"."""
+        z3 = self.z3
+        needs = dag.waits_for(i)
+        name = dag.waits_shared_with(i)
+        if name is None:
+            return [z3.Not(blocked[t]) for t in needs]
+        ran = shared.get(name)
+        if ran is None:
+            ran = shared[name] = z3.And(*(z3.Not(blocked[t]) for t in needs))
+        return [ran]
 
     def same_final_state(self, a: SymbolicRun, b: SymbolicRun) -> Any:
         z3 = self.z3

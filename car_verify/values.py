@@ -151,8 +151,8 @@ def fingerprint(value: Mapping[str, Any]) -> int:
     have the same keys and JSON-equal values; JSON-equal numbers are equal and hash
     alike in Python (``1 == 1.0``). Keys are left out, and a boolean may share a
     number's hash: :func:`canonical` decides between objects that share a
-    fingerprint. (Hashing each key with its value, as a tuple, cost the loops pass
-    of the wide 10,000-action plan 14-16 ms instead of 10-12.)
+    fingerprint. (Hashing each key with its value, as a tuple, was slower: see
+    docs/performance.md.)
     """
     combined = len(value)
     for item in value.values():

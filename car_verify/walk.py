@@ -1,33 +1,54 @@
-"""The forward walk (SEMANTICS section 4), shared by ``verify`` and ``simulate``.
+"""The one level-by-level interpreter of a proposal (SEMANTICS section 4).
 
 Level-synchronous: every action of level L is checked against the state as it
 stood when level L began; the effects of level L are applied after the whole
 level, in proposal order. In ``verify`` mode blocked actions' effects are applied
 anyway (one pass, no cascades); in ``simulate`` mode they are skipped and an
 action whose explicit or output-reference dependency was blocked is blocked too.
+
+What an action needs when its level begins is defined here once: its predicate
+(an assertion's, else its preconditions: :func:`checks`), the state keys it
+depends on (``Dag.keys``) and the actions it waits for (``Dag.waits_for``).
+:func:`blockers` judges those needs on a concrete JSON state, and
+:func:`apply_level` applies a level's effects. Three readers share them:
+
+- :func:`walk`, over JSON values (``verify`` and ``simulate``);
+- the executor, over live calls: it judges each action with :func:`blockers` on
+  its level's start state and applies what its dispatch returned with
+  :func:`apply_level`;
+- :mod:`car_verify.symbolic`, over z3 terms: the same :func:`checks`, keys,
+  waits and :func:`level_effects`, each made a term.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ._records import quick_init
 from .dag import Dag
-from .model import Precondition
+from .model import Action, Precondition
 from .values import ABSENT, KNOWN_OPERATORS, evaluate
 
-__all__ = ["ActionTrace", "Cause", "Walk", "walk"]
+__all__ = [
+    "ActionTrace",
+    "Cause",
+    "Walk",
+    "apply_level",
+    "blockers",
+    "checks",
+    "describe",
+    "level_effects",
+    "walk",
+]
 
-_NOT_RECORDED: dict[str, str | None] = {}
+Where = tuple[str | int, ...]
 
 CauseKind = Literal[
     "precondition", "unknown-operator", "missing-key", "assertion", "blocked-dependency"
 ]
 
 
-@quick_init
 @dataclass(frozen=True, slots=True)
 class Cause:
     """Why an action is blocked.
@@ -83,6 +104,116 @@ class Walk:
     state: dict[str, Any]
     traces: list[ActionTrace | None]
     mode: Literal["verify", "simulate"]
+    dag: Dag | None = None
+    initial_state: Mapping[str, Any] = field(default_factory=dict)
+
+    def level_states(self) -> Iterator[tuple[list[int], Mapping[str, Any]]]:
+        """Each level's actions with the state its level began with, as this walk
+        saw it, replayed from the initial state (one state, updated in place: read
+        it before asking for the next level)."""
+        if self.dag is None:
+            return
+        state = dict(self.initial_state)
+        skip = self._skipped()
+        actions = self.dag.actions
+        for members in self.dag.levels:
+            yield members, state
+            apply_level(state, actions, members, skip)
+
+    def _skipped(self) -> Container[int]:
+        if self.mode == "verify":
+            return ()
+        return {t.index for t in self.traces if t is not None and t.blocked}
+
+
+def checks(action: Action) -> list[tuple[Precondition, Where]]:
+    """What an action's level start must satisfy, with where each part is in the
+    action: an assertion's predicate (its preconditions and the one its parameters
+    spell), else its preconditions."""
+    return action.predicate()
+
+
+def blockers(
+    dag: Dag,
+    i: int,
+    state: Mapping[str, Any],
+    blocked: Callable[[int], bool] | None = None,
+) -> list[Cause]:
+    """Why action ``i`` cannot run on ``state``, its level's start state: each false
+    part of its predicate, each absent key it depends on, and (when ``blocked(t)``
+    says whether action ``t`` did not run) each action it waits for that did not."""
+    causes: list[Cause] = []
+    action = dag.actions[i]
+    if action.type == "assertion":
+        failed = _failed(action, state)
+        if failed:
+            causes.append(Cause("assertion", failed=failed))
+    elif action.preconditions:
+        _preconditions(action, state, causes)
+    for key in dag.keys[i]:
+        if key not in state:
+            causes.append(Cause("missing-key", key=key))
+    if blocked is not None:
+        causes.extend(_waits(dag.waits_for(i), blocked, dag.ids)[0])
+    return causes
+
+
+def _failed(
+    action: Action, state: Mapping[str, Any]
+) -> tuple[tuple[Precondition, Where, Any], ...]:
+    out = []
+    for pre, where in checks(action):
+        actual = state.get(pre.key, ABSENT)
+        if not evaluate(pre.operator, actual, pre.value):
+            out.append((pre, where, actual))
+    return tuple(out)
+
+
+def _preconditions(action: Action, state: Mapping[str, Any], causes: list[Cause]) -> None:
+    for j, pre in enumerate(action.preconditions):
+        actual = state.get(pre.key, ABSENT)
+        if not evaluate(pre.operator, actual, pre.value):
+            known = pre.operator in KNOWN_OPERATORS
+            causes.append(
+                Cause(
+                    "precondition" if known else "unknown-operator",
+                    key=pre.key,
+                    precondition=pre,
+                    where=("preconditions", j),
+                    actual=actual,
+                )
+            )
+
+
+def level_effects(
+    actions: Sequence[Action], members: Sequence[int], skip: Container[int] = ()
+) -> Iterator[tuple[int, Mapping[str, Any]]]:
+    """The effects a level applies once it has run: each member's (not in ``skip``),
+    in proposal order."""
+    for i in members:
+        if i not in skip:
+            change = actions[i].effects()
+            if change:
+                yield i, change
+
+
+def apply_level(
+    state: MutableMapping[str, Any],
+    actions: Sequence[Action],
+    members: Sequence[int],
+    skip: Container[int] = (),
+    effects: Mapping[int, Mapping[str, Any]] | None = None,
+) -> None:
+    """Apply a level's effects to ``state`` (see :func:`level_effects`); ``effects``:
+    what each member actually produced (the executor's dispatch), instead of its
+    declared effects."""
+    if effects is None:
+        for _, change in level_effects(actions, members, skip):
+            state.update(change)
+        return
+    for i in members:
+        if i not in skip and i in effects:
+            state.update(effects[i])
 
 
 def walk(
@@ -90,95 +221,68 @@ def walk(
     initial_state: Mapping[str, Any] | None = None,
     *,
     mode: Literal["verify", "simulate"] = "verify",
-    on_level: Callable[[list[int], Mapping[str, Any]], None] | None = None,
 ) -> Walk:
-    """Walk the levels; ``on_level(members, state)`` sees each level's start state."""
-    actions, ids, keys_of, task_preds = dag.actions, dag.ids, dag.keys, dag.task_preds
+    """Walk the levels over JSON values (see the module's docstring for the modes)."""
+    actions, ids = dag.actions, dag.ids
     state: dict[str, Any] = dict(initial_state or {})
     simulate = mode == "simulate"
     supplier: dict[str, int] = {}
     blocked = [False] * dag.n
     traces: list[ActionTrace | None] = [None] * dag.n
-    # The causes and ids of each long list of dependencies, by identity: a list of a
-    # duplicated id's positions is shared by every action that names the id.
-    waits: dict[int, tuple[list[Cause], list[str]]] = {}
-    # An action's causes; a fresh list only once a trace has kept this one (verify
-    # mode keeps the blocked actions' only, so most actions make no list).
-    causes: list[Cause] = []
-
+    shared: dict[str, tuple[list[Cause], list[str]]] = {}  # see Dag.waits_shared_with
     for level_no, members in enumerate(dag.levels):
-        if on_level is not None:
-            on_level(members, state)
         for i in members:
-            action = actions[i]
-            # verify mode records no suppliers: nothing writes this shared dict there
-            supplied: dict[str, str | None] = {} if simulate else _NOT_RECORDED
-            if action.type == "assertion":
-                failed = []
-                for pre, where in action.predicate():
-                    actual = state.get(pre.key, ABSENT)
-                    if evaluate(pre.operator, actual, pre.value):
-                        if simulate:
-                            supplied[pre.key] = _who(supplier, ids, pre.key, actual)
-                    else:
-                        failed.append((pre, where, actual))
-                if failed:
-                    causes.append(Cause("assertion", failed=tuple(failed)))
-            elif action.preconditions:
-                for j, pre in enumerate(action.preconditions):
-                    actual = state.get(pre.key, ABSENT)
-                    if evaluate(pre.operator, actual, pre.value):
-                        if simulate:
-                            supplied[pre.key] = _who(supplier, ids, pre.key, actual)
-                        continue
-                    known = pre.operator in KNOWN_OPERATORS
-                    causes.append(
-                        Cause(
-                            "precondition" if known else "unknown-operator",
-                            key=pre.key,
-                            precondition=pre,
-                            where=("preconditions", j),
-                            actual=actual,
-                        )
-                    )
-            for key in keys_of[i]:
-                if key in state:
-                    if simulate:
-                        supplied[key] = _who(supplier, ids, key, state[key])
-                else:
-                    causes.append(Cause("missing-key", key=key))
+            causes = blockers(dag, i, state)
             if simulate:
-                after: list[str] = []
-                needs = task_preds[i]
-                if needs:
-                    if len(needs) > dag.SHARED_TASKS:  # maybe an id's positions, shared:
-                        found = waits.get(id(needs))  # their verdicts are final once, for all
-                        if found is None:
-                            found = waits[id(needs)] = _waits(needs, blocked, ids)
-                    else:
-                        found = _waits(needs, blocked, ids)
-                    causes.extend(found[0])
-                    after = list(found[1])
+                waited, after = _waits_of(dag, i, blocked, shared)
+                causes.extend(waited)
                 blocked[i] = bool(causes)
+                supplied = _supplied(dag, i, state, supplier)
                 traces[i] = ActionTrace(i, ids[i], level_no, bool(causes), causes, supplied, after)
-                causes = []
             elif causes:  # verify needs only the blocked actions' traces
                 blocked[i] = True
                 traces[i] = ActionTrace(i, ids[i], level_no, True, causes)
-                causes = []
-        for i in members:  # read again while the level's actions are still in the cache
-            if not (simulate and blocked[i]):
-                change = actions[i].effects()
-                if change:
-                    state.update(change)
-                    if simulate:
-                        for key in change:
-                            supplier[key] = i
-    return Walk(state, traces, mode)
+        skip = {i for i in members if blocked[i]} if simulate else ()
+        for i, change in level_effects(actions, members, skip):
+            state.update(change)
+            if simulate:
+                for key in change:
+                    supplier[key] = i
+    return Walk(state, traces, mode, dag, dict(initial_state or {}))
+
+
+def _waits_of(
+    dag: Dag, i: int, blocked: list[bool], shared: dict[str, tuple[list[Cause], list[str]]]
+) -> tuple[list[Cause], list[str]]:
+    """:func:`_waits` of action ``i``, once per duplicated id it shares them with."""
+    name = dag.waits_shared_with(i)
+    if name is None:
+        return _waits(dag.waits_for(i), blocked.__getitem__, dag.ids)
+    found = shared.get(name)
+    if found is None:
+        found = shared[name] = _waits(dag.waits_for(i), blocked.__getitem__, dag.ids)
+    return list(found[0]), list(found[1])
+
+
+def _supplied(
+    dag: Dag, i: int, state: Mapping[str, Any], supplier: dict[str, int]
+) -> dict[str, str | None]:
+    """Each precondition key and depended-on key that held, with the action that
+    supplied its value (None: the initial state)."""
+    ids = dag.ids
+    out: dict[str, str | None] = {}
+    for pre, _ in checks(dag.actions[i]):
+        actual = state.get(pre.key, ABSENT)
+        if evaluate(pre.operator, actual, pre.value):
+            out[pre.key] = _who(supplier, ids, pre.key, actual)
+    for key in dag.keys[i]:
+        if key in state:
+            out[key] = _who(supplier, ids, key, state[key])
+    return out
 
 
 def _waits(
-    needs: Sequence[int], blocked: list[bool], ids: list[str]
+    needs: Sequence[int], blocked: Callable[[int], bool], ids: list[str]
 ) -> tuple[list[Cause], list[str]]:
     """The blocked-dependency causes of an action waiting for ``needs``, and the ids
     of those that ran (in order, once each). Every one of ``needs`` is on an earlier
@@ -186,7 +290,7 @@ def _waits(
     causes: list[Cause] = []
     after: dict[str, None] = {}
     for t in needs:
-        if blocked[t]:
+        if blocked(t):
             causes.append(Cause("blocked-dependency", dependency=t, dependency_id=ids[t]))
         else:
             after[ids[t]] = None

@@ -80,7 +80,7 @@ def runs_unblocked(
     if action is not None and action not in run.dag.positions:
         raise UsageError(f"no action {action!r} in the proposal")
     targets = run.dag.positions[action] if action is not None else list(range(run.dag.n))
-    unwalked = [i for i in targets if run.dag.level[i] < 0]
+    unwalked = [i for i in targets if run.dag.level_of(i) < 0]
     if unwalked:
         return Condition(
             action,

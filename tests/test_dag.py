@@ -95,14 +95,14 @@ def test_an_id_shared_by_many_actions_adds_one_node_not_an_edge_per_pair(
             ),
         ]
     dag = Dag(car_verify.load({"actions": actions}))
-    assert sum(len(ps) for ps in dag.preds) <= 2 * len(actions)
+    assert sum(len(ps) for ps in dag._preds) <= 2 * len(actions)
     if self_reference:  # every one depends on itself: one group, one self-loop path
         (cycle,) = dag.cycles
         assert cycle.members == tuple(range(n)) and cycle.path == (0, 0)
         assert dag.levels == []
     else:
         assert dag.levels == [list(range(n)), list(range(n, 2 * n))]
-        assert all(dag.task_preds[i] == list(range(n)) for i in range(n, 2 * n))
+        assert all(list(dag.waits_for(i)) == list(range(n)) for i in range(n, 2 * n))
         actions[0] = {**actions[0], "preconditions": [{"key": "ready", "operator": "exists"}]}
         walked = car_verify.simulate(
             {"actions": actions}, profile="strict"

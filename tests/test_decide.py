@@ -301,7 +301,7 @@ def test_wp_asks_the_run_where_all_ran_and_that_is_exact(
     encoder = Encoder([model])
     z3 = encoder.z3
     real, all_ran = encoder.run(model), encoder.run(model, assume_unblocked=True)
-    walked = [i for i in range(real.dag.n) if real.dag.level[i] >= 0]
+    walked = [i for i in range(real.dag.n) if real.dag.level_of(i) >= 0]
     runs = z3.And(encoder.true, *[z3.Not(real.blocked[i]) for i in walked])
     runs_too = z3.And(encoder.true, *[z3.Not(all_ran.blocked[i]) for i in walked])
     solver = z3.Solver(ctx=encoder.ctx)
@@ -355,7 +355,7 @@ def test_feasibility_flags_exactly_the_actions_no_state_lets_run(doc: dict[str, 
     run = encoder.run(model)
     never = set()
     for i in range(run.dag.n):
-        if run.dag.level[i] >= 0:
+        if run.dag.level_of(i) >= 0:
             solver = z3.Solver(ctx=encoder.ctx)
             solver.add(encoder.domain(), z3.Not(run.blocked[i]))
             if solver.check() == z3.unsat:
