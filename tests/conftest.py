@@ -11,8 +11,10 @@ from hypothesis import HealthCheck, settings
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+# A developer's run (the README's test command) is short; CI (``CI`` set) searches
+# longer and runs the slow end-to-end tests too.
 settings.register_profile(
-    "default", deadline=None, max_examples=150, suppress_health_check=[HealthCheck.too_slow]
+    "default", deadline=None, max_examples=80, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.register_profile(
     "ci", deadline=None, max_examples=300, suppress_health_check=[HealthCheck.too_slow]
@@ -21,7 +23,40 @@ settings.register_profile(
 settings.register_profile(
     "deep", deadline=None, max_examples=3000, suppress_health_check=[HealthCheck.too_slow]
 )
-settings.load_profile("ci" if os.environ.get("CI") else "default")
+IN_CI = bool(os.environ.get("CI"))
+settings.load_profile("ci" if IN_CI else "default")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--run-slow", action="store_true", help="run the slow end-to-end tests (as CI does)"
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "slow: a slow end-to-end test, run under CI or with --run-slow"
+    )
+
+
+def _slow_runs(config: pytest.Config) -> bool:
+    return IN_CI or bool(config.getoption("--run-slow"))
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    current = settings.default
+    examples = current.max_examples if current is not None else "?"
+    slow = "run" if _slow_runs(config) else "skipped (CI=1 or --run-slow runs them)"
+    return f"car-verify: hypothesis max_examples={examples}; slow tests {slow}"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if _slow_runs(config):
+        return
+    skip = pytest.mark.skip(reason="slow end-to-end test: CI=1 or --run-slow runs it")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
 
 
 @pytest.fixture

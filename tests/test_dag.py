@@ -137,6 +137,7 @@ def test_a_long_cycle_costs_no_search_per_action_or_pair(monkeypatch: pytest.Mon
     assert cycle.startswith(f"dependency cycle: s0 -> s{n - 1} -> s0 (also in the cycle: s1, s2")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lanes", [2, 3])
 @pytest.mark.parametrize("stop_early", [False, True])
 def test_far_apart_writers_on_parallel_chains_match_the_oracle(

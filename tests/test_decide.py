@@ -316,6 +316,7 @@ def test_wp_asks_the_run_where_all_ran_and_that_is_exact(
             )
 
 
+@pytest.mark.slow
 def test_wp_of_a_long_chain_is_the_condition_on_the_initial_state() -> None:
     """Each step needs the flag the previous one sets: only the first step's own
     preconditions are left (before, the terms grew with every level: 6 steps took

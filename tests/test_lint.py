@@ -431,6 +431,7 @@ def test_progress_bar_only_on_a_terminal(repo: Path, capsys: pytest.CaptureFixtu
 # --- pre-commit ----------
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 def test_pre_commit_try_repo(tmp_path: Path) -> None:
     pre_commit = Path(sys.executable).parent / "pre-commit"

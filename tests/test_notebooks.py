@@ -15,6 +15,7 @@ def test_there_are_at_least_three_notebooks() -> None:
     assert len(NOTEBOOKS) >= 3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_executes(path: Path) -> None:
     nbformat = pytest.importorskip("nbformat")

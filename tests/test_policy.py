@@ -519,6 +519,7 @@ def _spaced(strategy: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
     return strategy.map(lambda s: f" {s} ")
 
 
+@pytest.mark.slow
 @settings(max_examples=60)
 @given(st.data())
 def test_grammar_fuzz_parse_print_parse(data: st.DataObject) -> None:
