@@ -18,6 +18,8 @@ from car_verify.analyses.structure import StructurePass
 from car_verify.analyses.tool_schema import ToolSchemaPass
 from car_verify.analyses.transactions import TransactionPass
 
+from car_verify.passes import Pass
+
 __all__ = [
     "BUILTIN",
     "BudgetPass",
@@ -34,7 +36,7 @@ __all__ = [
     "TransactionPass",
 ]
 
-BUILTIN = (
+BUILTIN: tuple[type[Pass], ...] = (
     StructurePass,
     OperatorPass,
     ReferencePass,

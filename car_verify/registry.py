@@ -94,7 +94,8 @@ def available_passes() -> dict[str, type[Pass]]:
     global _registry
     if _registry is None:
         registry: dict[str, type[Pass]] = {}
-        for cls in [*BUILTIN, *_entry_points()]:
+        found: list[type[Pass]] = [*BUILTIN, *_entry_points()]
+        for cls in found:
             if cls.name in registry and registry[cls.name] is not cls:
                 raise UsageError(f"two passes are called {cls.name!r}")
             if cls.new_codes:
