@@ -11,7 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .analyses import BUILTIN
+try:
+    from .analyses import BUILTIN
+except ModuleNotFoundError as err:  # said out loud: not a half-working package
+    if err.name != "car_verify.analyses":
+        raise
+    raise ImportError(
+        "car_verify.analyses (the built-in passes, the top-level analyses/ folder) is not "
+        f"installed beside {__file__}: this looks like a source checkout imported without "
+        "its install mapping; install the project (pip install -e .) or run from outside "
+        "the checkout"
+    ) from None
 from .codes import register_codes
 from .errors import UsageError
 from .passes import Context, Pass

@@ -239,7 +239,7 @@ def test_console_script_runs_and_does_not_import_heavy_dependencies(tmp_path: Pa
         " 'importlib.metadata') if m in sys.modules];"
         "print('HEAVY', heavy); raise SystemExit(rc)"
     )
-    done = subprocess.run([sys.executable, "-c", code, p], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-P", "-c", code, p], capture_output=True, text=True)
     assert done.returncode == 1
     assert "HEAVY []" in done.stdout
 
@@ -251,7 +251,7 @@ def test_import_leaves_the_deciding_tools_for_later() -> None:
         "'car_verify.transactions') if m in sys.modules)); "
         "print(car_verify.equivalent.__name__, car_verify.optimize.__name__)"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True)
     assert done.stdout.split("\n")[:2] == ["[]", "equivalent optimize"]
 
 

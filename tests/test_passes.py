@@ -439,7 +439,7 @@ def _installed_demo_pass(site: Path, group: str = "car_verify.passes") -> None:
 def _fresh_interpreter(code: str, site: Path) -> list[str]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), *sys.path])}
     done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+        [sys.executable, "-P", "-c", code], capture_output=True, text=True, env=env, check=True
     )
     return done.stdout.split()
 

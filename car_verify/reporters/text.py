@@ -46,15 +46,18 @@ def lines(issues: Iterable[Issue], summary: str) -> str:
 
 
 def verdict_line(result: VerificationResult) -> str:
-    """``valid: 0 errors, 1 warning (8 of 8 checks ran; profile car)``."""
+    """``valid: 0 errors, 1 warning (8 of 8 checks ran; profile car)``; the checks
+    that did not run are named (``7 of 8 checks ran, not param_schema``)."""
     errors, warnings = len(result.errors), len(result.warnings)
     infos = len(result.issues) - errors - warnings
     checks = result.evidence.checks
-    ran = sum(1 for c in checks if c.ran)
+    idle = [c.name for c in checks if not c.ran]
     verdict = "valid" if result.valid else "invalid"
     counts = severity_counts(errors, warnings, infos)
-    profile = result.profile.value
-    return f"{verdict}: {counts} ({ran} of {len(checks)} checks ran; profile {profile})"
+    ran = f"{len(checks) - len(idle)} of {len(checks)} checks ran"
+    if idle:
+        ran += f", not {', '.join(idle)}"
+    return f"{verdict}: {counts} ({ran}; profile {result.profile.value})"
 
 
 def render_text(result: VerificationResult) -> str:
