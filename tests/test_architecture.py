@@ -128,3 +128,28 @@ def test_the_import_graph_sees_a_lazy_import(tmp_path: Path) -> None:
     module.write_text("def f():\n    from .cli import main\n")
     files = {"car_verify.model": module, "car_verify.cli": module}
     assert _imports("car_verify.model", module, files) == {"car_verify.cli"}
+
+
+def test_each_output_format_is_written_in_one_reporters_module() -> None:
+    """One findings stack: the SARIF log and the GitHub annotations are made in one
+    place each, which verify, lint and policy check all call."""
+    marks = {
+        '"version": "2.1.0"': "car_verify.reporters.sarif",
+        '"notice"': "car_verify.reporters.github",
+    }
+    for mark, home in marks.items():
+        writers = [
+            m for m, path in _package_files().items() if mark in path.read_text(encoding="utf-8")
+        ]
+        assert writers == [home], (mark, writers)
+
+
+def test_one_code_table() -> None:
+    """Every finding code, lint's own and the executor's blocking ones, is in codes.py."""
+    from car_verify.codes import BLOCKING, CODES
+    from car_verify.executor import DEFAULT_BLOCKING
+
+    assert {"invalid-file", "not-a-proposal"} <= set(CODES)
+    assert set(BLOCKING) <= set(CODES)
+    assert set(DEFAULT_BLOCKING - BLOCKING) == {"budget-exceeded"}
+    assert all(CODES[name].blocks for name in BLOCKING)
