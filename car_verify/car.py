@@ -33,6 +33,7 @@ from enum import StrEnum
 from typing import Any
 
 from ._codec import MISSING
+from .dag import forward_reachable
 from .errors import InputError, UsageError, json_pointer
 from .findings import Issue, Severity, Tier
 from .model import Action, ActionProposal, unknown_fields
@@ -152,8 +153,12 @@ def _f64(value: object) -> float | None:
     return float(number)
 
 
-def _show(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+#: JSON text as CAR's messages show a value, keys sorted (one encoder for all:
+#: json.dumps with options makes a new one per call). Also the loop check's
+#: canonical form of a call's parameters.
+_show = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode
+#: A value's compact JSON text, as CAR's ``contains`` reads a non-string.
+_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 _ORDERED = {"gt": float.__gt__, "lt": float.__lt__, "gte": float.__ge__, "lte": float.__le__}
@@ -206,7 +211,7 @@ def _text(value: object) -> str:
     its compact JSON text."""
     if isinstance(value, str):
         return value
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return _compact(value)
 
 
 def _contains(actual: object, needle: object) -> bool:
@@ -295,7 +300,6 @@ class CarOrder:
         self.levels: list[list[int]] = [[] for _ in range(depth)]
         for index, level in enumerate(self.level):
             self.levels[level].append(index)
-        self._ancestors: list[frozenset[int]] | None = None
 
     @property
     def order(self) -> list[int]:
@@ -307,16 +311,15 @@ class CarOrder:
 
     def reaches(self, a: int, b: int) -> bool:
         """Whether ``a`` is ordered before ``b`` (a path ``a -> ... -> b``)."""
-        if self._ancestors is None:
-            ancestors: list[frozenset[int]] = []
-            for index, preds in enumerate(self.preds):
-                mine: set[int] = set(preds)
-                for p in preds:
-                    mine |= ancestors[p]
-                ancestors.append(frozenset(mine))
-                del index
-            self._ancestors = ancestors
-        return a in self._ancestors[b]
+        if a >= b or self.level[a] >= self.level[b]:
+            return False
+        if a in self.preds[b]:
+            return True
+        return (a, b) in forward_reachable(self.preds, [(a, b)])
+
+    def reachable(self, pairs: Iterable[tuple[int, int]]) -> set[tuple[int, int]]:
+        """The pairs of ``pairs`` whose first action is ordered before the second."""
+        return forward_reachable(self.preds, pairs)
 
     def ordered(self, a: int, b: int) -> bool:
         return self.reaches(a, b) or self.reaches(b, a)
@@ -698,10 +701,6 @@ def car_verify(
     return verdict
 
 
-#: Canonical JSON text, keys sorted (one encoder: json.dumps makes one per call).
-_CANONICAL_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
-
-
 def _loops(proposal: ActionProposal, found: _Findings, threshold: int) -> None:
     """Identical tool calls: twice is a warning, ``threshold`` (3) times an error.
 
@@ -710,7 +709,7 @@ def _loops(proposal: ActionProposal, found: _Findings, threshold: int) -> None:
     groups: dict[tuple[str, str], list[int]] = {}
     for index, action in enumerate(proposal.actions):
         if action.type == "tool_call" and action.tool is not None:
-            fingerprint = _CANONICAL_JSON(action.parameters)
+            fingerprint = _show(action.parameters)
             groups.setdefault((action.tool, fingerprint), []).append(index)
     for (tool, _), members in sorted(groups.items(), key=lambda item: item[1][0]):
         count = len(members)
@@ -819,29 +818,51 @@ def _beyond_car(proposal: ActionProposal, verdict: CarVerdict, limit: int) -> li
                 f"state_dependencies, so it runs in {where}",
                 index,
             )
+    # A conflict between actions CAR orders: one note per key, on the first such pair.
+    ordered = order.reachable((a, b) for a, b, _ in verdict.conflicts)
+    by_key: dict[str, list[tuple[int, int]]] = {}
     for a, b, key in verdict.conflicts:
-        if order.ordered(a, b):
-            found.add(
-                "car-spec-deviation",
-                I_,
-                f"CAR reports a write conflict on {key!r} between {order.ids[a]} and "
-                f"{order.ids[b]} although it orders them (spec: conflicts are writers "
-                "'without ordering')",
-                b,
-            )
-    for index, action in enumerate(proposal.actions):
-        for key in dict.fromkeys(action.state_dependencies):
-            for w in order.writers.get(key, []):
-                if w < index and not order.reaches(w, index):
-                    found.add(
-                        "car-spec-deviation",
-                        I_,
-                        f"CAR does not order {action.id} after {order.ids[w]}, an earlier "
-                        f"writer of {key!r} it depends on (levels {order.level[w]} and "
-                        f"{order.level[index]}): the two can race at run time (spec: "
-                        "'actions in the same layer are independent')",
-                        index,
-                    )
+        if (a, b) in ordered:
+            by_key.setdefault(key, []).append((a, b))
+    for key, pairs in by_key.items():
+        a, b = pairs[0]
+        more = f" (and {len(pairs) - 1:,} more pairs)" if len(pairs) > 1 else ""
+        found.add(
+            "car-spec-deviation",
+            I_,
+            f"CAR reports a write conflict on {key!r} between {order.ids[a]} and "
+            f"{order.ids[b]}{more} although it orders them (spec: conflicts are writers "
+            "'without ordering')",
+            b,
+        )
+    # A reader left unordered with earlier writers of a key it depends on: one note
+    # per reader and key, naming the writers.
+    asked = [
+        (w, index, key)
+        for index, action in enumerate(proposal.actions)
+        for key in dict.fromkeys(action.state_dependencies)
+        for w in order.writers.get(key, [])
+        if w < index
+    ]
+    reached = order.reachable((w, index) for w, index, _ in asked)
+    racing: dict[tuple[int, str], list[int]] = {}
+    for w, index, key in asked:
+        if (w, index) not in reached:
+            racing.setdefault((index, key), []).append(w)
+    for (index, key), writers in racing.items():
+        names = ", ".join(order.ids[w] for w in writers[:3])
+        if len(writers) > 3:
+            names += f" and {len(writers) - 3:,} more"
+        levels = ", ".join(str(order.level[w]) for w in writers[:3])
+        found.add(
+            "car-spec-deviation",
+            I_,
+            f"CAR does not order {proposal.actions[index].id} after {names}, "
+            f"{'an earlier writer' if len(writers) == 1 else 'earlier writers'} of {key!r} "
+            f"it depends on (levels {levels} and {order.level[index]}): the two can race "
+            "at run time (spec: 'actions in the same layer are independent')",
+            index,
+        )
     if len(proposal.actions) > limit:
         found.add(
             "car-spec-deviation",

@@ -34,7 +34,7 @@ from typing import Literal, TypeVar
 
 from .model import Action, ActionProposal
 
-__all__ = ["Cycle", "Dag", "Edge", "Readiness", "UnknownRef"]
+__all__ = ["Cycle", "Dag", "Edge", "Readiness", "UnknownRef", "forward_reachable"]
 
 _G = TypeVar("_G")
 
@@ -1103,4 +1103,35 @@ def _low_bits(mask: int, ancestors: int, own: int | None, wanted: int) -> list[i
             found.append(low + lowest.bit_length() - 1)
             part ^= lowest
         low += window
+    return found
+
+
+def forward_reachable(
+    preds: Sequence[Sequence[int]], pairs: Iterable[tuple[int, int]], batch: int = 4096
+) -> set[tuple[int, int]]:
+    """Which ``(a, b)`` of ``pairs`` have a path ``a -> ... -> b``, in a DAG whose every
+    edge points forward in position order (each of ``preds[b]`` is below ``b``), as
+    the ``car`` profile's order is. One sweep per ``batch`` sources over the positions
+    from the first source to the last target, each node's ancestors a bitset over the
+    batch's sources: linear in the graph per batch, never a set of ancestors per node."""
+    found: set[tuple[int, int]] = set()
+    asked = [(a, b) for a, b in pairs if a < b]
+    sources = sorted({a for a, _ in asked})
+    for first in range(0, len(sources), batch):
+        chosen = sources[first : first + batch]
+        bit = {source: j for j, source in enumerate(chosen)}
+        wanted: dict[int, list[int]] = {}
+        for a, b in asked:
+            if a in bit:
+                wanted.setdefault(b, []).append(a)
+        reach: dict[int, int] = {}
+        for node in range(chosen[0], max(wanted) + 1):
+            mask = 1 << bit[node] if node in bit else 0
+            for p in preds[node]:
+                mask |= reach.get(p, 0)
+            if mask:
+                reach[node] = mask
+                for a in wanted.get(node, ()):
+                    if mask >> bit[a] & 1 and a != node:
+                        found.add((a, node))
     return found

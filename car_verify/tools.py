@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from .errors import InputError
@@ -54,6 +54,8 @@ class ToolRegistry(Mapping[str, ToolSchema]):
             self._tools[tool.name] = tool
             self._position[tool.name] = place
         self._validators: dict[str, Any] = {}
+        #: The fast yes of each schema (car_verify._accept), None outside its subset.
+        self._accepters: dict[str, Callable[[Any], bool] | None] = {}
 
     @classmethod
     def coerce(cls, tools: Any) -> ToolRegistry:
@@ -140,8 +142,17 @@ class ToolRegistry(Mapping[str, ToolSchema]):
     def _checked(self, name: str, field: str, value: Any) -> list[SchemaError]:
         from referencing.exceptions import Unresolvable
 
+        validator = self._validator(name, field)  # the schema is checked once, first
+        key = f"{field}:{name}"
+        if key not in self._accepters:
+            from ._accept import accepter
+
+            self._accepters[key] = accepter(getattr(self._tools[name], field))
+        accept = self._accepters[key]
+        if accept is not None and accept(value):
+            return []  # surely valid (see _accept.py); else jsonschema words each violation
         try:
-            return _violations(self._validator(name, field), value)
+            return _violations(validator, value)
         except Unresolvable as err:  # an unresolvable $ref
             raise InputError(
                 f"the JSON Schema cannot be used: {err}",

@@ -19,7 +19,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     (
         "values and records",
         {
-            "_version", "display", "errors", "values", "findings",
+            "_version", "_accept", "display", "errors", "values", "findings",
             "_codec", "codes", "config", "events", "locate",
         },
     ),

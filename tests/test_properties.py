@@ -359,3 +359,97 @@ def _outcome(decode: Any, obj: Any) -> Any:
     if "id" not in obj:
         decoded.pop("id", None)  # an action's id is generated, different each time
     return decoded
+
+
+@given(
+    st.integers(1, 40).flatmap(
+        lambda n: st.tuples(
+            st.just(n),
+            st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=80),
+            st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=60),
+            st.integers(1, 5),
+        )
+    )
+)
+def test_forward_reachability_equals_a_search_of_the_edges(
+    case: tuple[int, list[tuple[int, int]], list[tuple[int, int]], int],
+) -> None:
+    """The car profile's batched sweep (any batch size) answers as a plain search."""
+    from car_verify.dag import forward_reachable
+
+    n, edges, pairs, batch = case
+    preds: list[list[int]] = [[] for _ in range(n)]
+    for a, b in edges:
+        if a < b:
+            preds[b].append(a)
+
+    def search(a: int, b: int) -> bool:
+        stack, seen = [b], set()
+        while stack:
+            node = stack.pop()
+            for p in preds[node]:
+                if p == a:
+                    return True
+                if p not in seen:
+                    seen.add(p)
+                    stack.append(p)
+        return False
+
+    expected = {(a, b) for a, b in pairs if search(a, b)}
+    assert forward_reachable(preds, pairs, batch=batch) == expected
+
+
+_NAMES = st.sampled_from(["a", "b", "c"])
+_TYPE_NAMES = st.sampled_from(["string", "number", "integer", "boolean", "object", "array", "null"])
+
+
+def _subset_schemas() -> st.SearchStrategy[Any]:
+    """Schemas of car_verify._accept's subset, and some just outside it."""
+    leaf = st.fixed_dictionaries(
+        {},
+        optional={
+            "type": st.one_of(_TYPE_NAMES, st.lists(_TYPE_NAMES, min_size=1, max_size=3)),
+            "enum": st.lists(st.sampled_from(["x", "y", ""]), min_size=1, max_size=3),
+            "minLength": st.integers(0, 3),
+            "maxLength": st.integers(0, 3),
+            "minimum": st.integers(-2, 2),
+            "exclusiveMaximum": st.floats(-2, 2, allow_nan=False),
+            "description": st.just("d"),
+            "pattern": st.just("^x"),  # outside the subset: jsonschema decides
+        },
+    )
+    return st.recursive(
+        leaf,
+        lambda inner: st.fixed_dictionaries(
+            {"type": st.just("object")},
+            optional={
+                "properties": st.dictionaries(_NAMES, inner, max_size=3),
+                "required": st.lists(_NAMES, unique=True, max_size=3),
+                "additionalProperties": st.one_of(st.booleans(), inner),
+                "items": inner,
+                "maxItems": st.integers(0, 3),
+                "minProperties": st.integers(0, 2),
+            },
+        ),
+        max_leaves=6,
+    )
+
+
+@given(_subset_schemas(), st.dictionaries(_NAMES, json_values, max_size=4))
+def test_the_schema_fast_yes_never_accepts_what_jsonschema_rejects(
+    schema: dict[str, Any], value: dict[str, Any]
+) -> None:
+    """The fast yes of parameter checking (car_verify._accept) is sound against the
+    plain check, jsonschema: a yes means no violation; and where the schema is in its
+    subset (no `pattern`) it says yes exactly when jsonschema finds nothing."""
+    from jsonschema import Draft202012Validator
+
+    from car_verify._accept import accepter
+
+    accept = accepter(schema)
+    valid = Draft202012Validator(schema).is_valid(value)
+    if accept is not None and accept(value):
+        assert valid
+    if "pattern" not in json.dumps(schema):
+        assert accept is not None
+        assert accept(value) == valid
