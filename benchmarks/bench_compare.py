@@ -6,7 +6,7 @@ alternating child processes, each printing the median over its rounds of
 (load+verify) / json.loads with both timed back to back, as bench_verify.py
 does; the medians of those are compared. The earlier revision is installed from
 ``git archive`` into a temporary directory (``pip install --no-deps --target``).
-Run: python benchmarks/bench_compare.py REV [wide|sequential] [PAIRS]
+Run: python benchmarks/bench_compare.py REV [wide|sequential] [PAIRS] [ACTIONS]
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ sys.path.insert(0, sys.argv[1])
 sys.path.insert(0, sys.argv[2])
 from shapes import INITIAL_STATE, sequential, wide_dag
 import car_verify
-text = json.dumps({"wide": wide_dag, "sequential": sequential}[sys.argv[3]](10_000))
+text = json.dumps({"wide": wide_dag, "sequential": sequential}[sys.argv[3]](int(sys.argv[4])))
 def timed(fn):
     gc.collect()
     start = time.perf_counter()
@@ -59,9 +59,9 @@ def install(rev: str, into: Path) -> Path:
     return site
 
 
-def median_ratio(site: Path, shape: str) -> float:
+def median_ratio(site: Path, shape: str, actions: int) -> float:
     out = subprocess.run(
-        [sys.executable, "-c", CHILD, str(site), str(ROOT / "benchmarks"), shape],
+        [sys.executable, "-c", CHILD, str(site), str(ROOT / "benchmarks"), shape, str(actions)],
         capture_output=True,
         text=True,
         check=True,
@@ -78,6 +78,7 @@ def main() -> int:
     rev = sys.argv[1]
     shape = sys.argv[2] if len(sys.argv) > 2 else "wide"
     pairs = int(sys.argv[3]) if len(sys.argv) > 3 else 4
+    actions = int(sys.argv[4]) if len(sys.argv) > 4 else 10_000
     with tempfile.TemporaryDirectory() as tmp:
         base = install(rev, Path(tmp, "base"))
         here = install("HEAD", Path(tmp, "head"))
@@ -85,9 +86,9 @@ def main() -> int:
             print("note: uncommitted changes are not measured (HEAD is)")
         results: dict[str, list[float]] = {rev: [], "HEAD": []}
         for _ in range(pairs):
-            results[rev].append(median_ratio(base, shape))
-            results["HEAD"].append(median_ratio(here, shape))
-    print(f"{shape}, 10,000 actions: load+verify / json.loads, median of 7 rounds per process")
+            results[rev].append(median_ratio(base, shape, actions))
+            results["HEAD"].append(median_ratio(here, shape, actions))
+    print(f"{shape}, {actions:,} actions: load+verify / json.loads, median of 7 rounds per process")
     for name, ratios in results.items():
         shown = ", ".join(f"{r:.2f}x" for r in ratios)
         print(f"{name:>12}: {statistics.median(ratios):.2f}x  ({shown})")
