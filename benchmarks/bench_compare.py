@@ -6,7 +6,7 @@ alternating child processes, each printing the median over its rounds of
 (load+verify) / json.loads with both timed back to back, as bench_verify.py
 does; the medians of those are compared. The earlier revision is installed from
 ``git archive`` into a temporary directory (``pip install --no-deps --target``).
-Run: python benchmarks/bench_compare.py REV [wide|sequential] [PAIRS] [ACTIONS]
+Run: python benchmarks/bench_compare.py REV [wide|sequential] [PAIRS] [ACTIONS] [car|strict]
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ ratios = []
 for _ in range(7):
     json.loads(text)
     t_json = timed(lambda: json.loads(text))
-    ratios.append(timed(lambda: car_verify.verify(text, initial_state=INITIAL_STATE)) / t_json)
+    ratios.append(timed(lambda: car_verify.verify(text, initial_state=INITIAL_STATE, profile=sys.argv[5])) / t_json)
 print(statistics.median(ratios), car_verify.__file__)
 """
 
@@ -59,9 +59,10 @@ def install(rev: str, into: Path) -> Path:
     return site
 
 
-def median_ratio(site: Path, shape: str, actions: int) -> float:
+def median_ratio(site: Path, shape: str, actions: int, profile: str) -> float:
+    child = [str(site), str(ROOT / "benchmarks"), shape, str(actions), profile]
     out = subprocess.run(
-        [sys.executable, "-c", CHILD, str(site), str(ROOT / "benchmarks"), shape, str(actions)],
+        [sys.executable, "-c", CHILD, *child],
         capture_output=True,
         text=True,
         check=True,
@@ -79,6 +80,7 @@ def main() -> int:
     shape = sys.argv[2] if len(sys.argv) > 2 else "wide"
     pairs = int(sys.argv[3]) if len(sys.argv) > 3 else 4
     actions = int(sys.argv[4]) if len(sys.argv) > 4 else 10_000
+    profile = sys.argv[5] if len(sys.argv) > 5 else "car"
     with tempfile.TemporaryDirectory() as tmp:
         base = install(rev, Path(tmp, "base"))
         here = install("HEAD", Path(tmp, "head"))
@@ -86,9 +88,12 @@ def main() -> int:
             print("note: uncommitted changes are not measured (HEAD is)")
         results: dict[str, list[float]] = {rev: [], "HEAD": []}
         for _ in range(pairs):
-            results[rev].append(median_ratio(base, shape, actions))
-            results["HEAD"].append(median_ratio(here, shape, actions))
-    print(f"{shape}, {actions:,} actions: load+verify / json.loads, median of 7 rounds per process")
+            results[rev].append(median_ratio(base, shape, actions, profile))
+            results["HEAD"].append(median_ratio(here, shape, actions, profile))
+    print(
+        f"{shape}, {actions:,} actions, profile {profile}: load+verify / json.loads, "
+        "median of 7 rounds per process"
+    )
     for name, ratios in results.items():
         shown = ", ".join(f"{r:.2f}x" for r in ratios)
         print(f"{name:>12}: {statistics.median(ratios):.2f}x  ({shown})")
