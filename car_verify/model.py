@@ -48,6 +48,7 @@ from ._codec import (
     d_uint,
     decode,
     decode_document,
+    decode_owned,
     encode,
     expected,
     kind,
@@ -1012,6 +1013,8 @@ def _model(
             d_json(data)
         if copy:
             data = copy_json(data)
+        if is_json or copy:  # nobody else holds the document: taken apart as it is read
+            return decode_owned(ActionProposal, data)
         return decode(ActionProposal, data)
     except Bad as bad:
         error = bad.to_input_error()

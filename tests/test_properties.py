@@ -14,7 +14,7 @@ from strategies import json_values, proposals, states
 import car_verify
 from car_verify import InputError
 from car_verify import dag as dag_module
-from car_verify._codec import Bad, decode, decode_plain
+from car_verify._codec import Bad, decode, decode_owned, decode_plain
 from car_verify.dag import Dag
 from car_verify.model import ActionProposal, Precondition
 from car_verify.values import canonical, fingerprint, format_value, json_equal
@@ -314,9 +314,11 @@ def test_issue_order_is_deterministic(seed: int) -> None:
 def test_the_generated_decoder_decodes_as_the_plain_loop(
     doc: dict[str, Any], data: st.DataObject
 ) -> None:
-    """The generated decoder (the one speed trick of loading) and decode_plain (a loop
-    over the field specs) give the same proposal, or the same error at the same path,
-    however its actions are broken; neither touches the document."""
+    """The generated decoders (the speed tricks of loading: straight-line code, and
+    decode_owned, which takes the document apart as it reads it) and decode_plain (a
+    loop over the field specs) give the same proposal, or the same error at the same
+    path, however its actions are broken; decode and decode_plain leave the document
+    whole."""
     doc.update(id="p", timestamp="t")  # not generated: the same in both models
     for action in doc["actions"]:
         action.setdefault("id", "x")
@@ -334,6 +336,9 @@ def test_the_generated_decoder_decodes_as_the_plain_loop(
     generated = _outcome(lambda d: decode(ActionProposal, d), doc)
     assert _outcome(lambda d: decode_plain(ActionProposal, d), doc) == generated
     assert json.dumps(doc) == text
+    # decode_owned takes apart a document nobody else holds (one just parsed), and
+    # makes the same model or the same error
+    assert _outcome(lambda d: decode_owned(ActionProposal, d), json.loads(text)) == generated
 
 
 @given(
