@@ -186,7 +186,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         initial_state=_load_state(args.state),
         profile=_profile(args),
     )
-    if args.explain:
+    if args.explain or args.format == "text":
         _write(sim.explain() + "\n")
     elif args.trace:
         doc = {"state": sim.to_dict(), "trace": sim.trace_dicts(), "unwalked": sim.unwalked}
@@ -548,7 +548,24 @@ def cmd_codes(args: argparse.Namespace) -> int:
 def cmd_passes(args: argparse.Namespace) -> int:
     from .registry import available_passes
 
-    for name, cls in available_passes().items():
+    passes = available_passes()
+    if args.format == "json":
+        doc = [
+            {
+                "name": name,
+                "tier": cls.tier.value,
+                "verifies": cls.verifies,
+                "cannot_verify": cls.cannot_verify,
+                "requires": sorted(cls.requires),
+                "codes": list(cls.codes),
+                "default": cls.default,
+                "preserves": sorted(cls.preserves),
+            }
+            for name, cls in passes.items()
+        ]
+        _write(json.dumps(doc, indent=2) + "\n")
+        return EXIT_OK
+    for name, cls in passes.items():
         needs = f" (needs: {', '.join(sorted(cls.requires))})" if cls.requires else ""
         codes = ", ".join(cls.codes)
         if cls.dynamic_codes:  # a policies pass reports under the names of the rules
@@ -609,6 +626,13 @@ def _parser() -> _Parser:
         "--trace", action="store_true", help="print state and per-action trace as JSON"
     )
     group.add_argument("--explain", action="store_true", help="print the trace as readable text")
+    p.add_argument(
+        "--format",
+        choices=("json", "text"),
+        default="json",
+        help="json: the end state (the default; with --trace, the trace too); "
+        "text: the trace as readable text (as --explain)",
+    )
     p.set_defaults(run=cmd_simulate)
 
     p = sub.add_parser(
@@ -749,6 +773,7 @@ def _parser() -> _Parser:
     p.set_defaults(run=cmd_codes)
 
     p = sub.add_parser("passes", parents=[profiled], help="list the analysis passes")
+    p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(run=cmd_passes)
     return parser
 

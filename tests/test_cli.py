@@ -292,3 +292,18 @@ def test_every_command_answers_any_modelled_proposal(
     code, out, err = run(argv, capsys)
     assert code in (0, 1, 3), (argv, err)
     assert out and "car-verify:" not in err, (argv, err)
+
+
+def test_simulate_and_passes_take_format(capsys: pytest.CaptureFixture[str]) -> None:
+    """One --format on every command (issue 25, item 7): text for people, JSON for machines."""
+    plan = str(EXAMPLES / "gated-deploy" / "proposal.json")
+    _, explained, _ = run(["simulate", plan, "--explain"], capsys)
+    code, text, _ = run(["simulate", plan, "--format", "text"], capsys)
+    assert code == 0 and text == explained and text.startswith("level 0")
+    _, state, _ = run(["simulate", plan, "--format", "json"], capsys)
+    assert isinstance(json.loads(state), dict)
+    code, out, _ = run(["passes", "--format", "json"], capsys)
+    listed = {p["name"]: p for p in json.loads(out)}
+    assert code == 0 and "strips" in listed and "tools" in listed["tools"]["requires"]
+    assert listed["strips"]["preserves"] == ["order-keeping-dependency-edit"]
+    assert listed["policies"]["preserves"] == []
