@@ -278,6 +278,7 @@ def cmd_txcheck(args: argparse.Namespace) -> int:
             versions=versions,
             state=_load_state(args.state),
             profile=_profile(args),
+            **({} if len(args.proposals) == 1 else {"labels": args.proposals}),
         )
     except InputError as err:
         raise (err if err.source else err.with_source(args.versions or "")) from None

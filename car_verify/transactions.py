@@ -175,12 +175,16 @@ def transaction_check(
     versions: Mapping[str, Any] | None = None,
     state: Mapping[str, Any] | None = None,
     profile: str | Profile | None = None,
+    labels: Sequence[str] | None = None,
 ) -> TransactionReport | CarTransactionReport:
     """Check one proposal, or several from concurrent agents, for transactional hazards.
 
     Under the ``car`` profile (the default) one proposal is checked as
     ``car_runtime.transaction_check`` checks it, and the report has CAR's shape;
-    ``strict`` checks several together (SEMANTICS sections 3 and 6)."""
+    ``strict`` checks several together (SEMANTICS sections 3 and 6). ``labels``
+    name the proposals in messages (``car-verify txcheck`` passes the file names);
+    without them a proposal is named by its id, and by its position too when two
+    share an id."""
     if profile_of(profile) is Profile.CAR:
         if isinstance(proposals, Sequence) and not isinstance(proposals, (str, bytes)):
             if len(proposals) != 1:
@@ -266,9 +270,15 @@ def transaction_check(
     def ref(x: tuple[int, int]) -> tuple[str, str]:
         return (ids[x[0]], models[x[0]].actions[x[1]].id)
 
+    if labels is not None and len(labels) != len(models):
+        raise UsageError(f"{len(labels)} labels for {len(models)} proposals")
+    names = list(labels) if labels is not None else list(ids)
+    if len(set(names)) < len(names):  # the same name twice: say which, by position
+        names = [f"{label}#{p + 1}" for p, label in enumerate(names)]
+
     def name(x: tuple[int, int]) -> str:
         label = models[x[0]].actions[x[1]].id
-        return label if len(models) == 1 else f"{ids[x[0]]}:{label}"
+        return label if len(models) == 1 else f"{names[x[0]]}:{label}"
 
     for (a, b), keys in sorted(pairs.items()):
         if a[0] == b[0] and (

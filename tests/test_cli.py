@@ -307,3 +307,18 @@ def test_simulate_and_passes_take_format(capsys: pytest.CaptureFixture[str]) -> 
     assert code == 0 and "strips" in listed and "tools" in listed["tools"]["requires"]
     assert listed["strips"]["preserves"] == ["order-keeping-dependency-edit"]
     assert listed["policies"]["preserves"] == []
+
+
+def test_txcheck_names_the_file_of_each_action(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Item 8 of issue 25: two files with one proposal id read as one proposal."""
+    plan = {"id": "same", "actions": [{"id": "w", "type": "state_write",
+            "parameters": {"key": "k", "value": 1}}]}  # fmt: skip
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    for path in (first, second):
+        path.write_text(json.dumps(plan))
+    code, out, _ = run(["txcheck", str(first), str(second), "--profile", "strict"], capsys)
+    assert code == 1 and f"{first}:w and {second}:w both write 'k'" in out
+    code, out, _ = run(["txcheck", str(first), str(first), "--profile", "strict"], capsys)
+    assert f"{first}#1:w and {first}#2:w" in out
