@@ -732,6 +732,8 @@ def test_cli_run_lists_a_few_admission_reasons_and_counts_the_rest(
     (line,) = [x for x in out.splitlines() if x.startswith("rejected at admission: ")]
     assert code == 1 and line.count("duplicate-id") == 5
     assert line.endswith("; and 294 more (car-verify verify lists them all)")
+    assert out.count("duplicate-id") == 5, "the reasons are listed once, not per action"
+    assert out.splitlines()[0].split() == ["rejected", "x"]
     main(["verify", str(proposal)])
     assert capsys.readouterr().out.count("duplicate-id") == 299
 

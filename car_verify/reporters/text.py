@@ -86,8 +86,9 @@ def run_text(outcome: Outcome) -> str:
     """``run``: each action's status, the cost, and why the run stopped, if it did."""
     out = []
     shown = outcome.shown_statuses
+    refused = bool(outcome.rejected_by)  # every action: the reasons, said once below
     for r in outcome.result.results:
-        detail = f": {one_line(r.error)}" if r.error else ""
+        detail = f": {one_line(r.error)}" if r.error and not refused else ""
         out.append(f"{shown[r.action_id]:<11} {r.action_id}{detail}\n")
     c = outcome.result.cost
     out.append(
