@@ -26,9 +26,18 @@ __all__ = ["main"]
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
 
+class _ArgumentError(UsageError):
+    """A command line argparse refuses: said with the command's usage and a hint."""
+
+    def __init__(self, message: str, usage: str, prog: str) -> None:
+        super().__init__(message)
+        self.usage = usage.strip()
+        self.hint = f"Try '{prog} --help' for more."
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        raise UsageError(message)
+        raise _ArgumentError(message, self.format_usage(), self.prog)
 
 
 def _load_proposal(name: str) -> Any:
@@ -792,6 +801,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(err, InputError) and is_too_deep(err) and args is not None:
             err = _locate_deep(args) or err
         sys.stderr.write(f"car-verify: error: {one_line(str(err))}\n")
+        if isinstance(err, _ArgumentError):  # as ruff and mypy do: the usage, a hint
+            sys.stderr.write(f"{err.usage}\n{err.hint}\n")
         return EXIT_USAGE
     except RecursionError:  # what the API entry points report as TOO_DEEP, elsewhere
         found = None if args is None else _locate_deep(args)

@@ -168,7 +168,24 @@ def test_bad_input_is_one_line_on_stderr_and_exit_2(
     Path(files["notjson"]).write_text("{nope")
     code, out, err = run([a.format(**files) for a in argv], capsys)
     assert code == 2 and out == ""
-    assert err.count("\n") == 1 and err.startswith("car-verify: error: ") and needle in err
+    first, *rest = err.splitlines()
+    assert first.startswith("car-verify: error: ") and needle in first
+    if rest:  # a command line argparse refused: its usage, then where to read more
+        assert rest[0].startswith("usage: car-verify") and rest[-1].endswith("--help' for more.")
+    else:  # bad input: one line
+        assert err.count("\n") == 1
+
+
+def test_a_usage_error_shows_the_usage_and_a_help_hint(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 25, item 7: as ruff and mypy do."""
+    code, out, err = run(["verify"], capsys)
+    lines = err.splitlines()
+    assert code == 2 and out == ""
+    assert lines[0] == "car-verify: error: the following arguments are required: PROPOSAL"
+    assert lines[1].startswith("usage: car-verify verify ")
+    assert lines[-1] == "Try 'car-verify verify --help' for more."
+    code, _, err = run(["verify", "x.json", "--format", "xml"], capsys)
+    assert code == 2 and "invalid choice: 'xml'" in err.splitlines()[0] and "usage:" in err
 
 
 def test_simulate_prints_the_end_state(capsys: pytest.CaptureFixture[str]) -> None:
