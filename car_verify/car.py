@@ -807,9 +807,10 @@ def _beyond_car(proposal: ActionProposal, verdict: CarVerdict, limit: int) -> li
         if action.output_refs():
             ignored.append("`$id.output` references")
         if ignored:
-            beside = [order.ids[i] for i in order.levels[order.level[index]] if i != index]
+            members = order.levels[order.level[index]]
+            beside = [order.ids[i] for i in members[:6] if i != index][:5]  # a few, not all
             where = f"level {order.level[index]}" + (
-                f", beside {', '.join(beside[:5])}" if beside else ""
+                f", beside {', '.join(beside)}" if beside else ""
             )
             found.add(
                 "extension-ignored",
