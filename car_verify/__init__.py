@@ -48,12 +48,12 @@ from .model import (
 # Eager: the submodule `car_verify.optimize` would otherwise shadow the function.
 from .optimize import OptimizeResult, optimize
 from .passes import Context, Example, Pass, Requirement
-from .registry import available_passes
 from .reporters import html as _html  # noqa: F401  (registers the Jupyter views)
 from .tools import ToolRegistry
 
 if TYPE_CHECKING:
     from .equivalence import EquivalenceResult, equivalent
+    from .registry import available_passes
     from .transactions import TransactionReport, transaction_check
     from .wp import Condition, runs_unblocked
 
@@ -61,6 +61,7 @@ if TYPE_CHECKING:
 # The deciding tools load on first use: `car-verify verify` in a pre-commit hook
 # never pays for them.
 _LAZY = {
+    "available_passes": "registry",
     "EquivalenceResult": "equivalence",
     "equivalent": "equivalence",
     "TransactionReport": "transactions",

@@ -23,7 +23,6 @@ from .passes import (
     evidence_lists,
     run_passes,
 )
-from .registry import resolve_passes
 from .tools import ToolRegistry
 from .values import copy_json
 from .walk import ActionTrace, describe, walk
@@ -278,6 +277,7 @@ def _verify_car(
         checks = list(verdict.checks)
     if policies is not None and (passes is None or "policies" in extras):
         from .policy import policy_engine
+        from .registry import resolve_passes
 
         ctx = Context(model, tools=registry, initial_state=state, policies=policy_engine(policies))
         found, records = run_passes(ctx, resolve_passes(["policies"], ctx))
@@ -321,6 +321,8 @@ def assess(
 ) -> VerificationResult:
     """Run the passes over a prepared :class:`Context` (``verify`` without the input
     handling). ``ctx.dag`` stays with the caller; the result builds its own on demand."""
+    from .registry import resolve_passes  # the passes load with the first strict run
+
     chosen = resolve_passes(passes, ctx)
     issues, checks = run_passes(ctx, chosen)
     assumptions, untested, risks = evidence_lists(chosen, checks)

@@ -26,7 +26,6 @@ from .dag import Dag
 from .errors import deep_values_are_input_errors
 from .model import Action, ActionProposal, load, load_parsed
 from .passes import Context, Pass, Preserves
-from .registry import resolve_passes
 from .values import json_equal
 
 __all__ = ["Change", "OptimizeResult", "optimize", "phantom_entries", "proves_guarantee"]
@@ -249,6 +248,8 @@ def _verify(
     proposal: ActionProposal, state: dict[str, Any]
 ) -> tuple[VerificationResult, Context, list[Pass]]:
     """``verify(proposal, initial_state=state)``, keeping the run's DAG, walk and passes."""
+    from .registry import resolve_passes
+
     ctx = Context(proposal, initial_state=state)
     passes = resolve_passes(None, ctx)
     return assess(ctx, passes), ctx, passes

@@ -15,8 +15,24 @@ Passes never format output.
 
 from __future__ import annotations
 
-from .json import render_json
-from .sarif import render_sarif
-from .text import issue_line, render_text, severity_counts
+import importlib
+from typing import Any
 
 __all__ = ["issue_line", "render_json", "render_sarif", "render_text", "severity_counts"]
+
+# Each writer loads when it is asked for: importing the package (as the Jupyter
+# views do, with every `import car_verify`) costs nothing.
+_HOME = {
+    "issue_line": "text",
+    "render_text": "text",
+    "severity_counts": "text",
+    "render_json": "json",
+    "render_sarif": "sarif",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module 'car_verify.reporters' has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{module}", __name__), name)
