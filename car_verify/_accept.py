@@ -104,14 +104,22 @@ def _type_test(kind: Any) -> Accept:
     return lambda v: any(check(v) for check in checks)
 
 
-def _string_tests(schema: Mapping[str, Any]) -> list[Accept]:
+def _length_tests(
+    schema: Mapping[str, Any], kind: type[str] | type[list[Any]], least: str, most: str
+) -> list[Accept]:
+    """``minLength``/``maxLength`` of a string, ``minItems``/``maxItems`` of an array:
+    a bound on ``len`` of a value of type ``kind`` (other values pass)."""
     tests: list[Accept] = []
-    low, high = schema.get("minLength"), schema.get("maxLength")
+    low, high = schema.get(least), schema.get(most)
     if low is not None:
-        tests.append(lambda v: type(v) is not str or len(v) >= low)
+        tests.append(lambda v: type(v) is not kind or len(v) >= low)
     if high is not None:
-        tests.append(lambda v: type(v) is not str or len(v) <= high)
+        tests.append(lambda v: type(v) is not kind or len(v) <= high)
     return tests
+
+
+def _string_tests(schema: Mapping[str, Any]) -> list[Accept]:
+    return _length_tests(schema, str, "minLength", "maxLength")
 
 
 def _number_tests(schema: Mapping[str, Any]) -> list[Accept]:
@@ -177,9 +185,4 @@ def _array_tests(schema: Mapping[str, Any]) -> list[Accept]:
         if each is _never:
             return [_never]
         tests.append(lambda v: type(v) is not list or all(each(item) for item in v))
-    low, high = schema.get("minItems"), schema.get("maxItems")
-    if low is not None:
-        tests.append(lambda v: type(v) is not list or len(v) >= low)
-    if high is not None:
-        tests.append(lambda v: type(v) is not list or len(v) <= high)
-    return tests
+    return tests + _length_tests(schema, list, "minItems", "maxItems")
