@@ -52,6 +52,21 @@ def _load_proposal(name: str) -> Any:
         raise err.with_source("<stdin>") from None
 
 
+def _file_text(name: str) -> str | None:
+    """A file's text, to locate findings in it (None when it is not UTF-8 text)."""
+    try:
+        return Path(name).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _docs_url(args: argparse.Namespace) -> str | None:
+    """Where the documentation is published, for SARIF's absolute help links."""
+    from .reporters.sarif import DOCS_URL_ENV
+
+    return getattr(args, "docs_url", None) or os.environ.get(DOCS_URL_ENV) or None
+
+
 def _read_file(name: str, kind: type, what: str) -> Any:
     """A JSON file that must hold a value of ``kind``; the error names the file."""
     from .model import read_json
@@ -174,14 +189,17 @@ def cmd_verify(args: argparse.Namespace) -> int:
         if idle:
             why = "; ".join(f"{c.name}: {c.reason or 'its input is missing'}" for c in idle)
             raise UsageError(f"a pass asked for cannot run ({why})")
+    artifact = None if args.proposal == "-" else args.proposal
     if args.format == "json":
         _write(render_json(result))
-    elif args.format == "sarif":
-        _write(render_sarif(result, artifact=None if args.proposal == "-" else args.proposal))
-    elif args.format == "github":
-        _write(
-            render_github(result.issues, artifact=None if args.proposal == "-" else args.proposal)
-        )
+    elif args.format in ("sarif", "github"):  # each finding at its action in the file
+        from .reporters.sarif import located
+
+        text = None if artifact is None else _file_text(artifact)
+        if args.format == "sarif":
+            _write(render_sarif(result, artifact=artifact, text=text, docs_url=_docs_url(args)))
+        else:
+            _write(render_github(located(result.issues, artifact, text), artifact=artifact))
     else:
         _write(render_text(result))
     return EXIT_OK if result.valid else EXIT_FINDINGS
@@ -513,13 +531,15 @@ def cmd_lint(args: argparse.Namespace) -> int:
         return EXIT_OK
     if args.baseline:
         lint.Baseline.read(args.baseline).apply(report)
-    render = {
-        "text": lint.render_text,
-        "json": lint.render_json,
-        "sarif": lint.render_sarif,
-        "github": lint.render_github,
-    }[args.format]
-    _write(render(report))
+    if args.format == "sarif":
+        _write(lint.render_sarif(report, docs_url=_docs_url(args)))
+    else:
+        render = {
+            "text": lint.render_text,
+            "json": lint.render_json,
+            "github": lint.render_github,
+        }[args.format]
+        _write(render(report))
     return EXIT_FINDINGS if report.failing(config.fail_on) else EXIT_OK
 
 
@@ -610,6 +630,12 @@ def _parser() -> _Parser:
     p.add_argument("--tools", metavar="TOOLS.json", help="tool registry (an array of ToolSchema)")
     p.add_argument("--max-actions", type=_non_negative, metavar="N", help="action budget")
     p.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text")
+    p.add_argument(
+        "--docs-url",
+        metavar="URL",
+        help="where car-verify's docs/ are published: SARIF rules link there "
+        "(also $CAR_VERIFY_DOCS_URL)",
+    )
     p.add_argument(
         "--repeat-threshold",
         type=_positive,
@@ -753,6 +779,12 @@ def _parser() -> _Parser:
     p.add_argument("paths", metavar="PATH", nargs="*", help="files and folders (default: .)")
     p.add_argument("--config", metavar="FILE", help="pyproject.toml or .car/verify.toml to use")
     p.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text")
+    p.add_argument(
+        "--docs-url",
+        metavar="URL",
+        help="where car-verify's docs/ are published: SARIF rules link there "
+        "(also $CAR_VERIFY_DOCS_URL)",
+    )
     p.add_argument(
         "--fail-on",
         choices=("error", "warning", "info", "never"),

@@ -651,10 +651,10 @@ def render_github(report: LintReport) -> str:
     return annotations(report.findings)
 
 
-def render_sarif(report: LintReport) -> str:
+def render_sarif(report: LintReport, *, docs_url: str | None = None) -> str:
     from .reporters.sarif import sarif
 
-    return sarif(report.findings)
+    return sarif(report.findings, docs_url=docs_url)
 
 
 def unknown_codes(codes: Iterable[str]) -> list[str]:

@@ -339,3 +339,33 @@ def test_txcheck_names_the_file_of_each_action(
     assert code == 1 and f"{first}:w and {second}:w both write 'k'" in out
     code, out, _ = run(["txcheck", str(first), str(first), "--profile", "strict"], capsys)
     assert f"{first}#1:w and {first}#2:w" in out
+
+
+@pytest.mark.parametrize("docs_url", [None, "https://docs.example.org/car-verify/"])
+def test_sarif_validates_with_format_checking_and_has_regions(
+    docs_url: str | None, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 25, item 5: relative helpUri broke the schema's `uri` format, and verify's
+    results had no regions."""
+    from jsonschema import Draft4Validator
+
+    if docs_url:
+        monkeypatch.setenv("CAR_VERIFY_DOCS_URL", docs_url)
+    plan = str(EXAMPLES / "poll-loop" / "proposal.json")
+    _, out, _ = run(["verify", plan, "--format", "sarif", "--profile", "strict"], capsys)
+    log = json.loads(out)
+    schema = json.loads(
+        (Path(__file__).parent / "fixtures" / "sarif-schema-2.1.0.json").read_text()
+    )
+    checker = Draft4Validator.FORMAT_CHECKER
+    assert "uri" in checker.checkers, "format checking needs jsonschema[format-nongpl]"
+    assert list(Draft4Validator(schema, format_checker=checker).iter_errors(log)) == []
+    rules = log["runs"][0]["tool"]["driver"]["rules"]
+    assert all(("helpUri" in r) == bool(docs_url) for r in rules)
+    if docs_url:
+        assert rules[0]["helpUri"].startswith(docs_url) and "#" in rules[0]["helpUri"]
+    for result in log["runs"][0]["results"]:
+        where = result["locations"][0]["physicalLocation"]
+        assert where["artifactLocation"]["uri"] == plan and where["region"]["startLine"] >= 1
+    report = next(r for r in log["runs"][0]["results"] if r["ruleId"] == "precondition-unsatisfied")
+    assert report["locations"][0]["physicalLocation"]["region"]["startLine"] > 1

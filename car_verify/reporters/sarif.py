@@ -3,8 +3,11 @@
 The rules are every code of the table, sorted, then the policy rules that fired
 (named after the rule, ``deny_tool:send_email``), sorted; each result names its
 rule by id and by its index in that list. A finding with a location in a file
-points at the file (relative to ``%SRCROOT%``), its line and column; one without
-points at ``artifact`` when the caller names the file it checked. Every result
+points at the file (relative to ``%SRCROOT%``), its line and column (``verify``
+locates its findings in the file it read); one without points at ``artifact``
+when the caller names the file it checked. Help links are absolute when the
+documentation's address is given (``--docs-url``, ``$CAR_VERIFY_DOCS_URL``);
+without one, a rule carries its help text and no ``helpUri``. Every result
 also carries its JSON pointer into the proposal as a logical location, and a
 fingerprint (file, action id, code) that survives edits moving it to another line.
 """
@@ -19,35 +22,44 @@ from typing import TYPE_CHECKING, Any
 
 from .._version import __version__
 from ..codes import CODES, Code
-from ..findings import Issue, Severity
+from ..findings import Issue, Location, Severity
 
 if TYPE_CHECKING:
     from ..api import VerificationResult
 
-__all__ = ["SARIF_SCHEMA", "render_sarif", "sarif", "sarif_rule"]
+__all__ = ["DOCS_URL_ENV", "SARIF_SCHEMA", "located", "render_sarif", "sarif", "sarif_rule"]
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 
 
-def sarif_rule(name: str, code: Code | None) -> dict[str, Any]:
-    """One SARIF rule: a finding code with its help text and documentation link
-    (a policy rule name when ``code`` is None)."""
+#: Where the documentation is published, for absolute help links (SARIF's
+#: ``helpUri`` must be an absolute URI): ``--docs-url`` or this variable.
+DOCS_URL_ENV = "CAR_VERIFY_DOCS_URL"
+
+
+def sarif_rule(name: str, code: Code | None, docs_url: str | None = None) -> dict[str, Any]:
+    """One SARIF rule: a finding code with its help text (a policy rule name when
+    ``code`` is None) and, when ``docs_url`` says where the documentation is
+    published, an absolute link to the code's entry."""
     summary = code.summary if code else f"policy rule {name}"
     level = _LEVEL[code.worst] if code else "error"
-    return {
+    page = f"codes.md#{name}" if code else "policies.md"
+    rule: dict[str, Any] = {
         "id": name,
         "name": "".join(part.title() for part in name.replace(":", "-").split("-")),
         "shortDescription": {"text": summary},
         "fullDescription": {"text": summary},
         "help": {
-            "text": f"{summary}. Documentation: docs/codes.md#{name}",
-            "markdown": f"{summary}. See [the documentation](docs/codes.md#{name}).",
+            "text": f"{summary}. Documentation: docs/{page}",
+            "markdown": f"{summary}. See `docs/{page}` in the car-verify documentation.",
         },
-        "helpUri": f"docs/codes.md#{name}" if code else "docs/policies.md",
-        "defaultConfiguration": {"level": level},
-        "properties": {"tier": code.tier.value if code else "decision_procedure"},
     }
+    if docs_url:
+        rule["helpUri"] = docs_url.rstrip("/") + "/" + page
+    rule["defaultConfiguration"] = {"level": level}
+    rule["properties"] = {"tier": code.tier.value if code else "decision_procedure"}
+    return rule
 
 
 def _location(issue: Issue, artifact: str | None) -> dict[str, Any]:
@@ -69,7 +81,9 @@ def _location(issue: Issue, artifact: str | None) -> dict[str, Any]:
     return location
 
 
-def sarif(issues: Sequence[Issue], *, artifact: str | None = None) -> str:
+def sarif(
+    issues: Sequence[Issue], *, artifact: str | None = None, docs_url: str | None = None
+) -> str:
     """A SARIF 2.1.0 log of ``issues`` (see the module's docstring)."""
     extra = sorted({i.code for i in issues} - set(CODES))
     names = [*sorted(CODES), *extra]
@@ -95,7 +109,7 @@ def sarif(issues: Sequence[Issue], *, artifact: str | None = None) -> str:
                 "name": "car-verify",
                 "version": __version__,
                 "informationUri": "https://pypi.org/project/car-verify/",
-                "rules": [sarif_rule(name, CODES.get(name)) for name in names],
+                "rules": [sarif_rule(name, CODES.get(name), docs_url) for name in names],
             }
         },
     }
@@ -106,6 +120,33 @@ def sarif(issues: Sequence[Issue], *, artifact: str | None = None) -> str:
     return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
 
 
-def render_sarif(result: VerificationResult, *, artifact: str | None = None) -> str:
-    """``verify``'s SARIF: the result's findings, in the file ``artifact`` when named."""
-    return sarif(result.issues, artifact=artifact)
+def render_sarif(
+    result: VerificationResult,
+    *,
+    artifact: str | None = None,
+    text: str | None = None,
+    docs_url: str | None = None,
+) -> str:
+    """``verify``'s SARIF: the result's findings, in the file ``artifact`` when named,
+    each at its action's line and column when the file's ``text`` is given."""
+    return sarif(located(result.issues, artifact, text), artifact=artifact, docs_url=docs_url)
+
+
+def located(issues: Sequence[Issue], artifact: str | None, text: str | None) -> list[Issue]:
+    """``issues`` at their actions' places in the JSON ``text`` of file ``artifact``
+    (the proposal's first line for a finding about the whole proposal)."""
+    if artifact is None or text is None:
+        return list(issues)
+    from ..locate import json_positions
+
+    try:
+        positions = json_positions(text)
+    except ValueError:  # not JSON text (YAML, say): the file without a region
+        return list(issues)
+    start = positions.get("", (1, 1))
+    out = []
+    for issue in issues:
+        pointer = f"/actions/{issue.index}" if issue.index is not None else ""
+        line, column = positions.get(pointer, start)
+        out.append(issue.located(Location(artifact, line, column)))
+    return out
