@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, set[str]]] = [
         },
     ),
     ("model", {"model"}),
-    ("dag", {"dag"}),
+    ("dag", {"dag", "_reach"}),
     ("walk", {"walk", "symbolic", "trace"}),
     ("inputs", {"policy", "tools"}),
     ("passes", {"passes", "car", "analyses", "registry"}),

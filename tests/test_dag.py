@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from strategies import proposals
 
 import car_verify
-from car_verify import dag as dag_module
+from car_verify import _reach as dag_module
 from car_verify.dag import Dag, Readiness
 
 

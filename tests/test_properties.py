@@ -13,7 +13,7 @@ from strategies import json_values, proposals, states
 
 import car_verify
 from car_verify import InputError
-from car_verify import dag as dag_module
+from car_verify import _reach as dag_module
 from car_verify._codec import Bad, decode, decode_owned, decode_plain
 from car_verify.dag import Dag
 from car_verify.model import ActionProposal, Precondition
