@@ -153,3 +153,9 @@ def test_one_code_table() -> None:
     assert set(BLOCKING) <= set(CODES)
     assert set(DEFAULT_BLOCKING - BLOCKING) == {"budget-exceeded"}
     assert all(CODES[name].blocks for name in BLOCKING)
+
+
+def test_the_reachability_engine_is_private_to_the_dag() -> None:
+    """Callers ask the Dag; only dag.py imports the engine behind it."""
+    graph = _graph()
+    assert set(graph.predecessors("car_verify._reach")) == {"car_verify.dag"}
