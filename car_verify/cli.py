@@ -60,6 +60,15 @@ def _file_text(name: str) -> str | None:
         return None
 
 
+def _docs_url_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--docs-url",
+        metavar="URL",
+        help="where car-verify's docs/ are published: SARIF rules link there "
+        "(also $CAR_VERIFY_DOCS_URL)",
+    )
+
+
 def _docs_url(args: argparse.Namespace) -> str | None:
     """Where the documentation is published, for SARIF's absolute help links."""
     from .reporters.sarif import DOCS_URL_ENV
@@ -630,12 +639,7 @@ def _parser() -> _Parser:
     p.add_argument("--tools", metavar="TOOLS.json", help="tool registry (an array of ToolSchema)")
     p.add_argument("--max-actions", type=_non_negative, metavar="N", help="action budget")
     p.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text")
-    p.add_argument(
-        "--docs-url",
-        metavar="URL",
-        help="where car-verify's docs/ are published: SARIF rules link there "
-        "(also $CAR_VERIFY_DOCS_URL)",
-    )
+    _docs_url_option(p)
     p.add_argument(
         "--repeat-threshold",
         type=_positive,
@@ -779,12 +783,7 @@ def _parser() -> _Parser:
     p.add_argument("paths", metavar="PATH", nargs="*", help="files and folders (default: .)")
     p.add_argument("--config", metavar="FILE", help="pyproject.toml or .car/verify.toml to use")
     p.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text")
-    p.add_argument(
-        "--docs-url",
-        metavar="URL",
-        help="where car-verify's docs/ are published: SARIF rules link there "
-        "(also $CAR_VERIFY_DOCS_URL)",
-    )
+    _docs_url_option(p)
     p.add_argument(
         "--fail-on",
         choices=("error", "warning", "info", "never"),
