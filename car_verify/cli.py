@@ -531,7 +531,16 @@ def cmd_lint(args: argparse.Namespace) -> int:
             config = dataclasses.replace(config, policies=found)
             sys.stderr.write(f"car-verify: policies: {found} (--no-policies to skip)\n")
     progress = False if args.no_progress else None
-    report = lint.lint_paths(args.paths or ["."], config, workers=args.workers, progress=progress)
+    paths = args.paths or ["."]
+    report = lint.lint_paths(paths, config, workers=args.workers, progress=progress)
+    if not report.files:  # a clean result about nothing is no clean result
+        exts = ", ".join(sorted(lint.EXTENSIONS))
+        sys.stderr.write(
+            f"car-verify: warning: no proposal files ({exts}) under {', '.join(paths)}"
+            + (" after the configured excludes" if config.exclude else "")
+            + "; nothing was linted\n"
+        )
+        return EXIT_USAGE
     if args.write_baseline:
         lint.Baseline.of(report.findings).write(args.write_baseline)
         sys.stderr.write(

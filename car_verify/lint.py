@@ -279,9 +279,10 @@ def lint_file(path: str | Path, config: LintConfig) -> FileResult:
     result = FileResult(relative)
 
     def file_finding(code: str, message: str, line: int = 1, column: int = 1) -> None:
+        """A finding about the file itself: selected, ignored and re-levelled like any."""
         spec = CODES[code]
-        where = Location(relative, line, column)
-        result.findings.append(Issue(code, spec.worst, spec.tier, message, location=where))
+        found = Issue(code, spec.worst, spec.tier, message)
+        _file(result, found, Location(relative, line, column), config, None)
 
     try:
         text = file.read_text(encoding="utf-8")
@@ -437,23 +438,32 @@ def _lint_document(
     for issue in verdict.issues:
         pointer = f"/actions/{issue.index}" if issue.index is not None else ""
         line, column = positions.get(pointer, (first_line, 1))
-        severity = config.severity.get(issue.code)
-        finding = issue.located(
-            Location(relative, line, column), severity=Severity(severity) if severity else None
-        )
-        if config.select and not _matches(issue.code, config.select):
-            continue
-        if _matches(issue.code, config.ignore):
-            continue
-        if any(_matches(issue.code, codes) for codes in ignored_here):
-            result.suppressed.append(finding)
-            continue
-        if issue.index is not None and _suppressed_by_metadata(
-            proposal.actions[issue.index], issue.code
-        ):
-            result.suppressed.append(finding)
-            continue
-        result.findings.append(finding)
+        action = proposal.actions[issue.index] if issue.index is not None else None
+        _file(result, issue, Location(relative, line, column), config, action, ignored_here)
+
+
+def _file(
+    result: FileResult,
+    issue: Issue,
+    where: Location,
+    config: LintConfig,
+    action: Any,
+    ignored_here: list[tuple[str, ...]] | None = None,
+) -> None:
+    """File ``issue`` at ``where`` under the configuration: dropped when not selected
+    or ignored, suppressed by a per-path ignore or the action's own metadata, at the
+    configured severity; the one filter for findings about plans and about files."""
+    severity = config.severity.get(issue.code)
+    finding = issue.located(where, severity=Severity(severity) if severity else None)
+    if config.select and not _matches(issue.code, config.select):
+        return
+    if _matches(issue.code, config.ignore):
+        return
+    if ignored_here is None:
+        ignored_here = _ignored_here(where.path, config)
+    by_path = any(_matches(issue.code, codes) for codes in ignored_here)
+    by_action = action is not None and _suppressed_by_metadata(action, issue.code)
+    (result.suppressed if by_path or by_action else result.findings).append(finding)
 
 
 def _action_pointer(pointer: str) -> str:

@@ -513,3 +513,30 @@ def test_lint_reports_what_verify_finds_where_each_action_starts(
         else:
             here = lines[finding.line - 1][finding.column - 1 :]
             assert here.lstrip("- ").startswith(("{", "id:")), (here, finding)
+
+
+def test_nothing_to_lint_is_said_and_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 25, item 6: a folder with no proposals said "0 files" and exited 0."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.txt").write_text("no plans here")
+    code, out, err = run(["lint", ".", "--no-progress"], capsys)
+    assert code == 2 and out == "" and "no proposal files" in err and "nothing was linted" in err
+
+
+def test_file_codes_select_and_ignore_like_any_other(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 25, item 6: not-a-proposal and invalid-file ignored --select / --ignore."""
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "state.json", json.dumps({"k": 1}))
+    write(tmp_path / "broken.json", "{")
+    _, out, _ = run(["lint", ".", "--format", "json", "--no-progress"], capsys)
+    assert {f["code"] for f in json.loads(out)["findings"]} == {"not-a-proposal", "invalid-file"}
+    args = ["lint", ".", "--format", "json", "--no-progress", "--ignore", "not-a-proposal"]
+    _, out, _ = run(args, capsys)
+    assert {f["code"] for f in json.loads(out)["findings"]} == {"invalid-file"}
+    args = ["lint", ".", "--format", "json", "--no-progress", "--select", "not-a-proposal"]
+    _, out, _ = run(args, capsys)
+    assert {f["code"] for f in json.loads(out)["findings"]} == {"not-a-proposal"}
