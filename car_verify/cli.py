@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import io
 import json
 import os
 import sys
@@ -149,6 +150,26 @@ def _positive(text: str) -> int:
 def _write(text: str) -> None:
     sys.stdout.write(text)
     sys.stdout.flush()
+
+
+def _report_options(parser: argparse.ArgumentParser) -> None:
+    """What a linter's user expects of a command that reports findings."""
+    parser.add_argument(
+        "-o",
+        "--output-file",
+        metavar="FILE",
+        help="write the report to FILE instead of stdout (written whole, at the end)",
+    )
+    parser.add_argument(
+        "--exit-zero",
+        action="store_true",
+        help="exit 0 even when there are findings (2 still means bad input or usage)",
+    )
+
+
+def _reported(args: argparse.Namespace, code: int) -> int:
+    """The exit code of a reporting command under ``--exit-zero``."""
+    return EXIT_OK if getattr(args, "exit_zero", False) and code == EXIT_FINDINGS else code
 
 
 # --- commands -------------------------------------------------------------------------------
@@ -649,6 +670,7 @@ def _parser() -> _Parser:
     p.add_argument("--max-actions", type=_non_negative, metavar="N", help="action budget")
     p.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text")
     _docs_url_option(p)
+    _report_options(p)
     p.add_argument(
         "--repeat-threshold",
         type=_positive,
@@ -793,6 +815,7 @@ def _parser() -> _Parser:
     p.add_argument("--config", metavar="FILE", help="pyproject.toml or .car/verify.toml to use")
     p.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text")
     _docs_url_option(p)
+    _report_options(p)
     p.add_argument(
         "--fail-on",
         choices=("error", "warning", "info", "never"),
@@ -834,7 +857,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
         run: Callable[[argparse.Namespace], int] = args.run
-        return run(args)
+        target = getattr(args, "output_file", None)
+        if target is None:
+            return _reported(args, run(args))
+        captured = io.StringIO()
+        with contextlib.redirect_stdout(captured):
+            code = run(args)
+        try:  # only a finished report is written: never half of one
+            Path(target).write_text(captured.getvalue(), encoding="utf-8")
+        except OSError as err:
+            raise UsageError(f"--output-file: {target}: {err.strerror or err}") from None
+        return _reported(args, code)
     except SystemExit as exit_:  # --help / --version
         return int(exit_.code or 0)
     except CarVerifyError as err:

@@ -369,3 +369,21 @@ def test_sarif_validates_with_format_checking_and_has_regions(
         assert where["artifactLocation"]["uri"] == plan and where["region"]["startLine"] >= 1
     report = next(r for r in log["runs"][0]["results"] if r["ruleId"] == "precondition-unsatisfied")
     assert report["locations"][0]["physicalLocation"]["region"]["startLine"] > 1
+
+
+def test_output_file_and_exit_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 25, item 7: -o/--output-file and --exit-zero, as ruff has them."""
+    plan = str(EXAMPLES / "poll-loop" / "proposal.json")
+    code, printed, _ = run(["verify", plan, "--format", "json"], capsys)
+    assert code == 1
+    out = tmp_path / "report.json"
+    code, stdout, _ = run(["verify", plan, "--format", "json", "-o", str(out)], capsys)
+    assert code == 1 and stdout == "" and json.loads(out.read_text()) == json.loads(printed)
+    code, _, _ = run(["verify", plan, "--exit-zero"], capsys)
+    assert code == 0
+    code, _, err = run(["verify", str(tmp_path / "missing.json"), "--exit-zero"], capsys)
+    assert code == 2 and "cannot read file" in err
+    code, _, err = run(["verify", plan, "-o", str(tmp_path / "no" / "such" / "dir.txt")], capsys)
+    assert code == 2 and "--output-file" in err
+    code, _, _ = run(["lint", plan, "--no-progress", "--exit-zero", "-o", str(out)], capsys)
+    assert code == 0 and "repeated-call" in out.read_text()
