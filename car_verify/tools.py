@@ -53,9 +53,9 @@ class ToolRegistry(Mapping[str, ToolSchema]):
                 )
             self._tools[tool.name] = tool
             self._position[tool.name] = place
-        self._validators: dict[str, Any] = {}
-        #: The fast yes of each schema (car_verify._accept), None outside its subset.
-        self._accepters: dict[str, Callable[[Any], bool] | None] = {}
+        #: Per ``field:name``: the schema's jsonschema validator, and its fast yes
+        #: (car_verify._accept; None outside its subset), built together once.
+        self._validators: dict[str, tuple[Any, Callable[[Any], bool] | None]] = {}
 
     @classmethod
     def coerce(cls, tools: Any) -> ToolRegistry:
@@ -104,9 +104,12 @@ class ToolRegistry(Mapping[str, ToolSchema]):
     def __len__(self) -> int:
         return len(self._tools)
 
-    def _validator(self, name: str, field: str = "parameters") -> Any:
-        validator = self._validators.get(f"{field}:{name}")
-        if validator is None:
+    def _validator(
+        self, name: str, field: str = "parameters"
+    ) -> tuple[Any, Callable[[Any], bool] | None]:
+        key = f"{field}:{name}"
+        checker = self._validators.get(key)
+        if checker is None:
             from jsonschema import exceptions, validators
 
             schema = getattr(self._tools[name], field)
@@ -125,9 +128,11 @@ class ToolRegistry(Mapping[str, ToolSchema]):
                     raise InputError(
                         problem, [self._position[name], field, *where], source=self.source
                     )
+            from ._accept import accepter
+
             linear = validators.extend(cls, {"pattern": _linear_pattern})  # type: ignore[no-untyped-call]
-            validator = self._validators[f"{field}:{name}"] = linear(schema)
-        return validator
+            checker = self._validators[key] = (linear(schema), accepter(schema))
+        return checker
 
     def check_parameters(self, name: str, parameters: Mapping[str, Any]) -> list[SchemaError]:
         """Every violation of tool ``name``'s parameter schema, in a stable order."""
@@ -142,13 +147,7 @@ class ToolRegistry(Mapping[str, ToolSchema]):
     def _checked(self, name: str, field: str, value: Any) -> list[SchemaError]:
         from referencing.exceptions import Unresolvable
 
-        validator = self._validator(name, field)  # the schema is checked once, first
-        key = f"{field}:{name}"
-        if key not in self._accepters:
-            from ._accept import accepter
-
-            self._accepters[key] = accepter(getattr(self._tools[name], field))
-        accept = self._accepters[key]
+        validator, accept = self._validator(name, field)  # the schema is checked once, first
         if accept is not None and accept(value):
             return []  # surely valid (see _accept.py); else jsonschema words each violation
         try:
