@@ -39,6 +39,7 @@ __all__ = [
     "decode_plain",
     "encode",
     "wire",
+    "wire_names",
 ]
 
 T = TypeVar("T")
@@ -310,6 +311,11 @@ def _specs(cls: type) -> tuple[tuple[_Spec, ...], frozenset[str]]:
         found = (specs, frozenset(s.name for s in specs))
         _SPECS[cls] = found
     return found
+
+
+def wire_names(cls: type) -> frozenset[str]:
+    """The JSON keys a wire class knows (its field specs' names)."""
+    return _specs(cls)[1]
 
 
 def decode(cls: type[T], obj: Any) -> T:

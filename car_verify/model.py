@@ -10,7 +10,6 @@ default (``tool``, ``timeout_ms``, ...), which are omitted when absent.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import os
@@ -53,6 +52,7 @@ from ._codec import (
     expected,
     kind,
     wire,
+    wire_names,
 )
 from .display import HtmlDisplay
 from .errors import InputError, json_pointer, too_deep
@@ -1026,11 +1026,6 @@ def _model(
 #: The proposal's own fields (SEMANTICS section 1): an object with none of them is
 #: not a proposal (a state or tools file given by mistake).
 PROPOSAL_FIELDS = ("id", "source", "timestamp", "actions", "context")
-
-
-def wire_names(cls: type) -> frozenset[str]:
-    """The JSON keys a wire class knows."""
-    return frozenset(f.metadata["wire"] for f in dataclasses.fields(cls) if "wire" in f.metadata)
 
 
 @dataclass(frozen=True, slots=True)
