@@ -104,15 +104,14 @@ class Walk:
     state: dict[str, Any]
     traces: list[ActionTrace | None]
     mode: Literal["verify", "simulate"]
-    dag: Dag | None = None
-    initial_state: Mapping[str, Any] = field(default_factory=dict)
+    dag: Dag
+    #: The state the walk began in (the caller's; read, never written).
+    initial_state: Mapping[str, Any]
 
     def level_states(self) -> Iterator[tuple[list[int], Mapping[str, Any]]]:
         """Each level's actions with the state its level began with, as this walk
         saw it, replayed from the initial state (one state, updated in place: read
         it before asking for the next level)."""
-        if self.dag is None:
-            return
         state = dict(self.initial_state)
         skip = self._skipped()
         actions = self.dag.actions
@@ -237,7 +236,7 @@ def walk(
                 waited, after = _waits_of(dag, i, blocked, shared)
                 causes.extend(waited)
                 blocked[i] = bool(causes)
-                supplied = _supplied(dag, i, state, supplier)
+                supplied = _supplied(dag, i, state, supplier, causes)
                 traces[i] = ActionTrace(i, ids[i], level_no, bool(causes), causes, supplied, after)
             elif causes:  # verify needs only the blocked actions' traces
                 blocked[i] = True
@@ -248,7 +247,7 @@ def walk(
             if simulate:
                 for key in change:
                     supplier[key] = i
-    return Walk(state, traces, mode, dag, dict(initial_state or {}))
+    return Walk(state, traces, mode, dag, initial_state or {})
 
 
 def _waits_of(
@@ -265,16 +264,17 @@ def _waits_of(
 
 
 def _supplied(
-    dag: Dag, i: int, state: Mapping[str, Any], supplier: dict[str, int]
+    dag: Dag, i: int, state: Mapping[str, Any], supplier: dict[str, int], causes: list[Cause]
 ) -> dict[str, str | None]:
-    """Each precondition key and depended-on key that held, with the action that
-    supplied its value (None: the initial state)."""
+    """Each precondition key and depended-on key that held (no cause of ``causes``
+    names it), with the action that supplied its value (None: the initial state)."""
     ids = dag.ids
+    failed = {c.where for c in causes if c.precondition is not None}
+    failed.update(where for c in causes for _, where, _ in c.failed)
     out: dict[str, str | None] = {}
-    for pre, _ in checks(dag.actions[i]):
-        actual = state.get(pre.key, ABSENT)
-        if evaluate(pre.operator, actual, pre.value):
-            out[pre.key] = _who(supplier, ids, pre.key, actual)
+    for pre, where in checks(dag.actions[i]):
+        if where not in failed:
+            out[pre.key] = _who(supplier, ids, pre.key, state.get(pre.key, ABSENT))
     for key in dag.keys[i]:
         if key in state:
             out[key] = _who(supplier, ids, key, state[key])
