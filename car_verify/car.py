@@ -309,20 +309,10 @@ class CarOrder:
     def execution_levels(self) -> list[list[str]]:
         return [[self.ids[i] for i in level] for level in self.levels]
 
-    def reaches(self, a: int, b: int) -> bool:
-        """Whether ``a`` is ordered before ``b`` (a path ``a -> ... -> b``)."""
-        if a >= b or self.level[a] >= self.level[b]:
-            return False
-        if a in self.preds[b]:
-            return True
-        return (a, b) in forward_reachable(self.preds, [(a, b)])
-
     def reachable(self, pairs: Iterable[tuple[int, int]]) -> set[tuple[int, int]]:
-        """The pairs of ``pairs`` whose first action is ordered before the second."""
+        """The pairs of ``pairs`` whose first action is ordered before the second, in
+        one sweep: asked pair by pair, a long plan's questions would each walk it."""
         return forward_reachable(self.preds, pairs)
-
-    def ordered(self, a: int, b: int) -> bool:
-        return self.reaches(a, b) or self.reaches(b, a)
 
 
 # -- the walk ----------------------------------------------------------------------
@@ -914,21 +904,29 @@ def car_transaction_conflicts(
     out: list[TxConflict] = []
     writes = [_tx_writes(a) for a in actions]
     reads = [_tx_reads(a) for a in actions]
-    n = len(actions)
-    for a in range(n):
-        for b in range(a + 1, n):
-            if order.ordered(a, b):
-                continue
-            for key in writes[a]:
-                if key in writes[b]:
-                    out.append(TxConflict("write_write", key, (a, b)))
-    for r in range(n):
-        for w in range(n):
-            if r == w or order.ordered(r, w):
-                continue
-            for key in reads[r]:
-                if key in writes[w]:
-                    out.append(TxConflict("read_write", key, (r, w)))
+    # Only pairs that share a key can conflict; their order is asked in one sweep.
+    writers: dict[str, list[int]] = {}
+    for index, keys in enumerate(writes):
+        for key in keys:
+            writers.setdefault(key, []).append(index)
+    after = [
+        sorted({b for k in keys for b in writers[k] if b > a}) for a, keys in enumerate(writes)
+    ]
+    against = [
+        sorted({w for k in keys for w in writers.get(k, ()) if w != r})
+        for r, keys in enumerate(reads)
+    ]
+    asked = [(a, b) for a, bs in enumerate(after) for b in bs]
+    asked += [(r, w) if r < w else (w, r) for r, ws in enumerate(against) for w in ws]
+    ordered = order.reachable(asked)
+    for a, bs in enumerate(after):  # CAR's order: by pair, then by the first's keys
+        for b in bs:
+            if (a, b) not in ordered:
+                out += [TxConflict("write_write", k, (a, b)) for k in writes[a] if k in writes[b]]
+    for r, ws in enumerate(against):
+        for w in ws:
+            if ((r, w) if r < w else (w, r)) not in ordered:
+                out += [TxConflict("read_write", k, (r, w)) for k in reads[r] if k in writes[w]]
     for index, action in enumerate(actions):
         for number, assumption in enumerate(action.assumptions):
             if assumption.read_version is not None:
