@@ -198,7 +198,7 @@ _TABLE = [
     ),
     Code(
         "unknown-field",
-        W,
+        E,
         D,
         "a key no field of the IR knows (a misspelling?): kept, and ignored by every check",
         INFO,

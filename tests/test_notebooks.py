@@ -36,3 +36,21 @@ def test_notebook_executes(path: Path) -> None:
         if out.get("output_type") == "error"
     ]
     assert errors == []
+
+
+def test_the_audit_notebook_verifies_each_case_with_its_own_state_and_tools() -> None:
+    """Issue 25, item 13: notebook 02 listed `assertion-holds.json` (whose initial
+    state makes the assertion hold) as failing, having verified it without its state."""
+    import json
+
+    book = json.loads((NOTEBOOKS[0].parent / "02-audit-a-folder.ipynb").read_text())
+    source = "".join(book["cells"][1]["source"])
+    assert "initial_state=case.get('initial_state')" in source
+    outputs = [
+        "".join(out.get("text", "")) + "".join(out.get("data", {}).get("text/html", ""))
+        for cell in book["cells"]
+        for out in cell.get("outputs", [])
+    ]
+    said = "\n".join(outputs)
+    assert "every corpus case finds what it expects" in said
+    assert "assertion-holds.json" not in said and "examples/payment" not in said

@@ -23,7 +23,7 @@ PLAN = {
 }
 
 
-@pytest.mark.parametrize(("profile", "severity"), [("car", "info"), ("strict", "warning")])
+@pytest.mark.parametrize(("profile", "severity"), [("car", "info"), ("strict", "error")])
 def test_a_misspelled_field_is_named_with_the_nearest_known_one(
     profile: str, severity: str
 ) -> None:
