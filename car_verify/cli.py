@@ -41,24 +41,11 @@ class _Parser(argparse.ArgumentParser):
         raise _ArgumentError(message, self.format_usage(), self.prog)
 
 
-def _load_proposal(name: str) -> Any:
-    """A proposal from a file, or from stdin for ``-`` (errors name ``<stdin>``)."""
-    from .model import load
+def _load_proposal(name: str, what: str = "proposal") -> Any:
+    """A proposal from a file (JSON or YAML), or from stdin for ``-``."""
+    from .sources import proposal_input
 
-    if name != "-":
-        return load(Path(name))
-    try:
-        return load(sys.stdin.buffer.read())
-    except InputError as err:
-        raise err.with_source("<stdin>") from None
-
-
-def _file_text(name: str) -> str | None:
-    """A file's text, to locate findings in it (None when it is not UTF-8 text)."""
-    try:
-        return Path(name).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
+    return proposal_input(name, what=what).proposal
 
 
 def _docs_url_option(parser: argparse.ArgumentParser) -> None:
@@ -78,16 +65,10 @@ def _docs_url(args: argparse.Namespace) -> str | None:
 
 
 def _read_file(name: str, kind: type, what: str) -> Any:
-    """A JSON file that must hold a value of ``kind``; the error names the file."""
-    from .model import read_json
+    """A JSON file (or ``-``) that must hold a value of ``kind``; errors name the file."""
+    from .sources import json_input
 
-    data = read_json(Path(name), name=name)
-    if not isinstance(data, kind):
-        raise InputError(f"the {what} file must hold {_KINDS[kind]}", source=name)
-    return data
-
-
-_KINDS: dict[type, str] = {dict: "a JSON object", list: "a JSON array"}
+    return json_input(name, kind, what)
 
 
 PROFILE_ENV = "CAR_VERIFY_PROFILE"
@@ -120,12 +101,9 @@ def _load_state(name: str | None) -> dict[str, Any] | None:
 def _load_tools(name: str | None) -> Any:
     if name is None:
         return None
-    from .tools import ToolRegistry
+    from .sources import tools_input
 
-    try:
-        return ToolRegistry.coerce(Path(name))
-    except InputError as err:
-        raise (err if err.source else err.with_source(name)) from None
+    return tools_input(name)
 
 
 def _int_arg(text: str, least: int = 0) -> int:
@@ -198,41 +176,62 @@ def _policies(args: argparse.Namespace) -> Any:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from .api import verify
-    from .reporters import render_json, render_sarif, render_text
-    from .reporters.github import render_github
+    from .reporters import render_json
+    from .reporters.text import lines, verdict_line
+    from .sources import proposal_input
 
-    proposal = _load_proposal(args.proposal)
+    # Every input is read before anything is checked: a bad one is the error, alone.
+    sources = [proposal_input(name) for name in args.proposals]
     passes = [p.strip() for p in args.passes.split(",") if p.strip()] if args.passes else None
     policies = _policies(args)
-    result = verify(
-        proposal,
-        tools=_load_tools(args.tools),
-        initial_state=_load_state(args.state),
-        max_actions=args.max_actions,
-        passes=passes,
-        repeat_threshold=args.repeat_threshold,
-        policies=policies,
-        profile=_profile(args),
-    )
-    if passes:  # a pass asked for by name that could not run is no clean result
-        idle = [c for c in result.evidence.checks if c.name in passes and not c.ran]
-        if idle:
-            why = "; ".join(f"{c.name}: {c.reason or 'its input is missing'}" for c in idle)
-            raise UsageError(f"a pass asked for cannot run ({why})")
-    artifact = None if args.proposal == "-" else args.proposal
-    if args.format == "json":
-        _write(render_json(result))
-    elif args.format in ("sarif", "github"):  # each finding at its action in the file
-        from .reporters.sarif import located
-
-        text = None if artifact is None else _file_text(artifact)
-        if args.format == "sarif":
-            _write(render_sarif(result, artifact=artifact, text=text, docs_url=_docs_url(args)))
+    tools, state = _load_tools(args.tools), _load_state(args.state)
+    results = []
+    for source in sources:
+        result = verify(
+            source.proposal,
+            tools=tools,
+            initial_state=state,
+            max_actions=args.max_actions,
+            passes=passes,
+            repeat_threshold=args.repeat_threshold,
+            policies=policies,
+            profile=_profile(args),
+        )
+        if passes:  # a pass asked for by name that could not run is no clean result
+            idle = [c for c in result.evidence.checks if c.name in passes and not c.ran]
+            if idle:
+                why = "; ".join(f"{c.name}: {c.reason or 'its input is missing'}" for c in idle)
+                raise UsageError(f"a pass asked for cannot run ({why})")
+        results.append(result)
+    several = len(sources) > 1
+    if args.format == "json":  # one file: exactly the wire object (SEMANTICS section 7)
+        if several:
+            docs = [
+                {"file": s.label, "result": r.to_dict()}
+                for s, r in zip(sources, results, strict=True)
+            ]
+            _write(json.dumps(docs, indent=2, ensure_ascii=False) + "\n")
         else:
-            _write(render_github(located(result.issues, artifact, text), artifact=artifact))
+            _write(render_json(results[0]))
     else:
-        _write(render_text(result))
-    return EXIT_OK if result.valid else EXIT_FINDINGS
+        found = [i for s, r in zip(sources, results, strict=True) for i in s.locate(r.issues)]
+        artifact = sources[0].path if not several else None
+        if args.format == "sarif":
+            from .reporters.sarif import sarif
+
+            _write(sarif(found, artifact=artifact, docs_url=_docs_url(args)))
+        elif args.format == "github":
+            from .reporters.github import render_github
+
+            _write(render_github(found, artifact=artifact))
+        elif several:
+            for source, result in zip(sources, results, strict=True):
+                _write(
+                    lines(source.locate(result.issues), f"{source.label}: {verdict_line(result)}")
+                )
+        else:
+            _write(lines(found, verdict_line(results[0])))
+    return EXIT_OK if all(r.valid for r in results) else EXIT_FINDINGS
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
@@ -274,8 +273,8 @@ def cmd_equivalent(args: argparse.Namespace) -> int:
     from .equivalence import equivalent
 
     result = equivalent(
-        _load_proposal(args.a),
-        _load_proposal(args.b),
+        _load_proposal(args.a, "first proposal"),
+        _load_proposal(args.b, "second proposal"),
         _load_states(args.states),
         method=args.method,
         profile=_profile(args),
@@ -541,7 +540,11 @@ def cmd_lint(args: argparse.Namespace) -> int:
         repeat_threshold=args.repeat_threshold,
         fail_on=args.fail_on,
         profile=args.profile or os.environ.get(PROFILE_ENV) or None,
+        force_exclude=args.force_exclude,
+        respect_gitignore=args.respect_gitignore,
     )
+    if args.exclude:
+        config = dataclasses.replace(config, extend_exclude=(*config.extend_exclude, *args.exclude))
     if args.no_policies:
         config = dataclasses.replace(config, policies=None)
     elif config.policies is None:
@@ -554,12 +557,18 @@ def cmd_lint(args: argparse.Namespace) -> int:
     progress = False if args.no_progress else None
     paths = args.paths or ["."]
     report = lint.lint_paths(paths, config, workers=args.workers, progress=progress)
-    if not report.files:  # a clean result about nothing is no clean result
-        exts = ", ".join(sorted(lint.EXTENSIONS))
+    from .values import plural
+
+    if not report.files and report.excluded:  # pre-commit named only excluded files
         sys.stderr.write(
-            f"car-verify: warning: no proposal files ({exts}) under {', '.join(paths)}"
-            + (" after the configured excludes" if config.exclude else "")
-            + "; nothing was linted\n"
+            f"car-verify: {plural(len(report.excluded), 'file')} named and left out by the"
+            " include / exclude patterns (--force-exclude); nothing to lint\n"
+        )
+        return EXIT_OK
+    if not report.files:  # a clean result about nothing is no clean result
+        sys.stderr.write(
+            f"car-verify: warning: no proposal files ({', '.join(config.include)}) under "
+            f"{', '.join(paths)} after the exclude patterns and .gitignore; nothing was linted\n"
         )
         return EXIT_USAGE
     if args.write_baseline:
@@ -664,7 +673,12 @@ def _parser() -> _Parser:
     p = sub.add_parser(
         "verify", parents=[profiled], help="run the analysis passes and report issues"
     )
-    p.add_argument("proposal", metavar="PROPOSAL", help="proposal JSON file, or - for stdin")
+    p.add_argument(
+        "proposals",
+        metavar="PROPOSAL",
+        nargs="+",
+        help="proposal files (JSON, or YAML by the suffix), or - for stdin",
+    )
     p.add_argument("--state", metavar="STATE.json", help="initial state (a JSON object)")
     p.add_argument("--tools", metavar="TOOLS.json", help="tool registry (an array of ToolSchema)")
     p.add_argument("--max-actions", type=_non_negative, metavar="N", help="action budget")
@@ -690,7 +704,9 @@ def _parser() -> _Parser:
     p = sub.add_parser(
         "simulate", parents=[profiled], help="print the end state the executor would leave"
     )
-    p.add_argument("proposal", metavar="PROPOSAL", help="proposal JSON file, or - for stdin")
+    p.add_argument(
+        "proposal", metavar="PROPOSAL", help="proposal file (JSON or YAML), or - for stdin"
+    )
     p.add_argument("--state", metavar="STATE.json", help="initial state (a JSON object)")
     group = p.add_mutually_exclusive_group()
     group.add_argument(
@@ -723,7 +739,9 @@ def _parser() -> _Parser:
     p.set_defaults(run=cmd_equivalent)
 
     p = sub.add_parser("optimize", parents=[profiled], help="prune phantom state_dependencies")
-    p.add_argument("proposal", metavar="PROPOSAL", help="proposal JSON file, or - for stdin")
+    p.add_argument(
+        "proposal", metavar="PROPOSAL", help="proposal file (JSON or YAML), or - for stdin"
+    )
     p.add_argument("--state", metavar="STATE.json", help="initial state (a JSON object)")
     p.add_argument("--diff", action="store_true", help="show what was removed (or kept) and why")
     p.add_argument("--format", choices=("text", "json"), default="text")
@@ -732,7 +750,9 @@ def _parser() -> _Parser:
     p = sub.add_parser(
         "wp", parents=[profiled], help="the condition under which the actions run unblocked"
     )
-    p.add_argument("proposal", metavar="PROPOSAL", help="proposal JSON file, or - for stdin")
+    p.add_argument(
+        "proposal", metavar="PROPOSAL", help="proposal file (JSON or YAML), or - for stdin"
+    )
     p.add_argument("--action", metavar="ID", help="one action instead of every action")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(run=cmd_wp)
@@ -752,7 +772,9 @@ def _parser() -> _Parser:
     q = policy.add_parser(
         "check", parents=[profiled], help="report every policy violation of a proposal"
     )
-    q.add_argument("proposal", metavar="PROPOSAL", help="proposal JSON file, or - for stdin")
+    q.add_argument(
+        "proposal", metavar="PROPOSAL", help="proposal file (JSON or YAML), or - for stdin"
+    )
     q.add_argument(
         "--policies",
         metavar="DIR",
@@ -770,7 +792,9 @@ def _parser() -> _Parser:
     p = sub.add_parser(
         "run", parents=[profiled], help="execute a proposal behind the verify passes"
     )
-    p.add_argument("proposal", metavar="PROPOSAL", help="proposal JSON file, or - for stdin")
+    p.add_argument(
+        "proposal", metavar="PROPOSAL", help="proposal file (JSON or YAML), or - for stdin"
+    )
     p.add_argument(
         "--tools",
         metavar="MODULE[:ATTR]",
@@ -795,7 +819,9 @@ def _parser() -> _Parser:
     p = sub.add_parser(
         "dot", parents=[profiled], help="draw the DAG: levels, edges, conflicts, findings"
     )
-    p.add_argument("proposal", metavar="PROPOSAL", help="proposal JSON file, or - for stdin")
+    p.add_argument(
+        "proposal", metavar="PROPOSAL", help="proposal file (JSON or YAML), or - for stdin"
+    )
     p.add_argument("--state", metavar="STATE.json", help="initial state (a JSON object)")
     p.add_argument("--tools", metavar="TOOLS.json", help="tool registry (an array of ToolSchema)")
     p.add_argument("--result", metavar="RESULT.json", help="a ProposalResult: colour by status")
@@ -838,6 +864,26 @@ def _parser() -> _Parser:
         action="store_true",
         help="do not look for .car/policies (found by walking up to the repository root)",
     )
+    p.add_argument(
+        "--exclude",
+        metavar="GLOB",
+        action="append",
+        help="also leave out files and folders matching GLOB (repeatable; adds to `exclude`)",
+    )
+    p.add_argument(
+        "--force-exclude",
+        action="store_true",
+        default=None,
+        help="apply include / exclude / .gitignore to files named on the command line too "
+        "(the pre-commit hook does)",
+    )
+    p.add_argument(
+        "--no-respect-gitignore",
+        dest="respect_gitignore",
+        action="store_false",
+        default=None,
+        help="lint files that .gitignore leaves out",
+    )
     p.set_defaults(run=cmd_lint)
 
     p = sub.add_parser("codes", parents=[profiled], help="list every finding code, or explain one")
@@ -854,6 +900,9 @@ def _parser() -> _Parser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code."""
     args: argparse.Namespace | None = None
+    from .sources import reset_stdin
+
+    reset_stdin()
     try:
         args = _parser().parse_args(argv)
         run: Callable[[argparse.Namespace], int] = args.run

@@ -1,9 +1,11 @@
 """``car-verify lint``: check the proposals kept in a repository, like ruff or mypy.
 
 Files and folders (recursively): ``.json`` (one proposal), ``.jsonl`` (one per
-line), ``.yaml`` / ``.yml`` (one per document). Every finding carries the file,
-line and column of the action it concerns. A file that does not parse or is not
-a proposal is reported with its path and line, and linting goes on.
+line), ``.yaml`` / ``.yml`` (one per document); which files a folder contributes
+(``include``, ``exclude``, ``.gitignore``) is decided in :mod:`car_verify.discover`.
+Every finding carries the file, line and column of the action it concerns. A
+file that does not parse or is not a proposal is reported with its path and
+line, and linting goes on.
 
 Configuration comes from ``[tool.car-verify]`` in ``pyproject.toml`` or from
 ``.car/verify.toml``, the nearest found walking up from the working directory
@@ -25,7 +27,8 @@ from typing import Any
 
 from .codes import CODES
 from .config import find_config, read_settings, setting_profile
-from .errors import InputError, UsageError, format_path, is_too_deep, json_pointer, too_deep
+from .discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, Discovery, Selection, discover
+from .errors import InputError, format_path, is_too_deep, json_pointer, too_deep
 from .findings import Issue, Location, Severity
 
 __all__ = [
@@ -36,9 +39,6 @@ __all__ = [
     "lint_paths",
     "load_config",
 ]
-
-EXTENSIONS = {".json", ".jsonl", ".yaml", ".yml"}
-SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache"}
 
 
 # --- configuration ----------
@@ -59,7 +59,11 @@ class LintConfig:
     severity: Mapping[str, str] = field(default_factory=dict)
     per_path_ignores: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     repeat_threshold: int = 3
-    exclude: tuple[str, ...] = ()
+    include: tuple[str, ...] = DEFAULT_INCLUDE
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDE
+    extend_exclude: tuple[str, ...] = ()
+    respect_gitignore: bool = True
+    force_exclude: bool = False
     fail_on: str = "error"
     #: ``car`` or ``strict`` (SEMANTICS section 9); ``None``: not set here.
     profile: str | None = None
@@ -75,7 +79,11 @@ _KEYS = {
     "severity",
     "per-path-ignores",
     "repeat-threshold",
+    "include",
     "exclude",
+    "extend-exclude",
+    "respect-gitignore",
+    "force-exclude",
     "fail-on",
     "profile",
 }
@@ -97,13 +105,19 @@ def load_config(path: str | os.PathLike[str] | None = None) -> LintConfig:
         if key not in _KEYS:
             raise fail(key, f"unknown key (expected one of {', '.join(sorted(_KEYS))})")
 
-    def strings(key: str) -> tuple[str, ...]:
-        value = doc.get(key, [])
+    def strings(key: str, default: tuple[str, ...] = ()) -> tuple[str, ...]:
+        value = doc.get(key, list(default))
         if isinstance(value, str) and key == "tools":
             value = [value]
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise fail(key, "expected an array of strings")
         return tuple(value)
+
+    def flag(key: str, default: bool) -> bool:
+        value = doc.get(key, default)
+        if not isinstance(value, bool):
+            raise fail(key, "expected true or false")
+        return value
 
     def whole(key: str, default: int | None, minimum: int) -> int | None:
         value = doc.get(key, default)
@@ -159,7 +173,11 @@ def load_config(path: str | os.PathLike[str] | None = None) -> LintConfig:
         severity=dict(severity),
         per_path_ignores={g: tuple(c) for g, c in per_path.items()},
         repeat_threshold=whole("repeat-threshold", 3, 1) or 3,
-        exclude=strings("exclude"),
+        include=strings("include", DEFAULT_INCLUDE),
+        exclude=strings("exclude", DEFAULT_EXCLUDE),
+        extend_exclude=strings("extend-exclude"),
+        respect_gitignore=flag("respect-gitignore", True),
+        force_exclude=flag("force-exclude", False),
         fail_on=fail_on,
         profile=profile,
     )
@@ -181,6 +199,8 @@ class LintReport:
     files: list[FileResult]
     config: LintConfig
     baselined: list[Issue] = field(default_factory=list)
+    #: Files named on the command line and left out by ``force-exclude``.
+    excluded: list[str] = field(default_factory=list)
 
     @property
     def findings(self) -> list[Issue]:
@@ -483,35 +503,23 @@ def _suppressed_by_metadata(action: Any, code: str) -> bool:
 # --- many files ----------
 
 
-def collect(paths: Sequence[str | Path], config: LintConfig) -> list[Path]:
-    """The files to lint under ``paths`` (folders recursively), in a stable order."""
-    found: list[Path] = []
-    for given in paths:
-        path = Path(given)
-        if path.is_dir():
-            for directory, subdirs, files in os.walk(path):
-                subdirs[:] = sorted(d for d in subdirs if d not in SKIP_DIRS)
-                for name in sorted(files):
-                    candidate = Path(directory, name)
-                    if candidate.suffix.lower() in EXTENSIONS and not _excluded(candidate, config):
-                        found.append(candidate)
-        elif path.exists():
-            found.append(path)
-        else:
-            raise UsageError(f"no such file or directory: {given}")
-    return list(dict.fromkeys(found))
-
-
-def _excluded(path: Path, config: LintConfig) -> bool:
-    if not config.exclude:
-        return False
-    try:
-        rooted = path.resolve().relative_to(config.root).as_posix()
-    except ValueError:
-        rooted = path.as_posix()
-    return any(
-        fnmatch.fnmatch(rooted, g) or fnmatch.fnmatch(path.as_posix(), g) for g in config.exclude
+def selection(config: LintConfig) -> Selection:
+    """The file patterns of ``config``; its tools and state files are inputs."""
+    inputs = (*config.tools, *([config.state] if config.state is not None else []))
+    return Selection(
+        root=config.root,
+        include=config.include,
+        exclude=config.exclude,
+        extend_exclude=config.extend_exclude,
+        inputs=inputs,
+        respect_gitignore=config.respect_gitignore,
+        force_exclude=config.force_exclude,
     )
+
+
+def collect(paths: Sequence[str | Path], config: LintConfig) -> Discovery:
+    """The files to lint under ``paths`` (folders recursively), in a stable order."""
+    return discover(paths, selection(config))
 
 
 def _lint_chunk(args: tuple[list[str], LintConfig]) -> list[FileResult]:
@@ -528,7 +536,8 @@ def lint_paths(
 ) -> LintReport:
     """Lint every proposal file under ``paths``; with many files, in worker processes."""
     config = config or LintConfig()
-    files = collect(paths, config)
+    found = collect(paths, config)
+    files = found.files
     _setup(config)  # a broken tools / state / policies file fails before any work
     show = sys.stderr.isatty() if progress is None else progress
     count = os.cpu_count() or 1
@@ -552,7 +561,7 @@ def lint_paths(
         sys.stderr.flush()
     for r in results:
         r.findings.sort(key=_file_order)
-    return LintReport(results, config)
+    return LintReport(results, config, excluded=[_relative(p, config) for p in found.excluded])
 
 
 def _file_order(finding: Issue) -> tuple[int, int, str]:

@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from collections.abc import Iterable
 from itertools import accumulate, repeat
 from operator import add
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import pointer_token
 
-__all__ = ["Positions", "json_positions", "yaml_documents"]
+if TYPE_CHECKING:
+    from .findings import Issue
+
+__all__ = ["Positions", "at_actions", "json_positions", "yaml_documents"]
 
 Positions = dict[str, tuple[int, int]]
 
@@ -173,3 +177,17 @@ def _walk_yaml(node: Any, pointer: str, level: int, positions: Positions) -> Non
     elif isinstance(node, yaml.SequenceNode):
         for index, value in enumerate(node.value):
             _walk_yaml(value, f"{pointer}/{index}", level + 1, positions)
+
+
+def at_actions(issues: Iterable[Issue], path: str, positions: Positions) -> list[Issue]:
+    """``issues`` located in file ``path``, each at its action's object (a finding about
+    the whole proposal at the document's start), as ``positions`` give them."""
+    from .findings import Location
+
+    start = positions.get("", (1, 1))
+    out = []
+    for issue in issues:
+        pointer = f"/actions/{issue.index}" if issue.index is not None else ""
+        line, column = positions.get(pointer, start)
+        out.append(issue.located(Location(path, line, column)))
+    return out

@@ -20,7 +20,7 @@ LAYERS: list[tuple[str, set[str]]] = [
         "values and records",
         {
             "_version", "_accept", "display", "errors", "values", "findings",
-            "_codec", "codes", "config", "events", "locate",
+            "_codec", "codes", "config", "discover", "events", "locate",
         },
     ),
     ("model", {"model"}),
@@ -33,7 +33,7 @@ LAYERS: list[tuple[str, set[str]]] = [
         "equivalence", "executor", "export", "optimize", "transactions", "wp",
     }),
     ("reporters", {"reporters"}),
-    ("commands", {"lint", "docgen", "cli", "__init__"}),
+    ("commands", {"sources", "lint", "docgen", "cli", "__init__"}),
 ]  # fmt: skip
 LAYER = {name: rank for rank, (_, names) in enumerate(LAYERS) for name in names}
 

@@ -52,8 +52,16 @@ def test_verify_text_lists_issues_then_a_summary(
     code, out, err = run(["verify", write(tmp_path, "p.json", BAD)], capsys)
     lines = out.splitlines()
     assert code == 1 and err == ""
-    assert lines[0].startswith("error[precondition-unsatisfied] d: precondition tests_passed")
+    # issue 25, item 7: one layout everywhere, `path:line:col: severity[code] ...`
+    path = str(tmp_path / "p.json")
+    assert lines[0].startswith(f"{path}:1:")
+    assert ": error[precondition-unsatisfied] d: precondition tests_passed" in lines[0]
     assert lines[-1].startswith("invalid: 1 error, 0 warnings")
+    stdin = io.TextIOWrapper(io.BytesIO((tmp_path / "p.json").read_bytes()))
+    with pytest.MonkeyPatch.context() as patch:  # from stdin there is no file to point at
+        patch.setattr(sys, "stdin", stdin)
+        code, out, _ = run(["verify", "-"], capsys)
+    assert out.startswith("error[precondition-unsatisfied] d: precondition tests_passed")
 
 
 def test_verify_json_is_the_wire_object(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

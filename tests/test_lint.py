@@ -97,13 +97,13 @@ def test_locations_in_pretty_and_minified_json_and_yaml(
     lines = out.splitlines()
     pretty = json.dumps(BAD, indent=2).splitlines()
     gated_line = next(i for i, line in enumerate(pretty, 1) if '"id": "gated"' in line) - 1
-    assert f"plans/pretty.json:{gated_line}:5: precondition-unsatisfied" in out
+    assert f"plans/pretty.json:{gated_line}:5: error[precondition-unsatisfied] gated:" in out
     column = minified.index('{"id":"gated"') + 1
-    assert f"plans/mini.json:1:{column}: precondition-unsatisfied" in out
-    assert "plans/plan.yaml:6:5: precondition-unsatisfied" in out
+    assert f"plans/mini.json:1:{column}: error[precondition-unsatisfied] gated:" in out
+    assert "plans/plan.yaml:6:5: error[precondition-unsatisfied] gated:" in out
     assert any(line.startswith("plans/many.jsonl:2:") for line in lines)
     poll3_line = next(i for i, line in enumerate(pretty, 1) if '"id": "poll2"' in line) - 1
-    assert f"plans/pretty.json:{poll3_line}:5: repeated-call" in out
+    assert f"plans/pretty.json:{poll3_line}:5: warning[repeated-call] poll2:" in out
 
 
 def test_a_broken_file_among_good_ones(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -127,10 +127,10 @@ def test_a_broken_file_among_good_ones(repo: Path, capsys: pytest.CaptureFixture
     )
     code, out, _ = run(["lint", ".", "--no-progress"], capsys)
     assert code == 1
-    assert "b.json:3:" in out and "invalid-file not valid JSON" in out
+    assert "b.json:3:" in out and "error[invalid-file] not valid JSON" in out
     assert "c.yaml:" in out and "not valid YAML" in out
     assert "d.json:1:" in out and "actions[0].preconditions: expected an array" in out
-    assert "tools.json:1:1: not-a-proposal" in out
+    assert "tools.json:1:1: warning[not-a-proposal]" in out
     assert "e.json:1:" in out and "precondition-unsatisfied" in out  # linting went on
 
 
@@ -144,11 +144,12 @@ def test_odd_documents_get_a_finding_that_says_what_is_wrong(
     code, out, _ = run(["lint", ".", "--no-progress"], capsys)
     assert code == 1
     assert out.splitlines() == [
-        "a.jsonl:1:1: invalid-file actions: expected an array, got a number",
-        "a.jsonl:2:1: not-a-proposal no proposal here: expected an object with an `actions` array",
-        "d.yaml:2:5: invalid-file actions[0].when: expected a JSON value, got a Python date "
+        "a.jsonl:1:1: error[invalid-file] actions: expected an array, got a number",
+        "a.jsonl:2:1: warning[not-a-proposal] no proposal here: expected an object with an "
+        "`actions` array",
+        "d.yaml:2:5: error[invalid-file] actions[0].when: expected a JSON value, got a Python date "
         "(not JSON); quote the value in the YAML to keep it a string",
-        "deep.json:1:1: invalid-file the document is nested too deeply to read",
+        "deep.json:1:1: error[invalid-file] the document is nested too deeply to read",
         "4 findings (3 errors, 1 warning) in 4 files",
     ]
 
@@ -169,7 +170,7 @@ def test_nan_and_overflowing_numbers_are_invalid_files(
     )
     code, out, _ = run(["lint", ".", "--no-progress"], capsys)
     assert code == 1
-    assert "nan.json:3:3: invalid-file" in out and "actions[1].parameters.n" in out
+    assert "nan.json:3:3: error[invalid-file]" in out and "actions[1].parameters.n" in out
     assert "big.jsonl:1:" in out and "actions[0].parameters.value" in out
     assert "finite number" in out
 
@@ -187,9 +188,9 @@ def test_each_line_of_a_jsonl_file_is_a_proposal_located_by_its_line(
     code, out, _ = run(["lint", ".", "--no-progress"], capsys)
     assert code == 1
     assert out.splitlines()[:2] == [
-        "plans.jsonl:2:14: invalid-file not valid JSON: Expecting value",
-        "plans.jsonl:4:14: unknown-action-type unknown action type 'nope'; expected one of "
-        "tool_call, state_write, state_read, assertion",
+        "plans.jsonl:2:14: error[invalid-file] not valid JSON: Expecting value",
+        "plans.jsonl:4:14: error[unknown-action-type] b: unknown action type 'nope'; "
+        "expected one of tool_call, state_write, state_read, assertion",
     ]
 
 
@@ -301,7 +302,7 @@ def test_configuration_settings(repo: Path, capsys: pytest.CaptureFixture[str]) 
         ),
     )
     code, out, _ = run(["lint", ".", "--no-progress"], capsys)
-    assert "plans/p.json:1:1: too-many-actions" in out and "legacy/old.json:1:1" not in out
+    assert "plans/p.json:1:1: warning[too-many-actions]" in out and "legacy/old.json:1:1" not in out
     assert "precondition-unsatisfied" not in out and "repeated-call" not in out
     assert "suppressed: too-many-actions x1" in out
     assert "not-a-proposal" not in out and code == 0
@@ -370,7 +371,7 @@ def test_baselines_match_by_file_action_and_code_not_line(
     )
     write(repo / "p.json", json.dumps(new))
     code, out, _ = run(["lint", "p.json", "--no-progress", "--baseline", "baseline.json"], capsys)
-    assert code == 1 and "precondition-unsatisfied precondition q" in out
+    assert code == 1 and "error[precondition-unsatisfied] late: precondition q" in out
 
 
 def test_exit_codes_and_fail_on(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -455,7 +456,9 @@ def test_pre_commit_try_repo(tmp_path: Path) -> None:
 
     git("init", "-q")
     write(work / "plan.json", json.dumps(BAD))
-    git("add", "plan.json")
+    write(work / "package.json", json.dumps({"name": "x"}))  # not plans: never linted
+    write(work / ".github" / "workflows" / "ci.yml", "on: push\n")
+    git("add", "plan.json", "package.json", ".github")
     done = subprocess.run(
         [str(pre_commit), "try-repo", str(ROOT), "car-verify", "--all-files"],
         cwd=work,
@@ -467,6 +470,7 @@ def test_pre_commit_try_repo(tmp_path: Path) -> None:
     output = done.stdout + done.stderr
     assert done.returncode == 1, output
     assert "precondition-unsatisfied" in output and "plan.json" in output
+    assert "package.json" not in output and "ci.yml" not in output
     write(
         work / "plan.json", json.dumps({"actions": [{"id": "a", "type": "tool_call", "tool": "t"}]})
     )
@@ -540,3 +544,94 @@ def test_file_codes_select_and_ignore_like_any_other(
     args = ["lint", ".", "--format", "json", "--no-progress", "--select", "not-a-proposal"]
     _, out, _ = run(args, capsys)
     assert {f["code"] for f in json.loads(out)["findings"]} == {"not-a-proposal"}
+
+
+# --- which files (issue 25, item 6) ----------
+
+
+def _bad_plan() -> str:
+    return json.dumps(BAD)
+
+
+def test_a_folder_walk_lints_plans_not_manifests_workflows_or_ignored_files(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The pre-commit hook linted `.pre-commit-config.yaml`, workflow files and
+    `package.json`, and `.gitignore` was not respected."""
+    write(repo / "plans" / "deploy.json", _bad_plan())
+    write(repo / "package.json", json.dumps({"name": "x", "version": "1.0.0"}))
+    write(repo / "tsconfig.json", json.dumps({"compilerOptions": {}}))
+    write(repo / ".pre-commit-config.yaml", "repos: []\n")
+    write(repo / ".github" / "workflows" / "ci.yml", "on: push\njobs: {}\n")
+    write(repo / "node_modules" / "x" / "plan.json", _bad_plan())
+    write(repo / ".gitignore", "out/\n*.tmp.json\n!keep.tmp.json\n")
+    write(repo / "out" / "plan.json", _bad_plan())
+    write(repo / "plans" / "scratch.tmp.json", _bad_plan())
+    write(repo / "plans" / "keep.tmp.json", _bad_plan())
+    code, out, _ = run(["lint", ".", "--format", "json", "--no-progress"], capsys)
+    assert code == 1
+    files = {f["path"] for f in json.loads(out)["findings"]}
+    assert files == {"plans/deploy.json", "plans/keep.tmp.json"}
+    # .gitignore can be switched off, as in ruff
+    _, out, _ = run(
+        ["lint", ".", "--format", "json", "--no-progress", "--no-respect-gitignore"], capsys
+    )
+    files = {f["path"] for f in json.loads(out)["findings"]}
+    assert files == {"plans/deploy.json", "plans/keep.tmp.json", "plans/scratch.tmp.json",
+                     "out/plan.json"}  # fmt: skip
+    # --exclude adds to the patterns
+    _, out, _ = run(
+        ["lint", ".", "--format", "json", "--no-progress", "--exclude", "keep.*"], capsys
+    )
+    assert {f["path"] for f in json.loads(out)["findings"]} == {"plans/deploy.json"}
+
+
+def test_the_configured_tools_and_state_files_are_inputs_not_proposals(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plan = {"actions": [{"id": "a", "type": "tool_call", "tool": "t"}]}
+    write(repo / "plan.json", json.dumps(plan))
+    write(repo / "registry" / "tools.json", json.dumps([{"name": "t"}]))
+    write(repo / "state.json", json.dumps({"k": 1}))
+    write(repo / "other.json", json.dumps({"k": 1}))
+    write(
+        repo / "pyproject.toml",
+        '[tool.car-verify]\ntools = ["registry/tools.json"]\nstate = "state.json"\n',
+    )
+    code, out, _ = run(["lint", ".", "--format", "json", "--no-progress"], capsys)
+    found = json.loads(out)["findings"]
+    assert [(f["path"], f["code"]) for f in found] == [("other.json", "not-a-proposal")]
+    assert code == 0 and json.loads(out)["summary"]["files"] == 2
+
+
+def test_include_and_exclude_from_the_configuration(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write(repo / "a.plan.json", _bad_plan())
+    write(repo / "b.json", _bad_plan())
+    write(repo / "gen" / "c.plan.json", _bad_plan())
+    write(repo / ".car" / "verify.toml", 'include = ["*.plan.json"]\nextend-exclude = ["gen/*"]\n')
+    _, out, _ = run(["lint", ".", "--format", "json", "--no-progress"], capsys)
+    assert {f["path"] for f in json.loads(out)["findings"]} == {"a.plan.json"}
+    write(repo / ".car" / "verify.toml", "respect-gitignore = 1\n")
+    code, _, err = run(["lint", ".", "--no-progress"], capsys)
+    assert code == 2 and "respect-gitignore: expected true or false" in err
+
+
+def test_named_files_are_linted_unless_force_exclude_says_the_patterns_decide(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """pre-commit names every staged file; its hook passes --force-exclude."""
+    write(repo / "package.json", json.dumps({"name": "x"}))
+    write(repo / ".github" / "workflows" / "ci.yml", "on: push\n")
+    write(repo / "plan.json", _bad_plan())
+    code, out, _ = run(["lint", "package.json", "--no-progress"], capsys)
+    assert code == 0 and "package.json:1:1: warning[not-a-proposal]" in out
+    args = ["lint", "package.json", ".github/workflows/ci.yml", "--no-progress", "--force-exclude"]
+    code, out, err = run(args, capsys)
+    assert code == 0 and out == "" and "2 files named and left out" in err
+    args = ["lint", "package.json", "plan.json", "--no-progress", "--force-exclude"]
+    code, out, _ = run([*args, "--format", "json"], capsys)
+    assert code == 1 and {f["path"] for f in json.loads(out)["findings"]} == {"plan.json"}
+    hook = (ROOT / ".pre-commit-hooks.yaml").read_text()
+    assert "car-verify lint --no-progress --force-exclude" in hook

@@ -107,7 +107,7 @@ def test_the_cli_names_the_file_and_the_value_too_deep_to_analyse(
     assert "internal error" not in err + out
     if command == "lint":  # one finding for the file; the other files go on
         assert code == 1
-        assert "invalid-file actions[0].expected_effects.k: a value here is nested" in out
+        assert "error[invalid-file] actions[0].expected_effects.k: a value here is nested" in out
     else:
         assert code == 2 and out == ""
         assert err.startswith(
@@ -128,6 +128,6 @@ def test_the_cli_refuses_a_lone_surrogate_instead_of_failing_to_print_it(
     assert "internal error" not in err + out
     problem = "actions[0].id: not valid JSON: a string holds half of a UTF-16 surrogate pair"
     if command == "lint":
-        assert code == 1 and f"plan.json:1:14: invalid-file {problem}" in out
+        assert code == 1 and f"plan.json:1:14: error[invalid-file] {problem}" in out
     else:
         assert code == 2 and out == "" and err.startswith(f"car-verify: error: {path}: {problem}")

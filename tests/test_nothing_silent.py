@@ -212,3 +212,76 @@ def test_a_huge_integer_and_non_utf8_bytes_are_named_by_line_and_column(
     for path, at in ((big, (2, 20)), (bad, (1, 23))):
         (finding,) = lint_file(path, LintConfig()).findings
         assert (finding.line, finding.column) == at and finding.code == "invalid-file"
+
+
+# --- issue 25, item 7: several files, YAML, stdin ----------
+
+
+def _stdin(monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
+
+
+def test_verify_takes_several_files_and_yaml(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    good = {"actions": [{"id": "a", "type": "tool_call", "tool": "t"}]}
+    (tmp_path / "good.json").write_text(json.dumps(good))
+    (tmp_path / "bad.yaml").write_text(
+        "actions:\n  - id: ok\n    type: tool_call\n    tool: t\n"
+        "  - id: gated\n    type: tool_call\n    tool: deploy\n"
+        "    preconditions:\n      - {key: tests_passed, value: true}\n"
+    )
+    args = ["verify", "good.json", "bad.yaml", "--profile", "strict"]
+    assert main(args) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("good.json: valid: 0 errors, 0 warnings (7 of 9 checks ran")
+    assert out[1].startswith("bad.yaml:5:5: error[precondition-unsatisfied] gated: ")
+    assert out[2].startswith("bad.yaml: invalid: 1 error")
+    assert main([*args, "--format", "json"]) == 1
+    docs = json.loads(capsys.readouterr().out)
+    assert [(d["file"], d["result"]["valid"]) for d in docs] == [
+        ("good.json", True),
+        ("bad.yaml", False),
+    ]
+    assert main(["verify", "good.json", "--profile", "strict"]) == 0  # one file: one line
+    assert capsys.readouterr().out.startswith("valid: ")
+    # a YAML error names the file and the line; one document per file
+    (tmp_path / "wrong.yaml").write_text(
+        "actions:\n  - id: a\n    type: tool_call\n    preconditions: 3\n"
+    )
+    assert main(["verify", "wrong.yaml"]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "car-verify: error: wrong.yaml: line 2, column 5: actions[0].preconditions: "
+        "expected an array, got a number\n"
+    )
+    (tmp_path / "two.yaml").write_text("actions: []\n---\nactions: []\n")
+    assert main(["verify", "two.yaml"]) == 2
+    assert "holds 2 YAML documents" in capsys.readouterr().err
+
+
+def test_stdin_everywhere_and_named_twice_is_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    plan = {"actions": [{"id": "d", "type": "tool_call", "tool": "t",
+                         "preconditions": [{"key": "ok", "value": True}]}]}  # fmt: skip
+    (tmp_path / "p.json").write_text(json.dumps(plan))
+    _stdin(monkeypatch, json.dumps({"ok": True}))
+    assert main(["verify", "p.json", "--state", "-", "--profile", "strict"]) == 0
+    capsys.readouterr()
+    _stdin(monkeypatch, json.dumps(plan))
+    assert main(["equivalent", "-", "-"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        "car-verify: error: stdin (-) is named twice: the first proposal is read from it, "
+        "and it can be read only once; give the second proposal as a file\n"
+    )
+    _stdin(monkeypatch, json.dumps(plan))
+    assert main(["verify", "-", "--state", "-"]) == 2
+    assert "give the state file as a file" in capsys.readouterr().err

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._version import __version__
 from ..codes import CODES, Code
-from ..findings import Issue, Location, Severity
+from ..findings import Issue, Severity
 
 if TYPE_CHECKING:
     from ..api import VerificationResult
@@ -137,16 +137,10 @@ def located(issues: Sequence[Issue], artifact: str | None, text: str | None) -> 
     (the proposal's first line for a finding about the whole proposal)."""
     if artifact is None or text is None:
         return list(issues)
-    from ..locate import json_positions
+    from ..locate import at_actions, json_positions
 
     try:
         positions = json_positions(text)
-    except ValueError:  # not JSON text (YAML, say): the file without a region
+    except ValueError:  # not JSON text: the file without a region
         return list(issues)
-    start = positions.get("", (1, 1))
-    out = []
-    for issue in issues:
-        pointer = f"/actions/{issue.index}" if issue.index is not None else ""
-        line, column = positions.get(pointer, start)
-        out.append(issue.located(Location(artifact, line, column)))
-    return out
+    return at_actions(issues, artifact, positions)

@@ -31,13 +31,17 @@ def severity_counts(errors: int, warnings: int, infos: int) -> str:
 
 
 def issue_line(issue: Issue) -> str:
-    """``path:line:col: code message`` for a finding in a file, else
-    ``severity[code] action: message``."""
+    """The one layout of a finding, in every command: ``path:line:col: severity[code]
+    action: message``. Without a file (stdin, the Python API) the location is left
+    out, and a finding about the whole proposal says ``(proposal)``; a finding in a
+    file about no action (lint's about the file itself) names none."""
     where = issue.location
+    head = f"{issue.severity.value}[{issue.code}]"
     if where is not None:
-        return f"{where.path}:{where.line}:{where.column}: {issue.code} {issue.message}"
-    action = issue.action_id if issue.action_id is not None else "(proposal)"
-    return f"{issue.severity.value}[{issue.code}] {action}: {issue.message}"
+        head = f"{where.path}:{where.line}:{where.column}: {head}"
+    if issue.action_id is not None:
+        return f"{head} {issue.action_id}: {issue.message}"
+    return f"{head} {issue.message}" if where is not None else f"{head} (proposal): {issue.message}"
 
 
 def lines(issues: Iterable[Issue], summary: str) -> str:
