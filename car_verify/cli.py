@@ -143,6 +143,91 @@ def _report_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="exit 0 even when there are findings (2 still means bad input or usage)",
     )
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="print the findings only: no summary line, no notes on stderr",
+    )
+    parser.add_argument(
+        "--statistics",
+        action="store_true",
+        help="count the findings per code instead of listing them",
+    )
+    parser.add_argument(
+        "--show-settings",
+        action="store_true",
+        help="print the settings this run would use (files found, profile, patterns) and exit",
+    )
+    _color_option(parser)
+
+
+def _color_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="colour the text output: auto (default) on a terminal unless $NO_COLOR is set",
+    )
+
+
+def _color(args: argparse.Namespace) -> bool:
+    from .reporters.text import color_wanted
+
+    return color_wanted(getattr(args, "color", "auto"), sys.stdout)
+
+
+def _findings_text(args: argparse.Namespace, issues: Any, summary: str | None) -> str:
+    """The findings as text under ``--statistics``, ``--quiet`` and ``--color``."""
+    from .reporters.text import lines, statistics
+
+    shown = None if getattr(args, "quiet", False) else summary
+    if getattr(args, "statistics", False):
+        return statistics(issues, shown, color=_color(args))
+    return lines(issues, shown, color=_color(args))
+
+
+def _note(args: argparse.Namespace, text: str) -> None:
+    """A note on stderr (what was loaded), unless ``--quiet``."""
+    if not getattr(args, "quiet", False):
+        sys.stderr.write(f"car-verify: {text}\n")
+
+
+def _show_settings(args: argparse.Namespace, settings: dict[str, Any]) -> int:
+    """``--show-settings``: the resolved settings, as TOML-like lines or JSON."""
+    if getattr(args, "format", "text") == "json":
+        _write(json.dumps(settings, indent=2, ensure_ascii=False, default=str) + "\n")
+        return EXIT_OK
+    for key, value in settings.items():
+        shown = json.dumps(value, ensure_ascii=False, default=str)
+        _write(f"{key} = {shown}\n")
+    return EXIT_OK
+
+
+def _timeout_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--timeout",
+        metavar="SECONDS",
+        type=_seconds,
+        default=30.0,
+        help="the solver's time budget; past it the answer is unknown (exit 3), "
+        "never a hang (default 30)",
+    )
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text}")
+    return value
+
+
+def _timeout_ms(args: argparse.Namespace) -> int:
+    seconds: float = args.timeout
+    return max(1, round(seconds * 1000))
 
 
 def _reported(args: argparse.Namespace, code: int) -> int:
@@ -170,23 +255,29 @@ def _policies(args: argparse.Namespace) -> Any:
     from .policy import load_policies  # only when there are policies to load
 
     loaded = load_policies(folder)
-    sys.stderr.write(f"car-verify: policies: {loaded.describe()} (--no-policies to skip)\n")
+    _note(args, f"policies: {loaded.describe()} (--no-policies to skip)")
     return loaded
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from .api import verify
     from .reporters import render_json
-    from .reporters.text import lines, verdict_line
+    from .reporters.text import verdict_line
     from .sources import proposal_input
 
+    passes = [p.strip() for p in args.passes.split(",") if p.strip()] if args.passes else None
+    if args.show_settings:
+        return _show_settings(args, _verify_settings(args, passes))
     # Every input is read before anything is checked: a bad one is the error, alone.
     sources = [proposal_input(name) for name in args.proposals]
-    passes = [p.strip() for p in args.passes.split(",") if p.strip()] if args.passes else None
     policies = _policies(args)
     tools, state = _load_tools(args.tools), _load_state(args.state)
+    from .progress import progress
+
     results = []
+    shown = progress(len(sources), "verify", "files", show=None if len(sources) > 1 else False)
     for source in sources:
+        shown.update()
         result = verify(
             source.proposal,
             tools=tools,
@@ -203,8 +294,13 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 why = "; ".join(f"{c.name}: {c.reason or 'its input is missing'}" for c in idle)
                 raise UsageError(f"a pass asked for cannot run ({why})")
         results.append(result)
+    shown.close()
     several = len(sources) > 1
-    if args.format == "json":  # one file: exactly the wire object (SEMANTICS section 7)
+    if args.statistics and args.format in ("text", "json"):
+        found = [i for s, r in zip(sources, results, strict=True) for i in s.locate(r.issues)]
+        summary = verdict_line(results[0]) if not several else _verdicts(results)
+        _write_statistics(args, found, summary)
+    elif args.format == "json":  # one file: exactly the wire object (SEMANTICS section 7)
         if several:
             docs = [
                 {"file": s.label, "result": r.to_dict()}
@@ -226,12 +322,61 @@ def cmd_verify(args: argparse.Namespace) -> int:
             _write(render_github(found, artifact=artifact))
         elif several:
             for source, result in zip(sources, results, strict=True):
-                _write(
-                    lines(source.locate(result.issues), f"{source.label}: {verdict_line(result)}")
-                )
+                summary = f"{source.label}: {verdict_line(result)}"
+                _write(_findings_text(args, source.locate(result.issues), summary))
         else:
-            _write(lines(found, verdict_line(results[0])))
+            summary = verdict_line(results[0]) if not several else _verdicts(results)
+            _write(_findings_text(args, found, summary))
     return EXIT_OK if all(r.valid for r in results) else EXIT_FINDINGS
+
+
+def _verdicts(results: Sequence[Any]) -> str:
+    """The verdict over several files: how many are invalid."""
+    from .values import plural
+
+    bad = sum(1 for r in results if not r.valid)
+    return f"{'invalid' if bad else 'valid'}: {bad} of {plural(len(results), 'file')} invalid"
+
+
+def _verify_settings(args: argparse.Namespace, passes: list[str] | None) -> dict[str, Any]:
+    """What ``verify`` would run with: the profile and where it came from, the
+    configuration and policies found, the inputs and limits."""
+    from .config import find_config, find_policies
+
+    config = find_config()
+    if args.no_policies:
+        policies: Any = None
+    elif args.policies is not None:
+        policies = str(Path(args.policies).resolve())
+    else:
+        found, _ = find_policies()
+        policies = str(found) if found is not None else None
+    return {
+        "profile": _profile(args),
+        "profile-from": _profile_source(args),
+        "config": None if config is None else str(config),
+        "policies": policies,
+        "tools": args.tools,
+        "state": args.state,
+        "max-actions": args.max_actions,
+        "passes": passes,
+        "repeat-threshold": args.repeat_threshold,
+        "docs-url": _docs_url(args),
+        "color": _color(args),
+    }
+
+
+def _profile_source(args: argparse.Namespace) -> str:
+    if getattr(args, "profile", None):
+        return "--profile"
+    if os.environ.get(PROFILE_ENV):
+        return f"${PROFILE_ENV}"
+    from .config import find_config, read_settings
+
+    path = find_config()
+    if path is not None and read_settings(path)[0].get("profile"):
+        return str(path)
+    return "default"
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
@@ -277,6 +422,7 @@ def cmd_equivalent(args: argparse.Namespace) -> int:
         _load_proposal(args.b, "second proposal"),
         _load_states(args.states),
         method=args.method,
+        timeout_ms=_timeout_ms(args),
         profile=_profile(args),
     )
     if args.format == "json":
@@ -312,7 +458,10 @@ def cmd_wp(args: argparse.Namespace) -> int:
     from .wp import runs_unblocked
 
     condition = runs_unblocked(
-        _load_proposal(args.proposal), args.action, profile=args.profile or "strict"
+        _load_proposal(args.proposal),
+        args.action,
+        timeout_ms=_timeout_ms(args),
+        profile=args.profile or "strict",
     )
     if args.format == "json":
         _write(json.dumps(condition.to_dict(), indent=2, ensure_ascii=False) + "\n")
@@ -359,20 +508,24 @@ def cmd_policy_check(args: argparse.Namespace) -> int:
     from .reporters.json import policy_json
     from .reporters.sarif import sarif
     from .reporters.text import policy_text
+    from .sources import proposal_input
 
     loaded = load_policies(args.policies)
-    proposal = _load_proposal(args.proposal)
+    source = proposal_input(args.proposal)
     result = verify(
-        proposal, initial_state=_load_state(args.state), passes=["policies"], policies=loaded
+        source.proposal,
+        initial_state=_load_state(args.state),
+        passes=["policies"],
+        policies=loaded,
     )
-
+    found = source.locate(result.issues)
     if args.format == "json":
         directory = None if loaded.directory is None else str(loaded.directory)
         _write(policy_json(result, directory, [str(f) for f in loaded.files]))
     elif args.format == "sarif":
-        _write(sarif(result.issues, artifact=None if args.proposal == "-" else args.proposal))
+        _write(sarif(found, artifact=source.path))
     else:
-        _write(policy_text(result, loaded.describe()))
+        _write(policy_text(found, loaded.describe(), color=_color(args)))
     violations = [i for i in result.issues if i.severity.value == "error"]
     return EXIT_FINDINGS if violations else EXIT_OK
 
@@ -553,9 +706,11 @@ def cmd_lint(args: argparse.Namespace) -> int:
         found, _ = find_policies()
         if found is not None:
             config = dataclasses.replace(config, policies=found)
-            sys.stderr.write(f"car-verify: policies: {found} (--no-policies to skip)\n")
+            _note(args, f"policies: {found} (--no-policies to skip)")
     progress = False if args.no_progress else None
     paths = args.paths or ["."]
+    if args.show_settings:
+        return _show_settings(args, _lint_settings(config, config_path, paths))
     report = lint.lint_paths(paths, config, workers=args.workers, progress=progress)
     from .values import plural
 
@@ -579,16 +734,47 @@ def cmd_lint(args: argparse.Namespace) -> int:
         return EXIT_OK
     if args.baseline:
         lint.Baseline.read(args.baseline).apply(report)
-    if args.format == "sarif":
+    if args.statistics and args.format in ("text", "json"):
+        _write_statistics(args, report.findings, lint.summary_line(report))
+    elif args.format == "sarif":
         _write(lint.render_sarif(report, docs_url=_docs_url(args)))
+    elif args.format == "text":
+        _write(_findings_text(args, report.findings, lint.summary_line(report)))
     else:
-        render = {
-            "text": lint.render_text,
-            "json": lint.render_json,
-            "github": lint.render_github,
-        }[args.format]
+        render = {"json": lint.render_json, "github": lint.render_github}[args.format]
         _write(render(report))
     return EXIT_FINDINGS if report.failing(config.fail_on) else EXIT_OK
+
+
+def _write_statistics(args: argparse.Namespace, issues: Any, summary: str) -> None:
+    """``--statistics``: text (as ruff prints it) or JSON ``[{code, severity, count}]``."""
+    if args.format == "json":
+        from collections import Counter
+
+        counts = Counter((i.code, i.severity.value) for i in issues)
+        rows = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        doc = [{"code": c, "severity": v, "count": n} for (c, v), n in rows]
+        _write(json.dumps(doc, indent=2) + "\n")
+    else:
+        _write(_findings_text(args, issues, summary))
+
+
+def _lint_settings(config: Any, source: Path | None, paths: list[str]) -> dict[str, Any]:
+    """What ``lint`` would run with, every path resolved (``--show-settings``)."""
+    settings: dict[str, Any] = {"config": None if source is None else str(source), "paths": paths}
+    for item in dataclasses.fields(config):
+        if item.name in ("source", "profile"):
+            continue
+        value = getattr(config, item.name)
+        if isinstance(value, tuple):
+            value = [str(v) for v in value]
+        elif isinstance(value, Path):
+            value = str(value)
+        elif isinstance(value, Mapping):
+            value = {k: list(v) if isinstance(v, tuple) else v for k, v in value.items()}
+        settings[item.name.replace("_", "-")] = value
+    settings["profile"] = config.profile or "car"  # what runs when the file names none
+    return settings
 
 
 def cmd_codes(args: argparse.Namespace) -> int:
@@ -735,6 +921,7 @@ def _parser() -> _Parser:
         help="auto (default): z3 where it can model the plans, else sampled, which is "
         "then unknown (exit 3) when the probes agree",
     )
+    _timeout_option(p)
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(run=cmd_equivalent)
 
@@ -754,6 +941,7 @@ def _parser() -> _Parser:
         "proposal", metavar="PROPOSAL", help="proposal file (JSON or YAML), or - for stdin"
     )
     p.add_argument("--action", metavar="ID", help="one action instead of every action")
+    _timeout_option(p)
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(run=cmd_wp)
 
@@ -782,6 +970,7 @@ def _parser() -> _Parser:
     )
     q.add_argument("--state", metavar="STATE.json", help="state for require_state rules")
     q.add_argument("--format", choices=("text", "json", "sarif"), default="text")
+    _color_option(q)
     q.set_defaults(run=cmd_policy_check)
     q = policy.add_parser(
         "lint", parents=[profiled], help="load a policy directory and report what it holds"

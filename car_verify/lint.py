@@ -18,7 +18,6 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
-import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -539,26 +538,25 @@ def lint_paths(
     found = collect(paths, config)
     files = found.files
     _setup(config)  # a broken tools / state / policies file fails before any work
-    show = sys.stderr.isatty() if progress is None else progress
+    from .progress import progress as bar
+
     count = os.cpu_count() or 1
     workers = workers if workers is not None else (min(count, 8) if len(files) >= 64 else 1)
     results: list[FileResult] = []
-    if workers > 1 and len(files) > 1:
-        from concurrent.futures import ProcessPoolExecutor
+    with bar(len(files), "lint", "files", show=progress if files else False) as shown:
+        if workers > 1 and len(files) > 1:
+            from concurrent.futures import ProcessPoolExecutor
 
-        size = max(1, min(64, len(files) // (workers * 4)))
-        chunks = [[str(f) for f in files[i : i + size]] for i in range(0, len(files), size)]
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            for part in pool.map(_lint_chunk, [(c, config) for c in chunks]):
-                results.extend(part)
-                _progress(show, len(results), len(files))
-    else:
-        for file in files:
-            results.append(lint_file(file, config))
-            _progress(show, len(results), len(files))
-    if show and files:
-        sys.stderr.write("\r" + " " * 60 + "\r")
-        sys.stderr.flush()
+            size = max(1, min(64, len(files) // (workers * 4)))
+            chunks = [[str(f) for f in files[i : i + size]] for i in range(0, len(files), size)]
+            with ProcessPoolExecutor(max_workers=workers) as pool:
+                for part in pool.map(_lint_chunk, [(c, config) for c in chunks]):
+                    results.extend(part)
+                    shown.update(len(part))
+        else:
+            for file in files:
+                results.append(lint_file(file, config))
+                shown.update()
     for r in results:
         r.findings.sort(key=_file_order)
     return LintReport(results, config, excluded=[_relative(p, config) for p in found.excluded])
@@ -567,15 +565,6 @@ def lint_paths(
 def _file_order(finding: Issue) -> tuple[int, int, str]:
     where = finding.location or Location("")
     return (where.line, where.column, finding.code)
-
-
-def _progress(show: bool, done: int, total: int) -> None:
-    if not show or total == 0:
-        return
-    width = 30
-    filled = int(width * done / total)
-    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} files")
-    sys.stderr.flush()
 
 
 # --- baselines ----------
@@ -638,8 +627,16 @@ class Baseline:
 # --- output ----------
 
 
-def render_text(report: LintReport) -> str:
-    from .reporters.text import lines, severity_counts
+def render_text(report: LintReport, *, color: bool = False) -> str:
+    """The findings, one per line, then :func:`summary_line`."""
+    from .reporters.text import lines
+
+    return lines(report.findings, summary_line(report), color=color)
+
+
+def summary_line(report: LintReport) -> str:
+    """``3 findings (1 error, 2 warnings) in 4 files; suppressed: ...``."""
+    from .reporters.text import severity_counts
     from .values import plural
 
     s = report.summary()
@@ -649,7 +646,7 @@ def render_text(report: LintReport) -> str:
         tail += "; suppressed: " + ", ".join(f"{c} x{n}" for c, n in s["suppressed"].items())
     if s["baselined"]:
         tail += f"; {s['baselined']} in the baseline"
-    return lines(report.findings, tail)
+    return tail
 
 
 def render_json(report: LintReport) -> str:

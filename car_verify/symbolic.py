@@ -99,7 +99,8 @@ class Questions:
         """Is there an initial state in which all ``facts`` hold? (``model=False``:
         the verdict is enough, do not fetch the state.)"""
         z3, solver = self._z3, self._solver
-        solver.set("timeout", self._timeout if timeout_ms is None else timeout_ms)
+        budget = self._timeout if timeout_ms is None else timeout_ms
+        solver.set("timeout", budget)
         solver.push()
         try:
             solver.add(*facts)
@@ -108,7 +109,10 @@ class Questions:
                 return Answer(verdict, model=solver.model() if model else None)
             if verdict == z3.unsat:
                 return Answer(verdict)
-            return Answer(verdict, reason=solver.reason_unknown())
+            reason = solver.reason_unknown()
+            if reason in ("timeout", "canceled") and budget != self._NO_TIMEOUT:
+                reason = f"the solver ran out of its time budget ({budget:,} ms; --timeout)"
+            return Answer(verdict, reason=reason)
         finally:
             solver.pop()
 

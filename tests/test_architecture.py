@@ -20,7 +20,7 @@ LAYERS: list[tuple[str, set[str]]] = [
         "values and records",
         {
             "_version", "_accept", "display", "errors", "values", "findings",
-            "_codec", "codes", "config", "discover", "events", "locate",
+            "_codec", "codes", "config", "discover", "events", "locate", "progress",
         },
     ),
     ("model", {"model"}),

@@ -285,3 +285,107 @@ def test_stdin_everywhere_and_named_twice_is_said(
     _stdin(monkeypatch, json.dumps(plan))
     assert main(["verify", "-", "--state", "-"]) == 2
     assert "give the state file as a file" in capsys.readouterr().err
+
+
+def _chain(n: int, last: int) -> dict[str, object]:
+    """A chain of guarded writes on a few keys: enough for the solver to need time."""
+    actions = []
+    for i in range(n):
+        actions.append(
+            {
+                "id": f"a{i}",
+                "type": "state_write",
+                "parameters": {"key": f"k{i % 7}", "value": last if i == n - 1 else i},
+                "preconditions": [{"key": f"k{(i + 3) % 7}", "operator": "gt", "value": i % 5}],
+                "dependencies": [f"a{i - 1}"] if i else [],
+            }
+        )
+    return {"actions": actions}
+
+
+def test_timeout_on_the_solver_commands_ends_in_unknown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 25, item 7: `--timeout` on every command that calls z3, ending in
+    unknown (exit 3), never a hang; a timeout that is no positive number is refused."""
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(_chain(300, 299)))
+    b.write_text(json.dumps(_chain(300, -1)))
+    args = ["equivalent", str(a), str(b), "--profile", "strict", "--method", "z3"]
+    assert main([*args, "--timeout", "0.001", "--format", "json"]) == 3
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["equivalent"] is None and "time budget (1 ms; --timeout)" in doc["reason"]
+    for bad in ("0", "-1", "soon", "inf"):
+        assert main([*args, "--timeout", bad]) == 2
+        assert "--timeout" in capsys.readouterr().err
+    assert main(["wp", str(a), "--timeout", "nan"]) == 2
+
+
+def test_color_follows_the_flag_the_terminal_and_no_color() -> None:
+    """Issue 25, item 7: colour on a terminal (`--color auto|always|never`), never
+    when NO_COLOR is set (unless `--color always`), never in a pipe."""
+    import io
+
+    from car_verify.reporters.text import color_wanted
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    assert color_wanted("auto", Tty(), {}) is True
+    assert color_wanted("auto", io.StringIO(), {}) is False
+    assert color_wanted("auto", Tty(), {"NO_COLOR": "1"}) is False
+    assert color_wanted("auto", Tty(), {"TERM": "dumb"}) is False
+    assert color_wanted("auto", io.StringIO(), {"FORCE_COLOR": "1"}) is True
+    assert color_wanted("always", io.StringIO(), {"NO_COLOR": "1"}) is True
+    assert color_wanted("never", Tty(), {"FORCE_COLOR": "1"}) is False
+
+
+def test_color_statistics_quiet_and_show_settings_on_the_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    plan = {
+        "actions": [
+            {"id": f"p{i}", "type": "tool_call", "tool": "poll", "parameters": {"n": 1}}
+            for i in range(3)
+        ]
+        + [{"id": "d", "type": "tool_call", "tool": "t", "preconditions": [{"key": "ok"}]}]
+    }
+    (tmp_path / "p.json").write_text(json.dumps(plan, indent=2))
+    base = ["verify", "p.json", "--profile", "strict"]
+    assert main([*base, "--color", "always"]) == 1
+    out = capsys.readouterr().out
+    assert "\x1b[1;31merror[precondition-unsatisfied]\x1b[0m" in out and "\x1b[1mp.json:" in out
+    assert main(base) == 1 and "\x1b[" not in capsys.readouterr().out  # a pipe: no colour
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert main([*base, "--color", "auto"]) == 1 and "\x1b[" not in capsys.readouterr().out
+    # --statistics: one line per code, most frequent first, then the verdict
+    assert main([*base, "--statistics"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:3] == ["1", "precondition-unsatisfied", "error"]
+    assert lines[1].split()[:3] == ["1", "repeated-call", "warning"]
+    assert lines[-1].startswith("invalid: 1 error, 1 warning")
+    assert main([*base, "--statistics", "--format", "json"]) == 1
+    assert json.loads(capsys.readouterr().out) == [
+        {"code": "precondition-unsatisfied", "severity": "error", "count": 1},
+        {"code": "repeated-call", "severity": "warning", "count": 1},
+    ]
+    # -q: the findings only
+    assert main([*base, "-q"]) == 1
+    out = capsys.readouterr().out
+    assert len(out.splitlines()) == 2 and "invalid:" not in out
+    assert main(["lint", ".", "-q", "--no-progress"]) == 1
+    out = capsys.readouterr().out
+    assert len(out.splitlines()) == 2 and "finding" not in out.splitlines()[-1][:12]
+    # --show-settings: what would run, and nothing is checked
+    (tmp_path / ".car").mkdir()
+    (tmp_path / ".car" / "verify.toml").write_text('profile = "strict"\nextend-exclude = ["x*"]\n')
+    assert main(["lint", "--show-settings"]) == 0
+    out = capsys.readouterr().out
+    assert f'config = "{tmp_path / ".car" / "verify.toml"}"' in out
+    assert 'extend-exclude = ["x*"]' in out and 'profile = "strict"' in out
+    assert main(["verify", "p.json", "--show-settings", "--format", "json"]) == 0
+    settings = json.loads(capsys.readouterr().out)
+    assert settings["profile"] == "strict" and settings["profile-from"].endswith("verify.toml")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+import os
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, TextIO
 
 from ..findings import Issue, Severity
 from ..values import plural
@@ -13,6 +15,7 @@ if TYPE_CHECKING:
     from ..executor import ExecutionResult as Outcome
 
 __all__ = [
+    "color_wanted",
     "issue_line",
     "lines",
     "one_line",
@@ -20,8 +23,32 @@ __all__ = [
     "render_text",
     "run_text",
     "severity_counts",
+    "statistics",
     "verdict_line",
 ]
+
+#: ANSI colours of the severities (SGR codes), and the bold of a location.
+_SGR = {Severity.ERROR: "1;31", Severity.WARNING: "1;33", Severity.INFO: "1;36"}
+_BOLD = "1"
+
+
+def color_wanted(choice: str, stream: TextIO, environ: Mapping[str, str] | None = None) -> bool:
+    """``--color auto|always|never``: ``auto`` colours a terminal unless ``NO_COLOR``
+    is set (no-color.org) or ``TERM`` is ``dumb``; ``FORCE_COLOR`` colours a pipe too.
+    The flag, said on the command line, wins over both variables."""
+    if choice != "auto":
+        return choice == "always"
+    env = os.environ if environ is None else environ
+    if env.get("NO_COLOR"):
+        return False
+    if env.get("FORCE_COLOR"):
+        return True
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty()) and env.get("TERM") != "dumb"
+
+
+def _paint(text: str, sgr: str, color: bool) -> str:
+    return f"\x1b[{sgr}m{text}\x1b[0m" if color else text
 
 
 def severity_counts(errors: int, warnings: int, infos: int) -> str:
@@ -30,23 +57,44 @@ def severity_counts(errors: int, warnings: int, infos: int) -> str:
     return counts + f", {infos} info" if infos else counts
 
 
-def issue_line(issue: Issue) -> str:
+def issue_line(issue: Issue, *, color: bool = False) -> str:
     """The one layout of a finding, in every command: ``path:line:col: severity[code]
     action: message``. Without a file (stdin, the Python API) the location is left
     out, and a finding about the whole proposal says ``(proposal)``; a finding in a
-    file about no action (lint's about the file itself) names none."""
+    file about no action (lint's about the file itself) names none. ``color``: the
+    location in bold, the severity and code in the severity's colour."""
     where = issue.location
-    head = f"{issue.severity.value}[{issue.code}]"
+    head = _paint(f"{issue.severity.value}[{issue.code}]", _SGR[issue.severity], color)
     if where is not None:
-        head = f"{where.path}:{where.line}:{where.column}: {head}"
+        head = f"{_paint(f'{where.path}:{where.line}:{where.column}:', _BOLD, color)} {head}"
     if issue.action_id is not None:
         return f"{head} {issue.action_id}: {issue.message}"
     return f"{head} {issue.message}" if where is not None else f"{head} (proposal): {issue.message}"
 
 
-def lines(issues: Iterable[Issue], summary: str) -> str:
-    """The findings' lines and the summary, newline-terminated."""
-    return "".join(issue_line(i) + "\n" for i in issues) + summary + "\n"
+def lines(issues: Iterable[Issue], summary: str | None, *, color: bool = False) -> str:
+    """The findings' lines and the summary (None: no summary, ``--quiet``),
+    newline-terminated."""
+    found = "".join(issue_line(i, color=color) + "\n" for i in issues)
+    return found if summary is None else found + summary + "\n"
+
+
+def statistics(issues: Iterable[Issue], summary: str | None, *, color: bool = False) -> str:
+    """``--statistics``, as ruff prints it: one line per code that fired, most
+    frequent first (count, code, severity, summary), then the summary line."""
+    from ..codes import CODES
+
+    counts = Counter((i.code, i.severity) for i in issues)
+    rows = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0][0], -kv[0][1].rank))
+    width = max((len(code) for (code, _), _ in rows), default=0)
+    out = []
+    for (code, severity), count in rows:
+        spec = CODES.get(code)
+        about = spec.summary if spec is not None else "policy rule"
+        label = _paint(f"{severity.value:<7}", _SGR[severity], color)
+        out.append(f"{count:>5}  {code:<{width}}  {label}  {about}\n")
+    text = "".join(out)
+    return text if summary is None else text + summary + "\n"
 
 
 def verdict_line(result: VerificationResult) -> str:
@@ -64,9 +112,9 @@ def verdict_line(result: VerificationResult) -> str:
     return f"{verdict}: {counts} ({ran}; profile {result.profile.value})"
 
 
-def render_text(result: VerificationResult) -> str:
+def render_text(result: VerificationResult, *, color: bool = False) -> str:
     """``verify``'s text: one line per issue (severity, code, action, message), then the verdict."""
-    return lines(result.issues, verdict_line(result))
+    return lines(result.issues, verdict_line(result), color=color)
 
 
 def one_line(text: str) -> str:
@@ -74,16 +122,16 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def policy_text(result: VerificationResult, described: str) -> str:
-    """``policy check``: each violation, each undecided rule, then the count and the
-    policies that were loaded (``described``)."""
-    out = []
-    for i in result.issues:
-        prefix = "" if i.severity is Severity.ERROR else "undecided: "
-        out.append(f"{prefix}{i.code} {i.action_id}: {i.message}\n")
-    count = sum(1 for i in result.issues if i.severity is Severity.ERROR)
-    out.sort(key=lambda line: line.startswith("undecided: "))
-    return "".join(out) + f"{plural(count, 'violation')} ({described})\n"
+def policy_text(
+    issues: Iterable[Issue], described: str, *, color: bool = False, quiet: bool = False
+) -> str:
+    """``policy check``: each violation (an error), then each rule that could not be
+    decided (a warning), in the one layout; then the count and the policies that
+    were loaded (``described``)."""
+    found = sorted(issues, key=lambda i: i.severity is not Severity.ERROR)
+    count = sum(1 for i in found if i.severity is Severity.ERROR)
+    tail = f"{plural(count, 'violation')} ({described})"
+    return lines(found, None if quiet else tail, color=color)
 
 
 def run_text(outcome: Outcome) -> str:
