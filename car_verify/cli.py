@@ -162,6 +162,21 @@ def _report_options(parser: argparse.ArgumentParser) -> None:
     _color_option(parser)
 
 
+def _fix_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--fix",
+        action="store_true",
+        help="apply the repairs car-verify proves safe (phantom state_dependencies; under "
+        "strict, an ordering that removes a write conflict, checked with z3), say each",
+    )
+    parser.add_argument(
+        "--diff",
+        action="store_true",
+        help="show the repairs --fix would make as a unified diff, write nothing "
+        "(exit 1 when there are some)",
+    )
+
+
 def _color_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--color",
@@ -268,10 +283,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
     passes = [p.strip() for p in args.passes.split(",") if p.strip()] if args.passes else None
     if args.show_settings:
         return _show_settings(args, _verify_settings(args, passes))
+    tools, state = _load_tools(args.tools), _load_state(args.state)
+    if args.fix or args.diff:
+        changed = _fix_files(args, args.proposals, state)
+        if args.diff:
+            return EXIT_FINDINGS if changed else EXIT_OK
     # Every input is read before anything is checked: a bad one is the error, alone.
     sources = [proposal_input(name) for name in args.proposals]
     policies = _policies(args)
-    tools, state = _load_tools(args.tools), _load_state(args.state)
     from .progress import progress
 
     results = []
@@ -328,6 +347,46 @@ def cmd_verify(args: argparse.Namespace) -> int:
             summary = verdict_line(results[0]) if not several else _verdicts(results)
             _write(_findings_text(args, found, summary))
     return EXIT_OK if all(r.valid for r in results) else EXIT_FINDINGS
+
+
+def _fix_files(args: argparse.Namespace, names: Sequence[str], state: Any) -> bool:
+    """``--fix`` / ``--diff``: repair each JSON file named (written back, or shown as a
+    unified diff), saying what was repaired, declined and not attempted. Whether
+    anything changed."""
+    from .fix import dump_like, fix_document, unified_diff
+    from .model import read_json
+
+    changed = False
+    skipped = [n for n in names if n == "-" or not n.lower().endswith(".json")]
+    if skipped:
+        sys.stderr.write(
+            f"car-verify: --fix rewrites .json files only; not repaired: {', '.join(skipped)}\n"
+        )
+    for name in names:
+        if name in skipped:
+            continue
+        text = Path(name).read_text(encoding="utf-8")
+        document = read_json(text, name=name)
+        if not isinstance(document, dict) or not isinstance(document.get("actions"), list):
+            continue  # verify says what is wrong with it
+        repaired = fix_document(
+            document, initial_state=state, profile=_profile(args), timeout_ms=_timeout_ms(args)
+        )
+        for note in repaired.notes:
+            _note(args, f"{name}: {note}")
+        for declined in repaired.declined:
+            _note(args, f"{name}: not repaired: {declined}")
+        if not repaired.changed:
+            continue
+        changed = True
+        after = dump_like(repaired.document, text)
+        if args.diff:
+            _write(unified_diff(text, after, name))
+            continue
+        Path(name).write_text(after, encoding="utf-8")
+        for done in repaired.fixes:
+            _write(f"{name}: fixed [{done.kind}] {done.describe()}\n")
+    return changed
 
 
 def _verdicts(results: Sequence[Any]) -> str:
@@ -711,6 +770,17 @@ def cmd_lint(args: argparse.Namespace) -> int:
     paths = args.paths or ["."]
     if args.show_settings:
         return _show_settings(args, _lint_settings(config, config_path, paths))
+    if args.fix or args.diff:
+        candidates = lint.collect(paths, config).files
+        state = None if config.state is None else _load_state(str(config.state))
+        chosen = [str(f) for f in candidates if f.suffix.lower() == ".json"]
+        others = len(candidates) - len(chosen)
+        if others:
+            _note(args, f"--fix rewrites .json files only; {others} other files not repaired")
+        args.profile = config.profile or args.profile
+        changed = _fix_files(args, chosen, state)
+        if args.diff:
+            return EXIT_FINDINGS if changed else EXIT_OK
     report = lint.lint_paths(paths, config, workers=args.workers, progress=progress)
     from .values import plural
 
@@ -871,6 +941,8 @@ def _parser() -> _Parser:
     p.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text")
     _docs_url_option(p)
     _report_options(p)
+    _fix_options(p)
+    _timeout_option(p)
     p.add_argument(
         "--repeat-threshold",
         type=_positive,
@@ -1047,6 +1119,8 @@ def _parser() -> _Parser:
     p.add_argument("--baseline", metavar="FILE", help="leave out the findings recorded in FILE")
     p.add_argument("--write-baseline", metavar="FILE", help="record today's findings in FILE")
     p.add_argument("--workers", type=_positive, metavar="N", help="worker processes")
+    _fix_options(p)
+    _timeout_option(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(
         "--no-policies",

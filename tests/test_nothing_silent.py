@@ -284,7 +284,8 @@ def test_stdin_everywhere_and_named_twice_is_said(
     )
     _stdin(monkeypatch, json.dumps(plan))
     assert main(["verify", "-", "--state", "-"]) == 2
-    assert "give the state file as a file" in capsys.readouterr().err
+    err = capsys.readouterr().err  # the state is read first, then the proposal
+    assert "the state file is read from it" in err and "give the proposal as a file" in err
 
 
 def _chain(n: int, last: int) -> dict[str, object]:
