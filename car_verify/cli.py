@@ -700,26 +700,42 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_dot(args: argparse.Namespace) -> int:
     from .export import to_dot, write
     from .model import ProposalResult
+    from .progress import progress
 
-    execution = None
+    execution: Any = None
     if args.result is not None:
         data = _read_file(args.result, dict, "result")
-        try:
+        try:  # a run report is a ProposalResult with more keys
             execution = ProposalResult.from_dict(data)
         except InputError as err:
             raise err.with_source(args.result) from None
-    graph = to_dot(
-        _load_proposal(args.proposal),
-        tools=_load_tools(args.tools),
-        initial_state=_load_state(args.state),
-        execution=execution,
-        profile=_profile(args),
-        policies=_policies(args),
-    )
-    if args.output is None:
-        _write(graph.to_string())
-    else:
-        write(graph, args.output)
+        if isinstance(data.get("statuses"), dict):  # `run --format json`: `compensated` kept
+            execution = data
+    proposal = _load_proposal(args.proposal)
+    tools, state, policies = _load_tools(args.tools), _load_state(args.state), _policies(args)
+    with progress(4, "dot", "steps", show=None if len(proposal.actions) > 200 else False) as bar:
+        graph = to_dot(
+            proposal,
+            tools=tools,
+            initial_state=state,
+            execution=execution,
+            profile=_profile(args),
+            policies=policies,
+            max_nodes=args.max_nodes,
+            progress=bar,
+        )
+        bar.note("render")
+        if args.output is None:
+            _write(graph.to_string())
+        else:
+            write(graph, args.output)
+        bar.update()
+    if len(proposal.actions) > args.max_nodes:
+        _note(
+            args,
+            f"dot: {len(proposal.actions):,} actions, more than --max-nodes {args.max_nodes}: "
+            "the picture is summarised (actions with findings first; the title says how)",
+        )
     return EXIT_OK
 
 
@@ -1085,7 +1101,20 @@ def _parser() -> _Parser:
     )
     p.add_argument("--state", metavar="STATE.json", help="initial state (a JSON object)")
     p.add_argument("--tools", metavar="TOOLS.json", help="tool registry (an array of ToolSchema)")
-    p.add_argument("--result", metavar="RESULT.json", help="a ProposalResult: colour by status")
+    p.add_argument(
+        "--result",
+        metavar="RESULT.json",
+        help="a ProposalResult, or `run --format json`'s report: colour by status "
+        "(compensated after a rollback)",
+    )
+    p.add_argument(
+        "--max-nodes",
+        metavar="N",
+        type=_positive,
+        default=250,
+        help="past N actions, summarise: levels in bands, actions with findings first "
+        "(default 250)",
+    )
     p.add_argument(
         "-o", "--output", metavar="OUT", help="OUT.dot, OUT.svg or OUT.png (default: DOT on stdout)"
     )

@@ -38,7 +38,7 @@ def main() -> None:
     if "--golden" in sys.argv:
         for name, path in GOLDEN.items():
             out = ROOT / "tests" / "golden" / f"{name}.dot"
-            out.write_text(to_dot_text(_proposal(path)))
+            out.write_text(to_dot_text(_proposal(path), profile="strict"))
             print(f"wrote {out.relative_to(ROOT)}")
     images = ROOT / "docs" / "images"
     images.mkdir(exist_ok=True)

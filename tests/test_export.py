@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -171,7 +173,8 @@ def test_large_proposals_collapse_and_say_so() -> None:
     }
     html = car_verify.verify(doc, profile="strict")._repr_html_()
     well_formed(html)
-    assert "Graph not shown: 61 actions" in html and "<svg" not in html
+    assert "61 actions: the graph is summarised (at most 60 drawn" in html
+    assert ("<svg" in html) == HAS_DOT and "+ 1 more action" in html
 
 
 def test_html_without_graphviz_shows_dot(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -179,3 +182,83 @@ def test_html_without_graphviz_shows_dot(monkeypatch: pytest.MonkeyPatch) -> Non
     html = car_verify.verify(CASES["gated-deploy"], profile="strict")._repr_html_()
     well_formed(html)
     assert "Graphviz is not installed" in html and "digraph proposal" in html
+
+
+# --- issue 25, items 11 and 12: pictures that do not mislead ----------
+
+
+def test_blocked_actions_are_drawn_blocked_and_preconditions_name_their_keys() -> None:
+    poll = car_verify.load(ROOT / "examples" / "poll-loop" / "proposal.json")
+    text = to_dot_text(poll, profile="strict")
+    (report,) = [line for line in text.splitlines() if 'label="report' in line]
+    assert "[blocked]" in report and 'style="filled,dashed"' in report
+    assert "dashed, dark border: blocked (simulate)" in text  # and the legend says so
+    gated = to_dot_text(proposal("gated-deploy"), profile="strict")
+    assert "tests_passed (precondition)" in gated
+    assert "[blocked]" not in gated and "blocked (simulate)" not in gated
+
+
+def test_a_label_never_says_the_same_name_twice() -> None:
+    doc = {"actions": [{"id": "deploy", "type": "tool_call", "tool": "deploy"}]}
+    text = to_dot_text(doc, profile="strict")
+    assert 'label="deploy"' in text and "deploy\\ndeploy" not in text
+
+
+def test_the_legend_shows_only_what_the_picture_uses() -> None:
+    gated = to_dot_text(proposal("gated-deploy"), profile="strict")
+    legend = gated[gated.index("subgraph cluster_legend") :]
+    assert "box: tool_call" in legend and "diamond: assertion" in legend
+    assert "cylinder" not in legend and "worst finding: error" not in legend
+    assert "succeeded" not in legend and "write conflict" not in legend
+    assert legend.count("legend_table") == 1  # one narrow column, not a row of samples
+
+
+def test_policy_violations_are_on_the_picture(capsys: pytest.CaptureFixture[str]) -> None:
+    examples = ROOT / "examples" / "policies"
+    assert main(["dot", str(examples / "proposal.json"), "--policies", str(examples)]) == 0
+    text = capsys.readouterr().out
+    (metadata,) = [line for line in text.splitlines() if 'label="metadata' in line]
+    assert "policy: deny_tool_param:http_request.url" in metadata and "penwidth" in metadata
+    assert "red border: policy violation" in text
+
+
+def test_after_a_run_the_compensated_actions_say_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = ROOT / "examples" / "executor"
+    monkeypatch.setenv("CAR_EXAMPLE_DIR", str(tmp_path))
+    report = tmp_path / "run.json"
+    args = ["run", str(root / "proposal.json"), "--tools", str(root / "tools.py")]
+    assert main([*args, "--quiet", "--format", "json"]) == 1
+    report.write_text(capsys.readouterr().out)
+    undone = json.loads(report.read_text())["rollback"]["compensated"]
+    assert undone
+    assert main(["dot", str(root / "proposal.json"), "--result", str(report)]) == 0
+    text = capsys.readouterr().out
+    for action_id in undone:
+        assert f"{action_id}\\n" in text and "[compensated]" in text
+    assert 'fillcolor="#d9d2e9"' in text and "compensated</TD>" in text
+
+
+def test_a_large_plan_is_summarised_and_says_so() -> None:
+    import re
+
+    actions: list[dict[str, object]] = [
+        {"id": f"a{i}", "type": "tool_call", "tool": "t", "parameters": {"i": i}}
+        for i in range(1_000)
+    ]
+    actions[777]["preconditions"] = [{"key": "never.written", "value": 1}]
+    text = to_dot_text({"actions": actions}, profile="strict", max_nodes=120)
+    assert "summarised: 1,000 actions in 1 levels; 120 drawn, actions with findings first" in text
+    nodes = re.findall(r"^a(\d+) \[", text, re.M)
+    assert len(nodes) == 120 and "777" in nodes  # its error keeps it drawn
+    assert "+ 880 more actions" in text
+    spec = importlib.util.spec_from_file_location("shapes", ROOT / "benchmarks" / "shapes.py")
+    assert spec is not None and spec.loader is not None
+    shapes = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(shapes)
+    deep = to_dot_text(shapes.sequential(2_000), profile="strict", max_nodes=120)
+    assert len(re.findall(r"^a(\d+) \[", deep, re.M)) <= 120
+    assert deep.count("rank=same") <= 41 and "levels 0-" in deep  # levels in bands
+    small = to_dot_text(proposal("gated-deploy"), profile="strict")
+    assert "summarised" not in small and "more actions" not in small

@@ -5,8 +5,9 @@ Each view registers itself with :mod:`car_verify.display` when this module loads
 
 A header with the verdict, a table of findings (code, action, severity, tier,
 message) and the DAG as inline SVG (DOT text when Graphviz is absent). Large
-proposals stay readable: past ``GRAPH_LIMIT`` actions the graph is left out and
-past ``ROW_LIMIT`` findings the table is cut, and the page says so. The output is
+proposals stay readable: past ``GRAPH_LIMIT`` actions the graph is summarised
+(see :func:`car_verify.export.to_dot`) and past ``ROW_LIMIT`` findings the table
+is cut, and the page says so. The output is
 well-formed XHTML.
 """
 
@@ -57,16 +58,19 @@ def _table(headers: list[str], rows: Iterable[list[str]], limit: int = ROW_LIMIT
 
 def _graph(proposal: Any, **options: Any) -> str:
     count = len(proposal.actions)
-    if count > GRAPH_LIMIT:
-        return (
-            f"<p><em>Graph not shown: {count} actions (limit {GRAPH_LIMIT}). Use "
-            "car_verify.export.to_dot(...) or car-verify dot to draw it.</em></p>"
-        )
     if count == 0:
         return ""
     from ..export import GraphvizMissing, render, to_dot
 
-    graph = to_dot(proposal, **options)
+    graph = to_dot(proposal, max_nodes=GRAPH_LIMIT, **options)
+    note = (
+        f"<p><em>{count:,} actions: the graph is summarised (at most {GRAPH_LIMIT} drawn, actions "
+        "with findings first; the rest of each level as one node). "
+        "car_verify.export.to_dot(..., max_nodes=N) or car-verify dot --max-nodes N draws "
+        "more.</em></p>"
+        if count > GRAPH_LIMIT
+        else ""
+    )
     try:
         svg = render(graph, "svg").decode("utf-8")
     except GraphvizMissing:
@@ -77,7 +81,7 @@ def _graph(proposal: Any, **options: Any) -> str:
     svg = re.sub(r"<\?xml[^>]*\?>", "", svg)
     svg = re.sub(r"<!DOCTYPE[^>]*>", "", svg)
     svg = re.sub(r"<!--.*?-->", "", svg, flags=re.S)
-    return f'<div style="overflow:auto">{svg.strip()}</div>'
+    return f'{note}<div style="overflow:auto">{svg.strip()}</div>'
 
 
 def _findings(issues: list[Any]) -> str:
