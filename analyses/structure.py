@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from car_verify.findings import Issue, Tier
-from car_verify.model import Action, unknown_fields
+from car_verify.model import Action, repeated_keys, unknown_fields
 from car_verify.passes import Context, Example, Pass, Preserves
 
 
@@ -42,6 +42,7 @@ class StructurePass(Pass):
         "missing-tool-name",
         "state-write-without-key",
         "unknown-field",
+        "duplicate-key",
     )
     verifies = (
         "actions exist, ids are unique, types are known, tool calls and state writes are complete"
@@ -88,6 +89,13 @@ class StructurePass(Pass):
             ("unknown-field",),
         ),
         Example(
+            "a key written twice in one object: the gate is lost",
+            '{"actions": [{"id": "deploy", "type": "tool_call", "tool": "deploy",\n'
+            '  "preconditions": [{"key": "tests_passed", "value": true}],\n'
+            '  "preconditions": []}]}',
+            ("duplicate-key",),
+        ),
+        Example(
             "a state write with no key",
             {"actions": [{"id": "a1", "type": "state_write", "parameters": {"value": 1}}]},
             ("state-write-without-key",),
@@ -95,6 +103,13 @@ class StructurePass(Pass):
     )
 
     def run(self, ctx: Context) -> Iterator[Issue]:
+        for repeat in repeated_keys(ctx.proposal):
+            yield ctx.issue(
+                "duplicate-key",
+                repeat.message(),
+                index=repeat.index,
+                where=repeat.path[2:] if repeat.index is not None else repeat.path,
+            )
         for field in unknown_fields(ctx.proposal):
             yield ctx.issue(
                 "unknown-field",

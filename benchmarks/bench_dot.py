@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from shapes import sequential, wide_dag  # noqa: E402
+from shapes import sequential, wide_dag
 
 CLI = [sys.executable, "-m", "car_verify.cli"]
 TARGET = {1_000: 10.0, 10_000: 60.0}

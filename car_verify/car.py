@@ -36,7 +36,7 @@ from ._codec import MISSING
 from .dag import forward_reachable
 from .errors import InputError, UsageError, json_pointer
 from .findings import Issue, Severity, Tier
-from .model import Action, ActionProposal, unknown_fields
+from .model import Action, ActionProposal, repeated_keys, unknown_fields
 from .passes import CheckRecord
 from .values import ABSENT, KNOWN_OPERATORS, is_number, json_equal
 from .walk import Cause
@@ -481,7 +481,9 @@ CHECK_OF_CODE = {
 
 
 #: Every code the car profile reports: CAR's, and car-verify's own notes beside them.
-CAR_CODES = frozenset({*CHECK_OF_CODE, "extension-ignored", "car-spec-deviation", "unknown-field"})
+CAR_CODES = frozenset(
+    {*CHECK_OF_CODE, "extension-ignored", "car-spec-deviation", "unknown-field", "duplicate-key"}
+)
 
 
 @dataclass(slots=True)
@@ -788,6 +790,8 @@ def _beyond_car(proposal: ActionProposal, verdict: CarVerdict, limit: int) -> li
     """car-verify's ``info`` findings: what CAR ignores, and where CAR contradicts its spec."""
     order = verdict.order
     found = _Findings(proposal)
+    for repeat in repeated_keys(proposal):
+        found.add("duplicate-key", W, repeat.message(), repeat.index, json_pointer(repeat.path))
     for field_ in unknown_fields(proposal):
         found.add("unknown-field", I_, field_.message(), field_.index, field_.pointer)
     for index, action in enumerate(proposal.actions):

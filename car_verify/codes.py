@@ -197,6 +197,15 @@ _TABLE = [
         E,
     ),
     Code(
+        "duplicate-key",
+        E,
+        D,
+        "a JSON object names a key twice: the last value is read, the others are lost",
+        W,
+        "warning: CAR refuses a repeated field of the proposal, an action or a precondition "
+        "(`duplicate field`) and reads the last value of a key repeated inside a value",
+    ),
+    Code(
         "unknown-field",
         E,
         D,

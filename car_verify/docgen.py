@@ -42,7 +42,7 @@ def _example(example: Example, kind: str) -> list[str]:
 
     policies = None if example.policies is None else load_policy_text(example.policies)
     result = verify(
-        dict(example.proposal),
+        example.document(),
         policies=policies,
         tools=example.tools,
         initial_state=example.initial_state,
@@ -53,7 +53,7 @@ def _example(example: Example, kind: str) -> list[str]:
         f"**{kind}: {example.title}**",
         "",
         "```json",
-        json.dumps(example.proposal, indent=2),
+        example.shown(),
         "```",
     ]
     extras = []

@@ -314,9 +314,9 @@ def lint_file(path: str | Path, config: LintConfig) -> FileResult:
     except OSError as err:
         file_finding("invalid-file", f"cannot read the file: {err}")
         return result
-    documents: list[tuple[Any, dict[str, tuple[int, int]], int]] = []
+    documents: list[tuple[Any, dict[str, tuple[int, int]], int, list[Any]]] = []
     suffix = file.suffix.lower()
-    from .model import LONE_SURROGATE, lone_surrogate
+    from .model import LONE_SURROGATE, decode_text, lone_surrogate
 
     try:
         if suffix == ".jsonl":
@@ -325,7 +325,7 @@ def lint_file(path: str | Path, config: LintConfig) -> FileResult:
             for number, line in enumerate(text.split("\n"), start=1):
                 if line.strip():
                     try:
-                        data = json.loads(line)
+                        data, repeats = decode_text(line, first_line=number)
                     except json.JSONDecodeError as err:
                         file_finding(
                             "invalid-file", f"not valid JSON: {err.msg}", number, err.colno
@@ -337,7 +337,8 @@ def lint_file(path: str | Path, config: LintConfig) -> FileResult:
                             "invalid-file", f"{format_path(where)}: {LONE_SURROGATE}", number, 1
                         )
                         continue
-                    documents.append((data, json_positions(line, first_line=number), number))
+                    positions = json_positions(line, first_line=number)
+                    documents.append((data, positions, number, repeats))
         elif suffix in (".yaml", ".yml"):
             import yaml
 
@@ -345,7 +346,7 @@ def lint_file(path: str | Path, config: LintConfig) -> FileResult:
 
             try:
                 for data, positions in yaml_documents(text):
-                    documents.append((data, positions, positions.get("", (1, 1))[0]))
+                    documents.append((data, positions, positions.get("", (1, 1))[0], []))
             except yaml.YAMLError as err:
                 mark = getattr(err, "problem_mark", None)
                 at_line = mark.line + 1 if mark is not None else 1
@@ -357,7 +358,7 @@ def lint_file(path: str | Path, config: LintConfig) -> FileResult:
             from .locate import json_positions
 
             try:
-                data = json.loads(text)
+                data, repeats = decode_text(text)
             except json.JSONDecodeError as err:
                 file_finding("invalid-file", f"not valid JSON: {err.msg}", err.lineno, err.colno)
                 return result
@@ -373,7 +374,7 @@ def lint_file(path: str | Path, config: LintConfig) -> FileResult:
                 at = positions.get(_action_pointer(json_pointer(where)), (1, 1))
                 file_finding("invalid-file", f"{format_path(where)}: {LONE_SURROGATE}", *at)
                 return result
-            documents.append((data, positions, 1))
+            documents.append((data, positions, 1, repeats))
     except RecursionError:
         file_finding("invalid-file", "the document is nested too deeply to read")
         return result
@@ -382,7 +383,7 @@ def lint_file(path: str | Path, config: LintConfig) -> FileResult:
         return result
     if not documents and not result.findings:
         file_finding("not-a-proposal", "the file holds no proposal")
-    for data, positions, first_line in documents:
+    for data, positions, first_line, repeats in documents:
         _lint_document(
             data,
             positions,
@@ -392,6 +393,7 @@ def lint_file(path: str | Path, config: LintConfig) -> FileResult:
             result,
             file_finding,
             yaml=suffix in (".yaml", ".yml"),
+            repeats=repeats,
         )
     return result
 
@@ -406,6 +408,7 @@ def _lint_document(
     file_finding: Any,
     *,
     yaml: bool = False,
+    repeats: Sequence[Any] = (),
 ) -> None:
     from .api import verify
     from .model import load_parsed
@@ -432,6 +435,8 @@ def _lint_document(
     except RecursionError:
         file_finding("invalid-file", "the document is nested too deeply to read", first_line, 1)
         return
+    if repeats:
+        proposal.repeated_keys = tuple(repeats)
     result.proposals += 1
     setup = _setup(config)
     try:

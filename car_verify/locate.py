@@ -19,7 +19,7 @@ from .errors import pointer_token
 if TYPE_CHECKING:
     from .findings import Issue
 
-__all__ = ["Positions", "at_actions", "json_positions", "yaml_documents"]
+__all__ = ["Positions", "at_actions", "duplicate_keys", "json_positions", "yaml_documents"]
 
 Positions = dict[str, tuple[int, int]]
 
@@ -177,6 +177,47 @@ def _walk_yaml(node: Any, pointer: str, level: int, positions: Positions) -> Non
     elif isinstance(node, yaml.SequenceNode):
         for index, value in enumerate(node.value):
             _walk_yaml(value, f"{pointer}/{index}", level + 1, positions)
+
+
+def duplicate_keys(text: str) -> list[tuple[tuple[str | int, ...], str, int, int]]:
+    """Every key that repeats in its JSON object: the object's path, the key, and the
+    line and column of the repeat, in document order. Walks every token in Python,
+    so it runs only once the decoder has seen a repeat. Assumes valid JSON."""
+    lines = _Lines(text)
+    found: list[tuple[tuple[str | int, ...], str, int, int]] = []
+    # One frame per open container: its path, the keys seen (an object) or the
+    # next index (an array), and the key whose value comes next.
+    stack: list[tuple[tuple[str | int, ...], set[str] | None, list[Any]]] = []
+    expect_key = False
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        if token in ("{", "["):
+            path: tuple[str | int, ...] = ()
+            if stack:
+                parent_path, keys, slot = stack[-1]
+                path = (*parent_path, slot[0])
+            stack.append((path, set() if token == "{" else None, [0 if token == "[" else None]))
+            expect_key = token == "{"
+        elif token in ("}", "]"):
+            stack.pop()
+            expect_key = False
+        elif token == ",":
+            if stack:
+                _, keys, slot = stack[-1]
+                if keys is None:
+                    slot[0] += 1
+                expect_key = keys is not None
+        elif token == ":":
+            expect_key = False
+        elif expect_key and token.startswith('"') and stack:
+            obj_path, keys, slot = stack[-1]
+            key = _unescape(token)
+            assert keys is not None
+            if key in keys:
+                found.append((obj_path, key, *lines.at(match.start())))
+            keys.add(key)
+            slot[0] = key
+    return found
 
 
 def at_actions(issues: Iterable[Issue], path: str, positions: Positions) -> list[Issue]:

@@ -14,6 +14,7 @@ import json
 import math
 import os
 import re
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -55,7 +56,7 @@ from ._codec import (
     wire_names,
 )
 from .display import HtmlDisplay
-from .errors import InputError, json_pointer, too_deep
+from .errors import InputError, format_path, json_pointer, too_deep
 from .values import KNOWN_OPERATORS, MAX_DEPTH, copy_json, deepest, json_nodes, nesting_depth
 
 __all__ = [
@@ -481,6 +482,8 @@ class ActionProposal(Wire, HtmlDisplay):
     actions: list[Action] = wire("actions", d_list(d_model(Action)), factory=list)
     context: dict[str, Any] = wire("context", d_object, factory=dict)
     extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    #: Keys the JSON text repeated in one object (read with ``repeated_keys(p)``).
+    repeated_keys: tuple[RepeatedKey, ...] = field(default=(), repr=False, compare=False)
 
     def rollback_contract(self) -> Reversibility:
         """The worst declared reversibility; ``reversible`` for an empty batch."""
@@ -783,13 +786,92 @@ def _file_name(file: Readable) -> str | None:
     return str(name) if isinstance(name, (str, os.PathLike)) else None
 
 
+#: Set by the decoder when an object repeats a key (per thread: lint and the
+#: executor may decode in several at once).
+_REPEATS = threading.local()
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object as ``json`` builds one, noting when a key repeats (the last
+    value wins, and the others would be lost without a word)."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        _REPEATS.seen = True
+    return obj
+
+
 #: One decoder for every document: json.loads with hooks makes a new one per call.
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+_DECODER = json.JSONDecoder(
+    parse_constant=_reject_constant, parse_float=_finite_float, object_pairs_hook=_object
+)
 
 
-def read_json(source: str | bytes | os.PathLike[str] | Readable, *, name: str | None = None) -> Any:
+#: ``json.loads`` as it is, but for the note of repeated keys (``lint`` reads with it,
+#: and reports NaN and big numbers itself, where they are in the file).
+_PLAIN_DECODER = json.JSONDecoder(object_pairs_hook=_object)
+
+
+def decode_text(text: str, *, first_line: int = 1) -> tuple[Any, list[RepeatedKey]]:
+    """``json.loads(text)`` (raising what it raises), and the keys ``text`` repeats
+    in one object, their lines counted from ``first_line``."""
+    _REPEATS.seen = False
+    data = _PLAIN_DECODER.decode(text)
+    if not _REPEATS.seen:
+        return data, []
+    from .locate import duplicate_keys
+
+    return data, [
+        RepeatedKey(path, key, line + first_line - 1, column)
+        for path, key, line, column in duplicate_keys(text)
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class RepeatedKey:
+    """A key that appears twice in one JSON object: the object's path, the key, and
+    where the repeat is; the last value is the one read."""
+
+    path: tuple[str | int, ...]
+    key: str
+    line: int
+    column: int
+
+    @property
+    def index(self) -> int | None:
+        """The action it is in (None: the proposal itself)."""
+        if len(self.path) >= 2 and self.path[0] == "actions" and isinstance(self.path[1], int):
+            return self.path[1]
+        return None
+
+    def error(self, label: str | None) -> InputError:
+        """The repeat as an input error (in a file that is no proposal)."""
+        return InputError(
+            f"key `{self.key}` appears more than once in this object: which value is meant "
+            "is unclear",
+            self.path,
+            source=label,
+            line=self.line,
+            column=self.column,
+        )
+
+    def message(self) -> str:
+        where = f" in {format_path(self.path)}" if self.path else ""
+        return (
+            f"key `{self.key}` appears more than once{where} (again at line {self.line}, "
+            f"column {self.column}): the last value is read and the others are lost"
+        )
+
+
+def read_json(
+    source: str | bytes | os.PathLike[str] | Readable,
+    *,
+    name: str | None = None,
+    repeats: list[RepeatedKey] | None = None,
+) -> Any:
     """Parse JSON text, bytes, a path or an open file, raising InputError with the
-    line and column (and the file's name)."""
+    line and column (and the file's name). A key repeated in an object is added to
+    ``repeats`` when the caller gives a list (a proposal reports it as a finding),
+    and is an input error otherwise (a state or tools file: which value is meant?)."""
     label = name
     text: str | bytes | bytearray
     if _is_open_file(source):
@@ -824,6 +906,7 @@ def read_json(source: str | bytes | os.PathLike[str] | Readable, *, name: str | 
     try:
         if not isinstance(text, str):  # as json.loads reads bytes
             text = bytes(text).decode(json.detect_encoding(text), "surrogatepass")
+        _REPEATS.seen = False
         data = _DECODER.decode(text)
     except json.JSONDecodeError as err:
         raise InputError(
@@ -838,6 +921,14 @@ def read_json(source: str | bytes | os.PathLike[str] | Readable, *, name: str | 
     where = lone_surrogate(text, data)
     if where is not None:
         raise InputError(LONE_SURROGATE, where, source=label)
+    if _REPEATS.seen:
+        from .locate import duplicate_keys
+
+        found = [RepeatedKey(*repeat) for repeat in duplicate_keys(text)]
+        if repeats is None and found:
+            raise found[0].error(label)
+        if repeats is not None:
+            repeats.extend(found)
     return data
 
 
@@ -964,8 +1055,11 @@ def _load(
     if not _is_document_source(source):
         # A JSON array or scalar, say: decode says what was expected.
         return _model(source, is_json=False)
-    data, label = _read_source(source)
-    return _model(data, is_json=True, label=label)
+    data, label, repeats = _read_source(source)
+    proposal = _model(data, is_json=True, label=label)
+    if repeats:
+        proposal.repeated_keys = tuple(repeats)
+    return proposal
 
 
 def _is_document_source(source: object) -> TypeGuard[str | bytes | os.PathLike[str] | Readable]:
@@ -976,16 +1070,19 @@ def _is_document_source(source: object) -> TypeGuard[str | bytes | os.PathLike[s
 
 def _read_source(
     source: str | bytes | os.PathLike[str] | Readable,
-) -> tuple[Any, str | None]:
+) -> tuple[Any, str | None, list[RepeatedKey]]:
     """Parse a document given to a loader, with its file's name for errors (None
-    for text). A ``str`` is a path unless it looks like JSON text."""
+    for text) and the keys it repeats. A ``str`` is a path unless it looks like JSON
+    text."""
     if _is_open_file(source):
         label = _file_name(source)
     else:
         if isinstance(source, str) and not _looks_like_json_text(source):
             source = Path(source)
         label = str(source) if isinstance(source, os.PathLike) else None
-    return read_json(source, name=label), label
+    repeats: list[RepeatedKey] = []
+    data = read_json(source, name=label, repeats=repeats)
+    return data, label, repeats
 
 
 def load_parsed(data: Any) -> ActionProposal:
@@ -1048,6 +1145,12 @@ class UnknownField:
         return f"unknown field `{self.name}`{hint}: it is kept, and ignored by every check"
 
 
+def repeated_keys(proposal: ActionProposal) -> tuple[RepeatedKey, ...]:
+    """The keys the proposal's JSON text repeated in one object (none when it was
+    built from data, not text)."""
+    return getattr(proposal, "repeated_keys", ())
+
+
 def unknown_fields(proposal: ActionProposal) -> list[UnknownField]:
     """Every unknown key of a proposal, its actions, their preconditions, assumptions
     and compensation, in document order."""
@@ -1086,7 +1189,9 @@ def locate_tools(source: Any) -> tuple[list[ToolSchema], list[str | int], str | 
     array, its name in an object) and the file it came from, for later errors."""
     label: str | None = None
     if _is_document_source(source):
-        source, label = _read_source(source)
+        source, label, repeats = _read_source(source)
+        if repeats:
+            raise repeats[0].error(label)
 
     def error(message: str, path: Sequence[str | int] = ()) -> InputError:
         found = InputError(message, path)

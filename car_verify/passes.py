@@ -19,6 +19,7 @@ by :mod:`car_verify.registry`, which sits above both and hands them to
 from __future__ import annotations
 
 import abc
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -89,13 +90,14 @@ class Options:
 
 @dataclass(frozen=True)
 class Example:
-    """A small proposal a pass must accept (``codes == ()``) or flag with ``codes``.
+    """A small proposal a pass must accept (``codes == ()``) or flag with ``codes``:
+    parsed JSON, or JSON text (for what only text can say: a repeated key).
 
     The examples are run as tests and rendered into the documentation.
     """
 
     title: str
-    proposal: Mapping[str, Any]
+    proposal: Mapping[str, Any] | str
     codes: tuple[str, ...] = ()
     tools: Sequence[Mapping[str, Any]] | None = None
     initial_state: Mapping[str, Any] | None = None
@@ -106,6 +108,16 @@ class Example:
     @property
     def valid(self) -> bool:
         return not self.codes
+
+    def document(self) -> dict[str, Any] | str:
+        """The proposal to verify: a fresh dict, or the JSON text as written."""
+        return self.proposal if isinstance(self.proposal, str) else dict(self.proposal)
+
+    def shown(self) -> str:
+        """The proposal as the documentation prints it."""
+        if isinstance(self.proposal, str):
+            return self.proposal.strip()
+        return json.dumps(self.proposal, indent=2)
 
 
 class Context:

@@ -390,3 +390,43 @@ def test_color_statistics_quiet_and_show_settings_on_the_command_line(
     assert main(["verify", "p.json", "--show-settings", "--format", "json"]) == 0
     settings = json.loads(capsys.readouterr().out)
     assert settings["profile"] == "strict" and settings["profile-from"].endswith("verify.toml")
+
+
+DUPLICATED = """{
+  "actions": [
+    {"id": "deploy", "type": "tool_call", "tool": "deploy",
+     "preconditions": [{"key": "tests_passed", "value": true}],
+     "preconditions": [],
+     "parameters": {"env": "staging", "env": "prod"}}
+  ]
+}
+"""
+
+
+@pytest.mark.parametrize(("profile", "severity"), [("car", "warning"), ("strict", "error")])
+def test_a_repeated_key_is_a_finding_naming_the_key_and_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], profile: str, severity: str
+) -> None:
+    """Issue 25, item 1: duplicate JSON object keys were accepted silently (the last
+    value won: here the deploy's gate was dropped without a word)."""
+    result = car_verify.verify(DUPLICATED, profile=profile)
+    found = [(i.code, i.severity.value, i.action_id, i.pointer) for i in result.issues]
+    assert ("duplicate-key", severity, "deploy", "/actions/0") in found
+    assert ("duplicate-key", severity, "deploy", "/actions/0/parameters") in found
+    (gate,) = [i for i in result.issues if i.pointer == "/actions/0"]
+    assert "key `preconditions` appears more than once" in gate.message
+    assert "(again at line 5, column 6)" in gate.message
+    path = tmp_path / "p.json"
+    path.write_text(DUPLICATED)
+    assert main(["lint", str(path), "--no-progress", "--profile", profile]) == int(
+        severity == "error"
+    )
+    assert f"p.json:3:5: {severity}[duplicate-key] deploy: key `env`" in capsys.readouterr().out
+    # a state file with a repeated key is an input error naming the place
+    state = tmp_path / "state.json"
+    state.write_text('{"tests_passed": false,\n "tests_passed": true}')
+    assert main(["verify", str(path), "--state", str(state)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"car-verify: error: {state}: line 2, column 2: key `tests_passed`")
+    # a dict has no repeats: nothing to report, and nothing is invented
+    assert "duplicate-key" not in car_verify.verify(json.loads(DUPLICATED)).codes()

@@ -34,7 +34,7 @@ def test_pass_example(cls: type[Pass], example: Example) -> None:
 
     policies = None if example.policies is None else load_policy_text(example.policies)
     alone = car_verify.verify(
-        dict(example.proposal),
+        example.document(),
         passes=[cls.name],
         policies=policies,
         tools=example.tools,
@@ -44,7 +44,7 @@ def test_pass_example(cls: type[Pass], example: Example) -> None:
     )
     assert sorted(alone.codes()) == sorted(example.codes)
     everything = car_verify.verify(
-        dict(example.proposal),
+        example.document(),
         passes=None
         if cls.default or cls.when_given is not None
         else [*(n for n, c in PASSES.items() if c.default), cls.name],
@@ -112,8 +112,9 @@ def test_section5_table_severities_and_tiers() -> None:
     }
     assert {k: (CODES[k].severity.value, CODES[k].tier.value) for k in table} == table
     default = {c for cls in PASSES.values() if cls.default for c in cls.codes}
-    # Section 5's table, and unknown-field (issue 25: nothing passes silently).
-    assert default == {*table, "unknown-field"}, "verify's default findings are section 5's"
+    # Section 5's table, and unknown-field and duplicate-key (issue 25: nothing
+    # passes silently).
+    assert default == {*table, "unknown-field", "duplicate-key"}, "section 5's findings"
 
 
 def test_a_subset_of_passes_runs_alone_and_evidence_says_what_ran() -> None:
