@@ -593,14 +593,23 @@ def cmd_policy_lint(args: argparse.Namespace) -> int:
     from .policy import load_policies
 
     loaded = load_policies(args.directory)
+    rules = loaded.rules
+    counts = {kind: len(getattr(rules, kind)) for kind in rules.__dataclass_fields__}
+    if args.format == "json":
+        doc = {
+            "directory": None if loaded.directory is None else str(loaded.directory),
+            "files": [str(f) for f in loaded.files],
+            "rules": {kind: n for kind, n in counts.items() if n},
+            "total": sum(counts.values()),
+        }
+        _write(json.dumps(doc, indent=2) + "\n")
+        return EXIT_OK
     _write(loaded.describe() + "\n")
     for file in loaded.files:
         _write(f"  {file.name}\n")
-    rules = loaded.rules
-    for kind in rules.__dataclass_fields__:
-        entries = getattr(rules, kind)
-        if entries:
-            _write(f"{kind}: {len(entries)}\n")
+    for kind, n in counts.items():
+        if n:
+            _write(f"{kind}: {n}\n")
     return EXIT_OK
 
 
@@ -1064,6 +1073,7 @@ def _parser() -> _Parser:
         "lint", parents=[profiled], help="load a policy directory and report what it holds"
     )
     q.add_argument("directory", metavar="DIR", help="policy directory (or a project holding .car)")
+    q.add_argument("--format", choices=("text", "json"), default="text")
     q.set_defaults(run=cmd_policy_lint)
 
     p = sub.add_parser(
@@ -1085,7 +1095,7 @@ def _parser() -> _Parser:
     p.add_argument("--policies", metavar="DIR", help="policy directory (.car/policies)")
     p.add_argument("--events", metavar="FILE", help="append the event log (JSON lines) to FILE")
     p.add_argument("--format", choices=("text", "json"), default="text")
-    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     p.add_argument(
         "--no-policies",
         action="store_true",

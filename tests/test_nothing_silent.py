@@ -430,3 +430,14 @@ def test_a_repeated_key_is_a_finding_naming_the_key_and_its_line(
     assert err.startswith(f"car-verify: error: {state}: line 2, column 2: key `tests_passed`")
     # a dict has no repeats: nothing to report, and nothing is invented
     assert "duplicate-key" not in car_verify.verify(json.loads(DUPLICATED)).codes()
+
+
+def test_every_command_that_reports_takes_format_json(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 25, item 7: one `--format` on every command (text for people, JSON for
+    machines); `policy lint` had none."""
+    root = Path(__file__).resolve().parents[1] / "examples" / "policies"
+    assert main(["policy", "lint", str(root), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["total"] == 10 and len(doc["files"]) == 2 and doc["rules"]
+    assert main(["policy", "lint", str(root)]) == 0
+    assert capsys.readouterr().out.startswith("loaded 10 rules from 2 files")
