@@ -24,10 +24,10 @@ Why this tier:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from car_verify.findings import Issue, Tier
-from car_verify.model import Action, repeated_keys, unknown_fields
+from car_verify.model import Action, RepeatedKey, UnknownField, repeated_keys, unknown_fields
 from car_verify.passes import Context, Example, Pass, Preserves
 
 
@@ -103,20 +103,19 @@ class StructurePass(Pass):
     )
 
     def run(self, ctx: Context) -> Iterator[Issue]:
-        for repeat in repeated_keys(ctx.proposal):
-            yield ctx.issue(
-                "duplicate-key",
-                repeat.message(),
-                index=repeat.index,
-                where=repeat.path[2:] if repeat.index is not None else repeat.path,
-            )
-        for field in unknown_fields(ctx.proposal):
-            yield ctx.issue(
-                "unknown-field",
-                field.message(),
-                index=field.index,
-                where=field.path[2:] if field.index is not None else field.path,
-            )
+        # What the document says that no check reads: a repeated key, an unknown field.
+        said: tuple[tuple[str, Sequence[RepeatedKey | UnknownField]], ...] = (
+            ("duplicate-key", repeated_keys(ctx.proposal)),
+            ("unknown-field", unknown_fields(ctx.proposal)),
+        )
+        for code, found in said:
+            for item in found:
+                yield ctx.issue(
+                    code,
+                    item.message(),
+                    index=item.index,
+                    where=item.path[2:] if item.index is not None else item.path,
+                )
         actions = ctx.proposal.actions
         if not actions:
             yield ctx.issue("empty-proposal", "the proposal has no actions")
