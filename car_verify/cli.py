@@ -493,6 +493,36 @@ def cmd_equivalent(args: argparse.Namespace) -> int:
     return EXIT_OK if result.equivalent else EXIT_FINDINGS
 
 
+def cmd_risk(args: argparse.Namespace) -> int:
+    from .risk import risk
+
+    config: dict[str, Any] = {}
+    if args.config is not None:
+        config.update(_read_file(args.config, dict, "config"))
+    for key, value in (
+        ("trials", args.trials),
+        ("seed", args.seed),
+        ("default_success_rate", args.default_rate),
+        ("retry_attempts", args.retries),
+    ):
+        if value is not None:
+            config[key] = value
+    result = risk(
+        _load_proposal(args.proposal),
+        _load_state(args.state),
+        None if args.rates is None else _read_file(args.rates, dict, "rates"),
+        None if args.goal is None else _read_file(args.goal, dict, "goal"),
+        config,
+        method=args.method,
+        profile=args.profile,
+    )
+    if args.format == "json":
+        _write(result.to_json() + "\n")
+    else:
+        _write(result.explain() + "\n")
+    return EXIT_OK
+
+
 def cmd_optimize(args: argparse.Namespace) -> int:
     from .optimize import optimize
 
@@ -1021,6 +1051,29 @@ def _parser() -> _Parser:
     _timeout_option(p)
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(run=cmd_equivalent)
+
+    p = sub.add_parser(
+        "risk", parents=[profiled], help="how likely the plan reaches its goal when tools fail"
+    )
+    p.add_argument(
+        "proposal", metavar="PROPOSAL", help="proposal file (JSON or YAML), or - for stdin"
+    )
+    p.add_argument("--state", metavar="STATE.json", help="initial state (a JSON object)")
+    p.add_argument("--rates", metavar="RATES.json", help="tool name -> success rate in [0, 1]")
+    p.add_argument("--goal", metavar="GOAL.json", help="a GoalCondition (state_predicate, ...)")
+    p.add_argument("--config", metavar="CONFIG.json", help="{trials, seed, ...}")
+    p.add_argument("--trials", type=_positive, metavar="N", help="sampled trials (1000)")
+    p.add_argument("--seed", type=_non_negative, metavar="N", help="the sampling seed")
+    p.add_argument("--default-rate", type=float, metavar="P", help="rate of an unlisted tool")
+    p.add_argument("--retries", type=_non_negative, metavar="N", help="retry attempts per call")
+    p.add_argument(
+        "--method",
+        choices=("auto", "exact", "sampled"),
+        default="auto",
+        help="auto (default): exact when it fits its budget, else sampled (and said)",
+    )
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(run=cmd_risk)
 
     p = sub.add_parser("optimize", parents=[profiled], help="prune phantom state_dependencies")
     p.add_argument(

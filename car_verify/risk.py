@@ -1,0 +1,679 @@
+"""``risk``: how likely a plan is to reach its goal when tools can fail.
+
+The runtime answers this by sampling (``car_runtime.simulate_monte_carlo``, 1,000
+trials by default). A trial is CAR's ``simulate`` walk (its order: level by level,
+proposal order inside a level, each action seeing the effects of the ones before
+it) in which each dispatched ``tool_call`` succeeds with its tool's rate:
+
+- an action whose precondition is false, or one of whose ``state_dependencies``
+  is absent, when its turn comes is **rejected** (not dispatched, no effects); so
+  is a ``tool_call`` that names no tool, always;
+- a dispatched tool call that fails has **failed**: its effects do not land;
+- every other action's effects **land** (a ``state_write``, an assertion, a tool
+  call that succeeded).
+
+So a failure cascades exactly as ``simulate``'s blocking does. The rates: the
+caller's per tool, else ``default_success_rate``; clamped to [0, 1]; with
+``retry_attempts: n`` a rate ``p`` becomes ``1 - (1 - p)^(n + 1)``.
+
+``method="exact"`` computes every number exactly (tier ``decision_procedure``): a
+dynamic programme over the walk whose states are the parts of the state still
+read later (a key no later action reads or writes, and the goal does not name,
+is tallied into the end-state distribution and dropped, so independent branches
+merge), with the counts the result reports; the blast radius of each tool call
+is one more programme, kept to the runs in which that call failed. Past
+``budget`` states visited in all (a bound on the work, so on the time) it stops;
+``method="auto"`` (the default) then samples and says so. ``method="sampled"``
+runs seeded trials (the same numbers, and the same bytes, for the same seed) and
+gives each probability a 95% Wilson interval.
+
+The goal is a ``GoalCondition``: ``{kind: "state_predicate", key, equals}`` or
+``{kind: "all_of" | "any_of", conditions}``. Any other kind (tool receipts, a
+command's exit, a model's judgement) cannot be decided by a simulation: it fails
+closed and is named in ``goal_underivable_conditions``.
+
+``mean_blast_radius`` of an action is, over the trials in which it failed, the
+mean number of actions it orders (directly or not) that were rejected.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .car import CarOrder, car_effects, car_evaluate, require_known_types
+from .errors import InputError, UsageError, deep_values_are_input_errors
+from .findings import Tier
+from .model import ActionProposal, load
+from .values import json_equal
+
+__all__ = ["DEFAULT_SEED", "RiskConfig", "RiskResult", "risk"]
+
+#: The runtime's fixed default seed (it echoes it back), so that runs repeat.
+DEFAULT_SEED = 910022485546699937
+#: The most programme states the exact method visits, over all its passes, before
+#: it gives up (about a second or two of work).
+DEFAULT_BUDGET = 300_000
+
+
+@dataclass(frozen=True, slots=True)
+class RiskConfig:
+    """``{trials, seed, default_success_rate, retry_attempts}``, each optional."""
+
+    trials: int = 1000
+    seed: int = DEFAULT_SEED
+    default_success_rate: float = 0.5
+    retry_attempts: int = 0
+
+    @classmethod
+    def of(cls, config: Mapping[str, Any] | RiskConfig | None) -> RiskConfig:
+        if config is None:
+            return cls()
+        if isinstance(config, RiskConfig):
+            return config
+        if not isinstance(config, Mapping):
+            raise InputError("expected an object {trials, seed, ...}", ["config"])
+        known = {"trials", "seed", "default_success_rate", "retry_attempts"}
+        for key in config:
+            if key not in known:
+                raise InputError(f"unknown key (expected one of {', '.join(sorted(known))})",
+                                 ["config", key])  # fmt: skip
+
+        def whole(key: str, default: int, least: int) -> int:
+            value = config.get(key, default)
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                raise InputError(f"expected an integer >= {least}", ["config", key])
+            return value
+
+        rate = config.get("default_success_rate", 0.5)
+        if not isinstance(rate, (int, float)) or isinstance(rate, bool) or math.isnan(rate):
+            raise InputError("expected a number", ["config", "default_success_rate"])
+        return cls(
+            trials=whole("trials", 1000, 1),
+            seed=whole("seed", DEFAULT_SEED, 0),
+            default_success_rate=float(rate),
+            retry_attempts=whole("retry_attempts", 0, 0),
+        )
+
+
+def _clamp(rate: float) -> float:
+    return min(1.0, max(0.0, rate))
+
+
+def effective_rate(rate: float, retry_attempts: int) -> float:
+    """A rate clamped to [0, 1], then with ``retry_attempts`` retries."""
+    p = _clamp(rate)
+    return 1.0 - (1.0 - p) ** (retry_attempts + 1)
+
+
+# --- the goal ----------------------------------------------------------------------
+
+
+class _Goal:
+    """A ``GoalCondition`` compiled: which keys it reads, and its value in a state."""
+
+    def __init__(self, goal: Mapping[str, Any] | None) -> None:
+        self.goal = goal
+        self.keys: set[str] = set()
+        self.underivable: list[str] = []
+        if goal is not None:
+            self._scan(goal, ["goal"])
+
+    def _scan(self, node: Any, path: list[str | int]) -> None:
+        if not isinstance(node, Mapping) or not isinstance(node.get("kind"), str):
+            raise InputError("expected a goal condition {kind, ...}", path)
+        kind = node["kind"]
+        if kind in ("all_of", "any_of"):
+            conditions = node.get("conditions")
+            if not isinstance(conditions, list):
+                raise InputError("expected an array of conditions", [*path, "conditions"])
+            for n, child in enumerate(conditions):
+                self._scan(child, [*path, "conditions", n])
+        elif kind == "state_predicate":
+            if not isinstance(node.get("key"), str):
+                raise InputError("expected a string", [*path, "key"])
+            if "equals" not in node:
+                raise InputError("missing `equals`", path)
+            self.keys.add(node["key"])
+        else:  # receipts, commands, model judges: not decidable here, fail closed
+            ident = node.get("id")
+            self.underivable.append(f"{kind}:{ident}" if isinstance(ident, str) else kind)
+
+    def holds(self, state: Mapping[str, Any]) -> bool:
+        return self.goal is not None and _holds(self.goal, state)
+
+
+def _holds(node: Mapping[str, Any], state: Mapping[str, Any]) -> bool:
+    kind = node["kind"]
+    if kind == "all_of":
+        return all(_holds(c, state) for c in node["conditions"])
+    if kind == "any_of":
+        return any(_holds(c, state) for c in node["conditions"])
+    if kind == "state_predicate":
+        key = node["key"]
+        return key in state and json_equal(state[key], node["equals"])
+    return False
+
+
+# --- the plan, compiled for the walk ----------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Step:
+    index: int
+    action_id: str
+    tool: str | None  # a tool_call's tool (it is dispatched, and may fail)
+    rate: float
+    preconditions: list[tuple[str, str, Any]]
+    depends: list[str]
+    effects: dict[str, Any]
+
+
+@dataclass(slots=True)
+class _Plan:
+    steps: list[_Step]
+    order: CarOrder
+    #: Per position in the walk: the keys still read or written after it.
+    live_after: list[set[str]]
+    descendants: dict[int, set[int]]
+
+
+def _compile(proposal: ActionProposal, rates: Mapping[str, float], goal: _Goal) -> _Plan:
+    order = CarOrder(proposal)
+    steps = []
+    for index in order.order:
+        action = proposal.actions[index]
+        tool = _tool(action) if action.type == "tool_call" else None
+        steps.append(
+            _Step(
+                index,
+                action.id,
+                tool,
+                rates.get(tool, 1.0) if tool else 1.0,
+                [(p.key, p.operator, p.value) for p in action.preconditions],
+                list(action.state_dependencies),
+                car_effects(action),
+            )
+        )
+    live_after: list[set[str]] = [set() for _ in steps]
+    live = set(goal.keys)
+    for n in range(len(steps) - 1, -1, -1):
+        live_after[n] = set(live)
+        step = steps[n]
+        live.update(key for key, _, _ in step.preconditions)
+        live.update(step.depends)
+        live.update(step.effects)
+    succs: list[list[int]] = [[] for _ in proposal.actions]
+    for index, preds in enumerate(order.preds):
+        for p in preds:
+            succs[p].append(index)
+    descendants: dict[int, set[int]] = {}
+    for step in steps:
+        if step.tool is None:
+            continue
+        seen: set[int] = set()
+        stack = list(succs[step.index])
+        while stack:
+            i = stack.pop()
+            if i not in seen:
+                seen.add(i)
+                stack.extend(succs[i])
+        descendants[step.index] = seen
+    return _Plan(steps, order, live_after, descendants)
+
+
+def _tool(action: Any) -> str:
+    """The name a tool call's rate is looked up by ("": it names none, and is
+    rejected)."""
+    return str(action.tool or "")
+
+
+def _blocked(step: _Step, state: Mapping[str, Any]) -> bool:
+    if step.tool == "":  # a tool call naming no tool is never dispatched
+        return True
+    if any(
+        car_evaluate(key, op, value, state) is not None for key, op, value in step.preconditions
+    ):
+        return True
+    return any(key not in state for key in step.depends)
+
+
+# --- the result ----------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class RiskResult:
+    """CAR's result shape (``to_dict``), and how it was computed."""
+
+    trials: int
+    seed: int
+    p_goal_reached: float | None
+    goal_underivable_conditions: list[str]
+    p_all_effects_landed: float
+    tool_calls: dict[str, float]
+    actions_executed: dict[str, float]
+    state_distribution: list[dict[str, Any]]
+    action_outcomes: list[dict[str, Any]]
+    rate_provenance: dict[str, dict[str, Any]]
+    method: str
+    tier: Tier
+    #: Why the exact method was not used (``auto`` past its budget), if it was not.
+    reason: str | None = None
+    #: 95% Wilson intervals of the sampled probabilities, by their path in the
+    #: result (``p_goal_reached``, ``action_outcomes[2].p_failed``).
+    intervals: dict[str, list[float]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "trials": self.trials,
+            "seed": self.seed,
+            "p_goal_reached": self.p_goal_reached,
+            "goal_underivable_conditions": list(self.goal_underivable_conditions),
+            "p_all_effects_landed": self.p_all_effects_landed,
+            "tool_calls": dict(self.tool_calls),
+            "actions_executed": dict(self.actions_executed),
+            "state_distribution": self.state_distribution,
+            "action_outcomes": self.action_outcomes,
+            "rate_provenance": self.rate_provenance,
+            "method": self.method,
+            "tier": self.tier.value,
+        }
+        if self.reason is not None:
+            out["reason"] = self.reason
+        if self.intervals:
+            out["intervals"] = self.intervals
+        return out
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False)
+
+    def explain(self) -> str:
+        """A few lines for people: the goal, where probability is lost."""
+        lines = []
+        how = "exact" if self.method == "exact" else f"sampled, {self.trials:,} trials"
+        if self.p_goal_reached is not None:
+            lines.append(f"p(goal reached) = {_pct(self.p_goal_reached)} ({how})")
+        lines.append(f"p(all effects landed) = {_pct(self.p_all_effects_landed)}")
+        if self.goal_underivable_conditions:
+            names = ", ".join(self.goal_underivable_conditions)
+            lines.append(f"not decidable here (fail closed): {names}")
+        if self.reason:
+            lines.append(f"note: {self.reason}")
+        for row in self.action_outcomes:
+            lines.append(
+                f"  {row['action_id']}: lands {_pct(row['p_effects_landed'])}, "
+                f"fails {_pct(row['p_failed'])}, rejected {_pct(row['p_rejected'])}"
+            )
+        return "\n".join(lines)
+
+
+def _pct(p: float) -> str:
+    return f"{p:.4g}"
+
+
+# --- the two methods ------------------------------------------------------------------
+
+
+class _Budget(Exception):
+    """The exact method's states outgrew its budget."""
+
+
+class _Work:
+    """The states visited so far, against the budget."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.visited = 0
+
+    def add(self, count: int, where: str) -> None:
+        self.visited += count
+        if self.visited > self.budget:
+            raise _Budget(f"{self.visited:,} states visited, {where}")
+
+
+def _canon(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+class _Tally:
+    """What the result reports, summed over trials (sampled: weight 1/trials each)
+    or over the exact programme's states (weight: probability)."""
+
+    def __init__(self, plan: _Plan) -> None:
+        n = len(plan.steps)
+        self.rejected = [0.0] * n
+        self.failed = [0.0] * n
+        self.landed = [0.0] * n
+        self.goal = 0.0
+        self.all_landed = 0.0
+        self.tool_calls: dict[int, float] = defaultdict(float)
+        self.executed: dict[int, float] = defaultdict(float)
+        self.values: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+        self.shown: dict[str, Any] = {}
+        #: (failed step position, rejected action position) -> probability of both.
+        self.blast: dict[int, float] = defaultdict(float)
+
+    def end_value(self, key: str, value: Any, weight: float) -> None:
+        self.end_text(key, _canon(value), value, weight)
+
+    def end_text(self, key: str, text: str, value: Any, weight: float) -> None:
+        """``key`` ends with ``value`` (canonical ``text``) with probability ``weight``."""
+        self.shown.setdefault(text, value)
+        self.values[key][text] += weight
+
+
+def _sampled(plan: _Plan, state: dict[str, Any], goal: _Goal, config: RiskConfig) -> _Tally:
+    rng = random.Random(config.seed)
+    tally = _Tally(plan)
+    w = 1.0 / config.trials
+    for _ in range(config.trials):
+        current = dict(state)
+        calls = executed = 0
+        failed_here: list[int] = []
+        rejected_here: set[int] = set()
+        for n, step in enumerate(plan.steps):
+            if _blocked(step, current):
+                tally.rejected[n] += w
+                rejected_here.add(step.index)
+                continue
+            if step.tool is not None:
+                calls += 1
+                if rng.random() >= step.rate:
+                    tally.failed[n] += w
+                    failed_here.append(n)
+                    continue
+            current.update(step.effects)
+            tally.landed[n] += w
+            executed += 1
+        tally.tool_calls[calls] += w
+        tally.executed[executed] += w
+        if not failed_here and not rejected_here:
+            tally.all_landed += w
+        if goal.holds(current):
+            tally.goal += w
+        for key, value in current.items():
+            tally.end_value(key, value, w)
+        for n in failed_here:
+            hit = plan.descendants[plan.steps[n].index] & rejected_here
+            tally.blast[n] += w * len(hit)
+    return tally
+
+
+def _exact(
+    plan: _Plan, state: dict[str, Any], goal: _Goal, work: _Work, forced: int | None = None
+) -> _Tally:
+    """The dynamic programme over the walk (see the module's docstring). With
+    ``forced`` (a step position), only the runs in which that step failed are kept:
+    their probabilities are joint with its failure (for the blast radius).
+
+    A programme state is the live part of the walk's state, as sorted ``(key,
+    canonical JSON text)`` pairs (values are compared by their text, so each is
+    encoded once), with the counts the result reports."""
+    tally = _Tally(plan)
+    values: dict[str, Any] = {}
+
+    def text_of(value: Any) -> str:
+        text = _canon(value)
+        values.setdefault(text, value)
+        return text
+
+    effects = [{k: text_of(v) for k, v in step.effects.items()} for step in plan.steps]
+    start = {k: text_of(v) for k, v in state.items()}
+    first_live = (_reads_or_writes(plan.steps[0]) | plan.live_after[0]) if plan.steps else set()
+    for k, text in start.items():
+        if k not in first_live:
+            tally.end_text(k, text, values[text], 1.0)
+    kept = tuple(sorted((k, t) for k, t in start.items() if k in first_live))
+    # (live state, tool calls so far, landed so far, all landed, descendants of the
+    # forced step rejected so far) -> probability
+    states: dict[tuple[Any, ...], float] = {(kept, 0, 0, True, 0): 1.0}
+    forced_desc = (
+        plan.descendants.get(plan.steps[forced].index, set()) if forced is not None else set()
+    )
+    for n, step in enumerate(plan.steps):
+        nxt: dict[tuple[Any, ...], float] = defaultdict(float)
+        push = _Layer(nxt, plan.live_after[n], tally, values).push
+
+        for (items, calls, landed, all_landed, hit), p in states.items():
+            texts = dict(items)
+            current = {k: values[t] for k, t in items}
+            if _blocked(step, current):
+                tally.rejected[n] += p
+                if forced is not None and n == forced:
+                    continue  # the forced step did not fail here: not one of its runs
+                more = 1 if step.index in forced_desc else 0
+                push(texts, (calls, landed, False, hit + more), p)
+                continue
+            if step.tool is None:
+                tally.landed[n] += p
+                push({**texts, **effects[n]}, (calls, landed + 1, all_landed, hit), p)
+                continue
+            ok, bad = step.rate, 1.0 - step.rate
+            if forced is not None and n == forced:
+                ok = 0.0
+            if ok > 0.0:
+                tally.landed[n] += p * ok
+                push({**texts, **effects[n]}, (calls + 1, landed + 1, all_landed, hit), p * ok)
+            if bad > 0.0:
+                tally.failed[n] += p * bad
+                push(texts, (calls + 1, landed, False, hit), p * bad)
+        states = nxt
+        pass_name = "the outcome pass" if forced is None else "a blast-radius pass"
+        work.add(len(states), f"in {pass_name} at action {n + 1} of {len(plan.steps)}")
+    for (items, calls, landed, all_landed, hit), p in states.items():
+        current = {k: values[t] for k, t in items}
+        tally.tool_calls[calls] += p
+        tally.executed[landed] += p
+        if all_landed:
+            tally.all_landed += p
+        if goal.holds(current):
+            tally.goal += p
+        for k, t in items:
+            tally.end_text(k, t, values[t], p)
+        if forced is not None:
+            tally.blast[forced] += p * hit
+    return tally
+
+
+def _reads_or_writes(step: _Step) -> set[str]:
+    return {k for k, _, _ in step.preconditions} | set(step.depends) | set(step.effects)
+
+
+class _Layer:
+    """The next layer of the programme, as its states are pushed."""
+
+    __slots__ = ("live", "nxt", "tally", "values")
+
+    def __init__(
+        self,
+        nxt: dict[tuple[Any, ...], float],
+        live: set[str],
+        tally: _Tally,
+        values: dict[str, Any],
+    ) -> None:
+        self.nxt, self.live, self.tally, self.values = nxt, live, tally, values
+
+    def push(self, items: dict[str, str], counts: tuple[int, int, bool, int], p: float) -> None:
+        """Add a run's state, tallying (and dropping) the keys no later action reads
+        or writes and the goal does not name: their value is final."""
+        out = []
+        for k, t in items.items():
+            if k in self.live:
+                out.append((k, t))
+            else:
+                self.tally.end_text(k, t, self.values[t], p)
+        self.nxt[(tuple(sorted(out)), *counts)] += p
+
+
+# --- the entry point -------------------------------------------------------------------
+
+
+def _stats(dist: Mapping[int, float]) -> dict[str, float]:
+    """``{mean, min, p50, p95, max}`` of a distribution over counts (nearest rank)."""
+    support = sorted(v for v, p in dist.items() if p > 0)
+    if not support:
+        return {"mean": 0.0, "min": 0, "p50": 0, "p95": 0, "max": 0}
+    total = sum(dist[v] for v in support)
+
+    def quantile(q: float) -> int:
+        acc = 0.0
+        for v in support:
+            acc += dist[v] / total
+            if acc >= q - 1e-12:
+                return v
+        return support[-1]
+
+    mean = sum(v * dist[v] for v in support) / total
+    return {
+        "mean": _round(mean),
+        "min": support[0],
+        "p50": quantile(0.5),
+        "p95": quantile(0.95),
+        "max": support[-1],
+    }
+
+
+def _round(p: float) -> float:
+    """Probabilities as stable decimals (15 significant digits: float sums agree)."""
+    return float(f"{p:.15g}")
+
+
+def _wilson(p: float, n: int) -> list[float]:
+    z = 1.959963984540054
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    low = 0.0 if p <= 0 else max(0.0, centre - half)
+    high = 1.0 if p >= 1 else min(1.0, centre + half)
+    return [_round(min(low, p)), _round(max(high, p))]
+
+
+@deep_values_are_input_errors
+def risk(
+    proposal: Any,
+    initial_state: Mapping[str, Any] | None = None,
+    tool_success_rates: Mapping[str, Any] | None = None,
+    goal: Mapping[str, Any] | None = None,
+    config: Mapping[str, Any] | RiskConfig | None = None,
+    *,
+    method: str = "auto",
+    budget: int = DEFAULT_BUDGET,
+    profile: str | None = None,
+) -> RiskResult:
+    """The chance of reaching ``goal`` and where it is lost (see the module docs)."""
+    if profile not in (None, "car"):
+        raise UsageError(
+            "risk models CAR's walk (the car profile); the strict profile's walk is not "
+            "modelled yet"
+        )
+    if method not in ("auto", "exact", "sampled"):
+        raise UsageError(f"unknown method {method!r}; expected auto, exact or sampled")
+    model = load(proposal)
+    require_known_types(model)
+    settings = RiskConfig.of(config)
+    state = dict(initial_state or {})
+    caller: dict[str, float] = {}
+    for name, rate in (tool_success_rates or {}).items():
+        if not isinstance(rate, (int, float)) or isinstance(rate, bool) or math.isnan(rate):
+            raise InputError("expected a number", ["tool_success_rates", name])
+        caller[name] = float(rate)
+    tools = sorted({_tool(a) for a in model.actions if a.type == "tool_call" and a.tool})
+    provenance: dict[str, dict[str, Any]] = {}
+    rates: dict[str, float] = {}
+    for tool in tools:
+        given = caller.get(tool)
+        source = "caller" if given is not None else "default"
+        raw = given if given is not None else settings.default_success_rate
+        rates[tool] = effective_rate(raw, settings.retry_attempts)
+        provenance[tool] = {"rate": _round(rates[tool]), "source": source}
+    compiled_goal = _Goal(goal)
+    plan = _compile(model, rates, compiled_goal)
+    reason = None
+    tally = None
+    if method in ("auto", "exact"):
+        try:
+            work = _Work(budget)
+            tally = _exact(plan, state, compiled_goal, work)
+            blast = {}
+            for n, step in enumerate(plan.steps):
+                if step.tool is not None and tally.failed[n] > 0 and plan.descendants[step.index]:
+                    blast[n] = _exact(plan, state, compiled_goal, work, forced=n).blast[n]
+            tally.blast = defaultdict(float, blast)
+        except _Budget as over:
+            if method == "exact":
+                raise UsageError(
+                    f"the exact method outgrew its budget of {budget:,} states ({over}); "
+                    "use method auto or sampled"
+                ) from None
+            reason = f"sampled: the exact method outgrew its budget of {budget:,} states ({over})"
+            tally = None
+    exact = tally is not None
+    if tally is None:
+        tally = _sampled(plan, state, compiled_goal, settings)
+    return _result(model, plan, tally, compiled_goal, settings, provenance, exact, reason)
+
+
+def _result(
+    model: ActionProposal,
+    plan: _Plan,
+    tally: _Tally,
+    goal: _Goal,
+    settings: RiskConfig,
+    provenance: dict[str, dict[str, Any]],
+    exact: bool,
+    reason: str | None,
+) -> RiskResult:
+    rows_by_index: dict[int, dict[str, Any]] = {}
+    for n, step in enumerate(plan.steps):
+        failed = tally.failed[n]
+        rows_by_index[step.index] = {
+            "action_id": step.action_id,
+            "p_rejected": _round(tally.rejected[n]),
+            "p_failed": _round(failed),
+            "p_effects_landed": _round(tally.landed[n]),
+            "mean_blast_radius": _round(tally.blast.get(n, 0.0) / failed) if failed > 0 else 0.0,
+        }
+    outcomes = [rows_by_index[i] for i in range(len(model.actions))]
+    distribution = []
+    for key in sorted(tally.values):
+        by_value = tally.values[key]
+        present = sum(by_value.values())
+        ranked = sorted(by_value.items(), key=lambda kv: (-kv[1], kv[0]))
+        distribution.append(
+            {
+                "key": key,
+                "p_present": _round(present),
+                "values": [
+                    {"value": tally.shown[text], "probability": _round(p)} for text, p in ranked
+                ],
+            }
+        )
+    p_goal = None if goal.goal is None else _round(tally.goal)
+    result = RiskResult(
+        trials=settings.trials,
+        seed=settings.seed,
+        p_goal_reached=p_goal,
+        goal_underivable_conditions=list(goal.underivable),
+        p_all_effects_landed=_round(tally.all_landed),
+        tool_calls=_stats(tally.tool_calls),
+        actions_executed=_stats(tally.executed),
+        state_distribution=distribution,
+        action_outcomes=outcomes,
+        rate_provenance=provenance,
+        method="exact" if exact else "sampled",
+        tier=Tier.DECISION_PROCEDURE if exact else Tier.SAMPLED,
+        reason=reason,
+    )
+    if not exact:
+        n = settings.trials
+        if p_goal is not None:
+            result.intervals["p_goal_reached"] = _wilson(p_goal, n)
+        result.intervals["p_all_effects_landed"] = _wilson(result.p_all_effects_landed, n)
+        for i, row in enumerate(outcomes):
+            for name in ("p_rejected", "p_failed", "p_effects_landed"):
+                result.intervals[f"action_outcomes[{i}].{name}"] = _wilson(row[name], n)
+    return result

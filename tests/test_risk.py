@@ -1,0 +1,328 @@
+"""``risk`` (issue 26): exact where the runtime samples, seeded where it samples too.
+
+Exact answers against hand-computed ones and against brute-force enumeration of
+every outcome of every tool call (Hypothesis); sampled answers within their
+interval of the exact ones; seeded runs identical; and the runtime's own Monte
+Carlo estimate within its binomial interval of car-verify's exact value.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from typing import Any
+
+import pytest
+from car_oracle import proposals as car_proposals
+from car_oracle import states as car_states
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from car_verify.car import CarOrder, car_effects, car_evaluate
+from car_verify.cli import main
+from car_verify.errors import InputError, UsageError
+from car_verify.model import load
+from car_verify.risk import DEFAULT_SEED, effective_rate, risk
+from car_verify.values import json_equal
+
+RUNS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=120)
+
+
+def chain(n: int, tool: str = "t") -> dict[str, Any]:
+    return {
+        "actions": [
+            {
+                "id": f"a{i}",
+                "type": "tool_call",
+                "tool": tool,
+                "expected_effects": {f"k{i}": True},
+                "state_dependencies": [f"k{i - 1}"] if i else [],
+            }
+            for i in range(n)
+        ]
+    }
+
+
+def goal_key(key: str, value: Any = True) -> dict[str, Any]:
+    return {"kind": "state_predicate", "key": key, "equals": value}
+
+
+# --- hand-computed ----------
+
+
+def test_a_chain_of_ten_at_one_half_is_two_to_the_minus_ten() -> None:
+    """The issue's example: CAR reports 0.003 from 1,000 samples; it is 0.00098."""
+    result = risk(chain(10), goal=goal_key("k9"))
+    assert result.method == "exact" and result.tier.value == "decision_procedure"
+    assert result.p_goal_reached == 2**-10 and result.p_all_effects_landed == 2**-10
+    first = result.action_outcomes[0]
+    assert first == {
+        "action_id": "a0",
+        "p_rejected": 0.0,
+        "p_failed": 0.5,
+        "p_effects_landed": 0.5,
+        "mean_blast_radius": 9.0,  # a0's failure rejects the nine after it
+    }
+    assert result.tool_calls["min"] == 1 and result.tool_calls["max"] == 10
+    assert result.tool_calls["mean"] == pytest.approx(sum(2**-i for i in range(10)))
+
+
+def test_a_diamond_and_a_gate_with_a_precondition() -> None:
+    diamond = {
+        "actions": [
+            {"id": "top", "type": "tool_call", "tool": "t", "expected_effects": {"a": 1}},
+            {"id": "l", "type": "tool_call", "tool": "l", "expected_effects": {"b": 1},
+             "state_dependencies": ["a"]},
+            {"id": "r", "type": "tool_call", "tool": "r", "expected_effects": {"c": 1},
+             "state_dependencies": ["a"]},
+            {"id": "end", "type": "tool_call", "tool": "e", "expected_effects": {"d": 1},
+             "state_dependencies": ["b", "c"]},
+        ]
+    }  # fmt: skip
+    rates = {"t": 0.9, "l": 0.8, "r": 0.7, "e": 0.6}
+    result = risk(diamond, tool_success_rates=rates, goal=goal_key("d", 1))
+    assert result.p_goal_reached == pytest.approx(0.9 * 0.8 * 0.7 * 0.6)
+    gate = {
+        "actions": [
+            {"id": "test", "type": "tool_call", "tool": "test", "expected_effects": {"ok": True}},
+            {"id": "deploy", "type": "tool_call", "tool": "deploy",
+             "preconditions": [{"key": "ok", "value": True}], "expected_effects": {"up": True}},
+        ]
+    }  # fmt: skip
+    gated = risk(gate, tool_success_rates={"test": 0.75, "deploy": 1.0}, goal=goal_key("up"))
+    assert gated.p_goal_reached == pytest.approx(0.75)
+    deploy = gated.action_outcomes[1]
+    assert deploy["p_rejected"] == pytest.approx(0.25) and deploy["p_failed"] == 0.0
+
+
+def test_rates_are_clamped_retried_and_their_provenance_said() -> None:
+    assert effective_rate(0.5, 1) == 0.75 and effective_rate(7, 0) == 1.0
+    assert effective_rate(-1, 3) == 0.0
+    result = risk(chain(2), tool_success_rates={"t": 0.5}, config={"retry_attempts": 1})
+    assert result.action_outcomes[0]["p_effects_landed"] == 0.75
+    assert result.rate_provenance == {"t": {"rate": 0.75, "source": "caller"}}
+    other = risk(chain(1, "x"), config={"default_success_rate": 0.9})
+    assert other.rate_provenance == {"x": {"rate": 0.9, "source": "default"}}
+
+
+def test_goals_that_a_simulation_cannot_decide_fail_closed_and_are_named() -> None:
+    goal = {
+        "kind": "any_of",
+        "conditions": [goal_key("k0"), {"kind": "command", "id": "c1", "expect_exit": 0}],
+    }
+    result = risk(chain(1), goal=goal)
+    assert result.p_goal_reached == 0.5 and result.goal_underivable_conditions == ["command:c1"]
+    judged = {"kind": "all_of", "conditions": [goal_key("k0"), {"kind": "model_judge", "id": "j"}]}
+    closed = risk(chain(1), goal=judged)
+    assert closed.p_goal_reached == 0.0 and closed.goal_underivable_conditions == ["model_judge:j"]
+    assert risk(chain(1)).p_goal_reached is None
+    with pytest.raises(InputError, match=r"goal\.key: expected a string"):
+        risk(chain(1), goal={"kind": "state_predicate", "key": 3, "equals": 1})
+
+
+def test_bad_configuration_is_an_input_error_naming_the_field() -> None:
+    with pytest.raises(InputError, match=r"config\.trials: expected an integer >= 1"):
+        risk(chain(1), config={"trials": 0})
+    with pytest.raises(InputError, match=r"config\.trails: unknown key"):
+        risk(chain(1), config={"trails": 10})
+    with pytest.raises(InputError, match=r"tool_success_rates\.t: expected a number"):
+        risk(chain(1), tool_success_rates={"t": "high"})
+    with pytest.raises(UsageError, match="strict profile"):
+        risk(chain(1), profile="strict")
+
+
+# --- exact against brute force ----------
+
+
+def brute_force(
+    proposal: dict[str, Any], state: dict[str, Any] | None, rates: dict[str, float], default: float
+) -> dict[str, Any]:
+    """Every outcome of every tool call, walked as the module's docstring says."""
+    model = load(proposal)
+    order = CarOrder(model).order
+    tools = [i for i in order if model.actions[i].type == "tool_call"]
+    rejected = [0.0] * len(model.actions)
+    failed = [0.0] * len(model.actions)
+    landed = [0.0] * len(model.actions)
+    all_landed = 0.0
+    present: dict[str, float] = {}
+    for outcome in itertools.product([True, False], repeat=len(tools)):
+        ok = dict(zip(tools, outcome, strict=True))
+        weight = 1.0
+        for i, success in ok.items():
+            rate = rates.get(model.actions[i].tool or "", default)
+            weight *= rate if success else 1 - rate
+        if weight == 0:
+            continue
+        current = dict(state or {})
+        every = True
+        for i in order:
+            action = model.actions[i]
+            blocked = (
+                (action.type == "tool_call" and not action.tool)
+                or any(
+                    car_evaluate(p.key, p.operator, p.value, current) is not None
+                    for p in action.preconditions
+                )
+                or any(k not in current for k in action.state_dependencies)
+            )
+            if blocked:
+                rejected[i] += weight
+                every = False
+            elif action.type == "tool_call" and not ok[i]:
+                failed[i] += weight
+                every = False
+            else:
+                current.update(car_effects(action))
+                landed[i] += weight
+        all_landed += weight if every else 0.0
+        for key in current:
+            present[key] = present.get(key, 0.0) + weight
+    return {
+        "rejected": rejected,
+        "failed": failed,
+        "landed": landed,
+        "all": all_landed,
+        "present": present,
+    }
+
+
+known_types = car_proposals(max_actions=5).filter(
+    lambda p: all(a["type"] != "shell" for a in p["actions"])
+)
+rate_maps = st.dictionaries(
+    st.sampled_from(["t", "u", "v", "zz", ""]), st.sampled_from([0.0, 0.25, 0.5, 0.9, 1.0])
+)
+
+
+@RUNS
+@given(known_types, car_states, rate_maps, st.sampled_from([0.5, 0.3, 1.0]))
+def test_the_exact_method_agrees_with_enumerating_every_outcome(
+    proposal: dict[str, Any],
+    state: dict[str, Any] | None,
+    rates: dict[str, float],
+    default: float,
+) -> None:
+    result = risk(proposal, state, rates, config={"default_success_rate": default}, method="exact")
+    expected = brute_force(proposal, state, rates, default)
+    for i, row in enumerate(result.action_outcomes):
+        assert row["p_rejected"] == pytest.approx(expected["rejected"][i], abs=1e-9)
+        assert row["p_failed"] == pytest.approx(expected["failed"][i], abs=1e-9)
+        assert row["p_effects_landed"] == pytest.approx(expected["landed"][i], abs=1e-9)
+        total = row["p_rejected"] + row["p_failed"] + row["p_effects_landed"]
+        assert total == pytest.approx(1.0)
+    assert result.p_all_effects_landed == pytest.approx(expected["all"], abs=1e-9)
+    shown = {row["key"]: row["p_present"] for row in result.state_distribution}
+    assert shown == pytest.approx({k: v for k, v in expected["present"].items() if v > 0})
+
+
+@RUNS
+@given(known_types, car_states)
+def test_sampled_answers_lie_within_their_interval_of_the_exact_ones(
+    proposal: dict[str, Any], state: dict[str, Any] | None
+) -> None:
+    exact = risk(proposal, state, method="exact")
+    sampled = risk(proposal, state, method="sampled", config={"trials": 2000})
+    assert sampled.tier.value == "sampled"
+    first = risk(proposal, state, method="sampled", config={"trials": 2000})
+    assert first.to_json() == sampled.to_json()  # seeded: the same bytes
+    pairs = zip(sampled.action_outcomes, exact.action_outcomes, strict=True)
+    for i, (mine, row) in enumerate(pairs):
+        for name in ("p_rejected", "p_failed", "p_effects_landed"):
+            p, n = row[name], 2000
+            spread = 5 * math.sqrt(max(p * (1 - p), 1e-12) / n) + 1e-9
+            assert abs(mine[name] - p) <= spread, (name, mine, row)
+            low, high = sampled.intervals[f"action_outcomes[{i}].{name}"]
+            assert low <= mine[name] <= high
+
+
+def test_past_its_budget_the_exact_method_says_so_and_auto_samples() -> None:
+    independent = {
+        "actions": [
+            {"id": f"a{i}", "type": "tool_call", "tool": "t", "expected_effects": {f"k{i}": i}}
+            for i in range(12)
+        ]
+    }
+    # every key is read by the last action, so no state merges: 2**11 states
+    independent["actions"].append(
+        {"id": "end", "type": "tool_call", "tool": "t",
+         "state_dependencies": [f"k{i}" for i in range(12)]}
+    )  # fmt: skip
+    with pytest.raises(UsageError, match=r"outgrew its budget of 100 states .* visited"):
+        risk(independent, method="exact", budget=100)
+    auto = risk(independent, budget=100)
+    assert auto.method == "sampled" and "outgrew its budget" in (auto.reason or "")
+    assert risk(independent).method == "exact"
+
+
+def test_the_exact_method_merges_what_the_future_does_not_read() -> None:
+    """Twenty independent tool calls, each writing its own key that nothing reads:
+    2**20 outcomes, a handful of states (the issue's 40-action, 20-call case)."""
+    actions = []
+    for i in range(20):
+        actions.append(
+            {"id": f"t{i}", "type": "tool_call", "tool": f"tool{i % 4}",
+             "expected_effects": {f"k{i}": i}}
+        )  # fmt: skip
+        actions.append(
+            {"id": f"w{i}", "type": "state_write", "parameters": {"key": f"log{i}", "value": i}}
+        )
+    result = risk({"actions": actions}, budget=10_000, method="exact")
+    assert result.p_all_effects_landed == pytest.approx(0.5**20)
+    assert result.tool_calls["p50"] == 20
+
+
+# --- against the runtime ----------
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=60)
+@given(known_types, car_states, rate_maps)
+def test_the_runtimes_estimate_lies_within_its_interval_of_the_exact_value(
+    proposal: dict[str, Any], state: dict[str, Any] | None, rates: dict[str, float]
+) -> None:
+    rt = pytest.importorskip("car_runtime")
+    trials = 4000
+    theirs = json.loads(
+        rt.simulate_monte_carlo(
+            json.dumps(proposal),
+            None if state is None else json.dumps(state),
+            json.dumps(rates),
+            None,
+            json.dumps({"trials": trials}),
+        )
+    )
+    ours = risk(proposal, state, rates, method="exact")
+    assert theirs["seed"] == DEFAULT_SEED
+    for mine, row in zip(ours.action_outcomes, theirs["action_outcomes"], strict=True):
+        assert mine["action_id"] == row["action_id"]
+        for name in ("p_rejected", "p_failed", "p_effects_landed"):
+            p = mine[name]
+            spread = 5 * math.sqrt(max(p * (1 - p), 1e-12) / trials) + 1e-9
+            assert abs(row[name] - p) <= spread, (name, mine, row)
+    assert json_equal(
+        [r["key"] for r in theirs["state_distribution"]],
+        [r["key"] for r in ours.state_distribution],
+    ) or any(r["p_present"] < 0.01 for r in ours.state_distribution)
+
+
+# --- the command line ----------
+
+
+def test_the_risk_command(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    plan = tmp_path / "p.json"
+    plan.write_text(json.dumps(chain(3)))
+    goal = tmp_path / "goal.json"
+    goal.write_text(json.dumps(goal_key("k2")))
+    rates = tmp_path / "rates.json"
+    rates.write_text(json.dumps({"t": 0.5}))
+    assert main(["risk", str(plan), "--goal", str(goal), "--rates", str(rates)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("p(goal reached) = 0.125 (exact)")
+    assert "a0: lands 0.5, fails 0.5, rejected 0" in out
+    args = ["risk", str(plan), "--method", "sampled", "--trials", "500", "--format", "json"]
+    assert main(args) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["trials"] == 500 and doc["tier"] == "sampled" and doc["intervals"]
+    assert main(["risk", str(plan), "--trials", "0"]) == 2
+    assert "--trials" in capsys.readouterr().err
