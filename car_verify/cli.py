@@ -507,6 +507,14 @@ def cmd_risk(args: argparse.Namespace) -> int:
     ):
         if value is not None:
             config[key] = value
+    history = None
+    if args.history:
+        from .risk import rates_from_history
+
+        history = rates_from_history(args.history)
+        for note in history.notes:
+            _note(args, note)
+        _note(args, f"history: {len(history.files)} event logs, {len(history.dispatched)} tools")
     result = risk(
         _load_proposal(args.proposal),
         _load_state(args.state),
@@ -515,6 +523,7 @@ def cmd_risk(args: argparse.Namespace) -> int:
         config,
         method=args.method,
         profile=args.profile,
+        history=history,
     )
     if args.format == "json":
         _write(result.to_json() + "\n")
@@ -1060,6 +1069,13 @@ def _parser() -> _Parser:
     )
     p.add_argument("--state", metavar="STATE.json", help="initial state (a JSON object)")
     p.add_argument("--rates", metavar="RATES.json", help="tool name -> success rate in [0, 1]")
+    p.add_argument(
+        "--history",
+        metavar="PATH",
+        action="append",
+        help="event logs (run --events; files or folders of *.jsonl): each tool's rate "
+        "(succeeded+1)/(dispatched+2); --rates wins per tool (repeatable)",
+    )
     p.add_argument("--goal", metavar="GOAL.json", help="a GoalCondition (state_predicate, ...)")
     p.add_argument("--config", metavar="CONFIG.json", help="{trials, seed, ...}")
     p.add_argument("--trials", type=_positive, metavar="N", help="sampled trials (1000)")

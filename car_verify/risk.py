@@ -40,10 +40,12 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .car import CarOrder, car_effects, car_evaluate, require_known_types
@@ -52,7 +54,7 @@ from .findings import Tier
 from .model import ActionProposal, load
 from .values import json_equal
 
-__all__ = ["DEFAULT_SEED", "RiskConfig", "RiskResult", "risk"]
+__all__ = ["DEFAULT_SEED", "History", "RiskConfig", "RiskResult", "rates_from_history", "risk"]
 
 #: The runtime's fixed default seed (it echoes it back), so that runs repeat.
 DEFAULT_SEED = 910022485546699937
@@ -109,6 +111,63 @@ def effective_rate(rate: float, retry_attempts: int) -> float:
     """A rate clamped to [0, 1], then with ``retry_attempts`` retries."""
     p = _clamp(rate)
     return 1.0 - (1.0 - p) ** (retry_attempts + 1)
+
+
+# --- rates from history -------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class History:
+    """Per tool, how many of its calls were dispatched and how many succeeded, read
+    from car-verify's event logs; and what was passed over (torn lines), said."""
+
+    dispatched: dict[str, int] = field(default_factory=dict)
+    succeeded: dict[str, int] = field(default_factory=dict)
+    files: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def rate(self, tool: str) -> float | None:
+        """Laplace-smoothed ``(succeeded + 1) / (dispatched + 2)``; None if never seen."""
+        n = self.dispatched.get(tool, 0)
+        if n == 0:
+            return None
+        return (self.succeeded.get(tool, 0) + 1) / (n + 2)
+
+
+def rates_from_history(paths: Sequence[str | os.PathLike[str]]) -> History:
+    """Tool success counts from event logs (``car-verify run --events``): files, or
+    folders searched for ``*.jsonl``. A dispatch is an ``action_started`` event that
+    names a tool; it succeeded when the same run's next outcome for that action is
+    ``action_succeeded`` (a retry's failure in between does not count against it)."""
+    from .events import read_log
+
+    history = History()
+    files: list[Path] = []
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            files.extend(sorted(path.rglob("*.jsonl")))
+        elif path.exists():
+            files.append(path)
+        else:
+            raise UsageError(f"--history: no such file or directory: {given}")
+    for file in files:
+        events, notes = read_log(file)
+        history.files.append(str(file))
+        history.notes.extend(notes)
+        pending: dict[tuple[str, str | None], str] = {}
+        for event in events:
+            key = (event.proposal_id, event.action_id)
+            tool = event.data.get("tool")
+            if event.kind == "action_started" and isinstance(tool, str) and tool:
+                history.dispatched[tool] = history.dispatched.get(tool, 0) + 1
+                pending[key] = tool
+            elif event.kind == "action_succeeded" and key in pending:
+                tool_name = pending.pop(key)
+                history.succeeded[tool_name] = history.succeeded.get(tool_name, 0) + 1
+            elif event.kind in ("action_failed", "action_rejected"):
+                pending.pop(key, None)
+    return history
 
 
 # --- the goal ----------------------------------------------------------------------
@@ -563,6 +622,7 @@ def risk(
     method: str = "auto",
     budget: int = DEFAULT_BUDGET,
     profile: str | None = None,
+    history: History | None = None,
 ) -> RiskResult:
     """The chance of reaching ``goal`` and where it is lost (see the module docs)."""
     if profile not in (None, "car"):
@@ -584,12 +644,23 @@ def risk(
     tools = sorted({_tool(a) for a in model.actions if a.type == "tool_call" and a.tool})
     provenance: dict[str, dict[str, Any]] = {}
     rates: dict[str, float] = {}
-    for tool in tools:
+    for tool in tools:  # the caller's rate wins, then the history's, then the default
         given = caller.get(tool)
-        source = "caller" if given is not None else "default"
-        raw = given if given is not None else settings.default_success_rate
+        seen = history.rate(tool) if history is not None else None
+        entry: dict[str, Any]
+        if given is not None:
+            raw, entry = given, {"source": "caller"}
+        elif seen is not None and history is not None:
+            raw = seen
+            entry = {
+                "source": "history",
+                "dispatched": history.dispatched[tool],
+                "succeeded": history.succeeded.get(tool, 0),
+            }
+        else:
+            raw, entry = settings.default_success_rate, {"source": "default"}
         rates[tool] = effective_rate(raw, settings.retry_attempts)
-        provenance[tool] = {"rate": _round(rates[tool]), "source": source}
+        provenance[tool] = {"rate": _round(rates[tool]), **entry}
     compiled_goal = _Goal(goal)
     plan = _compile(model, rates, compiled_goal)
     reason = None

@@ -326,3 +326,45 @@ def test_the_risk_command(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> 
     assert doc["trials"] == 500 and doc["tier"] == "sampled" and doc["intervals"]
     assert main(["risk", str(plan), "--trials", "0"]) == 2
     assert "--trials" in capsys.readouterr().err
+
+
+def test_rates_from_history_are_laplace_smoothed_and_the_caller_wins(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from car_verify.executor import execute_sync
+    from car_verify.risk import rates_from_history
+
+    doc = {
+        "actions": [
+            {"id": "a", "type": "tool_call", "tool": "flaky"},
+            {"id": "b", "type": "tool_call", "tool": "steady"},
+        ]
+    }
+    calls = {"n": 0}
+
+    def flaky(params: dict[str, Any]) -> int:
+        calls["n"] += 1
+        if calls["n"] % 2:
+            raise RuntimeError("down")
+        return 1
+
+    log = tmp_path / "logs" / "events.jsonl"
+    log.parent.mkdir()
+    for _ in range(4):  # flaky: 2 of 4 succeed; steady: 4 of 4
+        execute_sync(doc, {"flaky": flaky, "steady": lambda p: 1}, event_log=log)
+    history = rates_from_history([tmp_path / "logs"])
+    assert history.dispatched == {"flaky": 4, "steady": 4}
+    assert history.succeeded == {"flaky": 2, "steady": 4}
+    result = risk(doc, tool_success_rates={"steady": 0.9}, history=history)
+    assert result.rate_provenance == {
+        "flaky": {"rate": 0.5, "source": "history", "dispatched": 4, "succeeded": 2},
+        "steady": {"rate": 0.9, "source": "caller"},
+    }
+    plan = tmp_path / "p.json"
+    plan.write_text(json.dumps(doc))
+    assert main(["risk", str(plan), "--history", str(log), "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    steady = out["rate_provenance"]["steady"]
+    assert steady["rate"] == pytest.approx(5 / 6) and steady["source"] == "history"
+    assert (steady["dispatched"], steady["succeeded"]) == (4, 4)
+    assert main(["risk", str(plan), "--history", str(tmp_path / "nowhere")]) == 2
