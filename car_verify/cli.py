@@ -524,6 +524,7 @@ def cmd_risk(args: argparse.Namespace) -> int:
         method=args.method,
         profile=args.profile,
         history=history,
+        sensitivity=args.sensitivity,
     )
     if args.format == "json":
         _write(result.to_json() + "\n")
@@ -1087,6 +1088,11 @@ def _parser() -> _Parser:
         choices=("auto", "exact", "sampled"),
         default="auto",
         help="auto (default): exact when it fits its budget, else sampled (and said)",
+    )
+    p.add_argument(
+        "--sensitivity",
+        action="store_true",
+        help="exact d p(goal) / d rate per tool (two exact passes per tool call)",
     )
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(run=cmd_risk)

@@ -326,6 +326,12 @@ class RiskResult:
     #: 95% Wilson intervals of the sampled probabilities, by their path in the
     #: result (``p_goal_reached``, ``action_outcomes[2].p_failed``).
     intervals: dict[str, list[float]] = field(default_factory=dict)
+    #: Beyond CAR: the tool calls whose failure alone (every other call succeeding)
+    #: loses a goal that is reached when every call succeeds; None without a goal.
+    critical_actions: list[str] | None = None
+    #: Beyond CAR (``sensitivity=True``, exact): d p_goal_reached / d rate, per tool,
+    #: the rate being the effective one (after retries).
+    sensitivity: dict[str, float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -346,6 +352,10 @@ class RiskResult:
             out["reason"] = self.reason
         if self.intervals:
             out["intervals"] = self.intervals
+        if self.critical_actions is not None:
+            out["critical_actions"] = list(self.critical_actions)
+        if self.sensitivity is not None:
+            out["sensitivity"] = dict(self.sensitivity)
         return out
 
     def to_json(self) -> str:
@@ -361,6 +371,12 @@ class RiskResult:
         if self.goal_underivable_conditions:
             names = ", ".join(self.goal_underivable_conditions)
             lines.append(f"not decidable here (fail closed): {names}")
+        if self.critical_actions:
+            lines.append(f"critical (their failure alone loses the goal): "
+                         f"{', '.join(self.critical_actions)}")  # fmt: skip
+        if self.sensitivity:
+            moves = ", ".join(f"{tool} {d:+.4g}" for tool, d in self.sensitivity.items())
+            lines.append(f"d p(goal) / d rate: {moves}")
         if self.reason:
             lines.append(f"note: {self.reason}")
         for row in self.action_outcomes:
@@ -623,6 +639,7 @@ def risk(
     budget: int = DEFAULT_BUDGET,
     profile: str | None = None,
     history: History | None = None,
+    sensitivity: bool = False,
 ) -> RiskResult:
     """The chance of reaching ``goal`` and where it is lost (see the module docs)."""
     if profile not in (None, "car"):
@@ -683,9 +700,65 @@ def risk(
             reason = f"sampled: the exact method outgrew its budget of {budget:,} states ({over})"
             tally = None
     exact = tally is not None
+    derivatives = None
+    if exact and sensitivity and compiled_goal.goal is not None:
+        try:
+            derivatives = _sensitivity(plan, state, compiled_goal, _Work(budget))
+        except _Budget as over:
+            reason = f"sensitivity not computed: past the budget of {budget:,} states ({over})"
+    elif sensitivity:
+        reason = (reason + "; " if reason else "") + (
+            "sensitivity needs a goal" if compiled_goal.goal is None else
+            "sensitivity is computed by the exact method only"
+        )  # fmt: skip
     if tally is None:
         tally = _sampled(plan, state, compiled_goal, settings)
-    return _result(model, plan, tally, compiled_goal, settings, provenance, exact, reason)
+    result = _result(model, plan, tally, compiled_goal, settings, provenance, exact, reason)
+    if compiled_goal.goal is not None:
+        result.critical_actions = _critical(plan, state, compiled_goal)
+    result.sensitivity = derivatives
+    return result
+
+
+def _walk_once(plan: _Plan, state: dict[str, Any], failing: int | None) -> dict[str, Any]:
+    """One run with every tool call succeeding but the step at ``failing``."""
+    current = dict(state)
+    for n, step in enumerate(plan.steps):
+        if _blocked(step, current) or (n == failing and step.tool is not None):
+            continue
+        current.update(step.effects)
+    return current
+
+
+def _critical(plan: _Plan, state: dict[str, Any], goal: _Goal) -> list[str]:
+    """The tool calls whose failure alone loses a goal every success reaches."""
+    if not goal.holds(_walk_once(plan, state, None)):
+        return []
+    return [
+        step.action_id
+        for n, step in enumerate(plan.steps)
+        if step.tool is not None and not goal.holds(_walk_once(plan, state, n))
+    ]
+
+
+def _sensitivity(plan: _Plan, state: dict[str, Any], goal: _Goal, work: _Work) -> dict[str, float]:
+    """d p_goal / d rate for each tool. p_goal is multilinear in the calls' rates, so
+    its partial derivative in one call's rate is exactly p(that call always
+    succeeds) - p(it always fails); a tool's derivative is the sum over its calls."""
+    from dataclasses import replace
+
+    out: dict[str, float] = {}
+    for n, step in enumerate(plan.steps):
+        if step.tool is None or step.tool == "":
+            continue
+        ends = []
+        for rate in (1.0, 0.0):
+            steps = list(plan.steps)
+            steps[n] = replace(step, rate=rate)
+            fixed = _Plan(steps, plan.order, plan.live_after, plan.descendants)
+            ends.append(_exact(fixed, state, goal, work).goal)
+        out[step.tool] = out.get(step.tool, 0.0) + ends[0] - ends[1]
+    return {tool: _round(value) for tool, value in sorted(out.items())}
 
 
 def _result(

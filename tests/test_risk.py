@@ -368,3 +368,33 @@ def test_rates_from_history_are_laplace_smoothed_and_the_caller_wins(
     assert steady["rate"] == pytest.approx(5 / 6) and steady["source"] == "history"
     assert (steady["dispatched"], steady["succeeded"]) == (4, 4)
     assert main(["risk", str(plan), "--history", str(tmp_path / "nowhere")]) == 2
+
+
+def test_critical_actions_and_exact_sensitivity() -> None:
+    """Beyond CAR: the calls whose failure alone loses the goal, and how much the
+    goal's probability moves per unit of each tool's rate (exact derivatives)."""
+    doc = {
+        "actions": [
+            {"id": "build", "type": "tool_call", "tool": "build", "expected_effects": {"img": 1}},
+            {"id": "notify", "type": "tool_call", "tool": "chat", "expected_effects": {"said": 1}},
+            {"id": "deploy", "type": "tool_call", "tool": "deploy",
+             "state_dependencies": ["img"], "expected_effects": {"up": True}},
+        ]
+    }  # fmt: skip
+    rates = {"build": 0.9, "deploy": 0.8, "chat": 0.5}
+    result = risk(doc, tool_success_rates=rates, goal=goal_key("up"), sensitivity=True)
+    assert result.critical_actions == ["build", "deploy"]  # notify's failure loses nothing
+    assert result.p_goal_reached == pytest.approx(0.72)
+    assert result.sensitivity == pytest.approx({"build": 0.8, "chat": 0.0, "deploy": 0.9})
+    # the derivative agrees with a finite difference of the exact answer
+    bumped = risk(doc, tool_success_rates={**rates, "build": 0.9 + 1e-6}, goal=goal_key("up"))
+    slope = (bumped.p_goal_reached - result.p_goal_reached) / 1e-6  # type: ignore[operator]
+    assert slope == pytest.approx(0.8, rel=1e-4)
+    assert risk(doc, tool_success_rates=rates).critical_actions is None  # no goal
+    again = {"id": "again", "type": "tool_call", "tool": "deploy",
+             "state_dependencies": ["up"], "expected_effects": {"sure": True}}  # fmt: skip
+    twice = {"actions": [*doc["actions"], again]}
+    shared = risk(twice, tool_success_rates=rates, goal=goal_key("sure"), sensitivity=True)
+    # p = 0.9 * r * r: d/dr = 2 * 0.9 * r
+    assert shared.sensitivity is not None
+    assert shared.sensitivity["deploy"] == pytest.approx(2 * 0.9 * 0.8)
