@@ -525,6 +525,7 @@ def cmd_risk(args: argparse.Namespace) -> int:
         profile=args.profile,
         history=history,
         sensitivity=args.sensitivity,
+        failure_behavior=args.failure_behavior,
     )
     if args.format == "json":
         _write(result.to_json() + "\n")
@@ -1093,6 +1094,12 @@ def _parser() -> _Parser:
         "--sensitivity",
         action="store_true",
         help="exact d p(goal) / d rate per tool (two exact passes per tool call)",
+    )
+    p.add_argument(
+        "--failure-behavior",
+        action="store_true",
+        help="model each action's failure_behavior (abort stops the run, retry draws "
+        "again up to max_retries, skip goes on); the runtime does not",
     )
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(run=cmd_risk)

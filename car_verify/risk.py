@@ -34,6 +34,13 @@ closed and is named in ``goal_underivable_conditions``.
 
 ``mean_blast_radius`` of an action is, over the trials in which it failed, the
 mean number of actions it orders (directly or not) that were rejected.
+
+Beyond the runtime, on request: ``failure_behavior=True`` models each action's
+``failure_behavior`` (``abort``, the default, and ``retry`` once its
+``max_retries`` more draws have failed, stop the run at a failure or a rejection:
+every later action in the walk is rejected; ``skip`` goes on); ``sensitivity``
+gives the exact derivative of ``p_goal_reached`` in each tool's rate; and with a
+goal, ``critical_actions`` names the calls whose failure alone loses it.
 """
 
 from __future__ import annotations
@@ -231,6 +238,9 @@ class _Step:
     preconditions: list[tuple[str, str, Any]]
     depends: list[str]
     effects: dict[str, Any]
+    #: With ``failure_behavior`` modelled: a failure or a rejection here stops the
+    #: run (every later action is rejected). Never, in CAR's model.
+    stops: bool = False
 
 
 @dataclass(slots=True)
@@ -242,21 +252,31 @@ class _Plan:
     descendants: dict[int, set[int]]
 
 
-def _compile(proposal: ActionProposal, rates: Mapping[str, float], goal: _Goal) -> _Plan:
+def _compile(
+    proposal: ActionProposal,
+    rates: Mapping[str, float],
+    goal: _Goal,
+    failure_behavior: bool = False,
+) -> _Plan:
     order = CarOrder(proposal)
     steps = []
     for index in order.order:
         action = proposal.actions[index]
         tool = _tool(action) if action.type == "tool_call" else None
+        rate = rates.get(tool, 1.0) if tool else 1.0
+        behaviour = action.failure_behavior.value
+        if failure_behavior and behaviour == "retry" and tool:
+            rate = effective_rate(rate, action.max_retries)  # then, failing, it aborts
         steps.append(
             _Step(
                 index,
                 action.id,
                 tool,
-                rates.get(tool, 1.0) if tool else 1.0,
+                rate,
                 [(p.key, p.operator, p.value) for p in action.preconditions],
                 list(action.state_dependencies),
                 car_effects(action),
+                stops=failure_behavior and behaviour in ("abort", "retry"),
             )
         )
     live_after: list[set[str]] = [set() for _ in steps]
@@ -451,16 +471,19 @@ def _sampled(plan: _Plan, state: dict[str, Any], goal: _Goal, config: RiskConfig
         calls = executed = 0
         failed_here: list[int] = []
         rejected_here: set[int] = set()
+        stopped = False
         for n, step in enumerate(plan.steps):
-            if _blocked(step, current):
+            if stopped or _blocked(step, current):
                 tally.rejected[n] += w
                 rejected_here.add(step.index)
+                stopped = stopped or step.stops
                 continue
             if step.tool is not None:
                 calls += 1
                 if rng.random() >= step.rate:
                     tally.failed[n] += w
                     failed_here.append(n)
+                    stopped = step.stops
                     continue
             current.update(step.effects)
             tally.landed[n] += w
@@ -506,7 +529,7 @@ def _exact(
     kept = tuple(sorted((k, t) for k, t in start.items() if k in first_live))
     # (live state, tool calls so far, landed so far, all landed, descendants of the
     # forced step rejected so far) -> probability
-    states: dict[tuple[Any, ...], float] = {(kept, 0, 0, True, 0): 1.0}
+    states: dict[tuple[Any, ...], float] = {(kept, 0, 0, True, 0, False): 1.0}
     forced_desc = (
         plan.descendants.get(plan.steps[forced].index, set()) if forced is not None else set()
     )
@@ -514,33 +537,34 @@ def _exact(
         nxt: dict[tuple[Any, ...], float] = defaultdict(float)
         push = _Layer(nxt, plan.live_after[n], tally, values).push
 
-        for (items, calls, landed, all_landed, hit), p in states.items():
+        for (items, calls, landed, all_landed, hit, stopped), p in states.items():
             texts = dict(items)
             current = {k: values[t] for k, t in items}
-            if _blocked(step, current):
+            if stopped or _blocked(step, current):
                 tally.rejected[n] += p
                 if forced is not None and n == forced:
                     continue  # the forced step did not fail here: not one of its runs
                 more = 1 if step.index in forced_desc else 0
-                push(texts, (calls, landed, False, hit + more), p)
+                push(texts, (calls, landed, False, hit + more, stopped or step.stops), p)
                 continue
             if step.tool is None:
                 tally.landed[n] += p
-                push({**texts, **effects[n]}, (calls, landed + 1, all_landed, hit), p)
+                push({**texts, **effects[n]}, (calls, landed + 1, all_landed, hit, False), p)
                 continue
             ok, bad = step.rate, 1.0 - step.rate
             if forced is not None and n == forced:
                 ok = 0.0
             if ok > 0.0:
                 tally.landed[n] += p * ok
-                push({**texts, **effects[n]}, (calls + 1, landed + 1, all_landed, hit), p * ok)
+                after = {**texts, **effects[n]}
+                push(after, (calls + 1, landed + 1, all_landed, hit, False), p * ok)
             if bad > 0.0:
                 tally.failed[n] += p * bad
-                push(texts, (calls + 1, landed, False, hit), p * bad)
+                push(texts, (calls + 1, landed, False, hit, step.stops), p * bad)
         states = nxt
         pass_name = "the outcome pass" if forced is None else "a blast-radius pass"
         work.add(len(states), f"in {pass_name} at action {n + 1} of {len(plan.steps)}")
-    for (items, calls, landed, all_landed, hit), p in states.items():
+    for (items, calls, landed, all_landed, hit, _), p in states.items():
         current = {k: values[t] for k, t in items}
         tally.tool_calls[calls] += p
         tally.executed[landed] += p
@@ -573,7 +597,9 @@ class _Layer:
     ) -> None:
         self.nxt, self.live, self.tally, self.values = nxt, live, tally, values
 
-    def push(self, items: dict[str, str], counts: tuple[int, int, bool, int], p: float) -> None:
+    def push(
+        self, items: dict[str, str], counts: tuple[int, int, bool, int, bool], p: float
+    ) -> None:
         """Add a run's state, tallying (and dropping) the keys no later action reads
         or writes and the goal does not name: their value is final."""
         out = []
@@ -640,6 +666,7 @@ def risk(
     profile: str | None = None,
     history: History | None = None,
     sensitivity: bool = False,
+    failure_behavior: bool = False,
 ) -> RiskResult:
     """The chance of reaching ``goal`` and where it is lost (see the module docs)."""
     if profile not in (None, "car"):
@@ -679,7 +706,7 @@ def risk(
         rates[tool] = effective_rate(raw, settings.retry_attempts)
         provenance[tool] = {"rate": _round(rates[tool]), **entry}
     compiled_goal = _Goal(goal)
-    plan = _compile(model, rates, compiled_goal)
+    plan = _compile(model, rates, compiled_goal, failure_behavior)
     reason = None
     tally = None
     if method in ("auto", "exact"):
@@ -725,6 +752,8 @@ def _walk_once(plan: _Plan, state: dict[str, Any], failing: int | None) -> dict[
     current = dict(state)
     for n, step in enumerate(plan.steps):
         if _blocked(step, current) or (n == failing and step.tool is not None):
+            if step.stops:
+                break
             continue
         current.update(step.effects)
     return current

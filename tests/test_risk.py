@@ -136,9 +136,15 @@ def test_bad_configuration_is_an_input_error_naming_the_field() -> None:
 
 
 def brute_force(
-    proposal: dict[str, Any], state: dict[str, Any] | None, rates: dict[str, float], default: float
+    proposal: dict[str, Any],
+    state: dict[str, Any] | None,
+    rates: dict[str, float],
+    default: float,
+    behaviour: bool = False,
 ) -> dict[str, Any]:
-    """Every outcome of every tool call, walked as the module's docstring says."""
+    """Every outcome of every tool call, walked as the module's docstring says
+    (with ``behaviour``: abort and retry stop the run at a failure or a rejection,
+    retry after ``max_retries`` more draws)."""
     model = load(proposal)
     order = CarOrder(model).order
     tools = [i for i in order if model.actions[i].type == "tool_call"]
@@ -151,14 +157,23 @@ def brute_force(
         ok = dict(zip(tools, outcome, strict=True))
         weight = 1.0
         for i, success in ok.items():
-            rate = rates.get(model.actions[i].tool or "", default)
+            action = model.actions[i]
+            rate = min(1.0, max(0.0, rates.get(action.tool or "", default)))
+            if behaviour and action.failure_behavior.value == "retry":
+                rate = 1 - (1 - rate) ** (action.max_retries + 1)
             weight *= rate if success else 1 - rate
         if weight == 0:
             continue
         current = dict(state or {})
         every = True
+        stopped = False
         for i in order:
             action = model.actions[i]
+            stops = behaviour and action.failure_behavior.value in ("abort", "retry")
+            if stopped:
+                rejected[i] += weight
+                every = False
+                continue
             blocked = (
                 (action.type == "tool_call" and not action.tool)
                 or any(
@@ -170,9 +185,11 @@ def brute_force(
             if blocked:
                 rejected[i] += weight
                 every = False
+                stopped = stops
             elif action.type == "tool_call" and not ok[i]:
                 failed[i] += weight
                 every = False
+                stopped = stops
             else:
                 current.update(car_effects(action))
                 landed[i] += weight
@@ -197,15 +214,17 @@ rate_maps = st.dictionaries(
 
 
 @RUNS
-@given(known_types, car_states, rate_maps, st.sampled_from([0.5, 0.3, 1.0]))
+@given(known_types, car_states, rate_maps, st.sampled_from([0.5, 0.3, 1.0]), st.booleans())
 def test_the_exact_method_agrees_with_enumerating_every_outcome(
     proposal: dict[str, Any],
     state: dict[str, Any] | None,
     rates: dict[str, float],
     default: float,
+    behaviour: bool,
 ) -> None:
-    result = risk(proposal, state, rates, config={"default_success_rate": default}, method="exact")
-    expected = brute_force(proposal, state, rates, default)
+    config = {"default_success_rate": default}
+    result = risk(proposal, state, rates, config=config, method="exact", failure_behavior=behaviour)
+    expected = brute_force(proposal, state, rates, default, behaviour)
     for i, row in enumerate(result.action_outcomes):
         assert row["p_rejected"] == pytest.approx(expected["rejected"][i], abs=1e-9)
         assert row["p_failed"] == pytest.approx(expected["failed"][i], abs=1e-9)
@@ -398,3 +417,24 @@ def test_critical_actions_and_exact_sensitivity() -> None:
     # p = 0.9 * r * r: d/dr = 2 * 0.9 * r
     assert shared.sensitivity is not None
     assert shared.sensitivity["deploy"] == pytest.approx(2 * 0.9 * 0.8)
+
+
+def test_failure_behavior_modelled_beyond_car() -> None:
+    """CAR does not model failure_behavior; with ``failure_behavior=True`` abort
+    (the default) stops the run, retry draws again up to max_retries, skip goes on."""
+    doc = {
+        "actions": [
+            {"id": "a", "type": "tool_call", "tool": "t", "failure_behavior": "abort"},
+            {"id": "b", "type": "tool_call", "tool": "t", "failure_behavior": "skip"},
+        ]
+    }
+    car = risk(doc)
+    assert car.action_outcomes[1]["p_rejected"] == 0.0  # CAR: b runs whatever a does
+    modelled = risk(doc, failure_behavior=True)
+    assert modelled.action_outcomes[1]["p_rejected"] == 0.5  # a's failure stops the run
+    doc["actions"][0].update(failure_behavior="retry", max_retries=2)
+    retried = risk(doc, failure_behavior=True)
+    assert retried.action_outcomes[0]["p_effects_landed"] == pytest.approx(1 - 0.5**3)
+    assert retried.action_outcomes[1]["p_rejected"] == pytest.approx(0.5**3)
+    doc["actions"][0]["failure_behavior"] = "skip"
+    assert risk(doc, failure_behavior=True).action_outcomes[1]["p_rejected"] == 0.0
