@@ -763,6 +763,12 @@ def cmd_dot(args: argparse.Namespace) -> int:
             execution = data
     proposal = _load_proposal(args.proposal)
     tools, state, policies = _load_tools(args.tools), _load_state(args.state), _policies(args)
+    risked = None
+    if args.risk or args.rates:
+        from .risk import risk
+
+        rates = None if args.rates is None else _read_file(args.rates, dict, "rates")
+        risked = risk(proposal, state, rates, profile=args.profile)
     with progress(4, "dot", "steps", show=None if len(proposal.actions) > 200 else False) as bar:
         graph = to_dot(
             proposal,
@@ -773,6 +779,7 @@ def cmd_dot(args: argparse.Namespace) -> int:
             policies=policies,
             max_nodes=args.max_nodes,
             progress=bar,
+            risk=risked,
         )
         bar.note("render")
         if args.output is None:
@@ -1206,6 +1213,14 @@ def _parser() -> _Parser:
         default=250,
         help="past N actions, summarise: levels in bands, actions with findings first "
         "(default 250)",
+    )
+    p.add_argument(
+        "--risk",
+        action="store_true",
+        help="colour by each action's chance that its effects land (car-verify risk)",
+    )
+    p.add_argument(
+        "--rates", metavar="RATES.json", help="tool success rates for --risk (implies it)"
     )
     p.add_argument(
         "-o", "--output", metavar="OUT", help="OUT.dot, OUT.svg or OUT.png (default: DOT on stdout)"

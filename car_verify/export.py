@@ -83,6 +83,14 @@ MAX_RANKS = 40
 #: At most this many conflict edges are drawn; the graph's label says how many more.
 MAX_CONFLICT_EDGES = 200
 BLOCKED_COLOUR = "#8b0000"
+#: ``risk``'s ``p_effects_landed``, in five bands from red (rarely lands) to green.
+LANDS_COLOURS = (
+    (0.2, "#e06666", "lands < 20%"),
+    (0.5, "#f6b26b", "lands 20-50%"),
+    (0.8, "#ffe599", "lands 50-80%"),
+    (0.99, "#b6d7a8", "lands 80-99%"),
+    (1.01, "#6aa84f", "lands >= 99%"),
+)
 POLICY_COLOUR = "#cc0000"
 
 
@@ -97,6 +105,7 @@ def to_dot(
     policies: Any = None,
     max_nodes: int = MAX_NODES,
     progress: Progress | None = None,
+    risk: Any = None,
 ) -> Any:
     """The proposal as a ``pydot.Dot``. Without ``result``, verify runs first (with
     ``tools``, ``initial_state``, ``profile`` and ``policies``).
@@ -106,7 +115,10 @@ def to_dot(
     a policy violation gives it a red border and names the rule. ``execution`` (a
     ProposalResult, an ExecutionResult or ``car-verify run --format json``'s
     report) colours by status instead, ``compensated`` for an action a rollback
-    undid. An edge is labelled with why it exists and with the keys it feeds to a
+    undid; ``risk`` (a :class:`~car_verify.risk.RiskResult`) colours by each
+    action's ``p_effects_landed`` instead, in five bands.
+
+    An edge is labelled with why it exists and with the keys it feeds to a
     precondition; a precondition supplied by an action that is no predecessor is
     a dotted edge. Past ``max_nodes`` actions (or :data:`MAX_RANKS` levels) the
     picture is summarised: consecutive levels share a rank, each rank draws its
@@ -123,6 +135,9 @@ def to_dot(
         )
     shown.update()
     status = _statuses(execution)
+    lands: dict[int, float] = {}
+    if risk is not None and not status:
+        lands = {i: row["p_effects_landed"] for i, row in enumerate(risk.action_outcomes)}
     dag = result.dag if result.proposal is model else Dag(model)
     by_action: dict[int, list[Issue]] = {}
     for issue in result.issues:
@@ -171,7 +186,8 @@ def to_dot(
             )
         )
         for i in members:
-            rank.add_node(_node(pydot, model, i, by_action.get(i, []), status, trace, used))
+            node = _node(pydot, model, i, by_action.get(i, []), status, trace, used, lands)
+            rank.add_node(node)
         if hidden:
             rank.add_node(_more(pydot, r, hidden, by_action))
         graph.add_subgraph(rank)
@@ -369,6 +385,7 @@ def _node(
     status: Mapping[str, str],
     trace: Mapping[str, Any],
     used: _Used,
+    lands: Mapping[int, float] | None = None,
 ) -> Any:
     action = model.actions[i]
     same = action.tool is None or action.tool == action.id  # no "deploy / deploy"
@@ -380,9 +397,15 @@ def _node(
         head += f"\n[{state}]"
         used.colours.add(f"status:{state}")
     else:
-        worst = _worst(issues)
-        colour = SEVERITY_COLOURS[worst]
-        used.colours.add(f"finding:{worst}")
+        if lands and i in lands:
+            p = lands[i]
+            colour, band = next((c, name) for top, c, name in LANDS_COLOURS if p < top)
+            head += f"\nlands {p:.0%}"
+            used.colours.add(f"lands:{band}")
+        else:
+            worst = _worst(issues)
+            colour = SEVERITY_COLOURS[worst]
+            used.colours.add(f"finding:{worst}")
         step = trace.get(action.id)
         if step is not None and step.blocked:
             head += "\n[blocked]"
@@ -436,6 +459,9 @@ def _legend(pydot: Any, used: _Used, by_status: bool) -> Any:
     for key, colour in STATUS_COLOURS.items():
         if f"status:{key}" in used.colours:
             rows.append((colour, key))
+    for _, colour, band in LANDS_COLOURS:
+        if f"lands:{band}" in used.colours:
+            rows.append((colour, f"{band} (risk: p effects land)"))
     for key, colour in SEVERITY_COLOURS.items():
         if f"finding:{key}" in used.colours:
             rows.append((colour, "no finding" if key == "clean" else f"worst finding: {key}"))
