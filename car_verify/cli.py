@@ -515,18 +515,23 @@ def cmd_risk(args: argparse.Namespace) -> int:
         for note in history.notes:
             _note(args, note)
         _note(args, f"history: {len(history.files)} event logs, {len(history.dispatched)} tools")
-    result = risk(
-        _load_proposal(args.proposal),
-        _load_state(args.state),
-        None if args.rates is None else _read_file(args.rates, dict, "rates"),
-        None if args.goal is None else _read_file(args.goal, dict, "goal"),
-        config,
-        method=args.method,
-        profile=args.profile,
-        history=history,
-        sensitivity=args.sensitivity,
-        failure_behavior=args.failure_behavior,
-    )
+    from .progress import progress
+
+    trials = config.get("trials", 1000)
+    with progress(trials if isinstance(trials, int) else None, "risk", "trials") as bar:
+        result = risk(
+            _load_proposal(args.proposal),
+            _load_state(args.state),
+            None if args.rates is None else _read_file(args.rates, dict, "rates"),
+            None if args.goal is None else _read_file(args.goal, dict, "goal"),
+            config,
+            method=args.method,
+            profile=args.profile,
+            history=history,
+            sensitivity=args.sensitivity,
+            failure_behavior=args.failure_behavior,
+            progress=bar,
+        )
     if args.format == "json":
         _write(result.to_json() + "\n")
     else:

@@ -59,6 +59,7 @@ from .car import CarOrder, car_effects, car_evaluate, require_known_types
 from .errors import InputError, UsageError, deep_values_are_input_errors
 from .findings import Tier
 from .model import ActionProposal, load
+from .progress import Progress
 from .values import json_equal
 
 __all__ = ["DEFAULT_SEED", "History", "RiskConfig", "RiskResult", "rates_from_history", "risk"]
@@ -462,11 +463,19 @@ class _Tally:
         self.values[key][text] += weight
 
 
-def _sampled(plan: _Plan, state: dict[str, Any], goal: _Goal, config: RiskConfig) -> _Tally:
+def _sampled(
+    plan: _Plan,
+    state: dict[str, Any],
+    goal: _Goal,
+    config: RiskConfig,
+    shown: Progress | None = None,
+) -> _Tally:
     rng = random.Random(config.seed)
     tally = _Tally(plan)
     w = 1.0 / config.trials
     for _ in range(config.trials):
+        if shown is not None:
+            shown.update()
         current = dict(state)
         calls = executed = 0
         failed_here: list[int] = []
@@ -667,6 +676,7 @@ def risk(
     history: History | None = None,
     sensitivity: bool = False,
     failure_behavior: bool = False,
+    progress: Progress | None = None,
 ) -> RiskResult:
     """The chance of reaching ``goal`` and where it is lost (see the module docs)."""
     if profile not in (None, "car"):
@@ -739,7 +749,9 @@ def risk(
             "sensitivity is computed by the exact method only"
         )  # fmt: skip
     if tally is None:
-        tally = _sampled(plan, state, compiled_goal, settings)
+        if progress is not None:
+            progress.note("sampling")
+        tally = _sampled(plan, state, compiled_goal, settings, progress)
     result = _result(model, plan, tally, compiled_goal, settings, provenance, exact, reason)
     if compiled_goal.goal is not None:
         result.critical_actions = _critical(plan, state, compiled_goal)
