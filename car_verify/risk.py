@@ -250,7 +250,9 @@ class _Plan:
     order: CarOrder
     #: Per position in the walk: the keys still read or written after it.
     live_after: list[set[str]]
-    descendants: dict[int, set[int]]
+    #: Per action position, the actions it orders (directly or not), as a bit mask
+    #: (bit j: action j), built in one sweep against the walk's order.
+    descendants: list[int]
 
 
 def _compile(
@@ -292,18 +294,12 @@ def _compile(
     for index, preds in enumerate(order.preds):
         for p in preds:
             succs[p].append(index)
-    descendants: dict[int, set[int]] = {}
-    for step in steps:
-        if step.tool is None:
-            continue
-        seen: set[int] = set()
-        stack = list(succs[step.index])
-        while stack:
-            i = stack.pop()
-            if i not in seen:
-                seen.add(i)
-                stack.extend(succs[i])
-        descendants[step.index] = seen
+    descendants = [0] * len(proposal.actions)
+    for index in reversed(order.order):  # every successor is done before its predecessor
+        mask = 0
+        for j in succs[index]:
+            mask |= (1 << j) | descendants[j]
+        descendants[index] = mask
     return _Plan(steps, order, live_after, descendants)
 
 
@@ -479,12 +475,12 @@ def _sampled(
         current = dict(state)
         calls = executed = 0
         failed_here: list[int] = []
-        rejected_here: set[int] = set()
+        rejected_here = 0  # a bit mask of positions
         stopped = False
         for n, step in enumerate(plan.steps):
             if stopped or _blocked(step, current):
                 tally.rejected[n] += w
-                rejected_here.add(step.index)
+                rejected_here |= 1 << step.index
                 stopped = stopped or step.stops
                 continue
             if step.tool is not None:
@@ -507,7 +503,7 @@ def _sampled(
             tally.end_value(key, value, w)
         for n in failed_here:
             hit = plan.descendants[plan.steps[n].index] & rejected_here
-            tally.blast[n] += w * len(hit)
+            tally.blast[n] += w * hit.bit_count()
     return tally
 
 
@@ -539,9 +535,7 @@ def _exact(
     # (live state, tool calls so far, landed so far, all landed, descendants of the
     # forced step rejected so far) -> probability
     states: dict[tuple[Any, ...], float] = {(kept, 0, 0, True, 0, False): 1.0}
-    forced_desc = (
-        plan.descendants.get(plan.steps[forced].index, set()) if forced is not None else set()
-    )
+    forced_desc = plan.descendants[plan.steps[forced].index] if forced is not None else 0
     for n, step in enumerate(plan.steps):
         nxt: dict[tuple[Any, ...], float] = defaultdict(float)
         push = _Layer(nxt, plan.live_after[n], tally, values).push
@@ -553,7 +547,7 @@ def _exact(
                 tally.rejected[n] += p
                 if forced is not None and n == forced:
                     continue  # the forced step did not fail here: not one of its runs
-                more = 1 if step.index in forced_desc else 0
+                more = (forced_desc >> step.index) & 1
                 push(texts, (calls, landed, False, hit + more, stopped or step.stops), p)
                 continue
             if step.tool is None:
