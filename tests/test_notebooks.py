@@ -54,3 +54,20 @@ def test_the_audit_notebook_verifies_each_case_with_its_own_state_and_tools() ->
     said = "\n".join(outputs)
     assert "every corpus case finds what it expects" in said
     assert "assertion-holds.json" not in said and "examples/payment" not in said
+
+
+def test_the_risk_notebook_audits_a_plan_end_to_end() -> None:
+    """Issue 26, item 6: a notebook that audits a plan's risk end to end: exact
+    numbers, the sampled interval around them, outcomes, the picture, sensitivity."""
+    import json
+
+    book = json.loads((NOTEBOOKS[0].parent / "04-risk-of-a-plan.ipynb").read_text())
+    said = "\n".join(
+        "".join(out.get("text", "")) + "".join(out.get("data", {}).get("text/plain", ""))
+        for cell in book["cells"]
+        for out in cell.get("outputs", [])
+    )
+    assert "p(goal reached) = 0.684 (exact)" in said
+    assert "exact 0.6840; sampled" in said and "critical: build, test, deploy" in said
+    kinds = {k for c in book["cells"] for o in c.get("outputs", []) for k in o.get("data", {})}
+    assert {"text/html", "image/svg+xml"} <= kinds  # the outcome bars and the picture
