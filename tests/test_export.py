@@ -262,3 +262,29 @@ def test_a_large_plan_is_summarised_and_says_so() -> None:
     assert deep.count("rank=same") <= 41 and "levels 0-" in deep  # levels in bands
     small = to_dot_text(proposal("gated-deploy"), profile="strict")
     assert "summarised" not in small and "more actions" not in small
+
+
+def test_the_picture_coloured_by_the_chance_that_effects_land(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 26, item 6: the DAG picture coloured by p_effects_landed."""
+    from car_verify.risk import risk
+
+    doc = {
+        "actions": [
+            {"id": "b", "type": "tool_call", "tool": "build", "expected_effects": {"img": 1}},
+            {"id": "d", "type": "tool_call", "tool": "deploy", "state_dependencies": ["img"]},
+        ]
+    }
+    result = risk(doc, tool_success_rates={"build": 0.9, "deploy": 0.6})
+    text = to_dot_text(doc, risk=result)
+    (build,) = [line for line in text.splitlines() if line.startswith("a0 [")]
+    (deploy,) = [line for line in text.splitlines() if line.startswith("a1 [")]
+    assert "lands 90%" in build and 'fillcolor="#b6d7a8"' in build
+    assert "lands 54%" in deploy and 'fillcolor="#ffe599"' in deploy
+    assert "lands 80-99% (risk: p effects land)" in text and "worst finding" not in text
+    plan, rates = tmp_path / "p.json", tmp_path / "rates.json"
+    plan.write_text(json.dumps(doc))
+    rates.write_text(json.dumps({"build": 0.9, "deploy": 0.6}))
+    assert main(["dot", str(plan), "--rates", str(rates)]) == 0
+    assert "lands 54%" in capsys.readouterr().out
