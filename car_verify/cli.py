@@ -493,6 +493,21 @@ def cmd_equivalent(args: argparse.Namespace) -> int:
     return EXIT_OK if result.equivalent else EXIT_FINDINGS
 
 
+@contextlib.contextmanager
+def _named_inputs(files: Mapping[str, str | None]) -> Any:
+    """An input error about ``goal.conditions`` (say) names the file it came from."""
+    try:
+        yield
+    except InputError as err:
+        first = err.path[0] if err.path else None
+        name = files.get(first) if isinstance(first, str) else None
+        if name is None or err.source:
+            raise
+        raise InputError(
+            err.problem, err.path[1:], source=name, line=err.line, column=err.column
+        ) from None
+
+
 def cmd_risk(args: argparse.Namespace) -> int:
     from .risk import risk
 
@@ -518,7 +533,10 @@ def cmd_risk(args: argparse.Namespace) -> int:
     from .progress import progress
 
     trials = config.get("trials", 1000)
-    with progress(trials if isinstance(trials, int) else None, "risk", "trials") as bar:
+    with (
+        progress(trials if isinstance(trials, int) else None, "risk", "trials") as bar,
+        _named_inputs({"goal": args.goal, "tool_success_rates": args.rates, "config": args.config}),
+    ):
         result = risk(
             _load_proposal(args.proposal),
             _load_state(args.state),

@@ -345,6 +345,11 @@ def test_the_risk_command(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> 
     assert doc["trials"] == 500 and doc["tier"] == "sampled" and doc["intervals"]
     assert main(["risk", str(plan), "--trials", "0"]) == 2
     assert "--trials" in capsys.readouterr().err
+    goal.write_text(json.dumps({"kind": "all_of"}))  # an error names the file it is in
+    assert main(["risk", str(plan), "--goal", str(goal)]) == 2
+    assert capsys.readouterr().err == (
+        f"car-verify: error: {goal}: conditions: expected an array of conditions\n"
+    )
 
 
 def test_rates_from_history_are_laplace_smoothed_and_the_caller_wins(
