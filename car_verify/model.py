@@ -814,8 +814,16 @@ _PLAIN_DECODER = json.JSONDecoder(object_pairs_hook=_object)
 def decode_text(text: str, *, first_line: int = 1) -> tuple[Any, list[RepeatedKey]]:
     """``json.loads(text)`` (raising what it raises), and the keys ``text`` repeats
     in one object, their lines counted from ``first_line``."""
+    return _decode(_PLAIN_DECODER, text, first_line)
+
+
+def _decode(
+    decoder: json.JSONDecoder, text: str, first_line: int = 1
+) -> tuple[Any, list[RepeatedKey]]:
+    """``text`` decoded, and its repeated keys: the one place the hook's flag is
+    read (the slow token walk that locates repeats runs only when it is set)."""
     _REPEATS.seen = False
-    data = _PLAIN_DECODER.decode(text)
+    data = decoder.decode(text)
     if not _REPEATS.seen:
         return data, []
     from .locate import duplicate_keys
@@ -906,8 +914,7 @@ def read_json(
     try:
         if not isinstance(text, str):  # as json.loads reads bytes
             text = bytes(text).decode(json.detect_encoding(text), "surrogatepass")
-        _REPEATS.seen = False
-        data = _DECODER.decode(text)
+        data, found = _decode(_DECODER, text)
     except json.JSONDecodeError as err:
         raise InputError(
             f"not valid JSON: {err.msg}", source=label, line=err.lineno, column=err.colno
@@ -921,14 +928,10 @@ def read_json(
     where = lone_surrogate(text, data)
     if where is not None:
         raise InputError(LONE_SURROGATE, where, source=label)
-    if _REPEATS.seen:
-        from .locate import duplicate_keys
-
-        found = [RepeatedKey(*repeat) for repeat in duplicate_keys(text)]
-        if repeats is None and found:
+    if found:
+        if repeats is None:
             raise found[0].error(label)
-        if repeats is not None:
-            repeats.extend(found)
+        repeats.extend(found)
     return data
 
 
