@@ -284,8 +284,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if args.show_settings:
         return _show_settings(args, _verify_settings(args, passes))
     tools, state = _load_tools(args.tools), _load_state(args.state)
+    profile = _profile(args)  # resolved once: it may read the configuration file
     if args.fix or args.diff:
-        changed = _fix_files(args, args.proposals, state)
+        changed = _fix_files(args, args.proposals, state, profile)
         if args.diff:
             return EXIT_FINDINGS if changed else EXIT_OK
     # Every input is read before anything is checked: a bad one is the error, alone.
@@ -305,7 +306,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             passes=passes,
             repeat_threshold=args.repeat_threshold,
             policies=policies,
-            profile=_profile(args),
+            profile=profile,
         )
         if passes:  # a pass asked for by name that could not run is no clean result
             idle = [c for c in result.evidence.checks if c.name in passes and not c.ran]
@@ -349,7 +350,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return EXIT_OK if all(r.valid for r in results) else EXIT_FINDINGS
 
 
-def _fix_files(args: argparse.Namespace, names: Sequence[str], state: Any) -> bool:
+def _fix_files(args: argparse.Namespace, names: Sequence[str], state: Any, profile: str) -> bool:
     """``--fix`` / ``--diff``: repair each JSON file named (written back, or shown as a
     unified diff), saying what was repaired, declined and not attempted. Whether
     anything changed."""
@@ -370,7 +371,7 @@ def _fix_files(args: argparse.Namespace, names: Sequence[str], state: Any) -> bo
         if not isinstance(document, dict) or not isinstance(document.get("actions"), list):
             continue  # verify says what is wrong with it
         repaired = fix_document(
-            document, initial_state=state, profile=_profile(args), timeout_ms=_timeout_ms(args)
+            document, initial_state=state, profile=profile, timeout_ms=_timeout_ms(args)
         )
         for note in repaired.notes:
             _note(args, f"{name}: {note}")
@@ -873,8 +874,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
         others = len(candidates) - len(chosen)
         if others:
             _note(args, f"--fix rewrites .json files only; {others} other files not repaired")
-        args.profile = config.profile or args.profile
-        changed = _fix_files(args, chosen, state)
+        changed = _fix_files(args, chosen, state, config.profile or "car")
         if args.diff:
             return EXIT_FINDINGS if changed else EXIT_OK
     report = lint.lint_paths(paths, config, workers=args.workers, progress=progress)
