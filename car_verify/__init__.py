@@ -53,6 +53,14 @@ from .tools import ToolRegistry
 
 if TYPE_CHECKING:
     from .equivalence import EquivalenceResult, equivalent
+    from .permissions import (
+        Decision,
+        Ledger,
+        PermissionReport,
+        permission_classify,
+        permission_evaluate,
+        record_decision,
+    )
     from .registry import available_passes
     from .transactions import TransactionReport, transaction_check
     from .wp import Condition, runs_unblocked
@@ -64,6 +72,12 @@ _LAZY = {
     "available_passes": "registry",
     "EquivalenceResult": "equivalence",
     "equivalent": "equivalence",
+    "Decision": "permissions",
+    "Ledger": "permissions",
+    "PermissionReport": "permissions",
+    "permission_classify": "permissions",
+    "permission_evaluate": "permissions",
+    "record_decision": "permissions",
     "TransactionReport": "transactions",
     "transaction_check": "transactions",
     "Condition": "wp",
@@ -95,15 +109,18 @@ __all__ = [
     "CostSummary",
     "CostTarget",
     "Dag",
+    "Decision",
     "EquivalenceResult",
     "Evidence",
     "Example",
     "FailureBehavior",
     "InputError",
     "Issue",
+    "Ledger",
     "OptimizeResult",
     "Pass",
     "PassError",
+    "PermissionReport",
     "PolicyViolation",
     "Precondition",
     "ProposalResult",
@@ -132,6 +149,9 @@ __all__ = [
     "load",
     "load_tools",
     "optimize",
+    "permission_classify",
+    "permission_evaluate",
+    "record_decision",
     "runs_unblocked",
     "simulate",
     "transaction_check",

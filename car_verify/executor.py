@@ -329,6 +329,8 @@ class Executor:
         progress: Callable[[str, str | None, Mapping[str, Any]], None] | None = None,
         compensation_timeout_ms: int | None = None,
         profile: str = "strict",
+        granted_tier: str | None = None,
+        ledger: Any = None,
     ) -> None:
         from .car import strict_only
 
@@ -356,6 +358,17 @@ class Executor:
             self.policy_engine = policy_engine(policies)
         self.gate = gate or Gate()
         self.budget = budget or CostBudget()
+        #: The standing permission tier the run is granted (None: not gated on tiers),
+        #: and the approval ledger the gate consults.
+        self.granted_tier = granted_tier
+        self.ledger: Any = None
+        if ledger is not None and granted_tier is None:
+            raise UsageError("an approval ledger is consulted only with granted_tier")
+        if granted_tier is not None:
+            from .permissions import check_tier, open_ledger
+
+            check_tier(granted_tier)
+            self.ledger = open_ledger(ledger)
         if event_log is None or isinstance(event_log, EventLog):
             self.log: EventLog | None = event_log
         else:
@@ -405,6 +418,7 @@ class Executor:
         if self.budget.max_tool_calls is not None and calls > self.budget.max_tool_calls:
             limit = self.budget.max_tool_calls
             reasons.append(f"budget-exceeded: {calls} tool calls; max_tool_calls is {limit}")
+        reasons.extend(self._held_by_tier())
         if reasons:
             return self._reject(admission, reasons, started)
 
@@ -502,6 +516,31 @@ class Executor:
         return ExecutionResult(
             final, detached, admission, [], violations, aborted_by, rollback, self
         )
+
+    def _held_by_tier(self) -> list[str]:
+        """The permission gate, as the runtime admits a proposal: an action the granted
+        tier does not cover (or any ``full_access`` one) that the ledger has not
+        approved holds back the whole proposal, naming its fingerprint."""
+        if self.granted_tier is None:
+            return []
+        from .permissions import permission_evaluate
+
+        held = []
+        for d in permission_evaluate(self.proposal, self.granted_tier, self.ledger):
+            if d.decision != "allow":
+                self._event(
+                    "permission_decision",
+                    d.action_id,
+                    decision=d.decision,
+                    fingerprint=d.fingerprint,
+                    required=d.required,
+                    reason=d.reason,
+                )
+                held.append(
+                    f"permission-{d.decision}: {d.reason} ({d.action_id}; fingerprint "
+                    f"{d.fingerprint})"
+                )
+        return held
 
     def _reject(
         self, admission: VerificationResult, reasons: list[str], started: float
@@ -1029,6 +1068,8 @@ async def execute(
     progress: Callable[[str, str | None, Mapping[str, Any]], None] | None = None,
     compensation_timeout_ms: int | None = None,
     profile: str = "strict",
+    granted_tier: str | None = None,
+    ledger: Any = None,
 ) -> ExecutionResult:
     """Run a proposal behind the verify passes (see the module docs). It admits and
     schedules as the strict profile does; ``profile="car"`` is refused (compat.md)."""
@@ -1044,6 +1085,8 @@ async def execute(
         progress=progress,
         compensation_timeout_ms=compensation_timeout_ms,
         profile=profile,
+        granted_tier=granted_tier,
+        ledger=ledger,
     )
     return await executor.run()
 
