@@ -530,7 +530,7 @@ def cmd_risk(args: argparse.Namespace) -> int:
         history = rates_from_history(args.history)
         for note in history.notes:
             _note(args, note)
-        _note(args, f"history: {len(history.files)} event logs, {len(history.dispatched)} tools")
+        _note(args, f"history: {len(history.files)} files, {len(history.dispatched)} tools")
     from .progress import progress
 
     trials = config.get("trials", 1000)
@@ -1166,7 +1166,8 @@ def _parser() -> _Parser:
         "--history",
         metavar="PATH",
         action="append",
-        help="event logs (run --events; files or folders of *.jsonl): each tool's rate "
+        help="event logs (run --events) and ProposalResult files with the proposals they "
+        "ran (files, or folders of *.jsonl / *.json): each tool's rate "
         "(succeeded+1)/(dispatched+2); --rates wins per tool (repeatable)",
     )
     p.add_argument("--goal", metavar="GOAL.json", help="a GoalCondition (state_predicate, ...)")

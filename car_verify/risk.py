@@ -127,12 +127,18 @@ def effective_rate(rate: float, retry_attempts: int) -> float:
 @dataclass(slots=True)
 class History:
     """Per tool, how many of its calls were dispatched and how many succeeded, read
-    from car-verify's event logs; and what was passed over (torn lines), said."""
+    from event logs and ProposalResults; and what was passed over, said."""
 
     dispatched: dict[str, int] = field(default_factory=dict)
     succeeded: dict[str, int] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+    def count(self, tool: str, *, succeeded: bool) -> None:
+        """One dispatch of ``tool``."""
+        self.dispatched[tool] = self.dispatched.get(tool, 0) + 1
+        if succeeded:
+            self.succeeded[tool] = self.succeeded.get(tool, 0) + 1
 
     def rate(self, tool: str) -> float | None:
         """Laplace-smoothed ``(succeeded + 1) / (dispatched + 2)``; None if never seen."""
@@ -143,10 +149,20 @@ class History:
 
 
 def rates_from_history(paths: Sequence[str | os.PathLike[str]]) -> History:
-    """Tool success counts from event logs (``car-verify run --events``): files, or
-    folders searched for ``*.jsonl``. A dispatch is an ``action_started`` event that
-    names a tool; it succeeded when the same run's next outcome for that action is
-    ``action_succeeded`` (a retry's failure in between does not count against it)."""
+    """Tool success counts from execution records: files, or folders searched for
+    ``*.jsonl`` and ``*.json``.
+
+    - An event log (``car-verify run --events``, JSON lines): a dispatch is an
+      ``action_started`` event that names a tool; it succeeded when the same run's
+      next outcome for that action is ``action_succeeded`` (a retry's failure in
+      between does not count against it).
+    - A ``ProposalResult`` (JSON): each ``succeeded`` or ``failed`` result of a
+      ``tool_call`` is a dispatch of its tool (``rejected`` and ``skipped`` ones
+      never reached it). A result names its action, not the tool, so the proposal
+      it ran (its ``id`` is the result's ``proposal_id``) must be among the files;
+      a result whose proposal is not is passed over, and said.
+    Any other JSON file is passed over, and said.
+    """
     from .events import read_log
 
     history = History()
@@ -154,28 +170,70 @@ def rates_from_history(paths: Sequence[str | os.PathLike[str]]) -> History:
     for given in paths:
         path = Path(given)
         if path.is_dir():
-            files.extend(sorted(path.rglob("*.jsonl")))
+            files.extend(sorted(p for p in path.rglob("*") if p.suffix in (".jsonl", ".json")))
         elif path.exists():
             files.append(path)
         else:
             raise UsageError(f"--history: no such file or directory: {given}")
+    results: list[tuple[Path, dict[str, Any]]] = []
+    tools_of: dict[str, dict[str, str]] = {}  # proposal id -> action id -> tool
     for file in files:
-        events, notes = read_log(file)
         history.files.append(str(file))
+        if file.suffix != ".jsonl":
+            doc = _json_record(file)
+            if isinstance(doc, dict) and isinstance(doc.get("results"), list):
+                results.append((file, doc))
+            elif isinstance(doc, dict) and isinstance(doc.get("actions"), list):
+                try:
+                    tools_of[str(doc.get("id", ""))] = _tools_by_action(load(doc))
+                except InputError as error:
+                    raise error.with_source(str(file)) from None
+            else:
+                history.notes.append(f"{file}: neither a ProposalResult nor a proposal; skipped")
+            continue
+        events, notes = read_log(file)
         history.notes.extend(notes)
         pending: dict[tuple[str, str | None], str] = {}
         for event in events:
             key = (event.proposal_id, event.action_id)
             tool = event.data.get("tool")
             if event.kind == "action_started" and isinstance(tool, str) and tool:
-                history.dispatched[tool] = history.dispatched.get(tool, 0) + 1
+                history.count(tool, succeeded=False)
                 pending[key] = tool
             elif event.kind == "action_succeeded" and key in pending:
-                tool_name = pending.pop(key)
-                history.succeeded[tool_name] = history.succeeded.get(tool_name, 0) + 1
+                done = pending.pop(key)
+                history.succeeded[done] = history.succeeded.get(done, 0) + 1
             elif event.kind in ("action_failed", "action_rejected"):
                 pending.pop(key, None)
+    for file, doc in results:
+        proposal_id = str(doc.get("proposal_id", ""))
+        tools = tools_of.get(proposal_id)
+        if tools is None:
+            history.notes.append(
+                f"{file}: the proposal {proposal_id!r} it ran is not among the history "
+                "files (a result names actions, not tools); its results are not counted"
+            )
+            continue
+        for n, row in enumerate(doc["results"]):
+            if not isinstance(row, dict) or not isinstance(row.get("action_id"), str):
+                where = ["results", n]
+                raise InputError(
+                    "expected a result {action_id, status, ...}", where, source=str(file)
+                )
+            tool = tools.get(row["action_id"])
+            if tool and row.get("status") in ("succeeded", "failed"):
+                history.count(tool, succeeded=row["status"] == "succeeded")
     return history
+
+
+def _json_record(file: Path) -> Any:
+    from .model import read_json
+
+    return read_json(file)
+
+
+def _tools_by_action(proposal: ActionProposal) -> dict[str, str]:
+    return {a.id: a.tool for a in proposal.actions if a.type == "tool_call" and a.tool}
 
 
 # --- the goal ----------------------------------------------------------------------

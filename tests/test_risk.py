@@ -443,3 +443,41 @@ def test_failure_behavior_modelled_beyond_car() -> None:
     assert retried.action_outcomes[1]["p_rejected"] == pytest.approx(0.5**3)
     doc["actions"][0]["failure_behavior"] = "skip"
     assert risk(doc, failure_behavior=True).action_outcomes[1]["p_rejected"] == 0.0
+
+
+def test_rates_from_proposal_results_need_the_proposal_they_ran(tmp_path: Any) -> None:
+    from car_verify.risk import rates_from_history
+
+    plan = {
+        "id": "p1",
+        "source": "t",
+        "actions": [
+            {"id": "a", "type": "tool_call", "tool": "flaky"},
+            {"id": "b", "type": "tool_call", "tool": "steady"},
+            {"id": "w", "type": "state_write", "expected_effects": {"k": 1}},
+        ],
+    }
+
+    def result(proposal_id: str, a: str, b: str) -> dict[str, Any]:
+        rows = [{"action_id": "a", "status": a}, {"action_id": "b", "status": b}]
+        rows.append({"action_id": "w", "status": "succeeded"})
+        return {"proposal_id": proposal_id, "results": rows}
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "proposal.json").write_text(json.dumps(plan))
+    outcomes = [("failed", "succeeded"), ("succeeded", "succeeded"), ("failed", "rejected")]
+    for n, (a, b) in enumerate(outcomes):
+        (runs / f"result-{n}.json").write_text(json.dumps(result("p1", a, b)))
+    (runs / "orphan.json").write_text(json.dumps(result("p2", "succeeded", "succeeded")))
+    (runs / "notes.json").write_text("[1, 2]")
+    history = rates_from_history([runs])
+    # rejected calls never reached the tool; the orphan's proposal is unknown
+    assert history.dispatched == {"flaky": 3, "steady": 2}
+    assert history.succeeded == {"flaky": 1, "steady": 2}
+    assert history.rate("flaky") == pytest.approx(2 / 5)
+    assert any("orphan.json" in n and "'p2'" in n for n in history.notes)
+    assert any("notes.json" in n and "skipped" in n for n in history.notes)
+    (runs / "bad.json").write_text(json.dumps({"proposal_id": "p1", "results": [3]}))
+    with pytest.raises(InputError, match=r"bad\.json: results\[0\]"):
+        rates_from_history([runs])
