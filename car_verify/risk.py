@@ -53,7 +53,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from .car import CarOrder, car_effects, car_evaluate, require_known_types
 from .errors import InputError, UsageError, deep_values_are_input_errors
@@ -508,6 +508,26 @@ class _Tally:
         #: (failed step position, rejected action position) -> probability of both.
         self.blast: dict[int, float] = defaultdict(float)
 
+    def scale(self, trials: int, state: Mapping[str, Any], plan: _Plan) -> None:
+        """Counts over ``trials`` trials -> probabilities (and the values each end
+        state's canonical text stands for)."""
+        self.rejected = [c / trials for c in self.rejected]
+        self.failed = [c / trials for c in self.failed]
+        self.landed = [c / trials for c in self.landed]
+        self.goal /= trials
+        self.all_landed /= trials
+        for dist in (self.tool_calls, self.executed):
+            for k in dist:
+                dist[k] /= trials
+        for by_text in self.values.values():
+            for text in by_text:
+                by_text[text] /= trials
+        for n in self.blast:
+            self.blast[n] /= trials
+        values = [*state.values(), *(v for step in plan.steps for v in step.effects.values())]
+        for value in values:
+            self.shown[_canon(value)] = value
+
     def end_value(self, key: str, value: Any, weight: float) -> None:
         self.end_text(key, _canon(value), value, weight)
 
@@ -517,51 +537,204 @@ class _Tally:
         self.values[key][text] += weight
 
 
+@dataclass(frozen=True, slots=True)
+class _Trial:
+    """Everything the result counts about one trial (equal trials are tallied once)."""
+
+    rejected: tuple[int, ...]  # step positions
+    failed: tuple[int, ...]
+    landed: tuple[int, ...]
+    calls: int
+    goal: bool
+    end: tuple[tuple[str, str], ...]  # the end state, as (key, canonical JSON) pairs
+    blast: tuple[int, ...]  # per failed step: how many actions it orders were rejected
+
+
+class _Run:
+    """A trial part-way through the walk."""
+
+    __slots__ = ("calls", "failed", "landed", "rejected", "state", "stopped")
+
+    def __init__(self, state: dict[str, Any]) -> None:
+        self.state = state
+        self.rejected: list[int] = []
+        self.failed: list[int] = []
+        self.landed: list[int] = []
+        self.calls = 0
+        self.stopped = False
+
+    def copy(self) -> _Run:
+        run = _Run(dict(self.state))
+        run.rejected, run.failed, run.landed = (
+            list(self.rejected),
+            list(self.failed),
+            list(self.landed),
+        )
+        run.calls, run.stopped = self.calls, self.stopped
+        return run
+
+
+def _advance(plan: _Plan, run: _Run, n: int) -> int | None:
+    """Walk from step ``n`` to the next dispatched tool call (its position: its draw
+    decides what follows), or to the end (None)."""
+    steps = plan.steps
+    while n < len(steps):
+        step = steps[n]
+        if run.stopped or _blocked(step, run.state):
+            run.rejected.append(n)
+            run.stopped = run.stopped or step.stops
+        elif step.tool is not None:
+            return n
+        else:
+            run.state.update(step.effects)
+            run.landed.append(n)
+        n += 1
+    return None
+
+
+def _decide(plan: _Plan, run: _Run, n: int, ok: bool) -> int:
+    """The tool call at step ``n`` succeeded (``ok``) or failed; the next step."""
+    step = plan.steps[n]
+    run.calls += 1
+    if ok:
+        run.state.update(step.effects)
+        run.landed.append(n)
+    else:
+        run.failed.append(n)
+        run.stopped = step.stops
+    return n + 1
+
+
+def _finish(plan: _Plan, run: _Run, goal: _Goal) -> _Trial:
+    mask = 0
+    for n in run.rejected:
+        mask |= 1 << plan.steps[n].index
+    blast = tuple((plan.descendants[plan.steps[n].index] & mask).bit_count() for n in run.failed)
+    end = tuple((k, _canon(v)) for k, v in run.state.items())
+    return _Trial(
+        tuple(run.rejected), tuple(run.failed), tuple(run.landed), run.calls,
+        goal.holds(run.state), end, blast,
+    )  # fmt: skip
+
+
+def _trials_plain(
+    plan: _Plan, state: dict[str, Any], goal: _Goal, config: RiskConfig, shown: Progress | None
+) -> dict[_Trial, int]:
+    """Every trial walked from the start: one draw per dispatched tool call, in walk
+    order, from the seeded stream. The reference for :func:`_trials_memo`."""
+    rng = random.Random(config.seed)
+    counts: dict[_Trial, int] = defaultdict(int)
+    for _ in range(config.trials):
+        if shown is not None:
+            shown.update()
+        run = _Run(dict(state))
+        n = _advance(plan, run, 0)
+        while n is not None:
+            n = _advance(plan, run, _decide(plan, run, n, rng.random() < plan.steps[n].rate))
+        counts[_finish(plan, run, goal)] += 1
+    return counts
+
+
+class _Node:
+    """A point of the trie of trials: a draw still to make (``n``, the walk so far)
+    or a finished trial (``trial``)."""
+
+    __slots__ = ("children", "count", "n", "rate", "run", "trial")
+
+    def __init__(self, plan: _Plan, run: _Run, n: int | None, goal: _Goal) -> None:
+        self.n = n
+        self.run: _Run | None = None if n is None else run
+        self.rate = 0.0 if n is None else plan.steps[n].rate
+        self.children: list[_Node | None] = [None, None]  # [failed, succeeded]
+        self.trial = _finish(plan, run, goal) if n is None else None
+        self.count = 0  # trials that ended here
+
+
+#: Up to this many tool calls, :func:`_trials_memo` builds each trial's whole path.
+_FULL_TRIE: Final = 16
+
+
+def _trials_memo(
+    plan: _Plan, state: dict[str, Any], goal: _Goal, config: RiskConfig, shown: Progress | None
+) -> dict[_Trial, int]:
+    """:func:`_trials_plain`, with the walk shared between trials that made the same
+    draws so far. The trials form a trie whose branch points are the draws. A trial
+    follows the trie as far as it is built and grows it where it is not: to its end
+    when the plan has at most :data:`_FULL_TRIE` tool calls (so the trie stays
+    small, and a trial soon costs its draws only), else by one branch, keeping a
+    copy of the walk there for the next trial that takes it, and walks the rest
+    alone (so it costs no more than walking it). The same draws from the same
+    stream: the same counts."""
+    rng = random.Random(config.seed)
+    counts: dict[_Trial, int] = defaultdict(int)
+    leaves: list[_Node] = []
+    root_run = _Run(dict(state))
+    root = _Node(plan, root_run, _advance(plan, root_run, 0), goal)
+    full = sum(step.tool is not None for step in plan.steps) <= _FULL_TRIE
+    for _ in range(config.trials):
+        if shown is not None:
+            shown.update()
+        node = root
+        while node.trial is None:
+            assert node.run is not None and node.n is not None
+            ok = rng.random() < node.rate
+            child = node.children[ok]
+            if child is None:  # a branch no trial took yet: grow it, walk on alone
+                run = node.run.copy()
+                child = node.children[ok] = _Node(
+                    plan, run, _advance(plan, run, _decide(plan, run, node.n, ok)), goal
+                )
+                if child.trial is None and not full:
+                    assert child.run is not None
+                    alone, n = child.run.copy(), child.n
+                    while n is not None:
+                        ok = rng.random() < plan.steps[n].rate
+                        n = _advance(plan, alone, _decide(plan, alone, n, ok))
+                    counts[_finish(plan, alone, goal)] += 1
+                    break
+            node = child
+        else:
+            if not node.count:
+                leaves.append(node)
+            node.count += 1
+    for leaf in leaves:  # a trial is its draws: a leaf is one trial
+        assert leaf.trial is not None
+        counts[leaf.trial] += leaf.count
+    return counts
+
+
 def _sampled(
     plan: _Plan,
     state: dict[str, Any],
     goal: _Goal,
     config: RiskConfig,
     shown: Progress | None = None,
+    *,
+    memo: bool = True,
 ) -> _Tally:
-    rng = random.Random(config.seed)
+    """Seeded trials (see :func:`_trials_plain`), tallied: counts summed as integers,
+    then divided by the number of trials, so the two ways give the same bytes."""
+    counts = (_trials_memo if memo else _trials_plain)(plan, state, goal, config, shown)
     tally = _Tally(plan)
-    w = 1.0 / config.trials
-    for _ in range(config.trials):
-        if shown is not None:
-            shown.update()
-        current = dict(state)
-        calls = executed = 0
-        failed_here: list[int] = []
-        rejected_here = 0  # a bit mask of positions
-        stopped = False
-        for n, step in enumerate(plan.steps):
-            if stopped or _blocked(step, current):
-                tally.rejected[n] += w
-                rejected_here |= 1 << step.index
-                stopped = stopped or step.stops
-                continue
-            if step.tool is not None:
-                calls += 1
-                if rng.random() >= step.rate:
-                    tally.failed[n] += w
-                    failed_here.append(n)
-                    stopped = step.stops
-                    continue
-            current.update(step.effects)
-            tally.landed[n] += w
-            executed += 1
-        tally.tool_calls[calls] += w
-        tally.executed[executed] += w
-        if not failed_here and not rejected_here:
-            tally.all_landed += w
-        if goal.holds(current):
-            tally.goal += w
-        for key, value in current.items():
-            tally.end_value(key, value, w)
-        for n in failed_here:
-            hit = plan.descendants[plan.steps[n].index] & rejected_here
-            tally.blast[n] += w * hit.bit_count()
+    # a trial is its draws (what failed, what landed): in that order, float sums agree
+    for trial, c in sorted(counts.items(), key=lambda tc: (tc[0].failed, tc[0].landed)):
+        for n in trial.rejected:
+            tally.rejected[n] += c
+        for n in trial.failed:
+            tally.failed[n] += c
+        for n in trial.landed:
+            tally.landed[n] += c
+        tally.tool_calls[trial.calls] += c
+        tally.executed[len(trial.landed)] += c
+        if not trial.failed and not trial.rejected:
+            tally.all_landed += c
+        if trial.goal:
+            tally.goal += c
+        for key, text in trial.end:
+            tally.end_text(key, text, None, c)
+        for n, hit in zip(trial.failed, trial.blast, strict=True):
+            tally.blast[n] += c * hit
+    tally.scale(config.trials, state, plan)
     return tally
 
 

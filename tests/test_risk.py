@@ -481,3 +481,55 @@ def test_rates_from_proposal_results_need_the_proposal_they_ran(tmp_path: Any) -
     (runs / "bad.json").write_text(json.dumps({"proposal_id": "p1", "results": [3]}))
     with pytest.raises(InputError, match=r"bad\.json: results\[0\]"):
         rates_from_history([runs])
+
+
+@RUNS
+@given(known_types, car_states, rate_maps, st.booleans(), st.sampled_from([0, 16]))
+def test_the_memoised_sampler_counts_what_the_plain_one_does(
+    proposal: dict[str, Any],
+    state: dict[str, Any] | None,
+    rates: dict[str, float],
+    behaviour: bool,
+    full_trie: int,
+) -> None:
+    """The trie of trials (grown whole, or a branch per trial) against walking every
+    trial from the start: the same trials, the same counts, the same bytes."""
+    from car_verify import risk as module
+
+    model = load(proposal)
+    goal = module._Goal(None)
+    plan = module._compile(model, {t: 0.5 for t in rates} | rates, goal, behaviour)
+    config = module.RiskConfig.of({"trials": 300, "seed": 7})
+    start = dict(state or {})
+    plain = module._trials_plain(plan, start, goal, config, None)
+    old = module._FULL_TRIE
+    module._FULL_TRIE = full_trie  # type: ignore[misc]
+    try:
+        memo = module._trials_memo(plan, start, goal, config, None)
+        fast = risk(proposal, state, rates, config={"trials": 300}, method="sampled")
+    finally:
+        module._FULL_TRIE = old  # type: ignore[misc]
+    assert memo == plain
+    assert sum(plain.values()) == 300
+    tallies = [module._sampled(plan, dict(start), goal, config, memo=m) for m in (True, False)]
+    assert vars_of(tallies[0]) == vars_of(tallies[1])
+    assert (
+        fast.to_json()
+        == risk(proposal, state, rates, config={"trials": 300}, method="sampled").to_json()
+    )
+
+
+def vars_of(tally: Any) -> dict[str, Any]:
+    return {
+        name: getattr(tally, name)
+        for name in (
+            "rejected",
+            "failed",
+            "landed",
+            "goal",
+            "all_landed",
+            "tool_calls",
+            "executed",
+            "blast",
+        )
+    } | {"values": {k: dict(v) for k, v in tally.values.items()}}
