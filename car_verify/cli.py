@@ -617,6 +617,78 @@ def cmd_permissions(args: argparse.Namespace) -> int:
     return EXIT_FINDINGS if any(d.decision != "allow" for d in decisions) else EXIT_OK
 
 
+def _labels(args: argparse.Namespace) -> tuple[Any, str]:
+    """``--labels FILE``, else the nearest ``.car/tool-labels.json`` (said on stderr);
+    no labels at all is a usage error: the check would pass on nothing."""
+    if args.labels is not None:
+        return _read_file(args.labels, dict, "labels"), args.labels
+    from .config import LABELS_FILE, find_car_file
+
+    found, searched = find_car_file(LABELS_FILE)
+    if found is None:
+        where = ", ".join(str(p) for p in searched[:3]) + (" ..." if len(searched) > 3 else "")
+        raise UsageError(f"no tool labels: give --labels FILE (no .car/{LABELS_FILE} in {where})")
+    _note(args, f"labels: {found}")
+    return _read_file(str(found), dict, "labels"), str(found)
+
+
+def cmd_flow(args: argparse.Namespace) -> int:
+    from .flow import check_information_flow, enforce_information_flow, gate_information_flow
+
+    labels, labels_name = _labels(args)
+    policy = None if args.policy is None else _read_file(args.policy, dict, "flow policy")
+    with _named_inputs({"labels": labels_name, "policy": args.policy}):
+        report = check_information_flow(
+            _load_proposal(args.proposal), labels, policy, profile=_profile(args)
+        )
+    decision = enforcement = None
+    if args.gate or args.approvals is not None:
+        gate_policy = (
+            None if args.gate_policy is None else _read_file(args.gate_policy, dict, "gate policy")
+        )
+        decision = gate_information_flow(report, gate_policy)
+        if args.approvals is not None:
+            from .permissions import Ledger
+
+            enforcement = enforce_information_flow(decision, Ledger(args.approvals))
+    if args.format == "json":
+        doc = report.to_dict(extras=True)
+        if decision is not None:
+            doc["gate"] = decision.to_dict()
+        if enforcement is not None:
+            doc["enforcement"] = enforcement.to_dict()
+        _write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    else:
+        for v in report.violations:
+            _write(f"{v.kind}: {v.explanation}\n    fix: {v.mitigation}\n")
+            if v.schedule:
+                _write(f"    schedule: {' -> '.join(v.schedule)}\n")
+        for v in report.beyond_car:
+            _write(f"{v.kind} (beyond the runtime's checks): {v.explanation}\n")
+            if v.schedule:
+                _write(f"    schedule: {' -> '.join(v.schedule)}\n")
+        extra = (
+            f"; {len(report.beyond_car)} more beyond the runtime's checks"
+            if report.beyond_car
+            else ""
+        )
+        verdict = "safe" if report.safe else f"unsafe: {len(report.violations)} violations"
+        _write(f"{verdict} (profile {report.profile}{extra})\n")
+        if decision is not None:
+            _write(f"gate: {decision.action}: {decision.reason}\n")
+        if enforcement is not None:
+            _write(
+                f"enforcement: {'allow' if enforcement.allow else 'hold'}: {enforcement.reason}\n"
+            )
+            for item in enforcement.pending:
+                _write(f"    pending {item['fingerprint']}\n")
+    if enforcement is not None:
+        return EXIT_OK if enforcement.allow else EXIT_FINDINGS
+    if decision is not None:
+        return EXIT_OK if decision.action == "allow" else EXIT_FINDINGS
+    return EXIT_OK if report.safe else EXIT_FINDINGS
+
+
 def cmd_optimize(args: argparse.Namespace) -> int:
     from .optimize import optimize
 
@@ -1195,6 +1267,40 @@ def _parser() -> _Parser:
     )
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(run=cmd_risk)
+
+    p = sub.add_parser(
+        "flow",
+        parents=[profiled],
+        help="information flow: sensitive data to sinks, untrusted data to consequential "
+        "calls, forbidden tool orderings",
+    )
+    p.add_argument(
+        "proposal", metavar="PROPOSAL", help="proposal file (JSON or YAML), or - for stdin"
+    )
+    p.add_argument(
+        "--labels",
+        metavar="LABELS.json",
+        help="tool -> {capability, confidentiality, trust, sink, declassifier} "
+        "(default: the nearest .car/tool-labels.json)",
+    )
+    p.add_argument(
+        "--policy", metavar="POLICY.json", help="{min_confidential, forbidden_sequences}"
+    )
+    p.add_argument(
+        "--gate",
+        action="store_true",
+        help="map the report to allow / require_approval / block (exit 1 unless allow)",
+    )
+    p.add_argument(
+        "--gate-policy", metavar="GATE.json", help="{on_sensitive_to_sink, on_forbidden_sequence}"
+    )
+    p.add_argument(
+        "--approvals",
+        metavar="LEDGER.jsonl",
+        help="settle the gate's approvals against this ledger (implies --gate)",
+    )
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(run=cmd_flow)
 
     p = sub.add_parser(
         "permissions",

@@ -84,3 +84,29 @@ def find_policies(start: str | os.PathLike[str] | None = None) -> tuple[Path | N
         if (directory / ".git").exists():
             break
     return None, searched
+
+
+#: Where the runtime keeps tool labels for the information-flow check.
+LABELS_FILE = "tool-labels.json"
+
+
+def find_car_file(
+    name: str, start: str | os.PathLike[str] | None = None
+) -> tuple[Path | None, list[Path]]:
+    """The nearest ``.car/<name>`` file at or above ``start`` (the working
+    directory), found as :func:`find_policies` finds ``.car/policies``; and the
+    places searched. One that is there but is not a file is an error."""
+    here = Path(start or os.getcwd()).resolve()
+    searched: list[Path] = []
+    for directory in (here, *here.parents):
+        candidate = directory / ".car" / name
+        searched.append(candidate)
+        if candidate.is_file():
+            return candidate, searched
+        if candidate.exists() or candidate.is_symlink():
+            raise InputError(
+                "is not a file: it cannot be read (fails closed)", source=str(candidate)
+            )
+        if (directory / ".git").exists():
+            break
+    return None, searched

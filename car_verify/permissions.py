@@ -298,6 +298,9 @@ class Classification:
     reversibility: str
     missing_compensation: bool
     because: tuple[str, ...] = ()
+    #: Irreversible because a rule says so (a destructive or mutating keyword), not
+    #: only because nothing recognised the tool.
+    irreversible_by_rule: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -356,7 +359,8 @@ def classify_action(action: Action) -> Classification:
     else:
         worst = "reversible"
     why = tuple(dict.fromkeys(reason for reason, e in found if set(e) & {"full_access", worst}))
-    return Classification(action.id, action.tool, tier, worst, missing, why)
+    by_rule = worst == "irreversible" and bool(effects & {"irreversible", "mutating"})
+    return Classification(action.id, action.tool, tier, worst, missing, why, by_rule)
 
 
 @dataclass(frozen=True, slots=True)

@@ -216,7 +216,7 @@ def rates_from_history(paths: Sequence[str | os.PathLike[str]]) -> History:
             continue
         for n, row in enumerate(doc["results"]):
             if not isinstance(row, dict) or not isinstance(row.get("action_id"), str):
-                where = ["results", n]
+                where: list[str | int] = ["results", n]
                 raise InputError(
                     "expected a result {action_id, status, ...}", where, source=str(file)
                 )

@@ -30,7 +30,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("passes", {"passes", "car", "analyses", "registry"}),
     ("api", {"api"}),
     ("deciders, executor, exporters", {
-        "equivalence", "executor", "export", "fix", "optimize", "permissions", "risk",
+        "equivalence", "executor", "export", "fix", "flow", "optimize", "permissions", "risk",
         "transactions", "wp",
     }),
     ("reporters", {"reporters"}),
