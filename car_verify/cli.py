@@ -689,6 +689,57 @@ def cmd_flow(args: argparse.Namespace) -> int:
     return EXIT_OK if report.safe else EXIT_FINDINGS
 
 
+def cmd_check_plan(args: argparse.Namespace) -> int:
+    from .claims import check_plan
+
+    with _named_inputs({"request": args.request}):
+        report = check_plan(_read_file(args.request, dict, "plan check request"))
+    if args.format == "json":
+        _write(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n")
+    else:
+        for d in report.defects:
+            _write(f"{d.kind}: {d.explanation}\n")
+        verdict = "valid" if report.valid else f"invalid: {len(report.defects)} defects"
+        _write(f"{verdict}; final state: {', '.join(report.final_state) or '(empty)'}\n")
+    return EXIT_OK if report.valid else EXIT_FINDINGS
+
+
+def cmd_goal(args: argparse.Namespace) -> int:
+    from .claims import evaluate_goal
+
+    with _named_inputs({"request": args.request}):
+        verdict = evaluate_goal(_read_file(args.request, dict, "goal request"))
+    if args.format == "json":
+        _write(json.dumps(verdict.to_dict(), indent=2, ensure_ascii=False) + "\n")
+    else:
+        grounded = "" if verdict.grounded else " (ungrounded: it rests on a model judge)"
+        _write(f"{'met' if verdict.met else 'not met'}{grounded}: {verdict.reason}\n")
+    return EXIT_OK if verdict.met else EXIT_FINDINGS
+
+
+def cmd_receipts(args: argparse.Namespace) -> int:
+    from .claims import verify_tool_receipts
+
+    with _named_inputs({"claims": args.claims, "receipts": args.receipts}):
+        report = verify_tool_receipts(
+            _read_file(args.claims, list, "claims"),
+            _read_file(args.receipts, list, "receipts"),
+            window_complete=not args.window_incomplete,
+        )
+    if args.format == "json":
+        _write(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n")
+    else:
+        for h in report.hallucinations:
+            _write(f"{h['kind']}: {h['explanation']}\n")
+        for u in report.ungroundable:
+            _write(f"ungroundable: {u['explanation']}\n")
+        if report.grounded:
+            _write(f"grounded ({len(report.ungroundable)} ungroundable)\n")
+        else:
+            _write(f"not grounded: {len(report.hallucinations)} hallucinations\n")
+    return EXIT_OK if report.grounded else EXIT_FINDINGS
+
+
 def cmd_optimize(args: argparse.Namespace) -> int:
     from .optimize import optimize
 
@@ -1267,6 +1318,29 @@ def _parser() -> _Parser:
     )
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(run=cmd_risk)
+
+    p = sub.add_parser("check-plan", help="a STRIPS plan: unmet preconditions, an unreached goal")
+    p.add_argument("request", metavar="REQUEST.json", help="{initial, steps, goal}, or - for stdin")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(run=cmd_check_plan)
+
+    p = sub.add_parser("goal", help="evaluate a goal condition on gathered inputs")
+    p.add_argument("request", metavar="REQUEST.json", help="{condition, inputs}, or - for stdin")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(run=cmd_goal)
+
+    p = sub.add_parser("receipts", help="a model's claims about tool use against the receipts")
+    p.add_argument("claims", metavar="CLAIMS.json", help="[{kind, tool, call_id?, count?, text?}]")
+    p.add_argument(
+        "receipts", metavar="RECEIPTS.json", help="[{tool, call_id?, ok?, result_count?}]"
+    )
+    p.add_argument(
+        "--window-incomplete",
+        action="store_true",
+        help="the receipts were trimmed: a claim without one is ungroundable, not fabricated",
+    )
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(run=cmd_receipts)
 
     p = sub.add_parser(
         "flow",

@@ -289,12 +289,12 @@ def _sensitive_to_sink(flow: _Flow, policy: FlowPolicy) -> list[FlowViolation]:
         consumed = max((levels.get(k, 0) for k in deps), default=0)
         if label.is_sink and consumed >= floor:
             key = next((k for k in deps if levels.get(k, 0) >= floor), None)
-            via = f" via key {key!r}" if key is not None else ""
+            via = f" via key '{key}'" if key is not None else ""
             out.append(
                 FlowViolation(
                     "sensitive_to_sink",
                     (action.id,),
-                    f"action {action.id!r} (tool {action.tool!r}) consumes "
+                    f"action '{action.id}' (tool '{action.tool}') consumes "
                     f"{_level(LEVELS[consumed])}-level data{via} — sensitive data must not "
                     "reach an exfiltration/untrusted sink",
                     _SINK_MITIGATION,
@@ -330,8 +330,8 @@ def _forbidden(flow: _Flow, policy: FlowPolicy) -> list[FlowViolation]:
                     FlowViolation(
                         "forbidden_sequence",
                         (flow.ids[i], flow.ids[j]),
-                        f"forbidden ordering: {flow.ids[i]!r} ({before}) happens-before "
-                        f"{flow.ids[j]!r} ({after})",
+                        f"forbidden ordering: '{flow.ids[i]}' ({before}) happens-before "
+                        f"'{flow.ids[j]}' ({after})",
                         _ORDER_MITIGATION,
                     )
                 )
@@ -378,8 +378,8 @@ def _unordered_sequences(flow: _Flow, policy: FlowPolicy) -> list[FlowViolation]
                     FlowViolation(
                         "forbidden_sequence_schedule",
                         (flow.ids[i], flow.ids[j]),
-                        f"forbidden ordering in some schedules: {flow.ids[i]!r} ({before}) and "
-                        f"{flow.ids[j]!r} ({after}) are not ordered, so {flow.ids[i]!r} can run "
+                        f"forbidden ordering in some schedules: '{flow.ids[i]}' ({before}) and "
+                        f"'{flow.ids[j]}' ({after}) are not ordered, so '{flow.ids[i]}' can run "
                         "first (the runtime checks happens-before paths only)",
                         _SCHEDULE_MITIGATION,
                         schedule=schedule,
@@ -482,9 +482,9 @@ def _integrity(flow: _Flow) -> list[FlowViolation]:
                 FlowViolation(
                     "untrusted_to_consequential",
                     (flow.ids[source], flow.ids[j]),
-                    f"untrusted data from {flow.ids[source]!r} (tool "
-                    f"{model.actions[source].tool!r}) reaches {flow.ids[j]!r} (tool "
-                    f"{model.actions[j].tool!r}), a consequential call, with no declassifier "
+                    f"untrusted data from '{flow.ids[source]}' (tool "
+                    f"'{model.actions[source].tool}') reaches '{flow.ids[j]}' (tool "
+                    f"'{model.actions[j].tool}'), a consequential call, with no declassifier "
                     f"or approval on the way: {route}",
                     _INTEGRITY_MITIGATION,
                     path=tuple(steps),

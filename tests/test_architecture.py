@@ -30,8 +30,8 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("passes", {"passes", "car", "analyses", "registry"}),
     ("api", {"api"}),
     ("deciders, executor, exporters", {
-        "equivalence", "executor", "export", "fix", "flow", "optimize", "permissions", "risk",
-        "transactions", "wp",
+        "claims", "equivalence", "executor", "export", "fix", "flow", "optimize", "permissions",
+        "risk", "transactions", "wp",
     }),
     ("reporters", {"reporters"}),
     ("commands", {"sources", "lint", "docgen", "cli", "__init__"}),
