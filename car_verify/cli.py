@@ -740,6 +740,77 @@ def cmd_receipts(args: argparse.Namespace) -> int:
     return EXIT_OK if report.grounded else EXIT_FINDINGS
 
 
+def cmd_workflow(args: argparse.Namespace) -> int:
+    from .workflow import (
+        check_workflow_policies,
+        check_workflow_trace_rules,
+        parse_graph,
+        verify_workflow_graph,
+    )
+
+    with _named_inputs({"graph": args.graph, "policies": args.policies}):
+        graph = parse_graph(_read_file(args.graph, dict, "workflow graph"))
+        report = verify_workflow_graph(graph)
+        policies = None
+        if args.policies is not None:
+            policies = check_workflow_policies(graph, _read_file(args.policies, list, "policies"))
+    traced = None
+    if args.rule:
+        from .trace import parse_trace_rule
+
+        rules = [parse_trace_rule(text, source="--rule") for text in args.rule]
+        traced = check_workflow_trace_rules(graph, rules)
+    witness: tuple[str, ...] = ()
+    for found in (
+        *(d.witness for d in report.defects),
+        *(v.witness for v in (policies.violations if policies else [])),
+        *(c.path for c in (traced.counterexamples if traced else [])),
+    ):
+        if found:
+            witness = found
+            break
+    ok = (
+        report.sound
+        and (policies is None or policies.compliant)
+        and (traced is None or traced.holds)
+    )
+    if args.output:
+        from .export import workflow_to_dot, write
+
+        title = "sound" if ok else "first witness in red"
+        write(workflow_to_dot(graph, witness=witness, title=title), args.output)
+    if args.format == "json":
+        doc: dict[str, Any] = report.to_dict()
+        if policies is not None:
+            doc["policies"] = policies.to_dict()
+        if traced is not None:
+            doc["trace_rules"] = traced.to_dict()
+        _write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    else:
+        for d in report.defects:
+            path = f" (path: {' -> '.join(d.witness)})" if d.witness else ""
+            _write(f"{d.kind}: {d.explanation}{path}\n")
+        for v in policies.violations if policies else []:
+            _write(f"policy {v.policy!r}: {v.explanation} (path: {' -> '.join(v.witness)})\n")
+        for c in traced.counterexamples if traced else []:
+            _write(f"trace rule {c.rule!r}: {c.message} (path: {' -> '.join(c.path)})\n")
+        parts = ["sound" if report.sound else f"unsound: {len(report.defects)} defects"]
+        if policies is not None:
+            parts.append(
+                "policies hold"
+                if policies.compliant
+                else f"{len(policies.violations)} policy violations"
+            )
+        if traced is not None:
+            parts.append(
+                "trace rules hold"
+                if traced.holds
+                else f"{len(traced.counterexamples)} trace rules broken"
+            )
+        _write("; ".join(parts) + "\n")
+    return EXIT_OK if ok else EXIT_FINDINGS
+
+
 def cmd_optimize(args: argparse.Namespace) -> int:
     from .optimize import optimize
 
@@ -1318,6 +1389,26 @@ def _parser() -> _Parser:
     )
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(run=cmd_risk)
+
+    p = sub.add_parser(
+        "workflow", help="a workflow graph: dead ends, traps, unreachable stages; precedes policies"
+    )
+    p.add_argument("graph", metavar="GRAPH.json", help="{entry, terminals, stages, edges}")
+    p.add_argument(
+        "--policies", metavar="POLICIES.json", help="[{kind: precedes, earlier, later, name?}]"
+    )
+    p.add_argument(
+        "--rule",
+        metavar="RULE",
+        action="append",
+        help="a trace rule checked over every path from the entry, loops included "
+        "(entering a stage is a call of its name; repeatable)",
+    )
+    p.add_argument(
+        "-o", "--output", metavar="OUT.svg", help="draw the graph (.dot/.svg/.png), the witness red"
+    )
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(run=cmd_workflow)
 
     p = sub.add_parser("check-plan", help="a STRIPS plan: unmet preconditions, an unreached goal")
     p.add_argument("request", metavar="REQUEST.json", help="{initial, steps, goal}, or - for stdin")

@@ -48,6 +48,7 @@ DEFAULT_EXCLUDE: tuple[str, ...] = (
     "build",
     "dist",
     # manifests, lock files and tool configuration
+    "tool-labels.json",  # the runtime's information-flow labels (car-verify flow)
     "package.json",
     "package-lock.json",
     "npm-shrinkwrap.json",

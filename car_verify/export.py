@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from html import escape
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from .findings import Issue
 from .model import ActionProposal, ProposalResult, load
 from .progress import Progress
 
-__all__ = ["GraphvizMissing", "render", "to_dot", "to_dot_text"]
+__all__ = ["GraphvizMissing", "render", "to_dot", "to_dot_text", "workflow_to_dot"]
 
 SHAPES = {
     "tool_call": "box",
@@ -515,3 +516,58 @@ def write(graph: Any, path: str | Path) -> None:
         target.write_bytes(data)
     except OSError as err:
         raise CarVerifyError(f"cannot write {target}: {err.strerror or err}") from None
+
+
+WITNESS_COLOUR = "#cc0000"
+
+
+def workflow_to_dot(graph: Any, *, witness: Sequence[str] = (), title: str = "") -> Any:
+    """A workflow graph as a ``pydot.Dot``: the entry a double box, terminals double
+    circles, undeclared stages (named by dangling edges) dashed, and ``witness`` (a
+    path of stage names: a defect's or a policy violation's) drawn in red, its edges
+    numbered in order."""
+    import pydot
+
+    from .workflow import WorkflowGraph, parse_graph
+
+    g = graph if isinstance(graph, WorkflowGraph) else parse_graph(graph)
+    declared = g.declared
+    terminals = set(g.terminals)
+    on_path = set(witness)
+    steps = {(a, b): n for n, (a, b) in enumerate(pairwise(witness), 1)}
+    dot = pydot.Dot(graph_type="digraph", rankdir="LR", fontname="Helvetica")
+    if title:
+        dot.set_label(_quote(title))
+    names = list(dict.fromkeys([g.entry, *g.stages, *(s for e in g.edges for s in e[:2])]))
+    ident = {name: f"s{n}" for n, name in enumerate(names)}
+    for name in names:
+        attrs: dict[str, Any] = {"label": _quote(name), "fontname": "Helvetica"}
+        if name == g.entry:
+            attrs["shape"] = "box"
+            attrs["peripheries"] = 2
+        elif name in terminals:
+            attrs["shape"] = "doublecircle"
+        else:
+            attrs["shape"] = "box"
+            attrs["style"] = "rounded"
+        if name not in declared:
+            attrs["style"] = "dashed"
+            attrs["label"] = _quote(f"{name} (undeclared)")
+        if name in on_path:
+            attrs["color"] = WITNESS_COLOUR
+            attrs["penwidth"] = 2
+        dot.add_node(pydot.Node(ident[name], **attrs))
+    for a, b, condition in g.edges:
+        attrs = {"fontname": "Helvetica"}
+        label = "" if condition is None else str(condition)
+        step = steps.get((a, b))
+        if step is not None:
+            attrs["color"] = WITNESS_COLOUR
+            attrs["penwidth"] = 2
+            label = f"{step}" + (f": {label}" if label else "")
+        if a not in declared or b not in declared:
+            attrs["style"] = "dashed"
+        if label:
+            attrs["label"] = _quote(label)
+        dot.add_edge(pydot.Edge(ident[a], ident[b], **attrs))
+    return dot

@@ -1,0 +1,174 @@
+"""Workflow graphs (issue 27, item 4): the runtime's soundness and precedence checks
+with their witnesses, and car-verify's trace rules over every path."""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from car_verify.cli import main
+from car_verify.errors import InputError
+from car_verify.export import workflow_to_dot
+from car_verify.trace import TraceGate, parse_trace_rule
+from car_verify.workflow import (
+    check_workflow_policies,
+    check_workflow_trace_rules,
+    parse_graph,
+    verify_workflow_graph,
+)
+from tests.car_oracle import runtime
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "workflow"
+NAMES = ["a", "b", "c", "d", "e"]
+SETTINGS = settings(deadline=None, max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def graphs(draw: Any) -> dict[str, Any]:
+    stages = draw(st.lists(st.sampled_from(NAMES), min_size=1, max_size=5, unique=True))
+    entry = draw(st.sampled_from(stages) | st.sampled_from(NAMES))
+    edges = draw(
+        st.lists(
+            st.fixed_dictionaries({"from": st.sampled_from(NAMES), "to": st.sampled_from(NAMES)}),
+            max_size=7,
+        )
+    )
+    terminals = draw(st.lists(st.sampled_from(NAMES), max_size=2, unique=True))
+    return {"entry": entry, "terminals": terminals, "stages": stages, "edges": edges}
+
+
+policies = st.lists(
+    st.fixed_dictionaries(
+        {
+            "kind": st.just("precedes"),
+            "earlier": st.sampled_from(NAMES),
+            "later": st.sampled_from(NAMES),
+        },
+        optional={"name": st.just("gate")},
+    ),
+    max_size=3,
+)
+
+
+def test_defects_by_hand() -> None:
+    g = {
+        "entry": "a",
+        "terminals": ["z"],
+        "stages": ["a", "b", "c", "d", "z"],
+        "edges": [{"from": "a", "to": "b"}, {"from": "b", "to": "c"}, {"from": "c", "to": "b"},
+                  {"from": "a", "to": "z"}, {"from": "a", "to": "x"}],
+    }  # fmt: skip
+    found = [(d.kind, d.subject, d.witness) for d in verify_workflow_graph(g).defects]
+    assert found == [
+        ("dangling_edge", "a->x", ()),
+        ("unreachable_stage", "d", ()),
+        ("no_exit_reachable", "b", ("a", "b")),  # the b <-> c loop has no way out
+        ("no_exit_reachable", "c", ("a", "b", "c")),
+    ]
+    missing = verify_workflow_graph({"entry": "q", "stages": ["a"], "edges": []})
+    assert [d.kind for d in missing.defects] == ["missing_entry"]
+    with pytest.raises(InputError, match=r"graph\.edges\[0\]\.to: expected a stage name"):
+        parse_graph({"entry": "a", "stages": ["a"], "edges": [{"from": "a"}]})
+
+
+@SETTINGS
+@given(graphs(), policies)
+def test_graph_checks_agree_with_the_runtime(
+    graph: dict[str, Any], rules: list[dict[str, Any]]
+) -> None:
+    rt = runtime()
+    assert verify_workflow_graph(graph).to_dict() == json.loads(
+        rt.verify_workflow_graph(json.dumps(graph))
+    )
+    theirs = json.loads(rt.check_workflow_policies(json.dumps(graph), json.dumps(rules)))
+    assert check_workflow_policies(graph, rules).to_dict() == theirs
+
+
+def walks(graph: dict[str, Any], limit: int) -> list[tuple[str, ...]]:
+    """Every path from the entry of at most ``limit`` stages (loops unrolled)."""
+    g = parse_graph(graph)
+    succ = g.successors()
+    out = []
+    queue = deque([(g.entry,)])
+    while queue:
+        path = queue.popleft()
+        out.append(path)
+        if len(path) < limit:
+            for nxt in succ.get(path[-1], ()):
+                queue.append((*path, nxt))
+    return out
+
+
+@SETTINGS
+@given(graphs(), st.sampled_from(NAMES), st.sampled_from(NAMES))
+def test_a_precedence_witness_is_a_shortest_path_that_skips_the_earlier_stage(
+    graph: dict[str, Any], earlier: str, later: str
+) -> None:
+    report = check_workflow_policies(
+        graph, [{"kind": "precedes", "earlier": earlier, "later": later}]
+    )
+    bad = [p for p in walks(graph, 6) if p[-1] == later and earlier not in p and earlier != later]
+    assert report.compliant == (not bad)
+    if bad:
+        [v] = report.violations
+        assert v.witness in bad and len(v.witness) == min(len(p) for p in bad)
+
+
+RULES = [
+    "never c after b",
+    "at most 1 b",
+    "d only after c",
+    "never e",
+]
+
+
+@SETTINGS
+@given(graphs(), st.sampled_from(RULES))
+def test_trace_rules_over_every_path_with_loops(graph: dict[str, Any], text: str) -> None:
+    """Brute force: a rule is broken iff some path from the entry (up to a length
+    past which a monitor this small repeats) breaks it; the counterexample is a
+    shortest such path."""
+    rule = parse_trace_rule(text)
+    report = check_workflow_trace_rules(graph, [rule])
+
+    def breaks(path: tuple[str, ...]) -> bool:
+        gate = TraceGate([rule])
+        for stage in path:
+            if gate.dispatch(stage, {}):
+                return True
+            gate.record(stage, {}, "succeeded")
+        return False
+
+    bad = [p for p in walks(graph, 8) if breaks(p)]
+    assert report.holds == (not bad)
+    if bad:
+        [c] = report.counterexamples
+        assert breaks(c.path) and len(c.path) == min(len(p) for p in bad)
+
+
+def test_the_example_and_the_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    graph = json.loads((EXAMPLE / "graph.json").read_text(encoding="utf-8"))
+    assert verify_workflow_graph(graph).sound
+    [v] = check_workflow_policies(
+        graph, json.loads((EXAMPLE / "policies.json").read_text())
+    ).violations
+    assert v.witness == ("triage", "hotfix", "deploy_fix")
+    out = tmp_path / "wf.dot"
+    args = ["workflow", str(EXAMPLE / "graph.json"), "--policies", str(EXAMPLE / "policies.json")]
+    assert main([*args, "--rule", "at most 1 investigate", "-o", str(out)]) == 1
+    text = capsys.readouterr().out
+    assert "triage -> hotfix -> deploy_fix" in text
+    assert "triage -> investigate -> escalated -> investigate" in text
+    dot = out.read_text()
+    assert dot.count("#cc0000") >= 5  # the witness's three stages and two edges
+    assert main(["workflow", str(EXAMPLE / "graph.json"), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["sound"] is True
+    drawn = workflow_to_dot({"entry": "a", "stages": ["a"], "edges": [{"from": "a", "to": "x"}]})
+    assert "x (undeclared)" in drawn.to_string() and "dashed" in drawn.to_string()
