@@ -811,6 +811,56 @@ def cmd_workflow(args: argparse.Namespace) -> int:
     return EXIT_OK if ok else EXIT_FINDINGS
 
 
+def cmd_intent(args: argparse.Namespace) -> int:
+    from .intent import check_intent, check_intent_plan, enforce_intent, gate_intent
+
+    with _named_inputs({"request": args.request}):
+        request = _read_file(args.request, dict, "intent request")
+        actions = request.get("actions")
+        plan = isinstance(actions, list) and any(
+            isinstance(a, dict) and "type" in a for a in actions
+        )
+        if plan or "untrusted_tools" in request or "untrusted_ids" in request:
+            report = check_intent_plan(request, profile=_profile(args))  # Agent IR actions
+        else:
+            report = check_intent(request)
+    decision = enforcement = None
+    if args.gate or args.approvals is not None:
+        gate_policy = None
+        if args.gate_policy is not None:
+            gate_policy = _read_file(args.gate_policy, dict, "gate policy")
+        decision = gate_intent(report, gate_policy)
+        if args.approvals is not None:
+            from .permissions import Ledger
+
+            enforcement = enforce_intent(decision, Ledger(args.approvals))
+    if args.format == "json":
+        doc = report.to_dict()
+        if decision is not None:
+            doc["gate"] = decision.to_dict()
+        if enforcement is not None:
+            doc["enforcement"] = enforcement.to_dict()
+        _write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    else:
+        for v in report.violations:
+            _write(f"{v.action}: {v.kind}: {v.explanation}\n")
+        if report.safe:
+            _write(f"safe ({len(report.violations)} out-of-intent, none blocks the commit)\n")
+        else:
+            _write(f"unsafe: commit blocked by {', '.join(report.commit_blocked)}\n")
+        if decision is not None:
+            _write(f"gate: {decision.action}: {decision.reason}\n")
+        if enforcement is not None:
+            _write(
+                f"enforcement: {'commit' if enforcement.commit else 'hold'}: {enforcement.reason}\n"
+            )
+    if enforcement is not None:
+        return EXIT_OK if enforcement.commit else EXIT_FINDINGS
+    if decision is not None:
+        return EXIT_OK if decision.action == "allow" else EXIT_FINDINGS
+    return EXIT_OK if report.safe else EXIT_FINDINGS
+
+
 def cmd_optimize(args: argparse.Namespace) -> int:
     from .optimize import optimize
 
@@ -1432,6 +1482,25 @@ def _parser() -> _Parser:
     )
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(run=cmd_receipts)
+
+    p = sub.add_parser(
+        "intent",
+        parents=[profiled],
+        help="does each call stay inside the user's intent; is drift influenced by untrusted data",
+    )
+    p.add_argument(
+        "request",
+        metavar="REQUEST.json",
+        help="{intent, actions} (the runtime's IntentActions, or Agent IR actions with "
+        "untrusted_tools / untrusted_ids)",
+    )
+    p.add_argument("--gate", action="store_true", help="map to allow / require_approval / block")
+    p.add_argument("--gate-policy", metavar="GATE.json", help="{on_untainted_drift}")
+    p.add_argument(
+        "--approvals", metavar="LEDGER.jsonl", help="settle approvals against this ledger"
+    )
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(run=cmd_intent)
 
     p = sub.add_parser(
         "flow",

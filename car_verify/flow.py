@@ -640,15 +640,18 @@ def enforce_information_flow(
     decision: FlowGateDecision | Mapping[str, Any] | str, approvals: Any = None
 ) -> FlowEnforcement:
     """Settle a gate decision against recorded human decisions (``ApprovalRecord``s,
-    or a :class:`~car_verify.permissions.Ledger`): an approved hazard may run, a
-    rejected one is blocked, an unseen one is pending."""
+    or a :class:`~car_verify.permissions.Ledger`; the last decision about a hazard
+    stands): an approved hazard may run, a rejected one is blocked, an unseen one
+    is pending."""
     if isinstance(decision, FlowGateDecision):
         doc: Mapping[str, Any] = decision.to_dict()
     elif isinstance(decision, str):
         doc = json.loads(decision)
     else:
         doc = decision
-    decided = _decisions(approvals)
+    from .permissions import decisions
+
+    decided = decisions(approvals)
     blocked = list(doc.get("blocked") or [])
     pending = []
     for violation in doc.get("needs_approval") or []:
@@ -665,28 +668,3 @@ def enforce_information_flow(
     else:
         reason = "no flow hazards require action — may proceed"
     return FlowEnforcement(not blocked and not pending, blocked, pending, reason)
-
-
-def _decisions(approvals: Any) -> dict[str, str]:
-    from .permissions import Ledger
-
-    if approvals is None:
-        return {}
-    if isinstance(approvals, Ledger):
-        return {r.fingerprint: r.decision for r in approvals.records()}
-    if isinstance(approvals, str):
-        approvals = json.loads(approvals)
-    if not isinstance(approvals, list):
-        raise InputError("expected an array of approval records", ["approvals"])
-    out: dict[str, str] = {}
-    for n, record in enumerate(approvals):
-        if not isinstance(record, Mapping) or not isinstance(record.get("fingerprint"), str):
-            raise InputError(
-                "expected an approval record {fingerprint, decision, ...}", ["approvals", n]
-            )
-        decision = record.get("decision")
-        if decision not in ("approved", "rejected"):
-            raise InputError("expected approved or rejected", ["approvals", n, "decision"])
-        if out.get(record["fingerprint"]) != "rejected":  # a rejection stands
-            out[record["fingerprint"]] = decision
-    return out

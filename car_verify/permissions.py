@@ -638,3 +638,30 @@ def permission_evaluate(
     model = load(proposal)
     store = open_ledger(ledger)
     return [decide(classify_action(a), fingerprint(a), granted, store) for a in model.actions]
+
+
+def decisions(approvals: Any) -> dict[str, str]:
+    """Fingerprint -> ``approved`` | ``rejected``, the last decision about each, from
+    a :class:`Ledger`, a path to one, or an array of approval records (the
+    runtime's ``approvals_json``, as text or parsed); None: no decisions."""
+    if approvals is None:
+        return {}
+    if isinstance(approvals, Ledger):
+        return {r.fingerprint: r.decision for r in approvals.records()}
+    if isinstance(approvals, os.PathLike):
+        return decisions(Ledger(approvals))
+    if isinstance(approvals, (str, bytes)):
+        approvals = json.loads(approvals)
+    if not isinstance(approvals, list):
+        raise InputError("expected an array of approval records", ["approvals"])
+    out: dict[str, str] = {}
+    for n, record in enumerate(approvals):
+        if not isinstance(record, Mapping) or not isinstance(record.get("fingerprint"), str):
+            raise InputError(
+                "expected an approval record {fingerprint, decision, ...}", ["approvals", n]
+            )
+        decision = record.get("decision")
+        if decision not in ("approved", "rejected"):
+            raise InputError("expected approved or rejected", ["approvals", n, "decision"])
+        out[record["fingerprint"]] = decision  # the last decision stands
+    return out

@@ -1,0 +1,180 @@
+"""Intent (issue 27, item 2): check_intent, check_intent_plan, gate_intent and
+enforce_intent give the runtime's answers; taint follows dependencies."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections import Counter
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from car_verify.cli import main
+from car_verify.errors import InputError
+from car_verify.intent import check_intent, check_intent_plan, enforce_intent, gate_intent
+from tests.car_oracle import runtime
+
+TOOLS = st.sampled_from(["search", "read_file", "send_email", "pay"])
+IDS = st.sampled_from(["a", "b", "c", "d"])
+WORDS = st.sampled_from(["docs/x", "docs", "src/y", "net", "disk", "k", "docsx"])
+SETTINGS = settings(deadline=None, max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+
+intents = st.fixed_dictionaries(
+    {},
+    optional={
+        "allowed_tools": st.lists(TOOLS, max_size=2),
+        "allowed_resources": st.lists(st.sampled_from(["docs", "src/", "k"]), max_size=2),
+        "forbidden_capabilities": st.lists(st.sampled_from(["net", "disk"]), max_size=2),
+    },
+)
+actions = st.lists(
+    st.fixed_dictionaries(
+        {"id": IDS},
+        optional={
+            "tool": TOOLS,
+            "targets": st.lists(WORDS, max_size=2),
+            "capabilities": st.lists(st.sampled_from(["net", "disk", "x"]), max_size=2),
+            "depends_on": st.lists(IDS, max_size=2),
+            "untrusted": st.booleans(),
+        },
+    ),
+    max_size=5,
+)
+
+
+def record(fingerprint: str, decision: str) -> dict[str, Any]:
+    when = "2026-01-01T00:00:00Z"
+    return {"fingerprint": fingerprint, "required_tier": "full_access", "decision": decision,
+            "reviewer": "r", "reason": "x", "evidence": None, "decided_at": when}  # fmt: skip
+
+
+def test_drift_is_reported_and_an_influenced_one_blocks_the_commit() -> None:
+    intent = {"allowed_tools": ["search"], "forbidden_capabilities": ["network"]}
+    report = check_intent(
+        {"intent": intent, "actions": [
+            {"id": "read", "tool": "search", "untrusted": True},
+            {"id": "send", "tool": "send_email", "depends_on": ["read"]},
+            {"id": "mail", "tool": "send_email"},
+        ]}
+    )  # fmt: skip
+    assert [(v.action, v.tool_influenced) for v in report.violations] == [
+        ("send", True),
+        ("mail", False),
+    ]
+    assert report.commit_blocked == ["send"] and not report.safe
+    assert "likely tool-stream injection" in report.violations[0].explanation
+    resources = check_intent(
+        {
+            "intent": {"allowed_resources": ["docs"]},
+            "actions": [{"id": "a", "targets": ["docs/x", "docsx", "Docs"]}],
+        }
+    )
+    assert [v.detail for v in resources.violations] == ["Docs"]  # a prefix, case-sensitive
+    with pytest.raises(InputError, match=r"actions\[0\]\.tools: unknown field 'tools'"):
+        check_intent({"intent": {}, "actions": [{"id": "a", "tools": []}]})
+
+
+@SETTINGS
+@given(intents, actions)
+def test_check_intent_gate_and_enforcement_agree_with_the_runtime(
+    intent: dict[str, Any], acts: list[dict[str, Any]]
+) -> None:
+    rt = runtime()
+    request = {"intent": intent, "actions": acts}
+    theirs = json.loads(rt.check_intent(json.dumps(request)))
+    assert check_intent(request).to_dict() == theirs
+    for policy in (None, {"on_untainted_drift": "allow"}, {"on_untainted_drift": "block"}):
+        raw = rt.gate_intent(json.dumps(theirs), None if policy is None else json.dumps(policy))
+        gate = gate_intent(theirs, policy).to_dict()
+        assert gate == json.loads(raw)
+        kinds = {
+            "tool_out_of_intent": "tool",
+            "target_out_of_intent": "target",
+            "forbidden_capability": "capability",
+        }
+        approvals = [
+            record(f"intent:{kinds[v['kind']]}:{v['action']}:{v['detail']}", d)
+            for v, d in zip(
+                gate["needs_approval"], itertools.cycle(["approved", "rejected", "none"])
+            )
+            if d != "none"
+        ]
+        theirs_enforced = json.loads(rt.enforce_intent(raw, json.dumps(approvals)))
+        assert enforce_intent(gate, approvals).to_dict() == theirs_enforced
+
+
+plan_actions = st.lists(
+    st.fixed_dictionaries(
+        {"type": st.sampled_from(["tool_call", "tool_call", "state_write"])},
+        optional={
+            "tool": TOOLS,
+            "state_dependencies": st.lists(
+                st.sampled_from(["k", "docs", "j"]), max_size=2, unique=True
+            ),
+            "expected_effects": st.dictionaries(
+                st.sampled_from(["k", "docs", "j", "src/z"]), st.just(1), max_size=2
+            ),
+            "metadata": st.fixed_dictionaries(
+                {"capabilities": st.lists(st.sampled_from(["net", "disk"]), max_size=2)}
+            ),
+        },
+    ),
+    max_size=5,
+)
+
+
+@SETTINGS
+@given(
+    intents,
+    plan_actions,
+    st.lists(TOOLS, max_size=2),
+    st.lists(st.sampled_from(["a0", "a1", "a2"]), max_size=2),
+)
+def test_check_intent_plan_agrees_with_the_runtime(
+    intent: dict[str, Any], acts: list[dict[str, Any]], tools: list[str], ids: list[str]
+) -> None:
+    rt = runtime()
+    request = {"intent": intent, "actions": [dict(a, id=f"a{i}") for i, a in enumerate(acts)],
+               "untrusted_tools": tools, "untrusted_ids": ids}  # fmt: skip
+    theirs = json.loads(rt.check_intent_plan(json.dumps(request)))
+    ours = check_intent_plan(request).to_dict()
+    # the runtime lists an action's targets from a hash map, in an order that varies
+    # from run to run: the violations are compared as a multiset (docs/compat.md)
+    assert (ours["safe"], ours["commit_blocked"]) == (theirs["safe"], theirs["commit_blocked"])
+    assert Counter(map(_key, ours["violations"])) == Counter(map(_key, theirs["violations"]))
+
+
+def _key(v: dict[str, Any]) -> str:
+    return json.dumps(v, sort_keys=True)
+
+
+def test_under_strict_taint_travels_along_dependencies_and_output_references() -> None:
+    request = {
+        "intent": {"allowed_tools": ["search"]},
+        "actions": [
+            {"id": "read", "type": "tool_call", "tool": "search"},
+            {
+                "id": "send",
+                "type": "tool_call",
+                "tool": "send_email",
+                "parameters": {"body": "$read.output"},
+            },
+        ],
+        "untrusted_tools": ["search"],
+    }
+    assert check_intent_plan(request).safe  # CAR ignores the reference
+    strict = check_intent_plan(request, profile="strict")
+    assert strict.commit_blocked == ["send"]
+
+
+def test_the_intent_command(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "intent.json"
+    acts = [{"id": "a", "tool": "search", "untrusted": True},
+            {"id": "b", "tool": "pay", "depends_on": ["a"]}]  # fmt: skip
+    path.write_text(json.dumps({"intent": {"allowed_tools": ["search"]}, "actions": acts}))
+    assert main(["intent", str(path), "--gate"]) == 1
+    out = capsys.readouterr().out
+    assert "tool_out_of_intent" in out and "gate: block" in out
