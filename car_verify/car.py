@@ -252,6 +252,12 @@ def _tx_writes(action: Action) -> list[str]:
     return list(dict.fromkeys([*action.write_set, *car_writes(action)]))
 
 
+def transaction_sets(action: Action) -> tuple[list[str], list[str]]:
+    """An action's read and write sets as ``transaction_check`` reads them (also
+    the concurrency analysis's)."""
+    return _tx_reads(action), _tx_writes(action)
+
+
 def _tx_reads(action: Action) -> list[str]:
     """``transaction_check``'s read set: ``read_set`` together with the depended-on and
     assumed keys and a ``state_read``'s ``key``."""

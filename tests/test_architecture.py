@@ -31,7 +31,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("api", {"api"}),
     ("deciders, executor, exporters", {
         "claims", "equivalence", "executor", "export", "fix", "flow", "optimize", "permissions",
-        "risk", "transactions", "workflow", "wp",
+        "risk", "transactions", "workflow", "wp", "intent", "concurrency",
     }),
     ("reporters", {"reporters"}),
     ("commands", {"sources", "lint", "docgen", "cli", "__init__"}),

@@ -1,0 +1,410 @@
+"""Concurrency: the anomalies of agents that read, think and then commit, and
+whether a schedule of such operations is serializable.
+
+An operation (``AgentOp``) is ``{id, agent, read_set, write_set, tools_read,
+tools_written, depends_on, read_at, commit_at}``: it reads its keys (and consults
+its tools) at ``read_at`` and commits its writes at ``commit_at`` (both default
+0). :func:`analyze_concurrency` reports, as ``car_runtime.analyze_concurrency``
+does, in this order:
+
+- ``stale_generation`` (a lost update): an op read a key and writes it, and
+  another op committed a write of that key strictly between its read and its
+  commit;
+- ``phantom_tool``: an op consulted a tool, and another op changed that tool
+  (``tools_written``) strictly between its read and its commit;
+- ``causal_cascade``: an op depends on another that commits after it;
+- ``tool_effect_reorder``: two ops write the same key, their windows
+  ``[read_at, commit_at]`` overlap, and neither depends on the other (through
+  ``depends_on``, followed through): their effects land in either order.
+
+``level`` is the most severe anomaly's: ``l0`` (a causal cascade), ``l1`` (stale
+generation), ``l2`` (a phantom tool), ``l3`` (a reorder), ``l4`` (none).
+``serializable`` is decided separately: the serialization graph (an edge for each
+write-write, write-read and read-write conflict, in time order, and for each
+``depends_on``) has no cycle. The two disagree on write skew (ops that read
+overlapping keys and write disjoint ones match no anomaly, ``l4``, and are not
+serializable); a cycle is reported in :attr:`ConcurrencyReport.cycle`.
+
+:func:`gate_concurrency` maps a report to remediations, as the runtime's
+``gate_concurrency`` does.
+
+:func:`ops_from_proposal` derives the ops of a proposal's actions (their read and
+write sets as ``transaction_check`` reads them), each level of the DAG one
+step of time, so a plan can be checked as the schedule the executor runs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from .errors import InputError, UsageError, deep_values_are_input_errors
+
+_OP_FIELDS: Final = (
+    "id", "agent", "read_set", "write_set", "tools_read", "tools_written", "depends_on",
+    "read_at", "commit_at",
+)  # fmt: skip
+LEVELS: Final = ("l0", "l1", "l2", "l3", "l4")
+_LEVEL_OF: Final = {
+    "causal_cascade": "l0",
+    "stale_generation": "l1",
+    "phantom_tool": "l2",
+    "tool_effect_reorder": "l3",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class AgentOp:
+    id: str
+    agent: str | None = None
+    read_set: tuple[str, ...] = ()
+    write_set: tuple[str, ...] = ()
+    tools_read: tuple[str, ...] = ()
+    tools_written: tuple[str, ...] = ()
+    depends_on: tuple[str, ...] = ()
+    read_at: int = 0
+    commit_at: int = 0
+
+
+def parse_ops(doc: Any) -> list[AgentOp]:
+    """The runtime's ``AgentOp`` array; errors name the op and the field."""
+    if isinstance(doc, (str, bytes)):
+        from .model import read_json
+
+        doc = read_json(doc)
+    if not isinstance(doc, list):
+        raise InputError("expected an array of ops", ["ops"])
+    out = []
+    for n, raw in enumerate(doc):
+        where: list[str | int] = ["ops", n]
+        if not isinstance(raw, Mapping):
+            raise InputError("expected an op {id, read_set, write_set, ...}", where)
+        for name in raw:
+            if name not in _OP_FIELDS:
+                known = ", ".join(_OP_FIELDS)
+                raise InputError(
+                    f"unknown field {name!r} (expected one of {known})", [*where, name]
+                )
+        if not isinstance(raw.get("id"), str):
+            raise InputError("expected a string", [*where, "id"])
+        agent = raw.get("agent")
+        if agent is not None and not isinstance(agent, str):
+            raise InputError("expected a string", [*where, "agent"])
+        lists: dict[str, tuple[str, ...]] = {}
+        for name in ("read_set", "write_set", "tools_read", "tools_written", "depends_on"):
+            value = raw.get(name, [])
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise InputError("expected an array of strings", [*where, name])
+            lists[name] = tuple(value)
+        times = {}
+        for name in ("read_at", "commit_at"):
+            value = raw.get(name, 0)
+            if type(value) is not int or value < 0:
+                raise InputError("expected a time (an integer, 0 or more)", [*where, name])
+            times[name] = value
+        out.append(AgentOp(raw["id"], agent, **lists, **times))
+    seen: dict[str, int] = {}
+    for n, op in enumerate(out):
+        if op.id in seen:  # which op would `depends_on` name? (the runtime picks one)
+            raise InputError(f"op id {op.id!r} is also ops[{seen[op.id]}]'s", ["ops", n, "id"])
+        seen[op.id] = n
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Anomaly:
+    anomaly: str
+    key: str
+    ops: tuple[str, str]
+    explanation: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "anomaly": self.anomaly,
+            "key": self.key,
+            "ops": list(self.ops),
+            "explanation": self.explanation,
+        }
+
+
+@dataclass(slots=True)
+class ConcurrencyReport:
+    level: str
+    serializable: bool
+    anomalies: list[Anomaly]
+    #: A cycle of the serialization graph (op ids, the first repeated at the end)
+    #: when the schedule is not serializable: car-verify's, the runtime gives none.
+    cycle: list[str] = field(default_factory=list)
+
+    def to_dict(self, *, extras: bool = False) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "level": self.level,
+            "serializable": self.serializable,
+            "anomalies": [a.to_dict() for a in self.anomalies],
+        }
+        if extras:
+            doc["cycle"] = list(self.cycle)
+        return doc
+
+
+def _causal(ops: Sequence[AgentOp]) -> dict[str, set[str]]:
+    """Each op id -> every op id it depends on, followed through (a search per op:
+    a cycle of ``depends_on`` must not cut a closure short)."""
+    direct = {op.id: set(op.depends_on) for op in ops}
+    closed: dict[str, set[str]] = {}
+    for op in ops:
+        seen: set[str] = set()
+        stack = list(direct[op.id])
+        while stack:
+            name = stack.pop()
+            if name not in seen:
+                seen.add(name)
+                stack.extend(direct.get(name, ()))
+        closed[op.id] = seen
+    return closed
+
+
+def _anomalies(ops: Sequence[AgentOp]) -> list[Anomaly]:
+    found: list[Anomaly] = []
+    for b in ops:  # per op, and per other op: stale reads, phantom tools, early commits
+        reads = [k for k in dict.fromkeys(b.read_set) if k in b.write_set]
+        for a in ops:
+            if a is b:
+                continue
+            window = b.read_at < a.commit_at < b.commit_at
+            for key in reads:
+                if window and key in a.write_set:
+                    found.append(
+                        Anomaly(
+                            "stale_generation",
+                            key,
+                            (b.id, a.id),
+                            f"op '{b.id}' read '{key}', generated, then committed a write based on "
+                            f"a value op '{a.id}' overwrote in between (lost update)",
+                        )
+                    )
+            for tool in dict.fromkeys(b.tools_read):
+                if window and tool in a.tools_written:
+                    found.append(
+                        Anomaly(
+                            "phantom_tool",
+                            tool,
+                            (b.id, a.id),
+                            f"op '{b.id}' consulted tool '{tool}' during generate, but op '{a.id}' "
+                            "changed the registry entry mid-window (phantom tool)",
+                        )
+                    )
+            for _ in range(b.depends_on.count(a.id) if a.commit_at > b.commit_at else 0):
+                found.append(
+                    Anomaly(
+                        "causal_cascade",
+                        a.id,
+                        (b.id, a.id),
+                        f"op '{b.id}' causally depends on '{a.id}' but committed before it "
+                        "(causality violated)",
+                    )
+                )
+    reorder = []
+    causal = _causal(ops)
+    for i, a in enumerate(ops):
+        for b in ops[i + 1 :]:
+            if a.id in causal.get(b.id, ()) or b.id in causal.get(a.id, ()):
+                continue
+            if not (a.read_at <= b.commit_at and b.read_at <= a.commit_at):
+                continue
+            for key in dict.fromkeys(a.write_set):
+                if key in b.write_set:
+                    reorder.append(
+                        Anomaly(
+                            "tool_effect_reorder",
+                            key,
+                            (a.id, b.id),
+                            f"ops '{a.id}' and '{b.id}' concurrently write '{key}' with no causal "
+                            "ordering — their effects land in a nondeterministic order (reorder)",
+                        )
+                    )
+    return found + reorder
+
+
+def _edges(ops: Sequence[AgentOp]) -> dict[str, set[str]]:
+    """The serialization graph: a node per op id (two ops that share an id are one
+    node, and a conflict between them adds nothing), an edge for each conflict in
+    time order and each ``depends_on``."""
+    out: dict[str, set[str]] = {op.id: set() for op in ops}
+    # a tool is shared state too: consulting it reads it, changing it writes it
+    reads = [{*op.read_set, *(("tool", t) for t in op.tools_read)} for op in ops]
+    writes = [{*op.write_set, *(("tool", t) for t in op.tools_written)} for op in ops]
+    for i, a in enumerate(ops):
+        for j, b in enumerate(ops):
+            if a.id == b.id:
+                continue
+            first = a.commit_at < b.commit_at or (a.commit_at == b.commit_at and i < j)
+            if writes[i] & writes[j] and first:
+                out[a.id].add(b.id)  # write-write (at the same time: in order)
+            if writes[i] & reads[j] and a.commit_at <= b.read_at:
+                out[a.id].add(b.id)  # write-read
+            if reads[i] & writes[j] and a.read_at < b.commit_at:
+                out[a.id].add(b.id)  # read-write (anti-dependency)
+        for name in a.depends_on:
+            if name in out and name != a.id:
+                out[name].add(a.id)
+    return out
+
+
+def _cycle(edges: Mapping[str, set[str]]) -> list[str]:
+    """One cycle of the graph (ids, the first repeated at the end), or []."""
+    colour = dict.fromkeys(edges, 0)
+    stack: list[str] = []
+
+    def visit(n: str) -> list[str]:
+        colour[n] = 1
+        stack.append(n)
+        for m in sorted(edges[n]):
+            if colour[m] == 1:
+                return [*stack[stack.index(m) :], m]
+            if colour[m] == 0:
+                found = visit(m)
+                if found:
+                    return found
+        stack.pop()
+        colour[n] = 2
+        return []
+
+    for n in edges:
+        if colour[n] == 0:
+            found = visit(n)
+            if found:
+                return found
+    return []
+
+
+@deep_values_are_input_errors
+def analyze_concurrency(ops: Any) -> ConcurrencyReport:
+    """The anomalies, the level and serializability (see the module docs)."""
+    parsed = (
+        ops
+        if isinstance(ops, list) and all(isinstance(o, AgentOp) for o in ops)
+        else parse_ops(ops)
+    )
+    found = _anomalies(parsed)
+    level = min((_LEVEL_OF[a.anomaly] for a in found), default="l4")
+    cycle = _cycle(_edges(parsed))
+    return ConcurrencyReport(level, not cycle, found, cycle)
+
+
+# --- the gate -----------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class ConcurrencyGate:
+    safe: bool
+    level: str
+    abort: bool
+    remediations: list[dict[str, Any]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "safe": self.safe,
+            "level": self.level,
+            "abort": self.abort,
+            "remediations": self.remediations,
+        }
+
+
+def gate_concurrency(report: Any, policy: Mapping[str, Any] | None = None) -> ConcurrencyGate:
+    """Each anomaly with its remediation and a disposition: ``abort`` at or below
+    ``abort_at_or_below`` (default ``l0``), ``require_approval`` at or below
+    ``require_approval_at_or_below`` (default ``l1``), else ``auto_remediate``."""
+    if isinstance(report, ConcurrencyReport):
+        doc: Mapping[str, Any] = report.to_dict()
+    elif isinstance(report, (str, bytes)):
+        doc = json.loads(report)
+    else:
+        doc = report
+    settings = dict(policy or {})
+    abort_at = settings.get("abort_at_or_below", "l0")
+    approve_at = settings.get("require_approval_at_or_below", "l1")
+    for name, value in (
+        ("abort_at_or_below", abort_at),
+        ("require_approval_at_or_below", approve_at),
+    ):
+        if value not in LEVELS:
+            raise UsageError(f"{name}: expected one of {', '.join(LEVELS)}")
+    remediations = []
+    abort = False
+    for anomaly in doc.get("anomalies") or []:
+        level = _LEVEL_OF.get(anomaly.get("anomaly"), "l0")
+        if level <= abort_at:
+            disposition = "abort"
+            abort = True
+        elif level <= approve_at:
+            disposition = "require_approval"
+        else:
+            disposition = "auto_remediate"
+        remediations.append(
+            {
+                "anomaly": anomaly.get("anomaly"),
+                "remediation": _remedy(anomaly),
+                "disposition": disposition,
+            }
+        )
+    level = str(doc.get("level", "l4"))
+    return ConcurrencyGate(not remediations, level, abort, remediations)
+
+
+def _remedy(anomaly: Mapping[str, Any]) -> dict[str, Any]:
+    """The remediation of an anomaly, naming what it acts on."""
+    name = anomaly.get("anomaly")
+    ops = list(anomaly.get("ops") or [])
+    key = anomaly.get("key")
+    first = ops[0] if ops else None
+    if name == "stale_generation":
+        return {"kind": "reread_and_regenerate", "op": first, "key": key}
+    if name == "phantom_tool":
+        return {"kind": "pin_tool_registry", "op": first, "tool": key}
+    if name == "causal_cascade":
+        return {
+            "kind": "enforce_causal_order",
+            "dependent": first,
+            "cause": ops[1] if len(ops) > 1 else None,
+        }
+    return {"kind": "serialize_writers", "ops": ops, "key": key}
+
+
+def ops_from_proposal(proposal: Any, *, profile: str | None = None) -> list[AgentOp]:
+    """The ops of a proposal's actions: reads and writes as ``transaction_check``
+    reads them, ``depends_on`` the DAG's predecessors, and each level one step of
+    time (an action reads when its level starts and commits when it ends)."""
+    from .car import CarOrder, profile_of, transaction_sets
+    from .model import load
+
+    model = load(proposal)
+    if profile_of(profile).value == "strict":
+        from .dag import Dag
+
+        dag = Dag(model)
+        preds: list[Sequence[int]] = [dag.preds(i) for i in range(dag.n)]
+        level = [dag.level_of(i) for i in range(dag.n)]
+    else:
+        order = CarOrder(model)
+        preds = list(order.preds)
+        level = list(order.level)
+    out = []
+    for i, action in enumerate(model.actions):
+        reads, writes = transaction_sets(action)
+        out.append(
+            AgentOp(
+                action.id,
+                None,
+                tuple(reads),
+                tuple(writes),
+                (action.tool,) if action.tool else (),
+                (),
+                tuple(dict.fromkeys(model.actions[p].id for p in preds[i])),
+                2 * level[i],
+                2 * level[i] + 1,
+            )
+        )
+    return out
