@@ -9,6 +9,7 @@ from car_verify.analyses.budget import BudgetPass
 from car_verify.analyses.compensation import CompensationPass
 from car_verify.analyses.conflicts import ConflictPass
 from car_verify.analyses.feasibility import FeasibilityPass
+from car_verify.analyses.flow import FlowPass
 from car_verify.analyses.loops import LoopPass
 from car_verify.analyses.operators import OperatorPass
 from car_verify.analyses.policies import PolicyPass
@@ -26,6 +27,7 @@ __all__ = [
     "CompensationPass",
     "ConflictPass",
     "FeasibilityPass",
+    "FlowPass",
     "LoopPass",
     "OperatorPass",
     "PolicyPass",
@@ -49,4 +51,5 @@ BUILTIN: tuple[type[Pass], ...] = (
     PolicyPass,
     TransactionPass,
     FeasibilityPass,
+    FlowPass,
 )

@@ -192,6 +192,8 @@ def verify(
     repeat_threshold: int = 3,
     policies: Any = None,
     profile: str | Profile | None = None,
+    labels: Any = None,
+    flow_policy: Any = None,
 ) -> VerificationResult:
     """Run the analysis passes over a proposal.
 
@@ -202,13 +204,16 @@ def verify(
     ``policies``: a PolicyEngine, a PolicySet, loaded policies or a policies
     directory; their violations become issues named after the rule.
     ``profile``: ``"car"`` (the default: the runtime's own answers) or ``"strict"``
-    (SEMANTICS sections 1-8).
+    (SEMANTICS sections 1-8). ``labels`` (tool -> ``{capability, confidentiality,
+    trust, sink, declassifier}``) and ``flow_policy`` (``{min_confidential,
+    forbidden_sequences}``) add the information-flow pass (``docs/flow.md``).
     Malformed input raises :class:`InputError`; a bad plan is a result.
     """
+    flow = _flow_inputs(labels, flow_policy)
     chosen = profile_of(profile)
     if chosen is Profile.CAR:
         return _verify_car(
-            proposal, tools, initial_state, max_actions, passes, repeat_threshold, policies
+            proposal, tools, initial_state, max_actions, passes, repeat_threshold, policies, flow
         )
     model = load(proposal)
     options = Options(max_actions=max_actions, repeat_threshold=repeat_threshold)
@@ -224,6 +229,8 @@ def verify(
         initial_state=None if initial_state is None else _state(initial_state),
         options=options,
         policies=engine,
+        labels=flow[0],
+        flow_policy=flow[1],
     )
     result = assess(ctx, passes)
     if _shares_values(proposal, initial_state):
@@ -232,7 +239,20 @@ def verify(
 
 
 #: Passes of car-verify's own that add findings on top of CAR's verdict.
-_CAR_EXTRAS = frozenset({"policies"})
+_CAR_EXTRAS = frozenset({"policies", "flow"})
+
+
+def _flow_inputs(labels: Any, flow_policy: Any) -> tuple[Any, Any]:
+    """Labels and a flow policy, parsed (errors name the field), or ``(None, None)``."""
+    if labels is None:
+        if flow_policy is not None:
+            from .errors import UsageError
+
+            raise UsageError("a flow policy is checked against tool labels: give labels too")
+        return None, None
+    from .flow import parse_labels, parse_policy
+
+    return parse_labels(labels), parse_policy(flow_policy)
 
 
 def _verify_car(
@@ -243,9 +263,11 @@ def _verify_car(
     passes: Iterable[str | Pass | type[Pass]] | None,
     repeat_threshold: int,
     policies: Any,
+    flow: tuple[Any, Any] = (None, None),
 ) -> VerificationResult:
     """``verify`` under the ``car`` profile: CAR's eight checks, then car-verify's
-    own ``info`` findings and, with policies, the policy pass on top."""
+    own ``info`` findings and, with policies or labels, the policy and flow passes
+    on top."""
     from .errors import UsageError
 
     model = load(proposal)
@@ -275,16 +297,31 @@ def _verify_car(
     if passes is None:  # CAR's eight checks; with passes named, only those run
         issues = [*verdict.issues, *verdict.extra]
         checks = list(verdict.checks)
+    ours = []
     if policies is not None and (passes is None or "policies" in extras):
+        ours.append("policies")
+    elif "policies" in extras:
+        raise UsageError("the policies pass was asked for, but no policies were given")
+    if flow[0] is not None and (passes is None or "flow" in extras):
+        ours.append("flow")
+    elif "flow" in extras:
+        raise UsageError("the flow pass was asked for, but no tool labels were given")
+    if ours:
         from .policy import policy_engine
         from .registry import resolve_passes
 
-        ctx = Context(model, tools=registry, initial_state=state, policies=policy_engine(policies))
-        found, records = run_passes(ctx, resolve_passes(["policies"], ctx))
+        ctx = Context(
+            model,
+            tools=registry,
+            initial_state=state,
+            policies=None if policies is None else policy_engine(policies),
+            labels=flow[0],
+            flow_policy=flow[1],
+            profile="car",
+        )
+        found, records = run_passes(ctx, resolve_passes(ours, ctx))
         issues.extend(found)
         checks.extend(records)
-    elif "policies" in extras:
-        raise UsageError("the policies pass was asked for, but no policies were given")
     issues.sort(key=Issue.sort_key)
     end_state = verdict.walk.state
     if _shares_values(proposal, initial_state):

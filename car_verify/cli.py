@@ -219,6 +219,20 @@ def _show_settings(args: argparse.Namespace, settings: dict[str, Any]) -> int:
     return EXIT_OK
 
 
+def _labels_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--labels",
+        metavar="LABELS.json",
+        help="tool labels for the flow pass (default: the nearest .car/tool-labels.json)",
+    )
+    p.add_argument(
+        "--flow-policy",
+        metavar="POLICY.json",
+        help="{min_confidential, forbidden_sequences} (default: .car/flow-policy.json)",
+    )
+    p.add_argument("--no-labels", action="store_true", help="do not look for .car/tool-labels.json")
+
+
 def _timeout_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--timeout",
@@ -274,6 +288,37 @@ def _policies(args: argparse.Namespace) -> Any:
     return loaded
 
 
+def _flow_files(args: argparse.Namespace) -> tuple[Any, Any]:
+    """Tool labels and a flow policy: ``--labels`` / ``--flow-policy``, else the
+    nearest ``.car/tool-labels.json`` and ``.car/flow-policy.json`` (said on stderr),
+    unless ``--no-labels``."""
+    from .config import FLOW_POLICY_FILE, LABELS_FILE, find_car_file
+
+    labels_name = getattr(args, "labels", None)
+    policy_name = getattr(args, "flow_policy", None)
+    if getattr(args, "no_labels", False):
+        if labels_name or policy_name:
+            raise UsageError("--no-labels with --labels / --flow-policy: which is it?")
+        return None, None
+    if labels_name is None:
+        found, _ = find_car_file(LABELS_FILE)
+        if found is None:
+            if policy_name is not None:
+                raise UsageError("--flow-policy is checked against tool labels: give --labels")
+            return None, None
+        labels_name = str(found)
+        _note(args, f"labels: {found} (--no-labels to skip)")
+        if policy_name is None:
+            near, _ = find_car_file(FLOW_POLICY_FILE)
+            policy_name = None if near is None else str(near)
+    with _named_inputs({"labels": labels_name, "policy": policy_name}):
+        labels = _read_file(labels_name, dict, "labels")
+        policy = None if policy_name is None else _read_file(policy_name, dict, "flow policy")
+        from .flow import parse_labels, parse_policy
+
+        return parse_labels(labels), parse_policy(policy)
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     from .api import verify
     from .reporters import render_json
@@ -292,6 +337,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     # Every input is read before anything is checked: a bad one is the error, alone.
     sources = [proposal_input(name) for name in args.proposals]
     policies = _policies(args)
+    labels, flow_policy = _flow_files(args)
     from .progress import progress
 
     results = []
@@ -307,6 +353,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
             repeat_threshold=args.repeat_threshold,
             policies=policies,
             profile=profile,
+            labels=labels,
+            flow_policy=flow_policy,
         )
         if passes:  # a pass asked for by name that could not run is no clean result
             idle = [c for c in result.evidence.checks if c.name in passes and not c.ran]
@@ -411,11 +459,24 @@ def _verify_settings(args: argparse.Namespace, passes: list[str] | None) -> dict
     else:
         found, _ = find_policies()
         policies = str(found) if found is not None else None
+    from .config import FLOW_POLICY_FILE, LABELS_FILE, find_car_file
+
+    labels, flow_policy = args.labels, args.flow_policy
+    if args.no_labels:
+        labels = flow_policy = None
+    elif labels is None:
+        near, _ = find_car_file(LABELS_FILE)
+        labels = None if near is None else str(near)
+        if labels is not None and flow_policy is None:
+            near, _ = find_car_file(FLOW_POLICY_FILE)
+            flow_policy = None if near is None else str(near)
     return {
         "profile": _profile(args),
         "profile-from": _profile_source(args),
         "config": None if config is None else str(config),
         "policies": policies,
+        "labels": labels,
+        "flow-policy": flow_policy,
         "tools": args.tools,
         "state": args.state,
         "max-actions": args.max_actions,
@@ -1177,6 +1238,27 @@ def _codes_arg(text: str | None) -> tuple[str, ...] | None:
     return codes
 
 
+def _lint_flow_files(args: argparse.Namespace, config: Any) -> Any:
+    """``--labels`` / ``--flow-policy``, the configuration's, else the nearest
+    ``.car/tool-labels.json`` and ``.car/flow-policy.json`` (said), unless
+    ``--no-labels``."""
+    from .config import FLOW_POLICY_FILE, LABELS_FILE, find_car_file
+
+    if args.no_labels:
+        return dataclasses.replace(config, labels=None, flow_policy=None)
+    labels = Path(args.labels).resolve() if args.labels else config.labels
+    policy = Path(args.flow_policy).resolve() if args.flow_policy else config.flow_policy
+    if labels is None:
+        labels, _ = find_car_file(LABELS_FILE)
+        if labels is not None:
+            _note(args, f"labels: {labels} (--no-labels to skip)")
+            if policy is None:
+                policy, _ = find_car_file(FLOW_POLICY_FILE)
+    if labels is None and policy is not None:
+        raise UsageError("a flow policy is checked against tool labels: give --labels too")
+    return dataclasses.replace(config, labels=labels, flow_policy=policy)
+
+
 def cmd_lint(args: argparse.Namespace) -> int:
     from . import lint
 
@@ -1207,6 +1289,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
         if found is not None:
             config = dataclasses.replace(config, policies=found)
             _note(args, f"policies: {found} (--no-policies to skip)")
+    config = _lint_flow_files(args, config)
     progress = False if args.no_progress else None
     paths = args.paths or ["."]
     if args.show_settings:
@@ -1397,6 +1480,7 @@ def _parser() -> _Parser:
         action="store_true",
         help="do not look for .car/policies (found by walking up to the repository root)",
     )
+    _labels_options(p)
     p.set_defaults(run=cmd_verify)
 
     p = sub.add_parser(
@@ -1777,6 +1861,7 @@ def _parser() -> _Parser:
         action="store_true",
         help="do not look for .car/policies (found by walking up to the repository root)",
     )
+    _labels_options(p)
     p.add_argument(
         "--exclude",
         metavar="GLOB",

@@ -236,6 +236,37 @@ _TABLE = [
         INFO,
         "car-verify's own note beside CAR's answer",
     ),
+    # information flow, with tool labels (car-verify's input: on top of CAR's checks)
+    Code(
+        "flow-sensitive-to-sink",
+        E,
+        D,
+        "data at the flow policy's confidentiality floor reaches a sink (the runtime's rule)",
+        E,
+    ),
+    Code(
+        "flow-forbidden-sequence",
+        E,
+        D,
+        "a forbidden capability ordering happens along a path of the DAG (the runtime's rule)",
+        E,
+    ),
+    Code(
+        "flow-forbidden-schedule",
+        E,
+        D,
+        "a forbidden capability ordering that some schedule runs (the two are not ordered)",
+        W,
+        "beyond the runtime, which checks happens-before paths only: a warning under car",
+    ),
+    Code(
+        "flow-untrusted-to-consequential",
+        E,
+        D,
+        "data from an untrusted tool reaches a sink or a consequential call, unsanitised",
+        W,
+        "beyond the runtime, which has no integrity rule: a warning under car",
+    ),
     # lint's own findings, about files rather than plans
     Code(
         "invalid-file",

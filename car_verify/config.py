@@ -88,6 +88,8 @@ def find_policies(start: str | os.PathLike[str] | None = None) -> tuple[Path | N
 
 #: Where the runtime keeps tool labels for the information-flow check.
 LABELS_FILE = "tool-labels.json"
+#: car-verify's name for the flow policy beside them.
+FLOW_POLICY_FILE = "flow-policy.json"
 
 
 def find_car_file(

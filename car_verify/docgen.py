@@ -44,6 +44,8 @@ def _example(example: Example, kind: str) -> list[str]:
     result = verify(
         example.document(),
         policies=policies,
+        labels=example.labels,
+        flow_policy=example.flow_policy,
         tools=example.tools,
         initial_state=example.initial_state,
         max_actions=example.max_actions,
@@ -65,6 +67,10 @@ def _example(example: Example, kind: str) -> list[str]:
         extras.append(f"`max_actions={example.max_actions}`")
     if example.policies is not None:
         out += ["", "with the policies", "", "```toml", example.policies.rstrip(), "```"]
+    if example.labels is not None:
+        extras.append(f"tool labels `{json.dumps(example.labels)}`")
+    if example.flow_policy is not None:
+        extras.append(f"flow policy `{json.dumps(example.flow_policy)}`")
     if extras:
         out += ["", "with " + ", ".join(extras)]
     issues = [i for i in result.issues if not example.codes or i.code in example.codes]

@@ -107,6 +107,9 @@ def parse_labels(doc: Any) -> dict[str, Label]:
     out: dict[str, Label] = {}
     for tool, raw in doc.items():
         where: list[str | int] = ["labels", tool]
+        if isinstance(raw, Label):  # parsed already
+            out[str(tool)] = raw
+            continue
         if not isinstance(raw, Mapping):
             raise InputError("expected a label object", where)
         for name in raw:
@@ -143,6 +146,8 @@ class FlowPolicy:
 def parse_policy(doc: Any) -> FlowPolicy:
     if doc is None:
         return FlowPolicy()
+    if isinstance(doc, FlowPolicy):
+        return doc
     if not isinstance(doc, Mapping):
         raise InputError("expected an object {min_confidential, forbidden_sequences}", ["policy"])
     for name in doc:
@@ -504,6 +509,22 @@ def _succs(flow: _Flow) -> list[list[int]]:
     return cached
 
 
+def flow_violations(
+    model: ActionProposal,
+    labels: Mapping[str, Label],
+    policy: FlowPolicy | None = None,
+    *,
+    strict: bool = False,
+) -> tuple[list[FlowViolation], list[FlowViolation]]:
+    """The runtime's violations, and car-verify's beyond them, over the DAG of the
+    profile (``strict``: car-verify's; else CAR's). The ``flow`` pass and
+    :func:`check_information_flow` share this."""
+    flow = _Flow(model, labels, strict)
+    rules = policy or FlowPolicy()
+    runtime = _sensitive_to_sink(flow, rules) + _forbidden(flow, rules)
+    return runtime, _unordered_sequences(flow, rules) + _integrity(flow)
+
+
 @deep_values_are_input_errors
 def check_information_flow(
     proposal: Any,
@@ -516,10 +537,9 @@ def check_information_flow(
     chosen = profile_of(profile)
     strict = chosen.value == "strict"
     model = load(proposal)
-    flow = _Flow(model, parse_labels(labels), strict)
-    rules = parse_policy(policy)
-    runtime = _sensitive_to_sink(flow, rules) + _forbidden(flow, rules)
-    extra = _unordered_sequences(flow, rules) + _integrity(flow)
+    runtime, extra = flow_violations(
+        model, parse_labels(labels), parse_policy(policy), strict=strict
+    )
     if strict:
         found = runtime + extra
         return FlowReport(not found, found, [], chosen.value)

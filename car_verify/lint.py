@@ -53,6 +53,9 @@ class LintConfig:
     state: Path | None = None
     max_actions: int | None = None
     policies: Path | None = None
+    #: Tool labels and a flow policy for the flow pass (``docs/flow.md``).
+    labels: Path | None = None
+    flow_policy: Path | None = None
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     severity: Mapping[str, str] = field(default_factory=dict)
@@ -73,6 +76,8 @@ _KEYS = {
     "state",
     "max-actions",
     "policies",
+    "labels",
+    "flow-policy",
     "select",
     "ignore",
     "severity",
@@ -167,6 +172,8 @@ def load_config(path: str | os.PathLike[str] | None = None) -> LintConfig:
         state=path_of("state"),
         max_actions=whole("max-actions", None, 0),
         policies=path_of("policies"),
+        labels=path_of("labels"),
+        flow_policy=path_of("flow-policy"),
         select=strings("select"),
         ignore=strings("ignore"),
         severity=dict(severity),
@@ -260,7 +267,33 @@ def _setup(config: LintConfig) -> dict[str, Any]:
         from .policy import load_policies
 
         policies = load_policies(config.policies).engine()
-    setup = {"tools": tools, "state": state, "policies": policies}
+    labels = flow_policy = None
+    if config.labels is not None:
+        from .flow import parse_labels, parse_policy
+
+        def read(path: Path, what: str) -> Any:
+            doc = read_json(path)
+            if not isinstance(doc, dict):
+                raise InputError(f"the {what} file must hold a JSON object", source=str(path))
+            return doc
+
+        try:
+            labels = parse_labels(read(config.labels, "labels"))
+            if config.flow_policy is not None:
+                flow_policy = parse_policy(read(config.flow_policy, "flow policy"))
+        except InputError as err:
+            if err.source is None:
+                raise err.with_source(
+                    str(config.labels if labels is None else config.flow_policy)
+                ) from None
+            raise
+    setup = {
+        "tools": tools,
+        "state": state,
+        "policies": policies,
+        "labels": labels,
+        "flow_policy": flow_policy,
+    }
     _WORKER["setup"] = (config, setup)
     return setup
 
@@ -448,6 +481,8 @@ def _lint_document(
             policies=setup["policies"],
             repeat_threshold=config.repeat_threshold,
             profile=config.profile,
+            labels=setup["labels"],
+            flow_policy=setup["flow_policy"],
         )
     except InputError as err:
         if not is_too_deep(err):

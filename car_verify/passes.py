@@ -53,6 +53,7 @@ class Requirement(StrEnum):
     MAX_ACTIONS = "max_actions"
     INITIAL_STATE = "initial_state"
     POLICIES = "policies"
+    LABELS = "labels"
     Z3 = "z3"
 
 
@@ -104,6 +105,9 @@ class Example:
     max_actions: int | None = None
     #: Policy rules as ``.car/policies`` TOML text.
     policies: str | None = None
+    #: Tool labels and a flow policy (``car-verify flow``'s inputs).
+    labels: Mapping[str, Any] | None = None
+    flow_policy: Mapping[str, Any] | None = None
 
     @property
     def valid(self) -> bool:
@@ -131,11 +135,21 @@ class Context:
         initial_state: Mapping[str, Any] | None = None,
         options: Options | None = None,
         policies: Any = None,
+        labels: Mapping[str, Any] | None = None,
+        flow_policy: Any = None,
+        profile: str = "strict",
     ) -> None:
         self.proposal = proposal
         self.tools = tools
         #: A :class:`car_verify.policy.PolicyEngine`, when policies were given.
         self.policies = policies
+        #: Tool labels (``car_verify.flow.Label`` by tool), when given, and the flow
+        #: policy (``car_verify.flow.FlowPolicy``) they are checked against.
+        self.labels = labels
+        self.flow_policy = flow_policy
+        #: The profile the passes run under (``car``: car-verify's own passes on top
+        #: of CAR's checks, whose findings beyond the runtime are said to be).
+        self.profile = profile
         self.initial_state: dict[str, Any] = dict(initial_state or {})
         self.state_given = initial_state is not None
         self.options = options or Options()
@@ -159,6 +173,8 @@ class Context:
             return self.state_given
         if requirement is Requirement.POLICIES:
             return self.policies is not None
+        if requirement is Requirement.LABELS:
+            return self.labels is not None
         if requirement is Requirement.Z3:
             import importlib.util
 

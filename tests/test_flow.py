@@ -384,3 +384,34 @@ def test_labels_are_found_in_dot_car(
     assert main(["flow", "p.json"]) == 1
     captured = capsys.readouterr()
     assert "sensitive_to_sink" in captured.out and "labels:" in captured.err
+
+
+def test_verify_and_lint_run_the_flow_pass_when_labels_are_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shutil
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".car").mkdir()
+    for name in ("tool-labels.json", "flow-policy.json"):
+        shutil.copy(EXAMPLE / name, tmp_path / ".car" / name)
+    plans = tmp_path / "plans"
+    plans.mkdir()
+    for name in ("proposal.json", "proposal-benign.json"):
+        shutil.copy(EXAMPLE / name, plans / name)
+    monkeypatch.chdir(tmp_path)
+    assert main(["lint", "--no-progress"]) == 1
+    captured = capsys.readouterr()
+    assert "error[flow-forbidden-sequence] pay" in captured.out
+    assert "warning[flow-untrusted-to-consequential] pay" in captured.out  # beyond CAR: said
+    assert "[beyond the runtime's check]" in captured.out
+    assert "proposal-benign.json" not in "".join(
+        line for line in captured.out.splitlines() if "flow-" in line
+    )
+    assert "labels:" in captured.err
+    assert main(["lint", "--no-progress", "--no-labels"]) == 0
+    capsys.readouterr()
+    assert main(["verify", "plans/proposal.json", "--profile", "strict", "--format", "json"]) == 1
+    codes = {i["code"] for i in json.loads(capsys.readouterr().out)["issues"]}
+    assert {"flow-forbidden-sequence", "flow-untrusted-to-consequential"} <= codes
+    assert main(["verify", "plans/proposal.json", "--flow-policy", "x.json", "--no-labels"]) == 2

@@ -37,6 +37,8 @@ def test_pass_example(cls: type[Pass], example: Example) -> None:
         example.document(),
         passes=[cls.name],
         policies=policies,
+        labels=example.labels,
+        flow_policy=example.flow_policy,
         tools=example.tools,
         initial_state=example.initial_state,
         max_actions=example.max_actions,
@@ -49,6 +51,8 @@ def test_pass_example(cls: type[Pass], example: Example) -> None:
         if cls.default or cls.when_given is not None
         else [*(n for n, c in PASSES.items() if c.default), cls.name],
         policies=policies,
+        labels=example.labels,
+        flow_policy=example.flow_policy,
         tools=example.tools,
         initial_state=example.initial_state,
         max_actions=example.max_actions,
