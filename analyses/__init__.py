@@ -10,6 +10,7 @@ from car_verify.analyses.compensation import CompensationPass
 from car_verify.analyses.conflicts import ConflictPass
 from car_verify.analyses.feasibility import FeasibilityPass
 from car_verify.analyses.flow import FlowPass
+from car_verify.analyses.intent import IntentPass
 from car_verify.analyses.loops import LoopPass
 from car_verify.analyses.operators import OperatorPass
 from car_verify.analyses.policies import PolicyPass
@@ -28,6 +29,7 @@ __all__ = [
     "ConflictPass",
     "FeasibilityPass",
     "FlowPass",
+    "IntentPass",
     "LoopPass",
     "OperatorPass",
     "PolicyPass",
@@ -52,4 +54,5 @@ BUILTIN: tuple[type[Pass], ...] = (
     TransactionPass,
     FeasibilityPass,
     FlowPass,
+    IntentPass,
 )

@@ -194,6 +194,7 @@ def verify(
     profile: str | Profile | None = None,
     labels: Any = None,
     flow_policy: Any = None,
+    intent: Any = None,
 ) -> VerificationResult:
     """Run the analysis passes over a proposal.
 
@@ -206,14 +207,25 @@ def verify(
     ``profile``: ``"car"`` (the default: the runtime's own answers) or ``"strict"``
     (SEMANTICS sections 1-8). ``labels`` (tool -> ``{capability, confidentiality,
     trust, sink, declassifier}``) and ``flow_policy`` (``{min_confidential,
-    forbidden_sequences}``) add the information-flow pass (``docs/flow.md``).
+    forbidden_sequences}``) add the information-flow pass (``docs/flow.md``);
+    ``intent`` (``{allowed_tools, allowed_resources, forbidden_capabilities}``, or
+    ``{intent, untrusted_tools}``) the intent pass (``docs/intent.md``).
     Malformed input raises :class:`InputError`; a bad plan is a result.
     """
     flow = _flow_inputs(labels, flow_policy)
+    declared = _intent_input(intent)
     chosen = profile_of(profile)
     if chosen is Profile.CAR:
         return _verify_car(
-            proposal, tools, initial_state, max_actions, passes, repeat_threshold, policies, flow
+            proposal,
+            tools,
+            initial_state,
+            max_actions,
+            passes,
+            repeat_threshold,
+            policies,
+            flow,
+            declared,
         )
     model = load(proposal)
     options = Options(max_actions=max_actions, repeat_threshold=repeat_threshold)
@@ -231,6 +243,7 @@ def verify(
         policies=engine,
         labels=flow[0],
         flow_policy=flow[1],
+        intent=declared,
     )
     result = assess(ctx, passes)
     if _shares_values(proposal, initial_state):
@@ -239,7 +252,18 @@ def verify(
 
 
 #: Passes of car-verify's own that add findings on top of CAR's verdict.
-_CAR_EXTRAS = frozenset({"policies", "flow"})
+_CAR_EXTRAS = frozenset({"policies", "flow", "intent"})
+
+
+def _intent_input(intent: Any) -> Any:
+    """An intent, parsed (errors name the field), with its untrusted tools; or None."""
+    if intent is None:
+        return None
+    from .intent import Intent, parse_intent_file
+
+    if isinstance(intent, tuple) and intent and isinstance(intent[0], Intent):
+        return intent
+    return parse_intent_file(intent)
 
 
 def _flow_inputs(labels: Any, flow_policy: Any) -> tuple[Any, Any]:
@@ -264,6 +288,7 @@ def _verify_car(
     repeat_threshold: int,
     policies: Any,
     flow: tuple[Any, Any] = (None, None),
+    intent: Any = None,
 ) -> VerificationResult:
     """``verify`` under the ``car`` profile: CAR's eight checks, then car-verify's
     own ``info`` findings and, with policies or labels, the policy and flow passes
@@ -306,6 +331,10 @@ def _verify_car(
         ours.append("flow")
     elif "flow" in extras:
         raise UsageError("the flow pass was asked for, but no tool labels were given")
+    if intent is not None and (passes is None or "intent" in extras):
+        ours.append("intent")
+    elif "intent" in extras:
+        raise UsageError("the intent pass was asked for, but no intent was given")
     if ours:
         from .policy import policy_engine
         from .registry import resolve_passes
@@ -317,6 +346,7 @@ def _verify_car(
             policies=None if policies is None else policy_engine(policies),
             labels=flow[0],
             flow_policy=flow[1],
+            intent=intent,
             profile="car",
         )
         found, records = run_passes(ctx, resolve_passes(ours, ctx))

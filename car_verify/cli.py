@@ -230,7 +230,16 @@ def _labels_options(p: argparse.ArgumentParser) -> None:
         metavar="POLICY.json",
         help="{min_confidential, forbidden_sequences} (default: .car/flow-policy.json)",
     )
-    p.add_argument("--no-labels", action="store_true", help="do not look for .car/tool-labels.json")
+    p.add_argument(
+        "--intent",
+        metavar="INTENT.json",
+        help="the user's declared intent for the intent pass (default: .car/intent.json)",
+    )
+    p.add_argument(
+        "--no-labels",
+        action="store_true",
+        help="do not look for .car/tool-labels.json, flow-policy.json or intent.json",
+    )
 
 
 def _timeout_option(parser: argparse.ArgumentParser) -> None:
@@ -319,6 +328,26 @@ def _flow_files(args: argparse.Namespace) -> tuple[Any, Any]:
         return parse_labels(labels), parse_policy(policy)
 
 
+def _intent_file(args: argparse.Namespace) -> Any:
+    """The declared intent: ``--intent``, else the nearest ``.car/intent.json`` (said),
+    unless ``--no-labels``; parsed, or None."""
+    from .config import INTENT_FILE, find_car_file
+
+    name = getattr(args, "intent", None)
+    if getattr(args, "no_labels", False) and name is None:
+        return None
+    if name is None:
+        found, _ = find_car_file(INTENT_FILE)
+        if found is None:
+            return None
+        name = str(found)
+        _note(args, f"intent: {found} (--no-labels to skip)")
+    from .intent import parse_intent_file
+
+    with _named_inputs({"intent": name}):
+        return parse_intent_file(_read_file(name, dict, "intent"))
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     from .api import verify
     from .reporters import render_json
@@ -338,6 +367,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     sources = [proposal_input(name) for name in args.proposals]
     policies = _policies(args)
     labels, flow_policy = _flow_files(args)
+    intent = _intent_file(args)
     from .progress import progress
 
     results = []
@@ -355,6 +385,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             profile=profile,
             labels=labels,
             flow_policy=flow_policy,
+            intent=intent,
         )
         if passes:  # a pass asked for by name that could not run is no clean result
             idle = [c for c in result.evidence.checks if c.name in passes and not c.ran]
@@ -470,6 +501,12 @@ def _verify_settings(args: argparse.Namespace, passes: list[str] | None) -> dict
         if labels is not None and flow_policy is None:
             near, _ = find_car_file(FLOW_POLICY_FILE)
             flow_policy = None if near is None else str(near)
+    intent = args.intent
+    if intent is None and not args.no_labels:
+        from .config import INTENT_FILE
+
+        near, _ = find_car_file(INTENT_FILE)
+        intent = None if near is None else str(near)
     return {
         "profile": _profile(args),
         "profile-from": _profile_source(args),
@@ -477,6 +514,7 @@ def _verify_settings(args: argparse.Namespace, passes: list[str] | None) -> dict
         "policies": policies,
         "labels": labels,
         "flow-policy": flow_policy,
+        "intent": intent,
         "tools": args.tools,
         "state": args.state,
         "max-actions": args.max_actions,
@@ -1245,7 +1283,7 @@ def _lint_flow_files(args: argparse.Namespace, config: Any) -> Any:
     from .config import FLOW_POLICY_FILE, LABELS_FILE, find_car_file
 
     if args.no_labels:
-        return dataclasses.replace(config, labels=None, flow_policy=None)
+        return dataclasses.replace(config, labels=None, flow_policy=None, intent=None)
     labels = Path(args.labels).resolve() if args.labels else config.labels
     policy = Path(args.flow_policy).resolve() if args.flow_policy else config.flow_policy
     if labels is None:
@@ -1256,7 +1294,14 @@ def _lint_flow_files(args: argparse.Namespace, config: Any) -> Any:
                 policy, _ = find_car_file(FLOW_POLICY_FILE)
     if labels is None and policy is not None:
         raise UsageError("a flow policy is checked against tool labels: give --labels too")
-    return dataclasses.replace(config, labels=labels, flow_policy=policy)
+    intent = Path(args.intent).resolve() if args.intent else config.intent
+    if intent is None:
+        from .config import INTENT_FILE
+
+        intent, _ = find_car_file(INTENT_FILE)
+        if intent is not None:
+            _note(args, f"intent: {intent} (--no-labels to skip)")
+    return dataclasses.replace(config, labels=labels, flow_policy=policy, intent=intent)
 
 
 def cmd_lint(args: argparse.Namespace) -> int:

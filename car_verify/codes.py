@@ -267,6 +267,28 @@ _TABLE = [
         W,
         "beyond the runtime, which has no integrity rule: a warning under car",
     ),
+    # intent, with a declared intent (car-verify's input)
+    Code(
+        "intent-drift",
+        W,
+        D,
+        "a call outside the user's declared intent (a tool, a target), nothing untrusted behind it",
+        W,
+    ),
+    Code(
+        "intent-injection",
+        E,
+        D,
+        "a call outside the intent, influenced by an untrusted tool result: likely injection",
+        E,
+    ),
+    Code(
+        "intent-forbidden-capability",
+        E,
+        D,
+        "an action uses a capability the intent forbids",
+        E,
+    ),
     # lint's own findings, about files rather than plans
     Code(
         "invalid-file",

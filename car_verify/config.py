@@ -90,6 +90,8 @@ def find_policies(start: str | os.PathLike[str] | None = None) -> tuple[Path | N
 LABELS_FILE = "tool-labels.json"
 #: car-verify's name for the flow policy beside them.
 FLOW_POLICY_FILE = "flow-policy.json"
+#: car-verify's name for the user's declared intent beside them.
+INTENT_FILE = "intent.json"
 
 
 def find_car_file(

@@ -46,6 +46,7 @@ def _example(example: Example, kind: str) -> list[str]:
         policies=policies,
         labels=example.labels,
         flow_policy=example.flow_policy,
+        intent=example.intent,
         tools=example.tools,
         initial_state=example.initial_state,
         max_actions=example.max_actions,
@@ -71,6 +72,8 @@ def _example(example: Example, kind: str) -> list[str]:
         extras.append(f"tool labels `{json.dumps(example.labels)}`")
     if example.flow_policy is not None:
         extras.append(f"flow policy `{json.dumps(example.flow_policy)}`")
+    if example.intent is not None:
+        extras.append(f"the intent `{json.dumps(example.intent)}`")
     if extras:
         out += ["", "with " + ", ".join(extras)]
     issues = [i for i in result.issues if not example.codes or i.code in example.codes]

@@ -33,7 +33,7 @@ is untrusted when its tool is in ``untrusted_tools`` or its id in
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -135,6 +135,12 @@ def _decoded(request: Any) -> Any:
     return request
 
 
+def judge(intent: Intent, actions: Sequence[IntentAction]) -> IntentReport:
+    """The intent check over ``actions`` (the ``intent`` pass and both check
+    functions share it)."""
+    return _judge(intent, actions)
+
+
 def _judge(intent: Intent, actions: Sequence[IntentAction]) -> IntentReport:
     by_id = {a.id: a for a in actions}  # the last action of an id, as the runtime reads it
     influenced: dict[str, bool] = {}
@@ -223,21 +229,18 @@ def check_intent(request: Any) -> IntentReport:
     return _judge(intent, [_action(a, ["actions", n]) for n, a in enumerate(raw)])
 
 
-@deep_values_are_input_errors
-def check_intent_plan(request: Any, *, profile: str | None = None) -> IntentReport:
-    """The intent check over a proposal's actions (see the module docs)."""
-    from .car import CarOrder, car_writes, profile_of
-    from .model import load
+def plan_actions(
+    model: Any,
+    untrusted_tools: Iterable[str] = (),
+    untrusted_ids: Iterable[str] = (),
+    *,
+    strict: bool = False,
+) -> list[IntentAction]:
+    """A proposal's actions as ``IntentAction``s (see the module docs)."""
+    from .car import CarOrder, car_writes
 
-    doc = _fields(_decoded(request), [], ("intent", "actions", "untrusted_tools", "untrusted_ids"))
-    intent = parse_intent(doc.get("intent", {}))
-    raw = doc.get("actions", [])
-    if not isinstance(raw, list):
-        raise InputError("expected an array of actions", ["actions"])
-    model = load({"id": "intent", "source": "intent", "actions": raw})
-    tools = set(_strings(doc, "untrusted_tools", []))
-    ids = set(_strings(doc, "untrusted_ids", []))
-    if profile_of(profile).value == "strict":
+    tools, ids = set(untrusted_tools), set(untrusted_ids)
+    if strict:
         from .dag import Dag
 
         dag = Dag(model)
@@ -263,7 +266,36 @@ def check_intent_plan(request: Any, *, profile: str | None = None) -> IntentRepo
                 (a.tool is not None and a.tool in tools) or a.id in ids,
             )
         )
+    return actions
+
+
+@deep_values_are_input_errors
+def check_intent_plan(request: Any, *, profile: str | None = None) -> IntentReport:
+    """The intent check over a proposal's actions (see the module docs)."""
+    from .car import profile_of
+    from .model import load
+
+    doc = _fields(_decoded(request), [], ("intent", "actions", "untrusted_tools", "untrusted_ids"))
+    intent = parse_intent(doc.get("intent", {}))
+    raw = doc.get("actions", [])
+    if not isinstance(raw, list):
+        raise InputError("expected an array of actions", ["actions"])
+    model = load({"id": "intent", "source": "intent", "actions": raw})
+    actions = plan_actions(
+        model,
+        _strings(doc, "untrusted_tools", []),
+        _strings(doc, "untrusted_ids", []),
+        strict=profile_of(profile).value == "strict",
+    )
     return _judge(intent, actions)
+
+
+def parse_intent_file(doc: Any) -> tuple[Intent, tuple[str, ...]]:
+    """``.car/intent.json``: the intent object, or ``{intent, untrusted_tools}``."""
+    if isinstance(doc, Mapping) and "intent" in doc:
+        body = _fields(doc, [], ("intent", "untrusted_tools"))
+        return parse_intent(body["intent"]), _strings(body, "untrusted_tools", [])
+    return parse_intent(doc), ()
 
 
 # --- the gate and enforcement ------------------------------------------------------------

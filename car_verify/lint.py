@@ -56,6 +56,8 @@ class LintConfig:
     #: Tool labels and a flow policy for the flow pass (``docs/flow.md``).
     labels: Path | None = None
     flow_policy: Path | None = None
+    #: The user's declared intent for the intent pass (``docs/intent.md``).
+    intent: Path | None = None
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     severity: Mapping[str, str] = field(default_factory=dict)
@@ -78,6 +80,7 @@ _KEYS = {
     "policies",
     "labels",
     "flow-policy",
+    "intent",
     "select",
     "ignore",
     "severity",
@@ -174,6 +177,7 @@ def load_config(path: str | os.PathLike[str] | None = None) -> LintConfig:
         policies=path_of("policies"),
         labels=path_of("labels"),
         flow_policy=path_of("flow-policy"),
+        intent=path_of("intent"),
         select=strings("select"),
         ignore=strings("ignore"),
         severity=dict(severity),
@@ -287,12 +291,21 @@ def _setup(config: LintConfig) -> dict[str, Any]:
                     str(config.labels if labels is None else config.flow_policy)
                 ) from None
             raise
+    intent = None
+    if config.intent is not None:
+        from .intent import parse_intent_file
+
+        try:
+            intent = parse_intent_file(read_json(config.intent))
+        except InputError as err:
+            raise (err.with_source(str(config.intent)) if err.source is None else err) from None
     setup = {
         "tools": tools,
         "state": state,
         "policies": policies,
         "labels": labels,
         "flow_policy": flow_policy,
+        "intent": intent,
     }
     _WORKER["setup"] = (config, setup)
     return setup
@@ -483,6 +496,7 @@ def _lint_document(
             profile=config.profile,
             labels=setup["labels"],
             flow_policy=setup["flow_policy"],
+            intent=setup["intent"],
         )
     except InputError as err:
         if not is_too_deep(err):

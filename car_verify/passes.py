@@ -54,6 +54,7 @@ class Requirement(StrEnum):
     INITIAL_STATE = "initial_state"
     POLICIES = "policies"
     LABELS = "labels"
+    INTENT = "intent"
     Z3 = "z3"
 
 
@@ -108,6 +109,8 @@ class Example:
     #: Tool labels and a flow policy (``car-verify flow``'s inputs).
     labels: Mapping[str, Any] | None = None
     flow_policy: Mapping[str, Any] | None = None
+    #: An intent (``.car/intent.json``'s content).
+    intent: Mapping[str, Any] | None = None
 
     @property
     def valid(self) -> bool:
@@ -137,6 +140,7 @@ class Context:
         policies: Any = None,
         labels: Mapping[str, Any] | None = None,
         flow_policy: Any = None,
+        intent: Any = None,
         profile: str = "strict",
     ) -> None:
         self.proposal = proposal
@@ -147,6 +151,9 @@ class Context:
         #: policy (``car_verify.flow.FlowPolicy``) they are checked against.
         self.labels = labels
         self.flow_policy = flow_policy
+        #: The user's intent (``car_verify.intent.Intent``) and the tools whose
+        #: results are untrusted, when an intent was given.
+        self.intent = intent
         #: The profile the passes run under (``car``: car-verify's own passes on top
         #: of CAR's checks, whose findings beyond the runtime are said to be).
         self.profile = profile
@@ -175,6 +182,8 @@ class Context:
             return self.policies is not None
         if requirement is Requirement.LABELS:
             return self.labels is not None
+        if requirement is Requirement.INTENT:
+            return self.intent is not None
         if requirement is Requirement.Z3:
             import importlib.util
 

@@ -349,11 +349,15 @@ def run_example(name: str, *extra: str) -> tuple[int, dict[str, Any]]:
 def test_the_prompt_injection_example_is_blocked_and_its_benign_twin_is_clean() -> None:
     code, doc = run_example("proposal.json", "--profile", "strict")
     assert code == 1 and doc["gate"]["action"] == "block"
-    [integrity] = [v for v in doc["violations"] if v["kind"] == "untrusted_to_consequential"]
-    assert [s["action"] for s in integrity["path"]] == ["fetch", "details", "pay"]
+    paths = [
+        [s["action"] for s in v["path"]]
+        for v in doc["violations"]
+        if v["kind"] == "untrusted_to_consequential"
+    ]
+    assert paths == [["fetch", "leak"], ["fetch", "details", "pay"]]  # as the BFS reaches them
     code, doc = run_example("proposal.json")  # car: the runtime's ordering finding, and ours
     assert code == 1 and [v["kind"] for v in doc["violations"]] == ["forbidden_sequence"]
-    assert [v["kind"] for v in doc["beyond_car"]] == ["untrusted_to_consequential"]
+    assert [v["kind"] for v in doc["beyond_car"]] == ["untrusted_to_consequential"] * 2
     for profile in ("car", "strict"):
         code, doc = run_example("proposal-benign.json", "--profile", profile)
         assert code == 0 and doc["safe"] and not doc["beyond_car"], profile
