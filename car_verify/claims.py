@@ -364,8 +364,8 @@ def verify_tool_receipts(claims: Any, receipts: Any, window_complete: bool = Tru
         call = claim.get("call_id")
         text = claim.get("text")
         base = {"tool": tool} | ({"claim_text": text} if isinstance(text, str) else {})
-        receipt = by_call.get(call) if isinstance(call, str) else by_tool.get(tool)
-        if receipt is None:
+        matched = by_call.get(call) if isinstance(call, str) else by_tool.get(tool)
+        if matched is None:
             if not window_complete:
                 why = (
                     f"ungroundable — window evicted: no receipt for tool '{tool}' is retained, "
@@ -387,7 +387,7 @@ def verify_tool_receipts(claims: Any, receipts: Any, window_complete: bool = Tru
                 }
             )
             continue
-        recorded = receipt.get("result_count")
+        recorded = matched.get("result_count")
         if kind == "count" and count is not None and recorded is not None and count != recorded:
             found.append(
                 {

@@ -104,7 +104,19 @@ def parse_ops(doc: Any) -> list[AgentOp]:
             if type(value) is not int or value < 0:
                 raise InputError("expected a time (an integer, 0 or more)", [*where, name])
             times[name] = value
-        out.append(AgentOp(raw["id"], agent, **lists, **times))
+        out.append(
+            AgentOp(
+                raw["id"],
+                agent,
+                read_set=lists["read_set"],
+                write_set=lists["write_set"],
+                tools_read=lists["tools_read"],
+                tools_written=lists["tools_written"],
+                depends_on=lists["depends_on"],
+                read_at=times["read_at"],
+                commit_at=times["commit_at"],
+            )
+        )
     seen: dict[str, int] = {}
     for n, op in enumerate(out):
         if op.id in seen:  # which op would `depends_on` name? (the runtime picks one)

@@ -537,7 +537,7 @@ def workflow_to_dot(graph: Any, *, witness: Sequence[str] = (), title: str = "")
     steps = {(a, b): n for n, (a, b) in enumerate(pairwise(witness), 1)}
     dot = pydot.Dot(graph_type="digraph", rankdir="LR", fontname="Helvetica")
     if title:
-        dot.set_label(_quote(title))
+        dot.set("label", _quote(title))
     names = list(dict.fromkeys([g.entry, *g.stages, *(s for e in g.edges for s in e[:2])]))
     ident = {name: f"s{n}" for n, name in enumerate(names)}
     for name in names:

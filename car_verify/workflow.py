@@ -139,7 +139,7 @@ def _paths(
     start (the runtime's policy check reaches it), with no way out of it."""
     if graph.entry == avoid:
         return {}
-    paths = {graph.entry: (graph.entry,)}
+    paths: dict[str, tuple[str, ...]] = {graph.entry: (graph.entry,)}
     queue = deque([graph.entry])
     while queue:
         stage = queue.popleft()
