@@ -254,7 +254,7 @@ def _judge(node: Mapping[str, Any], inputs: Mapping[str, Any]) -> GoalVerdict:
             return GoalVerdict(False, True, f"state key '{key}' is not present")
         actual = state[key]
         if json_equal(actual, expected):
-            return GoalVerdict(True, True, f"state['{key}'] == {_canonical(actual)}")
+            return GoalVerdict(True, True, f"state['{key}'] == {_canonical(expected)}")
         return GoalVerdict(
             False, True, f"state['{key}'] is {_canonical(actual)}, expected {_canonical(expected)}"
         )
