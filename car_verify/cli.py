@@ -734,6 +734,20 @@ def _labels(args: argparse.Namespace) -> tuple[Any, str]:
 def cmd_flow(args: argparse.Namespace) -> int:
     from .flow import check_information_flow, enforce_information_flow, gate_information_flow
 
+    if args.approve or args.reject:
+        if args.approvals is None or not args.reviewer:
+            raise UsageError("--approve / --reject record into --approvals LEDGER, with --reviewer")
+        from .permissions import Ledger
+
+        record = Ledger(args.approvals).record(
+            args.approve or args.reject,
+            "full_access",
+            bool(args.approve),
+            args.reviewer,
+            args.reason or "",
+        )
+        _write(f"{record.decision} {record.fingerprint}\n")
+        return EXIT_OK
     labels, labels_name = _labels(args)
     policy = None if args.policy is None else _read_file(args.policy, dict, "flow policy")
     with _named_inputs({"labels": labels_name, "policy": args.policy}):
@@ -1167,6 +1181,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     proposal = _load_proposal(args.proposal)
     tools = _load_tool_module(args.tools)
     policies = _policies(args)
+    labels, flow_policy = _flow_files(args)
     quiet = args.quiet
 
     def progress(kind: str, action_id: str | None, data: Any) -> None:
@@ -1191,6 +1206,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         profile=args.profile or "strict",
         granted_tier=args.granted,
         ledger=args.ledger,
+        labels=labels,
+        flow_policy=flow_policy,
     )
 
     async def run() -> Any:
@@ -1722,6 +1739,11 @@ def _parser() -> _Parser:
         metavar="LEDGER.jsonl",
         help="settle the gate's approvals against this ledger (implies --gate)",
     )
+    who = p.add_mutually_exclusive_group()
+    who.add_argument("--approve", metavar="FINGERPRINT", help="record an approval of a hazard")
+    who.add_argument("--reject", metavar="FINGERPRINT", help="record a rejection of a hazard")
+    p.add_argument("--reviewer", metavar="NAME", help="who decided (with --approve/--reject)")
+    p.add_argument("--reason", metavar="TEXT", help="why (with --approve/--reject)")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(run=cmd_flow)
 
@@ -1832,7 +1854,17 @@ def _parser() -> _Parser:
         help="the standing permission tier: an action it does not cover, or any "
         "full_access one, not approved in --ledger holds back the whole proposal",
     )
-    p.add_argument("--ledger", metavar="FILE", help="the approval ledger --granted consults")
+    p.add_argument(
+        "--ledger", metavar="FILE", help="the approval ledger --granted and the flow gate consult"
+    )
+    p.add_argument(
+        "--labels",
+        metavar="LABELS.json",
+        help="tool labels: the flow gate holds back a proposal whose hazards it blocks or "
+        "the ledger has not approved (default: .car/tool-labels.json)",
+    )
+    p.add_argument("--flow-policy", metavar="POLICY.json", help="the flow gate's flow policy")
+    p.add_argument("--no-labels", action="store_true", help="do not look for .car/tool-labels.json")
     p.set_defaults(run=cmd_run)
 
     p = sub.add_parser(

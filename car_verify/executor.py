@@ -331,6 +331,8 @@ class Executor:
         profile: str = "strict",
         granted_tier: str | None = None,
         ledger: Any = None,
+        labels: Any = None,
+        flow_policy: Any = None,
     ) -> None:
         from .car import strict_only
 
@@ -362,12 +364,24 @@ class Executor:
         #: and the approval ledger the gate consults.
         self.granted_tier = granted_tier
         self.ledger: Any = None
-        if ledger is not None and granted_tier is None:
-            raise UsageError("an approval ledger is consulted only with granted_tier")
+        #: Tool labels and a flow policy: the flow gate at admission (docs/flow.md).
+        self.labels: Any = None
+        self.flow_policy: Any = None
+        if labels is not None:
+            from .flow import parse_labels, parse_policy
+
+            self.labels, self.flow_policy = parse_labels(labels), parse_policy(flow_policy)
+        elif flow_policy is not None:
+            raise UsageError("a flow policy is checked against tool labels: give labels too")
+        if ledger is not None and granted_tier is None and labels is None:
+            raise UsageError("an approval ledger is consulted only with granted_tier or labels")
         if granted_tier is not None:
-            from .permissions import check_tier, open_ledger
+            from .permissions import check_tier
 
             check_tier(granted_tier)
+        if ledger is not None:
+            from .permissions import open_ledger
+
             self.ledger = open_ledger(ledger)
         if event_log is None or isinstance(event_log, EventLog):
             self.log: EventLog | None = event_log
@@ -419,6 +433,7 @@ class Executor:
             limit = self.budget.max_tool_calls
             reasons.append(f"budget-exceeded: {calls} tool calls; max_tool_calls is {limit}")
         reasons.extend(self._held_by_tier())
+        reasons.extend(self._held_by_flow())
         if reasons:
             return self._reject(admission, reasons, started)
 
@@ -540,6 +555,35 @@ class Executor:
                     f"permission-{d.decision}: {d.reason} ({d.action_id}; fingerprint "
                     f"{d.fingerprint})"
                 )
+        return held
+
+    def _held_by_flow(self) -> list[str]:
+        """The information-flow gate: with labels, the strict profile's flow check
+        (the executor's profile), gated as ``gate_information_flow`` gates it and
+        settled against the ledger: a hazard that blocks, or that needs an approval
+        the ledger does not hold, holds back the whole proposal."""
+        if self.labels is None:
+            return []
+        from .flow import enforce_information_flow, flow_violations, gate_information_flow
+
+        runtime, beyond = flow_violations(self.proposal, self.labels, self.flow_policy, strict=True)
+        from .flow import FlowReport
+
+        found = [*runtime, *beyond]
+        report = FlowReport(not found, found, [], "strict")
+        decision = gate_information_flow(report)
+        enforced = enforce_information_flow(decision, self.ledger)
+        held = []
+        for v in enforced.blocked:
+            held.append(f"flow-{v['kind']}: {v['explanation']}")
+        for item in enforced.pending:
+            violation = item["violation"]
+            held.append(
+                f"flow-{violation['kind']} needs approval: {violation['explanation']} "
+                f"(fingerprint {item['fingerprint']})"
+            )
+        if held:
+            self._event("flow_gate", decision=decision.action, reasons=held)
         return held
 
     def _reject(
@@ -1070,6 +1114,8 @@ async def execute(
     profile: str = "strict",
     granted_tier: str | None = None,
     ledger: Any = None,
+    labels: Any = None,
+    flow_policy: Any = None,
 ) -> ExecutionResult:
     """Run a proposal behind the verify passes (see the module docs). It admits and
     schedules as the strict profile does; ``profile="car"`` is refused (compat.md)."""
@@ -1087,6 +1133,8 @@ async def execute(
         profile=profile,
         granted_tier=granted_tier,
         ledger=ledger,
+        labels=labels,
+        flow_policy=flow_policy,
     )
     return await executor.run()
 

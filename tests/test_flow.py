@@ -419,3 +419,42 @@ def test_verify_and_lint_run_the_flow_pass_when_labels_are_found(
     codes = {i["code"] for i in json.loads(capsys.readouterr().out)["issues"]}
     assert {"flow-forbidden-sequence", "flow-untrusted-to-consequential"} <= codes
     assert main(["verify", "plans/proposal.json", "--flow-policy", "x.json", "--no-labels"]) == 2
+
+
+def test_the_executor_gates_on_the_flow_and_a_recorded_approval_lets_it_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from car_verify.executor import execute_sync
+
+    ran: list[str] = []
+
+    def tool(name: str) -> Any:
+        def call(_params: Any) -> dict[str, bool]:
+            ran.append(name)
+            return {"ok": True}
+
+        return call
+
+    tools = {name: tool(name) for name in ("get_transactions", "send_money")}
+    labels = {
+        "get_transactions": {"capability": "read_untrusted"},
+        "send_money": {"capability": "payment"},
+    }
+    policy = {"forbidden_sequences": [["read_untrusted", "payment"]]}
+    doc = plan(
+        act("fetch", "get_transactions", eff={"note": 1}),
+        act("pay", "send_money", ["note"]),
+    )
+    ledger = tmp_path / "approvals.jsonl"
+    held = execute_sync(doc, tools, labels=labels, flow_policy=policy, ledger=ledger)
+    assert ran == [] and set(held.statuses.values()) == {"rejected"}
+    [reason] = [r for r in held.rejected_by if "flow-forbidden_sequence" in r]
+    assert "fingerprint flow:forbidden_sequence:fetch,pay:" in reason
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(doc))
+    args = ["flow", str(path), "--approvals", str(ledger), "--reviewer", "alice", "--reason", "ok"]
+    assert main([*args, "--approve", "flow:forbidden_sequence:fetch,pay:"]) == 0
+    assert "approved flow:forbidden_sequence:fetch,pay:" in capsys.readouterr().out
+    done = execute_sync(doc, tools, labels=labels, flow_policy=policy, ledger=ledger)
+    assert ran == ["get_transactions", "send_money"]
+    assert set(done.statuses.values()) == {"succeeded"}
