@@ -853,6 +853,29 @@ def cmd_receipts(args: argparse.Namespace) -> int:
     return EXIT_OK if report.grounded else EXIT_FINDINGS
 
 
+def _runtime_workflow(args: argparse.Namespace, doc: dict[str, Any]) -> int:
+    from .workflow import verify_workflow
+
+    if args.policies or args.rule or args.output:
+        raise UsageError(
+            "--policies, --rule and -o read the graph format {entry, terminals, stages, "
+            "edges}; this file is the runtime's workflow format"
+        )
+    with _named_inputs({"workflow": args.graph}):
+        report = verify_workflow(doc)
+    for note in report.notes:
+        _note(args, f"workflow: {note}")
+    if args.format == "json":
+        _write(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n")
+    else:
+        for issue in report.issues:
+            _write(f"{issue}\n")
+        cycles = "; it has cycles" if report.has_cycles else ""
+        verdict = "valid" if report.valid else "invalid"
+        _write(f"{verdict}: {len(report.reachable_stages)} stages reachable{cycles}\n")
+    return EXIT_OK if report.valid else EXIT_FINDINGS
+
+
 def cmd_workflow(args: argparse.Namespace) -> int:
     from .workflow import (
         check_workflow_policies,
@@ -861,8 +884,11 @@ def cmd_workflow(args: argparse.Namespace) -> int:
         verify_workflow_graph,
     )
 
+    doc = _read_file(args.graph, dict, "workflow graph")
+    if "start" in doc:  # the runtime's workflow format (stages with steps)
+        return _runtime_workflow(args, doc)
     with _named_inputs({"graph": args.graph, "policies": args.policies}):
-        graph = parse_graph(_read_file(args.graph, dict, "workflow graph"))
+        graph = parse_graph(doc)
         report = verify_workflow_graph(graph)
         policies = None
         if args.policies is not None:

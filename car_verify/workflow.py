@@ -386,3 +386,176 @@ def check_workflow_trace_rules(graph: Any, rules: Iterable[Any]) -> WorkflowTrac
 
 def to_json(report: Any) -> str:
     return json.dumps(report.to_dict(), ensure_ascii=False)
+
+
+# --- the runtime's workflow format ---------------------------------------------------------
+
+#: The runtime's stage step types (``step.type``).
+STEP_TYPES: Final = (
+    "pattern", "proposal", "sub_workflow", "approval", "loop_until", "for_each", "dedup",
+    "deliver",
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowIssue:
+    severity: str  # error | warning
+    stage_id: str | None
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"severity": self.severity, "stage_id": self.stage_id, "message": self.message}
+
+    def __str__(self) -> str:
+        named = self.stage_id is None or f"'{self.stage_id}'" in self.message
+        where = "" if named else f" (stage '{self.stage_id}')"
+        return f"{self.severity}: {self.message}{where}"
+
+
+@dataclass(slots=True)
+class WorkflowReport:
+    """``verify_workflow``'s answer: the runtime's fields, its issues in plain words
+    (the runtime prints Rust debug text), and what was not checked (``notes``)."""
+
+    valid: bool
+    has_cycles: bool
+    issues: list[WorkflowIssue]
+    reachable_stages: list[str]
+    unreachable_stages: list[str]
+    semantic: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "has_cycles": self.has_cycles,
+            "issues": [str(i) for i in self.issues],
+            "reachable_stages": list(self.reachable_stages),
+            "semantic": list(self.semantic),
+            "unreachable_stages": list(self.unreachable_stages),
+            "valid": self.valid,
+        }
+
+
+def _workflow_doc(doc: Any) -> tuple[str, list[str], list[tuple[str, str]]]:
+    if isinstance(doc, (str, bytes)):
+        from .model import read_json
+
+        doc = read_json(doc)
+    if not isinstance(doc, Mapping):
+        raise InputError("expected a workflow {id, name, start, stages, edges}", ["workflow"])
+    for name in ("id", "name", "start", "stages", "edges"):
+        if name not in doc:
+            raise InputError(f"missing field {name!r}", ["workflow"])
+    for name in ("id", "name", "start"):
+        if not isinstance(doc[name], str):
+            raise InputError("expected a string", ["workflow", name])
+    if not isinstance(doc["stages"], list):
+        raise InputError("expected an array of stages", ["workflow", "stages"])
+    ids = []
+    for n, stage in enumerate(doc["stages"]):
+        where: list[str | int] = ["workflow", "stages", n]
+        if not isinstance(stage, Mapping):
+            raise InputError("expected a stage {id, name, step}", where)
+        for name in ("id", "name", "step"):
+            if name not in stage:
+                raise InputError(f"missing field {name!r}", where)
+        if not isinstance(stage["id"], str):
+            raise InputError("expected a string", [*where, "id"])
+        step = stage["step"]
+        if not isinstance(step, Mapping) or step.get("type") not in STEP_TYPES:
+            kinds = ", ".join(STEP_TYPES)
+            raise InputError(
+                f"expected a step {{type, ...}}, type one of {kinds}", [*where, "step"]
+            )
+        ids.append(stage["id"])
+    if not isinstance(doc["edges"], list):
+        raise InputError("expected an array of edges", ["workflow", "edges"])
+    edges = []
+    for n, edge in enumerate(doc["edges"]):
+        where = ["workflow", "edges", n]
+        if not isinstance(edge, Mapping):
+            raise InputError("expected an edge {from, to}", where)
+        for name in ("from", "to"):
+            if not isinstance(edge.get(name), str):
+                raise InputError("expected a stage id", [*where, name])
+        edges.append((edge["from"], edge["to"]))
+    return doc["start"], ids, edges
+
+
+@deep_values_are_input_errors
+def verify_workflow(workflow: Any) -> WorkflowReport:
+    """The runtime's static check of its workflow format ``{id, name, start,
+    stages: [{id, name, step: {type, ...}}], edges: [{from, to}]}``: the start
+    stage exists, stage ids are unique, edges name known stages, every stage is
+    reachable from the start (warnings), and whether a cycle is reachable
+    (a warning: set ``max_iterations``). Reachability follows every edge, to
+    unknown stages too, as the runtime's does. Each step's own fields are not
+    checked (the runtime's step schema is not documented): ``notes`` says so."""
+    start, ids, edges = _workflow_doc(workflow)
+    issues: list[WorkflowIssue] = []
+    known = set(ids)
+    seen: set[str] = set()
+    for stage in ids:
+        if stage in seen:
+            issues.append(WorkflowIssue("error", stage, f"duplicate stage id '{stage}'"))
+        seen.add(stage)
+    if start not in known:
+        issues.append(WorkflowIssue("error", None, f"start stage '{start}' does not exist"))
+    for a, b in edges:
+        if a not in known:
+            issues.append(WorkflowIssue("error", None, f"edge from '{a}' references unknown stage"))
+        if b not in known:
+            issues.append(WorkflowIssue("error", None, f"edge to '{b}' references unknown stage"))
+    succ: dict[str, list[str]] = {}
+    for a, b in edges:
+        succ.setdefault(a, []).append(b)
+    walked: list[str] = []  # from the start along every edge, declared or not
+    order = deque([start])
+    found = {start}
+    while order:
+        stage = order.popleft()
+        walked.append(stage)
+        for nxt in succ.get(stage, ()):
+            if nxt not in found:
+                found.add(nxt)
+                order.append(nxt)
+    reached = walked if start in known else []  # a missing start reaches nothing
+    reachable = set(reached)
+    unreachable = [s for s in dict.fromkeys(ids) if s not in reachable]
+    for stage in unreachable:
+        issues.append(WorkflowIssue("warning", stage, f"stage '{stage}' is unreachable from start"))
+    cyclic = _reaches_cycle(walked, succ)  # a cycle the start leads to (declared or not)
+    if cyclic:
+        issues.append(
+            WorkflowIssue(
+                "warning", None, "workflow contains cycles (ensure max_iterations is set)"
+            )
+        )
+    notes = ["each stage's step fields are not checked, only its type"]
+    return WorkflowReport(
+        not any(i.severity == "error" for i in issues),
+        cyclic,
+        issues,
+        reached,
+        unreachable,
+        [],
+        notes,
+    )
+
+
+def _reaches_cycle(reached: list[str], succ: Mapping[str, list[str]]) -> bool:
+    """Whether the stages reached from the start hold a cycle (a self-loop too)."""
+    inside = set(reached)
+    colour = dict.fromkeys(reached, 0)
+
+    def visit(n: str) -> bool:
+        colour[n] = 1
+        for m in succ.get(n, ()):
+            if m not in inside:
+                continue
+            if colour[m] == 1 or (colour[m] == 0 and visit(m)):
+                return True
+        colour[n] = 2
+        return False
+
+    return any(colour[n] == 0 and visit(n) for n in reached)

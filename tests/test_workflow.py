@@ -4,7 +4,8 @@ with their witnesses, and car-verify's trace rules over every path."""
 from __future__ import annotations
 
 import json
-from collections import deque
+import re
+from collections import Counter, deque
 from pathlib import Path
 from typing import Any
 
@@ -172,3 +173,70 @@ def test_the_example_and_the_command(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert json.loads(capsys.readouterr().out)["sound"] is True
     drawn = workflow_to_dot({"entry": "a", "stages": ["a"], "edges": [{"from": "a", "to": "x"}]})
     assert "x (undeclared)" in drawn.to_string() and "dashed" in drawn.to_string()
+
+
+# --- the runtime's workflow format -------------------------------------------------------
+
+ISSUE = re.compile(
+    r'WorkflowIssue \{ severity: "(\w+)", stage_id: (?:None|Some\("([^"]*)"\)), message: "(.*)" \}'
+)
+
+
+@st.composite
+def workflows(draw: Any) -> dict[str, Any]:
+    ids = draw(st.lists(st.sampled_from(NAMES), min_size=0, max_size=5))
+    stages = [
+        {
+            "id": i,
+            "name": i.upper(),
+            "step": {"type": "approval", "prompt": "ok?", "output_key": f"o{n}"},
+        }
+        for n, i in enumerate(ids)
+    ]
+    edges = draw(
+        st.lists(
+            st.fixed_dictionaries({"from": st.sampled_from(NAMES), "to": st.sampled_from(NAMES)}),
+            max_size=6,
+        )
+    )
+    start = draw(st.sampled_from(NAMES))
+    return {"id": "w", "name": "w", "start": start, "stages": stages, "edges": edges}
+
+
+@SETTINGS
+@given(workflows())
+def test_verify_workflow_agrees_with_the_runtime_in_plain_words(workflow: dict[str, Any]) -> None:
+    from car_verify.workflow import verify_workflow
+
+    rt = runtime()
+    theirs = json.loads(rt.verify_workflow(json.dumps(workflow)))
+    ours = verify_workflow(workflow)
+    assert (ours.valid, ours.has_cycles) == (theirs["valid"], theirs["has_cycles"])
+    # the runtime lists the reachable stages from a hash set: compared as sets
+    assert set(ours.reachable_stages) == set(theirs["reachable_stages"])
+    assert set(ours.unreachable_stages) == set(theirs["unreachable_stages"])
+    parsed = []
+    for text in theirs["issues"]:
+        match = ISSUE.fullmatch(text)
+        assert match, text
+        parsed.append((match[1], match[2], match[3]))
+    # and the unreachable stages too (their warnings follow that order): a multiset
+    assert Counter((i.severity, i.stage_id, i.message) for i in ours.issues) == Counter(parsed)
+    for issue in ours.to_dict()["issues"]:  # plain words, not Rust's debug text
+        assert "WorkflowIssue" not in issue and issue.split(":")[0] in ("error", "warning")
+
+
+def test_the_command_reads_the_runtimes_format(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    step = {"type": "approval", "prompt": "ok?", "output_key": "o"}
+    path = tmp_path / "workflow.json"
+    path.write_text(json.dumps({"id": "w", "name": "w", "start": "a",
+        "stages": [{"id": "a", "name": "A", "step": step}, {"id": "b", "name": "B", "step": step}],
+        "edges": [{"from": "a", "to": "x"}]}))  # fmt: skip
+    assert main(["workflow", str(path)]) == 1
+    captured = capsys.readouterr()
+    assert "error: edge to 'x' references unknown stage" in captured.out
+    assert "warning: stage 'b' is unreachable from start\n" in captured.out
+    assert "step fields are not checked" in captured.err
+    assert main(["workflow", str(path), "--rule", "never b"]) == 2
