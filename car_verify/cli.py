@@ -853,6 +853,30 @@ def cmd_receipts(args: argparse.Namespace) -> int:
     return EXIT_OK if report.grounded else EXIT_FINDINGS
 
 
+def _found_workflows(args: argparse.Namespace) -> int:
+    """``car-verify workflow`` without a file: every ``.car/workflows/*.json`` of the
+    nearest ``.car`` (found as ``.car/policies`` is), with its policies."""
+    from .config import find_car_file
+
+    folder, searched = find_car_file("workflows", kind="directory")
+    if folder is None:
+        where = ", ".join(str(p) for p in searched[:3])
+        raise UsageError(f"no workflow graph: give GRAPH.json (no .car/workflows in {where})")
+    graphs = sorted(folder.glob("*.json"))
+    if not graphs:
+        raise UsageError(f"{folder} holds no *.json workflow graph")
+    if args.policies is None:
+        near = folder.parent / "workflow-policies.json"
+        if near.is_file():
+            args.policies = str(near)
+    worst = EXIT_OK
+    for graph in graphs:
+        _note(args, f"workflow: {graph}" + (f" with {args.policies}" if args.policies else ""))
+        args.graph = str(graph)
+        worst = max(worst, cmd_workflow(args))
+    return worst
+
+
 def _runtime_workflow(args: argparse.Namespace, doc: dict[str, Any]) -> int:
     from .workflow import verify_workflow
 
@@ -884,6 +908,8 @@ def cmd_workflow(args: argparse.Namespace) -> int:
         verify_workflow_graph,
     )
 
+    if args.graph is None:
+        return _found_workflows(args)
     doc = _read_file(args.graph, dict, "workflow graph")
     if "start" in doc:  # the runtime's workflow format (stages with steps)
         return _runtime_workflow(args, doc)
@@ -1654,7 +1680,13 @@ def _parser() -> _Parser:
     p = sub.add_parser(
         "workflow", help="a workflow graph: dead ends, traps, unreachable stages; precedes policies"
     )
-    p.add_argument("graph", metavar="GRAPH.json", help="{entry, terminals, stages, edges}")
+    p.add_argument(
+        "graph",
+        metavar="GRAPH.json",
+        nargs="?",
+        help="{entry, terminals, stages, edges}, or the runtime's workflow format "
+        "(default: each .car/workflows/*.json, with .car/workflow-policies.json)",
+    )
     p.add_argument(
         "--policies", metavar="POLICIES.json", help="[{kind: precedes, earlier, later, name?}]"
     )

@@ -95,21 +95,22 @@ INTENT_FILE = "intent.json"
 
 
 def find_car_file(
-    name: str, start: str | os.PathLike[str] | None = None
+    name: str, start: str | os.PathLike[str] | None = None, *, kind: str = "file"
 ) -> tuple[Path | None, list[Path]]:
-    """The nearest ``.car/<name>`` file at or above ``start`` (the working
-    directory), found as :func:`find_policies` finds ``.car/policies``; and the
-    places searched. One that is there but is not a file is an error."""
+    """The nearest ``.car/<name>`` file (or ``kind="directory"``) at or above
+    ``start`` (the working directory), found as :func:`find_policies` finds
+    ``.car/policies``; and the places searched. One that is there but is not of
+    that kind is an error."""
     here = Path(start or os.getcwd()).resolve()
     searched: list[Path] = []
     for directory in (here, *here.parents):
         candidate = directory / ".car" / name
         searched.append(candidate)
-        if candidate.is_file():
+        if candidate.is_file() if kind == "file" else candidate.is_dir():
             return candidate, searched
         if candidate.exists() or candidate.is_symlink():
             raise InputError(
-                "is not a file: it cannot be read (fails closed)", source=str(candidate)
+                f"is not a {kind}: it cannot be read (fails closed)", source=str(candidate)
             )
         if (directory / ".git").exists():
             break

@@ -240,3 +240,21 @@ def test_the_command_reads_the_runtimes_format(
     assert "warning: stage 'b' is unreachable from start\n" in captured.out
     assert "step fields are not checked" in captured.err
     assert main(["workflow", str(path), "--rule", "never b"]) == 2
+
+
+def test_workflows_are_found_in_dot_car(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shutil
+
+    (tmp_path / ".git").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert main(["workflow"]) == 2
+    assert "no workflow graph" in capsys.readouterr().err
+    (tmp_path / ".car" / "workflows").mkdir(parents=True)
+    shutil.copy(EXAMPLE / "graph.json", tmp_path / ".car" / "workflows" / "triage.json")
+    shutil.copy(EXAMPLE / "policies.json", tmp_path / ".car" / "workflow-policies.json")
+    assert main(["workflow"]) == 1
+    captured = capsys.readouterr()
+    assert "triage -> hotfix -> deploy_fix" in captured.out
+    assert "workflow-policies.json" in captured.err
