@@ -558,24 +558,6 @@ _GATE_DEFAULTS: Final[dict[str, Verdict]] = {
 }
 
 
-@dataclass(slots=True)
-class FlowGateDecision:
-    """``{action, blocked, needs_approval, reason}``, the runtime's shape."""
-
-    action: Verdict
-    blocked: list[dict[str, Any]]
-    needs_approval: list[dict[str, Any]]
-    reason: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "action": self.action,
-            "blocked": self.blocked,
-            "needs_approval": self.needs_approval,
-            "reason": self.reason,
-        }
-
-
 def _violations_of(report: Any) -> list[dict[str, Any]]:
     if isinstance(report, FlowReport):
         return [v.to_dict() for v in report.violations]
@@ -591,9 +573,7 @@ def _violations_of(report: Any) -> list[dict[str, Any]]:
     return [dict(v) for v in report["violations"]]
 
 
-def gate_information_flow(
-    report: Any, gate_policy: Mapping[str, Any] | None = None
-) -> FlowGateDecision:
+def gate_information_flow(report: Any, gate_policy: Mapping[str, Any] | None = None) -> Any:
     """The most severe verdict over the report's violations: by default a
     ``sensitive_to_sink`` (and car-verify's integrity finding) blocks and an ordering
     needs approval; ``gate_policy`` ``{on_sensitive_to_sink, on_forbidden_sequence}``
@@ -615,6 +595,8 @@ def gate_information_flow(
             blocked.append(violation)
         elif verdict == "require_approval":
             pending.append(violation)
+    from .permissions import GateDecision
+
     if blocked:
         action: Verdict = "block"
         reason = (
@@ -628,7 +610,7 @@ def gate_information_flow(
         )
     else:
         action, reason = "allow", "no flow hazards — may proceed"
-    return FlowGateDecision(action, blocked, pending, reason)
+    return GateDecision(action, blocked, pending, reason)
 
 
 def flow_fingerprint(violation: Mapping[str, Any]) -> str:
@@ -656,31 +638,21 @@ class FlowEnforcement:
         }
 
 
-def enforce_information_flow(
-    decision: FlowGateDecision | Mapping[str, Any] | str, approvals: Any = None
-) -> FlowEnforcement:
+def enforce_information_flow(decision: Any, approvals: Any = None) -> FlowEnforcement:
     """Settle a gate decision against recorded human decisions (``ApprovalRecord``s,
     or a :class:`~car_verify.permissions.Ledger`; the last decision about a hazard
     stands): an approved hazard may run, a rejected one is blocked, an unseen one
     is pending."""
-    if isinstance(decision, FlowGateDecision):
+    from .permissions import GateDecision, settle
+
+    if isinstance(decision, GateDecision):
         doc: Mapping[str, Any] = decision.to_dict()
     elif isinstance(decision, str):
         doc = json.loads(decision)
     else:
         doc = decision
-    from .permissions import decisions
-
-    decided = decisions(approvals)
-    blocked = list(doc.get("blocked") or [])
-    pending = []
-    for violation in doc.get("needs_approval") or []:
-        fingerprint = flow_fingerprint(violation)
-        verdict = decided.get(fingerprint)
-        if verdict == "rejected":
-            blocked.append(violation)
-        elif verdict != "approved":
-            pending.append({"fingerprint": fingerprint, "violation": violation})
+    rejected, pending = settle(doc.get("needs_approval") or [], flow_fingerprint, approvals)
+    blocked = [*(doc.get("blocked") or []), *rejected]
     if blocked:
         reason = f"blocked: {len(blocked)} flow hazard(s) refused ({len(pending)} pending approval)"
     elif pending:

@@ -303,22 +303,6 @@ def parse_intent_file(doc: Any) -> tuple[Intent, tuple[str, ...]]:
 Verdict = Literal["allow", "require_approval", "block"]
 
 
-@dataclass(slots=True)
-class IntentGateDecision:
-    action: Verdict
-    blocked: list[dict[str, Any]]
-    needs_approval: list[dict[str, Any]]
-    reason: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "action": self.action,
-            "blocked": self.blocked,
-            "needs_approval": self.needs_approval,
-            "reason": self.reason,
-        }
-
-
 def _violations_of(report: Any) -> list[dict[str, Any]]:
     if isinstance(report, IntentReport):
         return [v.to_dict() for v in report.violations]
@@ -328,7 +312,7 @@ def _violations_of(report: Any) -> list[dict[str, Any]]:
     return [dict(v) for v in report["violations"]]
 
 
-def gate_intent(report: Any, gate_policy: Mapping[str, Any] | None = None) -> IntentGateDecision:
+def gate_intent(report: Any, gate_policy: Mapping[str, Any] | None = None) -> Any:
     """Injections (influenced violations) and forbidden capabilities always block;
     untainted drift goes by ``on_untainted_drift`` (``require_approval`` by
     default, or ``allow`` / ``block``)."""
@@ -341,15 +325,17 @@ def gate_intent(report: Any, gate_policy: Mapping[str, Any] | None = None) -> In
             blocked.append(v)
         elif drift == "require_approval":
             pending.append(v)
+    from .permissions import GateDecision
+
     if blocked:
         reason = (
             f"blocked: {len(blocked)} action(s) must not commit ({len(pending)} also need approval)"
         )
-        return IntentGateDecision("block", blocked, pending, reason)
+        return GateDecision("block", blocked, pending, reason)
     if pending:
         reason = f"{len(pending)} out-of-intent action(s) require human approval before commit"
-        return IntentGateDecision("require_approval", [], pending, reason)
-    return IntentGateDecision("allow", [], [], "all actions are within the declared intent")
+        return GateDecision("require_approval", [], pending, reason)
+    return GateDecision("allow", [], [], "all actions are within the declared intent")
 
 
 def intent_fingerprint(violation: Mapping[str, Any]) -> str:
@@ -376,19 +362,11 @@ class IntentEnforcement:
 def enforce_intent(decision: Any, approvals: Any = None) -> IntentEnforcement:
     """Settle a gate decision against recorded decisions: approved drift commits,
     rejected drift is blocked, unseen drift is pending; hard blocks never commit."""
-    from .permissions import decisions
+    from .permissions import GateDecision, settle
 
-    doc = decision.to_dict() if isinstance(decision, IntentGateDecision) else _decoded(decision)
-    decided = decisions(approvals)
-    blocked = list(doc.get("blocked") or [])
-    pending = []
-    for violation in doc.get("needs_approval") or []:
-        fingerprint = intent_fingerprint(violation)
-        verdict = decided.get(fingerprint)
-        if verdict == "rejected":
-            blocked.append(violation)
-        elif verdict != "approved":
-            pending.append({"fingerprint": fingerprint, "violation": violation})
+    doc = decision.to_dict() if isinstance(decision, GateDecision) else _decoded(decision)
+    rejected, pending = settle(doc.get("needs_approval") or [], intent_fingerprint, approvals)
+    blocked = [*(doc.get("blocked") or []), *rejected]
     if blocked:
         reason = (
             f"blocked: {len(blocked)} out-of-intent action(s) refused ({len(pending)} pending "

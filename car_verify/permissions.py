@@ -43,7 +43,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -665,3 +665,43 @@ def decisions(approvals: Any) -> dict[str, str]:
             raise InputError("expected approved or rejected", ["approvals", n, "decision"])
         out[record["fingerprint"]] = decision  # the last decision stands
     return out
+
+
+@dataclass(slots=True)
+class GateDecision:
+    """A gate's verdict on a report, the runtime's ``{action, blocked,
+    needs_approval, reason}`` (the flow and intent gates)."""
+
+    action: Literal["allow", "require_approval", "block"]
+    blocked: list[dict[str, Any]]
+    needs_approval: list[dict[str, Any]]
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "action": self.action,
+            "blocked": self.blocked,
+            "needs_approval": self.needs_approval,
+            "reason": self.reason,
+        }
+
+
+def settle(
+    needs_approval: Iterable[Mapping[str, Any]],
+    fingerprint: Callable[[Mapping[str, Any]], str],
+    approvals: Any,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Hazards awaiting a human, against the recorded decisions (:func:`decisions`):
+    the rejected ones, and the pending ``{fingerprint, violation}`` (an approved one
+    is neither). Every gate's enforcement settles its approvals here."""
+    decided = decisions(approvals)
+    rejected: list[dict[str, Any]] = []
+    pending: list[dict[str, Any]] = []
+    for violation in needs_approval:
+        mark = fingerprint(violation)
+        verdict = decided.get(mark)
+        if verdict == "rejected":
+            rejected.append(dict(violation))
+        elif verdict != "approved":
+            pending.append({"fingerprint": mark, "violation": dict(violation)})
+    return rejected, pending
