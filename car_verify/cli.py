@@ -945,12 +945,12 @@ def cmd_workflow(args: argparse.Namespace) -> int:
         title = "sound" if ok else "first witness in red"
         write(workflow_to_dot(graph, witness=witness, title=title), args.output)
     if args.format == "json":
-        doc: dict[str, Any] = report.to_dict()
+        out: dict[str, Any] = report.to_dict()
         if policies is not None:
-            doc["policies"] = policies.to_dict()
+            out["policies"] = policies.to_dict()
         if traced is not None:
-            doc["trace_rules"] = traced.to_dict()
-        _write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+            out["trace_rules"] = traced.to_dict()
+        _write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
     else:
         for d in report.defects:
             path = f" (path: {' -> '.join(d.witness)})" if d.witness else ""
