@@ -1065,6 +1065,64 @@ def cmd_concurrency(args: argparse.Namespace) -> int:
     return EXIT_OK if report.serializable and not report.anomalies else EXIT_FINDINGS
 
 
+def cmd_audit(args: argparse.Namespace) -> int:
+    from .audit import AuditSettings, audit, plan_shards, rates_by_outcome, sources_of
+    from .progress import progress
+
+    labels = flow_policy = None
+    if args.labels is not None:
+        labels = _read_file(args.labels, dict, "labels")
+        from .flow import parse_labels
+
+        with _named_inputs({"labels": args.labels}):
+            parse_labels(labels)  # a bad labels file fails before any work
+    if args.flow_policy is not None:
+        if labels is None:
+            raise UsageError("--flow-policy is checked against tool labels: give --labels")
+        flow_policy = _read_file(args.flow_policy, dict, "flow policy")
+    settings = AuditSettings(
+        profile=_profile(args),
+        policies=args.policies,
+        labels=labels,
+        flow_policy=flow_policy,
+        budget=args.budget,
+    )
+    files = sources_of(args.sources)
+    total = sum(s.count for s in plan_shards(files, args.shard_size))
+    with progress(None if args.no_progress else total, "audit", "trajectories") as bar:
+        summary = audit(
+            args.sources,
+            args.output,
+            settings=settings,
+            workers=args.workers,
+            shard_size=args.shard_size,
+            progress=bar,
+            fresh=args.fresh,
+        )
+    for problem in summary.problems:
+        _note(args, f"skipped a record: {problem}")
+    done = f" ({summary.skipped} of {summary.shards} shards done before)" if summary.skipped else ""
+    extra = ""
+    if summary.malformed:
+        extra += f", {summary.malformed} malformed records"
+    if summary.unknown:
+        extra += f", {summary.unknown} past the budget (unknown)"
+    _write(
+        f"{summary.trajectories} trajectories{extra}, {summary.findings} findings in "
+        f"{summary.out}{done}: findings.parquet, trajectories.parquet\n"
+    )
+    rates = rates_by_outcome(summary.out)
+    if rates:
+        _write(f"{'code':<34} {'trajectories':>12} {'success':>8} {'failure':>8}\n")
+        for row in sorted(rates, key=lambda r: -r["trajectories"])[: args.top]:
+            cells = [
+                f"{row[k]:.0%}" if row[k] is not None else "-"
+                for k in ("rate_success", "rate_failure")
+            ]
+            _write(f"{row['code']:<34} {row['trajectories']:>12} {cells[0]:>8} {cells[1]:>8}\n")
+    return EXIT_OK
+
+
 def cmd_optimize(args: argparse.Namespace) -> int:
     from .optimize import optimize
 
@@ -1804,6 +1862,42 @@ def _parser() -> _Parser:
     p.add_argument("--reason", metavar="TEXT", help="why (with --approve/--reject)")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(run=cmd_flow)
+
+    p = sub.add_parser(
+        "audit",
+        parents=[profiled],
+        help="audit a corpus of agent trajectories into Parquet tables of findings",
+    )
+    p.add_argument(
+        "sources",
+        metavar="SOURCE",
+        nargs="+",
+        help="files, folders or globs (.json, .jsonl, .gz, .parquet; chat transcripts, "
+        "ATIF, tau-bench runs, proposals)",
+    )
+    p.add_argument("-o", "--output", metavar="OUT", required=True, help="the output folder")
+    p.add_argument("--policies", metavar="DIR", help="policy directory (rules and trace rules)")
+    p.add_argument("--labels", metavar="LABELS.json", help="tool labels: the flow checks too")
+    p.add_argument("--flow-policy", metavar="POLICY.json", help="the flow policy for --labels")
+    p.add_argument("--workers", type=_positive, default=1, metavar="N", help="processes (1)")
+    p.add_argument(
+        "--shard-size", type=_positive, default=1000, metavar="N", help="trajectories per shard"
+    )
+    p.add_argument(
+        "--budget",
+        type=_seconds,
+        default=10.0,
+        metavar="SECONDS",
+        help="per trajectory; past it the row says unknown (default 10)",
+    )
+    p.add_argument("--top", type=_positive, default=15, metavar="N", help="codes in the summary")
+    p.add_argument(
+        "--fresh",
+        action="store_true",
+        help="start over: drop the shards a previous audit left in OUT (else they are reused)",
+    )
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(run=cmd_audit)
 
     p = sub.add_parser(
         "permissions",

@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("model", {"model"}),
     ("dag", {"dag", "_reach"}),
     ("walk", {"walk", "symbolic", "trace"}),
-    ("inputs", {"policy", "tools"}),
+    ("inputs", {"policy", "tools", "importers"}),
     ("passes", {"passes", "car", "analyses", "registry", "flow", "intent", "permissions"}),
     ("api", {"api"}),
     ("deciders, executor, exporters", {
@@ -34,7 +34,7 @@ LAYERS: list[tuple[str, set[str]]] = [
         "transactions", "workflow", "wp",
     }),
     ("reporters", {"reporters"}),
-    ("commands", {"sources", "lint", "docgen", "cli", "__init__"}),
+    ("commands", {"sources", "lint", "audit", "docgen", "cli", "__init__"}),
 ]  # fmt: skip
 LAYER = {name: rank for rank, (_, names) in enumerate(LAYERS) for name in names}
 

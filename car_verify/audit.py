@@ -1,0 +1,524 @@
+"""Audit a corpus: agent trajectories in, findings as tables out.
+
+``audit(sources, out, ...)`` reads every trajectory of the sources (files,
+folders, globs; ``.json``, ``.jsonl``, ``.gz``, ``.parquet``; any format
+:mod:`car_verify.importers` knows), lifts each to a proposal, checks it as
+``verify`` does (the profile's checks, the policies and their trace rules, the
+flow pass with labels) and writes two Parquet tables in ``out``:
+
+- ``findings.parquet``: a row per finding: ``trajectory_id``, ``source``,
+  ``line``, ``step`` (the call's place in the trajectory), ``action_id``,
+  ``tool``, ``code``, ``severity``, ``tier``, ``message``, and the trajectory's
+  ``format``, ``outcome``, ``reward``, ``model``;
+- ``trajectories.parquet``: a row per trajectory (and per record that could not
+  be read, ``status: malformed`` with its ``problem``): ``status`` (``checked`` |
+  ``unknown`` past the per-item budget | ``malformed``), ``valid``, ``calls``,
+  counts by severity, ``code_counts`` (code -> count), ``outcome``, ``reward``,
+  ``model``, ``format``.
+
+**Shards.** The work is cut into shards of ``shard_size`` trajectories, each file
+on its own. A shard is checked by :func:`audit_shard`, the one function every
+engine runs (the local process pool here), and its rows are written to
+``out/shards/<n>.*.parquet`` by renaming a finished file into place, so a rerun
+skips the shards already done and a killed run leaves no half shard. The two
+tables are then assembled from the shards in shard order: the same rows and the
+same bytes whatever the number of workers. Memory is bounded by one shard per
+worker and one row group at a time while assembling.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import signal
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import UsageError
+
+#: A corpus file's name says what it holds.
+SUFFIXES = (".json", ".jsonl", ".ndjson", ".parquet", ".json.gz", ".jsonl.gz", ".ndjson.gz")
+
+
+@dataclass(frozen=True)
+class AuditSettings:
+    """What each trajectory is checked with (picklable: it travels to workers)."""
+
+    profile: str = "car"
+    policies: str | None = None  # a policy directory
+    labels: Mapping[str, Any] | None = None
+    flow_policy: Mapping[str, Any] | None = None
+    #: Seconds one trajectory may take; past it the row says ``unknown``.
+    budget: float = 10.0
+
+
+@dataclass(frozen=True)
+class Shard:
+    """A piece of one file: ``lines`` lines from byte ``offset`` of a JSON-lines
+    file, or (``offset`` None) the whole file. ``count``: its records."""
+
+    number: int
+    path: str
+    offset: int | None
+    lines: int
+    count: int
+
+
+def sources_of(given: Iterable[str]) -> list[Path]:
+    """The corpus files: each file named, each folder's corpus files (recursively),
+    each glob's matches; sorted, each once. Nothing found is a usage error."""
+    found: dict[Path, None] = {}
+    for item in given:
+        path = Path(item)
+        if path.is_dir():
+            for sub in sorted(path.rglob("*")):
+                if sub.is_file() and sub.name.endswith(SUFFIXES):
+                    found[sub] = None
+        elif path.is_file():
+            found[path] = None
+        else:
+            matches = sorted(Path(m) for m in glob.glob(item, recursive=True))
+            if not matches:
+                raise UsageError(f"no such file, folder or glob match: {item}")
+            for m in matches:
+                if m.is_file():
+                    found[m] = None
+    if not found:
+        raise UsageError("no corpus files found in the sources given")
+    return list(found)
+
+
+def plan_shards(files: Sequence[Path], shard_size: int) -> list[Shard]:
+    """Cut each plain JSON-lines file into shards of ``shard_size`` lines (found in
+    one pass over its bytes); any other file (a JSON array, ``.gz``, Parquet) is
+    one shard."""
+    shards: list[Shard] = []
+    for path in files:
+        if not path.name.endswith((".jsonl", ".ndjson")):
+            shards.append(Shard(len(shards), str(path), None, 0, _records_in(path)))
+            continue
+        start, lines, position = 0, 0, 0
+        with path.open("rb") as stream:
+            for raw in stream:
+                if lines == 0:
+                    start = position
+                position += len(raw)
+                if raw.strip():
+                    lines += 1
+                    if lines == shard_size:
+                        shards.append(Shard(len(shards), str(path), start, lines, lines))
+                        lines = 0
+        if lines:
+            shards.append(Shard(len(shards), str(path), start, lines, lines))
+    return shards
+
+
+def _records_in(path: Path) -> int:
+    from .importers import records
+
+    return sum(1 for _ in records(path))
+
+
+def _shard_items(shard: Shard) -> Iterator[Any]:
+    """The trajectories (and import problems) of one shard."""
+    from .importers import importers
+    from .importers.base import read_lines
+
+    formats = importers()
+    if shard.offset is None:
+        from .importers import read_file
+
+        yield from read_file(shard.path, formats)
+        return
+    yield from read_lines(shard.path, shard.offset, shard.lines, formats)
+
+
+class _Timeout(Exception):
+    pass
+
+
+def _alarm(_signum: int, _frame: Any) -> None:
+    raise _Timeout
+
+
+def _check(trajectory: Any, settings: AuditSettings, engine: Any) -> tuple[str, Any]:
+    """``(status, verification result or None)`` for one trajectory."""
+    from .api import verify
+
+    use_alarm = hasattr(signal, "SIGALRM") and settings.budget > 0
+    if use_alarm:
+        previous = signal.signal(signal.SIGALRM, _alarm)
+        signal.setitimer(signal.ITIMER_REAL, settings.budget)
+    try:
+        result = verify(
+            trajectory.proposal(),
+            policies=engine,
+            profile=settings.profile,
+            labels=settings.labels,
+            flow_policy=settings.flow_policy,
+        )
+        return "checked", result
+    except _Timeout:
+        return "unknown", None
+    finally:
+        if use_alarm:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+
+
+def _engine(settings: AuditSettings) -> Any:
+    if settings.policies is None:
+        return None
+    from .policy import load_policies
+
+    return load_policies(settings.policies).engine()
+
+
+def audit_shard(shard: Shard, settings: AuditSettings, out: str) -> str:
+    """Check one shard and write its rows (``out/shards/<n>.findings.parquet`` and
+    ``.trajectories.parquet``); a shard already written is skipped. Every engine
+    runs this function; it returns the shard's name."""
+    from .importers import ImportProblem
+
+    folder = Path(out) / "shards"
+    name = f"{shard.number:06d}"
+    done = folder / f"{name}.trajectories.parquet"
+    if done.exists():
+        return name
+    folder.mkdir(parents=True, exist_ok=True)
+    engine = _engine(settings)
+    findings: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
+    for item in _shard_items(shard):
+        if isinstance(item, ImportProblem):
+            rows.append(_problem_row(item))
+            continue
+        status, result = _check(item, settings, engine)
+        rows.append(_trajectory_row(item, status, result))
+        if result is not None:
+            findings.extend(_finding_rows(item, result))
+    _write(folder / f"{name}.findings.parquet", findings, findings_schema())
+    _write(done, rows, trajectories_schema())  # last: its presence means the shard is done
+    return name
+
+
+def _finding_rows(trajectory: Any, result: Any) -> Iterator[dict[str, Any]]:
+    calls = trajectory.calls
+    for issue in result.issues:
+        index = issue.index
+        yield {
+            "trajectory_id": trajectory.id,
+            "source": trajectory.source,
+            "line": trajectory.line,
+            "step": index if index is not None else None,
+            "action_id": issue.action_id,
+            "tool": calls[index].tool if index is not None and index < len(calls) else None,
+            "code": issue.code,
+            "severity": issue.severity.value,
+            "tier": issue.tier.value,
+            "message": issue.message,
+            "format": trajectory.format,
+            "outcome": trajectory.outcome,
+            "reward": trajectory.reward,
+            "model": trajectory.model,
+        }
+
+
+def _trajectory_row(trajectory: Any, status: str, result: Any) -> dict[str, Any]:
+    issues = result.issues if result is not None else []
+    severity = Counter(i.severity.value for i in issues)
+    codes = Counter(i.code for i in issues)
+    return {
+        "trajectory_id": trajectory.id,
+        "source": trajectory.source,
+        "line": trajectory.line,
+        "format": trajectory.format,
+        "status": status,
+        "valid": None if result is None else result.valid,
+        "calls": len(trajectory.calls),
+        "errors": severity.get("error", 0),
+        "warnings": severity.get("warning", 0),
+        "infos": severity.get("info", 0),
+        "code_counts": sorted(codes.items()),
+        "outcome": trajectory.outcome,
+        "reward": trajectory.reward,
+        "model": trajectory.model,
+        "problem": "; ".join(trajectory.notes) or None,
+    }
+
+
+def _problem_row(problem: Any) -> dict[str, Any]:
+    return {
+        "trajectory_id": problem.record_id,
+        "source": problem.source,
+        "line": problem.line,
+        "format": None,
+        "status": "malformed",
+        "valid": None,
+        "calls": 0,
+        "errors": 0,
+        "warnings": 0,
+        "infos": 0,
+        "code_counts": [],
+        "outcome": None,
+        "reward": None,
+        "model": None,
+        "problem": problem.message,
+    }
+
+
+def findings_schema() -> Any:
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("trajectory_id", pa.string()),
+            ("source", pa.string()),
+            ("line", pa.int64()),
+            ("step", pa.int64()),
+            ("action_id", pa.string()),
+            ("tool", pa.string()),
+            ("code", pa.string()),
+            ("severity", pa.string()),
+            ("tier", pa.string()),
+            ("message", pa.string()),
+            ("format", pa.string()),
+            ("outcome", pa.string()),
+            ("reward", pa.float64()),
+            ("model", pa.string()),
+        ]
+    )
+
+
+def trajectories_schema() -> Any:
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("trajectory_id", pa.string()),
+            ("source", pa.string()),
+            ("line", pa.int64()),
+            ("format", pa.string()),
+            ("status", pa.string()),
+            ("valid", pa.bool_()),
+            ("calls", pa.int64()),
+            ("errors", pa.int64()),
+            ("warnings", pa.int64()),
+            ("infos", pa.int64()),
+            ("code_counts", pa.map_(pa.string(), pa.int64())),
+            ("outcome", pa.string()),
+            ("reward", pa.float64()),
+            ("model", pa.string()),
+            ("problem", pa.string()),
+        ]
+    )
+
+
+def _pyarrow() -> Any:
+    try:
+        import pyarrow
+    except ImportError:
+        raise UsageError(
+            "the audit writes Parquet: pip install 'car-verify[audit]' (pyarrow)"
+        ) from None
+    return pyarrow
+
+
+def _write(path: Path, rows: list[dict[str, Any]], schema: Any) -> None:
+    """Write ``rows`` to ``path`` by renaming a finished file into place."""
+    pa = _pyarrow()
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pylist(rows, schema=schema)
+    partial = path.with_suffix(".partial")
+    pq.write_table(table, partial)
+    os.replace(partial, path)
+
+
+def _assemble(out: Path, shards: Sequence[Shard]) -> dict[str, int]:
+    """``findings.parquet`` and ``trajectories.parquet`` from the shards, in order."""
+    import pyarrow.parquet as pq
+
+    counts = {}
+    for table, schema in (("findings", findings_schema()), ("trajectories", trajectories_schema())):
+        target = out / f"{table}.parquet"
+        partial = target.with_suffix(".partial")
+        rows = 0
+        with pq.ParquetWriter(partial, schema) as writer:
+            for shard in shards:
+                part = pq.read_table(out / "shards" / f"{shard.number:06d}.{table}.parquet")
+                rows += part.num_rows
+                writer.write_table(part)
+        os.replace(partial, target)
+        counts[table] = rows
+    return counts
+
+
+@dataclass
+class AuditSummary:
+    """What a run did: the tables' rows, and where the time went."""
+
+    out: Path
+    trajectories: int = 0
+    findings: int = 0
+    shards: int = 0
+    skipped: int = 0
+    #: Records that could not be read or lifted (rows with ``status: malformed``),
+    #: and the first few of their problems, for the caller to say.
+    malformed: int = 0
+    unknown: int = 0
+    problems: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    stages: dict[str, float] = field(default_factory=dict)
+
+
+def audit(
+    sources: Iterable[str],
+    out: str | os.PathLike[str],
+    *,
+    settings: AuditSettings | None = None,
+    workers: int = 1,
+    shard_size: int = 1000,
+    progress: Any = None,
+    fresh: bool = False,
+) -> AuditSummary:
+    """Audit the corpus in ``sources`` into ``out`` (see the module docs)."""
+    _pyarrow()
+    if workers < 1 or shard_size < 1:
+        raise UsageError("workers and shard_size must be at least 1")
+    chosen = settings or AuditSettings()
+    if chosen.policies is not None:
+        _engine(chosen)  # a broken policy directory fails before any work
+    target = Path(out)
+    target.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    files = sources_of(sources)
+    _claim(target, _manifest(files, chosen, shard_size), fresh)
+    shards = plan_shards(files, shard_size)
+    planned = time.perf_counter()
+    done_before = sum(
+        (target / "shards" / f"{s.number:06d}.trajectories.parquet").exists() for s in shards
+    )
+    if workers == 1:
+        for shard in shards:
+            audit_shard(shard, chosen, str(target))
+            if progress is not None:
+                progress.update(shard.count)
+    else:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(workers) as pool:
+            futures = [pool.submit(audit_shard, s, chosen, str(target)) for s in shards]
+            for shard, future in zip(shards, futures, strict=True):
+                future.result()
+                if progress is not None:
+                    progress.update(shard.count)
+    checked = time.perf_counter()
+    counts = _assemble(target, shards)
+    ended = time.perf_counter()
+    summary = AuditSummary(
+        target,
+        trajectories=counts["trajectories"],
+        findings=counts["findings"],
+        shards=len(shards),
+        skipped=done_before,
+        seconds=ended - started,
+        stages={"plan": planned - started, "check": checked - planned, "assemble": ended - checked},
+    )
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(
+        target / "trajectories.parquet", columns=["status", "source", "line", "problem"]
+    )
+    for status, source, line, problem in zip(
+        *(table.column(c).to_pylist() for c in table.column_names), strict=True
+    ):
+        if status == "malformed":
+            summary.malformed += 1
+            if len(summary.problems) < 20:
+                summary.problems.append(f"{source}" + (f":{line}" if line else "") + f": {problem}")
+        elif status == "unknown":
+            summary.unknown += 1
+    summary.trajectories -= summary.malformed
+    return summary
+
+
+def _manifest(files: Sequence[Path], settings: AuditSettings, shard_size: int) -> dict[str, Any]:
+    """What the shards in an output folder were made from: a rerun may reuse them
+    only when this is the same (the sources unchanged, the same checks)."""
+    import hashlib
+    import json
+
+    policy = None
+    if settings.policies is not None:
+        digest = hashlib.sha256()
+        for path in sorted(Path(settings.policies).rglob("*")):
+            if path.is_file():
+                digest.update(path.name.encode() + b"\0" + path.read_bytes())
+        policy = digest.hexdigest()
+    return {
+        "sources": [[str(f), f.stat().st_size, f.stat().st_mtime_ns] for f in files],
+        "shard_size": shard_size,
+        "profile": settings.profile,
+        "policies": policy,
+        "labels": json.dumps(settings.labels, sort_keys=True),
+        "flow_policy": json.dumps(settings.flow_policy, sort_keys=True),
+        "budget": settings.budget,
+    }
+
+
+def _claim(out: Path, manifest: dict[str, Any], fresh: bool) -> None:
+    """Record ``manifest`` in ``out/audit.json``; shards of a different audit there
+    are an error (unless ``fresh``: they are removed)."""
+    import json
+    import shutil
+
+    path = out / "audit.json"
+    if not path.exists() and (out / "shards").exists() and not fresh:
+        raise UsageError(f"{out} holds shards of an unknown audit: --fresh to start over")
+    if path.exists() and not fresh:
+        try:
+            before = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError:
+            before = None
+        if before != manifest:
+            raise UsageError(
+                f"{out} holds the shards of an audit with other sources or settings: "
+                "give another output folder, or --fresh to start over"
+            )
+        return
+    if fresh and (out / "shards").exists():
+        shutil.rmtree(out / "shards")
+    path.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+
+
+def rates_by_outcome(out: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """For each code: how many trajectories it was found in, and its rate among the
+    successful and the failed ones (the false-positive view)."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(
+        Path(out) / "trajectories.parquet", columns=["outcome", "code_counts", "status"]
+    )
+    totals: Counter[str] = Counter()
+    hits: dict[str, Counter[str]] = {}
+    for outcome, counts, status in zip(
+        *(table.column(c).to_pylist() for c in ("outcome", "code_counts", "status")), strict=True
+    ):
+        if status != "checked":
+            continue
+        key = outcome or "unknown"
+        totals[key] += 1
+        for code, _n in counts or []:
+            hits.setdefault(code, Counter())[key] += 1
+    rows = []
+    for code in sorted(hits):
+        row: dict[str, Any] = {"code": code, "trajectories": sum(hits[code].values())}
+        for key in ("success", "failure"):
+            row[f"rate_{key}"] = hits[code][key] / totals[key] if totals[key] else None
+        rows.append(row)
+    return rows

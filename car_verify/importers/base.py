@@ -1,0 +1,302 @@
+"""The trajectory model, the lifting to traces and proposals, and the readers.
+
+**Lifting.** A trajectory's tool calls, in the order they were made, become:
+
+- the *trace*: ``(tool, arguments, outcome)`` per call, ``outcome`` being
+  ``failed`` when the call's result says it errored (an OpenAI ``tool`` message
+  or an Anthropic ``tool_result`` marked as an error, a result text beginning
+  ``Error``), else ``succeeded``;
+- the *proposal*: one ``tool_call`` action per call, id ``c<n>`` (``n`` from 1, in
+  call order: unique and stable whatever the source's ids, which are kept in
+  ``metadata.call_id``), ``tool`` the function's name, ``parameters`` its
+  arguments (a JSON object; arguments that are not one are kept under
+  ``_arguments``, and the record says so). Each call's result becomes the state
+  key ``result:c<n>`` (its effect, holding the result as given: known), and each
+  call depends on the one before it (``state_dependencies: ["result:c<n-1>"]``),
+  so both profiles order the actions as they ran. What is unknown: every other
+  effect a tool had on the world, which no transcript records.
+
+A trajectory's ``outcome`` is ``success`` or ``failure`` when the source says
+(a reward of 1 / above 0, a pass flag), else None; ``reward`` is kept as given.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import json
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..errors import InputError
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One tool call of a trajectory."""
+
+    tool: str
+    arguments: Any
+    call_id: str | None = None
+    result: Any = None
+    failed: bool = False
+    #: The message index (or step id) in the source where the call was made.
+    step: int | None = None
+
+
+@dataclass(slots=True)
+class Trajectory:
+    """One agent run: who made which calls, and how it ended."""
+
+    id: str
+    format: str
+    calls: list[Call]
+    reward: float | None = None
+    outcome: str | None = None  # success | failure | None (unknown)
+    model: str | None = None
+    source: str = ""
+    line: int | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    #: A proposal given as such (the ``proposal`` format): checked as written.
+    written: dict[str, Any] | None = None
+
+    def trace(self) -> list[tuple[str, dict[str, Any], str]]:
+        """``(tool, arguments, succeeded | failed)`` per call, in order."""
+        return [
+            (c.tool, _object(c.arguments), "failed" if c.failed else "succeeded")
+            for c in self.calls
+        ]
+
+    def proposal(self) -> dict[str, Any]:
+        """The lifted proposal (see the module docs), as Agent IR JSON."""
+        if self.written is not None:
+            return self.written
+        actions: list[dict[str, Any]] = []
+        for n, call in enumerate(self.calls, 1):
+            action: dict[str, Any] = {
+                "id": f"c{n}",
+                "type": "tool_call",
+                "tool": call.tool,
+                "parameters": _object(call.arguments),
+                "expected_effects": {f"result:c{n}": _json_value(call.result)},
+            }
+            if n > 1:
+                action["state_dependencies"] = [f"result:c{n - 1}"]
+            meta: dict[str, Any] = {}
+            if call.call_id is not None:
+                meta["call_id"] = call.call_id
+            if call.step is not None:
+                meta["step"] = call.step
+            if call.failed:
+                meta["failed"] = True
+            if meta:
+                action["metadata"] = meta
+            actions.append(action)
+        return {"id": self.id, "source": f"{self.format}:{self.source}", "actions": actions}
+
+
+def _object(arguments: Any) -> dict[str, Any]:
+    if isinstance(arguments, dict):
+        return arguments
+    return {"_arguments": arguments}
+
+
+def _json_value(value: Any) -> Any:
+    """A result as JSON: kept when it is JSON, else its text."""
+    if value is None or isinstance(value, (str, int, float, bool, list, dict)):
+        return value
+    return str(value)
+
+
+def parse_arguments(raw: Any) -> tuple[Any, str | None]:
+    """Arguments given as JSON text (OpenAI's) or as an object; a note when they
+    are not a JSON object."""
+    if isinstance(raw, dict):
+        return raw, None
+    if isinstance(raw, str):
+        try:
+            value = json.loads(raw) if raw.strip() else {}
+        except ValueError:
+            return raw, "arguments are not JSON: kept as text under _arguments"
+        if isinstance(value, dict):
+            return value, None
+        return value, "arguments are not a JSON object: kept under _arguments"
+    if raw is None:
+        return {}, None
+    return raw, "arguments are not a JSON object: kept under _arguments"
+
+
+def errored(text: Any) -> bool:
+    """A result text that reports an error, as tool harnesses write it."""
+    return isinstance(text, str) and text.lstrip().lower().startswith(("error", "exception"))
+
+
+def outcome_of(reward: Any) -> str | None:
+    if isinstance(reward, bool):
+        return "success" if reward else "failure"
+    if isinstance(reward, (int, float)):
+        return "success" if reward > 0 else "failure"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class ImportProblem:
+    """A record that could not be read or lifted: where, and why."""
+
+    source: str
+    line: int | None
+    record_id: str | None
+    message: str
+
+    def __str__(self) -> str:
+        where = self.source + (f":{self.line}" if self.line is not None else "")
+        what = f" (record {self.record_id})" if self.record_id else ""
+        return f"{where}{what}: {self.message}"
+
+
+class Importer(Protocol):
+    """One format: whether a record is in it, and its trajectories."""
+
+    name: str
+
+    def sniff(self, record: Any) -> bool: ...
+
+    def lift(
+        self, record: Any, *, source: str, line: int | None, index: int
+    ) -> list[Trajectory]: ...
+
+
+# --- records from files ------------------------------------------------------------------
+
+
+def records(path: str | os.PathLike[str]) -> Iterator[tuple[int | None, Any]]:
+    """The records of one file, streamed: a ``.jsonl`` line each (``line`` its
+    number), the elements of a ``.json`` array (or the one object), a ``.parquet``
+    row each (as a dict); ``.gz`` decompressed on the way. A line that is not JSON
+    yields an :class:`InputError` in place of its record."""
+    file = Path(path)
+    name = file.name[:-3] if file.name.endswith(".gz") else file.name
+    if name.endswith(".parquet"):
+        yield from _parquet_rows(file)
+        return
+    opener: Any = gzip.open if file.name.endswith(".gz") else open
+    if name.endswith(".jsonl") or name.endswith(".ndjson"):
+        with opener(file, "rt", encoding="utf-8") as stream:
+            for n, text in enumerate(stream, 1):
+                if not text.strip():
+                    continue
+                try:
+                    yield n, json.loads(text)
+                except ValueError as err:
+                    yield n, InputError(f"not JSON: {err}", source=str(file), line=n)
+        return
+    with opener(file, "rt", encoding="utf-8") as stream:
+        try:
+            doc = json.load(stream)
+        except ValueError as err:
+            yield None, InputError(f"not JSON: {err}", source=str(file))
+            return
+    if isinstance(doc, list):
+        for item in doc:
+            yield None, item
+    else:
+        yield None, doc
+
+
+def _parquet_rows(file: Path) -> Iterator[tuple[int | None, Any]]:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise InputError(
+            "reading Parquet needs pyarrow: pip install 'car-verify[audit]'", source=str(file)
+        ) from None
+    reader = pq.ParquetFile(file)
+    for batch in reader.iter_batches(batch_size=1024):
+        for row in batch.to_pylist():
+            for key, value in row.items():  # columns holding JSON text (messages, traj)
+                if isinstance(value, str) and value[:1] in "[{":
+                    with contextlib.suppress(ValueError):
+                        row[key] = json.loads(value)
+            yield None, row
+
+
+def read_file(
+    path: str | os.PathLike[str], formats: Sequence[Importer]
+) -> Iterator[Trajectory | ImportProblem]:
+    """Every trajectory of one file, and a problem for each record that fails: each
+    record goes to the first of ``formats`` that knows it."""
+    source = str(path)
+    for index, (line, record) in enumerate(records(path)):
+        if isinstance(record, InputError):
+            yield ImportProblem(source, line, None, record.problem)
+            continue
+        yield from _lift(record, source, line, index, formats)
+
+
+def _lift(
+    record: Any, source: str, line: int | None, index: int, formats: Sequence[Importer]
+) -> Iterator[Trajectory | ImportProblem]:
+    importer = next((i for i in formats if i.sniff(record)), None)
+    rid = _record_id(record)
+    if importer is None:
+        yield ImportProblem(source, line, rid, "no importer reads this record's format")
+        return
+    try:
+        yield from importer.lift(record, source=source, line=line, index=index)
+    except InputError as err:
+        yield ImportProblem(source, line, rid, f"{importer.name}: {err}")
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        yield ImportProblem(source, line, rid, f"{importer.name}: malformed record ({err!r})")
+
+
+def read_lines(
+    path: str | os.PathLike[str], offset: int, count: int, formats: Sequence[Importer]
+) -> Iterator[Trajectory | ImportProblem]:
+    """The trajectories of ``count`` non-empty lines of a JSON-lines file, from byte
+    ``offset`` (a shard of it): as :func:`read_file`, line numbers included."""
+    source = str(path)
+    with open(path, "rb") as stream:
+        line = 1 + stream.read(offset).count(b"\n") if offset else 1
+        seen = 0
+        for raw in stream:
+            n, line = line, line + 1
+            if not raw.strip():
+                continue
+            if seen == count:
+                break
+            seen += 1
+            try:
+                record = json.loads(raw)
+            except ValueError as err:
+                yield ImportProblem(source, n, None, f"not JSON: {err}")
+                continue
+            yield from _lift(record, source, n, n, formats)
+
+
+def read(
+    paths: Iterable[str | os.PathLike[str]], formats: Sequence[Importer]
+) -> Iterator[Trajectory | ImportProblem]:
+    """:func:`read_file` over many files, in the order given."""
+    for path in paths:
+        yield from read_file(path, formats)
+
+
+def _record_id(record: Any) -> str | None:
+    if isinstance(record, Mapping):
+        for key in ("id", "trajectory_id", "session_id", "task_id", "instance_id"):
+            value = record.get(key)
+            if isinstance(value, (str, int)) and not isinstance(value, bool):
+                return str(value)
+    return None
+
+
+def record_id(record: Any, source: str, index: int, line: int | None) -> str:
+    """A trajectory's id: the record's own, else its place in the file."""
+    found = _record_id(record)
+    if found is not None:
+        return found
+    return f"{Path(source).name}:{line if line is not None else index}"
