@@ -10,6 +10,8 @@ flow pass with labels) and writes two Parquet tables in ``out``:
   ``line``, ``step`` (the call's place in the trajectory), ``action_id``,
   ``tool``, ``code``, ``severity``, ``tier``, ``message``, and the trajectory's
   ``format``, ``outcome``, ``reward``, ``model``;
+- ``tool_rates.json``: per tool, the calls made and those whose result was not an
+  error (``car-verify risk --history OUT/`` takes its success rates from it);
 - ``trajectories.parquet``: a row per trajectory (and per record that could not
   be read, ``status: malformed`` with its ``problem``): ``status`` (``checked`` |
   ``unknown`` past the per-item budget | ``malformed``), ``valid``, ``calls``,
@@ -29,6 +31,7 @@ worker and one row group at a time while assembling.
 from __future__ import annotations
 
 import glob
+import json
 import os
 import signal
 import time
@@ -40,6 +43,9 @@ from typing import Any
 
 from .errors import UsageError
 
+#: ``tool_rates.json``'s ``format``: ``car-verify risk --history OUT/`` reads it.
+RATES_FORMAT = "car-verify tool rates"
+
 #: A corpus file's name says what it holds.
 SUFFIXES = (".json", ".jsonl", ".ndjson", ".parquet", ".json.gz", ".jsonl.gz", ".ndjson.gz")
 
@@ -50,6 +56,8 @@ class AuditSettings:
 
     profile: str = "car"
     policies: str | None = None  # a policy directory
+    #: A second policy directory: what changing ``policies`` to it would do.
+    compare_policies: str | None = None
     labels: Mapping[str, Any] | None = None
     flow_policy: Mapping[str, Any] | None = None
     #: Seconds one trajectory may take; past it the row says ``unknown``.
@@ -148,6 +156,7 @@ def _alarm(_signum: int, _frame: Any) -> None:
 def _check(trajectory: Any, settings: AuditSettings, engine: Any) -> tuple[str, Any]:
     """``(status, verification result or None)`` for one trajectory."""
     from .api import verify
+    from .model import load_parsed
 
     use_alarm = hasattr(signal, "SIGALRM") and settings.budget > 0
     if use_alarm:
@@ -155,7 +164,7 @@ def _check(trajectory: Any, settings: AuditSettings, engine: Any) -> tuple[str, 
         signal.setitimer(signal.ITIMER_REAL, settings.budget)
     try:
         result = verify(
-            trajectory.proposal(),
+            load_parsed(trajectory.proposal()),  # built here, handed over: not copied
             policies=engine,
             profile=settings.profile,
             labels=settings.labels,
@@ -170,12 +179,51 @@ def _check(trajectory: Any, settings: AuditSettings, engine: Any) -> tuple[str, 
             signal.signal(signal.SIGALRM, previous)
 
 
-def _engine(settings: AuditSettings) -> Any:
-    if settings.policies is None:
+def _engine(settings: AuditSettings, directory: str | None = None) -> Any:
+    chosen = settings.policies if directory is None else directory
+    if chosen is None:
         return None
     from .policy import load_policies
 
-    return load_policies(settings.policies).engine()
+    return load_policies(chosen).engine()
+
+
+def _held(trajectory: Any, engine: Any, profile: str) -> dict[str, list[str]]:
+    """Action id -> the rules that hold it back (the policy pass alone)."""
+    from .api import verify
+    from .model import load_parsed
+
+    if engine is None:
+        return {}
+    result = verify(
+        load_parsed(trajectory.proposal()), policies=engine, profile=profile, passes=["policies"]
+    )
+    held: dict[str, list[str]] = {}
+    for issue in result.issues:
+        if issue.severity.value == "error" and issue.action_id:
+            held.setdefault(issue.action_id, []).append(issue.code)
+    return held
+
+
+def _replay_rows(trajectory: Any, old: Any, new: Any, profile: str) -> Iterator[dict[str, Any]]:
+    """What changing the policies from ``old`` to ``new`` does to each call."""
+    before, after = _held(trajectory, old, profile), _held(trajectory, new, profile)
+    for n, call in enumerate(trajectory.calls, 1):
+        action = f"c{n}" if trajectory.written is None else str(call.call_id)
+        was, now = before.get(action, []), after.get(action, [])
+        if not was and not now:
+            continue
+        change = "still_blocked" if was and now else ("newly_blocked" if now else "newly_allowed")
+        yield {
+            "trajectory_id": trajectory.id,
+            "source": trajectory.source,
+            "action_id": action,
+            "tool": call.tool,
+            "change": change,
+            "old_rules": ", ".join(sorted(set(was))) or None,
+            "new_rules": ", ".join(sorted(set(now))) or None,
+            "outcome": trajectory.outcome,
+        }
 
 
 def audit_shard(shard: Shard, settings: AuditSettings, out: str) -> str:
@@ -191,17 +239,29 @@ def audit_shard(shard: Shard, settings: AuditSettings, out: str) -> str:
         return name
     folder.mkdir(parents=True, exist_ok=True)
     engine = _engine(settings)
+    newer = _engine(settings, settings.compare_policies) if settings.compare_policies else None
     findings: list[dict[str, Any]] = []
     rows: list[dict[str, Any]] = []
+    replay: list[dict[str, Any]] = []
+    tools: dict[str, list[int]] = {}  # tool -> [calls, failed]
     for item in _shard_items(shard):
         if isinstance(item, ImportProblem):
             rows.append(_problem_row(item))
             continue
+        for call in item.calls:
+            tally = tools.setdefault(call.tool, [0, 0])
+            tally[0] += 1
+            tally[1] += call.failed
         status, result = _check(item, settings, engine)
         rows.append(_trajectory_row(item, status, result))
         if result is not None:
             findings.extend(_finding_rows(item, result))
+        if newer is not None:
+            replay.extend(_replay_rows(item, engine, newer, settings.profile))
     _write(folder / f"{name}.findings.parquet", findings, findings_schema())
+    (folder / f"{name}.tools.json").write_text(json.dumps(tools, sort_keys=True), encoding="utf-8")
+    if newer is not None:
+        _write(folder / f"{name}.replay.parquet", replay, replay_schema())
     _write(done, rows, trajectories_schema())  # last: its presence means the shard is done
     return name
 
@@ -318,6 +378,23 @@ def trajectories_schema() -> Any:
     )
 
 
+def replay_schema() -> Any:
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("trajectory_id", pa.string()),
+            ("source", pa.string()),
+            ("action_id", pa.string()),
+            ("tool", pa.string()),
+            ("change", pa.string()),
+            ("old_rules", pa.string()),
+            ("new_rules", pa.string()),
+            ("outcome", pa.string()),
+        ]
+    )
+
+
 def _pyarrow() -> Any:
     try:
         import pyarrow
@@ -339,12 +416,16 @@ def _write(path: Path, rows: list[dict[str, Any]], schema: Any) -> None:
     os.replace(partial, path)
 
 
-def _assemble(out: Path, shards: Sequence[Shard]) -> dict[str, int]:
-    """``findings.parquet`` and ``trajectories.parquet`` from the shards, in order."""
+def _assemble(out: Path, shards: Sequence[Shard], replay: bool = False) -> dict[str, int]:
+    """``findings.parquet`` and ``trajectories.parquet`` (and ``replay.parquet``) from
+    the shards, in order."""
     import pyarrow.parquet as pq
 
     counts = {}
-    for table, schema in (("findings", findings_schema()), ("trajectories", trajectories_schema())):
+    tables = [("findings", findings_schema()), ("trajectories", trajectories_schema())]
+    if replay:
+        tables.append(("replay", replay_schema()))
+    for table, schema in tables:
         target = out / f"{table}.parquet"
         partial = target.with_suffix(".partial")
         rows = 0
@@ -355,6 +436,21 @@ def _assemble(out: Path, shards: Sequence[Shard]) -> dict[str, int]:
                 writer.write_table(part)
         os.replace(partial, target)
         counts[table] = rows
+    calls: dict[str, list[int]] = {}
+    for shard in shards:
+        part = json.loads((out / "shards" / f"{shard.number:06d}.tools.json").read_text("utf-8"))
+        for tool, (made, failed) in part.items():
+            tally = calls.setdefault(tool, [0, 0])
+            tally[0] += made
+            tally[1] += failed
+    rates = {
+        "format": RATES_FORMAT,
+        "tools": {
+            t: {"dispatched": made, "succeeded": made - failed}
+            for t, (made, failed) in sorted(calls.items())
+        },
+    }
+    (out / "tool_rates.json").write_text(json.dumps(rates, indent=2), encoding="utf-8")
     return counts
 
 
@@ -391,8 +487,12 @@ def audit(
     if workers < 1 or shard_size < 1:
         raise UsageError("workers and shard_size must be at least 1")
     chosen = settings or AuditSettings()
+    if chosen.compare_policies is not None and chosen.policies is None:
+        raise UsageError("--compare-policies compares against --policies: give both")
     if chosen.policies is not None:
         _engine(chosen)  # a broken policy directory fails before any work
+    if chosen.compare_policies is not None:
+        _engine(chosen, chosen.compare_policies)
     target = Path(out)
     target.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
@@ -418,7 +518,7 @@ def audit(
                 if progress is not None:
                     progress.update(shard.count)
     checked = time.perf_counter()
-    counts = _assemble(target, shards)
+    counts = _assemble(target, shards, replay=chosen.compare_policies is not None)
     ended = time.perf_counter()
     summary = AuditSummary(
         target,
@@ -450,25 +550,31 @@ def audit(
 def _manifest(files: Sequence[Path], settings: AuditSettings, shard_size: int) -> dict[str, Any]:
     """What the shards in an output folder were made from: a rerun may reuse them
     only when this is the same (the sources unchanged, the same checks)."""
-    import hashlib
     import json
 
-    policy = None
-    if settings.policies is not None:
-        digest = hashlib.sha256()
-        for path in sorted(Path(settings.policies).rglob("*")):
-            if path.is_file():
-                digest.update(path.name.encode() + b"\0" + path.read_bytes())
-        policy = digest.hexdigest()
+    policy = _digest(settings.policies)
     return {
         "sources": [[str(f), f.stat().st_size, f.stat().st_mtime_ns] for f in files],
         "shard_size": shard_size,
         "profile": settings.profile,
         "policies": policy,
+        "compare_policies": _digest(settings.compare_policies),
         "labels": json.dumps(settings.labels, sort_keys=True),
         "flow_policy": json.dumps(settings.flow_policy, sort_keys=True),
         "budget": settings.budget,
     }
+
+
+def _digest(folder: str | None) -> str | None:
+    import hashlib
+
+    if folder is None:
+        return None
+    digest = hashlib.sha256()
+    for path in sorted(Path(folder).rglob("*")):
+        if path.is_file():
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
 
 
 def _claim(out: Path, manifest: dict[str, Any], fresh: bool) -> None:

@@ -1066,6 +1066,8 @@ def cmd_concurrency(args: argparse.Namespace) -> int:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
+    from collections import Counter
+
     from .audit import AuditSettings, audit, plan_shards, rates_by_outcome, sources_of
     from .progress import progress
 
@@ -1083,6 +1085,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     settings = AuditSettings(
         profile=_profile(args),
         policies=args.policies,
+        compare_policies=args.compare_policies,
         labels=labels,
         flow_policy=flow_policy,
         budget=args.budget,
@@ -1111,6 +1114,18 @@ def cmd_audit(args: argparse.Namespace) -> int:
         f"{summary.trajectories} trajectories{extra}, {summary.findings} findings in "
         f"{summary.out}{done}: findings.parquet, trajectories.parquet\n"
     )
+    if args.compare_policies:
+        import pyarrow.parquet as pq
+
+        changes = Counter(
+            pq.read_table(summary.out / "replay.parquet", columns=["change"]).column(0).to_pylist()
+        )
+        _write(
+            f"replacing {args.policies} with {args.compare_policies}: "
+            f"{changes.get('newly_blocked', 0)} calls newly blocked, "
+            f"{changes.get('newly_allowed', 0)} newly allowed, "
+            f"{changes.get('still_blocked', 0)} still blocked (replay.parquet)\n"
+        )
     rates = rates_by_outcome(summary.out)
     if rates:
         _write(f"{'code':<34} {'trajectories':>12} {'success':>8} {'failure':>8}\n")
@@ -1877,6 +1892,12 @@ def _parser() -> _Parser:
     )
     p.add_argument("-o", "--output", metavar="OUT", required=True, help="the output folder")
     p.add_argument("--policies", metavar="DIR", help="policy directory (rules and trace rules)")
+    p.add_argument(
+        "--compare-policies",
+        metavar="DIR",
+        help="replay: what replacing --policies with these would newly block, newly allow "
+        "and keep blocking, per call (replay.parquet)",
+    )
     p.add_argument("--labels", metavar="LABELS.json", help="tool labels: the flow checks too")
     p.add_argument("--flow-policy", metavar="POLICY.json", help="the flow policy for --labels")
     p.add_argument("--workers", type=_positive, default=1, metavar="N", help="processes (1)")

@@ -156,6 +156,8 @@ def rates_from_history(paths: Sequence[str | os.PathLike[str]]) -> History:
       ``action_started`` event that names a tool; it succeeded when the same run's
       next outcome for that action is ``action_succeeded`` (a retry's failure in
       between does not count against it).
+    - ``car-verify audit``'s ``tool_rates.json``: per tool, the calls of an audited
+      corpus and those whose result was not an error.
     - A ``ProposalResult`` (JSON): each ``succeeded`` or ``failed`` result of a
       ``tool_call`` is a dispatch of its tool (``rejected`` and ``skipped`` ones
       never reached it). A result names its action, not the tool, so the proposal
@@ -169,7 +171,9 @@ def rates_from_history(paths: Sequence[str | os.PathLike[str]]) -> History:
     files: list[Path] = []
     for given in paths:
         path = Path(given)
-        if path.is_dir():
+        if path.is_dir() and (path / "tool_rates.json").is_file():
+            files.append(path / "tool_rates.json")  # an audit's output folder: its rates
+        elif path.is_dir():
             files.extend(sorted(p for p in path.rglob("*") if p.suffix in (".jsonl", ".json")))
         elif path.exists():
             files.append(path)
@@ -181,7 +185,9 @@ def rates_from_history(paths: Sequence[str | os.PathLike[str]]) -> History:
         history.files.append(str(file))
         if file.suffix != ".jsonl":
             doc = _json_record(file)
-            if isinstance(doc, dict) and isinstance(doc.get("results"), list):
+            if isinstance(doc, dict) and doc.get("format") == "car-verify tool rates":
+                _audited(history, doc, file)  # car-verify audit's tool_rates.json
+            elif isinstance(doc, dict) and isinstance(doc.get("results"), list):
                 results.append((file, doc))
             elif isinstance(doc, dict) and isinstance(doc.get("actions"), list):
                 try:
@@ -224,6 +230,21 @@ def rates_from_history(paths: Sequence[str | os.PathLike[str]]) -> History:
             if tool and row.get("status") in ("succeeded", "failed"):
                 history.count(tool, succeeded=row["status"] == "succeeded")
     return history
+
+
+def _audited(history: History, doc: dict[str, Any], file: Path) -> None:
+    tools = doc.get("tools")
+    if not isinstance(tools, dict):
+        raise InputError("expected an object of tools", ["tools"], source=str(file))
+    for tool, counts in tools.items():
+        made = counts.get("dispatched") if isinstance(counts, dict) else None
+        good = counts.get("succeeded") if isinstance(counts, dict) else None
+        if not (isinstance(made, int) and isinstance(good, int) and 0 <= good <= made):
+            raise InputError(
+                "expected {dispatched, succeeded} counts", ["tools", tool], source=str(file)
+            )
+        history.dispatched[tool] = history.dispatched.get(tool, 0) + made
+        history.succeeded[tool] = history.succeeded.get(tool, 0) + good
 
 
 def _json_record(file: Path) -> Any:

@@ -214,3 +214,32 @@ def test_trace_rules_over_the_corpus(tmp_path: Path, capsys: pytest.CaptureFixtu
     broken = {r["trajectory_id"] for r in rows if r["code"] == "trace_rule:authenticate-first"}
     assert broken and all(":" in t for t in broken)
     assert list(read([CORPUS]))  # the generator form reads the same file
+
+
+def test_policy_replay_and_tool_rates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = corpus_lines(tmp_path)
+    old, new = tmp_path / "old", tmp_path / "new"
+    old.mkdir()
+    new.mkdir()
+    (old / "p.toml").write_text('deny_tool = ["book"]\n')
+    (new / "p.toml").write_text('deny_tool = ["search"]\n')
+    out = tmp_path / "out"
+    args = [str(source), "-o", str(out), "--policies", str(old), "--compare-policies", str(new)]
+    assert run(*args) == 0
+    text = capsys.readouterr().out
+    # 45 runs of search, book, search: book is allowed now, both searches newly blocked
+    assert "90 calls newly blocked, 45 newly allowed, 0 still blocked" in text
+    rows = pq.read_table(out / "replay.parquet").to_pylist()
+    first = [r for r in rows if r["trajectory_id"] == "run-0"]
+    assert [(r["action_id"], r["change"]) for r in first] == [
+        ("c1", "newly_blocked"), ("c2", "newly_allowed"), ("c3", "newly_blocked"),
+    ]  # fmt: skip
+    assert first[1]["old_rules"] == "deny_tool:book" and first[1]["new_rules"] is None
+    rates = json.loads((out / "tool_rates.json").read_text())
+    assert rates["tools"]["book"] == {"dispatched": 45, "succeeded": 0}  # "Error: sold out"
+    assert rates["tools"]["search"] == {"dispatched": 90, "succeeded": 90}
+    from car_verify.risk import rates_from_history
+
+    history = rates_from_history([out])
+    assert history.rate("book") == pytest.approx(1 / 47)
+    assert not history.notes
