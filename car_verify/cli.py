@@ -1126,6 +1126,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
             f"{changes.get('newly_allowed', 0)} newly allowed, "
             f"{changes.get('still_blocked', 0)} still blocked (replay.parquet)\n"
         )
+    if args.report:
+        from .audit_report import write_report
+
+        _note(args, f"report: {write_report(summary.out, args.report)}")
     rates = rates_by_outcome(summary.out)
     if rates:
         _write(f"{'code':<34} {'trajectories':>12} {'success':>8} {'failure':>8}\n")
@@ -1912,6 +1916,9 @@ def _parser() -> _Parser:
         help="per trajectory; past it the row says unknown (default 10)",
     )
     p.add_argument("--top", type=_positive, default=15, metavar="N", help="codes in the summary")
+    p.add_argument(
+        "--report", metavar="REPORT.html", help="a self-contained HTML report (plots: matplotlib)"
+    )
     p.add_argument(
         "--fresh",
         action="store_true",

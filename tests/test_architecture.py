@@ -34,7 +34,7 @@ LAYERS: list[tuple[str, set[str]]] = [
         "transactions", "workflow", "wp",
     }),
     ("reporters", {"reporters"}),
-    ("commands", {"sources", "lint", "audit", "docgen", "cli", "__init__"}),
+    ("commands", {"sources", "lint", "audit", "audit_report", "docgen", "cli", "__init__"}),
 ]  # fmt: skip
 LAYER = {name: rank for rank, (_, names) in enumerate(LAYERS) for name in names}
 

@@ -243,3 +243,25 @@ def test_policy_replay_and_tool_rates(tmp_path: Path, capsys: pytest.CaptureFixt
     history = rates_from_history([out])
     assert history.rate("book") == pytest.approx(1 / 47)
     assert not history.notes
+
+
+def test_the_report_is_one_self_contained_page(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("matplotlib")
+    source = corpus_lines(tmp_path)
+    (tmp_path / "pol").mkdir()
+    (tmp_path / "pol" / "p.toml").write_text('deny_tool = ["book"]\n')
+    report = tmp_path / "report.html"
+    args = [str(source), "-o", str(tmp_path / "out"), "--policies", str(tmp_path / "pol")]
+    assert run(*args, "--report", str(report)) == 0
+    page = report.read_text()
+    assert page.count("data:image/png;base64,") == 2 and "http" not in page.split("<body>")[1]
+    assert "deny_tool:book" in page and "trajectories checked" in page
+    from car_verify.audit_report import per_code
+
+    rows = pq.read_table(tmp_path / "out" / "trajectories.parquet").to_pylist()
+    found = pq.read_table(tmp_path / "out" / "findings.parquet").to_pylist()
+    [book] = [r for r in per_code(rows, found) if r["code"] == "deny_tool:book"]
+    # every run calls book: found in all of the successful and all of the failed
+    assert (book["trajectories"], book["success"], book["failure"]) == (45, 1.0, 1.0)
