@@ -154,29 +154,51 @@ def _alarm(_signum: int, _frame: Any) -> None:
 
 
 def _check(trajectory: Any, settings: AuditSettings, engine: Any) -> tuple[str, Any]:
-    """``(status, verification result or None)`` for one trajectory."""
+    """``(status, verification result or None)`` for one trajectory, within the
+    budget: in a process's main thread an interval timer interrupts the check;
+    elsewhere (a Dask worker's thread) it runs in a thread of its own that is
+    waited for at most the budget, and left behind when it takes longer."""
     from .api import verify
     from .model import load_parsed
 
-    use_alarm = hasattr(signal, "SIGALRM") and settings.budget > 0
-    if use_alarm:
-        previous = signal.signal(signal.SIGALRM, _alarm)
-        signal.setitimer(signal.ITIMER_REAL, settings.budget)
-    try:
-        result = verify(
+    def run() -> Any:
+        return verify(
             load_parsed(trajectory.proposal()),  # built here, handed over: not copied
             policies=engine,
             profile=settings.profile,
             labels=settings.labels,
             flow_policy=settings.flow_policy,
         )
-        return "checked", result
-    except _Timeout:
-        return "unknown", None
-    finally:
-        if use_alarm:
+
+    if settings.budget <= 0:
+        return "checked", run()
+    import threading
+
+    if hasattr(signal, "SIGALRM") and threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGALRM, _alarm)
+        signal.setitimer(signal.ITIMER_REAL, settings.budget)
+        try:
+            return "checked", run()
+        except _Timeout:
+            return "unknown", None
+        finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
+    box: list[Any] = []
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            box.append(run())
+        except BaseException as err:  # re-raised in the caller's thread
+            failure.append(err)
+
+    worker = threading.Thread(target=target, daemon=True, name="car-verify-audit-check")
+    worker.start()
+    worker.join(settings.budget)
+    if failure:
+        raise failure[0]
+    return ("checked", box[0]) if box else ("unknown", None)
 
 
 def _engine(settings: AuditSettings, directory: str | None = None) -> Any:
@@ -481,11 +503,17 @@ def audit(
     shard_size: int = 1000,
     progress: Any = None,
     fresh: bool = False,
+    engine: str = "local",
+    address: str | None = None,
 ) -> AuditSummary:
     """Audit the corpus in ``sources`` into ``out`` (see the module docs)."""
     _pyarrow()
     if workers < 1 or shard_size < 1:
         raise UsageError("workers and shard_size must be at least 1")
+    if engine not in ENGINES:
+        raise UsageError(f"unknown engine {engine!r}; expected {', '.join(ENGINES)}")
+    if address is not None and engine == "local":
+        raise UsageError("--address / --scheduler name a Ray or Dask cluster: give --engine")
     chosen = settings or AuditSettings()
     if chosen.compare_policies is not None and chosen.policies is None:
         raise UsageError("--compare-policies compares against --policies: give both")
@@ -503,20 +531,10 @@ def audit(
     done_before = sum(
         (target / "shards" / f"{s.number:06d}.trajectories.parquet").exists() for s in shards
     )
-    if workers == 1:
-        for shard in shards:
-            audit_shard(shard, chosen, str(target))
-            if progress is not None:
-                progress.update(shard.count)
-    else:
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(workers) as pool:
-            futures = [pool.submit(audit_shard, s, chosen, str(target)) for s in shards]
-            for shard, future in zip(shards, futures, strict=True):
-                future.result()
-                if progress is not None:
-                    progress.update(shard.count)
+    todo = [s for s in shards if not _done(target, s)]
+    if progress is not None:
+        progress.update(sum(s.count for s in shards) - sum(s.count for s in todo))
+    ENGINES[engine](todo, chosen, str(target), workers, address, progress)
     checked = time.perf_counter()
     counts = _assemble(target, shards, replay=chosen.compare_policies is not None)
     ended = time.perf_counter()
@@ -545,6 +563,93 @@ def audit(
             summary.unknown += 1
     summary.trajectories -= summary.malformed
     return summary
+
+
+def _done(out: Path, shard: Shard) -> bool:
+    return (out / "shards" / f"{shard.number:06d}.trajectories.parquet").exists()
+
+
+# --- engines: each only moves shards to audit_shard and waits -----------------------------
+
+
+def _local(shards: Sequence[Shard], settings: AuditSettings, out: str, workers: int,
+           address: str | None, progress: Any) -> None:  # fmt: skip
+    """This process (one worker), or a local process pool."""
+    if workers == 1:
+        for shard in shards:
+            audit_shard(shard, settings, out)
+            if progress is not None:
+                progress.update(shard.count)
+        return
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(workers) as pool:
+        futures = [pool.submit(audit_shard, s, settings, out) for s in shards]
+        for shard, future in zip(shards, futures, strict=True):
+            future.result()
+            if progress is not None:
+                progress.update(shard.count)
+
+
+def _ray(shards: Sequence[Shard], settings: AuditSettings, out: str, workers: int,
+         address: str | None, progress: Any) -> None:  # fmt: skip
+    """Ray Data over the shards: ``address`` an existing cluster, else a local Ray
+    with ``workers`` CPUs. ``out`` must be a folder every node can write."""
+    import importlib
+
+    try:
+        ray: Any = importlib.import_module("ray")  # typed loosely: Ray's own stubs vary
+    except ImportError:
+        raise UsageError("--engine ray needs Ray: pip install 'car-verify[ray]'") from None
+    started = not ray.is_initialized()
+    if started:
+        ray.init(address=address, num_cpus=None if address else workers, log_to_driver=False,
+                 include_dashboard=False)  # fmt: skip
+    try:
+        data: Any = importlib.import_module("ray.data")
+        items = [{"shard": s} for s in shards]
+        if items:
+            rows = data.from_items(items).map(
+                lambda row: {"name": audit_shard(row["shard"], settings, out)}
+            )
+            rows.materialize()
+        if progress is not None:
+            progress.update(sum(s.count for s in shards))
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _dask(shards: Sequence[Shard], settings: AuditSettings, out: str, workers: int,
+          address: str | None, progress: Any) -> None:  # fmt: skip
+    """A Dask bag over the shards: ``address`` a scheduler, else a local cluster of
+    ``workers`` processes. ``out`` must be a folder every worker can write."""
+    try:
+        import dask.bag
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise UsageError("--engine dask needs Dask: pip install 'car-verify[dask]'") from None
+    cluster = None
+    if address is None:
+        cluster = LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
+        )
+    client = Client(address or cluster)
+    try:
+        if shards:
+            bag = dask.bag.from_sequence(
+                list(shards), npartitions=max(1, min(len(shards), workers * 4))
+            )
+            bag.map(audit_shard, settings, out).compute(scheduler=client)
+        if progress is not None:
+            progress.update(sum(s.count for s in shards))
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+ENGINES = {"local": _local, "ray": _ray, "dask": _dask}
 
 
 def _manifest(files: Sequence[Path], settings: AuditSettings, shard_size: int) -> dict[str, Any]:

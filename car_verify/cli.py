@@ -1101,6 +1101,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
             shard_size=args.shard_size,
             progress=bar,
             fresh=args.fresh,
+            engine=args.engine,
+            address=args.address or args.scheduler,
         )
     for problem in summary.problems:
         _note(args, f"skipped a record: {problem}")
@@ -1905,6 +1907,14 @@ def _parser() -> _Parser:
     p.add_argument("--labels", metavar="LABELS.json", help="tool labels: the flow checks too")
     p.add_argument("--flow-policy", metavar="POLICY.json", help="the flow policy for --labels")
     p.add_argument("--workers", type=_positive, default=1, metavar="N", help="processes (1)")
+    p.add_argument(
+        "--engine",
+        choices=("local", "ray", "dask"),
+        default="local",
+        help="who runs the shards: a local process pool (default), Ray Data, a Dask bag",
+    )
+    p.add_argument("--address", metavar="ADDR", help="an existing Ray cluster (--engine ray)")
+    p.add_argument("--scheduler", metavar="ADDR", help="an existing Dask scheduler (--engine dask)")
     p.add_argument(
         "--shard-size", type=_positive, default=1000, metavar="N", help="trajectories per shard"
     )

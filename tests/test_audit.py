@@ -265,3 +265,53 @@ def test_the_report_is_one_self_contained_page(
     [book] = [r for r in per_code(rows, found) if r["code"] == "deny_tool:book"]
     # every run calls book: found in all of the successful and all of the failed
     assert (book["trajectories"], book["success"], book["failure"]) == (45, 1.0, 1.0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ["dask", "ray"])
+def test_the_ray_and_dask_engines_write_what_the_local_pool_does(
+    tmp_path: Path, engine: str
+) -> None:
+    """A local Dask cluster and a local Ray, each with two workers: the same bytes."""
+    pytest.importorskip("dask.distributed" if engine == "dask" else "ray.data")
+    source = corpus_lines(tmp_path)
+    local, other = tmp_path / "local", tmp_path / engine
+    assert run(str(source), "-o", str(local), "--shard-size", "7") == 0
+    args = [str(source), "-o", str(other), "--shard-size", "7", "--engine", engine]
+    assert run(*args, "--workers", "2") == 0
+    for table in ("findings.parquet", "trajectories.parquet"):
+        assert (local / table).read_bytes() == (other / table).read_bytes(), table
+
+
+def test_a_trajectory_past_its_budget_is_unknown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+    import time as clock
+
+    import car_verify.api
+    from car_verify import audit as module
+    from car_verify.audit import AuditSettings
+
+    original = car_verify.api.verify
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        clock.sleep(0.3)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(car_verify.api, "verify", slow)
+    [t] = trajectories_of_record(tmp_path)
+    settings = AuditSettings(budget=0.05)
+    assert module._check(t, settings, None)[0] == "unknown"  # the timer, in the main thread
+    found: list[str] = []
+    thread = threading.Thread(target=lambda: found.append(module._check(t, settings, None)[0]))
+    thread.start()
+    thread.join()
+    assert found == ["unknown"]  # a thread of its own elsewhere (a Dask worker's thread)
+    assert module._check(t, AuditSettings(budget=5), None)[0] == "checked"
+
+
+def trajectories_of_record(tmp_path: Path) -> list[Trajectory]:
+    path = tmp_path / "one.jsonl"
+    path.write_text(json.dumps(openai_record()) + "\n")
+    return trajectories(path)
