@@ -61,7 +61,7 @@ def test_the_risk_notebook_audits_a_plan_end_to_end() -> None:
     numbers, the sampled interval around them, outcomes, the picture, sensitivity."""
     import json
 
-    book = json.loads((NOTEBOOKS[0].parent / "04-risk-of-a-plan.ipynb").read_text())
+    book = json.loads((NOTEBOOKS[0].parent / "05-risk-of-a-plan.ipynb").read_text())
     said = "\n".join(
         "".join(out.get("text", "")) + "".join(out.get("data", {}).get("text/plain", ""))
         for cell in book["cells"]
@@ -71,3 +71,24 @@ def test_the_risk_notebook_audits_a_plan_end_to_end() -> None:
     assert "exact 0.6840; sampled" in said and "critical: build, test, deploy" in said
     kinds = {k for c in book["cells"] for o in c.get("outputs", []) for k in o.get("data", {})}
     assert {"text/html", "image/svg+xml"} <= kinds  # the outcome bars and the picture
+
+
+def test_the_audit_notebook_asks_its_question_of_the_corpus() -> None:
+    """Issue 28, item 3: the tau-bench corpus audited, a trace rule's rate in
+    successful and failed runs, and a chart."""
+    import json
+
+    book = json.loads((NOTEBOOKS[0].parent / "04-audit-a-benchmark-run.ipynb").read_text())
+    said = "\n".join(
+        "".join(out.get("text", "")) + "".join(out.get("data", {}).get("text/plain", ""))
+        for cell in book["cells"]
+        for out in cell.get("outputs", [])
+    )
+    assert "200 trajectories, 1164 calls, 14 tools" in said
+    assert (
+        "trace_rule:auth-before-flight-change: broken in 10.7% of successful and 10.3% of failed"
+        in said
+    )
+    assert "duplicate-call: 2.4% of successful, 9.5% of failed runs" in said
+    kinds = {k for c in book["cells"] for o in c.get("outputs", []) for k in o.get("data", {})}
+    assert "image/png" in kinds
