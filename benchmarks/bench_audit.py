@@ -77,7 +77,10 @@ def main() -> None:
         print(f"{found} in {took:.1f} s with {workers} workers: {rate:,.0f}/s, "
               f"{rate / workers:,.0f}/s per core")  # fmt: skip
         stages = ", ".join(f"{k} {v:.2f} s" for k, v in summary.stages.items())
-        print(f"  stages: {stages}")
+        print(f"  wall clock: {stages}")
+        busy = sum(summary.work.values()) or 1.0
+        split = ", ".join(f"{k} {v:.2f} s ({v / busy:.0%})" for k, v in summary.work.items())
+        print(f"  work in the shards, all workers: {split}")
         print(f"  peak memory: parent {parent:,.0f} MB, largest worker {child:,.0f} MB")
         try:
             import car_runtime

@@ -153,7 +153,9 @@ def _alarm(_signum: int, _frame: Any) -> None:
     raise _Timeout
 
 
-def _check(trajectory: Any, settings: AuditSettings, engine: Any) -> tuple[str, Any]:
+def _check(
+    trajectory: Any, settings: AuditSettings, engine: Any, proposal: Any = None
+) -> tuple[str, Any]:
     """``(status, verification result or None)`` for one trajectory, within the
     budget: in a process's main thread an interval timer interrupts the check;
     elsewhere (a Dask worker's thread) it runs in a thread of its own that is
@@ -161,9 +163,11 @@ def _check(trajectory: Any, settings: AuditSettings, engine: Any) -> tuple[str, 
     from .api import verify
     from .model import load_parsed
 
+    lifted = trajectory.proposal() if proposal is None else proposal
+
     def run() -> Any:
         return verify(
-            load_parsed(trajectory.proposal()),  # built here, handed over: not copied
+            load_parsed(lifted),  # built here, handed over: not copied
             policies=engine,
             profile=settings.profile,
             labels=settings.labels,
@@ -266,7 +270,14 @@ def audit_shard(shard: Shard, settings: AuditSettings, out: str) -> str:
     rows: list[dict[str, Any]] = []
     replay: list[dict[str, Any]] = []
     tools: dict[str, list[int]] = {}  # tool -> [calls, failed]
-    for item in _shard_items(shard):
+    spent = {"read": 0.0, "lift": 0.0, "check": 0.0, "write": 0.0}
+    items = iter(_shard_items(shard))
+    while True:
+        clock = time.perf_counter()
+        item = next(items, None)
+        spent["read"] += time.perf_counter() - clock
+        if item is None:
+            break
         if isinstance(item, ImportProblem):
             rows.append(_problem_row(item))
             continue
@@ -274,16 +285,24 @@ def audit_shard(shard: Shard, settings: AuditSettings, out: str) -> str:
             tally = tools.setdefault(call.tool, [0, 0])
             tally[0] += 1
             tally[1] += call.failed
-        status, result = _check(item, settings, engine)
+        clock = time.perf_counter()
+        proposal = item.proposal()
+        lifted = time.perf_counter()
+        status, result = _check(item, settings, engine, proposal)
+        spent["lift"] += lifted - clock
+        spent["check"] += time.perf_counter() - lifted
         rows.append(_trajectory_row(item, status, result))
         if result is not None:
             findings.extend(_finding_rows(item, result))
         if newer is not None:
             replay.extend(_replay_rows(item, engine, newer, settings.profile))
+    clock = time.perf_counter()
     _write(folder / f"{name}.findings.parquet", findings, findings_schema())
     (folder / f"{name}.tools.json").write_text(json.dumps(tools, sort_keys=True), encoding="utf-8")
     if newer is not None:
         _write(folder / f"{name}.replay.parquet", replay, replay_schema())
+    spent["write"] = time.perf_counter() - clock
+    (folder / f"{name}.stats.json").write_text(json.dumps(spent), encoding="utf-8")
     _write(done, rows, trajectories_schema())  # last: its presence means the shard is done
     return name
 
@@ -491,7 +510,12 @@ class AuditSummary:
     unknown: int = 0
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    #: Wall-clock seconds of each phase of the run: planning the shards, checking
+    #: them, assembling the tables.
     stages: dict[str, float] = field(default_factory=dict)
+    #: Seconds of work per stage inside the shards (read, lift, check, write),
+    #: summed over the workers.
+    work: dict[str, float] = field(default_factory=dict)
 
 
 def audit(
@@ -538,6 +562,12 @@ def audit(
     checked = time.perf_counter()
     counts = _assemble(target, shards, replay=chosen.compare_policies is not None)
     ended = time.perf_counter()
+    work = {"read": 0.0, "lift": 0.0, "check": 0.0, "write": 0.0}
+    for shard in shards:  # seconds of work in the workers, summed (time on all cores)
+        stats = target / "shards" / f"{shard.number:06d}.stats.json"
+        if stats.exists():
+            for stage, seconds in json.loads(stats.read_text("utf-8")).items():
+                work[stage] = work.get(stage, 0.0) + seconds
     summary = AuditSummary(
         target,
         trajectories=counts["trajectories"],
@@ -545,7 +575,12 @@ def audit(
         shards=len(shards),
         skipped=done_before,
         seconds=ended - started,
-        stages={"plan": planned - started, "check": checked - planned, "assemble": ended - checked},
+        stages={
+            "plan": planned - started,
+            "shards": checked - planned,
+            "assemble": ended - checked,
+        },
+        work=work,
     )
     import pyarrow.parquet as pq
 

@@ -315,3 +315,38 @@ def trajectories_of_record(tmp_path: Path) -> list[Trajectory]:
     path = tmp_path / "one.jsonl"
     path.write_text(json.dumps(openai_record()) + "\n")
     return trajectories(path)
+
+
+MEASURE = """
+import json, random, resource, sys, tempfile
+from pathlib import Path
+sys.path.insert(0, sys.argv[2])
+from bench_audit import trajectory
+from car_verify.audit import audit
+n = int(sys.argv[1])
+rng = random.Random(5)
+with tempfile.TemporaryDirectory() as tmp:
+    corpus = Path(tmp) / "c.jsonl"
+    with corpus.open("w") as f:
+        for i in range(n):
+            f.write(json.dumps(trajectory(rng, i)) + "\\n")
+    audit([str(corpus)], Path(tmp) / "out", shard_size=500)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+@pytest.mark.slow
+def test_memory_stays_flat_as_the_corpus_grows() -> None:
+    """Ten times the trajectories, about the same peak memory (one shard at a time)."""
+    import subprocess
+    import sys
+
+    def peak(n: int) -> int:
+        done = subprocess.run(
+            [sys.executable, "-c", MEASURE, str(n), str(ROOT / "benchmarks")],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        return int(done.stdout.split()[-1])  # KiB
+
+    small, large = peak(2_000), peak(20_000)
+    assert large < small * 1.25 + 20_000, (small, large)
