@@ -659,20 +659,22 @@ def _dask(shards: Sequence[Shard], settings: AuditSettings, out: str, workers: i
           address: str | None, progress: Any) -> None:  # fmt: skip
     """A Dask bag over the shards: ``address`` a scheduler, else a local cluster of
     ``workers`` processes. ``out`` must be a folder every worker can write."""
-    try:
-        import dask.bag
-        from dask.distributed import Client, LocalCluster
+    import importlib
+
+    try:  # typed loosely: Dask's own annotations are partial
+        bags: Any = importlib.import_module("dask.bag")
+        distributed: Any = importlib.import_module("dask.distributed")
     except ImportError:
         raise UsageError("--engine dask needs Dask: pip install 'car-verify[dask]'") from None
     cluster = None
     if address is None:
-        cluster = LocalCluster(
+        cluster = distributed.LocalCluster(
             n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
         )
-    client = Client(address or cluster)
+    client = distributed.Client(address or cluster)
     try:
         if shards:
-            bag = dask.bag.from_sequence(
+            bag = bags.from_sequence(
                 list(shards), npartitions=max(1, min(len(shards), workers * 4))
             )
             bag.map(audit_shard, settings, out).compute(scheduler=client)
