@@ -548,7 +548,10 @@ def audit(
     target = Path(out)
     target.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    files = sources_of(sources)
+    inside = target.resolve()
+    files = [f for f in sources_of(sources) if inside not in f.resolve().parents]  # not our output
+    if not files:
+        raise UsageError("no corpus files found in the sources given (outside the output folder)")
     _claim(target, _manifest(files, chosen, shard_size), fresh)
     shards = plan_shards(files, shard_size)
     planned = time.perf_counter()

@@ -1090,7 +1090,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
         flow_policy=flow_policy,
         budget=args.budget,
     )
-    files = sources_of(args.sources)
+    inside = Path(args.output).resolve()
+    files = [f for f in sources_of(args.sources) if inside not in f.resolve().parents]
     total = sum(s.count for s in plan_shards(files, args.shard_size))
     with progress(None if args.no_progress else total, "audit", "trajectories") as bar:
         summary = audit(

@@ -350,3 +350,25 @@ def test_memory_stays_flat_as_the_corpus_grows() -> None:
 
     small, large = peak(2_000), peak(20_000)
     assert large < small * 1.25 + 20_000, (small, large)
+
+
+def test_parquet_sources_with_json_columns(tmp_path: Path) -> None:
+    """A Parquet shard whose rows hold the transcript as JSON text (as benchmark
+    dumps often do): each row one trajectory."""
+    import pyarrow as pa
+
+    records = []
+    for n in range(3):
+        record = openai_record()
+        records.append({"id": f"p{n}", "reward": n % 2, "messages": json.dumps(record["messages"])})
+    path = tmp_path / "runs.parquet"
+    pq.write_table(pa.Table.from_pylist(records), path)
+    found = trajectories(path)
+    assert [t.id for t in found] == ["p0", "p1", "p2"]
+    assert [t.outcome for t in found] == ["failure", "success", "failure"]
+    assert [len(t.calls) for t in found] == [3, 3, 3]
+    out = tmp_path / "out"
+    assert run(str(tmp_path), "-o", str(out)) == 0  # a folder: its corpus files
+    assert pq.read_table(out / "trajectories.parquet").num_rows == 3
+    assert run(str(tmp_path), "-o", str(out)) == 0  # the output folder is never read as corpus
+    assert pq.read_table(out / "trajectories.parquet").num_rows == 3
