@@ -135,23 +135,29 @@ class PolicyPass(Pass):
         yield from found
         positions = ctx.dag.positions
         for result in check_schedules(
-            ctx.proposal, engine.trace_rules, budget=ctx.options.trace_budget, dag=ctx.dag
+            ctx.proposal,
+            engine.trace_rules,
+            budget=ctx.options.trace_budget,
+            dag=ctx.dag,
+            schedules=ctx.options.schedules,
         ):
             rule = result.rule
-            if result.schedule is not None and result.violation is not None:
+            for found_one in result.violations:  # every action that breaks it
                 yield ctx.issue(
                     rule.policy_name,
-                    f"the schedule {', '.join(result.schedule)} breaks the trace rule "
-                    f"{rule.text!r}: {result.violation.reason}",
-                    index=positions[result.schedule[-1]][0],
+                    f"the schedule {found_one.describe()} breaks the trace rule "
+                    f"{rule.text!r}: {found_one.violation.reason}",
+                    index=positions[found_one.action_id][0],
                     severity=Severity.ERROR,
                     tier=Tier.DECISION_PROCEDURE,
                 )
-            elif not result.complete:
+            if not result.complete:
+                more = " more" if result.violations else ""
                 yield ctx.issue(
                     rule.policy_name,
                     f"trace rule {rule.text!r}: explored {result.explored} schedule states "
-                    f"(the budget) without finding a violation; not every schedule was checked",
+                    f"(the budget) without finding{more} a violation; not every schedule "
+                    "was checked",
                     severity=Severity.WARNING,
                     tier=Tier.SAMPLED,
                 )

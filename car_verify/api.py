@@ -195,6 +195,7 @@ def verify(
     labels: Any = None,
     flow_policy: Any = None,
     intent: Any = None,
+    schedules: str = "levels",
 ) -> VerificationResult:
     """Run the analysis passes over a proposal.
 
@@ -210,6 +211,8 @@ def verify(
     forbidden_sequences}``) add the information-flow pass (``docs/flow.md``);
     ``intent`` (``{allowed_tools, allowed_resources, forbidden_capabilities}``, or
     ``{intent, untrusted_tools}``) the intent pass (``docs/intent.md``).
+    ``schedules``: the trace rules are checked over the executor's schedules
+    (``"levels"``, the default) or every order the DAG allows (``"any"``).
     Malformed input raises :class:`InputError`; a bad plan is a result.
     """
     flow = _flow_inputs(labels, flow_policy)
@@ -226,9 +229,12 @@ def verify(
             policies,
             flow,
             declared,
+            schedules,
         )
     model = load(proposal)
-    options = Options(max_actions=max_actions, repeat_threshold=repeat_threshold)
+    options = Options(
+        max_actions=max_actions, repeat_threshold=repeat_threshold, schedules=schedules
+    )
     registry = None if tools is None else ToolRegistry.coerce(tools)
     engine = None
     if policies is not None:
@@ -289,6 +295,7 @@ def _verify_car(
     policies: Any,
     flow: tuple[Any, Any] = (None, None),
     intent: Any = None,
+    schedules: str = "levels",
 ) -> VerificationResult:
     """``verify`` under the ``car`` profile: CAR's eight checks, then car-verify's
     own ``info`` findings and, with policies or labels, the policy and flow passes
@@ -297,7 +304,9 @@ def _verify_car(
 
     model = load(proposal)
     require_known_types(model)
-    Options(max_actions=max_actions, repeat_threshold=repeat_threshold)  # checks them
+    options = Options(
+        max_actions=max_actions, repeat_threshold=repeat_threshold, schedules=schedules
+    )  # checks them
     registry = None if tools is None else ToolRegistry.coerce(tools)
     state = None if initial_state is None else _state(initial_state)
     extras: list[str] = []
@@ -348,6 +357,7 @@ def _verify_car(
             flow_policy=flow[1],
             intent=intent,
             profile="car",
+            options=options,
         )
         found, records = run_passes(ctx, resolve_passes(ours, ctx))
         issues.extend(found)

@@ -9,14 +9,15 @@ flow pass with labels) and writes two Parquet tables in ``out``:
 - ``findings.parquet``: a row per finding: ``trajectory_id``, ``source``,
   ``line``, ``step`` (the call's place in the trajectory), ``action_id``,
   ``tool``, ``code``, ``severity``, ``tier``, ``message``, and the trajectory's
-  ``format``, ``outcome``, ``reward``, ``model``;
+  ``format``, ``outcome``, ``reward``, ``model`` and ``metadata`` (the source's
+  scalar metadata, such as a task id and trial, as canonical JSON);
 - ``tool_rates.json``: per tool, the calls made and those whose result was not an
   error (``car-verify risk --history OUT/`` takes its success rates from it);
 - ``trajectories.parquet``: a row per trajectory (and per record that could not
   be read, ``status: malformed`` with its ``problem``): ``status`` (``checked`` |
   ``unknown`` past the per-item budget | ``malformed``), ``valid``, ``calls``,
   counts by severity, ``code_counts`` (code -> count), ``outcome``, ``reward``,
-  ``model``, ``format``.
+  ``model``, ``metadata``, ``format``.
 
 **Shards.** The work is cut into shards of ``shard_size`` trajectories, each file
 on its own. A shard is checked by :func:`audit_shard`, the one function every
@@ -326,6 +327,7 @@ def _finding_rows(trajectory: Any, result: Any) -> Iterator[dict[str, Any]]:
             "outcome": trajectory.outcome,
             "reward": trajectory.reward,
             "model": trajectory.model,
+            "metadata": _metadata(trajectory),
         }
 
 
@@ -348,8 +350,15 @@ def _trajectory_row(trajectory: Any, status: str, result: Any) -> dict[str, Any]
         "outcome": trajectory.outcome,
         "reward": trajectory.reward,
         "model": trajectory.model,
+        "metadata": _metadata(trajectory),
         "problem": "; ".join(trajectory.notes) or None,
     }
+
+
+def _metadata(trajectory: Any) -> str | None:
+    """The source's metadata (task id, trial, ...) as canonical JSON, or null."""
+    meta = trajectory.metadata
+    return json.dumps(meta, sort_keys=True, separators=(",", ":")) if meta else None
 
 
 def _problem_row(problem: Any) -> dict[str, Any]:
@@ -368,6 +377,7 @@ def _problem_row(problem: Any) -> dict[str, Any]:
         "outcome": None,
         "reward": None,
         "model": None,
+        "metadata": None,
         "problem": problem.message,
     }
 
@@ -391,6 +401,7 @@ def findings_schema() -> Any:
             ("outcome", pa.string()),
             ("reward", pa.float64()),
             ("model", pa.string()),
+            ("metadata", pa.string()),
         ]
     )
 
@@ -414,6 +425,7 @@ def trajectories_schema() -> Any:
             ("outcome", pa.string()),
             ("reward", pa.float64()),
             ("model", pa.string()),
+            ("metadata", pa.string()),
             ("problem", pa.string()),
         ]
     )

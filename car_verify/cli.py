@@ -386,6 +386,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             labels=labels,
             flow_policy=flow_policy,
             intent=intent,
+            schedules=args.schedules,
         )
         if passes:  # a pass asked for by name that could not run is no clean result
             idle = [c for c in result.evidence.checks if c.name in passes and not c.ran]
@@ -1228,6 +1229,7 @@ def cmd_policy_check(args: argparse.Namespace) -> int:
         initial_state=_load_state(args.state),
         passes=["policies"],
         policies=loaded,
+        schedules=args.schedules,
     )
     found = source.locate(result.issues)
     if args.format == "json":
@@ -1263,6 +1265,16 @@ def cmd_policy_lint(args: argparse.Namespace) -> int:
         if n:
             _write(f"{kind}: {n}\n")
     return EXIT_OK
+
+
+def _schedules_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--schedules",
+        choices=("levels", "any"),
+        default="levels",
+        help="check trace rules over the executor's schedules (levels in order, any "
+        "interleaving inside one; the default) or over every order the DAG allows",
+    )
 
 
 def _load_tool_module(spec: str) -> Any:
@@ -1674,6 +1686,7 @@ def _parser() -> _Parser:
         action="store_true",
         help="do not look for .car/policies (found by walking up to the repository root)",
     )
+    _schedules_option(p)
     _labels_options(p)
     p.set_defaults(run=cmd_verify)
 
@@ -2005,6 +2018,7 @@ def _parser() -> _Parser:
     )
     q.add_argument("--state", metavar="STATE.json", help="state for require_state rules")
     q.add_argument("--format", choices=("text", "json", "sarif"), default="text")
+    _schedules_option(q)
     _color_option(q)
     q.set_defaults(run=cmd_policy_check)
     q = policy.add_parser(

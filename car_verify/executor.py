@@ -722,7 +722,8 @@ class Executor:
 
     async def _start_detached(self, action: Action, params: dict[str, Any]) -> dict[str, Any]:
         assert action.tool is not None
-        stream = await self.tools.call(action.tool, params)
+        tool = action.tool
+        stream = await self.tools.call(tool, params)
         handle = uuid.uuid4().hex[:16]
         record = _Detached(handle, action.tool, action.id)
         self.detached[handle] = record
@@ -747,6 +748,9 @@ class Executor:
             except Exception as err:
                 record.status, record.error = ToolStatus.FAILED, _message(err)
             finally:
+                if self.trace_gate is not None:  # its outcome is its terminal status
+                    done = record.status is ToolStatus.SUCCEEDED
+                    self.trace_gate.record(tool, params, "succeeded" if done else "failed")
                 close = getattr(iterator, "close", None)
                 if close is not None:  # a cancelled generator stops at its next yield
                     with contextlib.suppress(Exception):
@@ -860,7 +864,11 @@ class _Run:
             return self._local(i, action, state, params, started), dict(effects)
         output, error = await self._dispatch(action, params)
         duration = (time.perf_counter() - started) * 1e3
-        if x.trace_gate is not None and action.tool is not None:
+        # A detached call that started records its outcome when its stream ends.
+        started_detached = (
+            error is None and action.invocation_mode is not ToolInvocationMode.ONE_SHOT
+        )
+        if x.trace_gate is not None and action.tool is not None and not started_detached:
             x.trace_gate.record(action.tool, params, "failed" if error else "succeeded")
         if error is not None:
             x._event("action_failed", action.id, error=error)

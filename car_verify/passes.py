@@ -80,6 +80,9 @@ class Options:
     repeat_threshold: int = 3
     #: How many (finished actions, monitor state) pairs a trace rule may explore.
     trace_budget: int = 100_000
+    #: Which schedules the trace rules are checked over: the executor's (``levels``:
+    #: levels in order, any interleaving inside one) or every order the DAG allows.
+    schedules: str = "levels"
 
     def __post_init__(self) -> None:
         limit = self.max_actions
@@ -88,6 +91,8 @@ class Options:
         threshold = self.repeat_threshold
         if type(threshold) is not int or threshold < 1:
             raise UsageError(f"repeat_threshold must be a positive integer, got {threshold!r}")
+        if self.schedules not in ("levels", "any"):
+            raise UsageError(f"schedules must be 'levels' or 'any', got {self.schedules!r}")
 
 
 @dataclass(frozen=True)
@@ -313,7 +318,9 @@ def run_passes(ctx: Context, passes: Sequence[Pass]) -> tuple[list[Issue], list[
             if issue.code not in allowed and not p.dynamic_codes:
                 raise PassError(p.name, ValueError(f"emitted undeclared code {issue.code!r}"))
         issues.extend(found)
-        checks.append(CheckRecord(p.name, True, p.verifies, p.cannot_verify, len(found), p.tier))
+        # A decision procedure that fell back to sampling somewhere says so.
+        tier = Tier.SAMPLED if any(i.tier is Tier.SAMPLED for i in found) else p.tier
+        checks.append(CheckRecord(p.name, True, p.verifies, p.cannot_verify, len(found), tier))
     issues.sort(key=Issue.sort_key)
     return issues, checks
 

@@ -4,9 +4,13 @@ The upstream runtime refuses to load ``trace_rule``; car-verify enforces it twic
 
 * :class:`TraceGate` decides at dispatch time from the trace so far, in O(1) per
   event and rule (an incremental monitor: one flag or counter per rule);
-* :func:`check_schedules` checks a proposal statically against **every** order
-  its DAG allows, exploring (finished actions, monitor state) with memoization up
-  to a budget, and returns a violating schedule as a counterexample.
+* :func:`check_schedules` checks a proposal statically against the schedules
+  the executor can run (``schedules="levels"``: the levels in order, any
+  interleaving inside a level; ``"any"``: every order the DAG allows), each call
+  succeeding or failing where a failure does not stop the run, exploring
+  (finished actions, failed actions, monitor state) with memoization up to a
+  budget; every action that some schedule makes break a rule is reported, each
+  with a schedule that shows it.
 
 The grammar is ``grammars/trace_rules.lark``; see ``docs/policies.md`` for the
 language reference. Rules read aloud::
@@ -19,6 +23,7 @@ language reference. Rules read aloud::
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -27,10 +32,11 @@ from typing import Any, Literal, TypeAlias
 from .dag import Dag, Readiness
 from .errors import InputError
 from .model import ActionProposal
-from .values import ABSENT, json_equal
+from .values import ABSENT, evaluate, json_equal
 
 __all__ = [
     "Call",
+    "Counterexample",
     "ScheduleCheck",
     "Test",
     "TraceGate",
@@ -40,11 +46,18 @@ __all__ = [
 ]
 
 Outcome = Literal["succeeded", "failed"]
+#: Which schedules the static check explores: the executor's (``levels``) or every
+#: order the DAG allows (``any``).
+Schedules = Literal["levels", "any"]
 
 
 @dataclass(frozen=True, slots=True)
 class Test:
-    """A condition on one parameter: ``==``, ``!=``, ``contains`` or ``exists``."""
+    """A condition on one parameter: ``==``, ``!=``, ``contains`` or ``exists``.
+
+    Values are compared as SEMANTICS section 2 says: ``==`` is deep JSON equality
+    (numbers by value, exactly, however large); ``contains`` is a substring test
+    on a string parameter and deep-equal membership in an array parameter."""
 
     param: str
     op: Literal["equals", "differs", "contains", "present"]
@@ -58,7 +71,7 @@ class Test:
             return actual is not ABSENT and json_equal(actual, self.value)
         if self.op == "differs":
             return actual is ABSENT or not json_equal(actual, self.value)
-        return isinstance(actual, str) and self.value in actual
+        return evaluate("contains", actual, self.value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,15 +206,27 @@ def parse_trace_rule(text: str, *, name: str = "", source: str | None = None) ->
                 column=token.column,
             ) from None
 
+    def number(token: Any) -> int | float:
+        """An integer exactly (Python's are unbounded), anything else as a float."""
+        digits = str(token).lstrip("+")
+        if digits.lstrip("-").isdigit():
+            return int(digits)
+        parsed = float(digits)
+        if not math.isfinite(parsed):
+            raise InputError(
+                f"trace rule {text!r}: {token!s} is too large for a number",
+                source=source,
+                line=token.line,
+                column=token.column,
+            )
+        return parsed
+
     def value(tree: Any) -> Any:
         kind = tree.data
         if kind == "string":
             return string(tree.children[0])
         if kind == "number":
-            number = float(tree.children[0])
-            return (
-                int(number) if number.is_integer() and "." not in str(tree.children[0]) else number
-            )
+            return number(tree.children[0])
         return {"true": True, "false": False, "null": None}[str(kind)]
 
     def call(tree: Any) -> Call:
@@ -217,7 +242,7 @@ def parse_trace_rule(text: str, *, name: str = "", source: str | None = None) ->
                     if t.data == "present":
                         tests.append(Test(param, "present"))
                     elif t.data == "contains":
-                        tests.append(Test(param, "contains", string(t.children[1])))
+                        tests.append(Test(param, "contains", value(t.children[1])))
                     else:
                         same = t.data == "equals"
                         tests.append(
@@ -329,23 +354,56 @@ def _event(rule: TraceRule) -> str:
     return f"{what} {event.outcome}" if event.outcome else what
 
 
-# --- every schedule the DAG allows ----------------------------------------------------------
+# --- the schedules of a run ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Counterexample:
+    """An action that breaks a rule, and a schedule that shows it: the calls
+    dispatched, in order, ending with the refused one; ``failed`` names those of
+    them that failed (a failure that does not stop the run); ``refused`` those an
+    earlier refusal of the same rule turned away."""
+
+    action_id: str
+    index: int
+    schedule: tuple[str, ...]
+    failed: tuple[str, ...]
+    violation: TraceViolation
+    refused: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """The schedule as a reader follows it: ``fetch (failed), send``."""
+        failed, refused = set(self.failed), set(self.refused)
+        return ", ".join(
+            f"{a} (failed)" if a in failed else f"{a} (refused)" if a in refused else a
+            for a in self.schedule
+        )
 
 
 @dataclass(slots=True)
 class ScheduleCheck:
     """The outcome of checking one rule against a proposal's schedules.
 
-    ``schedule`` is a violating order of action ids (ending with the violating
-    action) or None. ``complete`` is False when the budget ran out first: then
-    ``explored`` states were checked and the answer is a sample, not a decision.
+    ``violations``: every action that some schedule makes break the rule, in
+    proposal order, each with one such schedule. ``complete`` is False when the
+    budget ran out first: then ``explored`` states were checked, the violations
+    found are real, and their absence elsewhere is a sample, not a decision.
     """
 
     rule: TraceRule
-    schedule: list[str] | None
-    violation: TraceViolation | None
+    violations: list[Counterexample]
     explored: int
     complete: bool
+    schedules: Schedules = "levels"
+
+    @property
+    def schedule(self) -> list[str] | None:
+        """The first violation's schedule (None: no schedule breaks the rule)."""
+        return list(self.violations[0].schedule) if self.violations else None
+
+    @property
+    def violation(self) -> TraceViolation | None:
+        return self.violations[0].violation if self.violations else None
 
 
 def check_schedules(
@@ -354,73 +412,196 @@ def check_schedules(
     *,
     budget: int = 100_000,
     dag: Dag | None = None,
+    schedules: Schedules = "levels",
 ) -> list[ScheduleCheck]:
-    """Check each rule against every linearization of the proposal's DAG
-    (``dag``: the proposal's DAG when the caller has it already)."""
+    """Check each rule against the schedules a run of the proposal can take
+    (``dag``: the proposal's DAG when the caller has it already).
+
+    ``schedules="levels"`` (the default) explores what the executor runs: the
+    levels in order, the actions of a level in any interleaving; ``"any"`` every
+    order the DAG allows. In both, a call may fail: a failure under
+    ``failure_behavior: skip`` lets the run go on without the call's dependents
+    (which are rejected, never dispatched); any other failure stops the run once
+    its level is done (``"any"``: at once). A refused call is not recorded, as at
+    dispatch, and the check goes on past it, so every action that can break the
+    rule is found, not just the first.
+    """
     dag = dag or Dag(proposal)
     rules = list(rules)
     if not rules:
         return []
-    # What every rule shares: which actions may start when, and the call events.
-    readiness = Readiness(dag)
-    events = [
-        (a.tool, a.parameters) if a.type == "tool_call" and a.tool is not None else None
-        for a in proposal.actions
-    ]
-    return [_check_rule(dag, readiness, events, rule, budget) for rule in rules]
+    plan = _Plan(proposal, dag)
+    return [_check_rule(plan, rule, budget, schedules) for rule in rules]
 
 
-_Path: TypeAlias = "tuple[int, _Path] | None"
+class _Plan:
+    """What every rule's exploration shares: the call events, who waits for whom,
+    which actions can fail and what a failure does, the levels."""
+
+    __slots__ = (
+        "dag",
+        "dependents",
+        "detached",
+        "events",
+        "fails",
+        "levels",
+        "readiness",
+        "skip",
+        "waits",
+    )
+
+    def __init__(self, proposal: ActionProposal, dag: Dag) -> None:
+        from .model import FailureBehavior, ToolInvocationMode
+
+        actions = proposal.actions
+        self.dag = dag
+        self.readiness = Readiness(dag)
+        self.events = [
+            (a.tool, a.parameters) if a.type == "tool_call" and a.tool is not None else None
+            for a in actions
+        ]
+        #: Per action, the actions it waits for (a bitmask): one that did not succeed
+        #: gets it rejected (the executor's blocked dependency).
+        self.waits = [sum(1 << t for t in set(dag.waits_for(i))) for i in range(dag.n)]
+        waited = 0
+        for mask in self.waits:
+            waited |= mask
+        self.dependents = [bool(waited >> i & 1) for i in range(dag.n)]
+        self.fails = [a.type in ("tool_call", "assertion") for a in actions]
+        self.skip = [a.failure_behavior is FailureBehavior.SKIP for a in actions]
+        #: A streaming or long-running call's outcome is its stream's terminal status,
+        #: known at some later point of the run, or not within it.
+        self.detached = [a.invocation_mode is not ToolInvocationMode.ONE_SHOT for a in actions]
+        self.levels = [tuple(level) for level in dag.levels]
 
 
-def _check_rule(
-    dag: Dag,
-    readiness: Readiness,
-    events: list[tuple[str, dict[str, Any]] | None],
-    rule: TraceRule,
-    budget: int,
-) -> ScheduleCheck:
+#: A schedule as a linked list, last step first: (action, 0 succeeded | 1 failed |
+#: 2 refused, the steps before), so that a step copies nothing.
+_Path: TypeAlias = "tuple[int, int, _Path] | None"
+#: (finished, not succeeded, stopping, monitor, level, ready before, last action, path)
+_Entry: TypeAlias = "tuple[int, int, bool, tuple[int, ...], int, tuple[int, ...], int, _Path]"
+
+
+def _check_rule(plan: _Plan, rule: TraceRule, budget: int, mode: Schedules) -> ScheduleCheck:
+    events, readiness, levels = plan.events, plan.readiness, plan.levels
     relevant = [e is not None and rule.mentions(e[0]) for e in events]
+    # Whose outcome the rule reads (``... after fetch failed``, ``only after x succeeded``).
+    watched = rule.event if rule.event is not None and rule.event.outcome is not None else None
+    sees = [e is not None and watched is not None and watched.tool in (None, e[0]) for e in events]
     full = readiness.walkable_mask
     gate = TraceGate([rule])
-    seen: set[tuple[int, tuple[int, ...]]] = set()
-    # Each entry: the state reached, the actions ready before the last step, that last
-    # step (-1 at the start), and the path so far as a linked list (last action, path
-    # before it), so that a step copies nothing.
-    stack: list[tuple[int, tuple[int, ...], tuple[int, ...], int, _Path]] = [
-        (0, gate.state, (), -1, None)
-    ]
+    found: dict[int, Counterexample] = {}
+    seen: set[tuple[int, int, bool, tuple[int, ...]]] = set()
+    stack: list[_Entry] = [(0, 0, False, gate.state, 0, (), -1, None)]
     explored = 0
     while stack:
-        done, state, before, last, path = stack.pop()
-        if (done, state) in seen:
+        done, failed, halt, state, level, before, last, path = stack.pop()
+        key = (done, failed, halt, state)
+        if key in seen:
             continue
-        seen.add((done, state))
+        seen.add(key)
         explored += 1
         if explored > budget:
-            return ScheduleCheck(rule, None, None, explored - 1, False)
-        if done == full:
-            continue
-        ready = readiness.first() if last < 0 else readiness.after(before, last, full & ~done)
-        quiet = next((i for i in ready if not relevant[i]), -1)
-        # Calls the rule never mentions commute with everything it watches: take one.
+            return _result(plan, rule, found, explored - 1, False, mode)
+        if mode == "levels":
+            while level < len(levels) and all(done >> i & 1 for i in levels[level]):
+                level = len(levels) if halt else level + 1  # a stopped run ends with its level
+            if level == len(levels):
+                continue
+            ready = tuple(i for i in levels[level] if not done >> i & 1)
+        else:
+            if halt or done == full:
+                continue
+            ready = readiness.first() if last < 0 else readiness.after(before, last, full & ~done)
+        # A rejected action or a call the rule never mentions commutes with everything
+        # the rule watches: take one of them first, and only it.
+        quiet = next((i for i in ready if not relevant[i] or plan.waits[i] & failed), -1)
         for i in (quiet,) if quiet >= 0 else reversed(ready):
-            gate.restore(state)
+            bit = 1 << i
+            if plan.waits[i] & failed:  # a dependency did not succeed: rejected, not sent
+                stack.append((done | bit, failed | bit, halt, state, level, ready, i, path))
+                continue
             event = events[i]
+            after_dispatch = state
             if event is not None:
+                gate.restore(state)
                 violations = gate.dispatch(*event)
                 if violations:
-                    schedule = [dag.ids[j] for j in _unwind((i, path))]
-                    return ScheduleCheck(rule, schedule, violations[0], explored, True)
-                gate.record(event[0], event[1], "succeeded")
-            stack.append((done | 1 << i, gate.state, ready, i, (i, path)))
-    return ScheduleCheck(rule, None, None, explored, True)
+                    if i not in found:
+                        found[i] = _counterexample(plan, i, path, violations[0])
+                    stack.append((done | bit, failed, halt, state, level, ready, i, (i, 2, path)))
+                    continue
+                after_dispatch = gate.state
+            for recorded, lost in _outcomes(plan, i, sees[i]):
+                now = after_dispatch
+                if event is not None and recorded is not None:
+                    gate.restore(after_dispatch)
+                    gate.record(event[0], event[1], recorded)
+                    now = gate.state
+                stack.append(
+                    (
+                        done | bit,
+                        failed | bit if lost else failed,
+                        halt or (lost and not plan.skip[i]),
+                        now,
+                        level,
+                        ready,
+                        i,
+                        (i, 1 if recorded == "failed" else 0, path),
+                    )
+                )
+    return _result(plan, rule, found, explored, True, mode)
 
 
-def _unwind(path: _Path) -> list[int]:
-    """The actions of a linked path, first to last."""
-    out: list[int] = []
+def _outcomes(plan: _Plan, i: int, seen: bool) -> list[tuple[Outcome | None, bool]]:
+    """How action ``i`` can end, as the branches that differ for the rule: (what the
+    monitor records, None for nothing yet; whether the action did not succeed),
+    successes first. ``seen``: whether the rule reads this call's outcome.
+
+    A failure matters where the rule reads it, or where it rejects dependents; a
+    failure that stops the run only cuts a schedule short (its trace is a prefix of
+    the same schedule's without the failure), so it needs no branch of its own. A
+    detached call (streaming, long-running) succeeds as an action when it starts;
+    its outcome for the rule is the stream's terminal status, recorded at once or
+    not within the run (for a flag that, once set, stays set, a time in between
+    gives no other verdict), and a stream's failure rejects nothing.
+    """
+    branches: list[tuple[Outcome | None, bool]] = [("succeeded", False)]
+    if plan.fails[i] and (seen or (plan.skip[i] and plan.dependents[i])):
+        branches.append(("failed", True))  # it failed outright (or failed to start)
+    if seen and plan.detached[i]:
+        branches += [("failed", False), (None, False)]
+    return branches[::-1]  # the stack pops the last first
+
+
+def _counterexample(plan: _Plan, i: int, path: _Path, violation: TraceViolation) -> Counterexample:
+    steps = _unwind(path)
+    ids = plan.dag.ids
+    return Counterexample(
+        ids[i],
+        i,
+        tuple([ids[j] for j, _ in steps] + [ids[i]]),
+        tuple(ids[j] for j, how in steps if how == 1),
+        violation,
+        tuple(ids[j] for j, how in steps if how == 2),
+    )
+
+
+def _result(
+    plan: _Plan,
+    rule: TraceRule,
+    found: dict[int, Counterexample],
+    explored: int,
+    complete: bool,
+    mode: Schedules,
+) -> ScheduleCheck:
+    return ScheduleCheck(rule, [found[i] for i in sorted(found)], explored, complete, mode)
+
+
+def _unwind(path: _Path) -> list[tuple[int, int]]:
+    """The steps of a linked path, first to last: (action, how it ended)."""
+    out: list[tuple[int, int]] = []
     while path is not None:
-        out.append(path[0])
-        path = path[1]
+        out.append((path[0], path[1]))
+        path = path[2]
     return out[::-1]

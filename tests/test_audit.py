@@ -83,7 +83,7 @@ def test_anthropic_and_atif_records(tmp_path: Path) -> None:
     }  # fmt: skip
     atif = {"schema_version": "ATIF-v1.7", "session_id": "sess",
             "agent": {"name": "a", "model_name": "m"}, "steps": [step],
-            "extra": {"reward": 0.0}}  # fmt: skip
+            "extra": {"reward": 0.0, "task": "t7", "nested": {"x": 1}}}  # fmt: skip
     path = tmp_path / "mixed.jsonl.gz"
     with gzip.open(path, "wt") as f:
         f.write(json.dumps(anthropic) + "\n" + json.dumps(atif) + "\n")
@@ -98,6 +98,8 @@ def test_anthropic_and_atif_records(tmp_path: Path) -> None:
         "failure",
     )
     assert second.calls[0].arguments == {"d": "/"} and second.calls[0].result == "a b"
+    # the scalars of `extra` (less the reward) and the agent's name; nested values left out
+    assert second.metadata == {"task": "t7", "agent_name": "a", "schema_version": "ATIF-v1.7"}
 
 
 @pytest.mark.skipif(not CORPUS.exists(), reason="the shared corpora are not beside the checkout")
@@ -109,6 +111,9 @@ def test_the_tau_bench_corpus() -> None:
     assert len({t.id for t in found}) == 200  # task and trial together
     doc = json.loads(CORPUS.read_text(encoding="utf-8"))
     assert sum(t.outcome == "success" for t in found) == sum(r["reward"] >= 1 for r in doc)
+    assert [(t.metadata["task_id"], t.metadata["trial"]) for t in found] == [
+        (r["task_id"], r["trial"]) for r in doc
+    ]
 
 
 call = st.fixed_dictionaries(
@@ -155,6 +160,7 @@ def corpus_lines(tmp_path: Path) -> Path:
         record = openai_record()
         record["id"] = f"run-{n}"
         record["reward"] = n % 2
+        record["metadata"] = {"task": n % 3, "split": "dev", "deep": {"x": 1}}
         lines.append(json.dumps(record))
         if n == 20:
             lines.append("{corrupted")
@@ -183,6 +189,12 @@ def test_the_audit_is_the_same_whatever_the_workers_and_resumes(
     findings = pq.read_table(one / "findings.parquet").to_pylist()
     assert {f["code"] for f in findings} >= {"duplicate-call"}
     assert all(f["outcome"] in ("success", "failure") for f in findings)
+    # the source's scalar metadata rides along, as canonical JSON, in both tables
+    assert {r["metadata"] for r in rows} == {
+        None,  # the malformed record
+        *(json.dumps({"split": "dev", "task": n}, separators=(",", ":")) for n in range(3)),
+    }
+    assert {json.loads(f["metadata"])["task"] for f in findings} == {0, 1, 2}
     # an interrupted run: a shard's rows were never written; the rerun does only it
     (one / "shards" / "000002.trajectories.parquet").unlink()
     capsys.readouterr()

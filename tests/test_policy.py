@@ -394,7 +394,7 @@ def test_static_check_agrees_with_the_gate_on_every_linearization(
     doc: dict[str, Any], text: str
 ) -> None:
     rule = parse_trace_rule(text)
-    (result,) = check_schedules(car_verify.load(doc), [rule])
+    (result,) = check_schedules(car_verify.load(doc), [rule], schedules="any")
     assert result.complete
     some_schedule_violates = any(replay(rule, doc, order) for order in linearizations(doc))
     assert (result.schedule is not None) == some_schedule_violates
@@ -418,7 +418,7 @@ def test_budget_exhaustion_is_reported_as_sampled_never_a_silent_pass() -> None:
         "actions": [{"id": f"s{i}", "type": "tool_call", "tool": "send_email"} for i in range(12)]
     }
     rule = parse_trace_rule("never send_email after read_secret")
-    (result,) = check_schedules(car_verify.load(doc), [rule], budget=50)
+    (result,) = check_schedules(car_verify.load(doc), [rule], budget=50, schedules="any")
     assert not result.complete and result.explored == 50 and result.schedule is None
     policies = load_policy_text(
         '[[trace_rule]]\nname = "secret"\nrule = "never send_email after read_secret"\n'
@@ -486,12 +486,12 @@ def test_cli_policy_commands(
     code, out, _ = run(
         ["policy", "check", proposal, "--policies", str(EXAMPLES / "policies")], capsys
     )
-    assert code == 1 and "5 violations (loaded 10 rules from 2 files in" in out
+    assert code == 1 and "6 violations (loaded 10 rules from 2 files in" in out
     code, out, _ = run(
         ["policy", "check", proposal, "--policies", str(EXAMPLES / "policies"), "--format", "json"],
         capsys,
     )
-    assert code == 1 and len(json.loads(out)["violations"]) == 5
+    assert code == 1 and len(json.loads(out)["violations"]) == 6
     monkeypatch.chdir(EXAMPLES / "policies")
     assert (
         run(["policy", "check", proposal], capsys)[0] == 1

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InputError
-from .base import Call, Trajectory, errored, outcome_of, record_id
+from .base import Call, Trajectory, errored, outcome_of, record_id, scalar_metadata
 
 
 def _blocks(record: Any) -> list[Any] | None:
@@ -98,6 +98,7 @@ class AnthropicImporter:
                 model=model if isinstance(model, str) else None,
                 source=source,
                 line=line,
+                metadata=scalar_metadata(doc.get("metadata")),
                 notes=notes,
             )
         ]

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InputError
-from .base import Call, Trajectory, errored, outcome_of, parse_arguments
+from .base import Call, Trajectory, errored, outcome_of, parse_arguments, scalar_metadata
 
 
 class AtifImporter:
@@ -85,7 +85,15 @@ class AtifImporter:
                 model=agent.get("model_name") if isinstance(agent.get("model_name"), str) else None,
                 source=source,
                 line=line,
-                metadata={"schema_version": record["schema_version"]},
+                metadata={
+                    **{k: v for k, v in scalar_metadata(extra).items() if k != "reward"},
+                    **{
+                        f"agent_{k}": v
+                        for k, v in scalar_metadata(agent).items()
+                        if k in ("name", "version")
+                    },
+                    "schema_version": record["schema_version"],
+                },
                 notes=notes,
             )
         ]

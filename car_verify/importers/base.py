@@ -135,6 +135,21 @@ def errored(text: Any) -> bool:
     return isinstance(text, str) and text.lstrip().lower().startswith(("error", "exception"))
 
 
+def scalar_metadata(meta: Any) -> dict[str, Any]:
+    """The scalar entries (string, number, boolean) of a record's ``metadata``.
+
+    Nested values are left out: the audit tables keep metadata as one canonical
+    JSON column, and scalars are what a group-by or a filter uses.
+    """
+    if not isinstance(meta, Mapping):
+        return {}
+    return {
+        str(k): v
+        for k, v in meta.items()
+        if isinstance(v, (str, int, float, bool)) and not (isinstance(v, float) and v != v)
+    }
+
+
 def outcome_of(reward: Any) -> str | None:
     if isinstance(reward, bool):
         return "success" if reward else "failure"

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import InputError
-from .base import Call, Trajectory, errored, outcome_of, parse_arguments, record_id
+from .base import Call, Trajectory, errored, outcome_of, parse_arguments, record_id, scalar_metadata
 
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 
@@ -106,9 +106,7 @@ class OpenAIChatImporter:
                 model=model if isinstance(model, str) else None,
                 source=source,
                 line=line,
-                metadata={
-                    k: v for k, v in (meta or {}).items() if isinstance(v, (str, int, float, bool))
-                },
+                metadata=scalar_metadata(meta),
                 notes=notes,
             )
         ]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .base import Call, Trajectory, outcome_of, record_id
+from .base import Call, Trajectory, outcome_of, record_id, scalar_metadata
 
 
 class ProposalImporter:
@@ -35,6 +35,11 @@ class ProposalImporter:
             outcome=outcome_of(reward),
             source=source,
             line=line,
+            metadata={
+                k: v
+                for k, v in scalar_metadata(record.get("metadata")).items()
+                if k not in ("reward", "outcome")
+            },
         )
         trajectory.written = dict(record)
         return [trajectory]
