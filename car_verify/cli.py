@@ -297,6 +297,14 @@ def _policies(args: argparse.Namespace) -> Any:
     return loaded
 
 
+def _note_unknown_names(args: argparse.Namespace, policies: Any, tools: Any) -> None:
+    """A rule naming a tool or parameter the registry lacks fails open: say so."""
+    from .policy_analysis import unknown_names
+
+    for finding in unknown_names(policies, tools):  # a warning: even under --quiet
+        sys.stderr.write(f"car-verify: warning: policies: {finding}\n")
+
+
 def _flow_files(args: argparse.Namespace) -> tuple[Any, Any]:
     """Tool labels and a flow policy: ``--labels`` / ``--flow-policy``, else the
     nearest ``.car/tool-labels.json`` and ``.car/flow-policy.json`` (said on stderr),
@@ -366,6 +374,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     # Every input is read before anything is checked: a bad one is the error, alone.
     sources = [proposal_input(name) for name in args.proposals]
     policies = _policies(args)
+    if policies is not None and tools is not None:
+        _note_unknown_names(args, policies, tools)
     labels, flow_policy = _flow_files(args)
     intent = _intent_file(args)
     from .progress import progress
@@ -1245,26 +1255,67 @@ def cmd_policy_check(args: argparse.Namespace) -> int:
 
 def cmd_policy_lint(args: argparse.Namespace) -> int:
     from .policy import load_policies
+    from .policy_analysis import lint_policies
 
     loaded = load_policies(args.directory)
     rules = loaded.rules
     counts = {kind: len(getattr(rules, kind)) for kind in rules.__dataclass_fields__}
+    findings = lint_policies(loaded, tools=_load_tools(args.tools))
+    errors = sum(1 for f in findings if f.severity.value == "error")
+    code = EXIT_FINDINGS if errors else EXIT_OK
     if args.format == "json":
         doc = {
             "directory": None if loaded.directory is None else str(loaded.directory),
             "files": [str(f) for f in loaded.files],
             "rules": {kind: n for kind, n in counts.items() if n},
             "total": sum(counts.values()),
+            "findings": [f.to_dict() for f in findings],
         }
         _write(json.dumps(doc, indent=2) + "\n")
-        return EXIT_OK
+        return code
     _write(loaded.describe() + "\n")
     for file in loaded.files:
         _write(f"  {file.name}\n")
     for kind, n in counts.items():
         if n:
             _write(f"{kind}: {n}\n")
-    return EXIT_OK
+    for finding in findings:
+        _write(f"{finding}\n")
+    if findings:
+        from .values import plural
+
+        warnings = len(findings) - errors
+        _write(f"{plural(errors, 'error')}, {plural(warnings, 'warning')}\n")
+    return code
+
+
+def cmd_policy_diff(args: argparse.Namespace) -> int:
+    from .policy import load_policies
+    from .policy_analysis import policy_diff
+
+    old, new = load_policies(args.old), load_policies(args.new)
+    diff = policy_diff(old, new)
+    if args.format == "json":
+        _write(json.dumps(diff.to_dict(), indent=2) + "\n")
+    else:
+        meaning = {
+            "equivalent": "each denies exactly what the other does",
+            "stricter": "NEW denies everything OLD denies, and more",
+            "looser": "OLD denies everything NEW denies, and more",
+            "incomparable": "each denies a call the other allows",
+            "unknown": "not decided",
+        }[diff.verdict]
+        _write(f"{diff.verdict}: {meaning}\n")
+        for label, found in (
+            ("newly denied", diff.newly_denied),
+            ("newly allowed", diff.newly_allowed),
+        ):
+            for c in found:
+                _write(f"  {label}: {c.describe()}\n")
+        for reason in diff.unknown:
+            _write(f"  unknown: {reason}\n")
+    covers = diff.new_covers_old
+    return EXIT_OK if covers else EXIT_UNKNOWN if covers is None else EXIT_FINDINGS
 
 
 def _schedules_option(p: argparse.ArgumentParser) -> None:
@@ -2025,8 +2076,18 @@ def _parser() -> _Parser:
         "lint", parents=[profiled], help="load a policy directory and report what it holds"
     )
     q.add_argument("directory", metavar="DIR", help="policy directory (or a project holding .car)")
+    q.add_argument("--tools", metavar="REGISTRY", help="tool registry: warn on names no tool has")
     q.add_argument("--format", choices=("text", "json"), default="text")
     q.set_defaults(run=cmd_policy_lint)
+    q = policy.add_parser(
+        "diff",
+        parents=[profiled],
+        help="does NEW deny everything OLD denies? counterexample calls either way",
+    )
+    q.add_argument("old", metavar="OLD", help="the policy directory before")
+    q.add_argument("new", metavar="NEW", help="the policy directory after")
+    q.add_argument("--format", choices=("text", "json"), default="text")
+    q.set_defaults(run=cmd_policy_diff)
 
     p = sub.add_parser(
         "run", parents=[profiled], help="execute a proposal behind the verify passes"

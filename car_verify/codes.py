@@ -306,6 +306,63 @@ _TABLE = [
         W,
         about="file",
     ),
+    # `policy lint`'s own findings, about the rules of a policy set
+    Code(
+        "policy-invalid-pattern",
+        E,
+        D,
+        "RE2 cannot compile a `deny_tool_param_matching` pattern: every call of the tool is denied",
+        E,
+        about="policy",
+    ),
+    Code(
+        "policy-unknown-tool",
+        W,
+        D,
+        "a rule names a tool the tool registry does not have (the nearest name is suggested)",
+        W,
+        about="policy",
+    ),
+    Code(
+        "policy-unknown-param",
+        W,
+        D,
+        "a rule names a parameter the tool's schema does not declare",
+        W,
+        about="policy",
+    ),
+    Code(
+        "policy-dead-rule",
+        W,
+        D,
+        "a rule can never deny a call, or a `deny_tool` denies its tool outright",
+        W,
+        about="policy",
+    ),
+    Code(
+        "policy-shadowed-rule",
+        W,
+        D,
+        "every call a rule denies, other rules deny too",
+        W,
+        about="policy",
+    ),
+    Code(
+        "policy-allow-cancelled",
+        W,
+        D,
+        "an allow-list value that another rule denies anyway",
+        W,
+        about="policy",
+    ),
+    Code(
+        "policy-contradiction",
+        W,
+        D,
+        "two rules that together deny every call of a tool, though neither does alone",
+        W,
+        about="policy",
+    ),
 ]
 
 _codes: dict[str, Code] = {}

@@ -154,6 +154,7 @@ def render_codes_reference() -> str:
         out += _pass_section(cls)
     out += _car_section()
     out += _lint_section()
+    out += _policy_section()
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -178,6 +179,11 @@ def explain_code(name: str) -> str | None:
         return None
     if code is not None and code.about == "file":
         return f"{head}\n\nA finding of car-verify lint about a file; see docs/lint.md.\n"
+    if code is not None and code.about == "policy":
+        return (
+            f"{head}\n\nA finding of car-verify policy lint about a policy set; "
+            "see docs/policy-analysis.md.\n"
+        )
     if owner is None:
         return f"{head}\n"
     title, sections = _sections(importlib.import_module(owner.__module__).__doc__ or "")
@@ -228,6 +234,24 @@ def _lint_section() -> list[str]:
         "|---|---|---|---|",
     ]
     for c in (c for c in CODES.values() if c.about == "file"):
+        out.append(
+            f'| <a id="{c.name}"></a>`{c.name}` | {c.column("strict")} | {c.tier.value} '
+            f"| {c.summary} |"
+        )
+    return [*out, ""]
+
+
+def _policy_section() -> list[str]:
+    """The codes ``car-verify policy lint`` reports about the rules of a policy set."""
+    out = [
+        "## Codes of `car-verify policy lint`",
+        "",
+        "About the rules of a policy set, not a plan ([policy-analysis.md](policy-analysis.md)).",
+        "",
+        "| code | severity | tier | summary |",
+        "|---|---|---|---|",
+    ]
+    for c in (c for c in CODES.values() if c.about == "policy"):
         out.append(
             f'| <a id="{c.name}"></a>`{c.name}` | {c.column("strict")} | {c.tier.value} '
             f"| {c.summary} |"

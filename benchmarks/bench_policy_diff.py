@@ -1,0 +1,95 @@
+"""``policy diff`` of two 50-rule sets (target: under 2 s), and ``policy lint`` of
+one, in one run, next to loading the two sets (the baseline the ratio is taken
+against):
+
+    python benchmarks/bench_policy_diff.py [RULES] [REPEATS]
+
+The sets are generated alike (deny_tool, deny_keyword, deny_tool_param with
+``equals`` and ``contains``, allow-lists, patterns, rate limits, trace rules over
+20 tools); NEW changes a tenth of OLD's rules, so the diff has work both ways.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import sys
+import time
+
+from car_verify.policy import load_policy_text
+from car_verify.policy_analysis import lint_policies, policy_diff
+
+PATTERNS = ["sk-[A-Za-z0-9]{20,}", "^https?://10\\.", "(?:DROP|DELETE)\\s+TABLE", "\\d{16}", "x.y$"]
+
+
+def rule_text(rng: random.Random, n: int) -> str:
+    tool, param = f"tool_{rng.randrange(20)}", f"p{rng.randrange(4)}"
+    kind = n % 7
+    if kind == 0:
+        return f'[[deny_tool_param]]\ntool = "{tool}"\nparam = "{param}"\n'  # present at all
+    if kind == 1:
+        return f'[[deny_tool_param]]\ntool = "{tool}"\nparam = "{param}"\nequals = "v{n}"\n'
+    if kind == 2:
+        return f'[[deny_tool_param]]\ntool = "{tool}"\nparam = "{param}"\ncontains = "c{n}"\n'
+    if kind == 3:
+        allow = ", ".join(f'"a{k}"' for k in range(rng.randint(1, 4)))
+        return f'[[allow_tool_param]]\ntool = "{tool}"\nparam = "{param}"\nallow = [{allow}]\n'
+    if kind == 4:
+        pattern = rng.choice(PATTERNS).replace("\\", "\\\\")
+        return (
+            f'[[deny_tool_param_matching]]\ntool = "{tool}"\nparam = "{param}"\n'
+            f'matches = "{pattern}"\n'
+        )
+    if kind == 5:
+        return (
+            f'[[rate_limit_tool]]\ntool = "{tool}"\nmax_calls = {rng.randint(1, 5)}\n'
+            f"interval_secs = {rng.choice([1, 10, 60])}\n"
+        )
+    return f'[[trace_rule]]\nrule = "never {tool} after tool_{rng.randrange(20)}"\n'
+
+
+def rule_set(seed: int, rules: int, changed: float) -> str:
+    rng = random.Random(seed)
+    keywords = 'deny_keyword = ["rm -rf /"]\ndeny_tool = ["tool_0"]\n'
+    texts = [rule_text(rng, n) for n in range(rules - 2)]
+    other = random.Random(seed + 1)
+    for n in range(len(texts)):
+        if other.random() < changed:
+            texts[n] = rule_text(other, n)
+    return keywords + "".join(texts)
+
+
+def main() -> None:
+    rules = int(sys.argv[1]) if len(sys.argv) > 1 else 50
+    repeats = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+    old_text, new_text = rule_set(7, rules, 0.0), rule_set(7, rules, 0.1)
+    load, diff, same, lint = [], [], [], []
+    verdict = same_verdict = ""
+    for _ in range(repeats):
+        start = time.perf_counter()
+        old, new = load_policy_text(old_text), load_policy_text(new_text)
+        load.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        verdict = policy_diff(old, new).verdict
+        diff.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        same_verdict = policy_diff(old, load_policy_text(old_text)).verdict  # both ways unsat
+        same.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        found = lint_policies(old)
+        lint.append(time.perf_counter() - start)
+    count = load_policy_text(old_text).count()
+    base = statistics.median(load)
+    for name, times in (("diff", diff), ("diff (a set and itself)", same), ("lint", lint)):
+        print(
+            f"policy {name} of {count}-rule sets: median {statistics.median(times):.3f} s "
+            f"(min {min(times):.3f}, max {max(times):.3f}, {repeats} runs); "
+            f"{statistics.median(times) / base:,.0f}x loading both"
+        )
+    print(f"  loading both sets: median {base * 1e3:.1f} ms; diff verdict {verdict}, of a "
+          f"set and itself {same_verdict}; "
+          f"lint found {len(found)}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,898 @@
+"""Policy sets analysed, not just applied: ``policy diff`` and ``policy lint``.
+
+Every rule of a set that judges one call at a time (``deny_tool``,
+``deny_keyword``, ``deny_tool_param``, ``allow_tool_param``,
+``deny_tool_param_matching``, and the registered ``deny_tool``,
+``deny_tool_param`` and ``require_state``) is a condition on the call (its tool,
+its parameters) and on the state. :class:`_Model` writes each as a z3 formula
+over
+
+- the tool's name, a string;
+- per parameter any rule names: present or not, and a value that is either a
+  string (any string: a z3 string variable) or one of finitely many other JSON
+  values (the *variants*: every text-distinct form of each value a rule compares
+  with ``equals``, and the JSON value each string of such a rule spells). Any
+  other value behaves, for every rule, as the string of its own text does, so
+  these values cover every call;
+- one more parameter no rule names, a string (``deny_keyword`` reads every
+  parameter);
+- per state key a ``require_state`` names, the same as a parameter.
+
+A rule's condition is then exactly its engine's decision: ``contains`` and
+keywords are z3 string containment on the parameter's string form (its compact
+JSON for a value that is not a string), allow-lists membership of that form,
+``equals`` JSON equality, patterns z3 regular expressions
+(:mod:`car_verify.policy_regex`). A pattern that does not translate, and a
+registered callback, are free booleans: whatever they decide.
+
+**diff**: NEW denies everything OLD denies when ``deny(OLD) and not deny(NEW)``
+is unsatisfiable. Each satisfiable direction gives a counterexample call, turned
+into a concrete call and run through both policy engines before it is reported;
+one the engines do not split (a free boolean's doing) leaves that direction
+``unknown``. Rate limits are compared as caps on calls per window, trace rules
+by :mod:`car_verify.trace_automata`.
+
+**lint**: dead rules (they can never deny a call, or a ``deny_tool`` denies
+their tool outright), shadowed rules (every call they deny, other rules deny),
+allow-list entries that another rule denies anyway, and contradictory pairs
+(two rules that together deny every call of a tool, while neither does alone);
+each names the rules by their stable names and shows a witness call.
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from .errors import UsageError
+from .findings import Severity
+from .policy import (
+    AllowRule,
+    LoadedPolicies,
+    MatchRule,
+    ParamRule,
+    PolicyEngine,
+    PolicySet,
+    RateRule,
+    Registered,
+    coerce,
+    compile_pattern,
+    load_policies,
+    load_policy_file,
+)
+from .value_domain import Slot, contains, equals, one_of, text_of
+from .values import ABSENT, json_equal
+
+__all__ = [
+    "Counterexample",
+    "PolicyDiff",
+    "PolicyFinding",
+    "RuleRef",
+    "lint_policies",
+    "policy_diff",
+    "unknown_names",
+]
+
+Verdict = Literal["equivalent", "stricter", "looser", "incomparable", "unknown"]
+
+#: A value compared with ``equals`` has at most this many text-distinct forms
+#: modelled (key orders times number forms); beyond, the rule is approximated and
+#: a direction that depends on it answers ``unknown`` rather than a guess.
+MAX_FORMS = 64
+
+
+# --- rules, located -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RuleRef:
+    """One rule of a set: its stable name, kind, the rule itself, where it is written."""
+
+    name: str
+    kind: str
+    rule: Any
+    file: str | None = None
+    line: int | None = None
+    #: The name, told apart from another rule of the same name (``#2``): rules of
+    #: one kind on the same tool and parameter share their stable name.
+    label: str = ""
+
+    def __str__(self) -> str:
+        return self.label or self.name
+
+    def where(self) -> str:
+        if self.file is None:
+            return ""
+        return f"{self.file}:{self.line}" if self.line else self.file
+
+    @property
+    def tool(self) -> str | None:
+        """The tool the rule is about (None: every tool)."""
+        rule = self.rule
+        if self.kind == "deny_tool":
+            return str(rule) if isinstance(rule, str) else rule.target
+        if isinstance(rule, (ParamRule, AllowRule, MatchRule, RateRule)):
+            return rule.tool
+        if isinstance(rule, Registered):
+            return rule.target
+        return None
+
+
+def _rules(policies: Any) -> tuple[list[RuleRef], PolicyEngine]:
+    """The located rules of a policy directory, loaded policies, a PolicySet or an
+    engine (each told apart by its label), and an engine that applies them."""
+    refs, engine = _gather(policies)
+    counts: dict[str, int] = {}
+    for ref in refs:
+        counts[ref.name] = counts.get(ref.name, 0) + 1
+    seen: dict[str, int] = {}
+    labelled = []
+    for ref in refs:
+        seen[ref.name] = seen.get(ref.name, 0) + 1
+        label = ref.name if counts[ref.name] == 1 else f"{ref.name}#{seen[ref.name]}"
+        labelled.append(RuleRef(ref.name, ref.kind, ref.rule, ref.file, ref.line, label))
+    return labelled, engine
+
+
+def _gather(policies: Any) -> tuple[list[RuleRef], PolicyEngine]:
+    if isinstance(policies, (str, Path)):
+        policies = load_policies(policies)
+    if isinstance(policies, LoadedPolicies):
+        refs: list[RuleRef] = []
+        for file in policies.files:
+            refs += _located(load_policy_file(file), file)
+        return refs, PolicyEngine(policies.rules)
+    if isinstance(policies, PolicyEngine):
+        return _located(policies.rules, None) + [
+            RuleRef(r.name, f"registered {r.kind}", r) for r in policies.registered
+        ], policies
+    if isinstance(policies, PolicySet):
+        return _located(policies, None), PolicyEngine(policies)
+    raise UsageError("policies must be a directory, loaded policies, a PolicySet or an engine")
+
+
+def _located(rules: PolicySet, file: Path | None) -> list[RuleRef]:
+    text = file.read_text(encoding="utf-8") if file is not None else ""
+    source = None if file is None else str(file)
+    out: list[RuleRef] = []
+    for tool in rules.deny_tool:
+        out.append(RuleRef(f"deny_tool:{tool}", "deny_tool", tool, source, _line(text, tool)))
+    for word in rules.deny_keyword:
+        out.append(RuleRef(f"deny_keyword:{word}", "deny_keyword", word, source, _line(text, word)))
+    tables: list[tuple[str, Sequence[Any]]] = [
+        ("deny_tool_param", rules.deny_tool_param),
+        ("allow_tool_param", rules.allow_tool_param),
+        ("deny_tool_param_matching", rules.deny_tool_param_matching),
+        ("rate_limit_tool", rules.rate_limit_tool),
+        ("trace_rule", rules.trace_rule),
+    ]
+    for kind, items in tables:
+        for n, rule in enumerate(items):
+            name = rule.policy_name if kind == "trace_rule" else rule.name
+            out.append(RuleRef(name, kind, rule, source, _table_line(text, kind, n)))
+    return out
+
+
+def _line(text: str, value: str) -> int | None:
+    index = text.find(json.dumps(value))
+    return None if index < 0 else text.count("\n", 0, index) + 1
+
+
+def _table_line(text: str, kind: str, n: int) -> int | None:
+    at = -1
+    for _ in range(n + 1):
+        at = text.find(f"[[{kind}]]", at + 1)
+        if at < 0:
+            return None
+    return text.count("\n", 0, at) + 1
+
+
+# --- findings and results -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyFinding:
+    """One finding of ``policy lint`` about the rules themselves."""
+
+    code: str
+    rule: RuleRef
+    message: str
+    others: tuple[str, ...] = ()
+    witness: dict[str, Any] | None = None
+
+    @property
+    def severity(self) -> Severity:
+        """As the code table says (``car_verify.codes``)."""
+        from .codes import lookup
+
+        severity = lookup(self.code).severity
+        assert severity is not None
+        return severity
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "severity": self.severity.value,
+            "rule": self.rule.name,
+            "label": str(self.rule),
+            "file": self.rule.file,
+            "line": self.rule.line,
+            "message": self.message,
+            "others": list(self.others),
+            "witness": self.witness,
+        }
+
+    def __str__(self) -> str:
+        where = self.rule.where()
+        head = f"{where}: " if where else ""
+        tail = f" (witness: {_call_text(self.witness)})" if self.witness else ""
+        return f"{head}{self.severity.value}[{self.code}] {self.rule}: {self.message}{tail}"
+
+
+def _call_text(witness: Mapping[str, Any]) -> str:
+    text = f"{witness['tool']}({json.dumps(witness.get('parameters', {}), sort_keys=True)})"
+    if witness.get("state"):
+        text += f" with state {json.dumps(witness['state'], sort_keys=True)}"
+    if witness.get("calls_at"):
+        text += f" at times {witness['calls_at']}"
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class Counterexample:
+    """A call (or a run of calls) one set allows and the other denies, checked on
+    both engines: ``denied_by`` the rules that deny it."""
+
+    tool: str
+    parameters: dict[str, Any]
+    state: dict[str, Any] | None
+    denied_by: tuple[str, ...]
+    calls_at: tuple[float, ...] | None = None  # rate limits: the times of the calls
+    trace: tuple[str, ...] | None = None  # trace rules: the events before the call
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "tool": self.tool,
+            "parameters": self.parameters,
+            "denied_by": list(self.denied_by),
+        }
+        if self.state is not None:
+            out["state"] = self.state
+        if self.calls_at is not None:
+            out["calls_at"] = list(self.calls_at)
+        if self.trace is not None:
+            out["trace"] = list(self.trace)
+        return out
+
+    def describe(self) -> str:
+        text = _call_text(self.to_dict())
+        if self.trace is not None:
+            text = f"after {', '.join(self.trace) or 'nothing'}: {text}"
+        return f"{text}, denied by {', '.join(self.denied_by)}"
+
+
+@dataclass(slots=True)
+class PolicyDiff:
+    """What NEW does to the calls OLD decides.
+
+    ``verdict``: ``equivalent`` (each denies what the other does), ``stricter``
+    (NEW denies all OLD does, and more), ``looser`` (the converse),
+    ``incomparable``, or ``unknown`` (a direction could not be decided: see
+    ``unknown``). ``newly_denied`` / ``newly_allowed``: a counterexample per
+    direction where there is one.
+    """
+
+    verdict: Verdict
+    newly_denied: list[Counterexample] = field(default_factory=list)
+    newly_allowed: list[Counterexample] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
+
+    @property
+    def new_covers_old(self) -> bool | None:
+        """Whether NEW denies everything OLD denies (None: unknown)."""
+        return _covers(self.newly_allowed, self.unknown, "allowed")
+
+    @property
+    def old_covers_new(self) -> bool | None:
+        return _covers(self.newly_denied, self.unknown, "denied")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "new_denies_everything_old_denies": self.new_covers_old,
+            "old_denies_everything_new_denies": self.old_covers_new,
+            "newly_denied": [c.to_dict() for c in self.newly_denied],
+            "newly_allowed": [c.to_dict() for c in self.newly_allowed],
+            "unknown": self.unknown,
+        }
+
+
+def _covers(split: list[Counterexample], unknown: list[str], direction: str) -> bool | None:
+    if split:
+        return False
+    return None if any(u.startswith(f"newly {direction}") for u in unknown) else True
+
+
+# --- values --------------------------------------------------------------------------------------
+
+
+def _forms(value: Any) -> list[Any] | None:
+    """The values JSON-equal to ``value`` whose compact JSON texts differ (number
+    forms, key orders), at most MAX_FORMS; None past that."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return [value]
+    if isinstance(value, int):
+        out: list[Any] = [value]
+        try:
+            as_float = float(value)
+        except OverflowError:
+            return out
+        return [*out, as_float] if as_float == value else out
+    if isinstance(value, float):
+        return [value, int(value)] if value.is_integer() else [value]
+    if isinstance(value, list):
+        options = [_forms(v) for v in value]
+        if any(o is None for o in options):
+            return None
+        return _capped(list(p) for p in itertools.product(*options))  # type: ignore[misc]
+    if isinstance(value, dict):
+        keys = list(value)
+        if math.factorial(len(keys)) > MAX_FORMS:
+            return None
+        inner = {k: _forms(v) for k, v in value.items()}
+        if any(o is None for o in inner.values()):
+            return None
+        found = []
+        for order in itertools.permutations(keys):
+            for choice in itertools.product(*(inner[k] for k in order)):  # type: ignore[misc]
+                found.append(dict(zip(order, choice, strict=True)))
+                if len(found) > MAX_FORMS:
+                    return None
+        return found
+    return [value]
+
+
+def _capped(values: Iterable[Any]) -> list[Any] | None:
+    out = []
+    for v in values:
+        out.append(v)
+        if len(out) > MAX_FORMS:
+            return None
+    return out
+
+
+def _contains_text(z3: Any, slot: Slot, needle: str) -> Any:
+    return slot.where(contains(z3, slot.text, needle), lambda v: needle in coerce(v))
+
+
+# --- the model ------------------------------------------------------------------------------------
+
+
+class _Model:
+    """z3 variables for one call and one state, and the condition of each rule."""
+
+    def __init__(self, refs: Sequence[RuleRef]) -> None:
+        import z3
+
+        self.z3 = z3
+        self.tool = z3.String("tool")
+        self.approximate: set[str] = set()  # rules whose equals value has too many forms
+        params: dict[str, list[Any]] = {}
+        keys: dict[str, list[Any]] = {}
+        for ref in refs:
+            rule = ref.rule
+            if isinstance(rule, (ParamRule, AllowRule, MatchRule)):
+                variants = params.setdefault(rule.param, [])
+                if isinstance(rule, ParamRule) and rule.equals is not ABSENT:
+                    self._add_forms(ref, rule.equals, variants)
+            elif isinstance(rule, Registered) and rule.kind == "deny_tool_param":
+                params.setdefault(str(rule.key), [])
+            elif isinstance(rule, Registered) and rule.kind == "require_state":
+                self._add_forms(ref, rule.value, keys.setdefault(str(rule.key), []))
+        self.params = {p: Slot(z3, f"param:{p}", v) for p, v in sorted(params.items())}
+        other = "x"
+        while other in self.params:
+            other += "_"
+        self.other = Slot(z3, f"param:{other}", [])
+        self.other_name = other
+        self.state = {k: Slot(z3, f"state:{k}", v) for k, v in sorted(keys.items())}
+        self.free: dict[str, Any] = {}  # a rule this model cannot express: any verdict
+
+    def _add_forms(self, ref: RuleRef, value: Any, variants: list[Any]) -> None:
+        forms = _forms(value)
+        if forms is None:
+            self.approximate.add(ref.label)
+            forms = [value]
+        extra = [f for f in forms if not isinstance(f, str)]
+        if isinstance(value, str):  # a string that spells a JSON value: that value too
+            try:
+                spelled = json.loads(value)
+            except ValueError:
+                spelled = None
+            else:
+                if not isinstance(spelled, str) and coerce(spelled) == value:
+                    extra.append(spelled)
+        for f in extra:
+            if not any(type(f) is type(v) and coerce(f) == coerce(v) for v in variants):
+                variants.append(f)
+
+    def domain(self) -> Any:
+        z3 = self.z3
+        slots = [*self.params.values(), self.other, *self.state.values()]
+        return z3.And(*(s.domain() for s in slots))
+
+    def condition(self, ref: RuleRef) -> Any:
+        """The formula that holds exactly when ``ref`` denies the call."""
+        z3 = self.z3
+        rule, kind = ref.rule, ref.kind
+        is_tool = self._is_tool
+        if kind == "deny_tool":
+            return is_tool(rule)
+        if kind == "deny_keyword":
+            slots = [*self.params.values(), self.other]
+            return z3.Or(*(_contains_text(z3, s, rule) for s in slots))
+        if isinstance(rule, ParamRule):
+            slot = self.params[rule.param]
+            parts = [is_tool(rule.tool), slot.present]
+            if rule.equals is not ABSENT:
+                parts.append(self._equals(slot, rule.equals))
+            if rule.contains is not None:
+                parts.append(_contains_text(z3, slot, rule.contains))
+            return z3.And(*parts)
+        if isinstance(rule, AllowRule):
+            slot = self.params[rule.param]
+            allowed = slot.where(
+                one_of(z3, slot.text, rule.allow), lambda v: coerce(v) in rule.allow
+            )
+            return z3.And(is_tool(rule.tool), z3.Not(allowed))
+        if isinstance(rule, MatchRule):
+            if compile_pattern(rule.matches) is None:
+                return is_tool(rule.tool)  # it does not compile: every call is denied
+            slot = self.params[rule.param]
+            from .policy_regex import Untranslatable, search_language
+
+            compiled = compile_pattern(rule.matches)
+            try:
+                on_text = z3.InRe(slot.text, search_language(rule.matches))
+            except Untranslatable:
+                # Whatever RE2 decides, within a language that holds every match.
+                try:
+                    on_text = z3.And(
+                        self._free(ref),
+                        z3.InRe(slot.text, search_language(rule.matches, over=True)),
+                    )
+                except Untranslatable:
+                    on_text = self._free(ref)
+            matched = slot.where(on_text, lambda v: bool(compiled.search(coerce(v))))
+            return z3.And(is_tool(rule.tool), matched)
+        if isinstance(rule, Registered):
+            if rule.kind == "deny_tool":
+                return is_tool(str(rule.target))
+            if rule.kind == "deny_tool_param":
+                slot = self.params[str(rule.key)]
+                return z3.And(
+                    is_tool(str(rule.target)), _contains_text(z3, slot, str(rule.pattern))
+                )
+            if rule.kind == "require_state":
+                slot = self.state[str(rule.key)]
+                return z3.Not(self._equals(slot, rule.value))
+            tool = z3.BoolVal(True) if rule.target is None else is_tool(rule.target)
+            return z3.And(tool, self._free(ref))  # a callback: whatever it decides
+        raise UsageError(f"rule {ref.name}: not a rule of one call")  # pragma: no cover
+
+    def _is_tool(self, name: str) -> Any:
+        return self.tool == self.z3.StringVal(name)
+
+    def _free(self, ref: RuleRef) -> Any:
+        # Keyed by the rule itself: the same rule in both sets decides alike.
+        key = f"{ref.label} {ref.rule!r}"
+        if key not in self.free:
+            self.free[key] = self.z3.Bool(f"free:{key}")
+        return self.free[key]
+
+    def _equals(self, slot: Slot, expected: Any) -> Any:
+        z3 = self.z3
+        on_text = (
+            equals(z3, slot.text, expected) if isinstance(expected, str) else z3.BoolVal(False)
+        )
+        return slot.where(on_text, lambda v: not isinstance(v, str) and json_equal(v, expected))
+
+    def call(self, model: Any) -> tuple[str, dict[str, Any], dict[str, Any] | None]:
+        """The concrete call (tool, parameters) and state of a z3 model."""
+        tool = text_of(model, self.tool)
+        params: dict[str, Any] = {}
+        for name, slot in [*self.params.items(), (self.other_name, self.other)]:
+            value = slot.value(model)
+            if value is not ABSENT:
+                params[name] = value
+        state: dict[str, Any] | None = None
+        if self.state:
+            state = {}
+            for key, slot in self.state.items():
+                value = slot.value(model)
+                if value is not ABSENT:
+                    state[key] = value
+        return tool, params, state
+
+
+def _one_call(refs: Sequence[RuleRef]) -> list[RuleRef]:
+    return [r for r in refs if r.kind not in ("rate_limit_tool", "trace_rule")]
+
+
+def _denials(engine: PolicyEngine, tool: str, params: dict[str, Any], state: Any) -> list[str]:
+    """The rules of ``engine`` (rate limits and trace rules aside) that deny the call."""
+    from .model import Action
+
+    rules = engine.rules
+    one = PolicySet(
+        deny_tool=rules.deny_tool,
+        deny_keyword=rules.deny_keyword,
+        deny_tool_param=rules.deny_tool_param,
+        allow_tool_param=rules.allow_tool_param,
+        deny_tool_param_matching=rules.deny_tool_param_matching,
+    )
+    judge = PolicyEngine(one)
+    judge.registered = list(engine.registered)
+    action = Action(id="witness", type="tool_call", tool=tool, parameters=params)
+    return [v.policy_name for v in judge.check(action, state)]
+
+
+# --- diff ------------------------------------------------------------------------------------
+
+
+def policy_diff(old: Any, new: Any) -> PolicyDiff:
+    """Compare two policy sets over every possible tool call (see the module docs):
+    a directory, loaded policies, a PolicySet or an engine each."""
+    old_refs, old_engine = _rules(old)
+    new_refs, new_engine = _rules(new)
+    model = _Model(_one_call([*old_refs, *new_refs]))
+    z3 = model.z3
+    deny_old = z3.Or(*(model.condition(r) for r in _one_call(old_refs)), z3.BoolVal(False))
+    deny_new = z3.Or(*(model.condition(r) for r in _one_call(new_refs)), z3.BoolVal(False))
+    result = PolicyDiff("unknown")
+    for label, denies, allows, found in (
+        ("newly allowed", deny_old, deny_new, result.newly_allowed),
+        ("newly denied", deny_new, deny_old, result.newly_denied),
+    ):
+        engine_denies, engine_allows = (
+            (old_engine, new_engine) if label == "newly allowed" else (new_engine, old_engine)
+        )
+        split = _split(model, z3.And(denies, z3.Not(allows)), engine_denies, engine_allows)
+        if isinstance(split, Counterexample):
+            found.append(split)
+        elif split is not None:
+            result.unknown.append(f"{label}: {split}")
+    from .rate_compare import candidate_runs, replay
+
+    for a, b, found in (
+        (old_engine, new_engine, result.newly_allowed),
+        (new_engine, old_engine, result.newly_denied),
+    ):
+        for cap, run in candidate_runs(a.rules.rate_limit_tool, b.rules.rate_limit_tool):
+            if found:
+                break
+            # A call of the tool both sets admit one at a time, made at the run's times.
+            admitted = _admitted_call(model, cap.tool, deny_old, deny_new)
+            if admitted is None:
+                continue  # a set denies every call of the tool: its rate limit never decides
+            params, state = admitted
+            denied = replay(a, cap.tool, params, state, run)
+            if denied and denied != ["<earlier>"] and not replay(b, cap.tool, params, state, run):
+                found.append(Counterexample(cap.tool, params, state, tuple(denied), tuple(run)))
+    from .trace_automata import trace_containment
+
+    for label, a, b, found in (
+        ("newly allowed", old_engine, new_engine, result.newly_allowed),
+        ("newly denied", new_engine, old_engine, result.newly_denied),
+    ):
+        if found:
+            continue
+        trace = trace_containment(a.rules.trace_rule, b.rules.trace_rule)
+        if isinstance(trace, Counterexample):
+            found.append(trace)
+        elif trace is not None:
+            result.unknown.append(f"{label}: {trace}")
+    result.verdict = _verdict(result)
+    return result
+
+
+def _admitted_call(
+    model: _Model, tool: str, *denials: Any
+) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
+    """Parameters (and a state) of a call of ``tool`` that none of ``denials`` deny."""
+    z3 = model.z3
+    solver = z3.Solver()
+    solver.set("timeout", 10_000)
+    solver.add(model.domain(), model.tool == z3.StringVal(tool), *(z3.Not(d) for d in denials))
+    if solver.check() != z3.sat:
+        return None
+    _, params, state = model.call(solver.model())
+    return params, state
+
+
+def _verdict(result: PolicyDiff) -> Verdict:
+    new_covers, old_covers = result.new_covers_old, result.old_covers_new
+    if new_covers is None or old_covers is None:
+        if new_covers is False and old_covers is False:
+            return "incomparable"
+        return "unknown"
+    if new_covers and old_covers:
+        return "equivalent"
+    if new_covers:
+        return "stricter"
+    if old_covers:
+        return "looser"
+    return "incomparable"
+
+
+def _split(
+    model: _Model, formula: Any, denies: PolicyEngine, allows: PolicyEngine
+) -> Counterexample | str | None:
+    """A call ``denies`` denies and ``allows`` allows, checked on both; None when no
+    call can split them; a reason when only an unchecked answer was found."""
+    z3 = model.z3
+    solver = z3.Solver()
+    solver.set("timeout", 10_000)
+    solver.add(model.domain(), formula)
+    for _ in range(16):  # a free boolean may give calls the engines do not split: block them
+        answer = solver.check()
+        if answer == z3.unsat:
+            return None
+        if answer != z3.sat:
+            return "z3 gave no answer within its time limit"
+        tool, params, state = model.call(solver.model())
+        denied = _denials(denies, tool, params, state)
+        if denied and not _denials(allows, tool, params, state):
+            return Counterexample(tool, params, state, tuple(denied))
+        if not model.free and not model.approximate:  # pragma: no cover - the model is exact
+            return f"the model's call {tool}({params}) did not split the engines"
+        solver.add(_not_this(model, solver.model()))
+    names = sorted({*(k.split(" ", 1)[0] for k in model.free), *model.approximate})
+    return "depends on rules the analysis cannot express exactly: " + ", ".join(names)
+
+
+def _not_this(model: _Model, found: Any) -> Any:
+    z3 = model.z3
+    return z3.Not(
+        z3.And(
+            model.tool == found.eval(model.tool, model_completion=True),
+            *(
+                s.text == found.eval(s.text, model_completion=True)
+                for s in [*model.params.values(), model.other]
+            ),
+        )
+    )
+
+
+# --- lint ------------------------------------------------------------------------------------
+
+
+def lint_policies(policies: Any, tools: Any = None) -> list[PolicyFinding]:
+    """What is wrong with a policy set beyond its syntax (see the module docs);
+    ``tools``: a tool registry, to catch names no tool has."""
+    refs, _ = _rules(policies)
+    found: list[PolicyFinding] = []
+    found += _invalid_patterns(refs)
+    if tools is not None:
+        found += unknown_names(refs, tools)
+    found += _redundancy(refs)
+    return found
+
+
+def unknown_names(policies: Any, tools: Any) -> list[PolicyFinding]:
+    """Rules that name a tool, or a tool's parameter, the registry does not have
+    (a typo fails open), each with the nearest name the registry has."""
+    from .tools import ToolRegistry
+
+    refs = policies if isinstance(policies, list) else _rules(policies)[0]
+    return list(_unknown_names(refs, ToolRegistry.coerce(tools)))
+
+
+def _invalid_patterns(refs: Sequence[RuleRef]) -> Iterable[PolicyFinding]:
+    for ref in refs:
+        if isinstance(ref.rule, MatchRule) and compile_pattern(ref.rule.matches) is None:
+            yield PolicyFinding(
+                "policy-invalid-pattern",
+                ref,
+                f"RE2 cannot compile the pattern {ref.rule.matches!r} "
+                f"({_re2_error(ref.rule.matches)}): the rule denies every call of "
+                f"{ref.rule.tool!r}",
+            )
+
+
+def _re2_error(pattern: str) -> str:
+    import re2
+
+    options = re2.Options()
+    options.log_errors = False
+    try:
+        re2.compile(pattern, options=options)
+    except Exception as err:
+        raw = err.args[0] if err.args else str(err)
+        return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+    return "it compiles"  # pragma: no cover
+
+
+def _unknown_names(refs: Sequence[RuleRef], registry: Any) -> Iterable[PolicyFinding]:
+    names = sorted(registry)
+    for ref in refs:
+        for tool, param in _names_of(ref):
+            if tool not in registry:
+                hint = difflib.get_close_matches(tool, names, n=1)
+                yield PolicyFinding(
+                    "policy-unknown-tool",
+                    ref,
+                    f"no tool {tool!r} in the registry"
+                    + (f" (did you mean {hint[0]!r}?)" if hint else "")
+                    + ": the rule never applies",
+                )
+                continue
+            properties = (registry[tool].parameters or {}).get("properties")
+            if param is None or not isinstance(properties, Mapping) or param in properties:
+                continue
+            hint = difflib.get_close_matches(param, sorted(properties), n=1)
+            yield PolicyFinding(
+                "policy-unknown-param",
+                ref,
+                f"tool {tool!r} has no parameter {param!r}"
+                + (f" (did you mean {hint[0]!r}?)" if hint else "")
+                + ": the rule never applies to a call its schema accepts",
+            )
+
+
+def _names_of(ref: RuleRef) -> list[tuple[str, str | None]]:
+    """The (tool, parameter) names a rule is about."""
+    rule = ref.rule
+    if ref.kind == "trace_rule":
+        out: list[tuple[str, str | None]] = []
+        for call in (rule.call, rule.event):
+            if call is not None and call.tool is not None:
+                out.append((call.tool, None))
+                out += [(call.tool, t.param) for t in call.tests]
+        return out
+    if isinstance(rule, (ParamRule, AllowRule, MatchRule)):
+        return [(rule.tool, rule.param)]
+    if isinstance(rule, Registered) and rule.target is not None:
+        return [(rule.target, rule.key if rule.kind == "deny_tool_param" else None)]
+    tool = ref.tool
+    return [] if tool is None or ref.kind == "deny_keyword" else [(tool, None)]
+
+
+def _redundancy(refs: Sequence[RuleRef]) -> list[PolicyFinding]:
+    """Dead and shadowed rules, cancelled allow-list entries, contradictory pairs."""
+    rules = _one_call(refs)
+    if not rules:
+        return []
+    model = _Model(rules)
+    z3 = model.z3
+    domain = model.domain()
+    cond = {r.label: model.condition(r) for r in rules}
+    outright = {r.rule: r for r in rules if r.kind == "deny_tool"}
+    found: list[PolicyFinding] = []
+
+    def solve(formulas: Sequence[Any]) -> Any:
+        # A fresh solver per question: z3's incremental mode is far slower on strings
+        # and regular expressions (seconds, or its time limit, where this takes ms).
+        solver = z3.Solver()
+        solver.set("timeout", 10_000)
+        solver.add(domain, *formulas)
+        return solver, solver.check()
+
+    def witness(*formulas: Any) -> dict[str, Any] | None:
+        solver, answer = solve(formulas)
+        if answer != z3.sat:
+            return None
+        tool, params, state = model.call(solver.model())
+        out: dict[str, Any] = {"tool": tool, "parameters": params}
+        if state:
+            out["state"] = state
+        return out
+
+    def never(*formulas: Any) -> bool:
+        """Decided unsatisfiable (an undecided question reports nothing)."""
+        return bool(solve(formulas)[1] == z3.unsat)
+
+    silent: set[str] = set()  # rules already reported dead or shadowed: no cover for others
+    for ref in reversed(rules):  # the later of two equal rules is the redundant one
+        mine = cond[ref.label]
+        if any(k.startswith(f"{ref.label} ") for k in model.free):
+            continue
+        if never(mine):
+            found.append(PolicyFinding("policy-dead-rule", ref, "it can never deny a call"))
+            silent.add(ref.label)
+            continue
+        denier = outright.get(ref.tool) if ref.tool is not None else None
+        if denier is not None and denier is not ref:
+            found.append(
+                PolicyFinding(
+                    "policy-dead-rule",
+                    ref,
+                    f"{denier} denies every call of {ref.tool!r}: this rule never decides",
+                    (denier.label,),
+                    witness(mine),
+                )
+            )
+            silent.add(ref.label)
+            continue
+        # Only rules that can judge the same calls: of its tool, or of every tool.
+        others = [
+            o
+            for o in rules
+            if (o is not ref and o.label not in silent and o.tool in (None, ref.tool))
+            or (ref.tool is None and o is not ref and o.label not in silent)
+        ]
+        cover = z3.Or(*(cond[o.label] for o in others), z3.BoolVal(False))
+        if others and never(mine, z3.Not(cover)):
+            overlapping = tuple(o.label for o in others if not never(mine, cond[o.label]))
+            found.append(
+                PolicyFinding(
+                    "policy-shadowed-rule",
+                    ref,
+                    "every call it denies is denied by " + ", ".join(overlapping),
+                    overlapping,
+                    witness(mine),
+                )
+            )
+            silent.add(ref.label)
+    found += _cancelled_entries(rules, model, cond, never, witness, silent)
+    found += _contradictions(rules, model, cond, never, witness, silent)
+    order = {r.label: n for n, r in enumerate(rules)}
+    found.sort(key=lambda f: (order.get(f.rule.label, 0), f.code))
+    return found
+
+
+def _cancelled_entries(
+    rules: Sequence[RuleRef], model: _Model, cond: Mapping[str, Any], never: Any, witness: Any,
+    silent: set[str],
+) -> Iterable[PolicyFinding]:  # fmt: skip
+    z3 = model.z3
+    for ref in rules:
+        rule = ref.rule
+        if not isinstance(rule, AllowRule) or ref.label in silent:
+            continue
+        slot = model.params[rule.param]
+        others = [o for o in rules if o is not ref and o.tool in (None, rule.tool)]
+        for entry in rule.allow:
+            this = z3.And(
+                model.tool == z3.StringVal(rule.tool),
+                slot.where(equals(z3, slot.text, entry), lambda v, e=entry: coerce(v) == e),
+            )
+            cover = z3.Or(*(cond[o.label] for o in others), z3.BoolVal(False))
+            if never(this, z3.Not(cover)):
+                names = tuple(o.label for o in others if not never(this, cond[o.label]))
+                yield PolicyFinding(
+                    "policy-allow-cancelled",
+                    ref,
+                    f"the allowed value {entry!r} is denied anyway by {', '.join(names)}",
+                    names,
+                    witness(this),
+                )
+
+
+def _contradictions(
+    rules: Sequence[RuleRef], model: _Model, cond: Mapping[str, Any], never: Any, witness: Any,
+    silent: set[str],
+) -> Iterable[PolicyFinding]:  # fmt: skip
+    z3 = model.z3
+    by_tool: dict[str, list[RuleRef]] = {}
+    for ref in rules:
+        if ref.tool is not None and ref.kind != "deny_tool" and ref.label not in silent:
+            by_tool.setdefault(ref.tool, []).append(ref)
+    for tool, mine in sorted(by_tool.items()):
+        call = model.tool == z3.StringVal(tool)
+        alone = [r for r in mine if not never(call, z3.Not(cond[r.label]))]
+        for a, b in itertools.combinations(alone, 2):
+            if never(call, z3.Not(cond[a.label]), z3.Not(cond[b.label])):
+                yield PolicyFinding(
+                    "policy-contradiction",
+                    b,
+                    f"with {a}, it denies every call of {tool!r} (neither does alone)",
+                    (a.label,),
+                    witness(call),
+                )

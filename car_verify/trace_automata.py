@@ -1,0 +1,180 @@
+"""Containment of trace-rule sets, decided on finite automata.
+
+Each trace rule is a monitor with finitely many states (a flag; a counter up to
+its limit), so a set of rules is a finite automaton over calls, and two sets are
+a finite product. What a call does to the product depends only on which of the
+rules' call patterns (a tool, parameter tests) it matches: the *letter* of the
+call. The letters that some call has are enumerated with z3, each with a
+concrete call, over the same value domain as the policy analysis (a parameter
+is absent, a string, or one of finitely many other JSON values: each value a
+test compares with ``==``, and arrays holding each subset of the values tested
+with ``contains``; any other value matches as one of these does).
+
+:func:`trace_containment` then searches the product breadth first from the
+start: a trace is a sequence of calls both sets admit, each dispatched and then
+recorded with its outcome (``succeeded`` or ``failed``), as the static schedule
+check has them. Set B denies everything set A denies when, after no such trace,
+A refuses a call that B admits; otherwise the shortest such trace and call is
+the counterexample. Past ``MAX_LETTERS`` letters (many patterns with
+overlapping tests) the answer is ``unknown``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from collections.abc import Sequence
+from typing import Any
+
+from .trace import Call, TraceGate, TraceRule
+from .value_domain import Slot, contains, equals, text_of
+from .values import ABSENT, evaluate, json_equal
+
+__all__ = ["MAX_LETTERS", "trace_containment"]
+
+MAX_LETTERS = 512
+#: Subsets of the values a parameter is tested with ``contains`` against, as arrays:
+#: at most this many values per parameter (2**5 arrays).
+MAX_NEEDLES = 5
+_MARK = "\x00car-verify"  # an array element no rule names
+
+
+def trace_containment(a: Sequence[TraceRule], b: Sequence[TraceRule]) -> Any:
+    """None when B refuses, after every trace both admit, every call A refuses; a
+    :class:`~car_verify.policy_analysis.Counterexample` with the trace otherwise;
+    a reason when undecided."""
+    if not a:
+        return None
+    letters = _letters([*a, *b])
+    if isinstance(letters, str):
+        return letters
+    gate_a, gate_b = TraceGate(a), TraceGate(b)
+    start = (gate_a.state, gate_b.state)
+    seen = {start}
+    queue: deque[tuple[tuple[tuple[int, ...], tuple[int, ...]], tuple[str, ...]]] = deque(
+        [(start, ())]
+    )
+    while queue:
+        (sa, sb), trace = queue.popleft()
+        for tool, params in letters:
+            gate_a.restore(sa)
+            gate_b.restore(sb)
+            refused_a = gate_a.dispatch(tool, params)
+            refused_b = gate_b.dispatch(tool, params)
+            if refused_a and not refused_b:
+                from .policy_analysis import Counterexample
+
+                names = tuple(dict.fromkeys(v.policy_name for v in refused_a))
+                return Counterexample(tool, dict(params), None, names, trace=trace)
+            if refused_a or refused_b:
+                continue  # not a trace both admit
+            after = (gate_a.state, gate_b.state)
+            for outcome in ("succeeded", "failed"):
+                gate_a.restore(after[0])
+                gate_b.restore(after[1])
+                gate_a.record(tool, params, outcome)  # type: ignore[arg-type]
+                gate_b.record(tool, params, outcome)  # type: ignore[arg-type]
+                state = (gate_a.state, gate_b.state)
+                if state not in seen:
+                    seen.add(state)
+                    step = f"{tool}({_params_text(params)}) {outcome}"
+                    queue.append((state, (*trace, step)))
+    return None
+
+
+def _params_text(params: dict[str, Any]) -> str:
+    import json
+
+    return json.dumps(params, sort_keys=True) if params else ""
+
+
+def _letters(rules: Sequence[TraceRule]) -> list[tuple[str, dict[str, Any]]] | str:
+    """A concrete call for each combination of the rules' call patterns some call
+    matches (one call per letter), or why they could not all be found."""
+    import z3
+
+    patterns: list[Call] = []
+    for rule in rules:
+        for call in (rule.call, rule.event):
+            if call is not None and call not in patterns:
+                patterns.append(call)
+    values: dict[str, list[Any]] = {}
+    needles: dict[str, list[Any]] = {}
+    for call in patterns:
+        for test in call.tests:
+            values.setdefault(test.param, [])
+            needles.setdefault(test.param, [])
+            if test.op in ("equals", "differs"):
+                _add(values[test.param], test.value)
+            elif test.op == "contains":
+                _add(needles[test.param], test.value)
+    slots: dict[str, Slot] = {}
+    for param in sorted(values):
+        found = needles[param]
+        if len(found) > MAX_NEEDLES:
+            return (
+                f"parameter {param!r} is tested with contains against more than "
+                f"{MAX_NEEDLES} values"
+            )
+        variants = [v for v in values[param] if not isinstance(v, str)]
+        for size in range(len(found) + 1):
+            for subset in itertools.combinations(found, size):
+                variants.append([*subset, _MARK])
+        slots[param] = Slot(z3, param, variants)
+    tool = z3.String("tool")
+    solver = z3.Solver()
+    solver.set("timeout", 10_000)
+    for slot in slots.values():
+        solver.add(slot.domain())
+    matches = [z3.Bool(f"pattern:{n}") for n in range(len(patterns))]
+    for flag, call in zip(matches, patterns, strict=True):
+        solver.add(flag == _matches(z3, tool, slots, call))
+    letters: list[tuple[str, dict[str, Any]]] = []
+    while True:
+        answer = solver.check()
+        if answer == z3.unsat:
+            return letters
+        if answer != z3.sat:
+            return "z3 gave no answer within its time limit while enumerating the calls"
+        model = solver.model()
+        name = text_of(model, tool)
+        params = {}
+        for param, slot in slots.items():
+            value = slot.value(model)
+            if value is not ABSENT:
+                params[param] = value
+        letters.append((name, params))
+        if len(letters) > MAX_LETTERS:
+            return f"the rules' patterns combine into more than {MAX_LETTERS} kinds of call"
+        solver.add(
+            z3.Or(*(m != model.eval(m, model_completion=True) for m in matches), z3.BoolVal(False))
+        )
+
+
+def _add(values: list[Any], value: Any) -> None:
+    if not any(type(v) is type(value) and json_equal(v, value) for v in values):
+        values.append(value)
+
+
+def _matches(z3: Any, tool: Any, slots: dict[str, Slot], call: Call) -> Any:
+    parts = [] if call.tool is None else [tool == z3.StringVal(call.tool)]
+    for test in call.tests:
+        slot = slots[test.param]
+        if test.op == "present":
+            parts.append(slot.present)
+        elif test.op == "contains":
+            needle = test.value
+            on_text = (
+                contains(z3, slot.text, needle) if isinstance(needle, str) else z3.BoolVal(False)
+            )
+            parts.append(slot.where(on_text, lambda v, n=needle: evaluate("contains", v, n)))
+        else:
+            expected = test.value
+            on_text = (
+                equals(z3, slot.text, expected) if isinstance(expected, str) else z3.BoolVal(False)
+            )
+            same = slot.where(
+                on_text, lambda v, e=expected: not isinstance(v, str) and json_equal(v, e)
+            )
+            parts.append(same if test.op == "equals" else z3.Not(same))
+    return z3.And(*parts) if parts else z3.BoolVal(True)

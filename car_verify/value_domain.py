@@ -1,0 +1,95 @@
+"""One JSON value as z3 sees it, for the policy and trace-rule analyses.
+
+A :class:`Slot` is a parameter (or a state key) of one call: absent, or a string
+(any string: a z3 string variable), or one of finitely many other JSON values,
+its *variants*. An analysis chooses the variants so that every other value
+behaves, under the rules it reads, as some string or some variant does; a test
+on a slot is then a z3 formula for strings and a Python decision, made here, for
+each variant (:meth:`Slot.where`), so a variant is judged by the very function
+the engine uses.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .values import ABSENT
+
+__all__ = ["Slot", "contains", "equals", "one_of", "text_of"]
+
+# Every test on a string is a regular-expression membership: z3's solver for
+# regular expressions answers these in milliseconds, where a mix of ``Contains``,
+# ``==`` and ``InRe`` on one string can run to its time limit.
+
+
+def _anything(z3: Any) -> Any:
+    return z3.Star(z3.AllChar(z3.ReSort(z3.StringSort())))
+
+
+def contains(z3: Any, text: Any, needle: str) -> Any:
+    """``needle`` occurs in the z3 string ``text``."""
+    return z3.InRe(text, z3.Concat(_anything(z3), z3.Re(z3.StringVal(needle)), _anything(z3)))
+
+
+def equals(z3: Any, text: Any, value: str) -> Any:
+    """The z3 string ``text`` is ``value``."""
+    return z3.InRe(text, z3.Re(z3.StringVal(value)))
+
+
+def one_of(z3: Any, text: Any, values: Any) -> Any:
+    """The z3 string ``text`` is one of ``values`` (none: false)."""
+    options = [z3.Re(z3.StringVal(v)) for v in values]
+    if not options:
+        return z3.BoolVal(False)
+    return z3.InRe(text, options[0] if len(options) == 1 else z3.Union(*options))
+
+
+def text_of(model: Any, expr: Any) -> str:
+    """The Python string a z3 string expression has in ``model``, read character by
+    character (z3's printed form escapes some characters, ambiguously)."""
+    import z3
+
+    value = model.eval(expr, model_completion=True)
+    length = model.eval(z3.Length(value), model_completion=True).as_long()
+    return "".join(
+        chr(model.eval(z3.StrToCode(z3.SubString(value, i, 1)), model_completion=True).as_long())
+        for i in range(length)
+    )
+
+
+class Slot:
+    """A parameter or state key: absent, a string, or one of ``variants``."""
+
+    def __init__(self, z3: Any, name: str, variants: list[Any]) -> None:
+        self.z3 = z3
+        self.name = name
+        self.variants = variants
+        self.present = z3.Bool(f"present:{name}")
+        self.is_string = z3.Bool(f"string:{name}")
+        self.text = z3.String(f"text:{name}")
+        self.pick = z3.Int(f"variant:{name}")
+
+    def domain(self) -> Any:
+        """The constraint that keeps a model's value in the domain."""
+        z3 = self.z3
+        if not self.variants:
+            return self.is_string
+        return z3.Or(self.is_string, z3.And(self.pick >= 0, self.pick < len(self.variants)))
+
+    def where(self, on_text: Any, on_value: Any) -> Any:
+        """Present, and ``on_text`` (a z3 formula of the string) for a string value
+        or ``on_value(v)`` (decided in Python) for a variant ``v``."""
+        z3 = self.z3
+        picks = [self.pick == k for k, v in enumerate(self.variants) if on_value(v)]
+        return z3.And(
+            self.present, z3.If(self.is_string, on_text, z3.Or(*picks, z3.BoolVal(False)))
+        )
+
+    def value(self, model: Any) -> Any:
+        """The slot's value in a z3 model (ABSENT when not present)."""
+        z3 = self.z3
+        if not z3.is_true(model.eval(self.present, model_completion=True)):
+            return ABSENT
+        if z3.is_true(model.eval(self.is_string, model_completion=True)) or not self.variants:
+            return text_of(model, self.text)
+        return self.variants[model.eval(self.pick, model_completion=True).as_long()]

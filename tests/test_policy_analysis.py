@@ -1,0 +1,267 @@
+"""Policy sets analysed (issue 29): ``policy diff`` and ``policy lint`` checked
+against brute force over a small finite universe of calls (Hypothesis), the RE2
+translation against RE2 itself, rate limits and trace rules, and the CLI."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from car_verify.cli import main
+from car_verify.model import Action
+from car_verify.policy import PolicyEngine, PolicySet, load_policy_text
+from car_verify.policy_analysis import lint_policies, policy_diff
+from car_verify.policy_regex import search_language
+
+TOOLS = ["a", "b"]
+PARAMS = ["p", "q"]
+VALUES: list[Any] = ["x", "xy", "y", "1", 1, 1.0, True, "", ["x"], {"k": "x"}, "true"]
+PATTERNS = ["^x", "y$", "x.y", "[0-9]", "(?!x)", "x|^$", "x{2}"]
+
+
+def toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{k} = {toml_value(x)}" for k, x in v.items()) + " }"
+    if isinstance(v, list):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    return json.dumps(v)
+
+
+@st.composite
+def rule_sets(draw: st.DrawFn) -> str:
+    tool, param = st.sampled_from(TOOLS), st.sampled_from(PARAMS)
+    lines = []
+    denied = draw(st.lists(st.sampled_from([*TOOLS, "c"]), unique=True, max_size=1))
+    if denied:
+        lines.append(f"deny_tool = {json.dumps(denied)}")
+    words = draw(st.lists(st.sampled_from(["y", "k"]), unique=True, max_size=1))
+    if words:
+        lines.append(f"deny_keyword = {json.dumps(words)}")
+    for _ in range(draw(st.integers(0, 3))):
+        kind = draw(st.sampled_from(["param", "allow", "matching"]))
+        t, p = draw(tool), draw(param)
+        if kind == "param":
+            lines += ["[[deny_tool_param]]", f'tool = "{t}"', f'param = "{p}"']
+            if draw(st.booleans()):
+                lines.append(f"equals = {toml_value(draw(st.sampled_from(VALUES)))}")
+            if draw(st.booleans()):
+                lines.append(f"contains = {json.dumps(draw(st.sampled_from(['x', 'y', '1'])))}")
+        elif kind == "allow":
+            allow = draw(st.lists(st.sampled_from(["x", "xy", "1", "true"]), unique=True))
+            lines += ["[[allow_tool_param]]", f'tool = "{t}"', f'param = "{p}"',
+                      f"allow = {json.dumps(allow)}"]  # fmt: skip
+        else:
+            lines += ["[[deny_tool_param_matching]]", f'tool = "{t}"', f'param = "{p}"',
+                      f"matches = {json.dumps(draw(st.sampled_from(PATTERNS)))}"]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def universe() -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    slot = [None, *VALUES]
+    for tool in [*TOOLS, "c"]:
+        for p, q, z in itertools.product(slot, slot, [None, "y"]):
+            params = {k: v for k, v in (("p", p), ("q", q), ("z", z)) if v is not None}
+            out.append((tool, params))
+    return out
+
+
+UNIVERSE = universe()
+
+
+def denied(rules: PolicySet, tool: str, params: dict[str, Any]) -> bool:
+    action = Action(id="x", type="tool_call", tool=tool, parameters=params)
+    return bool(PolicyEngine(rules).check(action))
+
+
+@settings(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+@given(rule_sets(), rule_sets())
+def test_diff_agrees_with_brute_force_and_its_counterexamples_split(old: str, new: str) -> None:
+    a, b = load_policy_text(old), load_policy_text(new)
+    diff = policy_diff(a, b)
+    newly_allowed = [c for c in UNIVERSE if denied(a, *c) and not denied(b, *c)]
+    newly_denied = [c for c in UNIVERSE if denied(b, *c) and not denied(a, *c)]
+    assert diff.new_covers_old is not None and diff.old_covers_new is not None, diff.unknown
+    if diff.new_covers_old:
+        assert not newly_allowed, (diff.verdict, newly_allowed[:3])
+    if diff.old_covers_new:
+        assert not newly_denied, (diff.verdict, newly_denied[:3])
+    for c in diff.newly_allowed:
+        assert denied(a, c.tool, c.parameters) and not denied(b, c.tool, c.parameters)
+    for c in diff.newly_denied:
+        assert denied(b, c.tool, c.parameters) and not denied(a, c.tool, c.parameters)
+    expected = {
+        (True, True): "equivalent",
+        (True, False): "stricter",
+        (False, True): "looser",
+        (False, False): "incomparable",
+    }[(diff.new_covers_old, diff.old_covers_new)]
+    assert diff.verdict == expected
+
+
+def only(rules: PolicySet, index: int) -> tuple[PolicySet, PolicySet]:
+    """The rule at ``index`` of the flattened set alone, and the others."""
+    kinds = ["deny_tool", "deny_keyword", "deny_tool_param", "allow_tool_param",
+             "deny_tool_param_matching"]  # fmt: skip
+    flat = [(k, r) for k in kinds for r in getattr(rules, k)]
+    mine, rest = PolicySet(), PolicySet()
+    for n, (kind, rule) in enumerate(flat):
+        getattr(mine if n == index else rest, kind).append(rule)
+    return mine, rest
+
+
+@settings(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+@given(rule_sets())
+def test_dead_and_shadowed_rules_agree_with_brute_force(text: str) -> None:
+    rules = load_policy_text(text)
+    findings = lint_policies(rules)
+    from car_verify.policy_analysis import _rules
+
+    refs = [r for r in _rules(rules)[0] if r.kind not in ("rate_limit_tool", "trace_rule")]
+    for finding in findings:
+        index = next(n for n, r in enumerate(refs) if r.label == str(finding.rule))
+        mine, rest = only(rules, index)
+        if finding.code in ("policy-dead-rule", "policy-shadowed-rule"):
+            # every call it denies is denied without it
+            assert all(denied(rest, *c) for c in UNIVERSE if denied(mine, *c)), finding
+        if finding.witness is not None and finding.code != "policy-contradiction":
+            judge = mine if finding.code != "policy-allow-cancelled" else rest
+            assert denied(judge, finding.witness["tool"], finding.witness["parameters"]), finding
+    # and a rule some call of the universe needs (only it denies the call) is never
+    # reported redundant: that is the check above, read the other way round
+
+
+@settings(deadline=None, max_examples=200)
+@given(
+    st.sampled_from(
+        [p for p in PATTERNS if p != "(?!x)"] + ["a+b*", "[^x]y?", r"\d\s", "(x|y){1,2}z"]
+    ),
+    st.text(alphabet="xyz1ab \n", max_size=6),
+)
+def test_the_regex_translation_agrees_with_re2(pattern: str, text: str) -> None:
+    import re2
+    import z3
+
+    found = bool(re2.search(pattern, text))
+    assert z3.is_true(z3.simplify(z3.InRe(z3.StringVal(text), search_language(pattern)))) == found
+
+
+def test_an_untranslatable_pattern_is_unknown_not_a_guess() -> None:
+    old = load_policy_text(
+        '[[deny_tool_param_matching]]\ntool = "a"\nparam = "p"\nmatches = "\\\\bx"\n'
+    )
+    new = load_policy_text("")
+    diff = policy_diff(old, new)
+    # the split is found and checked on the engines even so ("x" matches \bx)
+    assert diff.verdict == "looser" and diff.newly_allowed
+    assert policy_diff(old, old).verdict == "equivalent"  # the same rule decides alike
+    narrower = load_policy_text(
+        '[[deny_tool_param_matching]]\ntool = "a"\nparam = "p"\nmatches = "\\\\bxy"\n'
+    )
+    diff = policy_diff(old, narrower)
+    assert diff.newly_allowed and diff.newly_allowed[0].parameters["p"]  # checked on RE2
+    assert diff.verdict == "unknown" and diff.old_covers_new is None
+    assert any("deny_tool_param_matching:a.p" in u for u in diff.unknown)
+
+
+def test_rate_limits_compared_as_caps() -> None:
+    two = load_policy_text(
+        '[[rate_limit_tool]]\ntool = "send"\nmax_calls = 2\ninterval_secs = 10\n'
+    )
+    three = load_policy_text(
+        '[[rate_limit_tool]]\ntool = "send"\nmax_calls = 3\ninterval_secs = 10\n'
+    )
+    longer = load_policy_text(
+        '[[rate_limit_tool]]\ntool = "send"\nmax_calls = 2\ninterval_secs = 20\n'
+    )
+    assert policy_diff(two, three).verdict == "looser"
+    [run] = policy_diff(two, three).newly_allowed
+    assert run.calls_at == (0.0, 0.0, 0.0) and run.denied_by == ("rate_limit_tool:send",)
+    assert policy_diff(two, longer).verdict == "stricter"
+    assert policy_diff(two, two).verdict == "equivalent"
+
+
+def test_trace_rule_sets_compared_with_a_counterexample_trace() -> None:
+    old = load_policy_text('[[trace_rule]]\nrule = "never send after read_secret"\n')
+    new = load_policy_text('[[trace_rule]]\nrule = "never send after read_secret succeeded"\n')
+    diff = policy_diff(old, new)
+    assert diff.verdict == "looser"
+    [c] = diff.newly_allowed
+    assert c.tool == "send" and c.trace == ("read_secret() failed",)
+    both = load_policy_text(
+        '[[trace_rule]]\nrule = "never send after read_secret"\n'
+        '[[trace_rule]]\nrule = "at most 1 send"\n'
+    )
+    assert policy_diff(old, both).verdict == "stricter"
+    membership = load_policy_text('[[trace_rule]]\nrule = "never mail where to contains \\"m\\""\n')
+    equal = load_policy_text('[[trace_rule]]\nrule = "never mail where to == \\"m\\""\n')
+    diff = policy_diff(membership, equal)
+    assert diff.verdict == "looser" and diff.newly_allowed[0].parameters["to"] != "m"
+
+
+def test_policy_diff_and_lint_on_the_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old, new = tmp_path / "old", tmp_path / "new"
+    old.mkdir()
+    new.mkdir()
+    (old / "p.toml").write_text('deny_tool = ["rm"]\n')
+    (new / "p.toml").write_text(
+        'deny_tool = ["rm", "drop"]\n[[deny_tool_param]]\ntool = "rm"\nparam = "path"\n'
+    )
+    assert main(["policy", "diff", str(old), str(new)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("stricter:") and "newly denied: drop({}), denied by deny_tool:drop" in out
+    assert main(["policy", "diff", str(new), str(old), "--format", "json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["verdict"] == "looser" and doc["newly_allowed"][0]["tool"] == "drop"
+    assert main(["policy", "lint", str(new)]) == 0
+    out = capsys.readouterr().out
+    assert "p.toml:2: warning[policy-dead-rule] deny_tool_param:rm.path: deny_tool:rm denies" in out
+    (new / "bad.toml").write_text(
+        '[[deny_tool_param_matching]]\ntool = "fetch"\nparam = "url"\nmatches = "(?!x)"\n'
+    )
+    assert main(["policy", "lint", str(new), "--format", "json"]) == 1
+    captured = capsys.readouterr()
+    [bad] = [
+        f for f in json.loads(captured.out)["findings"] if f["code"] == "policy-invalid-pattern"
+    ]
+    assert (
+        bad["file"].endswith("bad.toml")
+        and bad["line"] == 1
+        and "invalid perl operator" in bad["message"]
+    )
+    assert captured.err == ""  # nothing of RE2's own reaches stderr
+
+
+def test_typos_in_rule_names_are_warned_with_the_nearest_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "pol").mkdir()
+    (tmp_path / "pol" / "p.toml").write_text(
+        'deny_tool = ["update_pasword"]\n'
+        '[[deny_tool_param]]\ntool = "update_password"\nparam = "usr"\n'
+    )
+    tools = tmp_path / "tools.json"
+    tools.write_text(json.dumps([{"name": "update_password", "parameters": {
+        "type": "object", "properties": {"user": {"type": "string"}}}}]))  # fmt: skip
+    assert main(["policy", "lint", str(tmp_path / "pol"), "--tools", str(tools)]) == 0
+    out = capsys.readouterr().out
+    assert "no tool 'update_pasword' in the registry (did you mean 'update_password'?)" in out
+    assert "has no parameter 'usr' (did you mean 'user'?)" in out
+    plan = tmp_path / "plan.json"
+    call = {"id": "a", "type": "tool_call", "tool": "update_password", "parameters": {}}
+    plan.write_text(json.dumps({"actions": [call]}))
+    main(
+        ["verify", str(plan), "--tools", str(tools), "--policies", str(tmp_path / "pol"), "--quiet"]
+    )
+    err = capsys.readouterr().err
+    assert "warning: policies:" in err and "did you mean 'update_password'" in err
