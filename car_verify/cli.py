@@ -1289,6 +1289,26 @@ def cmd_policy_lint(args: argparse.Namespace) -> int:
     return code
 
 
+def cmd_hook(args: argparse.Namespace) -> int:
+    """One hook call: a payload on stdin, the answer on stdout, warnings on stderr."""
+    from .hook import answer
+
+    out, result = answer(
+        sys.stdin.read(),
+        policies=args.policies,
+        state_dir=args.state_dir,
+        on_unknown=args.on_unknown,
+        ask=args.ask or (),
+        agent=args.agent,
+        grant=args.grant,
+    )
+    for warning in result.warnings:
+        sys.stderr.write(warning + "\n")
+    if out:
+        _write(out + "\n")
+    return EXIT_OK
+
+
 def cmd_policy_diff(args: argparse.Namespace) -> int:
     from .policy import load_policies
     from .policy_analysis import policy_diff
@@ -2088,6 +2108,36 @@ def _parser() -> _Parser:
     q.add_argument("new", metavar="NEW", help="the policy directory after")
     q.add_argument("--format", choices=("text", "json"), default="text")
     q.set_defaults(run=cmd_policy_diff)
+
+    p = sub.add_parser(
+        "hook",
+        help="a coding agent's pre-tool-use hook (Claude Code, Codex): the policies and "
+        "trace rules before each call",
+    )
+    p.add_argument("--agent", choices=("auto", "claude", "codex"), default="auto")
+    p.add_argument("--policies", metavar="DIR", help="policy directory (default: from cwd)")
+    p.add_argument(
+        "--state-dir", metavar="DIR", help="per-session state (default: .car/hook-state)"
+    )
+    p.add_argument(
+        "--on-unknown",
+        choices=("allow", "deny", "ask"),
+        default="allow",
+        help="the answer to a payload that cannot be evaluated (default allow, with a warning)",
+    )
+    p.add_argument(
+        "--ask",
+        action="append",
+        metavar="RULE",
+        help="ask instead of deny when only rules with this name prefix deny (repeatable)",
+    )
+    p.add_argument(
+        "--grant",
+        action="store_true",
+        help="answer allow for a call the rules allow (skips the agent's own prompt); "
+        "by default such a call gets no decision and the agent asks as it would",
+    )
+    p.set_defaults(run=cmd_hook)
 
     p = sub.add_parser(
         "run", parents=[profiled], help="execute a proposal behind the verify passes"

@@ -337,20 +337,26 @@ def _forms(value: Any) -> list[Any] | None:
     if isinstance(value, float):
         return [value, int(value)] if value.is_integer() else [value]
     if isinstance(value, list):
-        options = [_forms(v) for v in value]
-        if any(o is None for o in options):
-            return None
-        return _capped(list(p) for p in itertools.product(*options))  # type: ignore[misc]
+        options: list[list[Any]] = []
+        for v in value:
+            forms = _forms(v)
+            if forms is None:
+                return None
+            options.append(forms)
+        return _capped(list(p) for p in itertools.product(*options))
     if isinstance(value, dict):
         keys = list(value)
         if math.factorial(len(keys)) > MAX_FORMS:
             return None
-        inner = {k: _forms(v) for k, v in value.items()}
-        if any(o is None for o in inner.values()):
-            return None
+        inner: dict[str, list[Any]] = {}
+        for k, v in value.items():
+            forms = _forms(v)
+            if forms is None:
+                return None
+            inner[k] = forms
         found = []
         for order in itertools.permutations(keys):
-            for choice in itertools.product(*(inner[k] for k in order)):  # type: ignore[misc]
+            for choice in itertools.product(*(inner[k] for k in order)):
                 found.append(dict(zip(order, choice, strict=True)))
                 if len(found) > MAX_FORMS:
                     return None

@@ -26,7 +26,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
-from .trace import Call, TraceGate, TraceRule
+from .trace import Call, Outcome, TraceGate, TraceRule
 from .value_domain import Slot, contains, equals, text_of
 from .values import ABSENT, evaluate, json_equal
 
@@ -69,11 +69,12 @@ def trace_containment(a: Sequence[TraceRule], b: Sequence[TraceRule]) -> Any:
             if refused_a or refused_b:
                 continue  # not a trace both admit
             after = (gate_a.state, gate_b.state)
-            for outcome in ("succeeded", "failed"):
+            outcomes: tuple[Outcome, ...] = ("succeeded", "failed")
+            for outcome in outcomes:
                 gate_a.restore(after[0])
                 gate_b.restore(after[1])
-                gate_a.record(tool, params, outcome)  # type: ignore[arg-type]
-                gate_b.record(tool, params, outcome)  # type: ignore[arg-type]
+                gate_a.record(tool, params, outcome)
+                gate_b.record(tool, params, outcome)
                 state = (gate_a.state, gate_b.state)
                 if state not in seen:
                     seen.add(state)

@@ -307,3 +307,17 @@ def test_a_streaming_call_succeeds_for_the_rules_when_its_stream_ends() -> None:
     statuses = {r.action_id: r.status.value for r in result.result.results}
     assert statuses == {"t": "succeeded", "d": "rejected"}  # started, not finished
     assert before == (0,) and after == (1,)  # recorded when the stream ended
+
+
+def test_the_fast_parser_is_the_strict_one() -> None:
+    from car_verify.trace import _parser, _strict_parser
+
+    strict = _strict_parser()  # raises if two terminals could match the same text
+    for text in [
+        "never send_email after read_secret",
+        'deploy where env == "prod" only after run_tests succeeded',
+        "at most 3 http_request",
+        "never any tool where n contains 3 and x exists after tool.read failed",
+        "never-x only after at-home",
+    ]:
+        assert _parser().parse(text) == strict.parse(text)

@@ -1,0 +1,265 @@
+"""``car-verify hook``: the project's policies and trace rules before each tool call
+of a coding agent, through its hook protocol (Claude Code, Codex).
+
+The agent runs the hook once per tool call with a JSON payload on stdin
+(``hook_event_name``, ``session_id``, ``cwd``, ``tool_name``, ``tool_input``,
+...). For ``PreToolUse`` the hook answers on stdout in the agent's format::
+
+    {"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                            "permissionDecision": "allow" | "deny" | "ask",
+                            "permissionDecisionReason": "..."}}
+
+The call is the tool's name and its input as parameters. It is denied when a
+policy rule denies it (every rule kind, rate limits included) or, failing that,
+a trace rule refuses it after the session's calls so far; the reason names each
+rule and says why, never the value that matched. ``PostToolUse`` payloads record
+the call's outcome for trace rules that ask for one (``... after x succeeded``).
+
+**State.** Per session, a small JSON file under the state directory (default
+``.car/hook-state`` beside the policies) holds the trace monitor's state and the
+rate-limit windows, keyed to a digest of the rules (a changed rule set starts
+afresh, saying so). Two hooks of one session running at once take an exclusive
+lock on the file, so neither loses the other's call.
+
+**Failing.** A genuine deny, and a policy file that does not parse, deny (fail
+closed). An input the hook cannot evaluate (not JSON, no tool name, another
+event) gets ``on_unknown``: by default ``allow``, with a warning on stderr, as
+the runtime's own hook documents; ``deny`` or ``ask`` on request.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import time
+from collections import deque
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+__all__ = ["AGENTS", "HookAnswer", "answer", "decide"]
+
+Decision = Literal["allow", "deny", "ask"]
+AGENTS = ("claude", "codex")
+
+
+@dataclass(slots=True)
+class HookAnswer:
+    """What the hook decided, why, and what it warns about (stderr)."""
+
+    decision: Decision | None  # None: nothing to decide (a PostToolUse record)
+    reason: str = ""
+    rules: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def wire(self, agent: str, *, grant: bool = False) -> dict[str, Any]:
+        """The answer in ``agent``'s hook format (both agents share the
+        ``hookSpecificOutput`` object; Codex allows no other top-level keys).
+
+        A call the rules allow is answered without a decision, so the agent's own
+        permission prompt still applies; ``grant`` answers ``allow``, which skips
+        that prompt."""
+        if agent not in AGENTS:
+            raise ValueError(f"unknown agent {agent!r}")
+        if self.decision is None:
+            return {}
+        out: dict[str, Any] = {"hookEventName": "PreToolUse"}
+        if self.decision != "allow" or grant:
+            out["permissionDecision"] = self.decision
+        if self.reason:
+            out["permissionDecisionReason"] = self.reason
+        return {"hookSpecificOutput": out}
+
+
+def agent_of(payload: Any) -> str:
+    """``codex`` for a Codex payload (it carries ``model`` and ``turn_id``), else
+    ``claude``."""
+    if isinstance(payload, dict) and "turn_id" in payload and "model" in payload:
+        return "codex"
+    return "claude"
+
+
+def answer(
+    text: str,
+    *,
+    policies: str | os.PathLike[str] | None = None,
+    state_dir: str | os.PathLike[str] | None = None,
+    on_unknown: Decision = "allow",
+    ask: Sequence[str] = (),
+    agent: str = "auto",
+    grant: bool = False,
+) -> tuple[str, HookAnswer]:
+    """The hook's stdout for one payload's text, and the answer behind it."""
+    try:
+        payload = json.loads(text)
+    except ValueError as err:
+        result = _unknown(on_unknown, f"the payload is not JSON ({err})")
+        payload = None
+    else:
+        result = decide(payload, policies=policies, state_dir=state_dir,
+                        on_unknown=on_unknown, ask=ask)  # fmt: skip
+    chosen = agent_of(payload) if agent == "auto" else agent
+    wire = result.wire(chosen, grant=grant)
+    return (json.dumps(wire) if wire else ""), result
+
+
+def _unknown(on_unknown: Decision, why: str) -> HookAnswer:
+    reason = f"car-verify could not evaluate this call: {why}"
+    warning = f"car-verify: warning: {reason} (answered {on_unknown})"
+    return HookAnswer(on_unknown, reason if on_unknown != "allow" else "", warnings=[warning])
+
+
+def decide(
+    payload: Any,
+    *,
+    policies: str | os.PathLike[str] | None = None,
+    state_dir: str | os.PathLike[str] | None = None,
+    on_unknown: Decision = "allow",
+    ask: Sequence[str] = (),
+) -> HookAnswer:
+    """Decide one hook payload (parsed JSON); see the module docs."""
+    if not isinstance(payload, dict):
+        return _unknown(on_unknown, "the payload is not a JSON object")
+    event = payload.get("hook_event_name")
+    tool, params = payload.get("tool_name"), payload.get("tool_input", {})
+    if event not in ("PreToolUse", "PostToolUse"):
+        return _unknown(on_unknown, f"hook_event_name {event!r} is not PreToolUse")
+    if not isinstance(tool, str) or not tool:
+        return _unknown(on_unknown, "the payload has no tool_name")
+    if not isinstance(params, dict):
+        return _unknown(on_unknown, "tool_input is not a JSON object")
+    from .errors import CarVerifyError
+    from .policy import load_policies
+
+    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+    try:
+        loaded = load_policies(policies if policies is not None else _project(cwd))
+    except CarVerifyError as err:  # a rule that cannot be read must not vanish
+        reason = f"car-verify: the policies cannot be loaded ({err}): denied (fail closed)"
+        return HookAnswer("deny" if event == "PreToolUse" else None, reason, warnings=[reason])
+    if loaded.directory is None:
+        warning = f"car-verify: warning: {loaded.describe()}: the call is not checked"
+        return HookAnswer("allow" if event == "PreToolUse" else None, warnings=[warning])
+    folder = Path(state_dir) if state_dir is not None else loaded.directory.parent / "hook-state"
+    session = str(payload.get("session_id") or "no-session")
+    with _session(folder, session, loaded) as state:
+        if event == "PostToolUse":
+            state.record(tool, params, _outcome(payload.get("tool_response")))
+            return HookAnswer(None, warnings=state.warnings)
+        denied = state.check(tool, params)
+    if not denied:
+        return HookAnswer("allow", warnings=state.warnings)
+    names = list(dict.fromkeys(name for name, _ in denied))
+    why = "; ".join(f"{name}: {reason}" for name, reason in denied)
+    decision: Decision = (
+        "ask" if ask and all(any(n.startswith(a) for a in ask) for n in names) else "deny"
+    )
+    return HookAnswer(decision, f"car-verify policy: {why}", names, state.warnings)
+
+
+def _project(cwd: str | None) -> str | None:
+    """The policies of the project the agent runs in: the nearest ``.car/policies``
+    walking up from its ``cwd``."""
+    if cwd is None:
+        return None
+    from .config import find_policies
+
+    here = Path.cwd()
+    try:
+        os.chdir(cwd)
+    except OSError:
+        return None
+    try:
+        folder, _ = find_policies()
+    finally:
+        os.chdir(here)
+    return None if folder is None else str(folder)
+
+
+def _outcome(response: Any) -> Literal["succeeded", "failed"]:
+    """A PostToolUse ``tool_response``'s outcome: failed when it says so."""
+    if isinstance(response, dict) and (
+        response.get("is_error") is True
+        or response.get("success") is False
+        or response.get("error") not in (None, "", False)
+    ):
+        return "failed"
+    return "succeeded"
+
+
+class _State:
+    """One session's monitors, restored from and saved to its state file."""
+
+    def __init__(self, loaded: Any, saved: dict[str, Any] | None, digest: str) -> None:
+        from .policy import PolicyEngine
+        from .trace import TraceGate
+
+        self.digest = digest
+        self.warnings: list[str] = []
+        self.engine = PolicyEngine(loaded.rules, clock=time.time)  # windows span processes
+        self.gate = TraceGate(self.engine.trace_rules)
+        if saved is not None and saved.get("rules") == digest:
+            self.gate.restore(tuple(int(x) for x in saved.get("trace", [])))
+            for index, times in (saved.get("windows") or {}).items():
+                self.engine._windows[int(index)] = deque(float(t) for t in times)
+        elif saved is not None:
+            self.warnings.append(
+                "car-verify: warning: the policies changed since this session's last call: "
+                "its trace rules and rate limits start afresh"
+            )
+
+    def check(self, tool: str, params: dict[str, Any]) -> list[tuple[str, str]]:
+        """The rules that deny the call; an admitted call is recorded, as at dispatch
+        (the policies first; the trace rules only for a call they all allow)."""
+        from .model import Action
+
+        action = Action(id="hook", type="tool_call", tool=tool, parameters=params)
+        found = [(v.policy_name, v.reason) for v in self.engine.check(action)]
+        if not found:
+            found = [(v.policy_name, v.reason) for v in self.gate.dispatch(tool, params)]
+        return found
+
+    def record(self, tool: str, params: dict[str, Any], outcome: Any) -> None:
+        self.gate.record(tool, params, outcome)
+
+    def saved(self) -> dict[str, Any]:
+        return {
+            "rules": self.digest,
+            "trace": list(self.gate.state),
+            "windows": {str(i): list(w) for i, w in self.engine._windows.items() if w},
+        }
+
+
+@contextlib.contextmanager
+def _session(folder: Path, session: str, loaded: Any) -> Iterator[_State]:
+    """The session's state, under an exclusive lock, saved on the way out."""
+    import fcntl
+
+    folder.mkdir(parents=True, exist_ok=True)
+    name = hashlib.sha256(session.encode()).hexdigest()[:24]
+    path = folder / f"{name}.json"
+    with open(folder / f"{name}.lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            saved = json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+        except (OSError, ValueError):
+            saved = None
+        state = _State(loaded, saved if isinstance(saved, dict) else None, _digest(loaded))
+        if path.exists() and not isinstance(saved, dict):
+            state.warnings.append(
+                f"car-verify: warning: the session state {path} could not be read: it starts afresh"
+            )
+        yield state
+        temporary = path.with_suffix(".tmp")
+        temporary.write_text(json.dumps(state.saved()), encoding="utf-8")
+        os.replace(temporary, path)
+
+
+def _digest(loaded: Any) -> str:
+    digest = hashlib.sha256()
+    for file in loaded.files:
+        digest.update(file.name.encode() + b"\0" + file.read_bytes())
+    return digest.hexdigest()
