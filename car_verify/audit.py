@@ -68,13 +68,16 @@ class AuditSettings:
 @dataclass(frozen=True)
 class Shard:
     """A piece of one file: ``lines`` lines from byte ``offset`` of a JSON-lines
-    file, or (``offset`` None) the whole file. ``count``: its records."""
+    file, or (``offset`` None) the whole file. ``count``: its records;
+    ``first_line``: the file's line number at ``offset`` (found when planning, so a
+    worker seeks to its shard and reads nothing before it)."""
 
     number: int
     path: str
     offset: int | None
     lines: int
     count: int
+    first_line: int = 1
 
 
 def sources_of(given: Iterable[str]) -> list[Path]:
@@ -110,19 +113,20 @@ def plan_shards(files: Sequence[Path], shard_size: int) -> list[Shard]:
         if not path.name.endswith((".jsonl", ".ndjson")):
             shards.append(Shard(len(shards), str(path), None, 0, _records_in(path)))
             continue
-        start, lines, position = 0, 0, 0
+        start, lines, position, physical, first = 0, 0, 0, 0, 1
         with path.open("rb") as stream:
             for raw in stream:
                 if lines == 0:
-                    start = position
+                    start, first = position, physical + 1
                 position += len(raw)
+                physical += 1
                 if raw.strip():
                     lines += 1
                     if lines == shard_size:
-                        shards.append(Shard(len(shards), str(path), start, lines, lines))
+                        shards.append(Shard(len(shards), str(path), start, lines, lines, first))
                         lines = 0
         if lines:
-            shards.append(Shard(len(shards), str(path), start, lines, lines))
+            shards.append(Shard(len(shards), str(path), start, lines, lines, first))
     return shards
 
 
@@ -143,7 +147,7 @@ def _shard_items(shard: Shard) -> Iterator[Any]:
 
         yield from read_file(shard.path, formats)
         return
-    yield from read_lines(shard.path, shard.offset, shard.lines, formats)
+    yield from read_lines(shard.path, shard.offset, shard.lines, formats, shard.first_line)
 
 
 class _Timeout(Exception):

@@ -384,3 +384,20 @@ def test_parquet_sources_with_json_columns(tmp_path: Path) -> None:
     assert pq.read_table(out / "trajectories.parquet").num_rows == 3
     assert run(str(tmp_path), "-o", str(out)) == 0  # the output folder is never read as corpus
     assert pq.read_table(out / "trajectories.parquet").num_rows == 3
+
+
+def test_a_shard_starts_at_its_line_without_reading_what_comes_before(tmp_path: Path) -> None:
+    from car_verify.audit import plan_shards
+    from car_verify.importers import importers
+    from car_verify.importers.base import read_lines
+
+    source = corpus_lines(tmp_path)
+    shards = plan_shards([source], 10)
+    assert [s.first_line for s in shards] == [1, 11, 21, 31, 41]  # 46 lines, 22 is corrupt
+    for shard in shards:
+        assert shard.offset is not None
+        known = list(read_lines(source, shard.offset, shard.lines, importers(), shard.first_line))
+        counted = list(read_lines(source, shard.offset, shard.lines, importers()))
+        assert [(getattr(i, "line", None), str(i)[:40]) for i in known] == [
+            (getattr(i, "line", None), str(i)[:40]) for i in counted
+        ]

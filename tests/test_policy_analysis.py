@@ -265,3 +265,24 @@ def test_typos_in_rule_names_are_warned_with_the_nearest_name(
     )
     err = capsys.readouterr().err
     assert "warning: policies:" in err and "did you mean 'update_password'" in err
+
+
+def test_an_invalid_pattern_writes_nothing_of_re2_to_stderr(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    (tmp_path / "pol").mkdir()
+    (tmp_path / "pol" / "p.toml").write_text(
+        '[[deny_tool_param_matching]]\ntool = "fetch"\nparam = "url"\nmatches = "(?!x)"\n'
+    )
+    plan = tmp_path / "p.json"
+    call = {"id": "a", "type": "tool_call", "tool": "fetch", "parameters": {"url": "y"}}
+    plan.write_text(json.dumps({"actions": [call]}))
+    for command in (
+        ["policy", "check", str(plan), "--policies", str(tmp_path / "pol"), "--format", "json"],
+        ["policy", "lint", str(tmp_path / "pol")],
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "car_verify", *command], capture_output=True, text=True
+        )
+        assert done.returncode == 1 and done.stderr == "", (command, done.stderr)  # fd 2 itself

@@ -269,13 +269,23 @@ def _lift(
 
 
 def read_lines(
-    path: str | os.PathLike[str], offset: int, count: int, formats: Sequence[Importer]
+    path: str | os.PathLike[str],
+    offset: int,
+    count: int,
+    formats: Sequence[Importer],
+    first_line: int | None = None,
 ) -> Iterator[Trajectory | ImportProblem]:
     """The trajectories of ``count`` non-empty lines of a JSON-lines file, from byte
-    ``offset`` (a shard of it): as :func:`read_file`, line numbers included."""
+    ``offset`` (a shard of it): as :func:`read_file`, line numbers included.
+    ``first_line``: the line number at ``offset`` when the caller knows it (else the
+    lines before are counted, a block at a time)."""
     source = str(path)
     with open(path, "rb") as stream:
-        line = 1 + stream.read(offset).count(b"\n") if offset else 1
+        if first_line is not None:
+            stream.seek(offset)
+            line = first_line
+        else:
+            line = 1 + _newlines_before(stream, offset)
         seen = 0
         for raw in stream:
             n, line = line, line + 1
@@ -290,6 +300,19 @@ def read_lines(
                 yield ImportProblem(source, n, None, f"not JSON: {err}")
                 continue
             yield from _lift(record, source, n, n, formats)
+
+
+def _newlines_before(stream: Any, offset: int, block: int = 1 << 20) -> int:
+    """The newlines in the first ``offset`` bytes, read a block at a time (memory
+    bounded by the block, not the offset); leaves the stream at ``offset``."""
+    found, left = 0, offset
+    while left > 0:
+        chunk = stream.read(min(block, left))
+        if not chunk:
+            break
+        found += chunk.count(b"\n")
+        left -= len(chunk)
+    return found
 
 
 def read(
