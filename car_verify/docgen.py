@@ -224,34 +224,27 @@ def _car_section() -> list[str]:
 
 def _lint_section() -> list[str]:
     """The codes ``car-verify lint`` adds: findings about files, not plans."""
-    out = [
+    return _about_section(
+        "file",
         "## Codes of `car-verify lint`",
-        "",
         "`lint` reports every code above for the proposals it finds, and these two about",
         "the files themselves ([docs/lint.md](lint.md)).",
-        "",
-        "| code | severity | tier | summary |",
-        "|---|---|---|---|",
-    ]
-    for c in (c for c in CODES.values() if c.about == "file"):
-        out.append(
-            f'| <a id="{c.name}"></a>`{c.name}` | {c.column("strict")} | {c.tier.value} '
-            f"| {c.summary} |"
-        )
-    return [*out, ""]
+    )
 
 
 def _policy_section() -> list[str]:
     """The codes ``car-verify policy lint`` reports about the rules of a policy set."""
-    out = [
+    return _about_section(
+        "policy",
         "## Codes of `car-verify policy lint`",
-        "",
         "About the rules of a policy set, not a plan ([policy-analysis.md](policy-analysis.md)).",
-        "",
-        "| code | severity | tier | summary |",
-        "|---|---|---|---|",
-    ]
-    for c in (c for c in CODES.values() if c.about == "policy"):
+    )
+
+
+def _about_section(about: str, title: str, *intro: str) -> list[str]:
+    """A table of the codes about ``about`` (not plans), under ``title``."""
+    out = [title, "", *intro, "", "| code | severity | tier | summary |", "|---|---|---|---|"]
+    for c in (c for c in CODES.values() if c.about == about):
         out.append(
             f'| <a id="{c.name}"></a>`{c.name}` | {c.column("strict")} | {c.tier.value} '
             f"| {c.summary} |"
