@@ -9,50 +9,48 @@ True
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
-from .api import Evidence, Simulation, VerificationResult, simulate, verify
-from .codes import CODES, Code
-from .dag import Dag
-from .errors import CarVerifyError, InputError, PassError, UsageError
-from .findings import Issue, Severity, Tier
-from .model import (
-    Action,
-    ActionProposal,
-    ActionRefCompensation,
-    ActionResult,
-    ActionStatus,
-    ActionType,
-    CostSummary,
-    CostTarget,
-    FailureBehavior,
-    PolicyViolation,
-    Precondition,
-    ProposalResult,
-    Reversibility,
-    StateAssumption,
-    StateMutation,
-    ToolCompensation,
-    ToolHandle,
-    ToolInvocationMode,
-    ToolPollResult,
-    ToolRateLimit,
-    ToolSchema,
-    ToolStatus,
-    ToolStreamEvent,
-    load,
-    load_tools,
-)
-
-# Eager: the submodule `car_verify.optimize` would otherwise shadow the function.
-from .optimize import OptimizeResult, optimize
-from .passes import Context, Example, Pass, Requirement
-from .reporters import html as _html  # noqa: F401  (registers the Jupyter views)
-from .tools import ToolRegistry
 
 if TYPE_CHECKING:
+    from .api import Evidence, Simulation, VerificationResult, simulate, verify
+    from .codes import CODES, Code
+    from .dag import Dag
     from .equivalence import EquivalenceResult, equivalent
+    from .errors import CarVerifyError, InputError, PassError, UsageError
+    from .findings import Issue, Severity, Tier
+    from .model import (
+        Action,
+        ActionProposal,
+        ActionRefCompensation,
+        ActionResult,
+        ActionStatus,
+        ActionType,
+        CostSummary,
+        CostTarget,
+        FailureBehavior,
+        PolicyViolation,
+        Precondition,
+        ProposalResult,
+        Reversibility,
+        StateAssumption,
+        StateMutation,
+        ToolCompensation,
+        ToolHandle,
+        ToolInvocationMode,
+        ToolPollResult,
+        ToolRateLimit,
+        ToolSchema,
+        ToolStatus,
+        ToolStreamEvent,
+        load,
+        load_tools,
+    )
+    from .optimize import OptimizeResult, optimize
+    from .passes import Context, Example, Pass, Requirement
     from .permissions import (
         Decision,
         Ledger,
@@ -62,13 +60,52 @@ if TYPE_CHECKING:
         record_decision,
     )
     from .registry import available_passes
+    from .tools import ToolRegistry
     from .transactions import TransactionReport, transaction_check
     from .wp import Condition, runs_unblocked
 
 
-# The deciding tools load on first use: `car-verify verify` in a pre-commit hook
-# never pays for them.
+# Every name loads on first use: `import car_verify.policy` (the agent hook, once per
+# tool call) or `car-verify verify` in a pre-commit hook pays only for what it uses.
 _LAZY = {
+    **dict.fromkeys(["Evidence", "Simulation", "VerificationResult", "simulate", "verify"], "api"),
+    **dict.fromkeys(["CODES", "Code"], "codes"),
+    "Dag": "dag",
+    **dict.fromkeys(["CarVerifyError", "InputError", "PassError", "UsageError"], "errors"),
+    **dict.fromkeys(["Issue", "Severity", "Tier"], "findings"),
+    **dict.fromkeys(
+        [
+            "Action",
+            "ActionProposal",
+            "ActionRefCompensation",
+            "ActionResult",
+            "ActionStatus",
+            "ActionType",
+            "CostSummary",
+            "CostTarget",
+            "FailureBehavior",
+            "PolicyViolation",
+            "Precondition",
+            "ProposalResult",
+            "Reversibility",
+            "StateAssumption",
+            "StateMutation",
+            "ToolCompensation",
+            "ToolHandle",
+            "ToolInvocationMode",
+            "ToolPollResult",
+            "ToolRateLimit",
+            "ToolSchema",
+            "ToolStatus",
+            "ToolStreamEvent",
+            "load",
+            "load_tools",
+        ],
+        "model",
+    ),
+    **dict.fromkeys(["OptimizeResult", "optimize"], "optimize"),
+    **dict.fromkeys(["Context", "Example", "Pass", "Requirement"], "passes"),
+    "ToolRegistry": "tools",
     "available_passes": "registry",
     "EquivalenceResult": "equivalence",
     "equivalent": "equivalence",
@@ -83,6 +120,24 @@ _LAZY = {
     "Condition": "wp",
     "runs_unblocked": "wp",
 }
+
+
+class _Package(types.ModuleType):
+    """The package module, keeping the function ``optimize`` when its submodule of
+    the same name is imported (the import system would set the attribute to the
+    submodule; ``sys.modules['car_verify.optimize']`` still holds it)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _LAZY and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
 
 
 def __getattr__(name: str) -> Any:

@@ -1,5 +1,5 @@
 """``python -m car_verify``: the command line, as ``car-verify``."""
 
-from .cli import main
+from ._launch import main
 
 raise SystemExit(main())

@@ -1291,22 +1291,9 @@ def cmd_policy_lint(args: argparse.Namespace) -> int:
 
 def cmd_hook(args: argparse.Namespace) -> int:
     """One hook call: a payload on stdin, the answer on stdout, warnings on stderr."""
-    from .hook import answer
+    from .hook import run
 
-    out, result = answer(
-        sys.stdin.read(),
-        policies=args.policies,
-        state_dir=args.state_dir,
-        on_unknown=args.on_unknown,
-        ask=args.ask or (),
-        agent=args.agent,
-        grant=args.grant,
-    )
-    for warning in result.warnings:
-        sys.stderr.write(warning + "\n")
-    if out:
-        _write(out + "\n")
-    return EXIT_OK
+    return run(args)
 
 
 def cmd_policy_diff(args: argparse.Namespace) -> int:
@@ -2114,29 +2101,9 @@ def _parser() -> _Parser:
         help="a coding agent's pre-tool-use hook (Claude Code, Codex): the policies and "
         "trace rules before each call",
     )
-    p.add_argument("--agent", choices=("auto", "claude", "codex"), default="auto")
-    p.add_argument("--policies", metavar="DIR", help="policy directory (default: from cwd)")
-    p.add_argument(
-        "--state-dir", metavar="DIR", help="per-session state (default: .car/hook-state)"
-    )
-    p.add_argument(
-        "--on-unknown",
-        choices=("allow", "deny", "ask"),
-        default="allow",
-        help="the answer to a payload that cannot be evaluated (default allow, with a warning)",
-    )
-    p.add_argument(
-        "--ask",
-        action="append",
-        metavar="RULE",
-        help="ask instead of deny when only rules with this name prefix deny (repeatable)",
-    )
-    p.add_argument(
-        "--grant",
-        action="store_true",
-        help="answer allow for a call the rules allow (skips the agent's own prompt); "
-        "by default such a call gets no decision and the agent asks as it would",
-    )
+    from .hook import add_arguments as add_hook_arguments
+
+    add_hook_arguments(p)
     p.set_defaults(run=cmd_hook)
 
     p = sub.add_parser(

@@ -4,8 +4,8 @@ The results live low in the package (the model, the api, the executor) and their
 HTML views live high (``car_verify.reporters.html`` draws the DAG through the exporter,
 which imports the api). So the views register themselves here, from above, by the
 qualified name of the class they draw, and a result's ``_repr_html_`` looks its
-view up: the model never imports the views. ``car_verify/__init__.py``
-imports ``car_verify.reporters.html``, so the views are in place whenever the package is.
+view up: the model never imports the views. The first lookup imports
+``car_verify.reporters.html``, so the views are in place whenever one is asked for.
 """
 
 from __future__ import annotations
@@ -25,6 +25,10 @@ def register_html(qualified_name: str, view: Callable[[Any], str]) -> None:
 
 def html_view(obj: object) -> Callable[[Any], str] | None:
     """The view registered for ``obj``'s class or its nearest base, if any."""
+    if not _VIEWS:
+        import importlib
+
+        importlib.import_module("car_verify.reporters.html")  # its views register themselves
     for cls in type(obj).__mro__:
         view = _VIEWS.get(f"{cls.__module__}.{cls.__qualname__}")
         if view is not None:

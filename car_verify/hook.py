@@ -29,10 +29,12 @@ the runtime's own hook documents; ``deny`` or ``ask`` on request.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import hashlib
 import json
 import os
+import sys
 import time
 from collections import deque
 from collections.abc import Iterator, Sequence
@@ -40,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["AGENTS", "HookAnswer", "answer", "decide"]
+__all__ = ["AGENTS", "HookAnswer", "add_arguments", "answer", "decide", "main", "run"]
 
 Decision = Literal["allow", "deny", "ask"]
 AGENTS = ("claude", "codex")
@@ -263,3 +265,70 @@ def _digest(loaded: Any) -> str:
     for file in loaded.files:
         digest.update(file.name.encode() + b"\0" + file.read_bytes())
     return digest.hexdigest()
+
+
+# --- the command ------------------------------------------------------------------------------
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``car-verify hook`` (the CLI's subcommand and :func:`main`)."""
+    p.add_argument("--agent", choices=("auto", *AGENTS), default="auto")
+    p.add_argument("--policies", metavar="DIR", help="policy directory (default: from cwd)")
+    p.add_argument(
+        "--state-dir", metavar="DIR", help="per-session state (default: .car/hook-state)"
+    )
+    p.add_argument(
+        "--on-unknown",
+        choices=("allow", "deny", "ask"),
+        default="allow",
+        help="the answer to a payload that cannot be evaluated (default allow, with a warning)",
+    )
+    p.add_argument(
+        "--ask",
+        action="append",
+        metavar="RULE",
+        help="ask instead of deny when only rules with this name prefix deny (repeatable)",
+    )
+    p.add_argument(
+        "--grant",
+        action="store_true",
+        help="answer allow for a call the rules allow (skips the agent's own prompt); "
+        "by default such a call gets no decision and the agent asks as it would",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """One hook call: the payload on stdin, the answer on stdout, warnings on stderr;
+    always exit 0 (the decision is in the answer)."""
+    out, result = answer(
+        sys.stdin.read(),
+        policies=args.policies,
+        state_dir=args.state_dir,
+        on_unknown=args.on_unknown,
+        ask=args.ask or (),
+        agent=args.agent,
+        grant=args.grant,
+    )
+    for warning in result.warnings:
+        sys.stderr.write(warning + "\n")
+    if out:
+        sys.stdout.write(out + "\n")
+    return 0
+
+
+def main(argv: Sequence[str]) -> int:
+    """``car-verify hook ARGS`` without loading the rest of the command line: it
+    runs once per tool call, so its start-up is the agent's wait."""
+    parser = argparse.ArgumentParser(
+        prog="car-verify hook", description="a coding agent's pre-tool-use hook"
+    )
+    add_arguments(parser)
+    try:
+        args = parser.parse_args(list(argv))
+    except SystemExit as exit_:
+        return int(exit_.code or 0)
+    try:
+        return run(args)
+    except Exception as err:  # never a traceback into the agent's transcript
+        sys.stderr.write(f"car-verify: error: {type(err).__name__}: {err}\n")
+        return 2

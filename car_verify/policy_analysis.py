@@ -591,7 +591,7 @@ def policy_diff(old: Any, new: Any) -> PolicyDiff:
             denied = replay(a, cap.tool, params, state, run)
             if denied and denied != ["<earlier>"] and not replay(b, cap.tool, params, state, run):
                 found.append(Counterexample(cap.tool, params, state, tuple(denied), tuple(run)))
-    from .trace_automata import trace_containment
+    from .trace_automata import Split, trace_containment
 
     for label, a, b, found in (
         ("newly allowed", old_engine, new_engine, result.newly_allowed),
@@ -600,8 +600,12 @@ def policy_diff(old: Any, new: Any) -> PolicyDiff:
         if found:
             continue
         trace = trace_containment(a.rules.trace_rule, b.rules.trace_rule)
-        if isinstance(trace, Counterexample):
-            found.append(trace)
+        if isinstance(trace, Split):
+            found.append(
+                Counterexample(
+                    trace.tool, trace.parameters, None, trace.denied_by, trace=trace.trace
+                )
+            )
         elif trace is not None:
             result.unknown.append(f"{label}: {trace}")
     result.verdict = _verdict(result)

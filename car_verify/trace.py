@@ -27,12 +27,14 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from .dag import Dag, Readiness
 from .errors import InputError
-from .model import ActionProposal
 from .values import ABSENT, evaluate, json_equal
+
+if TYPE_CHECKING:  # the schedule check loads them; the gate (the agent hook) never does
+    from .dag import Dag
+    from .model import ActionProposal
 
 __all__ = [
     "Call",
@@ -438,6 +440,8 @@ def check_schedules(
     dispatch, and the check goes on past it, so every action that can break the
     rule is found, not just the first.
     """
+    from .dag import Dag
+
     dag = dag or Dag(proposal)
     rules = list(rules)
     if not rules:
@@ -466,6 +470,8 @@ class _Plan:
         from .model import FailureBehavior, ToolInvocationMode
 
         actions = proposal.actions
+        from .dag import Readiness
+
         self.dag = dag
         self.readiness = Readiness(dag)
         self.events = [

@@ -24,13 +24,14 @@ from __future__ import annotations
 import itertools
 from collections import deque
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .trace import Call, Outcome, TraceGate, TraceRule
 from .value_domain import Slot, contains, equals, text_of
 from .values import ABSENT, evaluate, json_equal
 
-__all__ = ["MAX_LETTERS", "trace_containment"]
+__all__ = ["MAX_LETTERS", "Split", "trace_containment"]
 
 MAX_LETTERS = 512
 #: Subsets of the values a parameter is tested with ``contains`` against, as arrays:
@@ -39,10 +40,21 @@ MAX_NEEDLES = 5
 _MARK = "\x00car-verify"  # an array element no rule names
 
 
+@dataclass(frozen=True, slots=True)
+class Split:
+    """After ``trace`` (both sets admit each call), A's rules ``denied_by`` refuse
+    the call (``tool``, ``parameters``) and B's admit it."""
+
+    tool: str
+    parameters: dict[str, Any]
+    denied_by: tuple[str, ...]
+    trace: tuple[str, ...]
+
+
 def trace_containment(a: Sequence[TraceRule], b: Sequence[TraceRule]) -> Any:
     """None when B refuses, after every trace both admit, every call A refuses; a
-    :class:`~car_verify.policy_analysis.Counterexample` with the trace otherwise;
-    a reason when undecided."""
+    :class:`Split` (the trace, then the call A refuses and B admits) otherwise; a
+    reason when undecided."""
     if not a:
         return None
     letters = _letters([*a, *b])
@@ -62,10 +74,8 @@ def trace_containment(a: Sequence[TraceRule], b: Sequence[TraceRule]) -> Any:
             refused_a = gate_a.dispatch(tool, params)
             refused_b = gate_b.dispatch(tool, params)
             if refused_a and not refused_b:
-                from .policy_analysis import Counterexample
-
                 names = tuple(dict.fromkeys(v.policy_name for v in refused_a))
-                return Counterexample(tool, dict(params), None, names, trace=trace)
+                return Split(tool, dict(params), names, trace)
             if refused_a or refused_b:
                 continue  # not a trace both admit
             after = (gate_a.state, gate_b.state)

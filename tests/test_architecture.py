@@ -21,6 +21,7 @@ LAYERS: list[tuple[str, set[str]]] = [
         {
             "_version", "_accept", "display", "errors", "values", "findings",
             "_codec", "codes", "config", "discover", "events", "locate", "progress",
+            "policy_regex", "value_domain",
         },
     ),
     ("model", {"model"}),
@@ -31,10 +32,13 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("api", {"api"}),
     ("deciders, executor, exporters", {
         "claims", "concurrency", "equivalence", "executor", "export", "fix", "optimize", "risk",
-        "transactions", "workflow", "wp",
+        "transactions", "workflow", "wp", "policy_analysis", "rate_compare", "trace_automata",
     }),
     ("reporters", {"reporters"}),
-    ("commands", {"sources", "lint", "audit", "audit_report", "docgen", "cli", "__init__"}),
+    ("commands", {
+        "sources", "lint", "audit", "audit_report", "docgen", "cli", "__init__", "hook",
+        "_launch", "__main__",
+    }),
 ]  # fmt: skip
 LAYER = {name: rank for rank, (_, names) in enumerate(LAYERS) for name in names}
 

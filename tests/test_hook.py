@@ -126,7 +126,9 @@ def test_concurrent_hook_calls_lose_no_call(project: Path) -> None:
     command = [sys.executable, "-m", "car_verify", "hook"]
 
     def one(_: int) -> str:
-        done = subprocess.run(command, input=payload, capture_output=True, text=True, check=True)
+        done = subprocess.run(
+            command, input=payload, capture_output=True, text=True, check=True, cwd=project
+        )
         return str(json.loads(done.stdout)["hookSpecificOutput"].get("permissionDecision", "pass"))
 
     with ThreadPoolExecutor(6) as pool:
@@ -167,9 +169,10 @@ def test_post_tool_use_records_the_outcome(project: Path) -> None:
 
 def test_the_cli_reads_stdin_and_warns_on_stderr(project: Path) -> None:
     payload = json.dumps({**claude("rm", {}), "cwd": str(project)})
+    # run from the project, so that `-m` finds the installed package, not the checkout
     done = subprocess.run([sys.executable, "-m", "car_verify", "hook"], input=payload,
-                          capture_output=True, text=True, check=True)  # fmt: skip
+                          capture_output=True, text=True, check=True, cwd=project)  # fmt: skip
     assert json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
     done = subprocess.run([sys.executable, "-m", "car_verify", "hook"], input="{",
-                          capture_output=True, text=True, check=True)  # fmt: skip
+                          capture_output=True, text=True, check=True, cwd=project)  # fmt: skip
     assert done.returncode == 0 and "warning" in done.stderr and "Traceback" not in done.stderr

@@ -282,7 +282,10 @@ def test_an_invalid_pattern_writes_nothing_of_re2_to_stderr(tmp_path: Path) -> N
         ["policy", "check", str(plan), "--policies", str(tmp_path / "pol"), "--format", "json"],
         ["policy", "lint", str(tmp_path / "pol")],
     ):
-        done = subprocess.run(
-            [sys.executable, "-m", "car_verify", *command], capture_output=True, text=True
+        done = subprocess.run(  # from tmp_path: `-m` finds the installed package
+            [sys.executable, "-m", "car_verify", *command],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
         )
         assert done.returncode == 1 and done.stderr == "", (command, done.stderr)  # fd 2 itself
