@@ -137,8 +137,10 @@ def decide(
     from .policy import load_policies
 
     cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+    where = policies if policies is not None else _project(cwd)
+    cache = _rule_cache(where, state_dir)
     try:
-        loaded = load_policies(policies if policies is not None else _project(cwd))
+        loaded = load_policies(where)
     except CarVerifyError as err:  # a rule that cannot be read must not vanish
         reason = f"car-verify: the policies cannot be loaded ({err}): denied (fail closed)"
         return HookAnswer("deny" if event == "PreToolUse" else None, reason, warnings=[reason])
@@ -146,6 +148,7 @@ def decide(
         warning = f"car-verify: warning: {loaded.describe()}: the call is not checked"
         return HookAnswer("allow" if event == "PreToolUse" else None, warnings=[warning])
     folder = Path(state_dir) if state_dir is not None else loaded.directory.parent / "hook-state"
+    _save_rules(cache, loaded)
     session = str(payload.get("session_id") or "no-session")
     with _session(folder, session, loaded) as state:
         if event == "PostToolUse":
@@ -160,6 +163,46 @@ def decide(
         "ask" if ask and all(any(n.startswith(a) for a in ask) for n in names) else "deny"
     )
     return HookAnswer(decision, f"car-verify policy: {why}", names, state.warnings)
+
+
+def _rule_cache(where: Any, state_dir: Any) -> Path | None:
+    """The file of parsed trace rules (one parse per rule text, not one per call: the
+    parser alone costs a hook call about 90 ms); what it holds is remembered, so
+    loading the policies parses only rules it does not hold. The plain path is the
+    same load with nothing remembered; a test checks that both give equal rules."""
+    if where is None:
+        return None
+    base = Path(where)
+    nested = base / ".car" / "policies"
+    folder = nested if nested.is_dir() else base
+    path = (Path(state_dir) if state_dir is not None else folder.parent / "hook-state") / (
+        "trace-rules.json"
+    )
+    try:
+        docs = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return path
+    if isinstance(docs, list):
+        from .trace import remember, rule_from_dict
+
+        with contextlib.suppress(KeyError, TypeError, ValueError, AssertionError):
+            remember(rule_from_dict(d) for d in docs)  # a damaged cache: parsed instead
+    return path
+
+
+def _save_rules(path: Path | None, loaded: Any) -> None:
+    """Write the trace rules just loaded to the cache (atomically), when it lacks any."""
+    if path is None:
+        return
+    from .trace import _KNOWN, rule_to_dict
+
+    rules = loaded.rules.trace_rule
+    if all(_KNOWN.get((r.text, r.name)) == r for r in rules):
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(f".{os.getpid()}.tmp")
+    temporary.write_text(json.dumps([rule_to_dict(r) for r in rules]), encoding="utf-8")
+    os.replace(temporary, path)
 
 
 def _project(cwd: str | None) -> str | None:

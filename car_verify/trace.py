@@ -175,8 +175,57 @@ def _grammar_text() -> str:
     return (files("car_verify.grammars") / "trace_rules.lark").read_text(encoding="utf-8")
 
 
+#: Rules known already, by (text, name): :func:`remember` fills it (the agent hook,
+#: from its cache, so that a hook call parses nothing and never imports lark).
+_KNOWN: dict[tuple[str, str], TraceRule] = {}
+
+
+def remember(rules: Iterable[TraceRule]) -> None:
+    """Let :func:`parse_trace_rule` answer these rules without parsing them again."""
+    for rule in rules:
+        _KNOWN[(rule.text, rule.name)] = rule
+
+
+def rule_to_dict(rule: TraceRule) -> dict[str, Any]:
+    """A parsed rule as JSON (:func:`rule_from_dict` reads it back, equal)."""
+
+    def call(c: Call | None) -> dict[str, Any] | None:
+        if c is None:
+            return None
+        tests = [{"param": t.param, "op": t.op, "value": t.value} for t in c.tests]
+        return {"tool": c.tool, "tests": tests, "outcome": c.outcome}
+
+    return {
+        "kind": rule.kind,
+        "call": call(rule.call),
+        "event": call(rule.event),
+        "limit": rule.limit,
+        "text": rule.text,
+        "name": rule.name,
+    }
+
+
+def rule_from_dict(doc: Mapping[str, Any]) -> TraceRule:
+    """The rule :func:`rule_to_dict` wrote."""
+
+    def call(c: Mapping[str, Any] | None) -> Call | None:
+        if c is None:
+            return None
+        tests = tuple(Test(t["param"], t["op"], t["value"]) for t in c["tests"])
+        return Call(c["tool"], tests, c["outcome"])
+
+    head = call(doc["call"])
+    assert head is not None
+    return TraceRule(
+        doc["kind"], head, call(doc["event"]), int(doc["limit"]), doc["text"], doc["name"]
+    )
+
+
 def parse_trace_rule(text: str, *, name: str = "", source: str | None = None) -> TraceRule:
     """Parse one rule; a syntax error is an InputError with the line and column."""
+    known = _KNOWN.get((text, name))
+    if known is not None:
+        return known
     from lark.exceptions import (
         UnexpectedCharacters,
         UnexpectedEOF,

@@ -176,3 +176,31 @@ def test_the_cli_reads_stdin_and_warns_on_stderr(project: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "car_verify", "hook"], input="{",
                           capture_output=True, text=True, check=True, cwd=project)  # fmt: skip
     assert done.returncode == 0 and "warning" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_hook_call_parses_no_rule_it_has_parsed_before(project: Path) -> None:
+    import car_verify.trace as trace
+    from car_verify.policy import load_policies
+
+    payload = json.dumps({**claude("Bash", {"command": "ls"}), "cwd": str(project)})
+    probe = (
+        "import sys; from car_verify._launch import main; sys.argv = ['car-verify', 'hook'];"
+        "code = main(); sys.stderr.write('LARK' if 'lark' in sys.modules else 'NO-LARK');"
+        "raise SystemExit(code)"
+    )
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", probe],
+            input=payload,
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=project,
+        ).stderr
+        for _ in range(2)
+    ]
+    assert runs[0].endswith("LARK") and runs[1].endswith("NO-LARK")  # the second: from cache
+    cached = json.loads((project / ".car" / "hook-state" / "trace-rules.json").read_text())
+    fresh = load_policies(project).rules.trace_rule  # the plain path: parsed
+    assert [trace.rule_from_dict(d) for d in cached] == fresh
+    assert [trace.rule_to_dict(r) for r in fresh] == cached
