@@ -10,7 +10,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InputError
-from .base import Call, Trajectory, errored, outcome_of, record_id, scalar_metadata
+from .base import (
+    Call,
+    Trajectory,
+    errored,
+    outcome_of,
+    record_id,
+    reward_of,
+    scalar_metadata,
+    string_or_none,
+)
 
 
 def _blocks(record: Any) -> list[Any] | None:
@@ -91,11 +100,9 @@ class AnthropicImporter:
                 record_id(doc, source, index, line),
                 self.name,
                 calls,
-                reward=reward
-                if isinstance(reward, (int, float)) and not isinstance(reward, bool)
-                else None,
+                reward=reward_of(reward),
                 outcome=outcome_of(reward),
-                model=model if isinstance(model, str) else None,
+                model=string_or_none(model),
                 source=source,
                 line=line,
                 metadata=scalar_metadata(doc.get("metadata")),

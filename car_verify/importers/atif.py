@@ -15,7 +15,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InputError
-from .base import Call, Trajectory, errored, outcome_of, parse_arguments, scalar_metadata
+from .base import (
+    Call,
+    Trajectory,
+    errored,
+    outcome_of,
+    parse_arguments,
+    reward_of,
+    scalar_metadata,
+    string_or_none,
+)
 
 
 class AtifImporter:
@@ -78,11 +87,9 @@ class AtifImporter:
                 str(ident),
                 self.name,
                 calls,
-                reward=reward
-                if isinstance(reward, (int, float)) and not isinstance(reward, bool)
-                else None,
+                reward=reward_of(reward),
                 outcome=outcome_of(reward),
-                model=agent.get("model_name") if isinstance(agent.get("model_name"), str) else None,
+                model=string_or_none(agent.get("model_name")),
                 source=source,
                 line=line,
                 metadata={

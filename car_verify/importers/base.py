@@ -150,6 +150,15 @@ def scalar_metadata(meta: Any) -> dict[str, Any]:
     }
 
 
+def reward_of(value: Any) -> int | float | None:
+    """A record's reward as a number (a boolean is an outcome, not a reward), or None."""
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def string_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
 def outcome_of(reward: Any) -> str | None:
     if isinstance(reward, bool):
         return "success" if reward else "failure"

@@ -15,7 +15,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import InputError
-from .base import Call, Trajectory, errored, outcome_of, parse_arguments, record_id, scalar_metadata
+from .base import (
+    Call,
+    Trajectory,
+    errored,
+    outcome_of,
+    parse_arguments,
+    record_id,
+    reward_of,
+    scalar_metadata,
+    string_or_none,
+)
 
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 
@@ -99,11 +109,9 @@ class OpenAIChatImporter:
                 record_id(doc, source, index, line),
                 self.name,
                 calls,
-                reward=reward
-                if isinstance(reward, (int, float)) and not isinstance(reward, bool)
-                else None,
+                reward=reward_of(reward),
                 outcome=outcome_of(reward),
-                model=model if isinstance(model, str) else None,
+                model=string_or_none(model),
                 source=source,
                 line=line,
                 metadata=scalar_metadata(meta),

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .base import Trajectory
+from .base import Trajectory, reward_of
 from .openai_chat import calls_of, is_chat
 
 
@@ -37,14 +37,14 @@ class TauBenchImporter:
         meta: dict[str, Any] = {"task_id": record["task_id"], "trial": record.get("trial")}
         if isinstance(task, Mapping) and isinstance(task.get("user_id"), str):
             meta["user_id"] = task["user_id"]
-        ok = isinstance(reward, (int, float)) and not isinstance(reward, bool)
+        score = reward_of(reward)
         return [
             Trajectory(
                 f"{record['task_id']}:{record.get('trial', 0)}",
                 self.name,
                 calls,
-                reward=float(reward) if ok else None,
-                outcome=("success" if reward >= 1 else "failure") if ok else None,
+                reward=None if score is None else float(score),
+                outcome=None if score is None else "success" if score >= 1 else "failure",
                 source=source,
                 line=line,
                 metadata=meta,
