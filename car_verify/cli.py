@@ -742,6 +742,45 @@ def _labels(args: argparse.Namespace) -> tuple[Any, str]:
     return _read_file(str(found), dict, "labels"), str(found)
 
 
+def _gated(args: argparse.Namespace, report: Any, gate: Any, enforce: Any) -> tuple[Any, Any]:
+    """A report's gate decision (``--gate``, ``--gate-policy``) and, with
+    ``--approvals LEDGER``, its enforcement against the recorded decisions."""
+    if not (args.gate or args.approvals is not None):
+        return None, None
+    policy = None if args.gate_policy is None else _read_file(args.gate_policy, dict, "gate policy")
+    decision = gate(report, policy)
+    if args.approvals is None:
+        return decision, None
+    from .permissions import Ledger
+
+    return decision, enforce(decision, Ledger(args.approvals))
+
+
+def _write_gated(doc: dict[str, Any], decision: Any, enforcement: Any) -> None:
+    """A gated report as JSON: the report, its ``gate`` and ``enforcement``."""
+    if decision is not None:
+        doc["gate"] = decision.to_dict()
+    if enforcement is not None:
+        doc["enforcement"] = enforcement.to_dict()
+    _write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+
+
+def _gate_text(decision: Any, enforcement: Any, passed: bool | None, verb: str) -> None:
+    if decision is not None:
+        _write(f"gate: {decision.action}: {decision.reason}\n")
+    if enforcement is not None:
+        _write(f"enforcement: {verb if passed else 'hold'}: {enforcement.reason}\n")
+
+
+def _gate_code(safe: bool, decision: Any, passed: bool | None) -> int:
+    """Enforcement decides, else the gate, else the report."""
+    if passed is not None:
+        return EXIT_OK if passed else EXIT_FINDINGS
+    if decision is not None:
+        return EXIT_OK if decision.action == "allow" else EXIT_FINDINGS
+    return EXIT_OK if safe else EXIT_FINDINGS
+
+
 def cmd_flow(args: argparse.Namespace) -> int:
     from .flow import check_information_flow, enforce_information_flow, gate_information_flow
 
@@ -765,23 +804,10 @@ def cmd_flow(args: argparse.Namespace) -> int:
         report = check_information_flow(
             _load_proposal(args.proposal), labels, policy, profile=_profile(args)
         )
-    decision = enforcement = None
-    if args.gate or args.approvals is not None:
-        gate_policy = (
-            None if args.gate_policy is None else _read_file(args.gate_policy, dict, "gate policy")
-        )
-        decision = gate_information_flow(report, gate_policy)
-        if args.approvals is not None:
-            from .permissions import Ledger
-
-            enforcement = enforce_information_flow(decision, Ledger(args.approvals))
+    decision, enforcement = _gated(args, report, gate_information_flow, enforce_information_flow)
+    passed = None if enforcement is None else bool(enforcement.allow)
     if args.format == "json":
-        doc = report.to_dict(extras=True)
-        if decision is not None:
-            doc["gate"] = decision.to_dict()
-        if enforcement is not None:
-            doc["enforcement"] = enforcement.to_dict()
-        _write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+        _write_gated(report.to_dict(extras=True), decision, enforcement)
     else:
         for v in report.violations:
             _write(f"{v.kind}: {v.explanation}\n    fix: {v.mitigation}\n")
@@ -798,19 +824,11 @@ def cmd_flow(args: argparse.Namespace) -> int:
         )
         verdict = "safe" if report.safe else f"unsafe: {len(report.violations)} violations"
         _write(f"{verdict} (profile {report.profile}{extra})\n")
-        if decision is not None:
-            _write(f"gate: {decision.action}: {decision.reason}\n")
+        _gate_text(decision, enforcement, passed, "allow")
         if enforcement is not None:
-            _write(
-                f"enforcement: {'allow' if enforcement.allow else 'hold'}: {enforcement.reason}\n"
-            )
             for item in enforcement.pending:
                 _write(f"    pending {item['fingerprint']}\n")
-    if enforcement is not None:
-        return EXIT_OK if enforcement.allow else EXIT_FINDINGS
-    if decision is not None:
-        return EXIT_OK if decision.action == "allow" else EXIT_FINDINGS
-    return EXIT_OK if report.safe else EXIT_FINDINGS
+    return _gate_code(report.safe, decision, passed)
 
 
 def cmd_check_plan(args: argparse.Namespace) -> int:
@@ -1000,23 +1018,10 @@ def cmd_intent(args: argparse.Namespace) -> int:
             report = check_intent_plan(request, profile=_profile(args))  # Agent IR actions
         else:
             report = check_intent(request)
-    decision = enforcement = None
-    if args.gate or args.approvals is not None:
-        gate_policy = None
-        if args.gate_policy is not None:
-            gate_policy = _read_file(args.gate_policy, dict, "gate policy")
-        decision = gate_intent(report, gate_policy)
-        if args.approvals is not None:
-            from .permissions import Ledger
-
-            enforcement = enforce_intent(decision, Ledger(args.approvals))
+    decision, enforcement = _gated(args, report, gate_intent, enforce_intent)
+    passed = None if enforcement is None else bool(enforcement.commit)
     if args.format == "json":
-        doc = report.to_dict()
-        if decision is not None:
-            doc["gate"] = decision.to_dict()
-        if enforcement is not None:
-            doc["enforcement"] = enforcement.to_dict()
-        _write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+        _write_gated(report.to_dict(), decision, enforcement)
     else:
         for v in report.violations:
             _write(f"{v.action}: {v.kind}: {v.explanation}\n")
@@ -1024,17 +1029,8 @@ def cmd_intent(args: argparse.Namespace) -> int:
             _write(f"safe ({len(report.violations)} out-of-intent, none blocks the commit)\n")
         else:
             _write(f"unsafe: commit blocked by {', '.join(report.commit_blocked)}\n")
-        if decision is not None:
-            _write(f"gate: {decision.action}: {decision.reason}\n")
-        if enforcement is not None:
-            _write(
-                f"enforcement: {'commit' if enforcement.commit else 'hold'}: {enforcement.reason}\n"
-            )
-    if enforcement is not None:
-        return EXIT_OK if enforcement.commit else EXIT_FINDINGS
-    if decision is not None:
-        return EXIT_OK if decision.action == "allow" else EXIT_FINDINGS
-    return EXIT_OK if report.safe else EXIT_FINDINGS
+        _gate_text(decision, enforcement, passed, "commit")
+    return _gate_code(report.safe, decision, passed)
 
 
 def cmd_concurrency(args: argparse.Namespace) -> int:
