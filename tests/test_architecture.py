@@ -164,3 +164,26 @@ def test_the_reachability_engine_is_private_to_the_dag() -> None:
     """Callers ask the Dag; only dag.py imports the engine behind it."""
     graph = _graph()
     assert set(graph.predecessors("car_verify._reach")) == {"car_verify.dag"}
+
+
+def test_the_package_names_agree_in_its_three_lists() -> None:
+    """``car_verify/__init__.py`` names its public API three times, each for a
+    reader that cannot use the others: the ``TYPE_CHECKING`` imports (for type
+    checkers), ``_LAZY`` (for the first-use loader) and the literal ``__all__``
+    (a derived one hides every name from ``mypy --strict`` users). They agree."""
+    import car_verify
+
+    path = Path(car_verify.__file__)
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    typed: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            for imp in node.body:
+                assert isinstance(imp, ast.ImportFrom) and imp.module is not None
+                typed.update((alias.name, imp.module) for alias in imp.names)
+    lazy = vars(car_verify)["_LAZY"]
+    assert typed == lazy
+    assert sorted(car_verify.__all__) == sorted(["__version__", *lazy])
+    for name, module in lazy.items():
+        loaded = importlib.import_module(f"car_verify.{module}")
+        assert getattr(car_verify, name) is getattr(loaded, name), name
