@@ -139,7 +139,7 @@ class PolicyPass(Pass):
             engine.trace_rules,
             budget=ctx.options.trace_budget,
             dag=ctx.dag,
-            schedules="any" if ctx.options.schedules == "any" else "levels",
+            schedules=ctx.options.schedules,
         ):
             rule = result.rule
             for found_one in result.violations:  # every action that breaks it

@@ -24,6 +24,7 @@ from .passes import (
     run_passes,
 )
 from .tools import ToolRegistry
+from .trace import Schedules
 from .values import copy_json
 from .walk import ActionTrace, describe, walk
 
@@ -195,7 +196,7 @@ def verify(
     labels: Any = None,
     flow_policy: Any = None,
     intent: Any = None,
-    schedules: str = "levels",
+    schedules: Schedules = "levels",
 ) -> VerificationResult:
     """Run the analysis passes over a proposal.
 
@@ -295,7 +296,7 @@ def _verify_car(
     policies: Any,
     flow: tuple[Any, Any] = (None, None),
     intent: Any = None,
-    schedules: str = "levels",
+    schedules: Schedules = "levels",
 ) -> VerificationResult:
     """``verify`` under the ``car`` profile: CAR's eight checks, then car-verify's
     own ``info`` findings and, with policies or labels, the policy and flow passes

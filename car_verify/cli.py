@@ -1322,9 +1322,13 @@ def cmd_policy_diff(args: argparse.Namespace) -> int:
 
 
 def _schedules_option(p: argparse.ArgumentParser) -> None:
+    from typing import get_args
+
+    from .trace import Schedules
+
     p.add_argument(
         "--schedules",
-        choices=("levels", "any"),
+        choices=get_args(Schedules),
         default="levels",
         help="check trace rules over the executor's schedules (levels in order, any "
         "interleaving inside one; the default) or over every order the DAG allows",

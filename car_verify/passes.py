@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property
-from typing import Any, ClassVar
+from typing import Any, ClassVar, get_args
 
 from .codes import Code, lookup
 from .dag import Dag
@@ -32,6 +32,7 @@ from .errors import TOO_DEEP, CarVerifyError, InputError, PassError, UsageError,
 from .findings import Issue, Severity, Tier
 from .model import ActionProposal
 from .tools import ToolRegistry
+from .trace import Schedules
 from .walk import Walk, walk
 
 __all__ = [
@@ -82,7 +83,7 @@ class Options:
     trace_budget: int = 100_000
     #: Which schedules the trace rules are checked over: the executor's (``levels``:
     #: levels in order, any interleaving inside one) or every order the DAG allows.
-    schedules: str = "levels"
+    schedules: Schedules = "levels"
 
     def __post_init__(self) -> None:
         limit = self.max_actions
@@ -91,8 +92,9 @@ class Options:
         threshold = self.repeat_threshold
         if type(threshold) is not int or threshold < 1:
             raise UsageError(f"repeat_threshold must be a positive integer, got {threshold!r}")
-        if self.schedules not in ("levels", "any"):
-            raise UsageError(f"schedules must be 'levels' or 'any', got {self.schedules!r}")
+        if self.schedules not in get_args(Schedules):
+            known = " or ".join(repr(s) for s in get_args(Schedules))
+            raise UsageError(f"schedules must be {known}, got {self.schedules!r}")
 
 
 @dataclass(frozen=True)
