@@ -36,7 +36,6 @@ import json
 import os
 import sys
 import time
-from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -248,8 +247,10 @@ class _State:
         self.gate = TraceGate(self.engine.trace_rules)
         if saved is not None and saved.get("rules") == digest:
             self.gate.restore(tuple(int(x) for x in saved.get("trace", [])))
-            for index, times in (saved.get("windows") or {}).items():
-                self.engine._windows[int(index)] = deque(float(t) for t in times)
+            windows = saved.get("windows") or {}
+            self.engine.restore_windows(
+                {int(index): [float(t) for t in times] for index, times in windows.items()}
+            )
         elif saved is not None:
             self.warnings.append(
                 "car-verify: warning: the policies changed since this session's last call: "
@@ -274,7 +275,7 @@ class _State:
         return {
             "rules": self.digest,
             "trace": list(self.gate.state),
-            "windows": {str(i): list(w) for i, w in self.engine._windows.items() if w},
+            "windows": {str(i): list(w) for i, w in self.engine.windows.items()},
         }
 
 

@@ -20,7 +20,7 @@ import math
 import os
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -156,6 +156,17 @@ class PolicyEngine:
     @property
     def trace_rules(self) -> list[TraceRule]:
         return list(self.rules.trace_rule)
+
+    @property
+    def windows(self) -> dict[int, tuple[float, ...]]:
+        """The admitted calls' times of each rate limit with any (by its index in
+        ``rules.rate_limit_tool``), to carry the windows to another engine."""
+        return {index: tuple(window) for index, window in self._windows.items() if window}
+
+    def restore_windows(self, windows: Mapping[int, Iterable[float]]) -> None:
+        """Take up the windows another engine over the same rules saved (``windows``)."""
+        for index, times in windows.items():
+            self._windows[index] = deque(times)
 
     def register_policy(
         self,

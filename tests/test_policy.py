@@ -155,6 +155,23 @@ def test_rate_limit_window_arithmetic() -> None:
     assert verdicts == [True, True, False, False, True, False, True]
 
 
+def test_rate_limit_windows_carry_to_a_fresh_engine() -> None:
+    """An engine restored from another's ``windows`` answers as the other would (the
+    agent hook runs one engine per process over one session's windows)."""
+    text = '[[rate_limit_tool]]\ntool = "http"\nmax_calls = 2\ninterval_secs = 10.0\n'
+    clock = [0.0]
+    verdicts = []
+    windows: dict[int, tuple[float, ...]] = {}
+    for t in (0, 1, 2, 9.9, 10, 10.5, 11):
+        clock[0] = t
+        fresh = engine(text, clock)
+        fresh.restore_windows(windows)
+        verdicts.append(names(fresh, call("http")) == [])
+        windows = fresh.windows
+    assert verdicts == [True, True, False, False, True, False, True]
+    assert windows == {0: (10.0, 11.0)}
+
+
 def test_rate_limit_budget_rules() -> None:
     clock = [0.0]
     e = engine(
