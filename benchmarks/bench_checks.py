@@ -15,9 +15,10 @@ import json
 import random
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
+
+from timing import timed
 
 from car_verify.claims import check_plan, evaluate_goal, verify_tool_receipts
 from car_verify.concurrency import analyze_concurrency
@@ -136,15 +137,6 @@ CASES: list[tuple[str, Callable[..., Any], str, Callable[[random.Random], tuple[
     ("evaluate_goal", evaluate_goal, "evaluate_goal", goal_case),
     ("verify_tool_receipts", verify_tool_receipts, "verify_tool_receipts", receipts_case),
 ]
-
-
-def timed(f: Callable[[], Any], rounds: int) -> list[float]:
-    out = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        f()
-        out.append(time.perf_counter() - start)
-    return out
 
 
 def main() -> None:

@@ -19,8 +19,9 @@ import json
 import random
 import statistics
 import sys
-import time
 from typing import Any
+
+from timing import timed
 
 from car_verify.flow import check_information_flow, gate_information_flow
 
@@ -66,15 +67,6 @@ def wide(width: int = 6, depth: int = 5) -> tuple[dict[str, Any], dict[str, Any]
         labels,
         {"forbidden_sequences": pairs},
     )
-
-
-def timed(f: Any, rounds: int) -> list[float]:
-    out = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        f()
-        out.append(time.perf_counter() - start)
-    return out
 
 
 def main() -> None:

@@ -20,8 +20,9 @@ import json
 import random
 import statistics
 import sys
-import time
 from typing import Any
+
+from timing import timed
 
 from car_verify.risk import risk
 
@@ -43,15 +44,6 @@ def plan(n_tools: int, seed: int = 3) -> dict[str, Any]:
         )  # fmt: skip
         keys.append(key)
     return {"actions": actions}
-
-
-def timed(f: Any, rounds: int) -> list[float]:
-    out = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        f()
-        out.append(time.perf_counter() - start)
-    return out
 
 
 def main() -> None:
