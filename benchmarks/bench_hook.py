@@ -6,6 +6,10 @@
 The hook reads a Claude Code PreToolUse payload for a project with a policy
 file (deny rules, a rate limit, a trace rule) and a session state file, as it
 does once per tool call.
+
+Run it with the interpreter of a regular install (``pip install .``, which also
+writes the bytecode): an editable install puts its import finder in front of every
+start, ``python -c pass`` included, and the script says so when it sees one.
 """
 
 from __future__ import annotations
@@ -39,7 +43,20 @@ def timed(command: list[str], stdin: str) -> float:
     return time.perf_counter() - start
 
 
+def editable() -> bool:
+    """Whether car-verify is installed in editable mode (PEP 610's direct_url.json)."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        text = distribution("car-verify").read_text("direct_url.json")
+    except PackageNotFoundError:
+        return False
+    return bool(text) and bool(json.loads(text).get("dir_info", {}).get("editable"))
+
+
 def main() -> None:
+    if editable():
+        print("note: an editable install; the numbers include its import finder")
     repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 20
     hook = str(Path(sys.executable).with_name("car-verify"))
     with tempfile.TemporaryDirectory() as tmp:

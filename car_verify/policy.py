@@ -23,13 +23,15 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import find_policies
 from .errors import InputError, UsageError
-from .model import Action, PolicyViolation
 from .trace import TraceRule, parse_trace_rule
 from .values import ABSENT, json_equal, plural
+
+if TYPE_CHECKING:  # the agent hook checks calls without loading the model
+    from .model import Action, PolicyViolation
 
 __all__ = [
     "LoadedPolicies",
@@ -42,7 +44,7 @@ __all__ = [
     "policy_engine",
 ]
 
-Callback = Callable[[str, Mapping[str, Any], Action], Any]
+Callback = Callable[[str, Mapping[str, Any], "Action"], Any]
 
 
 def coerce(value: Any) -> str:
@@ -214,15 +216,29 @@ class PolicyEngine:
         self, action: Action, state: Mapping[str, Any] | None = None
     ) -> list[PolicyViolation]:
         """Every violation of ``action`` (the engine does not stop at the first)."""
-        out: list[PolicyViolation] = []
-        tool = action.tool
-        params = action.parameters
+        from .model import PolicyViolation
+
+        found = self.check_call(action.tool, action.parameters, state, action=action)
+        return [PolicyViolation(policy_name=n, action_id=action.id, reason=r) for n, r in found]
+
+    def check_call(
+        self,
+        tool: str | None,
+        params: Mapping[str, Any],
+        state: Mapping[str, Any] | None = None,
+        *,
+        action: Action | None = None,
+    ) -> list[tuple[str, str]]:
+        """Every violation of a call of ``tool`` with ``params``, as (rule name,
+        reason) pairs: :meth:`check` without an action. A callback rule is handed
+        ``action``, or a ``tool_call`` action made from the call when there is none."""
+        out: list[tuple[str, str]] = []
 
         def deny(name: str, reason: str) -> None:
-            out.append(PolicyViolation(policy_name=name, action_id=action.id, reason=reason))
+            out.append((name, reason))
 
         for rule in self.registered:
-            self._check_registered(rule, action, state, deny)
+            self._check_registered(rule, tool, params, action, state, deny)
         rules = self.rules
         if tool is not None and tool in rules.deny_tool:
             deny(f"deny_tool:{tool}", f"tool {tool!r} is denied")
@@ -275,11 +291,12 @@ class PolicyEngine:
     def _check_registered(
         self,
         rule: Registered,
-        action: Action,
+        tool: str | None,
+        params: Mapping[str, Any],
+        action: Action | None,
         state: Mapping[str, Any] | None,
         deny: Callable[[str, str], None],
     ) -> None:
-        tool, params = action.tool, action.parameters
         if rule.kind == "deny_tool" and tool == rule.target:
             deny(rule.name, f"tool {tool!r} is denied")
         elif rule.kind == "deny_tool_param" and tool == rule.target:
@@ -293,6 +310,10 @@ class PolicyEngine:
         elif rule.kind == "deny_tool_callback" and rule.callback is not None:
             if rule.target is not None and tool != rule.target:
                 return
+            if action is None:
+                from .model import Action
+
+                action = Action(id="call", type="tool_call", tool=tool, parameters=dict(params))
             verdict = rule.callback(tool or "", params, action)
             if verdict:
                 reason = verdict if isinstance(verdict, str) else "denied by callback"

@@ -204,3 +204,27 @@ def test_a_hook_call_parses_no_rule_it_has_parsed_before(project: Path) -> None:
     fresh = load_policies(project).rules.trace_rule  # the plain path: parsed
     assert [trace.rule_from_dict(d) for d in cached] == fresh
     assert [trace.rule_to_dict(r) for r in fresh] == cached
+
+
+def test_a_hook_call_loads_neither_the_model_nor_the_dag(project: Path) -> None:
+    """It runs once per tool call, so it checks the call without the proposal model,
+    the DAG or the passes (a start-up guard; the time is benchmarks/bench_hook.py's)."""
+    payload = json.dumps({**claude("Bash", {"command": "ls"}), "cwd": str(project)})
+    heavy = ["car_verify.model", "car_verify.dag", "car_verify.passes", "lark", "networkx"]
+    probe = (
+        "import sys; from car_verify._launch import main; sys.argv = ['car-verify', 'hook'];"
+        f"code = main(); sys.stderr.write(repr([m for m in {heavy!r} if m in sys.modules]));"
+        "raise SystemExit(code)"
+    )
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", probe],
+            input=payload,
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=project,
+        ).stderr
+        for _ in range(2)
+    ]
+    assert runs[1].endswith("[]"), runs[1]

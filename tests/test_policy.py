@@ -587,3 +587,13 @@ def test_parse_errors_are_friendly(text: str, column: int, hint: str | None) -> 
     assert err.value.column == column and err.value.source == "rules.toml"
     if hint:
         assert hint in str(err.value)
+
+
+def test_check_call_hands_a_callback_an_action_made_from_the_call() -> None:
+    seen: list[Any] = []
+    e = engine("")
+    e.register_callback("cb", lambda tool, params, action: seen.append(action) or "no", "http")
+    assert e.check_call("http", {"url": "x"}) == [("cb", "no")]
+    assert (seen[0].type, seen[0].tool, seen[0].parameters) == ("tool_call", "http", {"url": "x"})
+    violations = e.check(call("http", url="x"))
+    assert [(v.policy_name, v.reason) for v in violations] == [("cb", "no")]
