@@ -4,6 +4,7 @@ and input the hook cannot evaluate."""
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -178,28 +179,27 @@ def test_the_cli_reads_stdin_and_warns_on_stderr(project: Path) -> None:
     assert done.returncode == 0 and "warning" in done.stderr and "Traceback" not in done.stderr
 
 
+def loaded_in_hook_calls(project: Path, modules: list[str], calls: int = 2) -> list[list[str]]:
+    """Which of ``modules`` each of ``calls`` fresh hook processes has loaded by its end."""
+    payload = json.dumps({**claude("Bash", {"command": "ls"}), "cwd": str(project)})
+    probe = (
+        "import sys; from car_verify._launch import main; sys.argv = ['car-verify', 'hook'];"
+        f"code = main(); sys.stderr.write(repr([m for m in {modules!r} if m in sys.modules]));"
+        "raise SystemExit(code)"
+    )
+    runs = []
+    for _ in range(calls):
+        done = subprocess.run([sys.executable, "-c", probe], input=payload,
+                              capture_output=True, text=True, check=True, cwd=project)  # fmt: skip
+        runs.append(ast.literal_eval(done.stderr.splitlines()[-1]))
+    return runs
+
+
 def test_a_hook_call_parses_no_rule_it_has_parsed_before(project: Path) -> None:
     import car_verify.trace as trace
     from car_verify.policy import load_policies
 
-    payload = json.dumps({**claude("Bash", {"command": "ls"}), "cwd": str(project)})
-    probe = (
-        "import sys; from car_verify._launch import main; sys.argv = ['car-verify', 'hook'];"
-        "code = main(); sys.stderr.write('LARK' if 'lark' in sys.modules else 'NO-LARK');"
-        "raise SystemExit(code)"
-    )
-    runs = [
-        subprocess.run(
-            [sys.executable, "-c", probe],
-            input=payload,
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=project,
-        ).stderr
-        for _ in range(2)
-    ]
-    assert runs[0].endswith("LARK") and runs[1].endswith("NO-LARK")  # the second: from cache
+    assert loaded_in_hook_calls(project, ["lark"]) == [["lark"], []]  # the second: from cache
     cached = json.loads((project / ".car" / "hook-state" / "trace-rules.json").read_text())
     fresh = load_policies(project).rules.trace_rule  # the plain path: parsed
     assert [trace.rule_from_dict(d) for d in cached] == fresh
@@ -209,22 +209,5 @@ def test_a_hook_call_parses_no_rule_it_has_parsed_before(project: Path) -> None:
 def test_a_hook_call_loads_neither_the_model_nor_the_dag(project: Path) -> None:
     """It runs once per tool call, so it checks the call without the proposal model,
     the DAG or the passes (a start-up guard; the time is benchmarks/bench_hook.py's)."""
-    payload = json.dumps({**claude("Bash", {"command": "ls"}), "cwd": str(project)})
     heavy = ["car_verify.model", "car_verify.dag", "car_verify.passes", "lark", "networkx"]
-    probe = (
-        "import sys; from car_verify._launch import main; sys.argv = ['car-verify', 'hook'];"
-        f"code = main(); sys.stderr.write(repr([m for m in {heavy!r} if m in sys.modules]));"
-        "raise SystemExit(code)"
-    )
-    runs = [
-        subprocess.run(
-            [sys.executable, "-c", probe],
-            input=payload,
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=project,
-        ).stderr
-        for _ in range(2)
-    ]
-    assert runs[1].endswith("[]"), runs[1]
+    assert loaded_in_hook_calls(project, heavy)[1] == []
