@@ -13,12 +13,8 @@ from ..errors import InputError
 from .base import (
     Call,
     Trajectory,
+    chat_trajectory,
     errored,
-    outcome_of,
-    record_id,
-    reward_of,
-    scalar_metadata,
-    string_or_none,
 )
 
 
@@ -93,19 +89,16 @@ class AnthropicImporter:
                     c = calls[target]
                     calls[target] = Call(c.tool, c.arguments, c.call_id, result, failed, c.step)
         doc = record if isinstance(record, Mapping) else {}
-        reward = doc.get("reward", doc.get("score"))
-        model = doc.get("model")
         return [
-            Trajectory(
-                record_id(doc, source, index, line),
+            chat_trajectory(
                 self.name,
+                doc,
                 calls,
-                reward=reward_of(reward),
-                outcome=outcome_of(reward),
-                model=string_or_none(model),
+                notes,
+                model=doc.get("model"),
+                metadata=doc.get("metadata"),
                 source=source,
                 line=line,
-                metadata=scalar_metadata(doc.get("metadata")),
-                notes=notes,
+                index=index,
             )
         ]

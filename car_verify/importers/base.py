@@ -347,3 +347,32 @@ def record_id(record: Any, source: str, index: int, line: int | None) -> str:
     if found is not None:
         return found
     return f"{Path(source).name}:{line if line is not None else index}"
+
+
+def chat_trajectory(
+    format: str,
+    doc: Mapping[str, Any],
+    calls: list[Call],
+    notes: list[str],
+    *,
+    model: Any,
+    metadata: Any,
+    source: str,
+    line: int | None,
+    index: int,
+) -> Trajectory:
+    """The trajectory of a chat-format record (a message list beside its ``reward``
+    or ``score``, ``model`` and ``metadata``), as every chat importer lifts it."""
+    reward = doc.get("reward", doc.get("score"))
+    return Trajectory(
+        record_id(doc, source, index, line),
+        format,
+        calls,
+        reward=reward_of(reward),
+        outcome=outcome_of(reward),
+        model=string_or_none(model),
+        source=source,
+        line=line,
+        metadata=scalar_metadata(metadata),
+        notes=notes,
+    )

@@ -18,13 +18,9 @@ from ..errors import InputError
 from .base import (
     Call,
     Trajectory,
+    chat_trajectory,
     errored,
-    outcome_of,
     parse_arguments,
-    record_id,
-    reward_of,
-    scalar_metadata,
-    string_or_none,
 )
 
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
@@ -101,20 +97,18 @@ class OpenAIChatImporter:
         messages = record if isinstance(record, list) else record["messages"]
         doc: Mapping[str, Any] = record if isinstance(record, Mapping) else {}
         calls, notes = calls_of(messages)
-        reward = doc.get("reward", doc.get("score"))
         meta = doc.get("metadata") if isinstance(doc.get("metadata"), Mapping) else {}
         model = doc.get("model", meta.get("model") if meta else None)
         return [
-            Trajectory(
-                record_id(doc, source, index, line),
+            chat_trajectory(
                 self.name,
+                doc,
                 calls,
-                reward=reward_of(reward),
-                outcome=outcome_of(reward),
-                model=string_or_none(model),
+                notes,
+                model=model,
+                metadata=meta,
                 source=source,
                 line=line,
-                metadata=scalar_metadata(meta),
-                notes=notes,
+                index=index,
             )
         ]
