@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import car_verify
 from car_verify.cli import main
 from car_verify.errors import InputError
+from car_verify.flow import parse_labels, parse_policy
+from car_verify.workflow import check_workflow_policies, parse_graph
 
 PLAN = {
     "actions": [
@@ -441,3 +444,32 @@ def test_every_command_that_reports_takes_format_json(capsys: pytest.CaptureFixt
     assert doc["total"] == 10 and len(doc["files"]) == 2 and doc["rules"]
     assert main(["policy", "lint", str(root)]) == 0
     assert capsys.readouterr().out.startswith("loaded 10 rules from 2 files")
+
+
+GRAPH = {"entry": "a", "stages": ["a"], "edges": []}
+
+
+@pytest.mark.parametrize(
+    ("read", "message"),
+    [
+        (lambda: parse_labels({"t": {"sinks": 1}}),
+         "labels.t.sinks: unknown field 'sinks' (expected one of capability, "
+         "confidentiality, trust, sink, declassifier, approval)"),
+        (lambda: parse_policy({"min": 1}),
+         "policy.min: unknown field 'min' (expected min_confidential or forbidden_sequences)"),
+        (lambda: parse_graph({**GRAPH, "x": 1}),
+         "graph.x: unknown field 'x' (expected one of entry, terminals, stages, edges)"),
+        (lambda: parse_graph(
+            {**GRAPH, "edges": [{"from": "a", "to": "a", "if": 1}]}),
+         "graph.edges[0].if: unknown field 'if' (expected from, to, condition)"),
+        (lambda: check_workflow_policies(
+            GRAPH, [{"kind": "precedes", "earlier": "a", "later": "a", "why": 1}]),
+         "policies[0].why: unknown field 'why' (expected kind, earlier, later, name)"),
+    ],
+)  # fmt: skip
+def test_a_strict_json_reader_names_the_unknown_field_and_the_known_ones(
+    read: Any, message: str
+) -> None:
+    with pytest.raises(InputError) as caught:
+        read()
+    assert str(caught.value) == message
