@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from .errors import InputError, deep_values_are_input_errors
+from .errors import InputError, deep_values_are_input_errors, reject_unknown_fields
 from .values import json_equal
 
 
@@ -42,11 +42,7 @@ def _object(
 ) -> Mapping[str, Any]:
     if not isinstance(doc, Mapping):
         raise InputError("expected an object", path)
-    for name in doc:
-        if name not in fields:
-            raise InputError(
-                f"unknown field {name!r} (expected one of {', '.join(fields)})", [*path, name]
-            )
+    reject_unknown_fields(doc, fields, path)
     for name in required:
         if name not in doc:
             raise InputError(f"missing field {name!r}", path)

@@ -40,7 +40,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from .errors import InputError, UsageError, deep_values_are_input_errors
+from .errors import InputError, UsageError, deep_values_are_input_errors, reject_unknown_fields
 
 _OP_FIELDS: Final = (
     "id", "agent", "read_set", "write_set", "tools_read", "tools_written", "depends_on",
@@ -81,12 +81,7 @@ def parse_ops(doc: Any) -> list[AgentOp]:
         where: list[str | int] = ["ops", n]
         if not isinstance(raw, Mapping):
             raise InputError("expected an op {id, read_set, write_set, ...}", where)
-        for name in raw:
-            if name not in _OP_FIELDS:
-                known = ", ".join(_OP_FIELDS)
-                raise InputError(
-                    f"unknown field {name!r} (expected one of {known})", [*where, name]
-                )
+        reject_unknown_fields(raw, _OP_FIELDS, where)
         if not isinstance(raw.get("id"), str):
             raise InputError("expected a string", [*where, "id"])
         agent = raw.get("agent")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, ParamSpec, TypeVar, cast
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "is_too_deep",
     "json_pointer",
     "pointer_token",
+    "reject_unknown_fields",
     "too_deep",
 ]
 
@@ -116,6 +117,18 @@ class InputError(CarVerifyError):
             line=self.line,
             column=self.column,
         )
+
+
+def reject_unknown_fields(
+    doc: Iterable[str], known: Sequence[str], where: Sequence[str | int], expected: str = ""
+) -> None:
+    """Refuse the first key of a strictly read JSON object (``doc``, at ``where``) that
+    is not in ``known``: ``unknown field 'x' (expected one of a, b)``, located at the
+    key. ``expected`` words the known fields otherwise (``a, b or c``)."""
+    for name in doc:
+        if name not in known:
+            listed = expected or f"one of {', '.join(known)}"
+            raise InputError(f"unknown field {name!r} (expected {listed})", [*where, name])
 
 
 class UsageError(CarVerifyError):

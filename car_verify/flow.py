@@ -53,7 +53,7 @@ from typing import Any, Final, Literal
 
 from .car import CarOrder, car_writes, profile_of
 from .dag import Dag
-from .errors import InputError, UsageError, deep_values_are_input_errors
+from .errors import InputError, UsageError, deep_values_are_input_errors, reject_unknown_fields
 from .model import ActionProposal, load
 
 LEVELS: Final = ("public", "internal", "secret")
@@ -66,6 +66,7 @@ _LABEL_FIELDS: Final = (
     "declassifier",
     "approval",
 )
+_POLICY_FIELDS: Final = ("min_confidential", "forbidden_sequences")
 _SINK_MITIGATION: Final = (
     "route the data through a declassifier/sanitizer before this sink, or remove the dependency"
 )
@@ -112,12 +113,7 @@ def parse_labels(doc: Any) -> dict[str, Label]:
             continue
         if not isinstance(raw, Mapping):
             raise InputError("expected a label object", where)
-        for name in raw:
-            if name not in _LABEL_FIELDS:
-                known = ", ".join(_LABEL_FIELDS)
-                raise InputError(
-                    f"unknown field {name!r} (expected one of {known})", [*where, name]
-                )
+        reject_unknown_fields(raw, _LABEL_FIELDS, where)
         capability = raw.get("capability")
         if capability is not None and not isinstance(capability, str):
             raise InputError("expected a string", [*where, "capability"])
@@ -150,12 +146,7 @@ def parse_policy(doc: Any) -> FlowPolicy:
         return doc
     if not isinstance(doc, Mapping):
         raise InputError("expected an object {min_confidential, forbidden_sequences}", ["policy"])
-    for name in doc:
-        if name not in ("min_confidential", "forbidden_sequences"):
-            raise InputError(
-                f"unknown field {name!r} (expected min_confidential or forbidden_sequences)",
-                ["policy", name],
-            )
+    reject_unknown_fields(doc, _POLICY_FIELDS, ["policy"], " or ".join(_POLICY_FIELDS))
     level = doc.get("min_confidential", "internal")
     if level not in _RANK:
         raise InputError(f"expected one of {', '.join(LEVELS)}", ["policy", "min_confidential"])

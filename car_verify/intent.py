@@ -37,7 +37,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from .errors import InputError, UsageError, deep_values_are_input_errors
+from .errors import InputError, UsageError, deep_values_are_input_errors, reject_unknown_fields
 
 _INTENT_FIELDS: Final = ("allowed_tools", "allowed_resources", "forbidden_capabilities")
 _ACTION_FIELDS: Final = ("id", "tool", "targets", "capabilities", "depends_on", "untrusted")
@@ -115,10 +115,7 @@ def _strings(doc: Mapping[str, Any], name: str, path: list[str | int]) -> tuple[
 def _fields(doc: Any, path: list[str | int], fields: Sequence[str]) -> Mapping[str, Any]:
     if not isinstance(doc, Mapping):
         raise InputError("expected an object", path)
-    for name in doc:
-        if name not in fields:
-            known = ", ".join(fields)
-            raise InputError(f"unknown field {name!r} (expected one of {known})", [*path, name])
+    reject_unknown_fields(doc, fields, path)
     return doc
 
 

@@ -35,7 +35,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from .errors import InputError, deep_values_are_input_errors
+from .errors import InputError, deep_values_are_input_errors, reject_unknown_fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +60,8 @@ class WorkflowGraph:
 
 
 _GRAPH_FIELDS: Final = ("entry", "terminals", "stages", "edges")
+_EDGE_FIELDS: Final = ("from", "to", "condition")
+_POLICY_FIELDS: Final = ("kind", "earlier", "later", "name")
 
 
 def parse_graph(doc: Any) -> WorkflowGraph:
@@ -70,10 +72,7 @@ def parse_graph(doc: Any) -> WorkflowGraph:
         doc = read_json(doc)
     if not isinstance(doc, Mapping):
         raise InputError("expected a workflow graph {entry, terminals, stages, edges}", ["graph"])
-    for name in doc:
-        if name not in _GRAPH_FIELDS:
-            known = ", ".join(_GRAPH_FIELDS)
-            raise InputError(f"unknown field {name!r} (expected one of {known})", ["graph", name])
+    reject_unknown_fields(doc, _GRAPH_FIELDS, ["graph"])
     for name in ("entry", "stages", "edges"):
         if name not in doc:
             raise InputError(f"missing field {name!r}", ["graph"])
@@ -92,11 +91,7 @@ def parse_graph(doc: Any) -> WorkflowGraph:
         where: list[str | int] = ["graph", "edges", n]
         if not isinstance(edge, Mapping):
             raise InputError("expected an edge {from, to, condition?}", where)
-        for name in edge:
-            if name not in ("from", "to", "condition"):
-                raise InputError(
-                    f"unknown field {name!r} (expected from, to, condition)", [*where, name]
-                )
+        reject_unknown_fields(edge, _EDGE_FIELDS, where, ", ".join(_EDGE_FIELDS))
         for name in ("from", "to"):
             if not isinstance(edge.get(name), str):
                 raise InputError("expected a stage name", [*where, name])
@@ -282,21 +277,17 @@ def _policies(doc: Any) -> list[tuple[str, str, str]]:
         where: list[str | int] = ["policies", n]
         if not isinstance(raw, Mapping):
             raise InputError("expected a policy {kind, earlier, later, name?}", where)
-        for name in raw:
-            if name not in ("kind", "earlier", "later", "name"):
-                raise InputError(
-                    f"unknown field {name!r} (expected kind, earlier, later, name)", [*where, name]
-                )
+        reject_unknown_fields(raw, _POLICY_FIELDS, where, ", ".join(_POLICY_FIELDS))
         if raw.get("kind") != "precedes":
             raise InputError("unknown policy kind (expected precedes)", [*where, "kind"])
         for name in ("earlier", "later"):
             if not isinstance(raw.get(name), str):
                 raise InputError("expected a stage name", [*where, name])
-        name = raw.get("name")
-        if name is not None and not isinstance(name, str):
+        label = raw.get("name")
+        if label is not None and not isinstance(label, str):
             raise InputError("expected a string", [*where, "name"])
         out.append(
-            (raw["earlier"], raw["later"], name or f"{raw['earlier']} precedes {raw['later']}")
+            (raw["earlier"], raw["later"], label or f"{raw['earlier']} precedes {raw['later']}")
         )
     return out
 
