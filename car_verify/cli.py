@@ -1321,6 +1321,21 @@ def cmd_policy_diff(args: argparse.Namespace) -> int:
     return EXIT_OK if covers else EXIT_UNKNOWN if covers is None else EXIT_FINDINGS
 
 
+def _gate_options(p: argparse.ArgumentParser, gate_policy: str) -> None:
+    """``--gate``, ``--gate-policy`` and ``--approvals``, as :func:`_gated` reads them."""
+    p.add_argument(
+        "--gate",
+        action="store_true",
+        help="map the report to allow / require_approval / block (exit 1 unless allow)",
+    )
+    p.add_argument("--gate-policy", metavar="GATE.json", help=gate_policy)
+    p.add_argument(
+        "--approvals",
+        metavar="LEDGER.jsonl",
+        help="settle the gate's approvals against this ledger (implies --gate)",
+    )
+
+
 def _schedules_option(p: argparse.ArgumentParser) -> None:
     from typing import get_args
 
@@ -1909,11 +1924,7 @@ def _parser() -> _Parser:
         help="{intent, actions} (the runtime's IntentActions, or Agent IR actions with "
         "untrusted_tools / untrusted_ids)",
     )
-    p.add_argument("--gate", action="store_true", help="map to allow / require_approval / block")
-    p.add_argument("--gate-policy", metavar="GATE.json", help="{on_untainted_drift}")
-    p.add_argument(
-        "--approvals", metavar="LEDGER.jsonl", help="settle approvals against this ledger"
-    )
+    _gate_options(p, "{on_untainted_drift}")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(run=cmd_intent)
 
@@ -1935,19 +1946,7 @@ def _parser() -> _Parser:
     p.add_argument(
         "--policy", metavar="POLICY.json", help="{min_confidential, forbidden_sequences}"
     )
-    p.add_argument(
-        "--gate",
-        action="store_true",
-        help="map the report to allow / require_approval / block (exit 1 unless allow)",
-    )
-    p.add_argument(
-        "--gate-policy", metavar="GATE.json", help="{on_sensitive_to_sink, on_forbidden_sequence}"
-    )
-    p.add_argument(
-        "--approvals",
-        metavar="LEDGER.jsonl",
-        help="settle the gate's approvals against this ledger (implies --gate)",
-    )
+    _gate_options(p, "{on_sensitive_to_sink, on_forbidden_sequence}")
     who = p.add_mutually_exclusive_group()
     who.add_argument("--approve", metavar="FINGERPRINT", help="record an approval of a hazard")
     who.add_argument("--reject", metavar="FINGERPRINT", help="record a rejection of a hazard")
