@@ -46,6 +46,7 @@ against recorded decisions, each hazard named by a fingerprint
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -253,9 +254,33 @@ class _Flow:
             car = CarOrder(model)
             self.preds = list(car.preds)
             self.order = car.order
+        self._descendants: dict[int, set[int]] = {}
 
     def label(self, i: int) -> Label:
         return self.labels[i] or _UNLABELLED
+
+    @functools.cached_property
+    def succs(self) -> list[list[int]]:
+        out: list[list[int]] = [[] for _ in self.actions]
+        for i, preds in enumerate(self.preds):
+            for p in preds:
+                out[p].append(i)
+        return out
+
+    def descendants(self, i: int) -> set[int]:
+        """The actions with a path from ``i`` (remembered: the integrity check asks
+        for the same ones again and again)."""
+        found = self._descendants.get(i)
+        if found is None:
+            found = set()
+            stack = [i]
+            while stack:
+                for s in self.succs[stack.pop()]:
+                    if s not in found:
+                        found.add(s)
+                        stack.append(s)
+            self._descendants[i] = found
+        return found
 
     def ancestors(self, j: int, *, through_declassifiers: bool) -> set[int]:
         """The actions with a path to ``j``; without ``through_declassifiers``, a path
@@ -415,23 +440,9 @@ def _integrity(flow: _Flow) -> list[FlowViolation]:
         for ref in action.output_refs():
             if ref.action_id in position:
                 refs.setdefault(position[ref.action_id], []).append(i)
-    descendants: dict[int, set[int]] = {}
-
-    def below(i: int) -> set[int]:
-        if i not in descendants:
-            seen: set[int] = set()
-            stack = [i]
-            succs = _succs(flow)
-            while stack:
-                for s in succs[stack.pop()]:
-                    if s not in seen:
-                        seen.add(s)
-                        stack.append(s)
-            descendants[i] = seen
-        return descendants[i]
 
     def may_precede(a: int, b: int) -> bool:
-        return a != b and a not in below(b)
+        return a != b and a not in flow.descendants(b)
 
     def edges(i: int) -> Iterable[tuple[int, str]]:
         for key in car_writes(flow.actions[i]):
@@ -487,17 +498,6 @@ def _integrity(flow: _Flow) -> list[FlowViolation]:
                 )
             )
     return out
-
-
-def _succs(flow: _Flow) -> list[list[int]]:
-    cached = getattr(flow, "_succ_lists", None)
-    if cached is None:
-        cached = [[] for _ in flow.actions]
-        for i, preds in enumerate(flow.preds):
-            for p in preds:
-                cached[p].append(i)
-        flow._succ_lists = cached  # type: ignore[attr-defined]
-    return cached
 
 
 def flow_violations(
