@@ -193,10 +193,10 @@ def _save_rules(path: Path | None, loaded: Any) -> None:
     """Write the trace rules just loaded to the cache (atomically), when it lacks any."""
     if path is None:
         return
-    from .trace import _KNOWN, rule_to_dict
+    from .trace import remembered, rule_to_dict
 
     rules = loaded.rules.trace_rule
-    if all(_KNOWN.get((r.text, r.name)) == r for r in rules):
+    if all(remembered(r) for r in rules):
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_suffix(f".{os.getpid()}.tmp")

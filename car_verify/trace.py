@@ -186,6 +186,11 @@ def remember(rules: Iterable[TraceRule]) -> None:
         _KNOWN[(rule.text, rule.name)] = rule
 
 
+def remembered(rule: TraceRule) -> bool:
+    """Whether :func:`parse_trace_rule` answers ``rule`` without parsing it."""
+    return _KNOWN.get((rule.text, rule.name)) == rule
+
+
 def rule_to_dict(rule: TraceRule) -> dict[str, Any]:
     """A parsed rule as JSON (:func:`rule_from_dict` reads it back, equal)."""
 
