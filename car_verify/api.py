@@ -23,8 +23,8 @@ from .passes import (
     evidence_lists,
     run_passes,
 )
+from .schedules import Schedules
 from .tools import ToolRegistry
-from .trace import Schedules
 from .values import copy_json
 from .walk import ActionTrace, describe, walk
 

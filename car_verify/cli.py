@@ -1337,13 +1337,11 @@ def _gate_options(p: argparse.ArgumentParser, gate_policy: str) -> None:
 
 
 def _schedules_option(p: argparse.ArgumentParser) -> None:
-    from typing import get_args
-
-    from .trace import Schedules
+    from .schedules import SCHEDULES
 
     p.add_argument(
         "--schedules",
-        choices=get_args(Schedules),
+        choices=SCHEDULES,
         default="levels",
         help="check trace rules over the executor's schedules (levels in order, any "
         "interleaving inside one; the default) or over every order the DAG allows",

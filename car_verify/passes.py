@@ -24,15 +24,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property
-from typing import Any, ClassVar, get_args
+from typing import Any, ClassVar
 
 from .codes import Code, lookup
 from .dag import Dag
 from .errors import TOO_DEEP, CarVerifyError, InputError, PassError, UsageError, json_pointer
 from .findings import Issue, Severity, Tier
 from .model import ActionProposal
+from .schedules import SCHEDULES, Schedules
 from .tools import ToolRegistry
-from .trace import Schedules
 from .walk import Walk, walk
 
 __all__ = [
@@ -92,8 +92,8 @@ class Options:
         threshold = self.repeat_threshold
         if type(threshold) is not int or threshold < 1:
             raise UsageError(f"repeat_threshold must be a positive integer, got {threshold!r}")
-        if self.schedules not in get_args(Schedules):
-            known = " or ".join(repr(s) for s in get_args(Schedules))
+        if self.schedules not in SCHEDULES:
+            known = " or ".join(repr(s) for s in SCHEDULES)
             raise UsageError(f"schedules must be {known}, got {self.schedules!r}")
 
 

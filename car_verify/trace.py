@@ -30,6 +30,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from .errors import InputError
+from .schedules import Schedules
 from .values import ABSENT, evaluate, json_equal
 
 if TYPE_CHECKING:  # the schedule check loads them; the gate (the agent hook) never does
@@ -48,9 +49,6 @@ __all__ = [
 ]
 
 Outcome = Literal["succeeded", "failed"]
-#: Which schedules the static check explores: the executor's (``levels``) or every
-#: order the DAG allows (``any``).
-Schedules = Literal["levels", "any"]
 
 
 @dataclass(frozen=True, slots=True)
