@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import json
 import os
 import sys
@@ -280,6 +279,7 @@ class _State:
 def _session(folder: Path, session: str, loaded: Any) -> Iterator[_State]:
     """The session's state, under an exclusive lock, saved on the way out."""
     import fcntl
+    import hashlib  # here, not at the top: the CLI loads this module for its options
 
     folder.mkdir(parents=True, exist_ok=True)
     name = hashlib.sha256(session.encode()).hexdigest()[:24]
@@ -302,6 +302,8 @@ def _session(folder: Path, session: str, loaded: Any) -> Iterator[_State]:
 
 
 def _digest(loaded: Any) -> str:
+    import hashlib
+
     digest = hashlib.sha256()
     for file in loaded.files:
         digest.update(file.name.encode() + b"\0" + file.read_bytes())
