@@ -634,16 +634,9 @@ def enforce_information_flow(decision: Any, approvals: Any = None) -> FlowEnforc
     or a :class:`~car_verify.permissions.Ledger`; the last decision about a hazard
     stands): an approved hazard may run, a rejected one is blocked, an unseen one
     is pending."""
-    from .permissions import GateDecision, settle
+    from .permissions import settle
 
-    if isinstance(decision, GateDecision):
-        doc: Mapping[str, Any] = decision.to_dict()
-    elif isinstance(decision, str):
-        doc = json.loads(decision)
-    else:
-        doc = decision
-    rejected, pending = settle(doc.get("needs_approval") or [], flow_fingerprint, approvals)
-    blocked = [*(doc.get("blocked") or []), *rejected]
+    blocked, pending = settle(decision, flow_fingerprint, approvals)
     if blocked:
         reason = f"blocked: {len(blocked)} flow hazard(s) refused ({len(pending)} pending approval)"
     elif pending:

@@ -359,11 +359,9 @@ class IntentEnforcement:
 def enforce_intent(decision: Any, approvals: Any = None) -> IntentEnforcement:
     """Settle a gate decision against recorded decisions: approved drift commits,
     rejected drift is blocked, unseen drift is pending; hard blocks never commit."""
-    from .permissions import GateDecision, settle
+    from .permissions import settle
 
-    doc = decision.to_dict() if isinstance(decision, GateDecision) else _decoded(decision)
-    rejected, pending = settle(doc.get("needs_approval") or [], intent_fingerprint, approvals)
-    blocked = [*(doc.get("blocked") or []), *rejected]
+    blocked, pending = settle(decision, intent_fingerprint, approvals)
     if blocked:
         reason = (
             f"blocked: {len(blocked)} out-of-intent action(s) refused ({len(pending)} pending "

@@ -687,21 +687,31 @@ class GateDecision:
 
 
 def settle(
-    needs_approval: Iterable[Mapping[str, Any]],
+    decision: Any,
     fingerprint: Callable[[Mapping[str, Any]], str],
     approvals: Any,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Hazards awaiting a human, against the recorded decisions (:func:`decisions`):
-    the rejected ones, and the pending ``{fingerprint, violation}`` (an approved one
-    is neither). Every gate's enforcement settles its approvals here."""
+    """A gate's decision (a :class:`GateDecision`, its dict, or that as JSON text)
+    against the recorded human decisions (:func:`decisions`): what stays blocked (the
+    gate's blocks and every rejected hazard) and the pending ``{fingerprint,
+    violation}`` (an approved hazard is neither). Every gate's enforcement settles
+    its approvals here."""
+    if isinstance(decision, GateDecision):
+        doc: Mapping[str, Any] = decision.to_dict()
+    elif isinstance(decision, (str, bytes)):
+        from .model import read_json
+
+        doc = read_json(decision)
+    else:
+        doc = decision
     decided = decisions(approvals)
-    rejected: list[dict[str, Any]] = []
+    blocked: list[dict[str, Any]] = [*(doc.get("blocked") or [])]
     pending: list[dict[str, Any]] = []
-    for violation in needs_approval:
+    for violation in doc.get("needs_approval") or []:
         mark = fingerprint(violation)
         verdict = decided.get(mark)
         if verdict == "rejected":
-            rejected.append(dict(violation))
+            blocked.append(dict(violation))
         elif verdict != "approved":
             pending.append({"fingerprint": mark, "violation": dict(violation)})
-    return rejected, pending
+    return blocked, pending
