@@ -132,12 +132,14 @@ def decide(
     if not isinstance(params, dict):
         return _unknown(on_unknown, "tool_input is not a JSON object")
     from .errors import CarVerifyError
-    from .policy import load_policies
+    from .policy import load_policies, policies_folder
 
     cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
     where = policies if policies is not None else _project(cwd)
-    cache = _rule_cache(where, state_dir)
     try:
+        directory, _ = policies_folder(where)
+        folder = None if directory is None else _state_folder(directory, state_dir)
+        cache = _rule_cache(folder)
         loaded = load_policies(where)
     except CarVerifyError as err:  # a rule that cannot be read must not vanish
         reason = f"car-verify: the policies cannot be loaded ({err}): denied (fail closed)"
@@ -145,7 +147,7 @@ def decide(
     if loaded.directory is None:
         warning = f"car-verify: warning: {loaded.describe()}: the call is not checked"
         return HookAnswer("allow" if event == "PreToolUse" else None, warnings=[warning])
-    folder = Path(state_dir) if state_dir is not None else loaded.directory.parent / "hook-state"
+    assert folder is not None  # the directory that was just loaded
     _save_rules(cache, loaded)
     session = str(payload.get("session_id") or "no-session")
     with _session(folder, session, loaded) as state:
@@ -163,19 +165,20 @@ def decide(
     return HookAnswer(decision, f"car-verify policy: {why}", names, state.warnings)
 
 
-def _rule_cache(where: Any, state_dir: Any) -> Path | None:
+def _state_folder(directory: Path, state_dir: Any) -> Path:
+    """Where the sessions' state and the rule cache live: ``state_dir``, else
+    ``hook-state`` beside the policies directory."""
+    return Path(state_dir) if state_dir is not None else directory.resolve().parent / "hook-state"
+
+
+def _rule_cache(folder: Path | None) -> Path | None:
     """The file of parsed trace rules (one parse per rule text, not one per call: the
     parser alone costs a hook call about 90 ms); what it holds is remembered, so
     loading the policies parses only rules it does not hold. The plain path is the
     same load with nothing remembered; a test checks that both give equal rules."""
-    if where is None:
+    if folder is None:
         return None
-    base = Path(where)
-    nested = base / ".car" / "policies"
-    folder = nested if nested.is_dir() else base
-    path = (Path(state_dir) if state_dir is not None else folder.parent / "hook-state") / (
-        "trace-rules.json"
-    )
+    path = folder / "trace-rules.json"
     try:
         docs = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):

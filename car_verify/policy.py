@@ -41,6 +41,7 @@ __all__ = [
     "load_policies",
     "load_policy_file",
     "load_policy_text",
+    "policies_folder",
     "policy_engine",
 ]
 
@@ -604,9 +605,24 @@ def load_policies(directory: str | os.PathLike[str] | None = None) -> LoadedPoli
 
     ``directory`` may be the policies directory itself or a project directory that
     holds ``.car/policies``; without it, the nearest ``.car/policies`` walking up
-    from the working directory is used. A missing directory is not an error; a
-    malformed file fails the whole load, naming the file.
+    from the working directory is used (:func:`policies_folder`). A missing
+    directory is not an error; a malformed file fails the whole load, naming the file.
     """
+    folder, searched = policies_folder(directory)
+    if folder is None:
+        return LoadedPolicies(None, [], PolicySet(), searched)
+    files = _policy_files(folder)
+    rules = PolicySet()
+    for file in files:
+        rules.extend(load_policy_file(file))
+    return LoadedPolicies(folder.resolve(), files, rules, searched)
+
+
+def policies_folder(
+    directory: str | os.PathLike[str] | None = None,
+) -> tuple[Path | None, list[Path]]:
+    """The policies directory :func:`load_policies` reads for ``directory`` (None:
+    there is none) and the places it looked, without reading a rule."""
     if directory is not None:
         given = Path(directory)
         if not given.is_dir():
@@ -618,17 +634,8 @@ def load_policies(directory: str | os.PathLike[str] | None = None) -> LoadedPoli
                 source=str(nested),
             )
         chosen = nested if nested.is_dir() else given
-        folder: Path | None = chosen
-        searched = [chosen]
-    else:
-        folder, searched = find_policies()
-    if folder is None:
-        return LoadedPolicies(None, [], PolicySet(), searched)
-    files = _policy_files(folder)
-    rules = PolicySet()
-    for file in files:
-        rules.extend(load_policy_file(file))
-    return LoadedPolicies(folder.resolve(), files, rules, searched)
+        return chosen, [chosen]
+    return find_policies()
 
 
 def _policy_files(folder: Path) -> list[Path]:
