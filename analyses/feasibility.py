@@ -74,7 +74,7 @@ class FeasibilityPass(Pass):
     def run(self, ctx: Context) -> Iterator[Issue]:
         from car_verify.symbolic import Encoder
 
-        encoder = Encoder([ctx.proposal])
+        encoder = Encoder([ctx.proposal], ctx.semantics)
         z3 = encoder.z3
         # One state in which every action runs settles them all. The run in which
         # every action ran asks that with small terms (see Encoder.run).

@@ -115,16 +115,18 @@ class FlowPass(Pass):
         from car_verify.flow import flow_violations
 
         assert ctx.labels is not None
-        strict = ctx.profile == "strict"
-        runtime, beyond = flow_violations(ctx.proposal, ctx.labels, ctx.flow_policy, strict=strict)
+        decide = ctx.semantics.own_checks_decide
+        runtime, beyond = flow_violations(
+            ctx.proposal, ctx.labels, ctx.flow_policy, semantics=ctx.semantics
+        )
         position = {a.id: i for i, a in reversed(list(enumerate(ctx.proposal.actions)))}
         for v, ours in [*((v, False) for v in runtime), *((v, True) for v in beyond)]:
             code = _CODE[v.kind]
-            severity = Severity.ERROR if strict or not ours else Severity.WARNING
+            severity = Severity.ERROR if decide or not ours else Severity.WARNING
             message = v.explanation
             if v.schedule:
                 message += f" (schedule: {', '.join(v.schedule)})"
-            if ours and not strict:
+            if ours and not decide:
                 message += " [beyond the runtime's check]"
             yield ctx.issue(
                 code,

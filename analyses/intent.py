@@ -103,9 +103,7 @@ class IntentPass(Pass):
 
         intent, untrusted = ctx.intent
         labelled = {t for t, label in (ctx.labels or {}).items() if label.trust == "untrusted"}
-        actions = plan_actions(
-            ctx.proposal, {*untrusted, *labelled}, strict=ctx.profile == "strict"
-        )
+        actions = plan_actions(ctx.proposal, {*untrusted, *labelled}, semantics=ctx.semantics)
         report = judge(intent, actions)
         first = {a.id: i for i, a in reversed(list(enumerate(ctx.proposal.actions)))}
         for v in report.violations:

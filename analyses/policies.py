@@ -116,21 +116,20 @@ class PolicyPass(Pass):
         actions = ctx.proposal.actions
         found: list[Issue] = []
 
-        for members, state in ctx.walk.level_states():  # each level's start state
-            for i in members:
-                if actions[i].type != "tool_call":
-                    continue
-                for v in engine.check(actions[i], state):
-                    found.append(
-                        ctx.issue(
-                            v.policy_name,
-                            v.reason,
-                            index=i,
-                            severity=Severity.ERROR,
-                            tier=Tier.DECISION_PROCEDURE,
-                        )
+        for i, state in ctx.walk.action_states():  # the state at each action's turn
+            if actions[i].type != "tool_call":
+                continue
+            for v in engine.check(actions[i], state):
+                found.append(
+                    ctx.issue(
+                        v.policy_name,
+                        v.reason,
+                        index=i,
+                        severity=Severity.ERROR,
+                        tier=Tier.DECISION_PROCEDURE,
                     )
-                found.extend(_undecided(ctx, engine, i))
+                )
+            found.extend(_undecided(ctx, engine, i))
         found.extend(_compensations(ctx, engine))
         yield from found
         positions = ctx.dag.positions

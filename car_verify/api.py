@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._codec import Bad, d_json, expected
-from .car import Profile, car_simulate, car_verify, profile_of, require_known_types
 from .dag import Dag
 from .display import HtmlDisplay
 from .errors import InputError, deep_values_are_input_errors
@@ -24,6 +23,8 @@ from .passes import (
     run_passes,
 )
 from .schedules import Schedules
+from .semantics import Profile, semantics_of
+from .semantics.base import Semantics
 from .tools import ToolRegistry
 from .values import copy_json
 from .walk import ActionTrace, describe, walk
@@ -135,6 +136,8 @@ class Simulation(dict[str, Any], HtmlDisplay):
 
     trace: list[ActionTrace]
     unwalked: list[str]
+    #: The profile whose walk this is.
+    profile: str = "car"
 
     @property
     def state(self) -> dict[str, Any]:
@@ -192,7 +195,7 @@ def verify(
     passes: Iterable[str | Pass | type[Pass]] | None = None,
     repeat_threshold: int = 3,
     policies: Any = None,
-    profile: str | Profile | None = None,
+    profile: str | Profile | Semantics | None = None,
     labels: Any = None,
     flow_policy: Any = None,
     intent: Any = None,
@@ -218,8 +221,8 @@ def verify(
     """
     flow = _flow_inputs(labels, flow_policy)
     declared = _intent_input(intent)
-    chosen = profile_of(profile)
-    if chosen is Profile.CAR:
+    sem = semantics_of(profile)
+    if sem.profile is Profile.CAR:  # CAR's eight checks (car.py), then our passes
         return _verify_car(
             proposal,
             tools,
@@ -297,14 +300,17 @@ def _verify_car(
     flow: tuple[Any, Any] = (None, None),
     intent: Any = None,
     schedules: Schedules = "levels",
+    dag: Dag | None = None,
 ) -> VerificationResult:
     """``verify`` under the ``car`` profile: CAR's eight checks, then car-verify's
     own ``info`` findings and, with policies or labels, the policy and flow passes
     on top."""
+    from .car import car_verify
     from .errors import UsageError
+    from .semantics.car import CAR
 
     model = load(proposal)
-    require_known_types(model)
+    CAR.refuse(model)
     options = Options(
         max_actions=max_actions, repeat_threshold=repeat_threshold, schedules=schedules
     )  # checks them
@@ -320,12 +326,14 @@ def _verify_car(
                     "CAR's own checks (use profile='strict' to choose passes)"
                 )
             extras.append(name)
+    dag = CAR.order(model) if dag is None else dag
     verdict = car_verify(
         model,
         initial_state=state,
         tools=registry,
         max_actions=max_actions,
         repeat_threshold=repeat_threshold,
+        order=dag,
     )
     issues: list[Issue] = []
     checks: list[CheckRecord] = []
@@ -357,9 +365,10 @@ def _verify_car(
             labels=flow[0],
             flow_policy=flow[1],
             intent=intent,
-            profile="car",
+            semantics=CAR,
             options=options,
         )
+        ctx.dag = dag  # the one DAG: CAR's checks and our passes read the same
         found, records = run_passes(ctx, resolve_passes(ours, ctx))
         issues.extend(found)
         checks.extend(records)
@@ -384,6 +393,29 @@ def _verify_car(
         proposal=model,
         profile=Profile.CAR,
     )
+
+
+def verify_context(ctx: Context) -> VerificationResult:
+    """``verify`` of a prepared :class:`Context` under its semantics (the executor's
+    admission): CAR's checks under ``car``, the passes under ``strict``; the
+    context's DAG is the one both read."""
+    from .semantics.car import CAR
+
+    if ctx.semantics is CAR:
+        return _verify_car(
+            ctx.proposal,
+            ctx.tools,
+            ctx.initial_state if ctx.state_given else None,
+            ctx.options.max_actions,
+            None,
+            ctx.options.repeat_threshold,
+            ctx.policies,
+            (ctx.labels, ctx.flow_policy),
+            ctx.intent,
+            ctx.options.schedules,
+            dag=ctx.dag,
+        )
+    return assess(ctx)
 
 
 def _shares_values(proposal: object, initial_state: Mapping[str, Any] | None) -> bool:
@@ -427,42 +459,20 @@ def simulate(
     proposal: ProposalLike,
     initial_state: Mapping[str, Any] | None = None,
     *,
-    profile: str | Profile | None = None,
+    profile: str | Profile | Semantics | None = None,
 ) -> Simulation:
     """Predict the state the executor leaves behind (blocked actions' effects skipped).
 
     ``profile``: ``"car"`` (the default) walks as the runtime does; ``"strict"``
-    as SEMANTICS section 4 says."""
-    if profile_of(profile) is Profile.CAR:
-        return _simulate_car(proposal, initial_state)
+    as SEMANTICS section 4 says. One walk serves both (:mod:`car_verify.walk`)."""
+    sem = semantics_of(profile)
     model = load(proposal)
-    ctx = Context(model, initial_state=_state(initial_state))
-    result = walk(ctx.dag, ctx.initial_state, mode="simulate")
+    sem.refuse(model)
+    dag = sem.order(model)
+    result = walk(dag, _state(initial_state), mode="simulate", semantics=sem)
     state = copy_json(result.state) if _shares_values(proposal, initial_state) else result.state
     sim = Simulation(state)
     sim.trace = [t for t in result.traces if t is not None]
-    sim.unwalked = [ctx.dag.ids[i] for i in ctx.dag.unlevelled]
-    return sim
-
-
-def _simulate_car(proposal: ProposalLike, initial_state: Mapping[str, Any] | None) -> Simulation:
-    model = load(proposal)
-    require_known_types(model)
-    walked = car_simulate(model, _state(initial_state))
-    state = walked.state
-    if _shares_values(proposal, initial_state):
-        state = copy_json(state)
-    sim = Simulation(state)
-    order = walked.order
-    sim.trace = [
-        ActionTrace(
-            index,
-            order.ids[index],
-            order.level[index],
-            walked.blocked(index),
-            [b.cause for b in walked.blockers[index]],
-        )
-        for index in order.order
-    ]
-    sim.unwalked = []
+    sim.unwalked = [dag.ids[i] for i in dag.unlevelled]
+    sim.profile = sem.profile.value
     return sim

@@ -1,19 +1,9 @@
-"""The ``car`` profile: the upstream runtime's own reading of a proposal (SEMANTICS section 9).
+"""The ``car`` profile's verify: the upstream runtime's eight checks (SEMANTICS 9).
 
-``car_runtime`` 0.52.1 (the Common Agent Runtime's verifier) reads a proposal more
-simply than sections 1-8 do. Everything that reading needs lives here, in one
-place, next to nothing else:
-
-* **values** as serde_json compares them: ``1`` and ``1.0`` differ, an integer
-  outside the 64-bit range is a float, ``neq`` on an absent key is false;
-* **ordering** (:class:`CarOrder`): a reader of a key in ``state_dependencies``
-  follows the key's *last* writer in the proposal, and only when that writer comes
-  earlier; a ``state_write`` follows the previous ``state_write`` of its key;
-  ``write_set``, ``dependencies`` and ``$id.output`` references order nothing;
-* **the walk** (:func:`car_walk`): level by level, and inside a level in proposal
-  order, each action seeing the effects of those before it;
-* **verify's eight checks** with CAR's names, severities and ``ran`` flags, and
-  ``simulate``, ``optimize`` and ``transaction_check`` as CAR answers them.
+What CAR's reading of a proposal *is* (its values, order, effects and walk) lives
+in :mod:`car_verify.semantics.car`; this module holds what CAR's ``verify``,
+``optimize`` and ``transaction_check`` report on top of that reading: the eight
+evidence checks with CAR's names, severities and ``ran`` flags.
 
 What car-verify adds on top is marked as such: ``info`` findings only
 (``extension-ignored``, ``car-spec-deviation``, and the strict-only codes, which
@@ -25,41 +15,33 @@ CAR's documented rule, every time. ``docs/compat.md`` lists every difference.
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from ._codec import MISSING
-from .dag import forward_reachable
-from .errors import InputError, UsageError, json_pointer
+from .dag import Dag
+from .errors import json_pointer
 from .findings import Issue, Severity, Tier
 from .model import Action, ActionProposal, repeated_keys, unknown_fields
 from .passes import CheckRecord
-from .values import ABSENT, KNOWN_OPERATORS, is_number, json_equal
-from .walk import Cause
+from .semantics.car import CAR, car_evaluate, car_order, car_writes, show
+from .values import ABSENT as _ABSENT
+from .values import KNOWN_OPERATORS, is_number, json_equal
+from .walk import Cause, walk
 
 __all__ = [
     "CAR_CHECKS",
     "CAR_CODES",
     "DEFAULT_MAX_ACTIONS",
     "CarCheck",
-    "CarOrder",
     "CarVerdict",
     "CarWalk",
-    "Profile",
-    "car_equal",
-    "car_evaluate",
     "car_optimize_removals",
-    "car_simulate",
     "car_transaction_conflicts",
     "car_verify",
     "car_walk",
-    "profile_of",
-    "require_known_types",
-    "strict_only",
+    "transaction_sets",
 ]
 
 E, W, I_ = Severity.ERROR, Severity.WARNING, Severity.INFO
@@ -72,179 +54,8 @@ DEFAULT_MAX_ACTIONS = 30
 PROPOSAL = "proposal"
 
 
-class Profile(StrEnum):
-    """Whose answers ``verify`` and friends give: CAR's (the default) or sections 1-8."""
-
-    CAR = "car"
-    STRICT = "strict"
-
-
-def profile_of(value: str | Profile | None) -> Profile:
-    """The profile named ``value`` (``None``: the default, ``car``)."""
-    if value is None:
-        return Profile.CAR
-    try:
-        return Profile(value)
-    except ValueError:
-        raise UsageError(f"unknown profile {value!r} (choose car or strict)") from None
-
-
-def strict_only(profile: str | Profile | None, what: str) -> None:
-    """For a function that models the strict profile's walk only: ``car`` is refused,
-    saying so, rather than answered with the strict reading (docs/compat.md)."""
-    if profile_of(profile) is Profile.CAR:
-        raise UsageError(
-            f"{what} models the strict profile's walk (SEMANTICS 1-8), not CAR's; "
-            "run it with profile='strict' (the default here)"
-        )
-
-
-def require_known_types(proposal: ActionProposal) -> None:
-    """CAR rejects a whole proposal with an action ``type`` it does not know."""
-    for index, action in enumerate(proposal.actions):
-        if action.type not in Action.KNOWN_TYPES:
-            known = ", ".join(sorted(Action.KNOWN_TYPES))
-            raise InputError(
-                f"unknown action type {action.type!r} (the car profile, like the runtime, "
-                f"rejects the proposal; expected one of {known})",
-                ["actions", index, "type"],
-            )
-
-
-# -- values, as serde_json holds and compares them ---------------------------------
-
-_U64, _I64 = 2**64, 2**63
-
-
-def _number(value: int | float) -> tuple[str, int | float]:
-    """serde_json's Number: a u64, a negative i64, or an f64 (everything else)."""
-    if isinstance(value, int):
-        if 0 <= value < _U64:
-            return ("u", value)
-        if -_I64 <= value < 0:
-            return ("i", value)
-        try:
-            return ("f", float(value))
-        except OverflowError:
-            return ("f", math.inf if value > 0 else -math.inf)
-    return ("f", value)
-
-
-def car_equal(a: object, b: object) -> bool:
-    """JSON equality as CAR computes it: type-strict, and an integer never equals a float."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if is_number(a) and is_number(b):
-        (ka, va), (kb, vb) = _number(a), _number(b)  # type: ignore[arg-type]
-        return (ka == "f") == (kb == "f") and va == vb
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(car_equal(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(car_equal(a[k], b[k]) for k in a)
-    if a is None or b is None:
-        return a is None and b is None
-    return type(a) is type(b) and a == b
-
-
-def _f64(value: object) -> float | None:
-    if not is_number(value):
-        return None
-    _, number = _number(value)  # type: ignore[arg-type]
-    return float(number)
-
-
-#: JSON text as CAR's messages show a value, keys sorted (one encoder for all:
-#: json.dumps with options makes a new one per call). Also the loop check's
-#: canonical form of a call's parameters.
-_show = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode
-#: A value's compact JSON text, as CAR's ``contains`` reads a non-string.
-_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-
-
-_ORDERED = {"gt": float.__gt__, "lt": float.__lt__, "gte": float.__ge__, "lte": float.__le__}
-
-
-def car_evaluate(key: str, operator: str, expected: object, state: Mapping[str, Any]) -> str | None:
-    """``None`` if the precondition holds in ``state``, else why it fails, in plain words."""
-    if operator not in KNOWN_OPERATORS:
-        return f"unknown operator {operator!r}"
-    if operator == "exists":
-        return None if key in state else f"key {key!r} does not exist"
-    if operator == "not_exists":
-        return f"key {key!r} exists" if key in state else None
-    if key not in state:
-        if operator == "contains":
-            return f"key {key!r} has no value, cannot check contains"
-        return f"key {key!r} has no value"
-    actual = state[key]
-    if operator == "eq":
-        return (
-            None
-            if car_equal(actual, expected)
-            else f"{key!r} is {_show(actual)}, need {_show(expected)}"
-        )
-    if operator == "neq":
-        return (
-            f"{key!r} is {_show(actual)}, need neq {_show(expected)}"
-            if car_equal(actual, expected)
-            else None
-        )
-    if operator == "contains":
-        return (
-            None
-            if _contains(actual, expected)
-            else f"key {key!r} does not contain {_show(expected)}"
-        )
-    left, right = _f64(actual), _f64(expected)
-    if left is None or right is None:
-        return (
-            f"cannot compare {key!r}: {_show(actual)} {operator} {_show(expected)} "
-            "(both sides must be numbers)"
-        )
-    if _ORDERED[operator](left, right):
-        return None
-    return f"{key!r} is {_show(actual)}, need {operator} {_show(expected)}"
-
-
-def _text(value: object) -> str:
-    """A value as CAR's ``contains`` reads it: a string as itself, anything else as
-    its compact JSON text."""
-    if isinstance(value, str):
-        return value
-    return _compact(value)
-
-
-def _contains(actual: object, needle: object) -> bool:
-    """CAR's ``contains``: the needle's text is a substring of the state value's text,
-    whatever their types (so ``1`` is "in" ``[10]``, and ``"a"`` in ``["ab"]``)."""
-    return _text(needle) in _text(actual)
-
-
-# -- what an action reads and writes, as CAR sees it -------------------------------
-
-
 def _state_write_key(action: Action) -> str | None:
     return action.param_key() if action.type == "state_write" else None
-
-
-def car_effects(action: Action) -> dict[str, Any]:
-    """The effects CAR applies: a ``state_write``'s ``{key: value}``, then
-    ``expected_effects`` (which win on the same key)."""
-    effects: dict[str, Any] = {}
-    key = _state_write_key(action)
-    if key is not None:
-        effects[key] = action.parameters.get("value")
-    effects.update(action.expected_effects)
-    return effects
-
-
-def car_writes(action: Action) -> list[str]:
-    """Keys CAR counts as written, for ordering and conflicts (``write_set`` is not)."""
-    keys = list(action.expected_effects)
-    key = _state_write_key(action)
-    if key is not None and key not in action.expected_effects:
-        keys.append(key)
-    return keys
 
 
 def _tx_writes(action: Action) -> list[str]:
@@ -268,60 +79,7 @@ def _tx_reads(action: Action) -> list[str]:
     return list(dict.fromkeys(keys))
 
 
-# -- ordering ----------------------------------------------------------------------
-
-
-class CarOrder:
-    """CAR's DAG: who follows whom, the levels, and reachability.
-
-    Every edge points forward in the proposal, so there is never a cycle.
-    """
-
-    def __init__(self, proposal: ActionProposal) -> None:
-        actions = proposal.actions
-        self.ids = [a.id for a in actions]
-        #: Each key's writers (by effects or a ``state_write`` key), in proposal order.
-        self.writers: dict[str, list[int]] = {}
-        for index, action in enumerate(actions):
-            for key in car_writes(action):
-                self.writers.setdefault(key, []).append(index)
-        last_writer = {key: members[-1] for key, members in self.writers.items()}
-        preds: list[set[int]] = [set() for _ in actions]
-        previous_state_write: dict[str, int] = {}
-        for index, action in enumerate(actions):
-            for key in action.state_dependencies:
-                writer = last_writer.get(key)
-                if writer is not None and writer < index:
-                    preds[index].add(writer)
-            written = _state_write_key(action)
-            if written is not None:
-                if written in previous_state_write:
-                    preds[index].add(previous_state_write[written])
-                previous_state_write[written] = index
-        self.preds: list[tuple[int, ...]] = [tuple(sorted(p)) for p in preds]
-        self.level: list[int] = []
-        for index in range(len(actions)):
-            self.level.append(1 + max((self.level[p] for p in self.preds[index]), default=-1))
-        depth = 1 + max(self.level, default=-1)
-        self.levels: list[list[int]] = [[] for _ in range(depth)]
-        for index, level in enumerate(self.level):
-            self.levels[level].append(index)
-
-    @property
-    def order(self) -> list[int]:
-        """The walk's order: level by level, proposal order inside a level."""
-        return [index for level in self.levels for index in level]
-
-    def execution_levels(self) -> list[list[str]]:
-        return [[self.ids[i] for i in level] for level in self.levels]
-
-    def reachable(self, pairs: Iterable[tuple[int, int]]) -> set[tuple[int, int]]:
-        """The pairs of ``pairs`` whose first action is ordered before the second, in
-        one sweep: asked pair by pair, a long plan's questions would each walk it."""
-        return forward_reachable(self.preds, pairs)
-
-
-# -- the walk ----------------------------------------------------------------------
+# -- the walk, as verify reports it ------------------------------------------------
 
 
 @dataclass(slots=True)
@@ -340,7 +98,7 @@ class CarWalk:
 
     state: dict[str, Any]
     blockers: list[list[Blocker]]
-    order: CarOrder
+    order: Dag
 
     def blocked(self, index: int) -> bool:
         return bool(self.blockers[index])
@@ -348,50 +106,88 @@ class CarWalk:
 
 def car_walk(
     proposal: ActionProposal,
-    order: CarOrder,
+    order: Dag,
     initial_state: Mapping[str, Any] | None,
     *,
     apply_blocked: bool,
 ) -> CarWalk:
-    """Walk the actions in CAR's order; ``apply_blocked`` is verify (True) or simulate."""
-    state: dict[str, Any] = dict(initial_state or {})
+    """The one walk (:func:`car_verify.walk.walk`) under CAR's semantics, each
+    cause said as CAR's check reports it; ``apply_blocked`` is verify (True) or
+    simulate."""
+    walked = walk(
+        order, initial_state, mode="verify" if apply_blocked else "simulate", semantics=CAR
+    )
     blockers: list[list[Blocker]] = [[] for _ in proposal.actions]
-    for index in order.order:
-        action = proposal.actions[index]
-        mine = blockers[index]
-        for number, pre in enumerate(action.preconditions):
-            why = car_evaluate(pre.key, pre.operator, pre.value, state)
-            if why is None:
-                continue
+    for trace in walked.traces:
+        if trace is not None and trace.blocked:
+            blockers[trace.index] = _blockers(
+                proposal.actions[trace.index],
+                trace.index,
+                trace.causes,
+                walked.initial_state,
+                walked,
+            )
+    return CarWalk(walked.state, blockers, order)
+
+
+def _blockers(
+    action: Action, index: int, causes: Sequence[Cause], initial: Any, walked: Any
+) -> list[Blocker]:
+    """CAR's findings for one blocked action: one per failed precondition, then one
+    per ``state_dependencies`` entry absent at its turn (repeats included)."""
+    out: list[Blocker] = []
+    missing_seen: dict[str, int] = {}
+    for cause in causes:
+        if cause.kind == "missing-key":
+            key = cause.key or ""
+            start = missing_seen.get(key, 0)
+            number = action.state_dependencies.index(key, start)
+            missing_seen[key] = number + 1
+            out.append(
+                Blocker(
+                    "missing-dependency",
+                    f"state dependency {key!r} not available at this point",
+                    f"/actions/{index}/state_dependencies/{number}",
+                    cause,
+                )
+            )
+            continue
+        parts = (
+            [(cause.precondition, cause.where, cause.actual)]
+            if cause.precondition is not None
+            else list(cause.failed)
+        )
+        for pre, where, actual in parts:
+            assert pre is not None
             if pre.operator not in KNOWN_OPERATORS:
                 code = "unknown-operator"
             elif action.type == "assertion":
                 code = "assertion-fails"
             else:
                 code = "precondition-unsatisfied"
-            pointer = f"/actions/{index}/preconditions/{number}"
-            cause = Cause(
+            seen = {} if actual is _ABSENT else {pre.key: actual}
+            why = car_evaluate(pre.key, pre.operator, pre.value, seen)
+            one = Cause(
                 "unknown-operator" if code == "unknown-operator" else "precondition",
                 key=pre.key,
                 precondition=pre,
-                where=("preconditions", number),
-                actual=state.get(pre.key, ABSENT),
+                where=where,
+                actual=actual,
             )
-            mine.append(Blocker(code, f"precondition will fail: {why}", pointer, cause))
-        for number, key in enumerate(action.state_dependencies):
-            if key not in state:
-                pointer = f"/actions/{index}/state_dependencies/{number}"
-                message = f"state dependency {key!r} not available at this point"
-                cause = Cause("missing-key", key=key)
-                mine.append(Blocker("missing-dependency", message, pointer, cause))
-        if apply_blocked or not mine:
-            state.update(car_effects(action))
-    return CarWalk(state, blockers, order)
+            out.append(
+                Blocker(
+                    code,
+                    f"precondition will fail: {why}",
+                    f"/actions/{index}/{'/'.join(str(w) for w in where)}",
+                    one,
+                )
+            )
+    return out
 
 
 def car_simulate(proposal: ActionProposal, initial_state: Mapping[str, Any] | None) -> CarWalk:
     """CAR's ``simulate``: blocked actions' effects are skipped."""
-    return car_walk(proposal, CarOrder(proposal), initial_state, apply_blocked=False)
+    return car_walk(proposal, car_order(proposal), initial_state, apply_blocked=False)
 
 
 # -- verify ------------------------------------------------------------------------
@@ -507,7 +303,7 @@ class CarVerdict:
     extra: list[Issue] = field(default_factory=list)
 
     @property
-    def order(self) -> CarOrder:
+    def order(self) -> Dag:
         return self.walk.order
 
 
@@ -541,6 +337,7 @@ def car_verify(
     tools: Any = None,
     max_actions: int | None = None,
     repeat_threshold: int = 3,
+    order: Dag | None = None,
 ) -> CarVerdict:
     """CAR's ``verify``: its issues, levels, conflicts, end state and evidence.
 
@@ -549,7 +346,7 @@ def car_verify(
     checks them) and compensation tools are checked.
     """
     actions = proposal.actions
-    order = CarOrder(proposal)
+    order = car_order(proposal) if order is None else order
     found = _Findings(proposal)
     limit = DEFAULT_MAX_ACTIONS if max_actions is None else max_actions
     ids = set(order.ids)
@@ -707,7 +504,7 @@ def _loops(proposal: ActionProposal, found: _Findings, threshold: int) -> None:
     groups: dict[tuple[str, str], list[int]] = {}
     for index, action in enumerate(proposal.actions):
         if action.type == "tool_call" and action.tool is not None:
-            fingerprint = _show(action.parameters)
+            fingerprint = show(action.parameters)
             groups.setdefault((action.tool, fingerprint), []).append(index)
     for (tool, _), members in sorted(groups.items(), key=lambda item: item[1][0]):
         count = len(members)
@@ -777,7 +574,7 @@ def _schema_problems(
         )
 
 
-def _conflicts(proposal: ActionProposal, order: CarOrder) -> list[tuple[int, int, str]]:
+def _conflicts(proposal: ActionProposal, order: Dag) -> list[tuple[int, int, str]]:
     """Pairs of writers of a key, unless one of them lists it in ``state_dependencies``.
 
     CAR looks a writer's dependencies up by its id, so with duplicate ids the last
@@ -807,9 +604,9 @@ def _beyond_car(proposal: ActionProposal, verdict: CarVerdict, limit: int) -> li
         if action.output_refs():
             ignored.append("`$id.output` references")
         if ignored:
-            members = order.levels[order.level[index]]
+            members = order.levels[order.level_of(index)]
             beside = [order.ids[i] for i in members[:6] if i != index][:5]  # a few, not all
-            where = f"level {order.level[index]}" + (
+            where = f"level {order.level_of(index)}" + (
                 f", beside {', '.join(beside)}" if beside else ""
             )
             found.add(
@@ -854,13 +651,13 @@ def _beyond_car(proposal: ActionProposal, verdict: CarVerdict, limit: int) -> li
         names = ", ".join(order.ids[w] for w in writers[:3])
         if len(writers) > 3:
             names += f" and {len(writers) - 3:,} more"
-        levels = ", ".join(str(order.level[w]) for w in writers[:3])
+        levels = ", ".join(str(order.level_of(w)) for w in writers[:3])
         found.add(
             "car-spec-deviation",
             I_,
             f"CAR does not order {proposal.actions[index].id} after {names}, "
             f"{'an earlier writer' if len(writers) == 1 else 'earlier writers'} of {key!r} "
-            f"it depends on (levels {levels} and {order.level[index]}): the two can race "
+            f"it depends on (levels {levels} and {order.level_of(index)}): the two can race "
             "at run time (spec: 'actions in the same layer are independent')",
             index,
         )
@@ -909,7 +706,7 @@ def car_transaction_conflicts(
 ) -> list[TxConflict]:
     """CAR's ``transaction_check``: write-write and read-write races between actions
     CAR leaves unordered, and stale assumptions against ``versions`` / ``state``."""
-    order = CarOrder(proposal)
+    order = car_order(proposal)
     actions: Sequence[Action] = proposal.actions
     out: list[TxConflict] = []
     writes = [_tx_writes(a) for a in actions]

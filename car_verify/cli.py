@@ -21,6 +21,7 @@ from typing import Any, NoReturn
 
 from .errors import TOO_DEEP, CarVerifyError, InputError, UsageError, is_too_deep, too_deep
 from .reporters.text import one_line
+from .semantics.profiles import PROFILE_ENV
 
 __all__ = ["main"]
 
@@ -71,27 +72,17 @@ def _read_file(name: str, kind: type, what: str) -> Any:
     return json_input(name, kind, what)
 
 
-PROFILE_ENV = "CAR_VERIFY_PROFILE"
-
-
 def _profile(args: argparse.Namespace) -> str:
     """The profile to run: ``--profile``, else ``$CAR_VERIFY_PROFILE``, else the nearest
-    configuration's ``profile``, else ``car`` (SEMANTICS section 9)."""
-    chosen = getattr(args, "profile", None)
-    if chosen:
-        return str(chosen)
-    env = os.environ.get(PROFILE_ENV)
-    if env:
-        if env not in ("car", "strict"):
-            raise UsageError(f"{PROFILE_ENV}={env!r}: expected car or strict")
-        return env
-    from .config import find_config, read_settings, setting_profile
+    configuration's ``profile``, else ``car`` (SEMANTICS section 9), resolved once per
+    run by :func:`car_verify.semantics.resolve_profile` for every command."""
+    resolved = getattr(args, "_resolved_profile", None)
+    if resolved is None:
+        from .semantics.profiles import resolve_profile
 
-    path = find_config()
-    if path is None:
-        return "car"
-    doc, prefix = read_settings(path)
-    return setting_profile(doc, prefix, path) or "car"
+        resolved = resolve_profile(getattr(args, "profile", None))
+        args._resolved_profile = resolved
+    return str(resolved[0].value)
 
 
 def _load_state(name: str | None) -> dict[str, Any] | None:
@@ -537,16 +528,8 @@ def _verify_settings(args: argparse.Namespace, passes: list[str] | None) -> dict
 
 
 def _profile_source(args: argparse.Namespace) -> str:
-    if getattr(args, "profile", None):
-        return "--profile"
-    if os.environ.get(PROFILE_ENV):
-        return f"${PROFILE_ENV}"
-    from .config import find_config, read_settings
-
-    path = find_config()
-    if path is not None and read_settings(path)[0].get("profile"):
-        return str(path)
-    return "default"
+    _profile(args)
+    return str(args._resolved_profile[1])
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
@@ -655,7 +638,7 @@ def cmd_risk(args: argparse.Namespace) -> int:
             None if args.goal is None else _read_file(args.goal, dict, "goal"),
             config,
             method=args.method,
-            profile=args.profile,
+            profile=_profile(args),
             history=history,
             sensitivity=args.sensitivity,
             failure_behavior=args.failure_behavior,
@@ -1179,7 +1162,7 @@ def cmd_wp(args: argparse.Namespace) -> int:
         _load_proposal(args.proposal),
         args.action,
         timeout_ms=_timeout_ms(args),
-        profile=args.profile or "strict",
+        profile=_profile(args),
     )
     if args.format == "json":
         _write(json.dumps(condition.to_dict(), indent=2, ensure_ascii=False) + "\n")
@@ -1236,6 +1219,7 @@ def cmd_policy_check(args: argparse.Namespace) -> int:
         passes=["policies"],
         policies=loaded,
         schedules=args.schedules,
+        profile=_profile(args),
     )
     found = source.locate(result.issues)
     if args.format == "json":
@@ -1244,7 +1228,8 @@ def cmd_policy_check(args: argparse.Namespace) -> int:
     elif args.format == "sarif":
         _write(sarif(found, artifact=source.path))
     else:
-        _write(policy_text(found, loaded.describe(), color=_color(args)))
+        described = f"{loaded.describe()} (profile {result.profile.value})"
+        _write(policy_text(found, described, color=_color(args)))
     violations = [i for i in result.issues if i.severity.value == "error"]
     return EXIT_FINDINGS if violations else EXIT_OK
 
@@ -1418,7 +1403,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         policies=policies,
         event_log=args.events,
         progress=progress,
-        profile=args.profile or "strict",
+        profile=_profile(args),
         granted_tier=args.granted,
         ledger=args.ledger,
         labels=labels,
@@ -1467,7 +1452,7 @@ def cmd_dot(args: argparse.Namespace) -> int:
         from .risk import risk
 
         rates = None if args.rates is None else _read_file(args.rates, dict, "rates")
-        risked = risk(proposal, state, rates, profile=args.profile)
+        risked = risk(proposal, state, rates, profile=_profile(args))
     with progress(4, "dot", "steps", show=None if len(proposal.actions) > 200 else False) as bar:
         graph = to_dot(
             proposal,
@@ -1551,7 +1536,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
         ignore=_codes_arg(args.ignore),
         repeat_threshold=args.repeat_threshold,
         fail_on=args.fail_on,
-        profile=args.profile or os.environ.get(PROFILE_ENV) or None,
+        profile=args.profile or os.environ.get(PROFILE_ENV) or None,  # else the file's
         force_exclude=args.force_exclude,
         respect_gitignore=args.respect_gitignore,
     )

@@ -380,24 +380,18 @@ def _remedy(anomaly: Mapping[str, Any]) -> dict[str, Any]:
     return {"kind": "serialize_writers", "ops": ops, "key": key}
 
 
-def ops_from_proposal(proposal: Any, *, profile: str | None = None) -> list[AgentOp]:
+def ops_from_proposal(proposal: Any, *, profile: object = None) -> list[AgentOp]:
     """The ops of a proposal's actions: reads and writes as ``transaction_check``
     reads them, ``depends_on`` the DAG's predecessors, and each level one step of
     time (an action reads when its level starts and commits when it ends)."""
-    from .car import CarOrder, profile_of, transaction_sets
+    from .car import transaction_sets
     from .model import load
+    from .semantics import semantics_of
 
     model = load(proposal)
-    if profile_of(profile).value == "strict":
-        from .dag import Dag
-
-        dag = Dag(model)
-        preds: list[Sequence[int]] = [dag.preds(i) for i in range(dag.n)]
-        level = [dag.level_of(i) for i in range(dag.n)]
-    else:
-        order = CarOrder(model)
-        preds = list(order.preds)
-        level = list(order.level)
+    dag = semantics_of(profile).order(model)  # the active profile's DAG
+    preds: list[Sequence[int]] = [dag.preds(i) for i in range(dag.n)]
+    level = [dag.level_of(i) for i in range(dag.n)]
     out = []
     for i, action in enumerate(model.actions):
         reads, writes = transaction_sets(action)

@@ -262,6 +262,68 @@ class Dag(Reachability):
         self.levels = levels
         self.unlevelled = unlevelled
         self._descendant_cache: dict[int, set[int]] = {}
+        #: The edges another ordering rule gave (:meth:`from_edges`), else None.
+        self._given: list[list[tuple[int, str]]] | None = None
+
+    @classmethod
+    def from_edges(
+        cls,
+        proposal: ActionProposal,
+        edges: Sequence[Sequence[tuple[int, str]]],
+        *,
+        keys: list[list[str]],
+        writers: dict[str, list[int]],
+    ) -> Dag:
+        """The DAG of another ordering rule (a :class:`~car_verify.semantics.base.Semantics`
+        chooses it): ``edges[i]`` lists the ``(predecessor, key)`` edges into action
+        ``i``, each from an earlier position; ``keys[i]`` are the keys action ``i``
+        needs present; ``writers`` each key's writers, ascending. Nothing waits for an
+        action under such a rule (an edge orders, it never blocks a dependent)."""
+        dag = cls.__new__(cls)
+        actions = proposal.actions
+        dag.proposal = proposal
+        dag.actions = actions
+        n = dag.n = len(actions)
+        ids = dag.ids = [a.id for a in actions]
+        dag._first = dict(zip(reversed(ids), range(n - 1, -1, -1), strict=True))
+        twice: dict[str, list[int]] = {}
+        if len(dag._first) < n:
+            for i, action_id in enumerate(ids):
+                if dag._first[action_id] != i:
+                    twice.setdefault(action_id, [dag._first[action_id]]).append(i)
+        dag._twice = twice
+        dag.keys = keys
+        dag.writers = writers
+        blind: dict[str, list[int]] = {}
+        for key, members in writers.items():
+            later = [i for i in members[1:] if key not in keys[i]]
+            if later:
+                blind[key] = later
+        dag.blind_writers = blind
+        preds: list[Sequence[int]] = [sorted({p for p, _ in into}) for into in edges]
+        level = [0] * n
+        levels: list[list[int]] = []
+        for i, ps in enumerate(preds):
+            if any(p >= i for p in ps):
+                raise ValueError(f"edge into action {i} from a later position")
+            top = 1 + max((level[p] for p in ps), default=-1)
+            level[i] = top
+            if top < len(levels):
+                levels[top].append(i)
+            else:
+                levels.append([i])
+        none: tuple[int, ...] = ()
+        dag._preds = preds
+        dag._waits = [none] * n
+        dag._shared_waits = {}
+        dag._given = [list(into) for into in edges]
+        dag.unknown_refs = []
+        dag.order_is_proposal_order = True
+        dag._level, dag._order = level, list(range(n))
+        dag.levels = levels
+        dag.unlevelled = []
+        dag._descendant_cache = {}
+        return dag
 
     def _through_id_nodes(
         self, action: Action, id_node: Callable[[str, list[int]], int]
@@ -286,6 +348,8 @@ class Dag(Reachability):
     def preds(self, i: int) -> list[int]:
         """The actions with an edge into action ``i`` (ascending): what it waits for,
         and the earlier writers of each key it depends on."""
+        if self._given is not None:
+            return sorted({p for p, _ in self._given[i]})
         found = set(self._waits[i])
         for key in self.keys[i]:
             for w in self.writers.get(key, ()):
@@ -450,6 +514,11 @@ class Dag(Reachability):
         earlier writers reads the key itself: the left-out writer reaches that one
         through its own state edge, so what reaches what is unchanged, and a chain
         of n read-modify-write steps draws n - 1 edges instead of n(n - 1)/2."""
+        if self._given is not None:
+            for i, into in enumerate(self._given):
+                for p, key in into:
+                    yield Edge(p, i, "state", key)
+            return
         for i, action in enumerate(self.actions):
             for dep in action.dependencies:
                 for t in self.targets(dep):

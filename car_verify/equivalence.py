@@ -1,13 +1,18 @@
 """``equivalent``: do two proposals leave the same state? Sampled, or decided with z3.
 
+Under either profile (the walk compared is the active profile's ``simulate``):
+
 * ``method="sampled"`` (the spec's check): compare ``simulate`` end states over
   probe states (default ``{}`` and ``{"x": 1, "y": 2}``). Tier ``sampled``: two
   proposals that differ only where no probe reaches compare equal.
 * ``method="z3"``: decide the same question over **all** initial states
-  (:mod:`car_verify.symbolic`). Equivalent: tier ``decision_procedure``. Not
-  equivalent: a concrete counterexample initial state, replayed through
-  ``simulate`` before it is reported. Anything else is ``unknown`` with the reason;
-  never a guess.
+  (:mod:`car_verify.symbolic`, over the profile's semantics). Equivalent: tier
+  ``decision_procedure``. Not equivalent: a concrete counterexample initial state,
+  replayed through ``simulate`` before it is reported (under ``car``, a state on
+  which ``car_runtime.simulate`` gives the two plans different end states).
+  Anything else is ``unknown`` with the reason; never a guess.
+* ``method="auto"`` (the default): z3 where it can model the plans; otherwise the
+  probes, and equal probes are then unknown ("sampled, not decided").
 """
 
 from __future__ import annotations
@@ -18,11 +23,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .api import ProposalLike, _state, simulate
-from .car import Profile, car_equal, profile_of, require_known_types
 from .display import HtmlDisplay
 from .errors import InputError, UsageError, deep_values_are_input_errors
 from .findings import Tier
 from .model import load
+from .semantics import Profile, semantics_of
+from .semantics.base import Semantics
 from .values import ABSENT, json_equal
 
 __all__ = ["DEFAULT_PROBES", "EquivalenceResult", "differing_keys", "equivalent"]
@@ -101,60 +107,40 @@ def equivalent(
     p1: ProposalLike,
     p2: ProposalLike,
     test_states: Sequence[Mapping[str, Any]] | None = None,
-    method: Method = "sampled",
+    method: Method = "auto",
     *,
     timeout_ms: int = 30_000,
-    profile: str | Profile | None = None,
+    profile: str | Profile | Semantics | None = None,
 ) -> EquivalenceResult:
-    """Compare the ``simulate`` end states of two proposals (see the module docs).
-
-    Under the ``car`` profile (the default) the sampled method compares CAR's
-    ``simulate``, as ``car_runtime.equivalent`` does; the z3 method decides the
-    strict profile's walk only, so under ``car`` it answers unknown and says so."""
-    chosen = profile_of(profile)
+    """Compare the ``simulate`` end states of two proposals (see the module docs),
+    under the profile's semantics (``car``, the default, or ``strict``)."""
+    sem = semantics_of(profile)
+    if method not in ("auto", "sampled", "z3"):
+        raise UsageError(f"unknown method {method!r}; expected 'auto', 'sampled' or 'z3'")
     a, b = load(p1), load(p2)
-    if chosen is Profile.CAR:
-        require_known_types(a)
-        require_known_types(b)
+    sem.refuse(a)
+    sem.refuse(b)
+    probes = _probes(test_states)  # checked whatever decides: bad input is never ignored
     if method == "sampled":
-        result = _sampled(a, b, test_states, chosen)
-        result.profile = chosen.value
-        return result
-    if method == "z3" and chosen is Profile.CAR:
-        return EquivalenceResult(
-            None,
-            Tier.DECISION_PROCEDURE,
-            "z3",
-            reason="the z3 method decides the strict profile's walk, not CAR's "
-            "(run with profile strict, or use the sampled method)",
-        )
-    if method == "z3":
-        decided = _decided(a, b, timeout_ms)
-        decided.profile = "strict"
-        return decided
-    if method == "auto":
-        return _auto(a, b, test_states, chosen, timeout_ms)
-    raise UsageError(f"unknown method {method!r}; expected 'auto', 'sampled' or 'z3'")
+        result = _sampled(a, b, probes, sem)
+    elif method == "z3":
+        result = _decided(a, b, timeout_ms, sem)
+    else:
+        result = _auto(a, b, probes, sem, timeout_ms)
+    result.profile = sem.profile.value
+    return result
 
 
 def _auto(
-    a: Any,
-    b: Any,
-    test_states: Sequence[Mapping[str, Any]] | None,
-    profile: Profile,
-    timeout_ms: int,
+    a: Any, b: Any, probes: list[dict[str, Any]], sem: Semantics, timeout_ms: int
 ) -> EquivalenceResult:
-    """Decide with z3 when it can model the plans (the strict profile's walk);
-    otherwise sample, and then equal probes are *unknown*, never a proof."""
-    why = "the z3 method decides the strict profile's walk, not CAR's"
-    if profile is Profile.STRICT:
-        decided = _decided(a, b, timeout_ms)
-        decided.profile = "strict"
-        if decided.equivalent is not None:
-            return decided
-        why = decided.reason or "z3 could not decide"
-    sampled = _sampled(a, b, test_states, profile)
-    sampled.profile = profile.value
+    """Decide with z3 when it can model the plans; otherwise sample, and then equal
+    probes are *unknown*, never a proof."""
+    decided = _decided(a, b, timeout_ms, sem)
+    if decided.equivalent is not None:
+        return decided
+    why = decided.reason or "z3 could not decide"
+    sampled = _sampled(a, b, probes, sem)
     if sampled.equivalent is False:  # a probe that differs is a real difference
         return sampled
     sampled.equivalent = None
@@ -162,12 +148,8 @@ def _auto(
     return sampled
 
 
-def _sampled(
-    a: Any,
-    b: Any,
-    test_states: Sequence[Mapping[str, Any]] | None,
-    profile: Profile = Profile.STRICT,
-) -> EquivalenceResult:
+def _probes(test_states: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
+    """The probe states, each checked (an error names its place in ``test_states``)."""
     if test_states is None:
         probes: Sequence[Mapping[str, Any]] = DEFAULT_PROBES
     else:
@@ -182,12 +164,13 @@ def _sampled(
             states.append(_state(probe))
         except InputError as err:  # _state names the path below "initial_state"
             raise InputError(err.problem, ["test_states", index, *err.path[1:]]) from None
-    for state in states:
-        end_a, end_b = (
-            dict(simulate(a, initial_state=state, profile=profile)),
-            dict(simulate(b, initial_state=state, profile=profile)),
-        )
-        keys = differing_keys(end_a, end_b, car_equal if profile is Profile.CAR else json_equal)
+    return states
+
+
+def _sampled(a: Any, b: Any, probes: list[dict[str, Any]], sem: Semantics) -> EquivalenceResult:
+    for state in probes:
+        end_a, end_b = _end_states(a, b, state, sem)
+        keys = differing_keys(end_a, end_b, sem.equal)
         if keys:
             return EquivalenceResult(
                 False, Tier.SAMPLED, "sampled", dict(state), keys, end_states=(end_a, end_b)
@@ -195,25 +178,34 @@ def _sampled(
     return EquivalenceResult(True, Tier.SAMPLED, "sampled")
 
 
-def _decided(a: Any, b: Any, timeout_ms: int) -> EquivalenceResult:
-    from .symbolic import Encoder, Z3Unavailable
+def _end_states(
+    a: Any, b: Any, state: Mapping[str, Any], sem: Semantics
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    return (
+        dict(simulate(a, initial_state=state, profile=sem)),
+        dict(simulate(b, initial_state=state, profile=sem)),
+    )
+
+
+def _decided(a: Any, b: Any, timeout_ms: int, sem: Semantics) -> EquivalenceResult:
+    from .symbolic import Encoder, Unmodelled, Z3Unavailable
 
     try:
-        encoder = Encoder([a, b])
-    except Z3Unavailable as err:
+        encoder = Encoder([a, b], sem)
+        run_a, run_b = encoder.run(a), encoder.run(b)
+        differ = encoder.z3.Not(encoder.same_final_state(run_a, run_b))
+    except (Z3Unavailable, Unmodelled) as err:
         return EquivalenceResult(None, Tier.DECISION_PROCEDURE, "z3", reason=str(err))
     z3 = encoder.z3
-    run_a, run_b = encoder.run(a), encoder.run(b)
-    answer = encoder.questions(timeout_ms).ask(z3.Not(encoder.same_final_state(run_a, run_b)))
+    answer = encoder.questions(timeout_ms).ask(differ)
     if answer.verdict == z3.unsat:
         return EquivalenceResult(True, Tier.DECISION_PROCEDURE, "z3")
     if answer.verdict != z3.sat:
         reason = f"the solver answered unknown: {answer.reason}"
         return EquivalenceResult(None, Tier.DECISION_PROCEDURE, "z3", reason=reason)
     state = encoder.state_from_model(answer.model)
-    end_a = dict(simulate(a, initial_state=state, profile="strict"))
-    end_b = dict(simulate(b, initial_state=state, profile="strict"))
-    keys = differing_keys(end_a, end_b)
+    end_a, end_b = _end_states(a, b, state, sem)
+    keys = differing_keys(end_a, end_b, sem.equal)
     if not keys:  # e.g. a number the JSON float could not represent exactly
         return EquivalenceResult(
             None,

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from .api import ProposalLike, VerificationResult, _state, assess
+from .api import ProposalLike, VerificationResult, _state, verify_context
 from .codes import BLOCKING
 from .display import HtmlDisplay
 from .errors import UsageError, deep_values_are_input_errors
@@ -328,16 +328,18 @@ class Executor:
         event_log: Any = None,
         progress: Callable[[str, str | None, Mapping[str, Any]], None] | None = None,
         compensation_timeout_ms: int | None = None,
-        profile: str = "strict",
+        profile: object = None,
         granted_tier: str | None = None,
         ledger: Any = None,
         labels: Any = None,
         flow_policy: Any = None,
     ) -> None:
-        from .car import strict_only
+        from .semantics import semantics_of
 
-        strict_only(profile, "the executor")  # it admits and schedules as sections 1-8 say
+        #: The semantics it admits, orders and walks by (``car`` by default).
+        self.semantics = semantics_of(profile)
         self.proposal: ActionProposal = load(proposal)
+        self.semantics.refuse(self.proposal)
         #: The bound on a compensation whose action has no ``timeout_ms``.
         self.compensation_timeout_ms = compensation_timeout_ms
         #: The run's TraceGate (None without trace rules), set when the run starts.
@@ -394,6 +396,10 @@ class Executor:
         self._cache: dict[tuple[str, str], tuple[float, Any]] = {}
         self._limiters: dict[str, _RateLimiter] = {}
 
+    def _admit(self, ctx: Context) -> VerificationResult:
+        """The admission: ``verify`` of the proposal under the run's semantics."""
+        return verify_context(ctx)
+
     # --- events ------------------------------------------------------------------------------
 
     def _event(self, kind: str, action_id: str | None = None, **data: Any) -> None:
@@ -415,14 +421,16 @@ class Executor:
         proposal = self.proposal
         started = time.perf_counter()
         self._event("proposal_started", actions=len(proposal.actions))
+        sem = self.semantics
         # the admission's DAG is kept for the schedule
         admitting = Context(
             proposal,
             tools=self.schemas,
             initial_state=self.initial_state,
             options=Options(max_actions=self.budget.max_actions),
+            semantics=sem,
         )
-        admission = assess(admitting)
+        admission = self._admit(admitting)
         reasons = [
             f"{i.code}: {i.message}" + (f" ({i.action_id})" if i.action_id else "")
             for i in admission.issues
@@ -473,10 +481,22 @@ class Executor:
                     finally:
                         done.append(i)
 
-                outcomes = await asyncio.gather(
-                    *(ended(i) for i in members), return_exceptions=True
-                )
                 changes: dict[int, dict[str, Any]] = {}
+                if sem.sequential:  # each action at its turn, seeing those before it
+                    outcomes: list[Any] = []
+                    for i in members:
+                        outcome = (
+                            await asyncio.gather(ended(i, dict(state)), return_exceptions=True)
+                        )[0]
+                        outcomes.append(outcome)
+                        if not isinstance(outcome, BaseException):
+                            result, effects = outcome
+                            if result.status is ActionStatus.SUCCEEDED:
+                                state.update(effects)
+                else:  # the whole level at once, on its start state
+                    outcomes = await asyncio.gather(
+                        *(ended(i) for i in members), return_exceptions=True
+                    )
                 succeeded: set[int] = set()
                 for i, outcome in zip(members, outcomes, strict=True):
                     if isinstance(outcome, asyncio.CancelledError):
@@ -494,7 +514,8 @@ class Executor:
                         aborted_by = f"{actions[i].id}: {result.error}"
                 completion.extend(i for i in finished if i in succeeded)
                 self._event("level_finished", statuses=[results[i].status.value for i in members])
-                apply_level(state, actions, members, effects=changes)  # as the walk does
+                if not sem.sequential:
+                    apply_level(state, actions, members, effects=changes)  # as the walk does
                 for i, change in changes.items():
                     results[i].state_changes = {
                         k: {"op": "set", "value": v} for k, v in change.items()
@@ -558,19 +579,25 @@ class Executor:
         return held
 
     def _held_by_flow(self) -> list[str]:
-        """The information-flow gate: with labels, the strict profile's flow check
-        (the executor's profile), gated as ``gate_information_flow`` gates it and
+        """The information-flow gate: with labels, the flow check over the run's own
+        order (every hazard, car-verify's beyond the runtime's included: the gate
+        holds back what may happen), gated as ``gate_information_flow`` gates it and
         settled against the ledger: a hazard that blocks, or that needs an approval
         the ledger does not hold, holds back the whole proposal."""
         if self.labels is None:
             return []
-        from .flow import enforce_information_flow, flow_violations, gate_information_flow
+        from .flow import (
+            FlowReport,
+            enforce_information_flow,
+            flow_violations,
+            gate_information_flow,
+        )
 
-        runtime, beyond = flow_violations(self.proposal, self.labels, self.flow_policy, strict=True)
-        from .flow import FlowReport
-
+        runtime, beyond = flow_violations(
+            self.proposal, self.labels, self.flow_policy, semantics=self.semantics
+        )
         found = [*runtime, *beyond]
-        report = FlowReport(not found, found, [], "strict")
+        report = FlowReport(not found, found, [], self.semantics.profile.value)
         decision = gate_information_flow(report)
         enforced = enforce_information_flow(decision, self.ledger)
         held = []
@@ -859,7 +886,7 @@ class _Run:
                     v.reason if by_trace else f"{v.policy_name}: {v.reason}" for v in found
                 )
                 return _result(action, ActionStatus.REJECTED, error=reason), {}
-        effects = action.effects()
+        effects = self.x.semantics.effects(action)
         if action.type != "tool_call":
             return self._local(i, action, state, params, started), dict(effects)
         output, error = await self._dispatch(action, params)
@@ -883,7 +910,7 @@ class _Run:
         walk's own rules (:func:`car_verify.walk.blockers`): first a dependency
         that did not succeed, then an absent key, then a false precondition. An
         assertion's predicate is its work: it fails when run, it is not rejected."""
-        causes = blockers(self.dag, i, state, self._did_not_succeed)
+        causes = blockers(self.dag, i, state, self._did_not_succeed, self.x.semantics)
         if action.type == "assertion":
             self.causes[i] = causes  # read when it runs (_local)
         for kind in ("blocked-dependency", "missing-key", "precondition"):
@@ -1119,14 +1146,16 @@ async def execute(
     event_log: Any = None,
     progress: Callable[[str, str | None, Mapping[str, Any]], None] | None = None,
     compensation_timeout_ms: int | None = None,
-    profile: str = "strict",
+    profile: object = None,
     granted_tier: str | None = None,
     ledger: Any = None,
     labels: Any = None,
     flow_policy: Any = None,
 ) -> ExecutionResult:
-    """Run a proposal behind the verify passes (see the module docs). It admits and
-    schedules as the strict profile does; ``profile="car"`` is refused (compat.md)."""
+    """Run a proposal behind the verify passes (see the module docs). It admits,
+    orders and walks as the profile's semantics says (``car`` by default: CAR's
+    levels, each action seeing the effects before it in its level; ``strict``:
+    SEMANTICS 1-8, a level on its start state)."""
     executor = Executor(
         proposal,
         tools,

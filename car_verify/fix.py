@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .api import verify
-from .car import Profile, profile_of
 from .errors import deep_values_are_input_errors
 from .model import load_parsed
+from .semantics import Profile, profile_of
 
 __all__ = ["Fix", "FixResult", "dump_like", "fix_document", "unified_diff"]
 

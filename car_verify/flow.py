@@ -52,10 +52,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from .car import CarOrder, car_writes, profile_of
-from .dag import Dag
 from .errors import InputError, UsageError, deep_values_are_input_errors, reject_unknown_fields
 from .model import ActionProposal, load
+from .semantics import semantics_of
+from .semantics.base import Semantics
+from .semantics.car import car_writes
 
 LEVELS: Final = ("public", "internal", "secret")
 _RANK: Final = {level: rank for rank, level in enumerate(LEVELS)}
@@ -241,19 +242,16 @@ def _level(level: str) -> str:
 class _Flow:
     """The proposal, its labels and the order both checks read."""
 
-    def __init__(self, model: ActionProposal, labels: Mapping[str, Label], strict: bool) -> None:
+    def __init__(
+        self, model: ActionProposal, labels: Mapping[str, Label], semantics: Semantics
+    ) -> None:
         self.model = model
         self.actions = model.actions
         self.ids = [a.id for a in model.actions]
         self.labels = [labels.get(a.tool) if a.tool else None for a in model.actions]
-        if strict:
-            dag = Dag(model)
-            self.preds: list[Sequence[int]] = [dag.preds(i) for i in range(dag.n)]
-            self.order = [i for level in dag.levels for i in level]
-        else:
-            car = CarOrder(model)
-            self.preds = list(car.preds)
-            self.order = car.order
+        dag = semantics.order(model)  # the active profile's DAG
+        self.preds: list[Sequence[int]] = [dag.preds(i) for i in range(dag.n)]
+        self.order = [i for level in dag.levels for i in level]
         self._descendants: dict[int, set[int]] = {}
 
     def label(self, i: int) -> Label:
@@ -505,12 +503,12 @@ def flow_violations(
     labels: Mapping[str, Label],
     policy: FlowPolicy | None = None,
     *,
-    strict: bool = False,
+    semantics: Semantics | str | None = None,
 ) -> tuple[list[FlowViolation], list[FlowViolation]]:
     """The runtime's violations, and car-verify's beyond them, over the DAG of the
-    profile (``strict``: car-verify's; else CAR's). The ``flow`` pass and
+    profile's semantics (``car`` by default). The ``flow`` pass and
     :func:`check_information_flow` share this."""
-    flow = _Flow(model, labels, strict)
+    flow = _Flow(model, labels, semantics_of(semantics))
     rules = policy or FlowPolicy()
     runtime = _sensitive_to_sink(flow, rules) + _forbidden(flow, rules)
     return runtime, _unordered_sequences(flow, rules) + _integrity(flow)
@@ -522,19 +520,19 @@ def check_information_flow(
     labels: Any,
     policy: Any = None,
     *,
-    profile: str | None = None,
+    profile: object = None,
 ) -> FlowReport:
     """The flow checks (see the module docs)."""
-    chosen = profile_of(profile)
-    strict = chosen.value == "strict"
+    sem = semantics_of(profile)
     model = load(proposal)
     runtime, extra = flow_violations(
-        model, parse_labels(labels), parse_policy(policy), strict=strict
+        model, parse_labels(labels), parse_policy(policy), semantics=sem
     )
-    if strict:
+    name = sem.profile.value
+    if sem.own_checks_decide:
         found = runtime + extra
-        return FlowReport(not found, found, [], chosen.value)
-    return FlowReport(not runtime, runtime, extra, chosen.value)
+        return FlowReport(not found, found, [], name)
+    return FlowReport(not runtime, runtime, extra, name)
 
 
 # --- the gate -------------------------------------------------------------------------

@@ -231,19 +231,16 @@ def plan_actions(
     untrusted_tools: Iterable[str] = (),
     untrusted_ids: Iterable[str] = (),
     *,
-    strict: bool = False,
+    semantics: object = None,
 ) -> list[IntentAction]:
-    """A proposal's actions as ``IntentAction``s (see the module docs)."""
-    from .car import CarOrder, car_writes
+    """A proposal's actions as ``IntentAction``s (see the module docs), each after its
+    predecessors in the DAG of the profile's semantics (``car`` by default)."""
+    from .semantics import semantics_of
+    from .semantics.car import car_writes
 
     tools, ids = set(untrusted_tools), set(untrusted_ids)
-    if strict:
-        from .dag import Dag
-
-        dag = Dag(model)
-        preds: list[Sequence[int]] = [dag.preds(i) for i in range(dag.n)]
-    else:
-        preds = list(CarOrder(model).preds)
+    dag = semantics_of(semantics).order(model)
+    preds: list[Sequence[int]] = [dag.preds(i) for i in range(dag.n)]
     actions = []
     for i, a in enumerate(model.actions):
         capabilities = a.metadata.get("capabilities") if isinstance(a.metadata, Mapping) else None
@@ -267,9 +264,8 @@ def plan_actions(
 
 
 @deep_values_are_input_errors
-def check_intent_plan(request: Any, *, profile: str | None = None) -> IntentReport:
+def check_intent_plan(request: Any, *, profile: object = None) -> IntentReport:
     """The intent check over a proposal's actions (see the module docs)."""
-    from .car import profile_of
     from .model import load
 
     doc = _fields(_decoded(request), [], ("intent", "actions", "untrusted_tools", "untrusted_ids"))
@@ -282,7 +278,7 @@ def check_intent_plan(request: Any, *, profile: str | None = None) -> IntentRepo
         model,
         _strings(doc, "untrusted_tools", []),
         _strings(doc, "untrusted_ids", []),
-        strict=profile_of(profile).value == "strict",
+        semantics=profile,
     )
     return _judge(intent, actions)
 

@@ -21,11 +21,13 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from .api import ProposalLike, VerificationResult, _state, assess, verify
-from .car import CarOrder, Profile, car_optimize_removals, profile_of, require_known_types
+from .car import car_optimize_removals
 from .dag import Dag
 from .errors import deep_values_are_input_errors
 from .model import Action, ActionProposal, load, load_parsed
 from .passes import Context, Pass, Preserves
+from .semantics import Profile, profile_of
+from .semantics.car import CAR, car_order
 from .values import json_equal
 
 __all__ = ["Change", "OptimizeResult", "optimize", "phantom_entries", "proves_guarantee"]
@@ -231,16 +233,16 @@ class _Shortcut:
 
 
 def _optimize_car(original: ActionProposal) -> OptimizeResult:
-    require_known_types(original)
+    CAR.refuse(original)
     current = load_parsed(original.to_dict())
-    depth_before = len(CarOrder(current).levels)
+    depth_before = len(car_order(current).levels)
     result = OptimizeResult(current, depth_before=depth_before)
     for index, key in car_optimize_removals(current):
         action = current.actions[index]
         action.state_dependencies = [k for k in action.state_dependencies if k != key]
         why = "no action writes this key (by expected_effects or a state_write key)"
         result.removed.append(Change(action.id, index, key, why))
-    result.depth_after = len(CarOrder(current).levels)
+    result.depth_after = len(car_order(current).levels)
     return result
 
 
@@ -255,15 +257,22 @@ def _verify(
     return assess(ctx, passes), ctx, passes
 
 
-def proves_guarantee(original: ProposalLike, optimized: ProposalLike) -> bool | None:
+def proves_guarantee(
+    original: ProposalLike, optimized: ProposalLike, *, profile: object = None
+) -> bool | None:
     """Decide with z3: in every initial state where ``original`` runs with no blocked
-    action, both proposals reach the same ``simulate`` end state. None if unknown."""
-    from .symbolic import Encoder
+    action, both proposals reach the same ``simulate`` end state under the profile's
+    semantics (``car`` by default). None if unknown."""
+    from .semantics import semantics_of
+    from .symbolic import Encoder, Unmodelled
 
     a, b = load(original), load(optimized)
-    encoder = Encoder([a, b])
+    try:
+        encoder = Encoder([a, b], semantics_of(profile))
+        run_a, run_b = encoder.run(a), encoder.run(b)
+    except Unmodelled:
+        return None
     z3 = encoder.z3
-    run_a, run_b = encoder.run(a), encoder.run(b)
     answer = encoder.questions().ask(
         *[z3.Not(blocked) for blocked in run_a.blocked],
         z3.Not(encoder.same_final_state(run_a, run_b)),

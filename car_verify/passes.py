@@ -32,6 +32,8 @@ from .errors import TOO_DEEP, CarVerifyError, InputError, PassError, UsageError,
 from .findings import Issue, Severity, Tier
 from .model import ActionProposal
 from .schedules import SCHEDULES, Schedules
+from .semantics import semantics_of
+from .semantics.base import Semantics
 from .tools import ToolRegistry
 from .walk import Walk, walk
 
@@ -148,7 +150,7 @@ class Context:
         labels: Mapping[str, Any] | None = None,
         flow_policy: Any = None,
         intent: Any = None,
-        profile: str = "strict",
+        semantics: Semantics | str | None = "strict",
     ) -> None:
         self.proposal = proposal
         self.tools = tools
@@ -161,9 +163,11 @@ class Context:
         #: The user's intent (``car_verify.intent.Intent``) and the tools whose
         #: results are untrusted, when an intent was given.
         self.intent = intent
-        #: The profile the passes run under (``car``: car-verify's own passes on top
-        #: of CAR's checks, whose findings beyond the runtime are said to be).
-        self.profile = profile
+        #: The semantics the passes run under (its DAG, its walk, its severities).
+        self.semantics: Semantics = semantics_of(semantics)
+        #: Its profile's name (``car``: car-verify's own passes on top of CAR's
+        #: checks, whose findings beyond the runtime are said to be).
+        self.profile: str = self.semantics.profile.value
         self.initial_state: dict[str, Any] = dict(initial_state or {})
         self.state_given = initial_state is not None
         self.options = options or Options()
@@ -171,12 +175,13 @@ class Context:
 
     @cached_property
     def dag(self) -> Dag:
-        return Dag(self.proposal)
+        """The proposal's DAG under the context's semantics."""
+        return self.semantics.order(self.proposal)
 
     @cached_property
     def walk(self) -> Walk:
         """The verify-mode walk (blocked actions' effects applied)."""
-        return walk(self.dag, self.initial_state, mode="verify")
+        return walk(self.dag, self.initial_state, mode="verify", semantics=self.semantics)
 
     def has(self, requirement: Requirement) -> bool:
         if requirement is Requirement.TOOLS:

@@ -55,11 +55,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from .car import CarOrder, car_effects, car_evaluate, require_known_types
+from .dag import Dag
 from .errors import InputError, UsageError, deep_values_are_input_errors
 from .findings import Tier
 from .model import ActionProposal, load
 from .progress import Progress
+from .semantics.car import CAR, car_effects, car_evaluate, car_order
 from .values import json_equal
 
 __all__ = ["DEFAULT_SEED", "History", "RiskConfig", "RiskResult", "rates_from_history", "risk"]
@@ -326,7 +327,7 @@ class _Step:
 @dataclass(slots=True)
 class _Plan:
     steps: list[_Step]
-    order: CarOrder
+    order: Dag
     #: Per position in the walk: the keys still read or written after it.
     live_after: list[set[str]]
     #: Per action position, the actions it orders (directly or not), as a bit mask
@@ -340,9 +341,10 @@ def _compile(
     goal: _Goal,
     failure_behavior: bool = False,
 ) -> _Plan:
-    order = CarOrder(proposal)
+    order = car_order(proposal)
+    walk_order = [i for level in order.levels for i in level]
     steps = []
-    for index in order.order:
+    for index in walk_order:
         action = proposal.actions[index]
         tool = _tool(action) if action.type == "tool_call" else None
         rate = rates.get(tool, 1.0) if tool else 1.0
@@ -370,11 +372,11 @@ def _compile(
         live.update(step.depends)
         live.update(step.effects)
     succs: list[list[int]] = [[] for _ in proposal.actions]
-    for index, preds in enumerate(order.preds):
-        for p in preds:
+    for index in range(order.n):
+        for p in order.preds(index):
             succs[p].append(index)
     descendants = [0] * len(proposal.actions)
-    for index in reversed(order.order):  # every successor is done before its predecessor
+    for index in reversed(walk_order):  # every successor is done before its predecessor
         mask = 0
         for j in succs[index]:
             mask |= (1 << j) | descendants[j]
@@ -933,7 +935,7 @@ def risk(
     if method not in ("auto", "exact", "sampled"):
         raise UsageError(f"unknown method {method!r}; expected auto, exact or sampled")
     model = load(proposal)
-    require_known_types(model)
+    CAR.refuse(model)
     settings = RiskConfig.of(config)
     state = dict(initial_state or {})
     caller: dict[str, float] = {}

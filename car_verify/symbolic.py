@@ -1,20 +1,26 @@
 """The simulate semantics over *all* initial states, encoded in z3.
 
-This module is the symbolic reading of :mod:`car_verify.walk` (simulate mode):
-the same levels (the DAG does not depend on values), the same blocking rules and
-the same level-synchronous effects, with the initial state left open. Every key
-a proposal mentions gets a presence bit and a JSON value; JSON values are a z3
-datatype:
+This module is the symbolic reading of :mod:`car_verify.walk` (simulate mode),
+for either profile: the :class:`~car_verify.semantics.base.Semantics` it is given
+says how the proposal is ordered, what each operator means (its ``holds_term``),
+which effects an action applies and whether an action sees the effects before it
+in its level. The initial state is left open. Every key a proposal mentions gets
+a presence bit and a JSON value; JSON values are a z3 datatype:
 
-* ``null``, ``boolean(b)``, ``number(n)`` (a real: ``1 == 1.0``), ``string(s)``;
-* ``known(i)``: the i-th array or object constant that appears in the proposals;
+* ``null``, ``boolean(b)``, ``string(s)``;
+* ``number(n)``, a real (``strict``: every number, so ``1 == 1.0``; ``car``: an
+  f64) and ``integer(i)`` (``car`` only: a 64-bit integer, never equal to a float);
+* ``known(i)``: the i-th array or object constant that appears in the proposals
+  (one index per constant the semantics' ``equal`` tells apart);
 * ``opaque(i, array)``: any other array (``array``) or object of the initial state.
-  Membership of a needle in an opaque array is an uninterpreted predicate, so
-  ``contains`` is modelled exactly: an array may hold any set of values.
+  What an operator asks of an opaque value (membership, ``car``'s text search) is
+  an uninterpreted predicate of it: any answer, the same for equal values.
 
-The tests check this encoding against the concrete walk (a counterexample is
-always replayed through :func:`car_verify.simulate` before it is reported).
-z3 is imported here only, and only when a symbolic question is asked.
+A construct the encoding cannot model raises :class:`Unmodelled`; the deciders
+answer unknown and name it. The tests check this encoding against the concrete
+walk (a counterexample is always replayed through :func:`car_verify.simulate`
+before it is reported). z3 is imported here only, and only when a symbolic
+question is asked.
 """
 
 from __future__ import annotations
@@ -27,8 +33,9 @@ from typing import Any
 
 from .dag import Dag
 from .model import ActionProposal, Precondition
-from .values import canonical, is_number, json_equal
-from .walk import checks, level_effects
+from .semantics import semantics_of
+from .semantics.base import Semantics
+from .values import is_number
 
 __all__ = [
     "OPAQUE_MARKER",
@@ -36,6 +43,7 @@ __all__ = [
     "Encoder",
     "Questions",
     "SymbolicRun",
+    "Unmodelled",
     "Z3Unavailable",
     "load_z3",
 ]
@@ -45,6 +53,10 @@ OPAQUE_MARKER = "car-verify:opaque"
 
 class Z3Unavailable(RuntimeError):
     """z3-solver cannot be imported."""
+
+
+class Unmodelled(ValueError):
+    """A construct the encoding cannot model exactly (the message names it)."""
 
 
 def load_z3() -> Any:
@@ -120,13 +132,15 @@ class Questions:
 class Encoder:
     """Shared vocabulary (keys, constants, the initial state) for one symbolic question."""
 
-    def __init__(self, proposals: Sequence[ActionProposal]) -> None:
+    def __init__(self, proposals: Sequence[ActionProposal], semantics: Semantics | str) -> None:
+        self.semantics = sem = semantics_of(semantics)
         z3 = self.z3 = load_z3()
         self.ctx = z3.Context()
         json_sort = z3.Datatype("Json", ctx=self.ctx)
         json_sort.declare("null")
         json_sort.declare("boolean", ("b", z3.BoolSort(ctx=self.ctx)))
         json_sort.declare("number", ("n", z3.RealSort(ctx=self.ctx)))
+        json_sort.declare("integer", ("i", z3.IntSort(ctx=self.ctx)))
         json_sort.declare("string", ("s", z3.StringSort(ctx=self.ctx)))
         json_sort.declare("known", ("k", z3.IntSort(ctx=self.ctx)))
         json_sort.declare(
@@ -143,17 +157,22 @@ class Encoder:
             z3.IntSort(ctx=self.ctx),
             z3.BoolSort(ctx=self.ctx),
         )
+        #: car's ``contains`` of a needle (by index) in a number or an opaque value.
+        self.text_contains = z3.Function(
+            "text_contains", self.J, z3.IntSort(ctx=self.ctx), z3.BoolSort(ctx=self.ctx)
+        )
         keys: dict[str, None] = {}
         for proposal in proposals:
             for action in proposal.actions:
-                for pre, _ in action.predicate():
+                for pre, _ in sem.checks(action):
                     keys[pre.key] = None
                     self._register(pre.value)
                     if pre.operator == "contains":
-                        self._needle(pre.value)
+                        self.needle(pre.value)
                 for key in action.depended_keys():
                     keys[key] = None
-                for key, value in action.effects().items():
+                keys.update(dict.fromkeys(action.state_dependencies))
+                for key, value in sem.effects(action).items():
                     keys[key] = None
                     self._register(value)
         self.keys = list(keys)
@@ -169,15 +188,23 @@ class Encoder:
 
     # --- constants -------------------------------------------------------------------------
 
+    def unmodelled(self, construct: str) -> None:
+        """Stop: the encoding cannot model ``construct`` (the deciders answer unknown)."""
+        raise Unmodelled(
+            f"{construct} cannot be modelled exactly under the "
+            f"{self.semantics.profile.value} profile"
+        )
+
     def _register(self, value: Any) -> None:
         if isinstance(value, (list, dict)):
-            text = canonical(value)
+            text = self.semantics.canonical(value)
             if text not in self._known_index:
                 self._known_index[text] = len(self.known)
                 self.known.append(value)
 
-    def _needle(self, value: Any) -> int:
-        text = canonical(value)
+    def needle(self, value: Any) -> int:
+        """The index of a ``contains`` needle (the uninterpreted predicates' argument)."""
+        text = self.semantics.canonical(value)
         index = self._needle_index.get(text)
         if index is None:
             index = self._needle_index[text] = len(self.needles)
@@ -191,13 +218,15 @@ class Encoder:
         if isinstance(value, bool):
             return J.boolean(z3.BoolVal(value, ctx=self.ctx))
         if is_number(value):
-            return J.number(self._real(value))
+            return self.semantics.number_term(self, value)
         if isinstance(value, str):
             return J.string(z3.StringVal(value, ctx=self.ctx))
         self._register(value)
-        return J.known(z3.IntVal(self._known_index[canonical(value)], ctx=self.ctx))
+        index = self._known_index[self.semantics.canonical(value)]
+        return J.known(z3.IntVal(index, ctx=self.ctx))
 
-    def _real(self, value: float) -> Any:
+    def real(self, value: float) -> Any:
+        """A number as an exact z3 real."""
         fraction = Fraction(value)
         return self.z3.RealVal(f"{fraction.numerator}/{fraction.denominator}", ctx=self.ctx)
 
@@ -218,51 +247,15 @@ class Encoder:
             parts.append(
                 z3.Implies(J.is_known(value), z3.And(J.k(value) >= 0, J.k(value) < len(self.known)))
             )
+            parts.append(self.semantics.value_domain(self, value))
         return z3.And(*parts) if parts else self.true
 
     # --- operators -----------------------------------------------------------------------------
 
     def holds(self, pre: Precondition, present: Any, value: Any) -> Any:
-        """The precondition as a z3 formula over a key's presence and value."""
-        z3, J = self.z3, self.J
-        op, expected = pre.operator, pre.value
-        if op == "exists":
-            return present
-        if op == "not_exists":
-            return z3.Not(present)
-        if op == "eq":
-            return z3.And(present, value == self.const(expected))
-        if op == "neq":
-            return z3.Or(z3.Not(present), value != self.const(expected))
-        if op in ("gt", "lt", "gte", "lte"):
-            if not is_number(expected):
-                return self.false
-            n, c = J.n(value), self._real(expected)
-            compare = {"gt": n > c, "lt": n < c, "gte": n >= c, "lte": n <= c}[op]
-            return z3.And(present, J.is_number(value), compare)
-        if op == "contains":
-            return z3.And(present, self._contains(value, expected))
-        return self.false  # unknown operators are false
-
-    def _contains(self, value: Any, needle: Any) -> Any:
-        z3, J = self.z3, self.J
-        parts = []
-        if isinstance(needle, str):
-            parts.append(
-                z3.And(
-                    J.is_string(value), z3.Contains(J.s(value), z3.StringVal(needle, ctx=self.ctx))
-                )
-            )
-        arrays = [
-            i
-            for i, known in enumerate(self.known)
-            if isinstance(known, list) and any(json_equal(item, needle) for item in known)
-        ]
-        if arrays:
-            parts.append(z3.And(J.is_known(value), z3.Or(*[J.k(value) == i for i in arrays])))
-        index = z3.IntVal(self._needle(needle), ctx=self.ctx)
-        parts.append(z3.And(J.is_opaque(value), J.array(value), self.member(J.o(value), index)))
-        return z3.Or(*parts)
+        """The precondition as a z3 formula over a key's presence and value, as the
+        semantics reads the operator."""
+        return self.semantics.holds_term(self, pre, present, value)
 
     # --- the walk ------------------------------------------------------------------------------
 
@@ -274,8 +267,8 @@ class Encoder:
         something only together: no action is blocked in the real run exactly when
         none is in this one (level by level, the two runs see the same state).
         """
-        z3 = self.z3
-        dag = Dag(proposal)
+        sem = self.semantics
+        dag = sem.order(proposal)
         actions = proposal.actions
         state = dict(self.initial)
         blocked: list[Any] = [self.false] * dag.n
@@ -284,25 +277,41 @@ class Encoder:
         for members in dag.levels:
             for i in members:  # the walk's needs (car_verify.walk), each made a term
                 ok = []
-                for pre, _ in checks(actions[i]):
+                for pre, _ in sem.checks(actions[i]):
                     present, value = state[pre.key]
                     ok.append(self.holds(pre, present, value))
                 for key in dag.keys[i]:
                     ok.append(state[key][0])
                 if not assume_unblocked:
                     ok.extend(self._ran(dag, i, blocked, shared))
-                blocked[i] = z3.Not(z3.And(*ok)) if ok else self.false
-            for i, change in level_effects(actions, members):
-                for key, value in change.items():
-                    if assume_unblocked:
-                        state[key] = (self.true, self.const(value))
-                        continue
-                    present, current = state[key]
-                    state[key] = (
-                        z3.If(blocked[i], present, self.true),
-                        z3.If(blocked[i], current, self.const(value)),
-                    )
+                blocked[i] = self.z3.Not(self.z3.And(*ok)) if ok else self.false
+                if sem.sequential:  # the next action of the level sees this one's effects
+                    self._apply(state, i, sem.effects(actions[i]), blocked, assume_unblocked)
+            if not sem.sequential:  # the level's effects, after the whole level
+                for i in members:
+                    self._apply(state, i, sem.effects(actions[i]), blocked, assume_unblocked)
         return SymbolicRun(state, blocked, dag)
+
+    def _apply(
+        self,
+        state: dict[str, tuple[Any, Any]],
+        i: int,
+        change: Mapping[str, Any],
+        blocked: list[Any],
+        assume_unblocked: bool,
+    ) -> None:
+        """Action ``i``'s effects on the symbolic state: where it ran (every action
+        runs, with ``assume_unblocked``)."""
+        z3 = self.z3
+        for key, value in change.items():
+            if assume_unblocked:
+                state[key] = (self.true, self.const(value))
+                continue
+            present, current = state[key]
+            state[key] = (
+                z3.If(blocked[i], present, self.true),
+                z3.If(blocked[i], current, self.const(value)),
+            )
 
     def _ran(self, dag: Dag, i: int, blocked: list[Any], shared: dict[str, Any]) -> list[Any]:
         """The terms "each action ``i`` waits for ran"."""
@@ -345,7 +354,9 @@ class Encoder:
             return z3.is_true(term.arg(0))
         if name == "number":
             fraction = Fraction(term.arg(0).as_fraction())
-            return fraction.numerator if fraction.denominator == 1 else float(fraction)
+            return self.semantics.number_of(fraction)
+        if name == "integer":
+            return term.arg(0).as_long()
         if name == "string":
             return term.arg(0).as_string()
         if name == "known":
@@ -368,7 +379,7 @@ class Encoder:
     def _unlike_known(self, plain: Any, marked: Any) -> Any:
         """An opaque value differs from every array and object constant of the proposals:
         ``plain`` when it does, else ``marked`` (with a marker that makes it differ)."""
-        if any(json_equal(plain, known) for known in self.known):
+        if any(self.semantics.equal(plain, known) for known in self.known):
             return marked
         return plain
 

@@ -20,10 +20,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .api import ProposalLike, _state
-from .car import Profile, car_transaction_conflicts, profile_of, require_known_types
+from .car import car_transaction_conflicts
 from .dag import Dag
 from .errors import InputError, UsageError, deep_values_are_input_errors
 from .model import ActionProposal, load
+from .semantics import Profile, profile_of
+from .semantics.car import CAR
 from .values import ABSENT, format_value, json_equal
 
 __all__ = ["Hazard", "TransactionReport", "transaction_check"]
@@ -194,7 +196,7 @@ def transaction_check(
                 )
             proposals = proposals[0]
         model = load(proposals)
-        require_known_types(model)
+        CAR.refuse(model)
         return _car_report(
             model,
             None if versions is None else _versions(versions),

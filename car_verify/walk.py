@@ -1,10 +1,19 @@
-"""The one level-by-level interpreter of a proposal (SEMANTICS section 4).
+"""The one level-by-level interpreter of a proposal, for either profile.
 
-Level-synchronous: every action of level L is checked against the state as it
-stood when level L began; the effects of level L are applied after the whole
-level, in proposal order. In ``verify`` mode blocked actions' effects are applied
-anyway (one pass, no cascades); in ``simulate`` mode they are skipped and an
-action whose explicit or output-reference dependency was blocked is blocked too.
+The :class:`~car_verify.semantics.base.Semantics` it is given (``strict`` unless
+told) decides what an action's turn checks, what each operator means, which
+effects it applies and what it sees inside its level:
+
+* level-synchronous (``strict``, SEMANTICS section 4): every action of level L is
+  checked against the state as it stood when level L began; the effects of level L
+  are applied after the whole level, in proposal order;
+* sequential (``car``, the runtime's walk): inside a level, in proposal order, each
+  action sees the effects of those before it.
+
+In ``verify`` mode blocked actions' effects are applied anyway (one pass, no
+cascades); in ``simulate`` mode they are skipped and an action that waits for a
+blocked one (``Dag.waits_for``: ``strict``'s explicit and output-reference
+dependencies; nothing under ``car``) is blocked too.
 
 What an action needs when its level begins is defined here once: its predicate
 (an assertion's, else its preconditions: :func:`checks`), the state keys it
@@ -28,7 +37,9 @@ from typing import Any, Literal
 
 from .dag import Dag
 from .model import Action, Precondition
-from .values import ABSENT, KNOWN_OPERATORS, evaluate
+from .semantics.base import Semantics
+from .semantics.strict import STRICT
+from .values import ABSENT, KNOWN_OPERATORS
 
 __all__ = [
     "ActionTrace",
@@ -107,17 +118,24 @@ class Walk:
     dag: Dag
     #: The state the walk began in (the caller's; read, never written).
     initial_state: Mapping[str, Any]
+    #: The semantics it walked under.
+    semantics: Semantics = STRICT
 
-    def level_states(self) -> Iterator[tuple[list[int], Mapping[str, Any]]]:
-        """Each level's actions with the state its level began with, as this walk
-        saw it, replayed from the initial state (one state, updated in place: read
-        it before asking for the next level)."""
+    def action_states(self) -> Iterator[tuple[int, Mapping[str, Any]]]:
+        """Each walked action with the state it saw at its turn, as this walk saw it,
+        replayed from the initial state (one state, updated in place: read it before
+        asking for the next action)."""
         state = dict(self.initial_state)
         skip = self._skipped()
+        sem = self.semantics
         actions = self.dag.actions
         for members in self.dag.levels:
-            yield members, state
-            apply_level(state, actions, members, skip)
+            for i in members:
+                yield i, state
+                if sem.sequential and i not in skip:
+                    state.update(sem.effects(actions[i]))
+            if not sem.sequential:
+                apply_level(state, actions, members, skip, semantics=sem)
 
     def _skipped(self) -> Container[int]:
         if self.mode == "verify":
@@ -125,11 +143,11 @@ class Walk:
         return {t.index for t in self.traces if t is not None and t.blocked}
 
 
-def checks(action: Action) -> list[tuple[Precondition, Where]]:
-    """What an action's level start must satisfy, with where each part is in the
-    action: an assertion's predicate (its preconditions and the one its parameters
-    spell), else its preconditions."""
-    return action.predicate()
+def checks(action: Action, semantics: Semantics = STRICT) -> list[tuple[Precondition, Where]]:
+    """What an action's turn must satisfy, with where each part is in the action
+    (``strict``: an assertion's predicate, its preconditions and the one its
+    parameters spell, else its preconditions)."""
+    return semantics.checks(action)
 
 
 def blockers(
@@ -137,18 +155,19 @@ def blockers(
     i: int,
     state: Mapping[str, Any],
     blocked: Callable[[int], bool] | None = None,
+    semantics: Semantics = STRICT,
 ) -> list[Cause]:
-    """Why action ``i`` cannot run on ``state``, its level's start state: each false
+    """Why action ``i`` cannot run on ``state``, the state at its turn: each false
     part of its predicate, each absent key it depends on, and (when ``blocked(t)``
     says whether action ``t`` did not run) each action it waits for that did not."""
     causes: list[Cause] = []
     action = dag.actions[i]
     if action.type == "assertion":
-        failed = _failed(action, state)
+        failed = _failed(action, state, semantics)
         if failed:
             causes.append(Cause("assertion", failed=failed))
     elif action.preconditions:
-        _preconditions(action, state, causes)
+        _preconditions(action, state, causes, semantics)
     for key in dag.keys[i]:
         if key not in state:
             causes.append(Cause("missing-key", key=key))
@@ -158,20 +177,24 @@ def blockers(
 
 
 def _failed(
-    action: Action, state: Mapping[str, Any]
+    action: Action, state: Mapping[str, Any], semantics: Semantics
 ) -> tuple[tuple[Precondition, Where, Any], ...]:
     out = []
-    for pre, where in checks(action):
+    holds = semantics.holds
+    for pre, where in semantics.checks(action):
         actual = state.get(pre.key, ABSENT)
-        if not evaluate(pre.operator, actual, pre.value):
+        if not holds(pre.operator, actual, pre.value):
             out.append((pre, where, actual))
     return tuple(out)
 
 
-def _preconditions(action: Action, state: Mapping[str, Any], causes: list[Cause]) -> None:
+def _preconditions(
+    action: Action, state: Mapping[str, Any], causes: list[Cause], semantics: Semantics
+) -> None:
+    holds = semantics.holds
     for j, pre in enumerate(action.preconditions):
         actual = state.get(pre.key, ABSENT)
-        if not evaluate(pre.operator, actual, pre.value):
+        if not holds(pre.operator, actual, pre.value):
             known = pre.operator in KNOWN_OPERATORS
             causes.append(
                 Cause(
@@ -185,13 +208,17 @@ def _preconditions(action: Action, state: Mapping[str, Any], causes: list[Cause]
 
 
 def level_effects(
-    actions: Sequence[Action], members: Sequence[int], skip: Container[int] = ()
+    actions: Sequence[Action],
+    members: Sequence[int],
+    skip: Container[int] = (),
+    semantics: Semantics = STRICT,
 ) -> Iterator[tuple[int, Mapping[str, Any]]]:
     """The effects a level applies once it has run: each member's (not in ``skip``),
     in proposal order."""
+    effects = semantics.effects
     for i in members:
         if i not in skip:
-            change = actions[i].effects()
+            change = effects(actions[i])
             if change:
                 yield i, change
 
@@ -202,12 +229,13 @@ def apply_level(
     members: Sequence[int],
     skip: Container[int] = (),
     effects: Mapping[int, Mapping[str, Any]] | None = None,
+    semantics: Semantics = STRICT,
 ) -> None:
     """Apply a level's effects to ``state`` (see :func:`level_effects`); ``effects``:
     what each member actually produced (the executor's dispatch), instead of its
     declared effects."""
     if effects is None:
-        for _, change in level_effects(actions, members, skip):
+        for _, change in level_effects(actions, members, skip, semantics):
             state.update(change)
         return
     for i in members:
@@ -220,34 +248,47 @@ def walk(
     initial_state: Mapping[str, Any] | None = None,
     *,
     mode: Literal["verify", "simulate"] = "verify",
+    semantics: Semantics = STRICT,
 ) -> Walk:
-    """Walk the levels over JSON values (see the module's docstring for the modes)."""
+    """Walk the levels over JSON values (see the module's docstring for the modes);
+    ``dag``: the proposal's DAG under ``semantics`` (``semantics.order``)."""
     actions, ids = dag.actions, dag.ids
     state: dict[str, Any] = dict(initial_state or {})
     simulate = mode == "simulate"
+    sequential = semantics.sequential
+    effects_of = semantics.effects
     supplier: dict[str, int] = {}
     blocked = [False] * dag.n
     traces: list[ActionTrace | None] = [None] * dag.n
     shared: dict[str, tuple[list[Cause], list[str]]] = {}  # see Dag.waits_shared_with
-    for level_no, members in enumerate(dag.levels):
-        for i in members:
-            causes = blockers(dag, i, state)
-            if simulate:
-                waited, after = _waits_of(dag, i, blocked, shared)
-                causes.extend(waited)
-                blocked[i] = bool(causes)
-                supplied = _supplied(dag, i, state, supplier, causes)
-                traces[i] = ActionTrace(i, ids[i], level_no, bool(causes), causes, supplied, after)
-            elif causes:  # verify needs only the blocked actions' traces
-                blocked[i] = True
-                traces[i] = ActionTrace(i, ids[i], level_no, True, causes)
-        skip = {i for i in members if blocked[i]} if simulate else ()
-        for i, change in level_effects(actions, members, skip):
+
+    def apply(i: int) -> None:
+        change = effects_of(actions[i])
+        if change:
             state.update(change)
             if simulate:
                 for key in change:
                     supplier[key] = i
-    return Walk(state, traces, mode, dag, initial_state or {})
+
+    for level_no, members in enumerate(dag.levels):
+        for i in members:
+            causes = blockers(dag, i, state, None, semantics)
+            if simulate:
+                waited, after = _waits_of(dag, i, blocked, shared)
+                causes.extend(waited)
+                blocked[i] = bool(causes)
+                supplied = _supplied(dag, i, state, supplier, causes, semantics)
+                traces[i] = ActionTrace(i, ids[i], level_no, bool(causes), causes, supplied, after)
+            elif causes:  # verify needs only the blocked actions' traces
+                blocked[i] = True
+                traces[i] = ActionTrace(i, ids[i], level_no, True, causes)
+            if sequential and not (simulate and blocked[i]):
+                apply(i)  # the next action of the level sees it
+        if not sequential:
+            for i in members:
+                if not (simulate and blocked[i]):
+                    apply(i)
+    return Walk(state, traces, mode, dag, initial_state or {}, semantics)
 
 
 def _waits_of(
@@ -264,7 +305,12 @@ def _waits_of(
 
 
 def _supplied(
-    dag: Dag, i: int, state: Mapping[str, Any], supplier: dict[str, int], causes: list[Cause]
+    dag: Dag,
+    i: int,
+    state: Mapping[str, Any],
+    supplier: dict[str, int],
+    causes: list[Cause],
+    semantics: Semantics,
 ) -> dict[str, str | None]:
     """Each precondition key and depended-on key that held (no cause of ``causes``
     names it), with the action that supplied its value (None: the initial state)."""
@@ -272,7 +318,7 @@ def _supplied(
     failed = {c.where for c in causes if c.precondition is not None}
     failed.update(where for c in causes for _, where, _ in c.failed)
     out: dict[str, str | None] = {}
-    for pre, where in checks(dag.actions[i]):
+    for pre, where in semantics.checks(dag.actions[i]):
         if where not in failed:
             out[pre.key] = _who(supplier, ids, pre.key, state.get(pre.key, ABSENT))
     for key in dag.keys[i]:

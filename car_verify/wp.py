@@ -61,21 +61,24 @@ def runs_unblocked(
     action: str | None = None,
     *,
     timeout_ms: int = 30_000,
-    profile: str = "strict",
+    profile: object = None,
 ) -> Condition:
-    """The weakest precondition for ``action`` (or every action) to run unblocked.
+    """The weakest precondition for ``action`` (or every action) to run unblocked,
+    over the walk of the profile's semantics (``car`` by default, or ``strict``)."""
+    from .semantics import semantics_of
+    from .symbolic import Encoder, Unmodelled
 
-    It decides the strict profile's walk; ``profile="car"`` is refused (compat.md)."""
-    from .car import strict_only
-    from .symbolic import Encoder
-
-    strict_only(profile, "runs_unblocked")
+    sem = semantics_of(profile)
     model = load(proposal)
-    encoder = Encoder([model])
+    sem.refuse(model)
+    try:
+        encoder = Encoder([model], sem)
+        run = encoder.run(model, assume_unblocked=action is None)
+    except Unmodelled as err:
+        return Condition(action, None, "unknown", reason=str(err))
     z3 = encoder.z3
     # Every action runs exactly when every action runs in the run where all ran,
     # whose terms carry no If over earlier outcomes: ask that one (far smaller).
-    run = encoder.run(model, assume_unblocked=action is None)
     ids = run.dag.ids
     if action is not None and action not in run.dag.positions:
         raise UsageError(f"no action {action!r} in the proposal")
@@ -100,9 +103,7 @@ def runs_unblocked(
         return Condition(action, False, "never", reason=reason)
     example = encoder.state_from_model(answer.model)
     blocked = {
-        t.action_id
-        for t in simulate(model, initial_state=example, profile="strict").trace
-        if t.blocked
+        t.action_id for t in simulate(model, initial_state=example, profile=sem).trace if t.blocked
     }
     wanted = {ids[i] for i in targets}
     if blocked & wanted:
@@ -334,7 +335,8 @@ class Printer:
                 "known": "an array or object",
                 "null": "null",
                 "boolean": "a boolean",
-                "number": "a number",
+                "number": self.encoder.semantics.number_noun,
+                "integer": "an integer",
                 "string": "a string",
             }.get(kind, kind)
             return f"{key} is {noun}"
@@ -355,7 +357,7 @@ class Printer:
             return f"{self._operand(left)} {op} {self._operand(right)}"
         if name == "str.contains" or name == "Contains":
             return f"{self._operand(e.arg(0))} contains {self._operand(e.arg(1))}"
-        if name == "member":
+        if name in ("member", "text_contains"):
             needle = self.encoder.needles[e.arg(1).as_long()]
             return f"{self._operand(e.arg(0))} contains {json.dumps(needle)}"
         return str(e)
@@ -367,12 +369,16 @@ class Printer:
         return None
 
     def _is_key_term(self, t: Any) -> bool:
+        if self.z3.is_to_real(t):  # an integer compared as a number
+            return self._is_key_term(t.arg(0))
         return self._key(t) is not None or (t.num_args() == 1 and self._key(t.arg(0)) is not None)
 
     def _operand(self, t: Any) -> str:
         key = self._key(t)
         if key is not None:
             return key
+        if self.z3.is_to_real(t):  # an integer compared as a number
+            return self._operand(t.arg(0))
         if t.num_args() == 1 and self._key(t.arg(0)) is not None:  # n(value), s(value)
             return self._key(t.arg(0)) or str(t)
         return self._value(t)

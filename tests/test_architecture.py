@@ -26,6 +26,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ),
     ("model", {"model"}),
     ("dag", {"dag", "_reach"}),
+    ("semantics", {"semantics"}),
     ("walk", {"walk", "symbolic", "trace"}),
     ("inputs", {"policy", "tools", "importers"}),
     ("passes", {"passes", "car", "analyses", "registry", "flow", "intent", "permissions"}),

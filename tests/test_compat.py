@@ -267,11 +267,15 @@ def test_the_runtime_says_what_the_car_column_says(row: Row) -> None:
     assert_projection_matches(row.plan, row.state, row.tools)
 
 
-def test_z3_under_car_is_unknown_and_says_why() -> None:
+def test_z3_decides_under_car_too_and_tells_ints_from_floats() -> None:
     a = {"actions": [tc("a", expected_effects={"k": 1})]}
-    result = cv.equivalent(a, a, method="z3")
-    assert result.equivalent is None and "strict profile" in (result.reason or "")
-    assert cv.equivalent(a, a, method="z3", profile="strict").equivalent is True
+    b = {"actions": [tc("a", expected_effects={"k": 1.0})]}
+    for profile in ("car", "strict"):
+        same = cv.equivalent(a, a, method="z3", profile=profile)
+        assert same.equivalent is True and same.profile == profile
+    # CAR tells 1 from 1.0 (serde_json); sections 1-8 do not.
+    assert cv.equivalent(a, b, method="z3", profile="car").equivalent is False
+    assert cv.equivalent(a, b, method="z3", profile="strict").equivalent is True
 
 
 def test_car_messages_are_plain_words_with_json_values() -> None:
@@ -281,14 +285,15 @@ def test_car_messages_are_plain_words_with_json_values() -> None:
     assert "Number(" not in message
 
 
-def test_what_models_only_the_strict_walk_refuses_car_rather_than_answer_for_it() -> None:
-    from car_verify.errors import UsageError
+def test_wp_and_the_executor_run_under_both_profiles() -> None:
     from car_verify.executor import execute_sync
 
     plan = {"actions": [tc("a")]}
-    with pytest.raises(UsageError, match="strict profile"):
-        cv.runs_unblocked(plan, profile="car")
-    with pytest.raises(UsageError, match="strict profile"):
-        execute_sync(plan, {"ta": lambda p: {}}, profile="car")
-    assert cv.runs_unblocked(plan).satisfiable is True  # strict, the default here
-    assert execute_sync(plan, {"ta": lambda p: {}}).statuses == {"a": "succeeded"}
+    for profile in ("car", "strict"):
+        assert cv.runs_unblocked(plan, profile=profile).satisfiable is True
+        result = execute_sync(plan, {"ta": lambda p: {}}, profile=profile)
+        assert result.statuses == {"a": "succeeded"}
+    # neq on an absent key: false under car (the runtime's walk), true under strict
+    gate = {"actions": [tc("a", preconditions=[{"key": "k", "operator": "neq", "value": 1}])]}
+    assert cv.runs_unblocked(gate, profile="car").formula == "k exists and k != 1"
+    assert cv.runs_unblocked(gate, profile="strict").formula == "k is absent or k != 1"

@@ -46,7 +46,7 @@ def test_the_specs_example_sampled_equal_but_z3_not() -> None:
     """Two proposals writing different values to a key no probe state reaches."""
     a = write_z(1, {"key": "mode", "value": "blue"})
     b = write_z(2, {"key": "mode", "value": "blue"})
-    sampled = equivalent(a, b, profile="strict")
+    sampled = equivalent(a, b, method="sampled", profile="strict")
     assert sampled.equivalent is True and sampled.tier is Tier.SAMPLED
     decided = equivalent(a, b, method="z3", profile="strict")
     assert decided.equivalent is False and decided.tier is Tier.DECISION_PROCEDURE
@@ -59,7 +59,7 @@ def test_the_specs_example_sampled_equal_but_z3_not() -> None:
 def test_sampled_names_the_first_differing_probe_and_keys() -> None:
     a = write_z(1, {"key": "x", "value": 1})
     b = write_z(1)
-    result = equivalent(a, b, profile="strict")
+    result = equivalent(a, b, method="sampled", profile="strict")
     assert result.to_dict() == {
         "equivalent": False,
         "tier": "sampled",
@@ -67,7 +67,7 @@ def test_sampled_names_the_first_differing_probe_and_keys() -> None:
         "differing_keys": ["z"],
         "profile": "strict",
     }
-    result = equivalent(a, b, [{"x": 1}, {"x": 5}], profile="strict")
+    result = equivalent(a, b, [{"x": 1}, {"x": 5}], method="sampled", profile="strict")
     assert result.counterexample == {"x": 5}
     with pytest.raises(car_verify.InputError):
         equivalent(a, b, [], profile="strict")
@@ -93,7 +93,7 @@ def test_explain_says_how_far_the_answer_goes_and_shows_each_differing_key() -> 
     a = write_z(1, {"key": "mode", "value": "blue"})
     b = write_z(2, {"key": "mode", "value": "blue"})
     assert (
-        equivalent(a, b, profile="strict").explain()
+        equivalent(a, b, method="sampled", profile="strict").explain()
         == "equivalent on every probe state (tier sampled)"
     )
     assert equivalent(a, a, method="z3", profile="strict").explain() == (
@@ -105,7 +105,7 @@ def test_explain_says_how_far_the_answer_goes_and_shows_each_differing_key() -> 
         "  z: 1 vs 2",
     ]
     assert equivalent(
-        write_z(1, {"key": "x", "value": 1}), write_z(1), profile="strict"
+        write_z(1, {"key": "x", "value": 1}), write_z(1), method="sampled", profile="strict"
     ).explain().splitlines() == [
         "not equivalent (tier sampled): they differ on z",
         "counterexample initial state: {}",
@@ -161,7 +161,7 @@ def test_z3_agrees_with_sampling_and_its_counterexamples_replay(
     decided = equivalent(a, b, method="z3", profile="strict")
     assert decided.equivalent is not None, decided.reason
     if decided.equivalent:
-        assert equivalent(a, b, probes, profile="strict").equivalent is True
+        assert equivalent(a, b, probes, method="sampled", profile="strict").equivalent is True
     else:
         ce = decided.counterexample
         assert ce is not None
@@ -219,10 +219,10 @@ def test_wp_prints_a_readable_condition_and_an_example() -> None:
             }
         ]
     }
-    condition = runs_unblocked(doc)
+    condition = runs_unblocked(doc, profile="strict")
     assert condition.satisfiable is True
     assert condition.formula == "tests_passed == true and coverage >= 0.8"
-    assert runs_unblocked({"actions": []}).formula == "always"
+    assert runs_unblocked({"actions": []}, profile="strict").formula == "always"
     assert condition.example is not None
     assert not car_verify.simulate(doc, initial_state=condition.example, profile="strict").blocked
 
@@ -262,7 +262,7 @@ def test_wp_prints_each_operator_as_a_reader_would_write_it(
     doc = {
         "actions": [{"id": "a", "type": "tool_call", "tool": "t", "preconditions": preconditions}]
     }
-    condition = runs_unblocked(doc)
+    condition = runs_unblocked(doc, profile="strict")
     assert condition.formula == formula
     assert not car_verify.simulate(doc, initial_state=condition.example, profile="strict").blocked
 
@@ -274,7 +274,7 @@ def test_an_opaque_array_is_marked_only_when_it_would_equal_a_constant() -> None
                 {"id": "a", "type": "tool_call", "tool": "t", "preconditions": preconditions}
             ]
         }
-        return runs_unblocked(doc).example
+        return runs_unblocked(doc, profile="strict").example
 
     assert example([{"key": "k", "operator": "contains", "value": {"a": 1}}]) == {"k": [{"a": 1}]}
     marked = example(
@@ -298,7 +298,7 @@ def test_wp_asks_the_run_where_all_ran_and_that_is_exact(
     from car_verify.symbolic import Encoder
 
     model = load(doc)
-    encoder = Encoder([model])
+    encoder = Encoder([model], "strict")
     z3 = encoder.z3
     real, all_ran = encoder.run(model), encoder.run(model, assume_unblocked=True)
     walked = [i for i in range(real.dag.n) if real.dag.level_of(i) >= 0]
@@ -307,7 +307,7 @@ def test_wp_asks_the_run_where_all_ran_and_that_is_exact(
     solver = z3.Solver(ctx=encoder.ctx)
     solver.add(encoder.domain(), runs != runs_too)
     assert solver.check() == z3.unsat
-    condition = runs_unblocked(doc)
+    condition = runs_unblocked(doc, profile="strict")
     if condition.satisfiable is False:
         for probe in probes:
             assert (
@@ -337,9 +337,12 @@ def test_wp_of_a_long_chain_is_the_condition_on_the_initial_state() -> None:
         }
         for i in range(40)
     ]
-    condition = runs_unblocked({"actions": steps})
+    condition = runs_unblocked({"actions": steps}, profile="strict")
     assert condition.formula == 'env == "prod" and counter >= 0'
-    assert runs_unblocked({"actions": steps}, "s39").formula == 'env == "prod" and counter >= 0'
+    assert (
+        runs_unblocked({"actions": steps}, "s39", profile="strict").formula
+        == 'env == "prod" and counter >= 0'
+    )
 
 
 @settings(max_examples=100)
@@ -351,7 +354,7 @@ def test_feasibility_flags_exactly_the_actions_no_state_lets_run(doc: dict[str, 
     from car_verify.symbolic import Encoder
 
     model = load(doc)
-    encoder = Encoder([model])
+    encoder = Encoder([model], "strict")
     z3 = encoder.z3
     run = encoder.run(model)
     never = set()
@@ -377,17 +380,17 @@ def test_wp_never_names_the_action_that_cannot_run() -> None:
             },
         ]
     }
-    condition = runs_unblocked(doc)
+    condition = runs_unblocked(doc, profile="strict")
     assert condition.satisfiable is False and "bad can never run" in (condition.reason or "")
-    assert runs_unblocked(doc, "ok").formula == "always"
+    assert runs_unblocked(doc, "ok", profile="strict").formula == "always"
     with pytest.raises(car_verify.UsageError):
-        runs_unblocked(doc, "ghost")
+        runs_unblocked(doc, "ghost", profile="strict")
 
 
 def test_wp_sees_effects_ordered_before_an_action() -> None:
     doc = json.loads((ROOT / "examples/poll-loop/proposal.json").read_text())
-    assert runs_unblocked(doc, "report").satisfiable is False
-    assert runs_unblocked(doc, "poll_1").satisfiable is True
+    assert runs_unblocked(doc, "report", profile="strict").satisfiable is False
+    assert runs_unblocked(doc, "poll_1", profile="strict").satisfiable is True
 
 
 # --- optimize ------------------------------------------------------------------------------
@@ -461,7 +464,7 @@ def test_optimize_guarantees(
     for change in result.removed:
         assert change.key in phantom_entries(car_verify.load(doc).actions[change.index])
     if result.removed:
-        assert proves_guarantee(doc, result.proposal) is True
+        assert proves_guarantee(doc, result.proposal, profile="strict") is True
 
 
 @settings(max_examples=150)
@@ -544,7 +547,7 @@ def test_runs_unblocked_asks_about_implied_conjuncts_one_group_of_keys_at_a_time
         return real(self, *facts, **options)
 
     monkeypatch.setattr(Questions, "ask", counted)
-    condition = runs_unblocked({"actions": actions})
+    condition = runs_unblocked({"actions": actions}, profile="strict")
     assert condition.formula.count(" and ") == 199  # k7 >= 3 is implied by k7 >= 7
     assert "k7 >= 3" not in condition.formula and "k7 >= 7" in condition.formula
     assert max(sizes) <= 8, max(sizes)  # was: every other conjunct, hundreds

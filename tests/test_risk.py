@@ -19,11 +19,11 @@ from car_oracle import states as car_states
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from car_verify.car import CarOrder, car_effects, car_evaluate
 from car_verify.cli import main
 from car_verify.errors import InputError, UsageError
 from car_verify.model import load
 from car_verify.risk import DEFAULT_SEED, effective_rate, risk
+from car_verify.semantics.car import car_effects, car_evaluate, car_order
 from car_verify.values import json_equal
 
 RUNS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=120)
@@ -146,7 +146,7 @@ def brute_force(
     (with ``behaviour``: abort and retry stop the run at a failure or a rejection,
     retry after ``max_retries`` more draws)."""
     model = load(proposal)
-    order = CarOrder(model).order
+    order = [i for level in car_order(model).levels for i in level]
     tools = [i for i in order if model.actions[i].type == "tool_call"]
     rejected = [0.0] * len(model.actions)
     failed = [0.0] * len(model.actions)

@@ -1,0 +1,122 @@
+"""What a profile's semantics says, as one object every feature asks.
+
+A :class:`Semantics` answers every question on which the two profiles differ:
+
+* **order**: which fields order actions, and so the DAG (:meth:`Semantics.order`
+  builds a :class:`~car_verify.dag.Dag` either way: its levels, the keys each
+  action needs present, the actions whose blocking blocks it);
+* **values**: what equality and each precondition operator mean
+  (:meth:`holds`, :meth:`equal`, :meth:`canonical`), concretely and as z3 terms
+  (:meth:`holds_term`);
+* **effects**: what an action does to the state (:meth:`effects`);
+* **the walk inside a level**: whether an action sees the effects of the actions
+  before it in its level (:attr:`sequential`: CAR's walk) or the level's start
+  state (SEMANTICS section 4);
+* **refusals**: which inputs the profile rejects (:meth:`refuse`);
+* **severities**: each code's severity, read from the one code table.
+
+The interpreter (:mod:`car_verify.walk`), the symbolic walk
+(:mod:`car_verify.symbolic`), the executor, the trace rules and the deciders take a
+Semantics and never branch on the profile's name.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from .profiles import Profile
+
+if TYPE_CHECKING:
+    from fractions import Fraction
+
+    from ..dag import Dag
+    from ..findings import Severity
+    from ..model import Action, ActionProposal, Precondition
+
+__all__ = ["Semantics", "Where"]
+
+#: Where a part of an action's predicate sits inside the action.
+Where = tuple[str | int, ...]
+
+
+class Semantics(abc.ABC):
+    """One profile's reading of a proposal (see the module's docstring)."""
+
+    #: The profile this object is the semantics of.
+    profile: ClassVar[Profile]
+    #: Inside a level, an action sees the effects of the actions before it in proposal
+    #: order (True: CAR's walk) or the state its level began with (False: SEMANTICS 4).
+    sequential: ClassVar[bool]
+    #: One line for people: how this profile orders and walks.
+    summary: ClassVar[str]
+    #: What the z3 ``number`` constructor holds, in words (``x is a number``).
+    number_noun: ClassVar[str]
+    #: car-verify's own checks beyond the runtime's (flow's schedules and integrity,
+    #: intent's extra rules) decide the verdict (True) or are notes beside it (False).
+    own_checks_decide: ClassVar[bool]
+
+    def __repr__(self) -> str:
+        return f"<semantics {self.profile.value}>"
+
+    # --- inputs -------------------------------------------------------------------------
+
+    def refuse(self, proposal: ActionProposal) -> None:  # noqa: B027 - nothing by default
+        """Raise :class:`~car_verify.errors.InputError` for a proposal this profile rejects."""
+
+    # --- order --------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def order(self, proposal: ActionProposal) -> Dag:
+        """The proposal's DAG under this profile's ordering rule."""
+
+    # --- values -------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def holds(self, operator: str, actual: object, expected: object) -> bool:
+        """Whether a precondition holds for the state value ``actual`` (``ABSENT`` when
+        the key is not in the state)."""
+
+    @abc.abstractmethod
+    def equal(self, a: object, b: object) -> bool:
+        """Whether two JSON values are equal (end states are compared with it)."""
+
+    @abc.abstractmethod
+    def canonical(self, value: object) -> str:
+        """A text that two values share exactly when :meth:`equal` says they are equal."""
+
+    @abc.abstractmethod
+    def holds_term(self, encoder: Any, pre: Precondition, present: Any, value: Any) -> Any:
+        """:meth:`holds` as a z3 formula over a key's presence bit and value term (the
+        vocabulary of :class:`car_verify.symbolic.Encoder`)."""
+
+    @abc.abstractmethod
+    def number_term(self, encoder: Any, value: int | float) -> Any:
+        """A JSON number as a z3 term of the encoder's JSON sort."""
+
+    @abc.abstractmethod
+    def number_of(self, value: Fraction) -> int | float:
+        """The JSON number a z3 real of the ``number`` constructor stands for."""
+
+    @abc.abstractmethod
+    def value_domain(self, encoder: Any, value: Any) -> Any:
+        """What every initial value term obeys under this profile's numbers (a z3 formula)."""
+
+    # --- actions ------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def checks(self, action: Action) -> list[tuple[Precondition, Where]]:
+        """What an action's turn must satisfy, each part with where it is in the action."""
+
+    @abc.abstractmethod
+    def effects(self, action: Action) -> Mapping[str, Any]:
+        """The effects the walk applies when the action runs."""
+
+    # --- codes --------------------------------------------------------------------------
+
+    def severity(self, code: str) -> Severity | None:
+        """The code's severity under this profile (None: the profile does not report it)."""
+        from ..codes import lookup
+
+        return lookup(code).severity_in(self.profile.value)

@@ -1,0 +1,364 @@
+"""The ``car`` profile: the upstream runtime's own reading of a proposal (SEMANTICS 9).
+
+``car_runtime`` (the Common Agent Runtime's verifier) reads a proposal more simply
+than sections 1-8 do:
+
+* **values** as serde_json compares them: ``1`` and ``1.0`` differ, an integer
+  outside the 64-bit range is a float, ``neq`` on an absent key is false, and
+  ``contains`` asks whether the needle's text is inside the value's text;
+* **order**: a reader of a key in ``state_dependencies`` follows the key's *last*
+  writer in the proposal, and only when that writer comes earlier; a
+  ``state_write`` follows the previous ``state_write`` of its key; ``write_set``,
+  ``dependencies`` and ``$id.output`` references order nothing, and nothing waits
+  for another action (an edge orders, it never blocks);
+* **effects**: a ``state_write``'s ``{key: value}``, then ``expected_effects``
+  (which win on the same key);
+* **the walk**: level by level, and inside a level in proposal order, each action
+  seeing the effects of those before it;
+* **refusals**: a proposal with an action ``type`` CAR does not know.
+
+Where CAR is nondeterministic (its JSON key order), this module gives the answer
+of CAR's documented rule, every time. ``docs/compat.md`` lists every difference.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ..errors import InputError
+from ..values import ABSENT, KNOWN_OPERATORS, is_number
+from .base import Semantics, Where
+from .profiles import Profile
+
+if TYPE_CHECKING:
+    from fractions import Fraction
+
+    from ..dag import Dag
+    from ..model import Action, ActionProposal, Precondition
+
+__all__ = [
+    "CAR",
+    "CarSemantics",
+    "car_canonical",
+    "car_effects",
+    "car_equal",
+    "car_evaluate",
+    "car_order",
+    "car_writes",
+    "show",
+]
+
+_U64, _I64 = 2**64, 2**63
+#: Up to this magnitude an integer converts to an f64 exactly.
+_EXACT = 2**53
+
+
+def _number(value: int | float) -> tuple[str, int | float]:
+    """serde_json's Number: a u64, a negative i64, or an f64 (everything else)."""
+    if isinstance(value, int):
+        if 0 <= value < _U64:
+            return ("u", value)
+        if -_I64 <= value < 0:
+            return ("i", value)
+        try:
+            return ("f", float(value))
+        except OverflowError:
+            return ("f", math.inf if value > 0 else -math.inf)
+    return ("f", value)
+
+
+def car_equal(a: object, b: object) -> bool:
+    """JSON equality as CAR computes it: type-strict, and an integer never equals a float."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if is_number(a) and is_number(b):
+        (ka, va), (kb, vb) = _number(a), _number(b)  # type: ignore[arg-type]
+        return (ka == "f") == (kb == "f") and va == vb
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(car_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(car_equal(a[k], b[k]) for k in a)
+    if a is None or b is None:
+        return a is None and b is None
+    return type(a) is type(b) and a == b
+
+
+def _as_car(value: Any) -> Any:
+    """A value with every number as CAR holds it (an out-of-range integer a float)."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if is_number(value):
+        kind, number = _number(value)
+        return float(number) if kind == "f" else number
+    if isinstance(value, list):
+        return [_as_car(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _as_car(v) for k, v in value.items()}
+    return value
+
+
+_sorted_text = json.JSONEncoder(ensure_ascii=False, sort_keys=True, allow_nan=True).encode
+
+
+def car_canonical(value: object) -> str:
+    """A text two values share exactly when :func:`car_equal` says they are equal
+    (sorted keys; ``1`` and ``1.0`` keep their different texts)."""
+    return _sorted_text(_as_car(value))
+
+
+def _f64(value: object) -> float | None:
+    if not is_number(value):
+        return None
+    _, number = _number(value)  # type: ignore[arg-type]
+    return float(number)
+
+
+#: JSON text as CAR's messages show a value, keys sorted (one encoder for all:
+#: json.dumps with options makes a new one per call). Also the loop check's
+#: canonical form of a call's parameters.
+show = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode
+#: A value's compact JSON text, as CAR's ``contains`` reads a non-string.
+_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+_ORDERED = {"gt": float.__gt__, "lt": float.__lt__, "gte": float.__ge__, "lte": float.__le__}
+
+
+def car_evaluate(key: str, operator: str, expected: object, state: Mapping[str, Any]) -> str | None:
+    """``None`` if the precondition holds in ``state``, else why it fails, in plain words."""
+    if operator not in KNOWN_OPERATORS:
+        return f"unknown operator {operator!r}"
+    if operator == "exists":
+        return None if key in state else f"key {key!r} does not exist"
+    if operator == "not_exists":
+        return f"key {key!r} exists" if key in state else None
+    if key not in state:
+        if operator == "contains":
+            return f"key {key!r} has no value, cannot check contains"
+        return f"key {key!r} has no value"
+    actual = state[key]
+    if operator == "eq":
+        return (
+            None
+            if car_equal(actual, expected)
+            else f"{key!r} is {show(actual)}, need {show(expected)}"
+        )
+    if operator == "neq":
+        return (
+            f"{key!r} is {show(actual)}, need neq {show(expected)}"
+            if car_equal(actual, expected)
+            else None
+        )
+    if operator == "contains":
+        return (
+            None
+            if _contains(actual, expected)
+            else f"key {key!r} does not contain {show(expected)}"
+        )
+    left, right = _f64(actual), _f64(expected)
+    if left is None or right is None:
+        return (
+            f"cannot compare {key!r}: {show(actual)} {operator} {show(expected)} "
+            "(both sides must be numbers)"
+        )
+    if _ORDERED[operator](left, right):
+        return None
+    return f"{key!r} is {show(actual)}, need {operator} {show(expected)}"
+
+
+def _text(value: object) -> str:
+    """A value as CAR's ``contains`` reads it: a string as itself, anything else as
+    its compact JSON text."""
+    if isinstance(value, str):
+        return value
+    return _compact(value)
+
+
+def _contains(actual: object, needle: object) -> bool:
+    """CAR's ``contains``: the needle's text is a substring of the state value's text,
+    whatever their types (so ``1`` is "in" ``[10]``, and ``"a"`` in ``["ab"]``)."""
+    return _text(needle) in _text(actual)
+
+
+# -- what an action reads and writes, as CAR sees it -------------------------------
+
+
+def _state_write_key(action: Action) -> str | None:
+    return action.param_key() if action.type == "state_write" else None
+
+
+def car_effects(action: Action) -> dict[str, Any]:
+    """The effects CAR applies: a ``state_write``'s ``{key: value}``, then
+    ``expected_effects`` (which win on the same key)."""
+    key = _state_write_key(action)
+    if key is None:
+        return action.expected_effects
+    effects: dict[str, Any] = {key: action.parameters.get("value")}
+    effects.update(action.expected_effects)
+    return effects
+
+
+def car_writes(action: Action) -> list[str]:
+    """Keys CAR counts as written, for ordering and conflicts (``write_set`` is not)."""
+    keys = list(action.expected_effects)
+    key = _state_write_key(action)
+    if key is not None and key not in action.expected_effects:
+        keys.append(key)
+    return keys
+
+
+def car_order(proposal: ActionProposal) -> Dag:
+    """CAR's DAG: a reader follows its keys' last writers, a ``state_write`` the
+    previous ``state_write`` of its key. Every edge points forward: never a cycle."""
+    from ..dag import Dag
+
+    actions = proposal.actions
+    writers: dict[str, list[int]] = {}
+    for index, action in enumerate(actions):
+        for key in car_writes(action):
+            writers.setdefault(key, []).append(index)
+    last_writer = {key: members[-1] for key, members in writers.items()}
+    edges: list[list[tuple[int, str]]] = []
+    previous_state_write: dict[str, int] = {}
+    for index, action in enumerate(actions):
+        into: dict[int, str] = {}
+        for key in action.state_dependencies:
+            writer = last_writer.get(key)
+            if writer is not None and writer < index:
+                into.setdefault(writer, key)
+        written = _state_write_key(action)
+        if written is not None:
+            if written in previous_state_write:
+                into.setdefault(previous_state_write[written], written)
+            previous_state_write[written] = index
+        edges.append(sorted(into.items()))
+    # CAR checks each state_dependencies entry as it is written, repeats included.
+    keys = [list(action.state_dependencies) for action in actions]
+    return Dag.from_edges(proposal, edges, keys=keys, writers=writers)
+
+
+class CarSemantics(Semantics):
+    """The upstream runtime's reading (see the module's docstring)."""
+
+    profile: ClassVar[Profile] = Profile.CAR
+    number_noun: ClassVar[str] = "a float"
+    own_checks_decide: ClassVar[bool] = False
+    sequential: ClassVar[bool] = True
+    summary: ClassVar[str] = (
+        "only state_dependencies (the key's last earlier writer) and state_write chains "
+        "order an action; inside a level each action sees the effects before it"
+    )
+
+    def refuse(self, proposal: ActionProposal) -> None:
+        """CAR rejects a whole proposal with an action ``type`` it does not know."""
+        from ..model import Action
+
+        for index, action in enumerate(proposal.actions):
+            if action.type not in Action.KNOWN_TYPES:
+                known = ", ".join(sorted(Action.KNOWN_TYPES))
+                raise InputError(
+                    f"unknown action type {action.type!r} (the car profile, like the runtime, "
+                    f"rejects the proposal; expected one of {known})",
+                    ["actions", index, "type"],
+                )
+
+    def order(self, proposal: ActionProposal) -> Dag:
+        return car_order(proposal)
+
+    def holds(self, operator: str, actual: object, expected: object) -> bool:
+        state = {} if actual is ABSENT else {"": actual}
+        return car_evaluate("", operator, expected, state) is None
+
+    def equal(self, a: object, b: object) -> bool:
+        return car_equal(a, b)
+
+    def canonical(self, value: object) -> str:
+        return car_canonical(value)
+
+    def checks(self, action: Action) -> list[tuple[Precondition, Where]]:
+        # CAR checks an assertion's preconditions only, not the one its parameters spell.
+        return [(p, ("preconditions", i)) for i, p in enumerate(action.preconditions)]
+
+    def effects(self, action: Action) -> Mapping[str, Any]:
+        return car_effects(action)
+
+    # --- z3 -----------------------------------------------------------------------------
+
+    def number_term(self, encoder: Any, value: int | float) -> Any:
+        kind, number = _number(value)
+        if kind == "f":
+            if math.isinf(number) or math.isnan(number):
+                encoder.unmodelled(f"the number {value!r} (not finite)")
+            return encoder.J.number(encoder.real(number))
+        return encoder.J.integer(encoder.z3.IntVal(number, ctx=encoder.ctx))
+
+    def number_of(self, value: Fraction) -> int | float:
+        return float(value)  # an f64: never equal to an integer
+
+    def value_domain(self, encoder: Any, value: Any) -> Any:
+        z3, J = encoder.z3, encoder.J
+        i = J.i(value)
+        return z3.Implies(J.is_integer(value), z3.And(i >= -_I64, i < _U64))
+
+    def holds_term(self, encoder: Any, pre: Precondition, present: Any, value: Any) -> Any:
+        z3, J = encoder.z3, encoder.J
+        op, expected = pre.operator, pre.value
+        if op == "exists":
+            return present
+        if op == "not_exists":
+            return z3.Not(present)
+        if op == "eq":
+            return z3.And(present, value == encoder.const(expected))
+        if op == "neq":  # an absent key has no value: neq fails as eq does
+            return z3.And(present, value != encoder.const(expected))
+        if op in ("gt", "lt", "gte", "lte"):
+            bound = _f64(expected)
+            if bound is None:
+                return encoder.false
+            if math.isinf(bound):
+                encoder.unmodelled(f"an ordering against {show(expected)} (not a finite f64)")
+            c = encoder.real(bound)
+
+            def compare(n: Any) -> Any:
+                return {"gt": n > c, "lt": n < c, "gte": n >= c, "lte": n <= c}[op]
+
+            i = J.i(value)
+            # An integer is compared as its f64: exactly the integer up to 2**53; beyond,
+            # the rounding is not modelled, and the answer is left open (any answer,
+            # the same for equal values), so that "equivalent" stays a proof.
+            rounded = encoder.text_contains(value, encoder.needle([op, expected]))
+            exact = z3.And(i > -_EXACT, i < _EXACT)
+            as_integer = z3.And(J.is_integer(value), z3.If(exact, compare(z3.ToReal(i)), rounded))
+            as_float = z3.And(J.is_number(value), compare(J.n(value)))
+            return z3.And(present, z3.Or(as_integer, as_float))
+        if op == "contains":
+            return z3.And(present, self._contains(encoder, value, expected))
+        return encoder.false  # an unknown operator fails
+
+    def _contains(self, encoder: Any, value: Any, needle: Any) -> Any:
+        """The needle's text inside the value's text: exact for a string, a known
+        constant, ``null`` and booleans; for a number or an opaque value an
+        uninterpreted predicate of the value (any answer, the same for equal values)."""
+        z3, J = encoder.z3, encoder.J
+        text = _text(needle)
+        parts = [
+            z3.And(J.is_string(value), z3.Contains(J.s(value), z3.StringVal(text, ctx=encoder.ctx)))
+        ]
+        if text in "null":
+            parts.append(J.is_null(value))
+        for word, truth in (("true", True), ("false", False)):
+            if text in word:
+                parts.append(z3.And(J.is_boolean(value), J.b(value) == truth))
+        arrays = [i for i, known in enumerate(encoder.known) if _contains(known, needle)]
+        if arrays:
+            parts.append(z3.And(J.is_known(value), z3.Or(*[J.k(value) == i for i in arrays])))
+        index = z3.IntVal(encoder.needle(needle), ctx=encoder.ctx)
+        loose = z3.Or(J.is_integer(value), J.is_number(value), J.is_opaque(value))
+        parts.append(z3.And(loose, encoder.text_contains(value, index)))
+        return z3.Or(*parts)
+
+
+#: The one car semantics object.
+CAR = CarSemantics()

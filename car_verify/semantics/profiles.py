@@ -1,0 +1,65 @@
+"""The profiles' names and the one place a run's profile is resolved (SEMANTICS 9).
+
+Standard library only: every command resolves its profile at start-up.
+"""
+
+from __future__ import annotations
+
+import os
+from enum import StrEnum
+
+from ..errors import UsageError
+
+__all__ = [
+    "PROFILE_ENV",
+    "Profile",
+    "profile_of",
+    "resolve_profile",
+]
+
+#: The environment variable that names the profile when no flag does.
+PROFILE_ENV = "CAR_VERIFY_PROFILE"
+
+
+class Profile(StrEnum):
+    """Whose answers car-verify gives: CAR's (the default) or sections 1-8."""
+
+    CAR = "car"
+    STRICT = "strict"
+
+
+def profile_of(value: object) -> Profile:
+    """The profile ``value`` names (``None``: the default, ``car``), without looking at
+    the environment or the configuration (the API's reading of ``profile=``)."""
+    if value is None:
+        return Profile.CAR
+    named = getattr(value, "profile", value)  # a Semantics object names its profile
+    try:
+        return Profile(str(named))
+    except ValueError:
+        raise UsageError(f"unknown profile {value!r} (choose car or strict)") from None
+
+
+def resolve_profile(
+    value: object = None, *, start: str | os.PathLike[str] | None = None
+) -> tuple[Profile, str]:
+    """The profile a run uses and where it came from, resolved once: ``value`` (a flag
+    or an argument), else ``$CAR_VERIFY_PROFILE``, else the ``profile`` of the nearest
+    configuration at or above ``start`` (the working directory), else ``car``."""
+    if value is not None and value != "":
+        return profile_of(value), "--profile"
+    env = os.environ.get(PROFILE_ENV)
+    if env:
+        try:
+            return Profile(env), f"${PROFILE_ENV}"
+        except ValueError:
+            raise UsageError(f"{PROFILE_ENV}={env!r}: expected car or strict") from None
+    from ..config import find_config, read_settings, setting_profile
+
+    path = find_config(start)
+    if path is not None:
+        doc, prefix = read_settings(path)
+        named = setting_profile(doc, prefix, path)
+        if named is not None:
+            return Profile(named), str(path)
+    return Profile.CAR, "default"

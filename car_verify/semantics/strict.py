@@ -1,0 +1,119 @@
+"""The ``strict`` profile: SEMANTICS sections 1-8 as written.
+
+* **order**: ``dependencies``, ``$id.output`` references and every earlier writer
+  of a depended-on key order an action (:class:`~car_verify.dag.Dag`); explicit
+  and output-reference dependencies also block (a blocked one blocks its dependents);
+* **values**: :mod:`car_verify.values` (``1 == 1.0``, ``neq`` on an absent key is
+  true, ``contains`` is substring or deep-equal membership);
+* **effects**: ``expected_effects``, then a ``state_write``'s ``{key: value}``;
+* **the walk**: level-synchronous: every action of a level sees its start state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ..values import canonical, evaluate, is_number, json_equal
+from .base import Semantics, Where
+from .profiles import Profile
+
+if TYPE_CHECKING:
+    from fractions import Fraction
+
+    from ..dag import Dag
+    from ..model import Action, ActionProposal, Precondition
+
+__all__ = ["STRICT", "StrictSemantics"]
+
+
+class StrictSemantics(Semantics):
+    """SEMANTICS sections 1-8."""
+
+    profile: ClassVar[Profile] = Profile.STRICT
+    number_noun: ClassVar[str] = "a number"
+    own_checks_decide: ClassVar[bool] = True
+    sequential: ClassVar[bool] = False
+    summary: ClassVar[str] = (
+        "dependencies, output references and every earlier writer of a key order an "
+        "action; a level sees the state it began with"
+    )
+
+    def order(self, proposal: ActionProposal) -> Dag:
+        from ..dag import Dag
+
+        return Dag(proposal)
+
+    def holds(self, operator: str, actual: object, expected: object) -> bool:
+        return evaluate(operator, actual, expected)
+
+    def equal(self, a: object, b: object) -> bool:
+        return json_equal(a, b)
+
+    def canonical(self, value: object) -> str:
+        return canonical(value)
+
+    def checks(self, action: Action) -> list[tuple[Precondition, Where]]:
+        return action.predicate()
+
+    def effects(self, action: Action) -> Mapping[str, Any]:
+        return action.effects()
+
+    # --- z3 -----------------------------------------------------------------------------
+
+    def number_term(self, encoder: Any, value: int | float) -> Any:
+        return encoder.J.number(encoder.real(value))  # a real: 1 == 1.0
+
+    def number_of(self, value: Fraction) -> int | float:
+        return value.numerator if value.denominator == 1 else float(value)
+
+    def value_domain(self, encoder: Any, value: Any) -> Any:
+        return encoder.z3.Not(encoder.J.is_integer(value))  # one kind of number
+
+    def holds_term(self, encoder: Any, pre: Precondition, present: Any, value: Any) -> Any:
+        z3, J = encoder.z3, encoder.J
+        op, expected = pre.operator, pre.value
+        if op == "exists":
+            return present
+        if op == "not_exists":
+            return z3.Not(present)
+        if op == "eq":
+            return z3.And(present, value == encoder.const(expected))
+        if op == "neq":
+            return z3.Or(z3.Not(present), value != encoder.const(expected))
+        if op in ("gt", "lt", "gte", "lte"):
+            if not is_number(expected):
+                return encoder.false
+            n, c = J.n(value), encoder.real(expected)
+            compare = {"gt": n > c, "lt": n < c, "gte": n >= c, "lte": n <= c}[op]
+            return z3.And(present, J.is_number(value), compare)
+        if op == "contains":
+            return z3.And(present, self._contains(encoder, value, expected))
+        return encoder.false  # unknown operators are false
+
+    def _contains(self, encoder: Any, value: Any, needle: Any) -> Any:
+        """Substring of a string, or deep-equal membership of an array: of a known
+        array exactly, of an opaque one through the encoder's ``member`` predicate."""
+        z3, J = encoder.z3, encoder.J
+        parts = []
+        if isinstance(needle, str):
+            parts.append(
+                z3.And(
+                    J.is_string(value),
+                    z3.Contains(J.s(value), z3.StringVal(needle, ctx=encoder.ctx)),
+                )
+            )
+        arrays = [
+            i
+            for i, known in enumerate(encoder.known)
+            if isinstance(known, list) and any(json_equal(item, needle) for item in known)
+        ]
+        if arrays:
+            parts.append(z3.And(J.is_known(value), z3.Or(*[J.k(value) == i for i in arrays])))
+        index = z3.IntVal(encoder.needle(needle), ctx=encoder.ctx)
+        parts.append(z3.And(J.is_opaque(value), J.array(value), encoder.member(J.o(value), index)))
+        return z3.Or(*parts)
+
+
+#: The one strict semantics object.
+STRICT = StrictSemantics()

@@ -1,0 +1,290 @@
+"""One semantics object per profile, and what it buys: every decider, the executor
+and the trace rules work under both profiles, each over its own order and walk.
+
+The z3 decisions under ``car`` are checked against the runtime itself
+(``car_runtime.simulate``, black-box): a counterexample must separate the two plans
+there, and an "equivalent" must survive the probe states there too.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from car_oracle import proposals, runtime
+from car_oracle import states as car_states
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import car_verify as cv
+from car_verify.cli import main
+from car_verify.equivalence import differing_keys
+from car_verify.errors import InputError
+from car_verify.semantics import Profile, resolve_profile, semantics_of
+from car_verify.semantics.car import CAR, car_equal
+from car_verify.semantics.strict import STRICT
+
+rt = runtime()
+
+
+def _rt_end(proposal: dict[str, Any], state: dict[str, Any]) -> Any:
+    try:
+        return json.loads(rt.simulate(json.dumps(proposal), json.dumps(state)))
+    except ValueError:
+        return "rejected"
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(car_equal(a[k], b[k]) for k in a)
+    return bool(a == b)
+
+
+@st.composite
+def _pairs(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Two plans that are often close: the same, one action dropped or swapped, one
+    effect value changed, or unrelated."""
+    a = draw(proposals(max_actions=4))
+    how = draw(st.sampled_from(["same", "drop", "swap", "value", "other"]))
+    actions = [dict(x) for x in a["actions"]]
+    if how == "drop" and actions:
+        actions.pop(draw(st.integers(0, len(actions) - 1)))
+    elif how == "swap" and len(actions) >= 2:
+        i = draw(st.integers(0, len(actions) - 2))
+        actions[i], actions[i + 1] = actions[i + 1], actions[i]
+    elif how == "value":
+        with_effects = [x for x in actions if x.get("expected_effects")]
+        if with_effects:
+            target = draw(st.sampled_from(with_effects))
+            key = next(iter(target["expected_effects"]))
+            target["expected_effects"] = {**target["expected_effects"], key: draw(st.integers())}
+    elif how == "other":
+        return a, draw(proposals(max_actions=4))
+    return a, {"actions": actions}
+
+
+RUNS = settings(deadline=None, suppress_health_check=list(HealthCheck), max_examples=150)
+
+
+@RUNS
+@given(_pairs(), st.lists(car_states.filter(bool), min_size=1, max_size=3))
+def test_each_z3_answer_under_car_is_confirmed_by_the_runtime(
+    pair: tuple[dict[str, Any], dict[str, Any]], probes: list[dict[str, Any]]
+) -> None:
+    """A counterexample separates the plans in ``car_runtime.simulate``; an
+    "equivalent" holds there on generated probe states."""
+    a, b = pair
+    try:
+        result = cv.equivalent(a, b, method="z3", profile="car")
+    except InputError:
+        assert "rejected" in (_rt_end(a, {}), _rt_end(b, {}))
+        return
+    if result.equivalent is True:
+        for probe in probes:
+            assert _same(_rt_end(a, probe), _rt_end(b, probe)), probe
+    elif result.equivalent is False:
+        state = result.counterexample
+        assert state is not None
+        assert not _same(_rt_end(a, state), _rt_end(b, state)), state
+
+
+@RUNS
+@given(_pairs(), st.lists(car_states.filter(bool), min_size=1, max_size=3))
+def test_each_z3_answer_under_strict_is_confirmed_by_the_strict_walk(
+    pair: tuple[dict[str, Any], dict[str, Any]], probes: list[dict[str, Any]]
+) -> None:
+    a, b = pair
+    result = cv.equivalent(a, b, method="z3", profile="strict")
+    if result.equivalent is True:
+        for probe in probes:
+            ends = [dict(cv.simulate(p, probe, profile="strict")) for p in (a, b)]
+            assert differing_keys(*ends) == []
+    elif result.equivalent is False:
+        state = result.counterexample
+        ends = [dict(cv.simulate(p, state, profile="strict")) for p in (a, b)]
+        assert differing_keys(*ends) == result.differing_keys != []
+
+
+def _random_pairs(seed: int, count: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Close pairs of plans from a seeded stream (the same every run): an action's
+    preconditions, dependencies and effects over three keys, then one edit."""
+    import random
+
+    rng = random.Random(seed)
+    values = [None, True, False, 0, 1, 2, 1.0, 2.5, "", "a", "ab", [1], {"a": 1}]
+    ops = ["eq", "neq", "gt", "lt", "gte", "lte", "exists", "not_exists", "contains"]
+    keys = ["k", "j", "m"]
+
+    def action(i: int) -> dict[str, Any]:
+        kind = rng.choice(["tool_call", "tool_call", "state_write", "assertion"])
+        out: dict[str, Any] = {"id": f"a{i}", "type": kind}
+        if kind == "tool_call":
+            out["tool"] = "t"
+        if kind == "state_write":
+            out["parameters"] = {"key": rng.choice(keys), "value": rng.choice(values)}
+        pres = [
+            {"key": rng.choice(keys), "operator": rng.choice(ops), "value": rng.choice(values)}
+            for _ in range(rng.randint(0, 2))
+        ]
+        if pres:
+            out["preconditions"] = pres
+        if rng.random() < 0.5:
+            out["expected_effects"] = {rng.choice(keys): rng.choice(values)}
+        if rng.random() < 0.3:
+            out["state_dependencies"] = [rng.choice(keys)]
+        return out
+
+    pairs = []
+    for _ in range(count):
+        a = [action(i) for i in range(rng.randint(1, 4))]
+        b = [dict(x) for x in a]
+        edit = rng.choice(["same", "drop", "swap", "value"])
+        if edit == "drop":
+            b.pop(rng.randrange(len(b)))
+        elif edit == "swap" and len(b) >= 2:
+            i = rng.randrange(len(b) - 1)
+            b[i], b[i + 1] = b[i + 1], b[i]
+        elif edit == "value":
+            target = rng.choice(b)
+            target["expected_effects"] = {rng.choice(keys): rng.choice(values)}
+        pairs.append(({"actions": a}, {"actions": b}))
+    return pairs
+
+
+@pytest.mark.parametrize("profile", ["car", "strict"])
+def test_z3_decides_at_least_95_percent_of_generated_pairs(profile: str) -> None:
+    pairs = _random_pairs(36, 300)
+    results = [cv.equivalent(a, b, method="z3", profile=profile) for a, b in pairs]
+    decided = sum(r.equivalent is not None for r in results)
+    assert decided / len(pairs) >= 0.95, f"{decided} of {len(pairs)} decided"
+    # both answers occur: the pairs are neither all equal nor all different
+    assert {r.equivalent for r in results} >= {True, False}
+    if profile == "car":  # each answer holds in the runtime too
+        for (a, b), r in zip(pairs, results, strict=True):
+            if r.equivalent is False:
+                ce = r.counterexample or {}
+                assert not _same(_rt_end(a, ce), _rt_end(b, ce)), (a, b, ce)
+            elif r.equivalent:
+                for probe in ({}, {"k": 1, "j": "a"}, {"k": 2.5, "m": [1]}):
+                    assert _same(_rt_end(a, probe), _rt_end(b, probe)), (a, b, probe)
+
+
+def _write_z(value: int) -> dict[str, Any]:
+    return {
+        "actions": [
+            {
+                "id": "w",
+                "type": "state_write",
+                "parameters": {"key": "z", "value": value},
+                "preconditions": [{"key": "mode", "value": "blue"}],
+            }
+        ]
+    }
+
+
+def test_the_issues_pair_is_decided_by_default_from_python_and_the_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b = _write_z(1), _write_z(2)
+    result = cv.equivalent(a, b)  # auto, car: decided, not sampled
+    assert result.equivalent is False and result.counterexample == {"mode": "blue"}
+    assert result.profile == "car" and result.method == "z3"
+    assert not _same(_rt_end(a, {"mode": "blue"}), _rt_end(b, {"mode": "blue"}))
+    fa, fb = tmp_path / "a.json", tmp_path / "b.json"
+    fa.write_text(json.dumps(a))
+    fb.write_text(json.dumps(b))
+    assert main(["equivalent", str(fa), str(fb)]) == 1
+    assert main(["equivalent", str(fa), str(fa)]) == 0
+    assert "for every initial state" in capsys.readouterr().out
+
+
+def test_profile_is_resolved_once_flag_then_environment_then_configuration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("CAR_VERIFY_PROFILE", raising=False)
+    assert resolve_profile() == (Profile.CAR, "default")
+    (tmp_path / ".car").mkdir()
+    (tmp_path / ".car" / "verify.toml").write_text('profile = "strict"\n')
+    assert resolve_profile()[0] is Profile.STRICT
+    monkeypatch.setenv("CAR_VERIFY_PROFILE", "car")
+    assert resolve_profile() == (Profile.CAR, "$CAR_VERIFY_PROFILE")
+    assert resolve_profile("strict") == (Profile.STRICT, "--profile")
+    assert semantics_of("strict") is STRICT and semantics_of(None) is CAR
+    assert semantics_of(CAR) is CAR
+
+
+GATED = {
+    "actions": [
+        {"id": "run_tests", "type": "tool_call", "tool": "run_tests"},
+        {"id": "deploy", "type": "tool_call", "tool": "deploy", "dependencies": ["run_tests"]},
+    ]
+}
+RULE = '[[trace_rule]]\nname = "tested"\nrule = "deploy only after run_tests succeeded"\n'
+
+
+def test_a_trace_rule_is_checked_over_the_active_profiles_own_order(tmp_path: Path) -> None:
+    """CAR ignores ``dependencies``: both calls run in level 0, so the rule can break
+    under ``car``; under ``strict`` the dependency orders them and the rule holds."""
+    folder = tmp_path / "policies"
+    folder.mkdir()
+    (folder / "rules.toml").write_text(RULE)
+    car = cv.verify(GATED, policies=folder, profile="car")
+    assert "trace_rule:tested" in car.codes() and not car.valid
+    strict = cv.verify(GATED, policies=folder, profile="strict")
+    assert "trace_rule:tested" not in strict.codes()
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(GATED))
+    common = ["policy", "check", str(plan), "--policies", str(folder)]
+    assert main([*common, "--profile", "car"]) == 1
+    assert main([*common, "--profile", "strict"]) == 0
+
+
+@RUNS
+@given(proposals(max_actions=5))
+def test_the_executor_under_car_dispatches_in_the_runtimes_levels(plan: dict[str, Any]) -> None:
+    from car_verify.executor import execute_sync
+
+    if True:
+        try:
+            theirs = json.loads(rt.verify(json.dumps(plan)))["execution_levels"]
+        except ValueError:
+            with pytest.raises(InputError):
+                execute_sync(plan, {}, profile="car")
+            return
+        levels: list[list[str]] = []
+
+        def seen(kind: str, _id: str | None, info: Any, into: list[list[str]] = levels) -> None:
+            if kind == "level_started":
+                into.append(list(info["actions"]))
+
+        tools = {a["tool"]: (lambda p: {}) for a in plan["actions"] if a.get("tool")}
+        result = execute_sync(plan, tools, profile="car", progress=seen)
+        if result.admission.valid:
+            ran = levels
+            assert ran == theirs[: len(ran)]
+
+
+def test_the_car_walk_lets_an_action_see_the_effects_before_it_in_its_level() -> None:
+    plan = {
+        "actions": [
+            {"id": "a", "type": "tool_call", "tool": "t", "expected_effects": {"k": 1}},
+            {
+                "id": "b",
+                "type": "tool_call",
+                "tool": "t",
+                "preconditions": [{"key": "k", "value": 1}],
+                "expected_effects": {"done": True},
+            },
+        ]
+    }
+    assert cv.simulate(plan, profile="car").to_dict() == {"k": 1, "done": True}
+    assert cv.simulate(plan, profile="strict").to_dict() == {"k": 1}
+    assert _same(_rt_end(plan, {}), {"k": 1, "done": True})
+    from car_verify.executor import execute_sync
+
+    for profile, b in (("car", "succeeded"), ("strict", "rejected")):
+        result = execute_sync(plan, {"t": lambda p: {}}, profile=profile)
+        assert result.statuses["b"] == b, profile
