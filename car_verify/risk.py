@@ -1,9 +1,13 @@
 """``risk``: how likely a plan is to reach its goal when tools can fail.
 
 The runtime answers this by sampling (``car_runtime.simulate_monte_carlo``, 1,000
-trials by default). A trial is CAR's ``simulate`` walk (its order: level by level,
-proposal order inside a level, each action seeing the effects of the ones before
-it) in which each dispatched ``tool_call`` succeeds with its tool's rate:
+trials by default). A trial is the profile's ``simulate`` walk in which each
+dispatched ``tool_call`` succeeds with its tool's rate. Under ``car`` (the
+default) that is CAR's walk: level by level, proposal order inside a level, each
+action seeing the effects of the ones before it. Under ``strict`` it is SEMANTICS
+section 4's: a level sees the state it began with, its effects land after it, and
+an action whose ``dependencies`` or ``$id.output`` reference did not succeed is
+rejected. In both:
 
 - an action whose precondition is false, or one of whose ``state_dependencies``
   is absent, when its turn comes is **rejected** (not dispatched, no effects); so
@@ -60,8 +64,10 @@ from .errors import InputError, UsageError, deep_values_are_input_errors
 from .findings import Tier
 from .model import ActionProposal, load
 from .progress import Progress
-from .semantics.car import CAR, car_effects, car_evaluate, car_order
-from .values import json_equal
+from .semantics import semantics_of
+from .semantics.base import Semantics
+from .semantics.car import CAR
+from .values import ABSENT, json_equal
 
 __all__ = ["DEFAULT_SEED", "History", "RiskConfig", "RiskResult", "rates_from_history", "risk"]
 
@@ -322,6 +328,13 @@ class _Step:
     #: With ``failure_behavior`` modelled: a failure or a rejection here stops the
     #: run (every later action is rejected). Never, in CAR's model.
     stops: bool = False
+    #: The actions (a bit mask by position) whose not succeeding rejects this one:
+    #: ``strict``'s explicit and output-reference dependencies; none under ``car``.
+    waits: int = 0
+    #: The effects that landed so far take effect after this step: after every step
+    #: under ``car`` (each action sees those before it), after a level's last under
+    #: ``strict`` (a level sees the state it began with).
+    flush: bool = True
 
 
 @dataclass(slots=True)
@@ -333,6 +346,10 @@ class _Plan:
     #: Per action position, the actions it orders (directly or not), as a bit mask
     #: (bit j: action j), built in one sweep against the walk's order.
     descendants: list[int]
+    #: The semantics the walk follows (its operators, order and levels).
+    semantics: Semantics = CAR
+    #: Per position in the walk: the actions some later step waits for (a mask).
+    waited_after: list[int] = field(default_factory=list)
 
 
 def _compile(
@@ -340,29 +357,36 @@ def _compile(
     rates: Mapping[str, float],
     goal: _Goal,
     failure_behavior: bool = False,
+    semantics: Semantics = CAR,
 ) -> _Plan:
-    order = car_order(proposal)
+    order = semantics.order(proposal)
     walk_order = [i for level in order.levels for i in level]
     steps = []
-    for index in walk_order:
-        action = proposal.actions[index]
-        tool = _tool(action) if action.type == "tool_call" else None
-        rate = rates.get(tool, 1.0) if tool else 1.0
-        behaviour = action.failure_behavior.value
-        if failure_behavior and behaviour == "retry" and tool:
-            rate = effective_rate(rate, action.max_retries)  # then, failing, it aborts
-        steps.append(
-            _Step(
-                index,
-                action.id,
-                tool,
-                rate,
-                [(p.key, p.operator, p.value) for p in action.preconditions],
-                list(action.state_dependencies),
-                car_effects(action),
-                stops=failure_behavior and behaviour in ("abort", "retry"),
+    for members in order.levels:
+        for place, index in enumerate(members):
+            action = proposal.actions[index]
+            tool = _tool(action) if action.type == "tool_call" else None
+            rate = rates.get(tool, 1.0) if tool else 1.0
+            behaviour = action.failure_behavior.value
+            if failure_behavior and behaviour == "retry" and tool:
+                rate = effective_rate(rate, action.max_retries)  # then, failing, it aborts
+            waits = 0
+            for t in order.waits_for(index):
+                waits |= 1 << t
+            steps.append(
+                _Step(
+                    index,
+                    action.id,
+                    tool,
+                    rate,
+                    [(p.key, p.operator, p.value) for p, _ in semantics.checks(action)],
+                    list(order.keys[index]),
+                    dict(semantics.effects(action)),
+                    stops=failure_behavior and behaviour in ("abort", "retry"),
+                    waits=waits,
+                    flush=semantics.sequential or place == len(members) - 1,
+                )
             )
-        )
     live_after: list[set[str]] = [set() for _ in steps]
     live = set(goal.keys)
     for n in range(len(steps) - 1, -1, -1):
@@ -371,6 +395,11 @@ def _compile(
         live.update(key for key, _, _ in step.preconditions)
         live.update(step.depends)
         live.update(step.effects)
+    waited_after = [0] * len(steps)
+    waited = 0
+    for n in range(len(steps) - 1, -1, -1):
+        waited_after[n] = waited
+        waited |= steps[n].waits
     succs: list[list[int]] = [[] for _ in proposal.actions]
     for index in range(order.n):
         for p in order.preds(index):
@@ -381,7 +410,7 @@ def _compile(
         for j in succs[index]:
             mask |= (1 << j) | descendants[j]
         descendants[index] = mask
-    return _Plan(steps, order, live_after, descendants)
+    return _Plan(steps, order, live_after, descendants, semantics, waited_after)
 
 
 def _tool(action: Any) -> str:
@@ -390,12 +419,16 @@ def _tool(action: Any) -> str:
     return str(action.tool or "")
 
 
-def _blocked(step: _Step, state: Mapping[str, Any]) -> bool:
+def _blocked(plan: _Plan, step: _Step, state: Mapping[str, Any], notok: int) -> bool:
+    """Whether the step is rejected at its turn: a tool call naming no tool, a false
+    part of its predicate, an absent key it depends on, or (``strict``) an action it
+    waits for that did not succeed (``notok``: a mask of those)."""
     if step.tool == "":  # a tool call naming no tool is never dispatched
         return True
-    if any(
-        car_evaluate(key, op, value, state) is not None for key, op, value in step.preconditions
-    ):
+    if step.waits & notok:
+        return True
+    holds = plan.semantics.holds
+    if any(not holds(op, state.get(key, ABSENT), value) for key, op, value in step.preconditions):
         return True
     return any(key not in state for key in step.depends)
 
@@ -576,25 +609,36 @@ class _Trial:
 class _Run:
     """A trial part-way through the walk."""
 
-    __slots__ = ("calls", "failed", "landed", "rejected", "state", "stopped")
+    __slots__ = ("calls", "failed", "landed", "notok", "pending", "rejected", "state", "stopped")
 
     def __init__(self, state: dict[str, Any]) -> None:
         self.state = state
+        #: Effects that landed and take effect at the next flush (see _Step.flush).
+        self.pending: dict[str, Any] = {}
         self.rejected: list[int] = []
         self.failed: list[int] = []
         self.landed: list[int] = []
+        #: The actions that did not succeed (a mask by action position).
+        self.notok = 0
         self.calls = 0
         self.stopped = False
 
     def copy(self) -> _Run:
         run = _Run(dict(self.state))
+        run.pending = dict(self.pending)
         run.rejected, run.failed, run.landed = (
             list(self.rejected),
             list(self.failed),
             list(self.landed),
         )
-        run.calls, run.stopped = self.calls, self.stopped
+        run.calls, run.stopped, run.notok = self.calls, self.stopped, self.notok
         return run
+
+    def end_of(self, step: _Step) -> None:
+        """The step's turn is over: what landed takes effect when the step flushes."""
+        if step.flush and self.pending:
+            self.state.update(self.pending)
+            self.pending.clear()
 
 
 def _advance(plan: _Plan, run: _Run, n: int) -> int | None:
@@ -603,14 +647,16 @@ def _advance(plan: _Plan, run: _Run, n: int) -> int | None:
     steps = plan.steps
     while n < len(steps):
         step = steps[n]
-        if run.stopped or _blocked(step, run.state):
+        if run.stopped or _blocked(plan, step, run.state, run.notok):
             run.rejected.append(n)
+            run.notok |= 1 << step.index
             run.stopped = run.stopped or step.stops
         elif step.tool is not None:
             return n
         else:
-            run.state.update(step.effects)
+            run.pending.update(step.effects)
             run.landed.append(n)
+        run.end_of(step)
         n += 1
     return None
 
@@ -620,11 +666,13 @@ def _decide(plan: _Plan, run: _Run, n: int, ok: bool) -> int:
     step = plan.steps[n]
     run.calls += 1
     if ok:
-        run.state.update(step.effects)
+        run.pending.update(step.effects)
         run.landed.append(n)
     else:
         run.failed.append(n)
+        run.notok |= 1 << step.index
         run.stopped = step.stops
+    run.end_of(step)
     return n + 1
 
 
@@ -786,42 +834,47 @@ def _exact(
         if k not in first_live:
             tally.end_text(k, text, values[text], 1.0)
     kept = tuple(sorted((k, t) for k, t in start.items() if k in first_live))
-    # (live state, tool calls so far, landed so far, all landed, descendants of the
-    # forced step rejected so far) -> probability
-    states: dict[tuple[Any, ...], float] = {(kept, 0, 0, True, 0, False): 1.0}
+    # (live state, effects landed but not yet in effect, the actions later steps wait
+    # for that did not succeed, tool calls so far, landed so far, all landed,
+    # descendants of the forced step rejected so far, stopped) -> probability
+    State = tuple[tuple[Any, ...], tuple[Any, ...], int, int, int, bool, int, bool]
+    states: dict[State, float] = {(kept, (), 0, 0, 0, True, 0, False): 1.0}
     forced_desc = plan.descendants[plan.steps[forced].index] if forced is not None else 0
     for n, step in enumerate(plan.steps):
         nxt: dict[tuple[Any, ...], float] = defaultdict(float)
-        push = _Layer(nxt, plan.live_after[n], tally, values).push
-
-        for (items, calls, landed, all_landed, hit, stopped), p in states.items():
-            texts = dict(items)
+        push = _Layer(nxt, plan.live_after[n], tally, values, step.flush, plan.waited_after[n]).push
+        bit = 1 << step.index
+        for (items, pend, notok, calls, landed, all_landed, hit, stopped), p in states.items():
+            texts, pending = dict(items), dict(pend)
             current = {k: values[t] for k, t in items}
-            if stopped or _blocked(step, current):
+            if stopped or _blocked(plan, step, current, notok):
                 tally.rejected[n] += p
                 if forced is not None and n == forced:
                     continue  # the forced step did not fail here: not one of its runs
                 more = (forced_desc >> step.index) & 1
-                push(texts, (calls, landed, False, hit + more, stopped or step.stops), p)
+                counts = (calls, landed, False, hit + more, stopped or step.stops)
+                push(texts, pending, notok | bit, counts, p)
                 continue
             if step.tool is None:
                 tally.landed[n] += p
-                push({**texts, **effects[n]}, (calls, landed + 1, all_landed, hit, False), p)
+                counts = (calls, landed + 1, all_landed, hit, False)
+                push(texts, {**pending, **effects[n]}, notok, counts, p)
                 continue
             ok, bad = step.rate, 1.0 - step.rate
             if forced is not None and n == forced:
                 ok = 0.0
             if ok > 0.0:
                 tally.landed[n] += p * ok
-                after = {**texts, **effects[n]}
-                push(after, (calls + 1, landed + 1, all_landed, hit, False), p * ok)
+                counts = (calls + 1, landed + 1, all_landed, hit, False)
+                push(texts, {**pending, **effects[n]}, notok, counts, p * ok)
             if bad > 0.0:
                 tally.failed[n] += p * bad
-                push(texts, (calls + 1, landed, False, hit, step.stops), p * bad)
-        states = nxt
+                counts = (calls + 1, landed, False, hit, step.stops)
+                push(texts, pending, notok | bit, counts, p * bad)
+        states = nxt  # type: ignore[assignment]
         pass_name = "the outcome pass" if forced is None else "a blast-radius pass"
         work.add(len(states), f"in {pass_name} at action {n + 1} of {len(plan.steps)}")
-    for (items, calls, landed, all_landed, hit, _), p in states.items():
+    for (items, _, _, calls, landed, all_landed, hit, _), p in states.items():
         current = {k: values[t] for k, t in items}
         tally.tool_calls[calls] += p
         tally.executed[landed] += p
@@ -843,7 +896,7 @@ def _reads_or_writes(step: _Step) -> set[str]:
 class _Layer:
     """The next layer of the programme, as its states are pushed."""
 
-    __slots__ = ("live", "nxt", "tally", "values")
+    __slots__ = ("flush", "live", "nxt", "tally", "values", "waited")
 
     def __init__(
         self,
@@ -851,21 +904,35 @@ class _Layer:
         live: set[str],
         tally: _Tally,
         values: dict[str, Any],
+        flush: bool,
+        waited: int,
     ) -> None:
         self.nxt, self.live, self.tally, self.values = nxt, live, tally, values
+        #: Whether the step's turn ends what is pending; what later steps wait for.
+        self.flush, self.waited = flush, waited
 
     def push(
-        self, items: dict[str, str], counts: tuple[int, int, bool, int, bool], p: float
+        self,
+        items: dict[str, str],
+        pending: dict[str, str],
+        notok: int,
+        counts: tuple[int, int, bool, int, bool],
+        p: float,
     ) -> None:
         """Add a run's state, tallying (and dropping) the keys no later action reads
-        or writes and the goal does not name: their value is final."""
+        or writes and the goal does not name: their value is final. What landed but
+        is not yet in effect (``pending``) is kept whole until the step flushes; of
+        the actions that did not succeed, only those a later step waits for."""
+        if self.flush and pending:  # what landed takes effect now
+            items, pending = {**items, **pending}, {}
         out = []
         for k, t in items.items():
             if k in self.live:
                 out.append((k, t))
             else:
                 self.tally.end_text(k, t, self.values[t], p)
-        self.nxt[(tuple(sorted(out)), *counts)] += p
+        key = (tuple(sorted(out)), tuple(sorted(pending.items())), notok & self.waited, *counts)
+        self.nxt[key] += p
 
 
 # --- the entry point -------------------------------------------------------------------
@@ -920,22 +987,19 @@ def risk(
     *,
     method: str = "auto",
     budget: int = DEFAULT_BUDGET,
-    profile: str | None = None,
+    profile: object = None,
     history: History | None = None,
     sensitivity: bool = False,
     failure_behavior: bool = False,
     progress: Progress | None = None,
 ) -> RiskResult:
-    """The chance of reaching ``goal`` and where it is lost (see the module docs)."""
-    if profile not in (None, "car"):
-        raise UsageError(
-            "risk models CAR's walk (the car profile); the strict profile's walk is not "
-            "modelled yet"
-        )
+    """The chance of reaching ``goal`` and where it is lost (see the module docs),
+    over the walk of the profile's semantics (``car`` by default, or ``strict``)."""
+    sem = semantics_of(profile)
     if method not in ("auto", "exact", "sampled"):
         raise UsageError(f"unknown method {method!r}; expected auto, exact or sampled")
     model = load(proposal)
-    CAR.refuse(model)
+    sem.refuse(model)
     settings = RiskConfig.of(config)
     state = dict(initial_state or {})
     caller: dict[str, float] = {}
@@ -964,7 +1028,7 @@ def risk(
         rates[tool] = effective_rate(raw, settings.retry_attempts)
         provenance[tool] = {"rate": _round(rates[tool]), **entry}
     compiled_goal = _Goal(goal)
-    plan = _compile(model, rates, compiled_goal, failure_behavior)
+    plan = _compile(model, rates, compiled_goal, failure_behavior, sem)
     reason = None
     tally = None
     if method in ("auto", "exact"):
@@ -1009,14 +1073,17 @@ def risk(
 
 def _walk_once(plan: _Plan, state: dict[str, Any], failing: int | None) -> dict[str, Any]:
     """One run with every tool call succeeding but the step at ``failing``."""
-    current = dict(state)
+    run = _Run(dict(state))
     for n, step in enumerate(plan.steps):
-        if _blocked(step, current) or (n == failing and step.tool is not None):
+        if _blocked(plan, step, run.state, run.notok) or (n == failing and step.tool is not None):
+            run.notok |= 1 << step.index
             if step.stops:
                 break
-            continue
-        current.update(step.effects)
-    return current
+        else:
+            run.pending.update(step.effects)
+        run.end_of(step)
+    run.state.update(run.pending)
+    return run.state
 
 
 def _critical(plan: _Plan, state: dict[str, Any], goal: _Goal) -> list[str]:
@@ -1044,7 +1111,7 @@ def _sensitivity(plan: _Plan, state: dict[str, Any], goal: _Goal, work: _Work) -
         for rate in (1.0, 0.0):
             steps = list(plan.steps)
             steps[n] = replace(step, rate=rate)
-            fixed = _Plan(steps, plan.order, plan.live_after, plan.descendants)
+            fixed = replace(plan, steps=steps)
             ends.append(_exact(fixed, state, goal, work).goal)
         out[step.tool] = out.get(step.tool, 0.0) + ends[0] - ends[1]
     return {tool: _round(value) for tool, value in sorted(out.items())}
@@ -1070,7 +1137,10 @@ def _result(
             "p_effects_landed": _round(tally.landed[n]),
             "mean_blast_radius": _round(tally.blast.get(n, 0.0) / failed) if failed > 0 else 0.0,
         }
-    outcomes = [rows_by_index[i] for i in range(len(model.actions))]
+    never = {"p_rejected": 1.0, "p_failed": 0.0, "p_effects_landed": 0.0, "mean_blast_radius": 0.0}
+    outcomes = [  # an action on or after a dependency cycle (strict) never runs
+        rows_by_index.get(i) or {"action_id": a.id, **never} for i, a in enumerate(model.actions)
+    ]
     distribution = []
     for key in sorted(tally.values):
         by_value = tally.values[key]
@@ -1091,7 +1161,8 @@ def _result(
         seed=settings.seed,
         p_goal_reached=p_goal,
         goal_underivable_conditions=list(goal.underivable),
-        p_all_effects_landed=_round(tally.all_landed),
+        # an action that is never walked (on or after a cycle) never lands
+        p_all_effects_landed=_round(tally.all_landed) if len(plan.steps) == len(outcomes) else 0.0,
         tool_calls=_stats(tally.tool_calls),
         actions_executed=_stats(tally.executed),
         state_distribution=distribution,

@@ -295,6 +295,5 @@ def test_the_picture_coloured_by_the_chance_that_effects_land(
     plan, rates = tmp_path / "p.json", tmp_path / "rates.json"
     plan.write_text(json.dumps(doc))
     rates.write_text(json.dumps({"build": 0.9, "deploy": 0.6}))
-    # risk models CAR's walk only (its strict walk is still open): the picture says so
-    assert main(["dot", str(plan), "--rates", str(rates), "--profile", "car"]) == 0
+    assert main(["dot", str(plan), "--rates", str(rates)]) == 0  # strict here (strict_cli)
     assert "lands 54%" in capsys.readouterr().out

@@ -18,7 +18,9 @@ from car_oracle import proposals as car_proposals
 from car_oracle import states as car_states
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strategies import proposals as strict_proposals
 
+import car_verify
 from car_verify.cli import main
 from car_verify.errors import InputError, UsageError
 from car_verify.model import load
@@ -128,8 +130,8 @@ def test_bad_configuration_is_an_input_error_naming_the_field() -> None:
         risk(chain(1), config={"trails": 10})
     with pytest.raises(InputError, match=r"tool_success_rates\.t: expected a number"):
         risk(chain(1), tool_success_rates={"t": "high"})
-    with pytest.raises(UsageError, match="strict profile"):
-        risk(chain(1), profile="strict")
+    with pytest.raises(UsageError, match="unknown profile"):
+        risk(chain(1), profile="lenient")
 
 
 # --- exact against brute force ----------
@@ -208,6 +210,8 @@ def brute_force(
 known_types = car_proposals(max_actions=5).filter(
     lambda p: all(a["type"] != "shell" for a in p["actions"])
 )
+#: Any generated plan, ``dependencies`` and cycles included (the strict walk's input).
+proposals_any = strict_proposals(max_actions=5)
 rate_maps = st.dictionaries(
     st.sampled_from(["t", "u", "v", "zz", ""]), st.sampled_from([0.0, 0.25, 0.5, 0.9, 1.0])
 )
@@ -234,6 +238,89 @@ def test_the_exact_method_agrees_with_enumerating_every_outcome(
     assert result.p_all_effects_landed == pytest.approx(expected["all"], abs=1e-9)
     shown = {row["key"]: row["p_present"] for row in result.state_distribution}
     assert shown == pytest.approx({k: v for k, v in expected["present"].items() if v > 0})
+
+
+NEVER = {"key": "car-verify:failed", "operator": "exists"}
+
+
+def brute_force_strict(
+    proposal: dict[str, Any], state: dict[str, Any] | None, rates: dict[str, float], default: float
+) -> dict[str, Any]:
+    """Every outcome of every tool call under the strict walk, each walked by the
+    strict ``simulate`` itself: a call that fails is one whose turn cannot pass (an
+    impossible precondition), which is what a failure is to the strict walk (its
+    effects do not land, and what waits for it is rejected)."""
+    model = load(proposal)
+    n = len(model.actions)
+    calls = [i for i, a in enumerate(model.actions) if a.type == "tool_call"]
+    rejected, failed, landed = [0.0] * n, [0.0] * n, [0.0] * n
+    all_landed = 0.0
+    for outcome in itertools.product([True, False], repeat=len(calls)):
+        weight = 1.0
+        doc = json.loads(json.dumps(proposal))
+        for i, ok in zip(calls, outcome, strict=True):
+            action = model.actions[i]
+            rate = min(1.0, max(0.0, rates.get(action.tool or "", default)))
+            weight *= rate if ok else 1 - rate
+            if not ok:
+                doc["actions"][i]["preconditions"] = [
+                    *doc["actions"][i].get("preconditions", []),
+                    NEVER,
+                ]
+        if weight == 0:
+            continue
+        sim = car_verify.simulate(doc, state, profile="strict")
+        traced = {t.index: t for t in sim.trace}
+        every = True
+        for i in range(n):
+            trace = traced.get(i)
+            if trace is None or trace.blocked:
+                own = (
+                    []
+                    if trace is None
+                    else [
+                        c
+                        for c in trace.causes
+                        if not (c.precondition is not None and c.precondition.key == NEVER["key"])
+                    ]
+                )
+                no_tool = model.actions[i].type == "tool_call" and not model.actions[i].tool
+                if trace is None or own or no_tool:
+                    rejected[i] += weight
+                else:
+                    failed[i] += weight
+                every = False
+            else:
+                landed[i] += weight
+        all_landed += weight if every else 0.0
+    return {"rejected": rejected, "failed": failed, "landed": landed, "all": all_landed}
+
+
+@RUNS
+@given(proposals_any, car_states, rate_maps, st.sampled_from([0.5, 0.3, 1.0]))
+def test_the_exact_method_under_strict_agrees_with_the_strict_walk(
+    proposal: dict[str, Any],
+    state: dict[str, Any] | None,
+    rates: dict[str, float],
+    default: float,
+) -> None:
+    """Under ``strict`` a level sees the state it began with and a failed
+    dependency rejects what waits for it, exactly as the strict ``simulate``."""
+    config = {"default_success_rate": default}
+    result = risk(proposal, state, rates, config=config, method="exact", profile="strict")
+    expected = brute_force_strict(proposal, state, rates, default)
+    for i, row in enumerate(result.action_outcomes):
+        assert row["p_rejected"] == pytest.approx(expected["rejected"][i], abs=1e-9), i
+        assert row["p_failed"] == pytest.approx(expected["failed"][i], abs=1e-9), i
+        assert row["p_effects_landed"] == pytest.approx(expected["landed"][i], abs=1e-9), i
+    assert result.p_all_effects_landed == pytest.approx(expected["all"], abs=1e-9)
+    sampled = risk(proposal, state, rates, config={**config, "trials": 400}, profile="strict")
+    assert (
+        sampled.to_json()
+        == risk(
+            proposal, state, rates, config={**config, "trials": 400}, profile="strict"
+        ).to_json()
+    )
 
 
 @RUNS
