@@ -13,6 +13,7 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
+from . import display as _display
 from ._version import __version__
 
 if TYPE_CHECKING:
@@ -134,6 +135,17 @@ class _Package(types.ModuleType):
 
 
 sys.modules[__name__].__class__ = _Package
+
+
+def _load_views() -> object:
+    """The Jupyter views (``reporters.html``), imported from the package, the top
+    layer, when a result is first shown: the results never import them."""
+    from .reporters import html
+
+    return html
+
+
+_display.register_views_loader(_load_views)
 
 
 def __dir__() -> list[str]:

@@ -78,6 +78,8 @@ def _imports(module: str, path: Path, files: dict[str, Path]) -> set[str]:
             found.update(n if n in files else target for n in names)
         elif isinstance(node, ast.Import):
             found.update(a.name for a in node.names)
+        elif (dynamic := _import_module_call(node, module, is_package)) is not None:
+            found.add(dynamic)  # importlib.import_module("...") is an arrow too
     resolved = set()
     for name in found:
         while name not in files and "." in name:
@@ -85,6 +87,39 @@ def _imports(module: str, path: Path, files: dict[str, Path]) -> set[str]:
         if name in files and name != module:
             resolved.add(name)
     return resolved
+
+
+def _import_module_call(node: ast.AST, module: str, is_package: bool) -> str | None:
+    """The module an ``importlib.import_module(...)`` call names, when its name is
+    a constant (relative names resolved against the ``package`` argument, which is
+    ``__name__`` or ``__package__`` here); None for any other node."""
+    if not (isinstance(node, ast.Call) and node.args):
+        return None
+    func = node.func
+    named = (isinstance(func, ast.Attribute) and func.attr == "import_module") or (
+        isinstance(func, ast.Name) and func.id == "import_module"
+    )
+    first = node.args[0]
+    if not named or not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
+        return None
+    name: str = first.value
+    if not name.startswith("."):
+        return name
+    base = module if is_package else module.rpartition(".")[0]
+    dots = len(name) - len(name.lstrip("."))
+    for _ in range(dots - 1):
+        base = base.rpartition(".")[0]
+    rest = name.lstrip(".")
+    return f"{base}.{rest}" if rest else base
+
+
+def test_importlib_calls_are_read_as_arrows() -> None:
+    tree = ast.parse('importlib.import_module("car_verify.reporters.html")')
+    call = next(n for n in ast.walk(tree) if isinstance(n, ast.Call))
+    assert _import_module_call(call, "car_verify.display", False) == "car_verify.reporters.html"
+    tree = ast.parse('import_module(".walk", __name__)')
+    call = next(n for n in ast.walk(tree) if isinstance(n, ast.Call))
+    assert _import_module_call(call, "car_verify", True) == "car_verify.walk"
 
 
 def _layer_of(module: str) -> int:
