@@ -29,6 +29,8 @@ _STEP = {"type": "tool_call", "tool": "step"}
 
 class BudgetPass(Pass):
     name = "budget"
+    #: Under car, CAR's own check (car_verify.car) stands in for this one.
+    profiles = frozenset({"strict"})
     tier = Tier.DECISION_PROCEDURE
     codes = ("too-many-actions",)
     requires = frozenset({Requirement.MAX_ACTIONS})

@@ -35,6 +35,8 @@ _POLL = {"id": "p", "type": "tool_call", "tool": "get_status", "parameters": {"j
 
 class LoopPass(Pass):
     name = "loops"
+    #: Under car, CAR's own check (car_verify.car) stands in for this one.
+    profiles = frozenset({"strict"})
     preserves = frozenset({Preserves.ORDER_KEEPING_DEPENDENCY_EDIT})
     tier = Tier.HEURISTIC
     codes = ("repeated-call",)

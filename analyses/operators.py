@@ -29,6 +29,8 @@ from car_verify.values import KNOWN_OPERATORS
 
 class OperatorPass(Pass):
     name = "operators"
+    #: Under car, CAR's own check (car_verify.car) stands in for this one.
+    profiles = frozenset({"strict"})
     preserves = frozenset({Preserves.ORDER_KEEPING_DEPENDENCY_EDIT})
     tier = Tier.DECISION_PROCEDURE
     codes = ("unknown-operator",)

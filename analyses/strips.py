@@ -62,6 +62,8 @@ def key_pointer(action: Action, key: str) -> tuple[str | int, ...]:
 
 class StripsPass(Pass):
     name = "strips"
+    #: Under car, CAR's own check (car_verify.car) stands in for this one.
+    profiles = frozenset({"strict"})
     preserves = frozenset({Preserves.ORDER_KEEPING_DEPENDENCY_EDIT})
     tier = Tier.DECISION_PROCEDURE
     codes = ("precondition-unsatisfied", "missing-dependency", "assertion-fails")

@@ -46,6 +46,8 @@ def _deploy(**params: object) -> dict[str, object]:
 
 class ToolSchemaPass(Pass):
     name = "tools"
+    #: Under car, CAR's own check (car_verify.car) stands in for this one.
+    profiles = frozenset({"strict"})
     tier = Tier.DECISION_PROCEDURE
     codes = ("unknown-tool", "param-schema")
     requires = frozenset({Requirement.TOOLS})

@@ -317,15 +317,22 @@ def _verify_car(
     registry = None if tools is None else ToolRegistry.coerce(tools)
     state = None if initial_state is None else _state(initial_state)
     extras: list[str] = []
+    named: list[Pass] = []  # the other passes named: each must run under car
     if passes is not None:
+        from .registry import resolve_passes
+
         for chosen in passes:
             name = chosen if isinstance(chosen, str) else chosen.name
-            if name not in _CAR_EXTRAS:
+            if name in _CAR_EXTRAS:
+                extras.append(name)
+                continue
+            (instance,) = resolve_passes([chosen])
+            if "car" not in instance.profiles:
                 raise UsageError(
-                    f"pass {name!r} belongs to the strict profile; the car profile runs "
-                    "CAR's own checks (use profile='strict' to choose passes)"
+                    f"pass {name!r} runs under the strict profile only; under car, CAR's own "
+                    "checks stand in for it (use profile='strict' to run it)"
                 )
-            extras.append(name)
+            named.append(instance)
     dag = CAR.order(model) if dag is None else dag
     verdict = car_verify(
         model,
@@ -353,7 +360,11 @@ def _verify_car(
         ours.append("intent")
     elif "intent" in extras:
         raise UsageError("the intent pass was asked for, but no intent was given")
-    if ours:
+    if passes is None:  # the installed third-party passes run under car too
+        from .registry import installed_passes
+
+        named = installed_passes()
+    if ours or named:
         from .policy import policy_engine
         from .registry import resolve_passes
 
@@ -369,7 +380,7 @@ def _verify_car(
             options=options,
         )
         ctx.dag = dag  # the one DAG: CAR's checks and our passes read the same
-        found, records = run_passes(ctx, resolve_passes(ours, ctx))
+        found, records = run_passes(ctx, [*resolve_passes(ours, ctx), *named])
         issues.extend(found)
         checks.extend(records)
     issues.sort(key=Issue.sort_key)

@@ -259,6 +259,9 @@ class Pass(abc.ABC):
     dynamic_codes: ClassVar[bool] = False
     #: Edits under which the pass's findings stay as they were (none is assumed).
     preserves: ClassVar[frozenset[Preserves]] = frozenset()
+    #: The profiles the pass runs under (it reads ``ctx.semantics``); under another
+    #: it is skipped, and the evidence says so.
+    profiles: ClassVar[frozenset[str]] = frozenset({"car", "strict"})
 
     @abc.abstractmethod
     def run(self, ctx: Context) -> Iterable[Issue]:
@@ -306,6 +309,13 @@ def run_passes(ctx: Context, passes: Sequence[Pass]) -> tuple[list[Issue], list[
     checks: list[CheckRecord] = []
     for p in passes:
         missing = [r for r in sorted(p.requires) if not ctx.has(r)]
+        if ctx.profile not in p.profiles:
+            supported = " and ".join(sorted(p.profiles)) or "no profile"
+            reason = f"the pass runs under the {supported} profile, not {ctx.profile}"
+            checks.append(
+                CheckRecord(p.name, False, p.verifies, p.cannot_verify, 0, p.tier, reason)
+            )
+            continue
         if missing:
             reason = "; ".join(_REASONS[r] for r in missing)
             checks.append(

@@ -26,7 +26,7 @@ from .codes import register_codes
 from .errors import UsageError
 from .passes import Context, Pass
 
-__all__ = ["ENTRY_POINT_GROUP", "available_passes", "resolve_passes"]
+__all__ = ["ENTRY_POINT_GROUP", "available_passes", "installed_passes", "resolve_passes"]
 
 ENTRY_POINT_GROUP = "car_verify.passes"
 
@@ -113,6 +113,16 @@ def available_passes() -> dict[str, type[Pass]]:
             registry[cls.name] = cls
         _registry = registry
     return dict(_registry)
+
+
+def installed_passes() -> list[Pass]:
+    """Instances of the default passes that installed distributions declare (the
+    ``car_verify.passes`` entry points), not the built-in ones. Cheap when no
+    distribution can declare one: the built-in passes are then not even loaded."""
+    if not _may_declare_passes():
+        return []
+    builtin = set(BUILTIN)
+    return [cls() for cls in available_passes().values() if cls not in builtin and cls.default]
 
 
 def resolve_passes(

@@ -288,3 +288,50 @@ def test_the_car_walk_lets_an_action_see_the_effects_before_it_in_its_level() ->
     for profile, b in (("car", "succeeded"), ("strict", "rejected")):
         result = execute_sync(plan, {"t": lambda p: {}}, profile=profile)
         assert result.statuses["b"] == b, profile
+
+
+def test_an_installed_pass_runs_under_car_and_one_that_cannot_is_said_to_be_skipped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import importlib.metadata
+    from collections.abc import Iterator
+
+    from car_verify import registry
+    from car_verify.findings import Issue, Tier
+    from car_verify.passes import Context, Pass
+
+    class Levels(Pass):
+        name = "third-party-levels"
+        tier = Tier.DECISION_PROCEDURE
+        codes = ("empty-proposal",)
+        verifies = "the walk has levels"
+        cannot_verify = "anything else"
+
+        def run(self, ctx: Context) -> Iterator[Issue]:
+            if not ctx.dag.levels:
+                yield ctx.issue("empty-proposal", "no levels", severity=cv.Severity.INFO)
+
+    class StrictOnly(Levels):
+        name = "third-party-strict"
+        profiles = frozenset({"strict"})
+
+    class Entry:
+        def __init__(self, cls: type[Pass]) -> None:
+            self.name, self.value, self.cls = cls.name, f"x:{cls.__name__}", cls
+
+        def load(self) -> type[Pass]:
+            return self.cls
+
+    def fake(group: str) -> list[Entry]:
+        return [Entry(Levels), Entry(StrictOnly)] if group == "car_verify.passes" else []
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", fake)
+    monkeypatch.setattr(registry, "_registry", None)
+    monkeypatch.setattr(registry, "_may_declare_passes", lambda: True)
+    car = cv.verify({"actions": []}, profile="car")
+    records = {c.name: c for c in car.evidence.checks}
+    assert records["third-party-levels"].ran and records["third-party-levels"].findings == 1
+    skipped = records["third-party-strict"]
+    assert not skipped.ran and "strict profile, not car" in (skipped.reason or "")
+    strict = {c.name: c for c in cv.verify({"actions": []}, profile="strict").evidence.checks}
+    assert strict["third-party-strict"].ran and strict["third-party-levels"].ran
