@@ -85,6 +85,12 @@ def _profile(args: argparse.Namespace) -> str:
     return str(resolved[0].value)
 
 
+def _first_line_names_profile(text: str, profile: str) -> str:
+    """``text`` with its first line (the verdict) saying which profile answered."""
+    first, _, rest = text.partition("\n")
+    return f"{first} (profile {profile})" + (f"\n{rest}" if rest else "")
+
+
 def _load_state(name: str | None) -> dict[str, Any] | None:
     return None if name is None else dict(_read_file(name, dict, "state"))
 
@@ -541,9 +547,14 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         profile=_profile(args),
     )
     if args.explain or args.format == "text":
-        _write(sim.explain() + "\n")
+        _write(f"{sim.explain()}\n(profile {sim.profile})\n")
     elif args.trace:
-        doc = {"state": sim.to_dict(), "trace": sim.trace_dicts(), "unwalked": sim.unwalked}
+        doc = {
+            "state": sim.to_dict(),
+            "trace": sim.trace_dicts(),
+            "unwalked": sim.unwalked,
+            "profile": sim.profile,
+        }
         _write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     else:
         _write(json.dumps(sim.to_dict(), indent=2, ensure_ascii=False) + "\n")
@@ -581,7 +592,7 @@ def cmd_equivalent(args: argparse.Namespace) -> int:
     if args.format == "json":
         _write(result.to_json() + "\n")
     else:
-        _write(result.explain() + "\n")
+        _write(_first_line_names_profile(result.explain(), result.profile) + "\n")
     if result.equivalent is None:
         return EXIT_UNKNOWN
     return EXIT_OK if result.equivalent else EXIT_FINDINGS
@@ -647,7 +658,7 @@ def cmd_risk(args: argparse.Namespace) -> int:
     if args.format == "json":
         _write(result.to_json() + "\n")
     else:
-        _write(result.explain() + "\n")
+        _write(_first_line_names_profile(result.explain(), _profile(args)) + "\n")
     return EXIT_OK
 
 
@@ -690,7 +701,8 @@ def cmd_permissions(args: argparse.Namespace) -> int:
                 why = f" ({'; '.join(row.because)})" if row.because else ""
                 missing = ", compensable without a compensation" if row.missing_compensation else ""
                 _write(f"{row.action_id}: {row.required_tier}, {row.reversibility}{missing}{why}\n")
-            _write(f"declared rollback contract: {report.declared_rollback_contract}\n")
+            contract = report.declared_rollback_contract
+            _write(f"declared rollback contract: {contract} (profile {_profile(args)})\n")
         return EXIT_OK
     decisions = permission_evaluate(proposal, args.granted, ledger)
     if ledger is not None:
@@ -706,7 +718,8 @@ def cmd_permissions(args: argparse.Namespace) -> int:
             if d.decision == "needs_approval":
                 _write(f"    fingerprint {d.fingerprint}\n")
         held = sum(d.decision != "allow" for d in decisions)
-        _write(f"{len(decisions) - held} allowed, {held} held at {args.granted}\n")
+        allowed = len(decisions) - held
+        _write(f"{allowed} allowed, {held} held at {args.granted} (profile {_profile(args)})\n")
     return EXIT_FINDINGS if any(d.decision != "allow" for d in decisions) else EXIT_OK
 
 
@@ -825,7 +838,8 @@ def cmd_check_plan(args: argparse.Namespace) -> int:
         for d in report.defects:
             _write(f"{d.kind}: {d.explanation}\n")
         verdict = "valid" if report.valid else f"invalid: {len(report.defects)} defects"
-        _write(f"{verdict}; final state: {', '.join(report.final_state) or '(empty)'}\n")
+        final = ", ".join(report.final_state) or "(empty)"
+        _write(f"{verdict}; final state: {final} (profile {_profile(args)})\n")
     return EXIT_OK if report.valid else EXIT_FINDINGS
 
 
@@ -838,7 +852,8 @@ def cmd_goal(args: argparse.Namespace) -> int:
         _write(json.dumps(verdict.to_dict(), indent=2, ensure_ascii=False) + "\n")
     else:
         grounded = "" if verdict.grounded else " (ungrounded: it rests on a model judge)"
-        _write(f"{'met' if verdict.met else 'not met'}{grounded}: {verdict.reason}\n")
+        met = "met" if verdict.met else "not met"
+        _write(f"{met}{grounded}: {verdict.reason} (profile {_profile(args)})\n")
     return EXIT_OK if verdict.met else EXIT_FINDINGS
 
 
@@ -859,9 +874,11 @@ def cmd_receipts(args: argparse.Namespace) -> int:
         for u in report.ungroundable:
             _write(f"ungroundable: {u['explanation']}\n")
         if report.grounded:
-            _write(f"grounded ({len(report.ungroundable)} ungroundable)\n")
+            ungroundable = len(report.ungroundable)
+            _write(f"grounded ({ungroundable} ungroundable; profile {_profile(args)})\n")
         else:
-            _write(f"not grounded: {len(report.hallucinations)} hallucinations\n")
+            count = len(report.hallucinations)
+            _write(f"not grounded: {count} hallucinations (profile {_profile(args)})\n")
     return EXIT_OK if report.grounded else EXIT_FINDINGS
 
 
@@ -984,7 +1001,7 @@ def cmd_workflow(args: argparse.Namespace) -> int:
                 if traced.holds
                 else f"{len(traced.counterexamples)} trace rules broken"
             )
-        _write("; ".join(parts) + "\n")
+        _write("; ".join(parts) + f" (profile {_profile(args)})\n")
     return EXIT_OK if ok else EXIT_FINDINGS
 
 
@@ -1045,7 +1062,7 @@ def cmd_concurrency(args: argparse.Namespace) -> int:
             if report.serializable
             else ("not serializable: " + " -> ".join(report.cycle))
         )
-        _write(f"level {report.level}; {serial}\n")
+        _write(f"level {report.level}; {serial} (profile {_profile(args)})\n")
         if gate is not None:
             for r in gate.remediations:
                 _write(f"    {r['disposition']}: {r['remediation']['kind']} ({r['anomaly']})\n")
@@ -1147,9 +1164,10 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         if args.format == "json":
             doc = result.to_dict()
             del doc["proposal"]
+            doc["profile"] = _profile(args)
             _write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
         else:
-            _write(result.diff() + "\n")
+            _write(f"{result.diff()}\n(profile {_profile(args)})\n")
     else:
         _write(result.proposal.to_json() + "\n")
     return EXIT_OK
@@ -1164,10 +1182,12 @@ def cmd_wp(args: argparse.Namespace) -> int:
         timeout_ms=_timeout_ms(args),
         profile=_profile(args),
     )
+    profile = _profile(args)
     if args.format == "json":
-        _write(json.dumps(condition.to_dict(), indent=2, ensure_ascii=False) + "\n")
+        doc = {**condition.to_dict(), "profile": profile}
+        _write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     else:
-        _write(condition.explain() + "\n")
+        _write(_first_line_names_profile(condition.explain(), profile) + "\n")
     if condition.satisfiable is None:
         return EXIT_UNKNOWN
     return EXIT_OK if condition.satisfiable else EXIT_FINDINGS
@@ -1199,7 +1219,8 @@ def cmd_txcheck(args: argparse.Namespace) -> int:
         for hazard in report.hazards:
             _write(f"{hazard.kind} [{hazard.key}]: {hazard.message}\n")
         count = len(report.hazards)
-        _write(f"{plural(count, 'hazard')} in {plural(len(report.proposals), 'proposal')}\n")
+        proposals = plural(len(report.proposals), "proposal")
+        _write(f"{plural(count, 'hazard')} in {proposals} (profile {_profile(args)})\n")
     return EXIT_OK if report.clean else EXIT_FINDINGS
 
 
@@ -1827,7 +1848,9 @@ def _parser() -> _Parser:
     p.set_defaults(run=cmd_risk)
 
     p = sub.add_parser(
-        "workflow", help="a workflow graph: dead ends, traps, unreachable stages; precedes policies"
+        "workflow",
+        parents=[profiled],
+        help="a workflow graph: dead ends, traps, unreachable stages; precedes policies",
     )
     p.add_argument(
         "graph",
@@ -1852,17 +1875,27 @@ def _parser() -> _Parser:
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(run=cmd_workflow)
 
-    p = sub.add_parser("check-plan", help="a STRIPS plan: unmet preconditions, an unreached goal")
+    p = sub.add_parser(
+        "check-plan",
+        parents=[profiled],
+        help="a STRIPS plan: unmet preconditions, an unreached goal",
+    )
     p.add_argument("request", metavar="REQUEST.json", help="{initial, steps, goal}, or - for stdin")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(run=cmd_check_plan)
 
-    p = sub.add_parser("goal", help="evaluate a goal condition on gathered inputs")
+    p = sub.add_parser(
+        "goal", parents=[profiled], help="evaluate a goal condition on gathered inputs"
+    )
     p.add_argument("request", metavar="REQUEST.json", help="{condition, inputs}, or - for stdin")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(run=cmd_goal)
 
-    p = sub.add_parser("receipts", help="a model's claims about tool use against the receipts")
+    p = sub.add_parser(
+        "receipts",
+        parents=[profiled],
+        help="a model's claims about tool use against the receipts",
+    )
     p.add_argument("claims", metavar="CLAIMS.json", help="[{kind, tool, call_id?, count?, text?}]")
     p.add_argument(
         "receipts", metavar="RECEIPTS.json", help="[{tool, call_id?, ok?, result_count?}]"
@@ -1993,6 +2026,7 @@ def _parser() -> _Parser:
 
     p = sub.add_parser(
         "permissions",
+        parents=[profiled],
         help="who may authorize each action (tiers), whether it can be undone, and the gate",
     )
     p.add_argument(

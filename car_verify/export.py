@@ -157,7 +157,7 @@ def to_dot(
     bands = _bands(levels, unlevelled, max_nodes, weight)
     drawn = {i for _, members, _ in bands for i in members}
     summarised = len(drawn) < len(model.actions) - len(unlevelled) or len(bands) < len(levels)
-    title = f"proposal {model.id}"
+    title = f"proposal {model.id} (profile {result.profile.value})"
     if summarised:
         title += (
             f" (summarised: {len(model.actions):,} actions in {len(levels):,} levels; "

@@ -237,6 +237,7 @@ class LintReport:
             "info": by_severity.get("info", 0),
             "suppressed": dict(sorted(Counter(f.code for f in self.suppressed).items())),
             "baselined": len(self.baselined),
+            "profile": self.config.profile or "car",
         }
 
 
@@ -700,7 +701,7 @@ def summary_line(report: LintReport) -> str:
         tail += "; suppressed: " + ", ".join(f"{c} x{n}" for c, n in s["suppressed"].items())
     if s["baselined"]:
         tail += f"; {s['baselined']} in the baseline"
-    return tail
+    return f"{tail} (profile {s['profile']})"
 
 
 def render_json(report: LintReport) -> str:

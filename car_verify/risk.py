@@ -871,7 +871,7 @@ def _exact(
                 tally.failed[n] += p * bad
                 counts = (calls + 1, landed, False, hit, step.stops)
                 push(texts, pending, notok | bit, counts, p * bad)
-        states = nxt  # type: ignore[assignment]
+        states = nxt
         pass_name = "the outcome pass" if forced is None else "a blast-radius pass"
         work.add(len(states), f"in {pass_name} at action {n + 1} of {len(plan.steps)}")
     for (items, _, _, calls, landed, all_landed, hit, _), p in states.items():

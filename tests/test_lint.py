@@ -150,7 +150,7 @@ def test_odd_documents_get_a_finding_that_says_what_is_wrong(
         "d.yaml:2:5: error[invalid-file] actions[0].when: expected a JSON value, got a Python date "
         "(not JSON); quote the value in the YAML to keep it a string",
         "deep.json:1:1: error[invalid-file] the document is nested too deeply to read",
-        "4 findings (3 errors, 1 warning) in 4 files",
+        "4 findings (3 errors, 1 warning) in 4 files (profile strict)",
     ]
 
 

@@ -335,3 +335,63 @@ def test_an_installed_pass_runs_under_car_and_one_that_cannot_is_said_to_be_skip
     assert not skipped.ran and "strict profile, not car" in (skipped.reason or "")
     strict = {c.name: c for c in cv.verify({"actions": []}, profile="strict").evidence.checks}
     assert strict["third-party-strict"].ran and strict["third-party-levels"].ran
+
+
+ROOT = Path(__file__).resolve().parents[1]
+EX = ROOT / "examples"
+GD = EX / "gated-deploy"
+PI = EX / "prompt-injection"
+
+#: Every command, on a bundled input: each accepts both profiles, follows
+#: $CAR_VERIFY_PROFILE and the configuration, and names the profile it ran.
+COMMANDS: dict[str, list[str]] = {
+    "verify": ["verify", str(GD / "proposal.json")],
+    "simulate": ["simulate", str(GD / "proposal.json"), "--explain"],
+    "equivalent": ["equivalent", str(GD / "proposal.json"), str(GD / "proposal.json")],
+    "optimize": ["optimize", str(GD / "proposal.json"), "--diff"],
+    "wp": ["wp", str(GD / "proposal.json")],
+    "txcheck": ["txcheck", str(GD / "proposal.json")],
+    "risk": ["risk", str(GD / "proposal.json")],
+    "flow": ["flow", str(PI / "proposal.json"), "--labels", str(PI / "tool-labels.json")],
+    "concurrency": ["concurrency", str(GD / "proposal.json")],
+    "permissions": ["permissions", str(GD / "proposal.json")],
+    "policy check": [
+        "policy", "check", str(EX / "policies" / "proposal.json"),
+        "--policies", str(EX / "policies" / ".car" / "policies"),
+    ],
+    "workflow": ["workflow", str(EX / "workflow" / "graph.json")],
+    "dot": ["dot", str(GD / "proposal.json")],
+    "lint": ["lint", str(GD / "proposal.json")],
+}  # fmt: skip
+
+
+def _said(capsys: pytest.CaptureFixture[str]) -> str:
+    out = capsys.readouterr()
+    return out.out + out.err
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_every_command_runs_under_both_profiles_and_names_the_one_it_ran(
+    name: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = COMMANDS[name]
+    if name == "policy check" and not Path(args[-1]).is_dir():
+        pytest.skip("the bundled policies are elsewhere")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("CAR_VERIFY_PROFILE", raising=False)
+    for profile in ("car", "strict"):
+        code = main([*args, "--profile", profile])
+        said = _said(capsys)
+        assert code != 2, said
+        assert f"profile {profile}" in said or f'"profile": "{profile}"' in said, said
+    monkeypatch.setenv("CAR_VERIFY_PROFILE", "strict")
+    assert main(args) != 2
+    assert "strict" in _said(capsys)
+    monkeypatch.delenv("CAR_VERIFY_PROFILE")
+    (tmp_path / ".car").mkdir()
+    (tmp_path / ".car" / "verify.toml").write_text('profile = "strict"\n')
+    assert main(args) != 2
+    assert "strict" in _said(capsys)
