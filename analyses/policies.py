@@ -183,6 +183,8 @@ def _compensations(ctx: Context, engine: Any) -> Iterator[Issue]:
 
 
 def _undecided(ctx: Context, engine: Any, index: int) -> Iterator[Issue]:
+    from car_verify.policy import keyword_rule_name
+
     """Content rules cannot be decided for a parameter whose value is another action's
     output: name each such rule and parameter (the executor checks it at dispatch)."""
     action = ctx.proposal.actions[index]
@@ -192,7 +194,7 @@ def _undecided(ctx: Context, engine: Any, index: int) -> Iterator[Issue]:
     rules = engine.rules
     tool = action.tool
     for param in sorted(str(p) for p in referenced):
-        names = [f"deny_keyword:{k}" for k in rules.deny_keyword]
+        names = [keyword_rule_name(n) for n in range(len(rules.deny_keyword))]
         for r in [*rules.deny_tool_param, *rules.allow_tool_param, *rules.deny_tool_param_matching]:
             if r.tool == tool and r.param == param:
                 names.append(r.name)

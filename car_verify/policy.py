@@ -38,6 +38,7 @@ __all__ = [
     "PolicyEngine",
     "PolicySet",
     "find_policies",
+    "keyword_rule_name",
     "load_policies",
     "load_policy_file",
     "load_policy_text",
@@ -46,6 +47,13 @@ __all__ = [
 ]
 
 Callback = Callable[[str, Mapping[str, Any], "Action"], Any]
+
+
+def keyword_rule_name(position: int) -> str:
+    """The name of the ``deny_keyword`` entry at ``position`` (0-based, in the merged
+    rules' order): its number, never its text, so that a secret a rule guards never
+    shows in a deny reason, a finding, SARIF or an event log."""
+    return f"deny_keyword:{position + 1}"
 
 
 def coerce(value: Any) -> str:
@@ -243,9 +251,12 @@ class PolicyEngine:
         rules = self.rules
         if tool is not None and tool in rules.deny_tool:
             deny(f"deny_tool:{tool}", f"tool {tool!r} is denied")
-        for keyword in rules.deny_keyword:
+        for position, keyword in enumerate(rules.deny_keyword):
             if any(keyword in coerce(v) for v in params.values()):
-                deny(f"deny_keyword:{keyword}", "a parameter contains a denied keyword")
+                deny(
+                    keyword_rule_name(position),
+                    f"a parameter contains denied keyword #{position + 1}",
+                )
         for p in rules.deny_tool_param:
             if p.tool != tool or p.param not in params:
                 continue

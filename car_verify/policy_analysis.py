@@ -63,6 +63,7 @@ from .policy import (
     Registered,
     coerce,
     compile_pattern,
+    keyword_rule_name,
     load_policies,
     load_policy_file,
 )
@@ -145,8 +146,11 @@ def _gather(policies: Any) -> tuple[list[RuleRef], PolicyEngine]:
         policies = load_policies(policies)
     if isinstance(policies, LoadedPolicies):
         refs: list[RuleRef] = []
+        keywords = 0  # deny_keyword entries are named by their place in the merged rules
         for file in policies.files:
-            refs += _located(load_policy_file(file), file)
+            rules = load_policy_file(file)
+            refs += _located(rules, file, keywords)
+            keywords += len(rules.deny_keyword)
         return refs, PolicyEngine(policies.rules)
     if isinstance(policies, PolicyEngine):
         return _located(policies.rules, None) + [
@@ -157,14 +161,17 @@ def _gather(policies: Any) -> tuple[list[RuleRef], PolicyEngine]:
     raise UsageError("policies must be a directory, loaded policies, a PolicySet or an engine")
 
 
-def _located(rules: PolicySet, file: Path | None) -> list[RuleRef]:
+def _located(rules: PolicySet, file: Path | None, keywords: int = 0) -> list[RuleRef]:
+    """The rules of one file (or set), located; ``keywords``: how many
+    ``deny_keyword`` entries come before this file's in the merged rules."""
     text = file.read_text(encoding="utf-8") if file is not None else ""
     source = None if file is None else str(file)
     out: list[RuleRef] = []
     for tool in rules.deny_tool:
         out.append(RuleRef(f"deny_tool:{tool}", "deny_tool", tool, source, _line(text, tool)))
-    for word in rules.deny_keyword:
-        out.append(RuleRef(f"deny_keyword:{word}", "deny_keyword", word, source, _line(text, word)))
+    for n, word in enumerate(rules.deny_keyword):
+        name = keyword_rule_name(keywords + n)
+        out.append(RuleRef(name, "deny_keyword", word, source, _line(text, word)))
     tables: list[tuple[str, Sequence[Any]]] = [
         ("deny_tool_param", rules.deny_tool_param),
         ("allow_tool_param", rules.allow_tool_param),

@@ -84,10 +84,11 @@ def test_callable_in_place_of_the_js_callback() -> None:
 def test_deny_tool_and_deny_keyword() -> None:
     e = engine('deny_tool = ["deploy", "rm"]\ndeny_keyword = ["DROP TABLE", "rm -rf /"]\n')
     assert names(e, call("deploy")) == ["deny_tool:deploy"]
-    assert names(e, call("sql", q="select 1; DROP TABLE users")) == ["deny_keyword:DROP TABLE"]
+    # a keyword rule is named by its number: its text may be a secret
+    assert names(e, call("sql", q="select 1; DROP TABLE users")) == ["deny_keyword:1"]
     assert names(e, call("sql", q="drop table users")) == []  # case-sensitive
-    assert names(e, call("x", a=["rm -rf /"])) == ["deny_keyword:rm -rf /"]  # string-coerced
-    assert names(e, call("rm", cmd="rm -rf /")) == ["deny_tool:rm", "deny_keyword:rm -rf /"]
+    assert names(e, call("x", a=["rm -rf /"])) == ["deny_keyword:2"]  # string-coerced
+    assert names(e, call("rm", cmd="rm -rf /")) == ["deny_tool:rm", "deny_keyword:2"]
 
 
 def test_deny_tool_param_equals_contains_presence() -> None:
@@ -180,7 +181,7 @@ def test_rate_limit_budget_rules() -> None:
         clock,
     )
     # A call refused by a different rule still takes its slot.
-    assert names(e, call("http", q="evil")) == ["deny_keyword:evil"]
+    assert names(e, call("http", q="evil")) == ["deny_keyword:1"]
     assert names(e, call("http")) == ["rate_limit_tool:http"]
     # A call refused by this rule is free: retrying into a full window does not push it out.
     for t in (1, 2, 3, 4.9):
@@ -197,6 +198,39 @@ def test_rate_limit_budget_rules() -> None:
     assert names(first, call("http")) == ["rate_limit_tool:http"]
 
 
+def test_no_rule_name_or_reason_carries_a_keywords_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A deny_keyword entry may be a secret (a token that must never reach a tool):
+    its name and reason, in findings, SARIF, the hook's answer and the event log,
+    never carry it, nor the matched text."""
+    import json as _json
+
+    from car_verify.cli import main
+    from car_verify.policy_analysis import lint_policies
+
+    secret = "sk-live-51Hx9"
+    folder = tmp_path / ".car" / "policies"
+    folder.mkdir(parents=True)
+    (folder / "a.toml").write_text('deny_keyword = ["harmless"]\n')
+    (folder / "b.toml").write_text(f'deny_keyword = ["{secret}"]\n')
+    plan = tmp_path / "plan.json"
+    doc = {"actions": [{"id": "a", "type": "tool_call", "tool": "t", "parameters": {"k": secret}}]}
+    plan.write_text(_json.dumps(doc))
+    args = ["policy", "check", str(plan), "--policies", str(folder)]
+    for form in ("sarif", "json", "text"):
+        assert main([*args, "--format", form]) == 1
+        said = capsys.readouterr()
+        assert "deny_keyword:2" in said.out and secret not in said.out + said.err
+    result = car_verify.verify(doc, policies=folder)
+    assert [i.code for i in result.issues if i.code.startswith("deny_keyword")] == [
+        "deny_keyword:2"
+    ]
+    for issue in result.issues:
+        assert secret not in issue.code and secret not in issue.message
+    assert all(secret not in f.message for f in lint_policies(folder))
+
+
 def test_every_violation_is_reported_and_none_carries_the_value() -> None:
     e = engine(
         'deny_tool = ["http"]\ndeny_keyword = ["hunter2"]\n'
@@ -207,7 +241,7 @@ def test_every_violation_is_reported_and_none_carries_the_value() -> None:
     violations = e.check(call("http", pw="hunter2", mode="rm -rf"))
     assert [v.policy_name for v in violations] == [
         "deny_tool:http",
-        "deny_keyword:hunter2",
+        "deny_keyword:1",
         "deny_tool_param:http.pw",
         "allow_tool_param:http.mode",
         "deny_tool_param_matching:http.pw",
