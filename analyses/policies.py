@@ -133,6 +133,7 @@ class PolicyPass(Pass):
         found.extend(_compensations(ctx, engine))
         yield from found
         positions = ctx.dag.positions
+        referenced = _referenced_params(ctx)
         for result in check_schedules(
             ctx.proposal,
             engine.trace_rules,
@@ -141,7 +142,14 @@ class PolicyPass(Pass):
             schedules=ctx.options.schedules,
         ):
             rule = result.rule
+            # A test on a parameter that is another action's output is decided at
+            # dispatch, never on the reference's own text.
+            open_ = _undecided_trace(ctx, rule, referenced)
+            yield from open_.values()
+            undecided_ids = {actions[i].id for i in open_}
             for found_one in result.violations:  # every action that breaks it
+                if undecided_ids & {found_one.action_id, *found_one.schedule}:
+                    continue  # rests on a test that is not decided: said above
                 yield ctx.issue(
                     rule.policy_name,
                     f"the schedule {found_one.describe()} breaks the trace rule "
@@ -160,6 +168,40 @@ class PolicyPass(Pass):
                     severity=Severity.WARNING,
                     tier=Tier.SAMPLED,
                 )
+
+
+def _referenced_params(ctx: Context) -> dict[int, set[str]]:
+    """Per tool call, the top-level parameters whose value is (or holds) another
+    action's output."""
+    out: dict[int, set[str]] = {}
+    for i, action in enumerate(ctx.proposal.actions):
+        if action.type == "tool_call" and action.tool is not None:
+            params = {str(r.pointer[1]) for r in action.output_refs() if len(r.pointer) > 1}
+            if params:
+                out[i] = params
+    return out
+
+
+def _undecided_trace(ctx: Context, rule: Any, referenced: dict[int, set[str]]) -> dict[int, Issue]:
+    """A ``policy-undecided`` warning for each call whose referenced parameter the
+    rule's tests read, by action position."""
+    found: dict[int, Issue] = {}
+    for i, params in referenced.items():
+        tool = ctx.proposal.actions[i].tool
+        assert tool is not None
+        read = sorted(rule.reads(tool) & params)
+        if read:
+            names = ", ".join(repr(p) for p in read)
+            found[i] = ctx.issue(
+                "policy-undecided",
+                f"rule {rule.policy_name} cannot be decided before run time: parameter "
+                f"{names} is another action's output (the executor checks it as sent)",
+                index=i,
+                where=["parameters", read[0]],
+                severity=Severity.WARNING,
+                tier=Tier.DECISION_PROCEDURE,
+            )
+    return found
 
 
 def _compensations(ctx: Context, engine: Any) -> Iterator[Issue]:

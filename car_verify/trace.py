@@ -121,6 +121,15 @@ class TraceRule:
             c is not None and (c.tool is None or c.tool == tool) for c in (self.call, self.event)
         )
 
+    def reads(self, tool: str) -> set[str]:
+        """The parameters the rule's tests read of a call of ``tool``."""
+        return {
+            t.param
+            for c in (self.call, self.event)
+            if c is not None and (c.tool is None or c.tool == tool)
+            for t in c.tests
+        }
+
 
 def _call_text(call: Call) -> str:
     text = call.tool or "any tool"

@@ -331,3 +331,32 @@ def test_the_fast_parser_is_the_strict_one() -> None:
         "never-x only after at-home",
     ]:
         assert _parser().parse(text) == strict.parse(text)
+
+
+@pytest.mark.parametrize("profile", ["car", "strict"])
+@pytest.mark.parametrize("test", ['url contains "169.254"', 'url != "x"'])
+def test_a_trace_test_on_an_output_reference_is_undecided_statically_and_decided_at_dispatch(
+    profile: str, test: str
+) -> None:
+    doc = {
+        "actions": [
+            {"id": "a0", "type": "tool_call", "tool": "lookup"},
+            {
+                "id": "a1",
+                "type": "tool_call",
+                "tool": "http_request",
+                "parameters": {"url": "$a0.output.url"},
+                "dependencies": ["a0"],
+            },
+        ]
+    }
+    policies = load_policy_text(f"[[trace_rule]]\nrule = 'never http_request where {test}'\n")
+    result = car_verify.verify(doc, policies=PolicyEngine(policies), profile=profile)
+    found = {(i.code, i.action_id, i.severity.value) for i in result.issues}
+    assert ("policy-undecided", "a1", "warning") in found
+    assert not [i for i in result.issues if i.code.startswith("trace_rule")], found
+    # at dispatch the rule sees what is sent
+    tools = {"lookup": lambda p: {"url": "http://169.254.169.254/"}, "http_request": lambda p: {}}
+    ran = Executor(doc, tools, policies=PolicyEngine(policies), profile=profile)
+    outcome = asyncio.run(ran.run())
+    assert outcome.statuses["a1"] == "rejected" and outcome.statuses["a0"] == "succeeded"
