@@ -103,8 +103,16 @@ class EventLog:
         return self.error is None
 
     def close(self) -> None:
-        if self._owned:
+        """Close an owned file. Its last flush may fail (a full disk): that is the
+        log's error, said by the run's result, never an exception that loses it."""
+        if not self._owned:
+            return
+        try:
             self._stream.close()
+        except (OSError, ValueError) as err:
+            if self.error is None:
+                self.error = f"{type(err).__name__}: {getattr(err, 'strerror', None) or err}"
+                self.lost = max(self.lost, 1)
 
 
 def _ends_torn(path: Path) -> bool:

@@ -424,6 +424,44 @@ def test_a_log_write_error_does_not_lose_the_run(tmp_path: Path) -> None:
     assert result.report()["log_error"] == result.log_error
 
 
+def test_a_log_whose_close_fails_still_returns_the_whole_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk can first show at the last flush, when the log is closed after
+    every tool and compensation ran: the result (statuses, state, rollback) comes
+    back whole, with ``log_error`` saying the log is incomplete."""
+    import builtins
+
+    from car_verify import events
+
+    real_open = builtins.open
+
+    class FullAtClose:
+        def __init__(self, stream: Any) -> None:
+            self.stream = stream
+
+        def write(self, text: str) -> int:
+            return int(self.stream.write(text))
+
+        def flush(self) -> None:
+            self.stream.flush()
+
+        def close(self) -> None:
+            self.stream.close()
+            raise OSError(28, "No space left on device")
+
+    def opening(*args: Any, **kwargs: Any) -> Any:
+        return FullAtClose(real_open(*args, **kwargs))
+
+    monkeypatch.setattr(events, "open", opening, raising=False)
+    plan = {"actions": [tc("a", "ok"), {**tc("b", "bad"), "reversibility": "reversible"}]}
+    tools = {"ok": lambda p: {}, "bad": lambda p: 1 / 0}
+    result = execute_sync(plan, tools, event_log=tmp_path / "run.jsonl")
+    assert result.statuses["a"] == "succeeded" and result.statuses["b"] == "failed"
+    assert result.log_error is not None and "No space left" in result.log_error
+    assert result.report()["log_error"] == result.log_error
+
+
 def test_a_log_cut_inside_a_utf8_character_reads_to_its_last_line(tmp_path: Path) -> None:
     from car_verify.events import read_log
 
