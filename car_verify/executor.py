@@ -1109,7 +1109,9 @@ def _count(cost: CostSummary, results: Iterable[ActionResult], started: float) -
 
 
 def _interpolate(value: Any, outputs: Mapping[str, Any]) -> Any:
-    """Replace every ``$id.output[.path]`` string (in full) by that action's output."""
+    """Replace every ``$id.output[.path]`` string (in full) by a copy of that action's
+    output: what the policies checked is what is sent, and no other tool (one running
+    beside it in the level) can change it in between."""
     if isinstance(value, str):
         match = _REF.fullmatch(value) if value[:1] == "$" else None
         if match is None:
@@ -1125,7 +1127,7 @@ def _interpolate(value: Any, outputs: Mapping[str, Any]) -> Any:
                 current = current[int(part)]
             else:
                 raise ToolError(f"{value!r}: the output has no {part!r}")
-        return current
+        return copy_json(current)
     if isinstance(value, dict):
         return {k: _interpolate(v, outputs) for k, v in value.items()}
     if isinstance(value, list):
