@@ -549,7 +549,8 @@ def _schema_problems(
     """CAR's parameter check: top-level ``required`` and each property's ``type``."""
     if not isinstance(schema, dict):
         return
-    for name in schema.get("required") or []:
+    required = schema.get("required")
+    for name in required if isinstance(required, list) else []:
         if isinstance(name, str) and name not in parameters:
             yield (
                 f"tool {tool!r}: missing required parameter {name!r}",
@@ -563,7 +564,12 @@ def _schema_problems(
         if not isinstance(prop, dict) or "type" not in prop:
             continue
         wanted = prop["type"]
-        names = [wanted] if isinstance(wanted, str) else [t for t in wanted if isinstance(t, str)]
+        if isinstance(wanted, str):
+            names = [wanted]
+        elif isinstance(wanted, list):
+            names = [t for t in wanted if isinstance(t, str)]
+        else:  # null, a number, an object: CAR checks no type there
+            continue
         tests: list[Callable[[object], bool]] = [_TYPE_TESTS[t] for t in names if t in _TYPE_TESTS]
         if not tests or any(test(value) for test in tests):
             continue

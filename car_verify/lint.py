@@ -500,13 +500,17 @@ def _lint_document(
             intent=setup["intent"],
         )
     except InputError as err:
-        if not is_too_deep(err):
-            raise
-        from .values import deepest
+        if is_too_deep(err):
+            from .values import deepest
 
-        path, depth = deepest(data)
-        where = positions.get(_action_pointer(json_pointer(path)), (first_line, 1))
-        file_finding("invalid-file", str(too_deep(path, depth)), *where)
+            path, depth = deepest(data)
+            where = positions.get(_action_pointer(json_pointer(path)), (first_line, 1))
+            file_finding("invalid-file", str(too_deep(path, depth)), *where)
+            return
+        # The profile refuses the whole proposal (under car: an action type the
+        # runtime does not know): a finding on this file, and the lint goes on.
+        where = positions.get(_action_pointer(json_pointer(err.path)), (first_line, 1))
+        file_finding("invalid-file", err.problem if err.path else str(err), *where)
         return
     ignored_here = _ignored_here(relative, config)
     for issue in verdict.issues:

@@ -134,3 +134,24 @@ def test_every_bundled_document_agrees_with_the_runtime(path: Path) -> None:
         lambda: json.loads(rt.simulate(json.dumps(proposal), state_json)),
         lambda: cv.simulate(proposal, state).to_dict(),
     )
+
+
+ODD_SCHEMAS = [
+    {"type": "object", "properties": {"n": {"type": None}}},
+    {"type": "object", "properties": {"n": {"type": [None, "string"]}}},
+    {"type": "object", "properties": {"n": {"type": 5}}},
+    {"type": "object", "properties": {"n": {"type": {"x": 1}}}},
+    {"type": "object", "required": None},
+    {"type": "object", "required": 5},
+    {"type": "object", "required": ["n", 7, None]},
+    {"type": "object", "properties": None},
+    {"type": "object", "properties": {"n": None}},
+]
+
+
+@pytest.mark.parametrize("schema", ODD_SCHEMAS, ids=lambda s: json.dumps(s))
+def test_odd_parameter_schemas_are_read_as_the_runtime_reads_them(schema: Any) -> None:
+    """A registry whose schemas are not what CAR checks (a ``type`` of null or a
+    number, a ``required`` that is no list) is no crash: CAR's answer, exactly."""
+    proposal = {"actions": [{"id": "a", "type": "tool_call", "tool": "t", "parameters": {"n": 1}}]}
+    assert_projection_matches(proposal, None, [{"name": "t", "parameters": schema}])

@@ -636,3 +636,19 @@ def test_named_files_are_linted_unless_force_exclude_says_the_patterns_decide(
     assert code == 1 and {f["path"] for f in json.loads(out)["findings"]} == {"plan.json"}
     hook = (ROOT / ".pre-commit-hooks.yaml").read_text()
     assert "car-verify lint --no-progress --force-exclude" in hook
+
+
+def test_a_proposal_the_profile_refuses_is_a_finding_on_its_file_and_the_lint_goes_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Under car the runtime rejects a proposal with an action type it does not
+    know: that file gets an error naming it, and every other file is still linted."""
+    (tmp_path / "a.json").write_text('{"actions": [{"id": "x", "type": "shell"}]}')
+    (tmp_path / "b.json").write_text(
+        '{"actions": [{"id": "p", "type": "tool_call", "tool": "t", "state_dependencies": ["k"]}]}'
+    )
+    assert main(["lint", str(tmp_path), "--profile", "car"]) == 1
+    out = capsys.readouterr().out
+    assert "a.json:1:" in out and "error[invalid-file]" in out and "'shell'" in out
+    assert "b.json" in out and "missing-dependency" in out
+    assert "in 2 files" in out
