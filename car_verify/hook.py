@@ -15,16 +15,29 @@ a trace rule refuses it after the session's calls so far; the reason names each
 rule and says why, never the value that matched. ``PostToolUse`` payloads record
 the call's outcome for trace rules that ask for one (``... after x succeeded``).
 
-**State.** Per session, a small JSON file under the state directory (default
-``.car/hook-state`` beside the policies) holds the trace monitor's state and the
-rate-limit windows, keyed to a digest of the rules (a changed rule set starts
-afresh, saying so). Two hooks of one session running at once take an exclusive
-lock on the file, so neither loses the other's call.
+**Where the rules come from.** The hook's own configuration, never the agent's
+payload: ``--policies DIR`` (an absolute path in the agent's settings), else
+``$CLAUDE_PROJECT_DIR/.car/policies``, else the nearest ``.car/policies`` above
+the directory the agent started the hook in. The payload's ``cwd`` plays no
+part: an agent that ``cd``s into a folder holding an empty ``.car/policies``
+does not switch the rules off.
 
-**Failing.** A genuine deny, and a policy file that does not parse, deny (fail
-closed). An input the hook cannot evaluate (not JSON, no tool name, another
-event) gets ``on_unknown``: by default ``allow``, with a warning on stderr, as
-the runtime's own hook documents; ``deny`` or ``ask`` on request.
+**State.** Per session, a small JSON file under the state directory (default:
+outside the workspace, ``$XDG_STATE_HOME/car-verify/hook/<project>``, else
+``~/.local/state/...``) holds each rule's trace monitor state and each rate
+limit's window, keyed by the rule's own content: a file added beside the rules
+changes nothing, and a rule that changed starts afresh alone, saying so. Two
+hooks of one session running at once take an exclusive lock on the file, so
+neither loses the other's call. A state file that cannot be read, or holds what
+no hook wrote, denies (fail closed): it is never taken for a fresh session.
+
+**Failing.** A genuine deny, a policy file or folder that cannot be read, state
+that cannot be read or written, and a payload that cannot be decoded (not JSON,
+nested too deeply, text no encoding can hold) deny: every input gets a decision
+in the agent's format. A payload that decodes but cannot be evaluated (no tool
+name, another event, a ``tool_input`` that is no object and that no rule denies
+as empty) gets ``on_unknown``: by default ``allow``, with a warning on stderr,
+as the runtime's own hook documents; ``deny`` or ``ask`` on request.
 """
 
 from __future__ import annotations
@@ -44,6 +57,15 @@ __all__ = ["AGENTS", "HookAnswer", "add_arguments", "answer", "decide", "main", 
 
 Decision = Literal["allow", "deny", "ask"]
 AGENTS = ("claude", "codex")
+#: The events the hook answers: before a call, and after one (its outcome; Claude
+#: Code reports a failed call as PostToolUseFailure).
+EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
+#: The state file's format: each rule's state, keyed by the rule's content.
+STATE_FORMAT = 2
+
+
+class _BadState(Exception):
+    """A session's state that cannot be read, or holds what no hook wrote."""
 
 
 @dataclass(slots=True)
@@ -92,18 +114,33 @@ def answer(
     agent: str = "auto",
     grant: bool = False,
 ) -> tuple[str, HookAnswer]:
-    """The hook's stdout for one payload's text, and the answer behind it."""
+    """The hook's stdout for one payload's text, and the answer behind it: always a
+    decision in the agent's format (see the module docs on failing)."""
+    payload: Any = None
     try:
         payload = json.loads(text)
-    except ValueError as err:
-        result = _unknown(on_unknown, f"the payload is not JSON ({err})")
+        json.dumps(payload, ensure_ascii=False).encode("utf-8")  # a lone surrogate fails
+    except (ValueError, RecursionError, UnicodeError) as err:
+        why = "nested too deeply" if isinstance(err, RecursionError) else str(err)
+        result = _closed(f"the payload cannot be decoded ({why})")
         payload = None
     else:
-        result = decide(payload, policies=policies, state_dir=state_dir,
-                        on_unknown=on_unknown, ask=ask)  # fmt: skip
+        try:
+            result = decide(payload, policies=policies, state_dir=state_dir,
+                            on_unknown=on_unknown, ask=ask)  # fmt: skip
+        except Exception as err:  # whatever it is, the call is not let through unseen
+            result = _closed(f"{type(err).__name__}: {err}")
+            if isinstance(payload, dict) and payload.get("hook_event_name") != "PreToolUse":
+                result.decision = None  # after a call there is nothing to decide
     chosen = agent_of(payload) if agent == "auto" else agent
     wire = result.wire(chosen, grant=grant)
     return (json.dumps(wire) if wire else ""), result
+
+
+def _closed(why: str) -> HookAnswer:
+    """A deny for a call the hook could not evaluate safely (fails closed)."""
+    reason = f"car-verify could not evaluate this call: {why}: denied (fail closed)"
+    return HookAnswer("deny", reason, warnings=[f"car-verify: error: {reason}"])
 
 
 def _unknown(on_unknown: Decision, why: str) -> HookAnswer:
@@ -124,38 +161,46 @@ def decide(
     if not isinstance(payload, dict):
         return _unknown(on_unknown, "the payload is not a JSON object")
     event = payload.get("hook_event_name")
-    tool, params = payload.get("tool_name"), payload.get("tool_input", {})
-    if event not in ("PreToolUse", "PostToolUse"):
-        return _unknown(on_unknown, f"hook_event_name {event!r} is not PreToolUse")
+    tool, params = payload.get("tool_name"), payload.get("tool_input")
+    if event not in EVENTS:
+        return _unknown(on_unknown, f"hook_event_name {event!r} is not one of {', '.join(EVENTS)}")
     if not isinstance(tool, str) or not tool:
         return _unknown(on_unknown, "the payload has no tool_name")
-    if not isinstance(params, dict):
-        return _unknown(on_unknown, "tool_input is not a JSON object")
+    before = event == "PreToolUse"
+    unreadable = not isinstance(params, dict)
+    if unreadable:  # what can be decided of the call is: its tool, rules on absence
+        params = {}
     from .errors import CarVerifyError
     from .policy import load_policies, policies_folder
 
-    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
-    where = policies if policies is not None else _project(cwd)
+    where = _policy_root(policies)
     try:
         directory, _ = policies_folder(where)
         folder = None if directory is None else _state_folder(directory, state_dir)
-        cache = _rule_cache(folder)
+        cache = _rule_cache(folder)  # before the load: what it holds is not parsed again
         loaded = load_policies(where)
-    except CarVerifyError as err:  # a rule that cannot be read must not vanish
+    except (CarVerifyError, OSError) as err:  # a rule that cannot be read must not vanish
         reason = f"car-verify: the policies cannot be loaded ({err}): denied (fail closed)"
-        return HookAnswer("deny" if event == "PreToolUse" else None, reason, warnings=[reason])
+        return HookAnswer("deny" if before else None, reason, warnings=[reason])
     if loaded.directory is None:
         warning = f"car-verify: warning: {loaded.describe()}: the call is not checked"
-        return HookAnswer("allow" if event == "PreToolUse" else None, warnings=[warning])
+        return HookAnswer("allow" if before else None, warnings=[warning])
     assert folder is not None  # the directory that was just loaded
-    _save_rules(cache, loaded)
     session = str(payload.get("session_id") or "no-session")
-    with _session(folder, session, loaded) as state:
-        if event == "PostToolUse":
-            state.record(tool, params, _outcome(payload.get("tool_response")))
-            return HookAnswer(None, warnings=state.warnings)
-        denied = state.check(tool, params)
+    try:
+        _save_rules(cache, loaded)
+        with _session(folder, session, loaded) as state:
+            if not before:
+                outcome = "failed" if event == "PostToolUseFailure" else None
+                state.record(tool, params, outcome or _outcome(payload.get("tool_response")))
+                return HookAnswer(None, warnings=state.warnings)
+            denied = state.check(tool, params)
+    except (_BadState, OSError) as err:
+        reason = f"car-verify: the session state cannot be used ({err}): denied (fail closed)"
+        return HookAnswer("deny" if before else None, reason, warnings=[reason])
     if not denied:
+        if unreadable:
+            return _unknown(on_unknown, "tool_input is not a JSON object (no rule denies it empty)")
         return HookAnswer("allow", warnings=state.warnings)
     names = list(dict.fromkeys(name for name, _ in denied))
     why = "; ".join(f"{name}: {reason}" for name, reason in denied)
@@ -165,10 +210,33 @@ def decide(
     return HookAnswer(decision, f"car-verify policy: {why}", names, state.warnings)
 
 
+def _policy_root(policies: str | os.PathLike[str] | None) -> str | None:
+    """The policies the hook applies, from its own configuration (see the module
+    docs): never from the payload, whose ``cwd`` the agent controls."""
+    if policies is not None:
+        return os.fspath(policies)
+    project = os.environ.get("CLAUDE_PROJECT_DIR")
+    if project:
+        return os.path.join(project, ".car", "policies")
+    return None  # the nearest .car/policies above the hook's own working directory
+
+
+def _state_root() -> Path:
+    """Where sessions' state lives by default: the user's state folder, outside any
+    workspace the agent writes in."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(Path.home(), ".local", "state")
+    return Path(base) / "car-verify" / "hook"
+
+
 def _state_folder(directory: Path, state_dir: Any) -> Path:
-    """Where the sessions' state and the rule cache live: ``state_dir``, else
-    ``hook-state`` beside the policies directory."""
-    return Path(state_dir) if state_dir is not None else directory.resolve().parent / "hook-state"
+    """Where the sessions' state and the rule cache live: ``state_dir``, else a folder
+    of the project's own (named by its policies directory) under :func:`_state_root`."""
+    if state_dir is not None:
+        return Path(state_dir)
+    import hashlib
+
+    project = hashlib.sha256(os.fsencode(directory.resolve())).hexdigest()[:16]
+    return _state_root() / project
 
 
 def _rule_cache(folder: Path | None) -> Path | None:
@@ -186,9 +254,20 @@ def _rule_cache(folder: Path | None) -> Path | None:
     if isinstance(docs, list):
         from .trace import remember, rule_from_dict
 
-        with contextlib.suppress(KeyError, TypeError, ValueError, AssertionError):
-            remember(rule_from_dict(d) for d in docs)  # a damaged cache: parsed instead
+        trusted = []
+        for doc in docs:
+            with contextlib.suppress(KeyError, TypeError, ValueError, AssertionError):
+                rule = rule_from_dict(doc)
+                # The parse is taken only when it says what the rule's own text says
+                # (its canonical text is that text): a forged entry is parsed anew.
+                if _words(rule.to_text()) == _words(rule.text):
+                    trusted.append(rule)
+        remember(trusted)
     return path
+
+
+def _words(text: str) -> list[str]:
+    return text.split()
 
 
 def _save_rules(path: Path | None, loaded: Any) -> None:
@@ -206,25 +285,6 @@ def _save_rules(path: Path | None, loaded: Any) -> None:
     os.replace(temporary, path)
 
 
-def _project(cwd: str | None) -> str | None:
-    """The policies of the project the agent runs in: the nearest ``.car/policies``
-    walking up from its ``cwd``."""
-    if cwd is None:
-        return None
-    from .config import find_policies
-
-    here = Path.cwd()
-    try:
-        os.chdir(cwd)
-    except OSError:
-        return None
-    try:
-        folder, _ = find_policies()
-    finally:
-        os.chdir(here)
-    return None if folder is None else str(folder)
-
-
 def _outcome(response: Any) -> Literal["succeeded", "failed"]:
     """A PostToolUse ``tool_response``'s outcome: failed when it says so."""
     if isinstance(response, dict) and (
@@ -237,26 +297,34 @@ def _outcome(response: Any) -> Literal["succeeded", "failed"]:
 
 
 class _State:
-    """One session's monitors, restored from and saved to its state file."""
+    """One session's monitors, restored from and saved to its state file: each rule's
+    own state, keyed by the rule's content (see :func:`_rule_keys`)."""
 
-    def __init__(self, loaded: Any, saved: dict[str, Any] | None, digest: str) -> None:
+    def __init__(self, loaded: Any, saved: dict[str, Any] | None) -> None:
         from .policy import PolicyEngine
         from .trace import TraceGate
 
-        self.digest = digest
         self.warnings: list[str] = []
         self.engine = PolicyEngine(loaded.rules, clock=time.time)  # windows span processes
         self.gate = TraceGate(self.engine.trace_rules)
-        if saved is not None and saved.get("rules") == digest:
-            self.gate.restore(tuple(int(x) for x in saved.get("trace", [])))
-            windows = saved.get("windows") or {}
-            self.engine.restore_windows(
-                {int(index): [float(t) for t in times] for index, times in windows.items()}
-            )
-        elif saved is not None:
+        self.trace_keys, self.rate_keys = _rule_keys(loaded.rules)
+        if saved is None:
+            return
+        trace, windows = saved["trace"], saved["windows"]
+        self.gate.restore(tuple(int(trace.get(key, 0)) for key in self.trace_keys))
+        self.engine.restore_windows(
+            {
+                i: [float(t) for t in windows[key]]
+                for i, key in enumerate(self.rate_keys)
+                if key in windows
+            }
+        )
+        known = {*trace, *windows, *saved.get("rules", [])}
+        new = [k for k in [*self.trace_keys, *self.rate_keys] if k not in known]
+        if new:
             self.warnings.append(
-                "car-verify: warning: the policies changed since this session's last call: "
-                "its trace rules and rate limits start afresh"
+                f"car-verify: warning: {len(new)} rule(s) are new to this session (added or "
+                "changed): their trace and rate-limit state starts empty"
             )
 
     def check(self, tool: str, params: dict[str, Any]) -> list[tuple[str, str]]:
@@ -271,11 +339,65 @@ class _State:
         self.gate.record(tool, params, outcome)
 
     def saved(self) -> dict[str, Any]:
+        windows = self.engine.windows
         return {
-            "rules": self.digest,
-            "trace": list(self.gate.state),
-            "windows": {str(i): list(w) for i, w in self.engine.windows.items()},
+            "format": STATE_FORMAT,
+            "rules": [*self.trace_keys, *self.rate_keys],
+            "trace": {k: n for k, n in zip(self.trace_keys, self.gate.state, strict=True) if n},
+            "windows": {k: list(windows[i]) for i, k in enumerate(self.rate_keys) if i in windows},
         }
+
+
+def _rule_keys(rules: Any) -> tuple[list[str], list[str]]:
+    """A key per trace rule and per rate limit: a digest of the rule's content (and
+    its occurrence, for a rule written twice), so that a rule keeps its state while
+    the files around it change, and a changed rule does not take another's."""
+    import hashlib
+
+    from .trace import rule_to_dict
+
+    def keys(texts: list[str]) -> list[str]:
+        seen: dict[str, int] = {}
+        out = []
+        for text in texts:
+            digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:20]
+            seen[digest] = seen.get(digest, 0) + 1
+            out.append(f"{digest}:{seen[digest]}")
+        return out
+
+    trace = [json.dumps(rule_to_dict(r), sort_keys=True) for r in rules.trace_rule]
+    rates = [f"{r.tool}\0{r.max_calls}\0{r.interval_secs!r}" for r in rules.rate_limit_tool]
+    return keys(trace), keys(rates)
+
+
+def _read_state(path: Path) -> dict[str, Any] | None:
+    """A session's saved state (None: a new session), checked: anything else is
+    :class:`_BadState`, never a fresh start."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeError) as err:
+        raise _BadState(f"{path}: {err}") from None
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError):
+        raise _BadState(f"{path} is not JSON") from None
+    ok = (
+        isinstance(doc, dict)
+        and doc.get("format") == STATE_FORMAT
+        and isinstance(doc.get("trace"), dict)
+        and isinstance(doc.get("windows"), dict)
+        and isinstance(doc.get("rules", []), list)
+        and all(type(n) is int and n >= 0 for n in doc["trace"].values())
+        and all(
+            isinstance(w, list) and all(type(t) in (int, float) for t in w)
+            for w in doc["windows"].values()
+        )
+    )
+    if not ok:
+        raise _BadState(f"{path} holds no session state this hook wrote")
+    return doc
 
 
 @contextlib.contextmanager
@@ -285,32 +407,15 @@ def _session(folder: Path, session: str, loaded: Any) -> Iterator[_State]:
     import hashlib  # here, not at the top: the CLI loads this module for its options
 
     folder.mkdir(parents=True, exist_ok=True)
-    name = hashlib.sha256(session.encode()).hexdigest()[:24]
+    name = hashlib.sha256(session.encode("utf-8", "surrogatepass")).hexdigest()[:24]
     path = folder / f"{name}.json"
     with open(folder / f"{name}.lock", "a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            saved = json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
-        except (OSError, ValueError):
-            saved = None
-        state = _State(loaded, saved if isinstance(saved, dict) else None, _digest(loaded))
-        if path.exists() and not isinstance(saved, dict):
-            state.warnings.append(
-                f"car-verify: warning: the session state {path} could not be read: it starts afresh"
-            )
+        state = _State(loaded, _read_state(path))
         yield state
         temporary = path.with_suffix(".tmp")
         temporary.write_text(json.dumps(state.saved()), encoding="utf-8")
         os.replace(temporary, path)
-
-
-def _digest(loaded: Any) -> str:
-    import hashlib
-
-    digest = hashlib.sha256()
-    for file in loaded.files:
-        digest.update(file.name.encode() + b"\0" + file.read_bytes())
-    return digest.hexdigest()
 
 
 # --- the command ------------------------------------------------------------------------------
@@ -319,9 +424,17 @@ def _digest(loaded: Any) -> str:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of ``car-verify hook`` (the CLI's subcommand and :func:`main`)."""
     p.add_argument("--agent", choices=("auto", *AGENTS), default="auto")
-    p.add_argument("--policies", metavar="DIR", help="policy directory (default: from cwd)")
     p.add_argument(
-        "--state-dir", metavar="DIR", help="per-session state (default: .car/hook-state)"
+        "--policies",
+        metavar="DIR",
+        help="policy directory, best an absolute path (default: $CLAUDE_PROJECT_DIR/.car/"
+        "policies, else the nearest .car/policies above where the hook was started)",
+    )
+    p.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help="per-session state, outside the workspace "
+        "(default: $XDG_STATE_HOME/car-verify/hook, else ~/.local/state/car-verify/hook)",
     )
     p.add_argument(
         "--on-unknown",
@@ -375,6 +488,9 @@ def main(argv: Sequence[str]) -> int:
         return int(exit_.code or 0)
     try:
         return run(args)
-    except Exception as err:  # never a traceback into the agent's transcript
-        sys.stderr.write(f"car-verify: error: {type(err).__name__}: {err}\n")
-        return 2
+    except Exception as err:  # never a traceback into the agent's transcript, and a
+        # decision the agent reads all the same: deny (fail closed)
+        result = _closed(f"{type(err).__name__}: {err}")
+        sys.stderr.write(result.warnings[0] + "\n")
+        sys.stdout.write(json.dumps(result.wire("claude")) + "\n")
+        return 0

@@ -381,6 +381,7 @@ class TraceGate:
         for rule, seen in zip(self.rules, self._state, strict=True):
             if not rule.call.matches(tool, params):
                 continue
+            tool = _head(rule, tool)  # with the rule's where-tests: what it refuses
             if rule.kind == "never":
                 out.append(TraceViolation(rule.policy_name, f"{tool} is never allowed"))
             elif rule.kind == "never_after" and seen:
@@ -422,11 +423,17 @@ class TraceGate:
                 self._state[index] = 1
 
 
+def _head(rule: TraceRule, tool: str) -> str:
+    """The refused call as the rule names it: the tool, with the rule's tests."""
+    call = rule.call
+    return _call_text(Call(tool, call.tests)) if call.tests else tool
+
+
 def _event(rule: TraceRule) -> str:
+    """The rule's event as its text says it, tests and outcome included."""
     event = rule.event
     assert event is not None
-    what = event.tool or "any tool"
-    return f"{what} {event.outcome}" if event.outcome else what
+    return _call_text(event)
 
 
 # --- the schedules of a run ------------------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -61,6 +62,16 @@ def codex(command: str, session: str = "c1") -> dict[str, Any]:
     }
 
 
+@pytest.fixture(autouse=True)
+def state_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The hook keeps its state in the user's state folder: here, the test's own
+    (hook processes the tests start inherit it)."""
+    home = tmp_path / "xdg-state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(home))
+    monkeypatch.delenv("CLAUDE_PROJECT_DIR", raising=False)
+    return home
+
+
 @pytest.fixture()
 def project(tmp_path: Path) -> Path:
     (tmp_path / ".git").mkdir()
@@ -70,7 +81,9 @@ def project(tmp_path: Path) -> Path:
 
 
 def ask(project: Path, payload: dict[str, Any], **options: Any) -> tuple[dict[str, Any], Any]:
+    """One call, with the policies the hook's settings name (``--policies``)."""
     payload = {**payload, "cwd": str(project)}
+    options.setdefault("policies", project / ".car" / "policies")
     out, result = answer(json.dumps(payload), **options)
     return (json.loads(out) if out else {}), result
 
@@ -146,9 +159,9 @@ def test_a_broken_policy_file_fails_closed(project: Path) -> None:
 
 
 def test_input_it_cannot_evaluate_follows_on_unknown(project: Path) -> None:
-    out, result = answer("not json")
-    assert out == "" or "permissionDecision" not in json.loads(out)["hookSpecificOutput"]
-    assert "warning" in result.warnings[0]  # said on stderr
+    out, result = answer("not json")  # undecodable: denied, whatever --on-unknown says
+    assert json.loads(out)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert "cannot be decoded" in result.warnings[0]  # said on stderr
     result = decide({"hook_event_name": "PreToolUse"}, on_unknown="deny")
     assert result.decision == "deny" and "no tool_name" in result.reason
     assert decide({"hook_event_name": "Stop"}, on_unknown="ask").decision == "ask"
@@ -176,7 +189,8 @@ def test_the_cli_reads_stdin_and_warns_on_stderr(project: Path) -> None:
     assert json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
     done = subprocess.run([sys.executable, "-m", "car_verify", "hook"], input="{",
                           capture_output=True, text=True, check=True, cwd=project)  # fmt: skip
-    assert done.returncode == 0 and "warning" in done.stderr and "Traceback" not in done.stderr
+    assert done.returncode == 0 and "Traceback" not in done.stderr
+    assert json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
 
 
 def loaded_in_hook_calls(project: Path, modules: list[str], calls: int = 2) -> list[list[str]]:
@@ -195,12 +209,13 @@ def loaded_in_hook_calls(project: Path, modules: list[str], calls: int = 2) -> l
     return runs
 
 
-def test_a_hook_call_parses_no_rule_it_has_parsed_before(project: Path) -> None:
+def test_a_hook_call_parses_no_rule_it_has_parsed_before(project: Path, state_home: Path) -> None:
     import car_verify.trace as trace
     from car_verify.policy import load_policies
 
     assert loaded_in_hook_calls(project, ["lark"]) == [["lark"], []]  # the second: from cache
-    cached = json.loads((project / ".car" / "hook-state" / "trace-rules.json").read_text())
+    (cache,) = state_home.glob("car-verify/hook/*/trace-rules.json")  # outside the workspace
+    cached = json.loads(cache.read_text())
     fresh = load_policies(project).rules.trace_rule  # the plain path: parsed
     assert [trace.rule_from_dict(d) for d in cached] == fresh
     assert [trace.rule_to_dict(r) for r in fresh] == cached
@@ -211,3 +226,134 @@ def test_a_hook_call_loads_neither_the_model_nor_the_dag(project: Path) -> None:
     the DAG or the passes (a start-up guard; the time is benchmarks/bench_hook.py's)."""
     heavy = ["car_verify.model", "car_verify.dag", "car_verify.passes", "lark", "networkx"]
     assert loaded_in_hook_calls(project, heavy)[1] == []
+
+
+# --- fail closed, round two (issue 37) ---------------------------------------------
+
+
+def run_hook(project: Path, payload: Any, *args: str, cwd: Path | None = None) -> dict[str, Any]:
+    """One hook process, started (as an agent starts it) in ``cwd``, the project
+    by default; its answer on stdout, always JSON."""
+    text = payload if isinstance(payload, str) else json.dumps(payload)
+    command = [sys.executable, "-m", "car_verify", "hook", *args]
+    done = subprocess.run(
+        command, input=text, capture_output=True, text=True, check=True, cwd=cwd or project
+    )
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    return json.loads(done.stdout) if done.stdout.strip() else {}
+
+
+def decision(out: dict[str, Any]) -> str | None:
+    return out.get("hookSpecificOutput", {}).get("permissionDecision")
+
+
+def test_an_agent_cannot_switch_the_rules_off_from_its_workspace(project: Path) -> None:
+    # an empty .car/policies in a folder the agent cds into: the payload's cwd is ignored
+    sub = project / "sub"
+    (sub / ".car" / "policies").mkdir(parents=True)
+    payload = {**claude("rm", {}), "cwd": str(sub)}
+    assert decision(run_hook(project, payload)) == "deny"
+    # a file added beside the rules resets no rate limit and no trace
+    fetch = {**claude("WebFetch", {"url": "https://x"}), "cwd": str(project)}
+    for _ in range(3):
+        assert decision(run_hook(project, fetch)) is None
+    (project / ".car" / "policies" / "zz.toml").write_text("")
+    assert decision(run_hook(project, fetch)) == "deny"
+
+
+def test_state_that_cannot_be_read_denies_and_is_never_a_fresh_start(
+    project: Path, state_home: Path
+) -> None:
+    fetch = claude("WebFetch", {"url": "https://x"})
+    ask(project, fetch)
+    files = state_home.glob("car-verify/hook/*/*.json")
+    (session,) = [p for p in files if p.stem != "trace-rules"]
+    for junk in ("not json", '{"format": 2, "trace": {"k": -1}, "windows": {}}', "[]"):
+        session.write_text(junk)
+        out, _ = ask(project, fetch)
+        reason = out["hookSpecificOutput"]["permissionDecisionReason"]
+        assert decision(out) == "deny" and "session state" in reason, junk
+
+
+def test_a_forged_rule_cache_cannot_rewrite_a_rule(project: Path, state_home: Path) -> None:
+    import car_verify.trace as trace
+
+    trace._KNOWN.clear()
+    run_hook(project, {**claude("Bash", {"command": "ls"}), "cwd": str(project)})  # the cache
+    (cache,) = state_home.glob("car-verify/hook/*/trace-rules.json")
+    forged = json.loads(cache.read_text())
+    forged[0]["call"]["tests"][0]["value"] = "nothing anyone types"  # same text, other rule
+    cache.write_text(json.dumps(forged))
+    trace._KNOWN.clear()
+    payload_read = {**claude("Read", {"file_path": "/repo/.env"}), "cwd": str(project)}
+    payload_push = {**claude("Bash", {"command": "git push"}), "cwd": str(project)}
+    run_hook(project, payload_read)
+    assert decision(run_hook(project, payload_push)) == "deny"  # the rule as it is written
+
+
+@pytest.mark.parametrize("tool_input", [None, [], "rm -rf /"])
+def test_a_tool_input_that_is_no_object_is_still_checked_by_what_needs_none(
+    project: Path, tool_input: Any
+) -> None:
+    out, _ = ask(project, {**claude("rm", {}), "tool_input": tool_input})
+    assert decision(out) == "deny"  # deny_tool needs no parameter
+    out, result = ask(project, {**claude("Grep", {}), "tool_input": tool_input}, on_unknown="ask")
+    assert decision(out) == "ask" and "tool_input" in result.reason
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        '{"hook_event_name": "PreToolUse", "tool_name": "Grep", "tool_input": {},'
+        ' "session_id": "\\ud800"}',
+        "[" * 5000 + "]" * 5000,
+        '{"hook_event_name": "PreToolUse", "tool_name": "Grep", "tool_input": '
+        + '{"a": ' * 5000
+        + "1"
+        + "}" * 5000
+        + "}",
+        "\x00\xff",
+    ],
+    ids=["lone-surrogate", "nested-array", "nested-input", "binary"],
+)
+def test_an_undecodable_payload_is_denied_in_the_agents_format(project: Path, payload: str) -> None:
+    out = run_hook(project, payload, "--on-unknown", "allow")
+    assert decision(out) == "deny" and out["hookSpecificOutput"]["hookEventName"] == "PreToolUse"
+
+
+def test_policies_or_state_that_cannot_be_used_deny(project: Path, tmp_path: Path) -> None:
+    payload = {**claude("Grep", {"pattern": "x"}), "cwd": str(project)}
+    dangling = tmp_path / "dangling"
+    dangling.symlink_to(tmp_path / "nowhere")
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    for where in (dangling, loop):
+        assert decision(run_hook(project, payload, "--policies", str(where))) == "deny", where
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    (locked / "rules.toml").write_text('deny_tool = ["rm"]\n')
+    locked.chmod(0)
+    try:
+        if not os.access(locked, os.R_OK):  # root reads anything: nothing to test then
+            assert decision(run_hook(project, payload, "--policies", str(locked))) == "deny"
+    finally:
+        locked.chmod(0o755)
+    state = tmp_path / "state-file"
+    state.write_text("a file, not a folder")
+    out = run_hook(project, payload, "--state-dir", str(state))
+    assert decision(out) == "deny"
+
+
+def test_a_failed_call_reported_after_it_reaches_the_trace_rules(project: Path) -> None:
+    """Claude Code reports a failed tool as PostToolUseFailure: ``never X after Y
+    failed`` can fire, and the deny reason keeps the rule's where-tests."""
+    (project / ".car" / "policies" / "rules.toml").write_text(
+        "[[trace_rule]]\nrule = 'never Bash where command contains \"deploy\" after Bash failed'\n"
+    )
+    failed = {**claude("Bash", {"command": "make test"}), "hook_event_name": "PostToolUseFailure"}
+    out, result = ask(project, failed)
+    assert out == {} and result.decision is None  # nothing to decide after a call
+    out, _ = ask(project, claude("Bash", {"command": "make deploy"}))
+    reason = out["hookSpecificOutput"]["permissionDecisionReason"]
+    assert decision(out) == "deny" and 'where command contains "deploy"' in reason
+    assert "after Bash failed" in reason
