@@ -250,6 +250,7 @@ class _Flow:
         self.ids = [a.id for a in model.actions]
         self.labels = [labels.get(a.tool) if a.tool else None for a in model.actions]
         dag = semantics.order(model)  # the active profile's DAG
+        self.semantics = semantics
         self.preds: list[Sequence[int]] = [dag.preds(i) for i in range(dag.n)]
         self.order = [i for level in dag.levels for i in level]
         self._descendants: dict[int, set[int]] = {}
@@ -293,6 +294,20 @@ class _Flow:
             if through_declassifiers or not self.label(i).declassifier:
                 stack.extend(p for p in self.preds[i] if p not in seen)
         return seen
+
+    def unsanitized_sources(self, j: int) -> set[int]:
+        """The actions whose data reaches ``j`` unsanitized, as the profile reads a
+        declassifier (``Semantics.declassifier_on_any_path``): a path that passes
+        no declassifier (it may start at one); under ``car``, no declassifier at
+        all ordered between the two (the runtime's reading)."""
+        if not self.semantics.declassifier_on_any_path:
+            return self.ancestors(j, through_declassifiers=False)
+        every = self.ancestors(j, through_declassifiers=True)
+        sanitized: set[int] = set()
+        for d in every:
+            if self.label(d).declassifier:
+                sanitized |= self.ancestors(d, through_declassifiers=True)
+        return every - sanitized
 
 
 _UNLABELLED: Final = Label()
@@ -342,7 +357,7 @@ def _forbidden(flow: _Flow, policy: FlowPolicy) -> list[FlowViolation]:
             continue
         # the runtime's order here varies from run to run (a hash set); car-verify's
         # is by position
-        for i in sorted(flow.ancestors(j, through_declassifiers=False)):
+        for i in sorted(flow.unsanitized_sources(j)):
             before = flow.label(i).capability
             if (before, after) in forbidden:
                 out.append(

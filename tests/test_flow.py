@@ -458,3 +458,60 @@ def test_the_executor_gates_on_the_flow_and_a_recorded_approval_lets_it_run(
     done = execute_sync(doc, tools, labels=labels, flow_policy=policy, ledger=ledger)
     assert ran == ["get_transactions", "send_money"]
     assert set(done.statuses.values()) == {"succeeded"}
+
+
+def _tool(
+    i: str, tool: str, deps: tuple[str, ...] = (), effects: dict[str, int] | None = None
+) -> dict[str, Any]:
+    return {
+        "id": i,
+        "type": "tool_call",
+        "tool": tool,
+        "state_dependencies": list(deps),
+        **({"expected_effects": effects} if effects else {}),
+    }
+
+
+SANITIZED = {
+    "direct and through a declassifier": [
+        _tool("x", "tA", effects={"k": 1, "j": 1}),
+        _tool("d", "tD", ("k",), {"k2": 1}),
+        _tool("y", "tB", ("j", "k2")),
+    ],
+    "direct, through a plain action and through a declassifier": [
+        _tool("x", "tA", effects={"k": 1, "j": 1, "m": 1}),
+        _tool("d", "tD", ("k",), {"k2": 1}),
+        _tool("m", "tM", ("m",), {"m2": 1}),
+        _tool("y", "tB", ("j", "k2", "m2")),
+    ],
+    "only through a plain action": [
+        _tool("x", "tA", effects={"m": 1}),
+        _tool("m", "tM", ("m",), {"m2": 1}),
+        _tool("y", "tB", ("m2",)),
+    ],
+}
+
+
+@pytest.mark.parametrize("name", list(SANITIZED))
+def test_a_declassifier_ordered_between_sanitizes_as_the_runtime_reads_it(name: str) -> None:
+    """Under car a forbidden sequence x -> y is sanitized by any declassifier ordered
+    between them, even beside a direct edge (the runtime's reading); under strict
+    only when every path from x to y passes one."""
+    labels = {
+        "tA": {"capability": "A"},
+        "tD": {"capability": "N", "declassifier": True},
+        "tM": {"capability": "N"},
+        "tB": {"capability": "B"},
+    }
+    policy = {"min_confidential": "public", "forbidden_sequences": [["A", "B"]]}
+    doc = {"id": "p", "source": "t", "actions": SANITIZED[name]}
+    theirs = json.loads(
+        runtime().check_information_flow(json.dumps(doc), json.dumps(labels), json.dumps(policy))
+    )
+    ours = check_information_flow(doc, labels, policy, profile="car")
+    assert [list(v.actions) for v in ours.violations] == [
+        v["actions"] for v in theirs["violations"]
+    ]
+    strict = check_information_flow(doc, labels, policy, profile="strict")
+    found = [v.actions for v in strict.violations if v.kind == "forbidden_sequence"]
+    assert found == [("x", "y")]  # a path from x to y passes no declassifier

@@ -53,6 +53,9 @@ class Semantics(abc.ABC):
     summary: ClassVar[str]
     #: What the z3 ``number`` constructor holds, in words (``x is a number``).
     number_noun: ClassVar[str]
+    #: A forbidden flow from x to y is sanitized by any declassifier ordered between
+    #: them (True: the runtime's reading), or only when every path passes one (False).
+    declassifier_on_any_path: ClassVar[bool]
     #: car-verify's own checks beyond the runtime's (flow's schedules and integrity,
     #: intent's extra rules) decide the verdict (True) or are notes beside it (False).
     own_checks_decide: ClassVar[bool]

@@ -244,6 +244,7 @@ class CarSemantics(Semantics):
 
     profile: ClassVar[Profile] = Profile.CAR
     number_noun: ClassVar[str] = "a float"
+    declassifier_on_any_path: ClassVar[bool] = True
     own_checks_decide: ClassVar[bool] = False
     sequential: ClassVar[bool] = True
     summary: ClassVar[str] = (

@@ -32,6 +32,7 @@ class StrictSemantics(Semantics):
 
     profile: ClassVar[Profile] = Profile.STRICT
     number_noun: ClassVar[str] = "a number"
+    declassifier_on_any_path: ClassVar[bool] = False
     own_checks_decide: ClassVar[bool] = True
     sequential: ClassVar[bool] = False
     summary: ClassVar[str] = (
