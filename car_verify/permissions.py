@@ -196,12 +196,13 @@ def segments(name: str) -> list[str]:
     return words
 
 
-def _number(value: int | float) -> str:
+def _number(value: int | float, exact: bool = False) -> str:
     """A number as the runtime writes it (serde_json): ``1.0``, ``1e+16``, ``1.5e-7``.
 
-    An integer outside the 64-bit range becomes a float, as there."""
+    An integer outside the 64-bit range becomes a float, as there (so two such
+    integers can share a text); ``exact`` writes every integer's own digits."""
     if isinstance(value, int):
-        if -(2**63) <= value < 2**64:
+        if exact or -(2**63) <= value < 2**64:
             return str(value)
         value = float(value)
     if not math.isfinite(value):
@@ -229,26 +230,39 @@ def _positional(value: float, digits: str, power: int) -> str:
     return f"{sign}{whole}.{rest or '0'}"
 
 
-def canonical_json(value: Any) -> str:
-    """Compact JSON with sorted keys, numbers as the runtime writes them.
+def canonical_json(value: Any, exact: bool = False) -> str:
+    """Compact JSON with sorted keys, numbers as the runtime writes them (``exact``:
+    every integer with its own digits, beyond 64 bits too).
 
     The parameters' part of a fingerprint: equal parameters in any key order give
     the same text, and the same text as CAR's."""
     if isinstance(value, bool) or value is None:
         return json.dumps(value)
     if isinstance(value, (int, float)):
-        return _number(value)
+        return _number(value, exact)
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
     if isinstance(value, Mapping):
         items = sorted(value.items())
-        return "{" + ",".join(f"{canonical_json(k)}:{canonical_json(v)}" for k, v in items) + "}"
-    return "[" + ",".join(canonical_json(v) for v in value) + "]"
+        return (
+            "{"
+            + ",".join(f"{canonical_json(k)}:{canonical_json(v, exact)}" for k, v in items)
+            + "}"
+        )
+    return "[" + ",".join(canonical_json(v, exact) for v in value) + "]"
 
 
 def fingerprint(action: Action) -> str:
-    """``tool_call|deploy|{"env":"prod"}``: what an approval is recorded against."""
+    """``tool_call|deploy|{"env":"prod"}``: what an approval is recorded against, as
+    the runtime writes it (its numbers: an integer past 64 bits as a float)."""
     return f"{action.type}|{action.tool or '-'}|{canonical_json(action.parameters)}"
+
+
+def ledger_key(action: Action) -> str:
+    """What a recorded decision must match: the fingerprint with every integer
+    exact, so that approving a payment to one 20-digit account approves no other
+    (the runtime's fingerprint writes both as the same float)."""
+    return f"{action.type}|{action.tool or '-'}|{canonical_json(action.parameters, exact=True)}"
 
 
 def _leaves(value: Any) -> Iterator[str]:
@@ -410,9 +424,16 @@ class ApprovalRecord:
     reason: str
     evidence: str | None = None
     decided_at: str = ""
+    #: The exact key (:func:`ledger_key`) when it differs from the fingerprint.
+    exact: str | None = None
+
+    @property
+    def key(self) -> str:
+        """What the decision matches: its exact key, else its fingerprint."""
+        return self.exact or self.fingerprint
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        doc = {
             "fingerprint": self.fingerprint,
             "required_tier": self.required_tier,
             "decision": self.decision,
@@ -421,6 +442,9 @@ class ApprovalRecord:
             "evidence": self.evidence,
             "decided_at": self.decided_at,
         }
+        if self.exact is not None:
+            doc["exact"] = self.exact
+        return doc
 
 
 _RECORD_FIELDS: Final = ("fingerprint", "required_tier", "decision", "reviewer", "reason")
@@ -472,16 +496,17 @@ class Ledger:
         for n, line in enumerate(data[:end].split(b"\n")[:-1], self._lines + 1):
             record = _parse_record(line)
             if record is not None:
-                self._latest[record.fingerprint] = record
+                self._latest[record.key] = record
             elif line.strip():
                 self.torn.append(n)
         self._offset += end
         self._lines += data.count(b"\n", 0, end)
 
-    def lookup(self, fingerprint: str) -> ApprovalRecord | None:
-        """The last decision recorded for ``fingerprint``, or None."""
+    def lookup(self, key: str) -> ApprovalRecord | None:
+        """The last decision recorded for ``key`` (a fingerprint, or the exact key
+        :func:`ledger_key` gives an action), or None."""
         self._refresh()
-        return self._latest.get(fingerprint)
+        return self._latest.get(key)
 
     def records(self) -> list[ApprovalRecord]:
         """The standing decision for every fingerprint, in the order first decided."""
@@ -496,8 +521,10 @@ class Ledger:
         reviewer: str,
         reason: str,
         evidence: str | None = None,
+        exact: str | None = None,
     ) -> ApprovalRecord:
-        """Append a decision and return it."""
+        """Append a decision and return it (``exact``: its exact key, when it differs
+        from the fingerprint)."""
         entry = ApprovalRecord(
             fingerprint,
             check_tier(required_tier, "required tier"),
@@ -506,6 +533,7 @@ class Ledger:
             reason,
             evidence,
             datetime.now(UTC).isoformat(),
+            None if exact == fingerprint else exact,
         )
         line = json.dumps(entry.to_dict(), ensure_ascii=False, separators=(",", ":")) + "\n"
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -536,7 +564,7 @@ def _parse_record(line: bytes) -> ApprovalRecord | None:
         return None
     if doc["decision"] not in ("approved", "rejected") or doc["required_tier"] not in _RANK:
         return None
-    evidence = doc.get("evidence")
+    evidence, exact = doc.get("evidence"), doc.get("exact")
     return ApprovalRecord(
         doc["fingerprint"],
         doc["required_tier"],
@@ -545,6 +573,7 @@ def _parse_record(line: bytes) -> ApprovalRecord | None:
         doc["reason"],
         evidence if isinstance(evidence, str) else None,
         str(doc.get("decided_at", "")),
+        exact if isinstance(exact, str) else None,
     )
 
 
@@ -573,7 +602,15 @@ def record_decision(
     row = classify_action(model)
     store = open_ledger(ledger)
     assert store is not None
-    return store.record(fingerprint(model), row.required_tier, approve, reviewer, reason, evidence)
+    return store.record(
+        fingerprint(model),
+        row.required_tier,
+        approve,
+        reviewer,
+        reason,
+        evidence,
+        exact=ledger_key(model),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -603,10 +640,13 @@ class Decision:
         return doc
 
 
-def decide(row: Classification, fp: str, granted: str, store: Ledger | None) -> Decision:
-    """The gate's decision for one classified action."""
+def decide(
+    row: Classification, fp: str, granted: str, store: Ledger | None, key: str | None = None
+) -> Decision:
+    """The gate's decision for one classified action (``key``: what a recorded
+    decision must match, the fingerprint by default)."""
     required = row.required_tier
-    record = store.lookup(fp) if store is not None else None
+    record = store.lookup(key or fp) if store is not None else None
     if record is not None and record.decision == "rejected":
         reason = f"previously rejected by {record.reviewer} ({record.reason})"
         return Decision(row.action_id, "deny", required, None, fp, row.reversibility, reason)
@@ -637,7 +677,10 @@ def permission_evaluate(
     granted = check_tier(granted_tier)
     model = load(proposal)
     store = open_ledger(ledger)
-    return [decide(classify_action(a), fingerprint(a), granted, store) for a in model.actions]
+    return [
+        decide(classify_action(a), fingerprint(a), granted, store, ledger_key(a))
+        for a in model.actions
+    ]
 
 
 def decisions(approvals: Any) -> dict[str, str]:

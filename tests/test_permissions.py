@@ -439,3 +439,33 @@ def test_the_permissions_command(tmp_path: Path, capsys: pytest.CaptureFixture[s
     doc = json.loads(captured.out)
     assert [d["decision"] for d in doc["decisions"]] == ["allow", "allow"]
     assert f"{ledger}:2: not an approval record" in captured.err
+
+
+def test_an_approval_is_exact_for_integers_past_64_bits(tmp_path: Path) -> None:
+    """The runtime's fingerprint writes an integer past 64 bits as a float, so two
+    accounts can share it; a recorded approval matches the exact parameters only."""
+    ledger = tmp_path / "approvals.jsonl"
+    approved, other = 12345678901234567901234, 12345678901234567999999
+    assert float(approved) == float(other)  # one fingerprint for both, as the runtime writes it
+
+    def pay(account: int) -> dict[str, Any]:
+        return {
+            "id": "pay",
+            "type": "tool_call",
+            "tool": "send_money",
+            "parameters": {"account": account, "amount": 10},
+        }
+
+    record = record_decision(pay(approved), True, "alice", "checked", ledger)
+    assert record.exact is not None and str(approved) in record.exact
+    [allowed] = permission_evaluate(proposal(pay(approved)), "read_only", ledger)
+    [held] = permission_evaluate(proposal(pay(other)), "read_only", ledger)
+    assert allowed.decision == "allow" and held.decision == "needs_approval"
+    assert allowed.fingerprint == held.fingerprint  # the wire fingerprint stays the runtime's
+    # a record written without the exact key (by the runtime) approves neither
+    theirs = tmp_path / "theirs.jsonl"
+    doc = {**record.to_dict()}
+    del doc["exact"]
+    theirs.write_text(json.dumps(doc) + "\n")
+    [still] = permission_evaluate(proposal(pay(approved)), "read_only", theirs)
+    assert still.decision == "needs_approval"
