@@ -160,11 +160,16 @@ class PolicyPass(Pass):
                 )
             if not result.complete:
                 more = " more" if result.violations else ""
+                spent = (
+                    f"explored {result.explored} schedule states"
+                    if result.explored
+                    else "not checked: the earlier rules spent the run's schedule budget"
+                )
                 yield ctx.issue(
                     rule.policy_name,
-                    f"trace rule {rule.text!r}: explored {result.explored} schedule states "
-                    f"(the budget) without finding{more} a violation; not every schedule "
-                    "was checked",
+                    f"trace rule {rule.text!r}: {spent} (one budget of "
+                    f"{ctx.options.trace_budget:,} for all the rules) without finding{more} "
+                    "a violation; not every schedule was checked",
                     severity=Severity.WARNING,
                     tier=Tier.SAMPLED,
                 )

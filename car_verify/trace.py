@@ -506,7 +506,8 @@ def check_schedules(
     (which are rejected, never dispatched); any other failure stops the run once
     its level is done (``"any"``: at once). A refused call is not recorded, as at
     dispatch, and the check goes on past it, so every action that can break the
-    rule is found, not just the first.
+    rule is found, not just the first. ``budget`` bounds the (finished actions,
+    monitor state) pairs explored over all the rules together.
     """
     from .dag import Dag
 
@@ -515,7 +516,15 @@ def check_schedules(
     if not rules:
         return []
     plan = _Plan(proposal, dag)
-    return [_check_rule(plan, rule, budget, schedules) for rule in rules]
+    # One budget for the whole check, shared by the rules in turn: ten rules on one
+    # plan cost what one costs, not ten times it; a rule reached with nothing left
+    # is reported unchecked (incomplete), never silently passed.
+    out, left = [], budget
+    for rule in rules:
+        result = _check_rule(plan, rule, left, schedules)
+        out.append(result)
+        left = max(0, left - result.explored)
+    return out
 
 
 class _Plan:

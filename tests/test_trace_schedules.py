@@ -360,3 +360,16 @@ def test_a_trace_test_on_an_output_reference_is_undecided_statically_and_decided
     ran = Executor(doc, tools, policies=PolicyEngine(policies), profile=profile)
     outcome = asyncio.run(ran.run())
     assert outcome.statuses["a1"] == "rejected" and outcome.statuses["a0"] == "succeeded"
+
+
+def test_the_budget_is_one_for_the_whole_check_not_one_per_rule() -> None:
+    """Ten rules over a plan with many interleavings cost one budget, not ten: a
+    rule reached with the budget spent is reported unchecked, never passed."""
+    doc = {"actions": [{"id": f"c{i}", "type": "tool_call", "tool": f"t{i}"} for i in range(18)]}
+    rules = [parse_trace_rule(f"at most {20 + i} any tool") for i in range(10)]
+    results = check_schedules(car_verify.load(doc), rules, budget=3_000)
+    assert sum(r.explored for r in results) <= 3_000 and results[0].explored > 2_000
+    assert not any(r.complete for r in results)  # each said unchecked, none passed
+    few = {"actions": doc["actions"][:10]}  # 2**10 states a rule
+    small = check_schedules(car_verify.load(few), rules[:1] * 2, budget=3_000)
+    assert all(r.complete for r in small)  # with budget enough, each is checked whole
