@@ -494,12 +494,45 @@ def to_dot_text(proposal: Any, **options: Any) -> str:
     return text
 
 
-def render(graph: Any, fmt: str = "svg") -> bytes:
-    """Render a pydot graph with Graphviz (``svg``, ``png``, ...)."""
+#: How long Graphviz may take to lay out one picture, in seconds.
+RENDER_TIMEOUT = 60.0
+
+
+def render(graph: Any, fmt: str = "svg", *, timeout: float = RENDER_TIMEOUT) -> bytes:
+    """Render a pydot graph with Graphviz (``svg``, ``png``, ...), within ``timeout``.
+
+    Graphviz's ranking can fail on some large summaries ("trouble in init_rank",
+    seen with Debian's 2.43 and ``newrank``): the layout is then tried again without
+    ``newrank``. A layout that fails both ways, or runs past ``timeout``, is one
+    clear error (a ``CarVerifyError``), never Graphviz's output or an exception's
+    bytes on stdout."""
+    import subprocess
+
     if shutil.which("dot") is None:
         raise GraphvizMissing()
-    data: bytes = graph.create(format=fmt, prog="dot")
-    return data
+    source = graph.to_string()
+    attempts = [source]
+    if "newrank=true;" in source:
+        attempts.append(source.replace("newrank=true;", "newrank=false;", 1))
+    problems: list[str] = []
+    for text in attempts:
+        try:
+            done = subprocess.run(
+                ["dot", f"-T{fmt}"], input=text.encode(), capture_output=True, timeout=timeout
+            )
+        except subprocess.TimeoutExpired:
+            raise CarVerifyError(
+                f"Graphviz did not lay the graph out within {timeout:g} s: write a .dot file "
+                "and render it yourself, or draw fewer actions (--max-nodes)"
+            ) from None
+        if done.returncode == 0 and done.stdout:
+            return done.stdout
+        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        problems.append(said[0] if said else f"exit {done.returncode}")
+    raise CarVerifyError(
+        f"Graphviz could not lay the graph out ({problems[0]}): write a .dot file and "
+        "render it yourself, or draw fewer actions (--max-nodes)"
+    )
 
 
 def write(graph: Any, path: str | Path) -> None:

@@ -60,6 +60,7 @@ def _graph(proposal: Any, **options: Any) -> str:
     count = len(proposal.actions)
     if count == 0:
         return ""
+    from ..errors import CarVerifyError
     from ..export import GraphvizMissing, render, to_dot
 
     graph = to_dot(proposal, max_nodes=GRAPH_LIMIT, **options)
@@ -73,9 +74,10 @@ def _graph(proposal: Any, **options: Any) -> str:
     )
     try:
         svg = render(graph, "svg").decode("utf-8")
-    except GraphvizMissing:
+    except CarVerifyError as err:  # no Graphviz, or a layout it could not make
+        why = "Graphviz is not installed" if isinstance(err, GraphvizMissing) else str(err)
         return (
-            "<p><em>Graphviz is not installed; the DAG as DOT text:</em></p>"
+            f"{note}<p><em>{escape(why)}; the DAG as DOT text:</em></p>"
             f"<pre>{escape(graph.to_string())}</pre>"
         )
     svg = re.sub(r"<\?xml[^>]*\?>", "", svg)
