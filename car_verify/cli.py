@@ -273,9 +273,12 @@ def _reported(args: argparse.Namespace, code: int) -> int:
 # --- commands -------------------------------------------------------------------------------
 
 
-def _policies(args: argparse.Namespace) -> Any:
-    """The policies to apply: ``--policies DIR``, else the nearest ``.car/policies``
-    walking up to the repository root (said on stderr), unless ``--no-policies``."""
+def _policies(args: argparse.Namespace, proposal: str | None = None) -> Any:
+    """The policies to apply to the proposal file ``proposal``: ``--policies DIR``,
+    else the nearest ``.car/policies`` walking up from the file's own folder (the
+    working directory for stdin) to the repository root, as ruff finds its
+    configuration, unless ``--no-policies``. What was loaded, or that none was
+    found, is said on stderr once per folder."""
     from .config import find_policies
 
     if getattr(args, "no_policies", False):
@@ -284,14 +287,29 @@ def _policies(args: argparse.Namespace) -> Any:
         from .policy import load_policies
 
         return load_policies(args.policies)
-    folder, _ = find_policies()
-    if folder is None:
+    start = os.path.dirname(os.path.abspath(proposal)) if proposal not in (None, "-") else None
+    folder, searched = find_policies(start)
+    said: dict[Any, Any] = args.__dict__.setdefault("_policies_said", {})
+    if folder is None:  # said once the command has its answer (_note_no_policies)
+        where = searched[0].parent.parent if searched else Path.cwd()
+        said.setdefault(where, None)
         return None
+    if folder in said:
+        return said[folder]
     from .policy import load_policies  # only when there are policies to load
 
     loaded = load_policies(folder)
+    said[folder] = loaded
     _note(args, f"policies: {loaded.describe()} (--no-policies to skip)")
     return loaded
+
+
+def _note_no_policies(args: argparse.Namespace) -> None:
+    """That no policies were found for a file, once per folder (after the answer, so
+    that an error stays the one line on stderr)."""
+    for where, loaded in getattr(args, "_policies_said", {}).items():
+        if loaded is None:
+            _note(args, f"policies: no .car/policies at or above {where} (none applied)")
 
 
 def _note_unknown_names(args: argparse.Namespace, policies: Any, tools: Any) -> None:
@@ -370,9 +388,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
             return EXIT_FINDINGS if changed else EXIT_OK
     # Every input is read before anything is checked: a bad one is the error, alone.
     sources = [proposal_input(name) for name in args.proposals]
-    policies = _policies(args)
-    if policies is not None and tools is not None:
-        _note_unknown_names(args, policies, tools)
+    chosen = {id(s): _policies(args, s.path) for s in sources}  # per file, as ruff does
+    for policies in {id(p): p for p in chosen.values() if p is not None}.values():
+        if tools is not None:
+            _note_unknown_names(args, policies, tools)
     labels, flow_policy = _flow_files(args)
     intent = _intent_file(args)
     from .progress import progress
@@ -388,7 +407,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             max_actions=args.max_actions,
             passes=passes,
             repeat_threshold=args.repeat_threshold,
-            policies=policies,
+            policies=chosen[id(source)],
             profile=profile,
             labels=labels,
             flow_policy=flow_policy,
@@ -434,6 +453,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         else:
             summary = verdict_line(results[0]) if not several else _verdicts(results)
             _write(_findings_text(args, found, summary))
+    _note_no_policies(args)
     return EXIT_OK if all(r.valid for r in results) else EXIT_FINDINGS
 
 
@@ -831,7 +851,12 @@ def cmd_check_plan(args: argparse.Namespace) -> int:
     from .claims import check_plan
 
     with _named_inputs({"request": args.request}):
-        report = check_plan(_read_file(args.request, dict, "plan check request"))
+        request = _read_file(args.request, dict, "plan check request")
+        if not request.get("steps") and not request.get("goal"):
+            raise UsageError(
+                f"{args.request}: the plan has no steps and no goal, so nothing was checked"
+            )
+        report = check_plan(request)
     if args.format == "json":
         _write(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n")
     else:
@@ -953,6 +978,15 @@ def cmd_workflow(args: argparse.Namespace) -> int:
         from .trace import parse_trace_rule
 
         rules = [parse_trace_rule(text, source="--rule") for text in args.rule]
+        named = {*graph.stages, graph.entry, *(s for e in graph.edges for s in e[:2])}
+        for rule in rules:  # a rule on no stage of the graph holds of nothing: a typo
+            tools = {c.tool for c in (rule.call, rule.event) if c is not None}
+            missing = sorted(t for t in tools if t is not None and t not in named)
+            if missing:
+                raise UsageError(
+                    f"--rule {rule.text!r}: no stage is named {', '.join(map(repr, missing))}, "
+                    f"so nothing was checked (stages: {', '.join(sorted(graph.stages))})"
+                )
         traced = check_workflow_trace_rules(graph, rules)
     witness: tuple[str, ...] = ()
     for found in (
@@ -1011,6 +1045,12 @@ def cmd_intent(args: argparse.Namespace) -> int:
     with _named_inputs({"request": args.request}):
         request = _read_file(args.request, dict, "intent request")
         actions = request.get("actions")
+        if not actions:  # an intent on its own (.car/intent.json) judges no call
+            raise UsageError(
+                f"{args.request}: the request has no actions, so nothing was checked "
+                "(give {intent, actions}; to check a proposal against an intent file, "
+                "run verify --intent FILE)"
+            )
         plan = isinstance(actions, list) and any(
             isinstance(a, dict) and "type" in a for a in actions
         )
@@ -1114,6 +1154,11 @@ def cmd_audit(args: argparse.Namespace) -> int:
         )
     for problem in summary.problems:
         _note(args, f"skipped a record: {problem}")
+    if not summary.trajectories and not summary.skipped:
+        bad = f" ({summary.malformed} malformed records)" if summary.malformed else ""
+        raise UsageError(
+            f"{', '.join(args.sources)}: no readable trajectory{bad}, so nothing was audited"
+        )
     done = f" ({summary.skipped} of {summary.shards} shards done before)" if summary.skipped else ""
     extra = ""
     if summary.malformed:
@@ -1232,8 +1277,24 @@ def cmd_policy_check(args: argparse.Namespace) -> int:
     from .reporters.text import policy_text
     from .sources import proposal_input
 
-    loaded = load_policies(args.policies)
     source = proposal_input(args.proposal)
+    if args.policies is not None:
+        loaded = load_policies(args.policies)
+    else:  # the nearest .car/policies above the proposal's own file, as verify finds it
+        from .config import find_policies
+
+        start = os.path.dirname(os.path.abspath(source.path)) if source.path else os.getcwd()
+        found, _ = find_policies(start)
+        if found is None:
+            raise UsageError(
+                f"no .car/policies at or above {start}: nothing was checked "
+                "(name the policies with --policies DIR)"
+            )
+        loaded = load_policies(found)
+    if loaded.directory is None or not loaded.rules.count():
+        raise UsageError(
+            f"{loaded.describe()}: the policy set holds no rule, so nothing was checked"
+        )
     result = verify(
         source.proposal,
         initial_state=_load_state(args.state),
@@ -1401,7 +1462,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     proposal = _load_proposal(args.proposal)
     tools = _load_tool_module(args.tools)
-    policies = _policies(args)
+    policies = _policies(args, args.proposal)
     labels, flow_policy = _flow_files(args)
     quiet = args.quiet
 
@@ -1467,7 +1528,8 @@ def cmd_dot(args: argparse.Namespace) -> int:
         if isinstance(data.get("statuses"), dict):  # `run --format json`: `compensated` kept
             execution = data
     proposal = _load_proposal(args.proposal)
-    tools, state, policies = _load_tools(args.tools), _load_state(args.state), _policies(args)
+    tools, state = _load_tools(args.tools), _load_state(args.state)
+    policies = _policies(args, args.proposal)
     risked = None
     if args.risk or args.rates:
         from .risk import risk

@@ -401,3 +401,14 @@ def test_a_shard_starts_at_its_line_without_reading_what_comes_before(tmp_path: 
         assert [(getattr(i, "line", None), str(i)[:40]) for i in known] == [
             (getattr(i, "line", None), str(i)[:40]) for i in counted
         ]
+
+
+def test_a_corpus_with_no_readable_trajectory_is_said_and_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "junk.jsonl"
+    source.write_text("{corrupted\nnot json either\n")
+    assert run(str(source), "-o", str(tmp_path / "out")) == 2
+    said = capsys.readouterr()
+    assert said.out == "" and "no readable trajectory (2 malformed records)" in said.err
+    assert "nothing was audited" in said.err

@@ -471,3 +471,65 @@ def test_a_strict_json_reader_names_the_unknown_field_and_the_known_ones(
     with pytest.raises(InputError) as caught:
         read()
     assert str(caught.value) == message
+
+
+def test_policies_are_found_from_the_proposals_folder_not_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As ruff finds its configuration: a proposal is checked against the
+    .car/policies above its own file, wherever the command runs from; what was
+    loaded, or that none was found, is said on stderr."""
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / ".car" / "policies").mkdir(parents=True)
+    (repo / ".car" / "policies" / "rules.toml").write_text('deny_tool = ["rm"]\n')
+    plan = repo / "plans" / "p.json"
+    plan.parent.mkdir()
+    plan.write_text('{"actions": [{"id": "a", "type": "tool_call", "tool": "rm"}]}')
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert main(["verify", str(plan)]) == 1
+    said = capsys.readouterr()
+    assert "deny_tool:rm" in said.out and str(repo / ".car" / "policies") in said.err
+    other = elsewhere / "q.json"
+    other.write_text('{"actions": [{"id": "a", "type": "tool_call", "tool": "rm"}]}')
+    assert main(["verify", str(other)]) == 0
+    assert "no .car/policies at or above" in capsys.readouterr().err  # said, not silent
+    assert main(["verify", str(plan), str(other)]) == 1  # each file its own policies
+    out = capsys.readouterr().out
+    assert out.count("deny_tool:rm") == 1
+
+
+def test_a_command_that_has_nothing_to_check_says_so_and_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No policies, an empty policy set, a request without actions, a rule on no
+    stage, a plan without steps: each says nothing was checked, exit 2."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()
+    plan = tmp_path / "p.json"
+    plan.write_text('{"actions": [{"id": "a", "type": "tool_call", "tool": "t"}]}')
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    cases: list[tuple[list[str], str]] = [
+        (["policy", "check", str(plan)], "no .car/policies at or above"),
+        (["intent", str(examples / "prompt-injection" / "intent.json")], "no actions"),
+        (
+            ["workflow", str(examples / "workflow" / "graph.json"), "--rule",
+             "deploy only after approve"],
+            "no stage is named 'deploy'",
+        ),
+        (["check-plan", _write(tmp_path, "e.json", "{}")], "no steps and no goal"),
+    ]  # fmt: skip
+    for argv, said in cases:
+        assert main(argv) == 2, argv
+        out = capsys.readouterr()
+        assert out.out == "" and said in out.err and "nothing was" in out.err, (argv, out.err)
+    (tmp_path / ".car" / "policies").mkdir(parents=True)
+    assert main(["policy", "check", str(plan)]) == 2
+    assert "holds no rule" in capsys.readouterr().err
+
+
+def _write(folder: Path, name: str, text: str) -> str:
+    (folder / name).write_text(text)
+    return str(folder / name)

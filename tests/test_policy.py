@@ -543,12 +543,17 @@ def test_cli_policy_commands(
         capsys,
     )
     assert code == 1 and len(json.loads(out)["violations"]) == 6
-    monkeypatch.chdir(EXAMPLES / "policies")
+    monkeypatch.chdir(tmp_path)
     assert (
         run(["policy", "check", proposal], capsys)[0] == 1
-    )  # discovered from the working directory
-    code, out, _ = run(["policy", "check", str(EXAMPLES / "payment" / "proposal.json")], capsys)
+    )  # discovered from the proposal's own folder, wherever the command runs
+    payment = str(EXAMPLES / "payment" / "proposal.json")
+    policies = str(EXAMPLES / "policies")
+    code, out, _ = run(["policy", "check", payment, "--policies", policies], capsys)
     assert code == 0 and out.startswith("0 violations")
+    monkeypatch.chdir(EXAMPLES / "policies")  # the working directory's policies are not its
+    code, out, err = run(["policy", "check", payment], capsys)
+    assert code == 2 and "nothing was checked" in err
     code, out, _ = run(["policy", "lint", str(EXAMPLES / "policies")], capsys)
     assert code == 0 and "trace_rule: 2" in out
     write(tmp_path / "bad", "x.toml", "deny_tool = 3\n")
