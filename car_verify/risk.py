@@ -463,6 +463,9 @@ class RiskResult:
     #: Beyond CAR (``sensitivity=True``, exact): d p_goal_reached / d rate, per tool,
     #: the rate being the effective one (after retries).
     sensitivity: dict[str, float] | None = None
+    #: What was assumed or changed of the inputs, in words: a rate that was no
+    #: probability (clamped, as the runtime clamps it), tools at the default rate.
+    notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -510,6 +513,7 @@ class RiskResult:
             lines.append(f"d p(goal) / d rate: {moves}")
         if self.reason:
             lines.append(f"note: {self.reason}")
+        lines.extend(f"note: {note}" for note in self.notes)
         for row in self.action_outcomes:
             lines.append(
                 f"  {row['action_id']}: lands {_pct(row['p_effects_landed'])}, "
@@ -1010,6 +1014,7 @@ def risk(
     tools = sorted({_tool(a) for a in model.actions if a.type == "tool_call" and a.tool})
     provenance: dict[str, dict[str, Any]] = {}
     rates: dict[str, float] = {}
+    clamped: list[str] = []
     for tool in tools:  # the caller's rate wins, then the history's, then the default
         given = caller.get(tool)
         seen = history.rate(tool) if history is not None else None
@@ -1025,6 +1030,9 @@ def risk(
             }
         else:
             raw, entry = settings.default_success_rate, {"source": "default"}
+        if not 0.0 <= raw <= 1.0:  # clamped, as the runtime clamps it: but said
+            entry["clamped_from"] = raw
+            clamped.append(f"{tool} {raw:g} -> {_clamp(raw):g} ({entry['source']})")
         rates[tool] = effective_rate(raw, settings.retry_attempts)
         provenance[tool] = {"rate": _round(rates[tool]), **entry}
     compiled_goal = _Goal(goal)
@@ -1068,6 +1076,17 @@ def risk(
     if compiled_goal.goal is not None:
         result.critical_actions = _critical(plan, state, compiled_goal)
     result.sensitivity = derivatives
+    if clamped:
+        result.notes.append(
+            "success rates are probabilities: clamped to [0, 1]: " + ", ".join(clamped)
+        )
+    assumed = sorted(t for t, e in provenance.items() if e["source"] == "default")
+    if assumed:
+        rate = _clamp(settings.default_success_rate)
+        result.notes.append(
+            f"no rate given for {', '.join(assumed)}: assumed the default success rate "
+            f"{rate:g} (--rates, --history or --default-rate)"
+        )
     return result
 
 

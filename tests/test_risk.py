@@ -620,3 +620,20 @@ def vars_of(tally: Any) -> dict[str, Any]:
             "blast",
         )
     } | {"values": {k: dict(v) for k, v in tally.values.items()}}
+
+
+def test_a_rate_that_is_no_probability_and_an_assumed_rate_are_said() -> None:
+    doc = {
+        "actions": [
+            {"id": "b", "type": "tool_call", "tool": "build"},
+            {"id": "d", "type": "tool_call", "tool": "deploy"},
+        ]
+    }
+    result = risk(doc, tool_success_rates={"build": 1.5}, method="exact")
+    assert result.action_outcomes[0]["p_effects_landed"] == 1.0  # clamped, as the runtime does
+    assert result.rate_provenance["build"]["clamped_from"] == 1.5
+    text = result.explain()
+    assert "clamped to [0, 1]: build 1.5 -> 1 (caller)" in text
+    assert "no rate given for deploy: assumed the default success rate 0.5" in text
+    quiet = risk(doc, tool_success_rates={"build": 0.9, "deploy": 0.8}, method="exact")
+    assert quiet.notes == [] and "note:" not in quiet.explain()
