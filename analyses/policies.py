@@ -43,7 +43,7 @@ from car_verify.passes import Context, Example, Pass, Requirement
 class PolicyPass(Pass):
     name = "policies"
     tier = Tier.DECISION_PROCEDURE
-    codes = ("policy-undecided",)
+    codes = ("policy-undecided", "compensation-denied")
     dynamic_codes = True
     default = False
     when_given = Requirement.POLICIES  # runs by default whenever policies are given
@@ -89,6 +89,22 @@ class PolicyPass(Pass):
             {"actions": [{"id": "wipe", "type": "tool_call", "tool": "rm"}]},
             ("deny_tool:rm",),
             policies='deny_tool = ["rm"]\n',
+        ),
+        Example(
+            "an invite the rules allow, whose compensation they deny",
+            {
+                "actions": [
+                    {
+                        "id": "invite",
+                        "type": "tool_call",
+                        "tool": "invite_user",
+                        "reversibility": "compensable",
+                        "compensation": {"type": "tool", "tool": "remove_user"},
+                    }
+                ]
+            },
+            ("compensation-denied",),
+            policies='deny_tool = ["remove_user"]\n',
         ),
         Example(
             "a deploy that some schedule runs before the tests",
@@ -218,14 +234,15 @@ def _compensations(ctx: Context, engine: Any) -> Iterator[Issue]:
         if not isinstance(comp, ToolCompensation):
             continue
         call = Action(id=action.id, type="tool_call", tool=comp.tool, parameters=comp.parameters)
+        # Not a violation by the forward call (which the rules allow): the action cannot
+        # be rolled back under these rules, said as a finding of its own.
         for v in engine.check(call, None):
             yield ctx.issue(
-                v.policy_name,
-                f"its compensation {comp.tool!r}: {v.reason}",
+                "compensation-denied",
+                f"cannot be undone under these policies: its compensation {comp.tool!r} is "
+                f"denied by {v.policy_name} ({v.reason})",
                 index=index,
                 where=["compensation"],
-                severity=Severity.ERROR,
-                tier=Tier.DECISION_PROCEDURE,
             )
 
 

@@ -221,6 +221,13 @@ _TABLE = [
         W,
     ),
     Code(
+        "compensation-denied",
+        W,
+        D,
+        "the action cannot be undone under these policies: its compensation is a call they deny",
+        W,
+    ),
+    Code(
         "extension-ignored",
         NEVER,
         D,

@@ -59,14 +59,21 @@ def codes(result: Any) -> list[str]:
 
 @pytest.mark.parametrize("profile", ["car", "strict"])
 def test_a_denied_compensation_is_a_finding(profile: str) -> None:
+    """A compensation the policies deny is a finding of its own: the action cannot be
+    undone under these rules (a warning, configurable), not a violation of the rule
+    by the forward call, which the rules allow (issue 38, item 10b)."""
     plan = {"actions": [compensable("rm", path="/")]}
     result = car_verify.verify(plan, policies=load_policy_text(DENY_RM), profile=profile)
-    issue = next(i for i in result.issues if i.code == "deny_tool:rm")
-    assert issue.action_id == "deploy" and "compensation" in issue.message
+    issue = next(i for i in result.issues if i.code == "compensation-denied")
+    assert issue.action_id == "deploy" and "cannot be undone" in issue.message
+    assert "deny_tool:rm" in issue.message and issue.severity.value == "warning"
     assert issue.pointer == "/actions/0/compensation"
+    assert "deny_tool:rm" not in codes(result)  # the forward call breaks no rule
     secret = {"actions": [compensable("post", body=KEY)]}
     result = car_verify.verify(secret, policies=load_policy_text(SECRETS), profile=profile)
-    assert "deny_tool_param_matching:post.body" in codes(result)
+    denied = [i for i in result.issues if i.code == "compensation-denied"]
+    assert denied and "deny_tool_param_matching:post.body" in denied[0].message
+    assert KEY not in denied[0].message
 
 
 def test_the_rollback_does_not_call_a_denied_compensation() -> None:
