@@ -21,7 +21,7 @@ from typing import Any
 
 from ._codec import MISSING
 from .dag import Dag
-from .errors import json_pointer
+from .errors import InputError, json_pointer
 from .findings import Issue, Severity, Tier
 from .model import Action, ActionProposal, repeated_keys, unknown_fields
 from .passes import CheckRecord
@@ -284,7 +284,16 @@ CHECK_OF_CODE = {
 
 #: Every code the car profile reports: CAR's, and car-verify's own notes beside them.
 CAR_CODES = frozenset(
-    {*CHECK_OF_CODE, "extension-ignored", "car-spec-deviation", "unknown-field", "duplicate-key"}
+    {
+        *CHECK_OF_CODE,
+        "extension-ignored",
+        "car-spec-deviation",
+        "unknown-field",
+        "duplicate-key",
+        "duplicate-id",
+        "state-write-without-key",
+        "param-schema-full",
+    }
 )
 
 
@@ -492,8 +501,44 @@ def car_verify(
         risks,
         confidence,
     )
-    verdict.extra = _beyond_car(proposal, verdict, limit)
+    verdict.extra = _beyond_car(proposal, verdict, limit, tools)
     return verdict
+
+
+def _full_schema(
+    proposal: ActionProposal, verdict: CarVerdict, tools: Any, found: _Findings
+) -> None:
+    """Each violation of a tool's full JSON Schema that CAR's check (``type`` and
+    ``required`` only) lets through, as an ``info`` finding (``param-schema-full``)."""
+    reported = {issue.pointer for issue in verdict.issues if issue.code == "param-schema"}
+    for index, action in enumerate(proposal.actions):
+        if action.type != "tool_call" or action.tool is None or action.tool not in tools:
+            continue
+        mine = {p for p in reported if p.startswith(f"/actions/{index}/")}
+        try:
+            errors = tools.check_parameters(action.tool, action.parameters)
+        except InputError as err:  # a schema CAR reads in part but JSON Schema rejects
+            found.add(
+                "param-schema-full",
+                I_,
+                f"tool {action.tool!r}: the parameter schema is not a valid JSON Schema "
+                f"({err.problem}): only CAR's type/required check ran",
+                index,
+                f"/actions/{index}/parameters",
+            )
+            continue
+        for error in errors:
+            pointer = json_pointer(["actions", index, "parameters", *error.path])
+            if pointer in mine or (not error.path and mine):
+                continue  # CAR reports this one itself
+            found.add(
+                "param-schema-full",
+                I_,
+                f"tool {action.tool!r}: {error.message} (the tool's full JSON Schema; CAR "
+                "checks only type and required)",
+                index,
+                pointer,
+            )
 
 
 def _loops(proposal: ActionProposal, found: _Findings, threshold: int) -> None:
@@ -595,14 +640,42 @@ def _conflicts(proposal: ActionProposal, order: Dag) -> list[tuple[int, int, str
     return out
 
 
-def _beyond_car(proposal: ActionProposal, verdict: CarVerdict, limit: int) -> list[Issue]:
-    """car-verify's ``info`` findings: what CAR ignores, and where CAR contradicts its spec."""
+def _beyond_car(
+    proposal: ActionProposal, verdict: CarVerdict, limit: int, tools: Any = None
+) -> list[Issue]:
+    """car-verify's ``info`` findings: what CAR ignores, where CAR contradicts its
+    spec, and what the strict profile would report that CAR does not (a duplicate
+    id, a state_write without a key, a full JSON Schema violation): nothing hidden,
+    CAR's verdict kept."""
     order = verdict.order
     found = _Findings(proposal)
     for repeat in repeated_keys(proposal):
         found.add("duplicate-key", W, repeat.message(), repeat.index, json_pointer(repeat.path))
     for field_ in unknown_fields(proposal):
         found.add("unknown-field", I_, field_.message(), field_.index, field_.pointer)
+    first: dict[str, int] = {}
+    for index, action in enumerate(proposal.actions):
+        if action.id in first:
+            found.add(
+                "duplicate-id",
+                I_,
+                f"id {action.id!r} is also action {first[action.id]}'s: CAR runs both, and "
+                "whatever names the id (a dependency, a compensation, an approval) is ambiguous",
+                index,
+                f"/actions/{index}/id",
+            )
+        else:
+            first[action.id] = index
+        if action.type == "state_write" and action.param_key() is None:
+            found.add(
+                "state-write-without-key",
+                I_,
+                "state_write without parameters.key: CAR writes nothing for it",
+                index,
+                f"/actions/{index}/parameters",
+            )
+    if tools is not None:
+        _full_schema(proposal, verdict, tools, found)
     for index, action in enumerate(proposal.actions):
         ignored = []
         if action.dependencies:

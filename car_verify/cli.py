@@ -1214,8 +1214,31 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         else:
             _write(f"{result.diff()}\n(profile {_profile(args)})\n")
     else:
-        _write(result.proposal.to_json() + "\n")
+        _write(json.dumps(_as_written(args.proposal, result), indent=2, ensure_ascii=False) + "\n")
     return EXIT_OK
+
+
+def _as_written(name: str, result: Any) -> Any:
+    """The optimized proposal as the user wrote it: their own document (a JSON or
+    YAML file) with only the removed entries gone, no default filled in and nothing
+    invented (an id, a timestamp); from stdin, the model's full form."""
+    if name == "-":
+        return result.proposal.to_dict()
+    text = Path(name).read_text(encoding="utf-8")
+    if name.lower().endswith((".yaml", ".yml")):
+        import yaml
+
+        doc = yaml.safe_load(text)
+    else:
+        doc = json.loads(text)
+    actions = doc.get("actions") if isinstance(doc, dict) else None
+    if not isinstance(actions, list):
+        return result.proposal.to_dict()
+    for change in result.removed:
+        action = actions[change.index]
+        deps = action.get("state_dependencies", [])
+        action["state_dependencies"] = [k for k in deps if k != change.key]
+    return doc
 
 
 def cmd_wp(args: argparse.Namespace) -> int:

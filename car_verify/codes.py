@@ -63,7 +63,15 @@ class Code:
 
 _TABLE = [
     Code("empty-proposal", W, D, "the proposal has no actions", NEVER),
-    Code("duplicate-id", E, D, "two actions share an id", NEVER, blocks=True),
+    Code(
+        "duplicate-id",
+        E,
+        D,
+        "two actions share an id",
+        INFO,
+        "CAR runs both: car-verify's own note",
+        blocks=True,
+    ),
     Code(
         "unknown-action-type",
         E,
@@ -79,7 +87,8 @@ _TABLE = [
         E,
         D,
         "a `state_write` without a string `parameters.key`",
-        NEVER,
+        INFO,
+        "CAR writes nothing for it: car-verify's own note",
         blocks=True,
     ),
     Code(
@@ -165,6 +174,15 @@ _TABLE = [
         E,
         "only `required` and each property's `type` are checked",
         blocks=True,
+    ),
+    Code(
+        "param-schema-full",
+        NEVER,
+        D,
+        "parameters break the tool's full JSON Schema where CAR's type/required check "
+        "lets them through",
+        INFO,
+        "car-verify's own note: the strict profile reports these as `param-schema`",
     ),
     Code(
         "missing-compensation",

@@ -46,6 +46,7 @@ from .codes import BLOCKING
 from .display import HtmlDisplay
 from .errors import UsageError, deep_values_are_input_errors
 from .events import EventLog
+from .findings import Severity
 from .model import (
     Action,
     ActionProposal,
@@ -434,7 +435,7 @@ class Executor:
         reasons = [
             f"{i.code}: {i.message}" + (f" ({i.action_id})" if i.action_id else "")
             for i in admission.issues
-            if i.code in self.gate.blocking
+            if i.code in self.gate.blocking and i.severity is not Severity.INFO  # a note
         ]
         calls = sum(1 for a in proposal.actions if a.type == "tool_call")
         if self.budget.max_tool_calls is not None and calls > self.budget.max_tool_calls:

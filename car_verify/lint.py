@@ -532,6 +532,8 @@ def _file(
     or ignored, suppressed by a per-path ignore or the action's own metadata, at the
     configured severity; the one filter for findings about plans and about files."""
     severity = config.severity.get(issue.code)
+    if severity is None and issue.severity is Severity.INFO:
+        severity = RAISED_NOTES.get(issue.code)
     finding = issue.located(where, severity=Severity(severity) if severity else None)
     if config.select and not _matches(issue.code, config.select):
         return
@@ -542,6 +544,18 @@ def _file(
     by_path = any(_matches(issue.code, codes) for codes in ignored_here)
     by_action = action is not None and _suppressed_by_metadata(action, issue.code)
     (result.suppressed if by_path or by_action else result.findings).append(finding)
+
+
+#: What the car profile notes as ``info`` though the strict profile reports it (a
+#: duplicate id, a misspelled field, a full JSON Schema violation): lint shows
+#: these as warnings unless ``[tool.car-verify.severity]`` says otherwise, so that
+#: a plan that keeps CAR's verdict still shows in review what it hides.
+RAISED_NOTES: dict[str, str] = {
+    "duplicate-id": "warning",
+    "state-write-without-key": "warning",
+    "unknown-field": "warning",
+    "param-schema-full": "warning",
+}
 
 
 def _action_pointer(pointer: str) -> str:

@@ -235,7 +235,10 @@ def test_codes_and_passes_listings(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0 and "strips:" in out
     lines = out.splitlines()
     policies = lines[lines.index(next(x for x in lines if x.startswith("policies:"))) + 1]
-    assert policies == "    codes: policy-undecided, the name of each rule (deny_tool:rm, ...)"
+    assert policies == (
+        "    codes: policy-undecided, compensation-denied, "
+        "the name of each rule (deny_tool:rm, ...)"
+    )
 
 
 def test_codes_explains_one_code(capsys: pytest.CaptureFixture[str]) -> None:

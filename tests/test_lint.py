@@ -652,3 +652,27 @@ def test_a_proposal_the_profile_refuses_is_a_finding_on_its_file_and_the_lint_go
     assert "a.json:1:" in out and "error[invalid-file]" in out and "'shell'" in out
     assert "b.json" in out and "missing-dependency" in out
     assert "in 2 files" in out
+
+
+def test_what_car_only_notes_lint_shows_as_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Under car, a duplicate id, a misspelled field and a full JSON Schema violation
+    keep CAR's verdict (info on verify), and lint shows them as warnings by default."""
+    (tmp_path / "tools.json").write_text(
+        '[{"name": "t", "parameters": {"type": "object", "properties": '
+        '{"n": {"type": "integer", "minimum": 3}}}}]'
+    )
+    plan = tmp_path / "p.json"
+    plan.write_text(
+        '{"actions": [{"id": "a", "type": "tool_call", "tool": "t", "parameters": {"n": 1},'
+        ' "precondition": []}, {"id": "a", "type": "tool_call", "tool": "t"}]}'
+    )
+    verify = ["verify", str(plan), "--tools", str(tmp_path / "tools.json"), "-q"]
+    assert main([*verify, "--profile", "car"]) == 0
+    out = capsys.readouterr().out
+    for code in ("info[param-schema-full]", "info[duplicate-id]", "info[unknown-field]"):
+        assert code in out, out  # printed, -q or not
+    main(["lint", str(plan), "--profile", "car", "--fail-on", "warning"])
+    out = capsys.readouterr().out
+    assert "warning[duplicate-id]" in out and "warning[unknown-field]" in out

@@ -533,3 +533,24 @@ def test_a_command_that_has_nothing_to_check_says_so_and_fails(
 def _write(folder: Path, name: str, text: str) -> str:
     (folder / name).write_text(text)
     return str(folder / name)
+
+
+def test_optimize_prints_the_users_own_document_with_only_the_removed_entries_gone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plan = tmp_path / "p.json"
+    plan.write_text(
+        '{"actions": [{"id": "a", "type": "tool_call", "tool": "t", "x-note": 1,'
+        ' "state_dependencies": ["ghost", "k"], "read_set": ["k"]},'
+        ' {"id": "w", "type": "tool_call", "tool": "t", "expected_effects": {"k": 1}}]}'
+    )
+    assert main(["optimize", str(plan), "--profile", "car"]) == 0
+    first = capsys.readouterr().out
+    assert main(["optimize", str(plan), "--profile", "car"]) == 0
+    assert capsys.readouterr().out == first  # the same bytes every time
+    doc = json.loads(first)
+    assert set(doc) == {"actions"}  # no id, source or timestamp invented
+    assert doc["actions"][0] == {
+        "id": "a", "type": "tool_call", "tool": "t", "x-note": 1,
+        "state_dependencies": ["k"], "read_set": ["k"],
+    }  # fmt: skip
