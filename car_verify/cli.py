@@ -1307,13 +1307,13 @@ def cmd_policy_check(args: argparse.Namespace) -> int:
         from .config import find_policies
 
         start = os.path.dirname(os.path.abspath(source.path)) if source.path else os.getcwd()
-        found, _ = find_policies(start)
-        if found is None:
+        folder, _ = find_policies(start)
+        if folder is None:
             raise UsageError(
                 f"no .car/policies at or above {start}: nothing was checked "
                 "(name the policies with --policies DIR)"
             )
-        loaded = load_policies(found)
+        loaded = load_policies(folder)
     if loaded.directory is None or not loaded.rules.count():
         raise UsageError(
             f"{loaded.describe()}: the policy set holds no rule, so nothing was checked"
@@ -1586,13 +1586,15 @@ def cmd_dot(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _codes_arg(text: str | None) -> tuple[str, ...] | None:
-    """Codes given as ``A,B``; an unknown one is a usage error."""
+def _codes_arg(text: str | Sequence[str] | None) -> tuple[str, ...] | None:
+    """Codes given as ``A,B`` (an option given again adds to it); an unknown one is
+    a usage error."""
     if text is None:
         return None
     from .lint import unknown_codes
 
-    codes = tuple(c.strip() for c in text.split(",") if c.strip())
+    given = [text] if isinstance(text, str) else list(text)
+    codes = tuple(c.strip() for part in given for c in part.split(",") if c.strip())
     unknown = unknown_codes(codes)
     if unknown:
         raise UsageError(f"unknown code {unknown[0]!r}; `car-verify codes` lists them")
@@ -1630,7 +1632,11 @@ def _lint_flow_files(args: argparse.Namespace, config: Any) -> Any:
 def cmd_lint(args: argparse.Namespace) -> int:
     from . import lint
 
-    config_path = Path(args.config) if args.config else lint.find_config()
+    # The configuration and policies of the files linted, found from them (the first
+    # path's folder), as ruff finds its own: not from wherever the command runs.
+    first = Path(args.paths[0]) if args.paths and args.paths[0] != "-" else Path.cwd()
+    start = first if first.is_dir() else first.parent
+    config_path = Path(args.config) if args.config else lint.find_config(start)
     config = lint.load_config(config_path)
     config = lint.with_overrides(
         config,
@@ -1653,7 +1659,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
     elif config.policies is None:
         from .config import find_policies
 
-        found, _ = find_policies()
+        found, _ = find_policies(start.resolve())
         if found is not None:
             config = dataclasses.replace(config, policies=found)
             _note(args, f"policies: {found} (--no-policies to skip)")
@@ -1695,6 +1701,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
         return EXIT_OK
     if args.baseline:
         lint.Baseline.read(args.baseline).apply(report)
+    _note_unmatched_rules(config, report)
     if args.statistics and args.format in ("text", "json"):
         _write_statistics(args, report.findings, lint.summary_line(report))
     elif args.format == "sarif":
@@ -1705,6 +1712,34 @@ def cmd_lint(args: argparse.Namespace) -> int:
         render = {"json": lint.render_json, "github": lint.render_github}[args.format]
         _write(render(report))
     return EXIT_FINDINGS if report.failing(config.fail_on) else EXIT_OK
+
+
+def _note_unmatched_rules(config: Any, report: Any) -> None:
+    """A selected rule name (``trace_rule:tested``) is checked only against the rules
+    loaded; one that matched no finding of any file may be misspelled: said (even
+    under ``--quiet``), with the rules' names when the policies can be read."""
+    named = [c for c in config.select or () if ":" in c and not c.endswith(":")]
+    if not named:
+        return
+    seen = {f.code for r in report.files for f in (*r.findings, *r.suppressed)}
+    seen.update(f.code for f in report.baselined)
+    known: list[str] = []
+    if config.policies is not None:
+        with contextlib.suppress(CarVerifyError, OSError):
+            from .policy_analysis import rule_names
+
+            known = rule_names(config.policies)
+    for code in named:
+        if code in seen or code in known:
+            continue
+        import difflib
+
+        near = difflib.get_close_matches(code, known, n=1)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        sys.stderr.write(
+            f"car-verify: warning: --select {code}: no rule of that name was loaded and no "
+            f"finding has it{hint}; `car-verify policy lint` lists the rules\n"
+        )
 
 
 def _write_statistics(args: argparse.Namespace, issues: Any, summary: str) -> None:
@@ -2304,8 +2339,15 @@ def _parser() -> _Parser:
         default=None,
         help="exit 1 when a finding is at or above this severity (default: error)",
     )
-    p.add_argument("--select", metavar="A,B", help="report only these codes")
-    p.add_argument("--ignore", metavar="A,B", help="never report these codes")
+    p.add_argument(
+        "--select",
+        metavar="A,B",
+        action="append",
+        help="report only these codes (ALL, or a prefix: flow-, deny_tool:; repeatable)",
+    )
+    p.add_argument(
+        "--ignore", metavar="A,B", action="append", help="never report these codes (repeatable)"
+    )
     p.add_argument("--tools", metavar="TOOLS.json", action="append", help="tool registry")
     p.add_argument("--state", metavar="STATE.json", help="initial state (a JSON object)")
     p.add_argument("--max-actions", type=_non_negative, metavar="N", help="action budget")

@@ -526,7 +526,8 @@ def render(graph: Any, fmt: str = "svg", *, timeout: float = RENDER_TIMEOUT) -> 
                 "and render it yourself, or draw fewer actions (--max-nodes)"
             ) from None
         if done.returncode == 0 and done.stdout:
-            return done.stdout
+            data: bytes = done.stdout
+            return data
         said = done.stderr.decode("utf-8", "replace").strip().splitlines()
         problems.append(said[0] if said else f"exit {done.returncode}")
     raise CarVerifyError(

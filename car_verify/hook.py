@@ -161,15 +161,15 @@ def decide(
     if not isinstance(payload, dict):
         return _unknown(on_unknown, "the payload is not a JSON object")
     event = payload.get("hook_event_name")
-    tool, params = payload.get("tool_name"), payload.get("tool_input")
+    tool, given = payload.get("tool_name"), payload.get("tool_input")
     if event not in EVENTS:
         return _unknown(on_unknown, f"hook_event_name {event!r} is not one of {', '.join(EVENTS)}")
     if not isinstance(tool, str) or not tool:
         return _unknown(on_unknown, "the payload has no tool_name")
     before = event == "PreToolUse"
-    unreadable = not isinstance(params, dict)
-    if unreadable:  # what can be decided of the call is: its tool, rules on absence
-        params = {}
+    unreadable = not isinstance(given, dict)
+    # what can be decided of a call whose input is no object: its tool, rules on absence
+    params: dict[str, Any] = given if isinstance(given, dict) else {}
     from .errors import CarVerifyError
     from .policy import load_policies, policies_folder
 
@@ -397,7 +397,8 @@ def _read_state(path: Path) -> dict[str, Any] | None:
     )
     if not ok:
         raise _BadState(f"{path} holds no session state this hook wrote")
-    return doc
+    checked: dict[str, Any] = doc
+    return checked
 
 
 @contextlib.contextmanager

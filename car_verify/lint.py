@@ -150,6 +150,12 @@ def load_config(path: str | os.PathLike[str] | None = None) -> LintConfig:
     if not isinstance(severity, dict):
         raise fail("severity", 'expected a table of code = "error" | "warning" | "info"')
     for code, level in severity.items():
+        if level in _LEVELS and unknown_codes([code]):
+            raise InputError(
+                f"unknown code {code!r}; `car-verify codes` lists them",
+                [*prefix, "severity", code],
+                source=str(file),
+            )
         if level not in _LEVELS:
             raise InputError(
                 f"expected one of {', '.join(_LEVELS)}",
@@ -163,6 +169,13 @@ def load_config(path: str | os.PathLike[str] | None = None) -> LintConfig:
         if not isinstance(codes, list) or not all(isinstance(c, str) for c in codes):
             raise InputError(
                 "expected an array of codes", [*prefix, "per-path-ignores", glob], source=str(file)
+            )
+        unknown = unknown_codes(codes)
+        if unknown:
+            raise InputError(
+                f"unknown code {unknown[0]!r}; `car-verify codes` lists them",
+                [*prefix, "per-path-ignores", glob],
+                source=str(file),
             )
     profile = setting_profile(doc, prefix, file)
     fail_on = doc.get("fail-on", "error")
@@ -335,7 +348,11 @@ def _ignored_here(relative: str, config: LintConfig) -> list[tuple[str, ...]]:
 
 
 def _matches(code: str, codes: Iterable[str]) -> bool:
-    return any(code == c or (c.endswith(":") and code.startswith(c)) for c in codes)
+    """Whether ``codes`` selects ``code``: itself, ``ALL``, or a prefix ending in
+    ``-`` or ``:`` (``flow-``, ``deny_tool:``), as ruff selects by prefix."""
+    return any(
+        code == c or c == "ALL" or (c.endswith((":", "-")) and code.startswith(c)) for c in codes
+    )
 
 
 def lint_file(path: str | Path, config: LintConfig) -> FileResult:
@@ -681,7 +698,9 @@ class Baseline:
                 self.entries.items(), key=lambda kv: (kv[0][0], str(kv[0][1]), kv[0][2])
             )
         ]
-        Path(path).write_text(json.dumps({"version": 1, "findings": items}, indent=2) + "\n")
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)  # .car/baseline.json in a new repo
+        target.write_text(json.dumps({"version": 1, "findings": items}, indent=2) + "\n")
 
     def apply(self, report: LintReport) -> None:
         """Move the findings the baseline knows into ``report.baselined``."""
@@ -689,7 +708,8 @@ class Baseline:
         for r in report.files:
             kept = []
             for finding in r.findings:
-                if left[finding.baseline_key()] > 0:
+                # A file that cannot be read is never "known": it hides every finding.
+                if finding.code != "invalid-file" and left[finding.baseline_key()] > 0:
                     left[finding.baseline_key()] -= 1
                     report.baselined.append(finding)
                 else:
@@ -755,7 +775,10 @@ def unknown_codes(codes: Iterable[str]) -> list[str]:
     return [
         code
         for code in codes
-        if code not in known and not (":" in code and code.split(":", 1)[0] in RULE_KINDS)
+        if code not in known
+        and code != "ALL"
+        and not (code.endswith("-") and any(k.startswith(code) for k in known))
+        and not (":" in code and code.split(":", 1)[0] in RULE_KINDS)
     ]
 
 

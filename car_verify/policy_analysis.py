@@ -141,6 +141,13 @@ def _rules(policies: Any) -> tuple[list[RuleRef], PolicyEngine]:
     return labelled, engine
 
 
+def rule_names(policies: Any) -> list[str]:
+    """The name of every rule in ``policies`` (a directory, loaded policies, a set or
+    an engine), as findings carry them."""
+    refs, _ = _gather(policies)
+    return list(dict.fromkeys(ref.name for ref in refs))
+
+
 def _gather(policies: Any) -> tuple[list[RuleRef], PolicyEngine]:
     if isinstance(policies, (str, Path)):
         policies = load_policies(policies)

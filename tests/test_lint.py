@@ -392,10 +392,10 @@ def test_an_unwritable_baseline_is_a_one_line_error(
 ) -> None:
     write(repo / "p.json", json.dumps({"actions": []}))
     code, out, err = run(
-        ["lint", "p.json", "--no-progress", "--write-baseline", "no/such/dir/b.json"], capsys
-    )
+        ["lint", "p.json", "--no-progress", "--write-baseline", "p.json/b.json"], capsys
+    )  # a missing folder is made (.car/baseline.json in a new repository); a file is no folder
     assert (code, out) == (2, "")
-    assert err == "car-verify: error: no/such/dir/b.json: No such file or directory\n"
+    assert err == "car-verify: error: p.json: File exists\n"
 
 
 def test_tool_files_are_checked_one_by_one(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -676,3 +676,51 @@ def test_what_car_only_notes_lint_shows_as_a_warning(
     main(["lint", str(plan), "--profile", "car", "--fail-on", "warning"])
     out = capsys.readouterr().out
     assert "warning[duplicate-id]" in out and "warning[unknown-field]" in out
+
+
+def test_selection_adds_up_takes_all_and_prefixes_and_a_misspelled_rule_is_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".car" / "policies").mkdir(parents=True)
+    (tmp_path / ".car" / "policies" / "r.toml").write_text(
+        '[[trace_rule]]\nname = "tested-before-deploy"\nrule = "deploy only after test"\n'
+    )
+    plan = tmp_path / "p.json"
+    plan.write_text(
+        '{"actions": [{"id": "d", "type": "tool_call", "tool": "deploy",'
+        ' "state_dependencies": ["k"]}]}'
+    )
+    base = ["lint", str(plan), "--profile", "strict", "--fail-on", "never"]
+    main([*base, "--select", "missing-dependency", "--select", "trace_rule:tested-before-deploy"])
+    out = capsys.readouterr().out
+    assert "missing-dependency" in out and "trace_rule:tested-before-deploy" in out  # both kept
+    main([*base, "--select", "ALL"])
+    assert "missing-dependency" in capsys.readouterr().out
+    main([*base, "--select", "missing-"])
+    assert "missing-dependency" in capsys.readouterr().out
+    main([*base, "--select", "trace_rule:tested-befor-deploy"])
+    err = capsys.readouterr().err
+    assert "no rule of that name" in err and "tested-before-deploy" in err
+
+
+def test_the_configuration_names_only_known_codes_and_baselines_hide_no_broken_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.car-verify.severity]\n"repeated-cal" = "error"\n'
+    )
+    plan = tmp_path / "p.json"
+    plan.write_text('{"actions": [{"id": "a", "type": "tool_call", "tool": "t"}]}')
+    assert main(["lint", str(plan)]) == 2
+    assert "unknown code 'repeated-cal'" in capsys.readouterr().err
+    (tmp_path / "pyproject.toml").write_text('[tool.car-verify]\nprofile = "strict"\n')
+    baseline = tmp_path / ".car" / "baseline.json"  # .car/ does not exist yet
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    assert main(["lint", str(plan), str(broken), "--write-baseline", str(baseline)]) == 0
+    assert baseline.exists()
+    capsys.readouterr()
+    assert main(["lint", str(plan), str(broken), "--baseline", str(baseline)]) == 1
+    assert "invalid-file" in capsys.readouterr().out  # never hidden by a baseline
