@@ -215,6 +215,9 @@ class FileResult:
     findings: list[Issue] = field(default_factory=list)
     suppressed: list[Issue] = field(default_factory=list)
     proposals: int = 0
+    #: What the file is when it is another car-verify input (a tool registry, a
+    #: state, labels, an intent, a workflow graph): read, not linted as a plan.
+    companion: str | None = None
 
 
 @dataclass(slots=True)
@@ -251,6 +254,9 @@ class LintReport:
             "suppressed": dict(sorted(Counter(f.code for f in self.suppressed).items())),
             "baselined": len(self.baselined),
             "profile": self.config.profile or "car",
+            "companions": dict(
+                sorted(Counter(r.companion for r in self.files if r.companion).items())
+            ),
         }
 
 
@@ -447,6 +453,9 @@ def lint_file(path: str | Path, config: LintConfig) -> FileResult:
         return result
     if not documents and not result.findings:
         file_finding("not-a-proposal", "the file holds no proposal")
+    if len(documents) == 1 and (kind := companion_kind(documents[0][0], file.name)):
+        result.companion = kind  # another car-verify input: said in the summary
+        return result
     for data, positions, first_line, repeats in documents:
         _lint_document(
             data,
@@ -458,8 +467,79 @@ def lint_file(path: str | Path, config: LintConfig) -> FileResult:
             file_finding,
             yaml=suffix in (".yaml", ".yml"),
             repeats=repeats,
+            folder=file.parent,
         )
     return result
+
+
+#: The file names of the inputs a proposal's folder may hold beside it.
+COMPANION_NAMES = {
+    "tools.json": "tool registry",
+    "state.json": "state",
+    "tool-labels.json": "tool labels",
+    "flow-policy.json": "flow policy",
+    "intent.json": "intent",
+}
+
+
+def companion_kind(data: Any, name: str) -> str | None:
+    """What a document is when it is another car-verify input, not a plan: by its
+    file name beside a proposal (``tools.json``, ``state.json``, ...) or by its
+    shape (a tool registry, a workflow graph or its policies); None otherwise."""
+    if isinstance(data, dict) and "actions" in data:
+        return None
+    if name in COMPANION_NAMES:
+        return COMPANION_NAMES[name]
+    if isinstance(data, list) and data and all(isinstance(x, dict) for x in data):
+        if all(x.get("kind") == "precedes" for x in data):
+            return "workflow policies"
+        if all(isinstance(x.get("name"), str) for x in data):
+            return "tool registry"
+    if isinstance(data, dict):
+        if "stages" in data and ("entry" in data or "start" in data):
+            return "workflow graph"
+        if data and set(data) <= {"min_confidential", "forbidden_sequences"}:
+            return "flow policy"
+        if "intent" in data or (data and set(data) <= _INTENT_KEYS):
+            return "intent"
+    return None
+
+
+_INTENT_KEYS = {"allowed_tools", "allowed_resources", "forbidden_capabilities", "untrusted_tools"}
+
+
+def _beside(folder: Path, config: LintConfig, setup: dict[str, Any]) -> tuple[Any, Any]:
+    """The tool registry and state a proposal is checked with: the configuration's,
+    else the ``tools.json`` and ``state.json`` beside it in its folder."""
+    tools, state = setup["tools"], setup["state"]
+    if tools is not None and state is not None:
+        return tools, state
+    folder = folder.resolve()  # a relative folder means another one in another run
+
+    def stamp(name: str) -> float | None:
+        try:
+            return (folder / name).stat().st_mtime
+        except OSError:
+            return None
+
+    key = (folder, stamp("tools.json"), stamp("state.json"))  # a rewritten file: read anew
+    cache: dict[Any, tuple[Any, Any]] = _WORKER.setdefault("beside", {})
+    found = cache.get(key)
+    if found is None:
+        from .model import read_json
+        from .tools import ToolRegistry
+
+        registry = None
+        if (folder / "tools.json").is_file():
+            registry = ToolRegistry.coerce(folder / "tools.json")
+            registry.check()
+        near = None
+        if (folder / "state.json").is_file():
+            near = read_json(folder / "state.json")
+            if not isinstance(near, dict):
+                raise InputError("the state file must hold a JSON object", source=str(folder))
+        found = cache[key] = (registry, near)
+    return (tools if tools is not None else found[0]), (state if state is not None else found[1])
 
 
 def _lint_document(
@@ -473,6 +553,7 @@ def _lint_document(
     *,
     yaml: bool = False,
     repeats: Sequence[Any] = (),
+    folder: Path | None = None,
 ) -> None:
     from .api import verify
     from .model import load_parsed
@@ -504,10 +585,15 @@ def _lint_document(
     result.proposals += 1
     setup = _setup(config)
     try:
+        tools, state = (
+            _beside(folder, config, setup)
+            if folder is not None
+            else (setup["tools"], setup["state"])
+        )
         verdict = verify(
             proposal,
-            tools=setup["tools"],
-            initial_state=setup["state"],
+            tools=tools,
+            initial_state=state,
             max_actions=config.max_actions,
             policies=setup["policies"],
             repeat_threshold=config.repeat_threshold,
@@ -739,6 +825,9 @@ def summary_line(report: LintReport) -> str:
         tail += "; suppressed: " + ", ".join(f"{c} x{n}" for c, n in s["suppressed"].items())
     if s["baselined"]:
         tail += f"; {s['baselined']} in the baseline"
+    if s["companions"]:
+        others = ", ".join(f"{kind} x{n}" for kind, n in s["companions"].items())
+        tail += f"; read as other inputs, not plans: {others}"
     return f"{tail} (profile {s['profile']})"
 
 

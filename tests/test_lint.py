@@ -130,7 +130,7 @@ def test_a_broken_file_among_good_ones(repo: Path, capsys: pytest.CaptureFixture
     assert "b.json:3:" in out and "error[invalid-file] not valid JSON" in out
     assert "c.yaml:" in out and "not valid YAML" in out
     assert "d.json:1:" in out and "actions[0].preconditions: expected an array" in out
-    assert "tools.json:1:1: warning[not-a-proposal]" in out
+    assert "tools.json" not in out.split("\n")[0] and "tool registry x1" in out  # read as one
     assert "e.json:1:" in out and "precondition-unsatisfied" in out  # linting went on
 
 
@@ -535,7 +535,7 @@ def test_file_codes_select_and_ignore_like_any_other(
 ) -> None:
     """Issue 25, item 6: not-a-proposal and invalid-file ignored --select / --ignore."""
     monkeypatch.chdir(tmp_path)
-    write(tmp_path / "state.json", json.dumps({"k": 1}))
+    write(tmp_path / "notes.json", json.dumps({"k": 1}))  # neither a plan nor an input it knows
     write(tmp_path / "broken.json", "{")
     _, out, _ = run(["lint", ".", "--format", "json", "--no-progress"], capsys)
     assert {f["code"] for f in json.loads(out)["findings"]} == {"not-a-proposal", "invalid-file"}
@@ -724,3 +724,28 @@ def test_the_configuration_names_only_known_codes_and_baselines_hide_no_broken_f
     capsys.readouterr()
     assert main(["lint", str(plan), str(broken), "--baseline", str(baseline)]) == 1
     assert "invalid-file" in capsys.readouterr().out  # never hidden by a baseline
+
+
+def test_a_folders_registry_and_state_are_used_and_not_linted_as_plans(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``lint examples``: each proposal is checked with the tools.json and
+    state.json beside it, and those (and other car-verify inputs) are read as what
+    they are, not warned about as plans that are missing."""
+    (tmp_path / ".git").mkdir()
+    folder = tmp_path / "ex"
+    folder.mkdir()
+    (folder / "tools.json").write_text('[{"name": "deploy"}]')
+    (folder / "state.json").write_text('{"ready": true}')
+    (folder / "graph.json").write_text('{"entry": "a", "stages": ["a"], "edges": []}')
+    (folder / "proposal.json").write_text(
+        '{"actions": [{"id": "d", "type": "tool_call", "tool": "deploy",'
+        ' "preconditions": [{"key": "ready", "value": true}]},'
+        ' {"id": "x", "type": "tool_call", "tool": "nope"}]}'
+    )
+    assert main(["lint", str(tmp_path), "--profile", "strict"]) == 1
+    out = capsys.readouterr().out
+    assert "not-a-proposal" not in out
+    assert "unknown-tool" in out and "precondition-unsatisfied" not in out  # both read
+    assert "read as other inputs, not plans:" in out and "tool registry x1" in out
+    assert "state x1" in out and "workflow graph x1" in out
