@@ -400,3 +400,31 @@ def test_output_file_and_exit_zero(tmp_path: Path, capsys: pytest.CaptureFixture
     assert code == 2 and "--output-file" in err
     code, _, _ = run(["lint", plan, "--no-progress", "--exit-zero", "-o", str(out)], capsys)
     assert code == 0 and "repeated-call" in out.read_text()
+
+
+def test_the_readme_python_example_runs_from_the_checkout_root(tmp_path: Path) -> None:
+    """From a source checkout (the README's own folder), the checkout's package
+    shadows the installed one: it maps its top-level analyses/ and grammars/ as
+    the install does, so the passes and the trace-rule grammar are found."""
+    import shutil
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    for name in ("car_verify", "analyses", "grammars"):
+        shutil.copytree(root / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    code = (
+        "import car_verify\n"
+        "p = {'actions': [{'id': 'a', 'type': 'tool_call', 'tool': 't', 'read_set': ['x'],"
+        " 'state_dependencies': ['k']}]}\n"
+        "print(car_verify.optimize(p, profile='strict').depth_after)\n"
+        "from car_verify.trace import parse_trace_rule\n"
+        "print(parse_trace_rule('never t after u').kind)\n"
+        "print(car_verify.__file__)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.split()
+    assert lines[:2] == ["1", "never_after"] and lines[2].startswith(str(tmp_path))
