@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 
 import pytest
@@ -70,3 +72,47 @@ def test_every_doc_is_linked_from_the_index_and_its_images_exist() -> None:
     for image in images:
         svg = (ROOT / "docs" / image).read_text()
         assert svg.lstrip().startswith("<?xml") and "<svg" in svg
+
+
+def _console_examples(text: str) -> list[tuple[str, str]]:
+    """Each ``$ car-verify ...`` line of a text block with the output printed under
+    it (to the next ``$`` line, a blank line or the block's end)."""
+    found: list[tuple[str, str]] = []
+    for block in re.findall(r"```(?:text|console)\n(.*?)```", text, re.S):
+        lines = block.splitlines()
+        for n, line in enumerate(lines):
+            if not line.startswith("$ car-verify "):
+                continue
+            out = []
+            for follow in lines[n + 1 :]:
+                if follow.startswith("$ ") or not follow.strip():
+                    break
+                out.append(follow)
+            found.append((line[2:], "\n".join(out)))
+    return found
+
+
+@pytest.mark.parametrize(
+    ("command", "shown"),
+    _console_examples((ROOT / "README.md").read_text(encoding="utf-8")),
+    ids=lambda value: value if value.startswith("car-verify") else "",
+)
+def test_every_command_the_readme_shows_prints_what_it_shows(command: str, shown: str) -> None:
+    """The README's outputs are the outputs of its commands, under the profile
+    they run with (issue 38, item 12)."""
+    import shlex
+    import subprocess
+    import sys
+
+    argv = shlex.split(command)[1:]
+    code = "import sys; from car_verify.cli import main; sys.exit(main(sys.argv[1:]))"
+    env = {k: v for k, v in os.environ.items() if k != "CAR_VERIFY_PROFILE"}  # the default
+    done = subprocess.run(
+        [sys.executable, "-c", code, *argv],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+    )
+    assert done.stdout.rstrip("\n") == shown
