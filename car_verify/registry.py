@@ -11,17 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-try:
-    from .analyses import BUILTIN
-except ModuleNotFoundError as err:  # said out loud: not a half-working package
-    if err.name != "car_verify.analyses":
-        raise
-    raise ImportError(
-        "car_verify.analyses (the built-in passes, the top-level analyses/ folder) is not "
-        f"installed beside {__file__}: this looks like a source checkout imported without "
-        "its install mapping; install the project (pip install -e .) or run from outside "
-        "the checkout"
-    ) from None
 from .codes import register_codes
 from .errors import UsageError
 from .passes import Context, Pass
@@ -31,6 +20,22 @@ __all__ = ["ENTRY_POINT_GROUP", "available_passes", "installed_passes", "resolve
 ENTRY_POINT_GROUP = "car_verify.passes"
 
 _registry: dict[str, type[Pass]] | None = None
+
+
+def _builtin() -> tuple[type[Pass], ...]:
+    """The built-in passes (``car_verify.analyses``), imported on first use: a run
+    that needs no pass by name (CAR's own checks) does not load them."""
+    try:
+        from .analyses import BUILTIN
+    except ModuleNotFoundError as err:  # said out loud: not a half-working package
+        if err.name != "car_verify.analyses":
+            raise
+        raise ImportError(
+            "car_verify.analyses (the built-in passes, the top-level analyses/ folder) is not "
+            f"installed beside {__file__}: install the project (pip install .), or run from "
+            "its checkout, whose folders the package maps itself"
+        ) from None
+    return tuple(BUILTIN)
 
 
 def _entry_points() -> list[type[Pass]]:
@@ -104,7 +109,7 @@ def available_passes() -> dict[str, type[Pass]]:
     global _registry
     if _registry is None:
         registry: dict[str, type[Pass]] = {}
-        found: list[type[Pass]] = [*BUILTIN, *_entry_points()]
+        found: list[type[Pass]] = [*_builtin(), *_entry_points()]
         for cls in found:
             if cls.name in registry and registry[cls.name] is not cls:
                 raise UsageError(f"two passes are called {cls.name!r}")
@@ -121,7 +126,7 @@ def installed_passes() -> list[Pass]:
     distribution can declare one: the built-in passes are then not even loaded."""
     if not _may_declare_passes():
         return []
-    builtin = set(BUILTIN)
+    builtin = set(_builtin())
     return [cls() for cls in available_passes().values() if cls not in builtin and cls.default]
 
 
