@@ -174,12 +174,30 @@ def _causal(ops: Sequence[AgentOp]) -> dict[str, set[str]]:
 
 
 def _anomalies(ops: Sequence[AgentOp]) -> list[Anomaly]:
+    """The anomalies, in document order. Only ops that share a key, a tool or a
+    dependency can make one, so each op is paired with those (found through an
+    index by key), not with every op: linear in ops that share nothing. The
+    plain all-pairs reading is the tests' oracle (``tests/test_concurrency.py``)."""
+    writers: dict[str, list[int]] = {}
+    tool_writers: dict[str, list[int]] = {}
+    by_id: dict[str, list[int]] = {}
+    for n, op in enumerate(ops):
+        for key in dict.fromkeys(op.write_set):
+            writers.setdefault(key, []).append(n)
+        for tool in dict.fromkeys(op.tools_written):
+            tool_writers.setdefault(tool, []).append(n)
+        by_id.setdefault(op.id, []).append(n)
     found: list[Anomaly] = []
-    for b in ops:  # per op, and per other op: stale reads, phantom tools, early commits
+    for m, b in enumerate(
+        ops
+    ):  # per op, and per other op: stale reads, phantom tools, early commits
         reads = [k for k in dict.fromkeys(b.read_set) if k in b.write_set]
-        for a in ops:
-            if a is b:
-                continue
+        near = {n for k in reads for n in writers.get(k, ())}
+        near.update(n for t in dict.fromkeys(b.tools_read) for n in tool_writers.get(t, ()))
+        near.update(n for name in b.depends_on for n in by_id.get(name, ()))
+        near.discard(m)
+        for n in sorted(near):
+            a = ops[n]
             window = b.read_at < a.commit_at < b.commit_at
             for key in reads:
                 if window and key in a.write_set:
@@ -216,7 +234,9 @@ def _anomalies(ops: Sequence[AgentOp]) -> list[Anomaly]:
     reorder = []
     causal = _causal(ops)
     for i, a in enumerate(ops):
-        for b in ops[i + 1 :]:
+        later = sorted({j for k in dict.fromkeys(a.write_set) for j in writers[k] if j > i})
+        for j in later:
+            b = ops[j]
             if a.id in causal.get(b.id, ()) or b.id in causal.get(a.id, ()):
                 continue
             if not (a.read_at <= b.commit_at and b.read_at <= a.commit_at):
@@ -238,13 +258,20 @@ def _anomalies(ops: Sequence[AgentOp]) -> list[Anomaly]:
 def _edges(ops: Sequence[AgentOp]) -> dict[str, set[str]]:
     """The serialization graph: a node per op id (two ops that share an id are one
     node, and a conflict between them adds nothing), an edge for each conflict in
-    time order and each ``depends_on``."""
+    time order and each ``depends_on``. Only ops that share a key (or a tool) can
+    conflict: each op is paired with those, through an index by key."""
     out: dict[str, set[str]] = {op.id: set() for op in ops}
     # a tool is shared state too: consulting it reads it, changing it writes it
     reads = [{*op.read_set, *(("tool", t) for t in op.tools_read)} for op in ops]
     writes = [{*op.write_set, *(("tool", t) for t in op.tools_written)} for op in ops]
+    touching: dict[Any, list[int]] = {}
+    for n in range(len(ops)):
+        for key in reads[n] | writes[n]:
+            touching.setdefault(key, []).append(n)
     for i, a in enumerate(ops):
-        for j, b in enumerate(ops):
+        near = sorted({j for key in reads[i] | writes[i] for j in touching[key]})
+        for j in near:
+            b = ops[j]
             if a.id == b.id:
                 continue
             first = a.commit_at < b.commit_at or (a.commit_at == b.commit_at and i < j)
