@@ -412,3 +412,36 @@ def test_a_corpus_with_no_readable_trajectory_is_said_and_fails(
     said = capsys.readouterr()
     assert said.out == "" and "no readable trajectory (2 malformed records)" in said.err
     assert "nothing was audited" in said.err
+
+
+def test_hostile_files_are_malformed_rows_naming_the_file_and_the_audit_goes_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A truncated or non-gzip .gz, bad UTF-8 inside one, a corrupt Parquet file, an
+    over-nested record and a compression bomb each end as a malformed row naming
+    the file; the good file is audited all the same."""
+    import gzip
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "good.jsonl").write_text(json.dumps(openai_record()) + "\n")
+    whole = gzip.compress(((json.dumps(openai_record()) + "\n") * 50).encode())
+    (corpus / "truncated.jsonl.gz").write_bytes(whole[: len(whole) // 2])
+    (corpus / "not-gzip.jsonl.gz").write_bytes(b"plain text, not gzip\n")
+    (corpus / "bad-utf8.jsonl.gz").write_bytes(gzip.compress(b'{"id": "\xff\xfe"}\n'))
+    (corpus / "corrupt.parquet").write_bytes(b"PAR1" + b"\x00" * 64 + b"PAR1")
+    (corpus / "deep.jsonl").write_text("[" * 100_000 + "]" * 100_000 + "\n")
+    with gzip.open(corpus / "bomb.jsonl.gz", "wb", compresslevel=9) as bomb:
+        chunk = b"a" * (1 << 20)
+        for _ in range(80):  # one line of 80 MiB
+            bomb.write(chunk)
+        bomb.write(b"\n")
+    out = tmp_path / "out"
+    assert run(str(corpus), "-o", str(out)) == 0
+    said = capsys.readouterr()
+    assert said.out.startswith("1 trajectories, ")
+    for name in ("truncated.jsonl.gz", "not-gzip.jsonl.gz", "bad-utf8.jsonl.gz",
+                 "corrupt.parquet", "deep.jsonl", "bomb.jsonl.gz"):  # fmt: skip
+        assert name in said.err, name
+    rows = pq.read_table(out / "trajectories.parquet").to_pylist()
+    assert sum(r["status"] == "malformed" for r in rows) >= 6

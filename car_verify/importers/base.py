@@ -197,38 +197,85 @@ class Importer(Protocol):
 # --- records from files ------------------------------------------------------------------
 
 
+#: The longest record (a line, or a whole ``.json`` document) read, decompressed:
+#: past it a record is malformed, so a compression bomb ends as one bad row.
+MAX_RECORD = 64 * 1024 * 1024
+
+#: What reading a damaged file raises: a truncated or non-gzip ``.gz``, bad UTF-8
+#: inside it, a read error.
+_UNREADABLE = (OSError, EOFError, UnicodeDecodeError, ValueError)
+
+
 def records(path: str | os.PathLike[str]) -> Iterator[tuple[int | None, Any]]:
     """The records of one file, streamed: a ``.jsonl`` line each (``line`` its
     number), the elements of a ``.json`` array (or the one object), a ``.parquet``
-    row each (as a dict); ``.gz`` decompressed on the way. A line that is not JSON
-    yields an :class:`InputError` in place of its record."""
+    row each (as a dict); ``.gz`` decompressed on the way. A record that is not
+    JSON, is nested too deeply or is longer than :data:`MAX_RECORD` yields an
+    :class:`InputError` in its place; a file that cannot be read further (a
+    truncated ``.gz``, bad UTF-8, a corrupt Parquet file) yields one and ends, so
+    that the audit goes on with the next file."""
     file = Path(path)
     name = file.name[:-3] if file.name.endswith(".gz") else file.name
     if name.endswith(".parquet"):
         yield from _parquet_rows(file)
         return
     opener: Any = gzip.open if file.name.endswith(".gz") else open
-    if name.endswith(".jsonl") or name.endswith(".ndjson"):
+    line = 0
+    try:
+        if name.endswith(".jsonl") or name.endswith(".ndjson"):
+            with opener(file, "rt", encoding="utf-8") as stream:
+                while True:
+                    text = stream.readline(MAX_RECORD + 1)
+                    if not text:
+                        return
+                    line += 1
+                    if len(text) > MAX_RECORD and not text.endswith("\n"):
+                        while (rest := stream.readline(MAX_RECORD)) and not rest.endswith("\n"):
+                            pass  # the rest of an over-long line, dropped a block at a time
+                        yield line, _too_long(file, line)
+                        continue
+                    if not text.strip():
+                        continue
+                    yield line, _decoded(text, file, line)
         with opener(file, "rt", encoding="utf-8") as stream:
-            for n, text in enumerate(stream, 1):
-                if not text.strip():
-                    continue
-                try:
-                    yield n, json.loads(text)
-                except ValueError as err:
-                    yield n, InputError(f"not JSON: {err}", source=str(file), line=n)
-        return
-    with opener(file, "rt", encoding="utf-8") as stream:
-        try:
-            doc = json.load(stream)
-        except ValueError as err:
-            yield None, InputError(f"not JSON: {err}", source=str(file))
+            text = stream.read(MAX_RECORD + 1)
+        if len(text) > MAX_RECORD:
+            yield None, _too_long(file, None)
             return
-    if isinstance(doc, list):
+        doc = _decoded(text, file, None)
+    except _UNREADABLE as err:
+        yield (
+            (line or None),
+            InputError(
+                f"cannot read the file further: {type(err).__name__}: {err}", source=str(file)
+            ),
+        )
+        return
+    if isinstance(doc, InputError):
+        yield None, doc
+    elif isinstance(doc, list):
         for item in doc:
             yield None, item
     else:
         yield None, doc
+
+
+def _decoded(text: str, file: Path, line: int | None) -> Any:
+    """A record's JSON, or the InputError that says why it is none."""
+    try:
+        return json.loads(text)
+    except ValueError as err:
+        return InputError(f"not JSON: {err}", source=str(file), line=line)
+    except RecursionError:
+        return InputError("the record is nested too deeply to read", source=str(file), line=line)
+
+
+def _too_long(file: Path, line: int | None) -> InputError:
+    return InputError(
+        f"the record is longer than {MAX_RECORD // (1024 * 1024)} MiB decompressed: not read",
+        source=str(file),
+        line=line,
+    )
 
 
 def _parquet_rows(file: Path) -> Iterator[tuple[int | None, Any]]:
@@ -238,14 +285,23 @@ def _parquet_rows(file: Path) -> Iterator[tuple[int | None, Any]]:
         raise InputError(
             "reading Parquet needs pyarrow: pip install 'car-verify[audit]'", source=str(file)
         ) from None
-    reader = pq.ParquetFile(file)
-    for batch in reader.iter_batches(batch_size=1024):
-        for row in batch.to_pylist():
-            for key, value in row.items():  # columns holding JSON text (messages, traj)
-                if isinstance(value, str) and value[:1] in "[{":
-                    with contextlib.suppress(ValueError):
-                        row[key] = json.loads(value)
-            yield None, row
+    try:
+        reader = pq.ParquetFile(file)
+        for batch in reader.iter_batches(batch_size=1024):  # a batch at a time: bounded
+            yield from _parquet_batch(batch)
+    except Exception as err:  # pyarrow's errors for a corrupt file have no common base
+        problem = f"not a readable Parquet file: {type(err).__name__}: {err}"
+        yield None, InputError(problem, source=str(file))
+
+
+def _parquet_batch(batch: Any) -> Iterator[tuple[int | None, Any]]:
+    """The rows of one Parquet batch, its columns of JSON text decoded."""
+    for row in batch.to_pylist():
+        for key, value in row.items():  # columns holding JSON text (messages, traj)
+            if isinstance(value, str) and value[:1] in "[{":
+                with contextlib.suppress(ValueError, RecursionError):
+                    row[key] = json.loads(value)
+        yield None, row
 
 
 def read_file(
@@ -296,17 +352,29 @@ def read_lines(
         else:
             line = 1 + _newlines_before(stream, offset)
         seen = 0
-        for raw in stream:
+        while raw := stream.readline(MAX_RECORD + 1):
             n, line = line, line + 1
+            if len(raw) > MAX_RECORD and not raw.endswith(b"\n"):
+                while (rest := stream.readline(MAX_RECORD)) and not rest.endswith(b"\n"):
+                    pass  # the rest of an over-long line, dropped a block at a time
+                if seen == count:
+                    break
+                seen += 1
+                yield ImportProblem(source, n, None, _too_long(Path(path), n).problem)
+                continue
             if not raw.strip():
                 continue
             if seen == count:
                 break
             seen += 1
             try:
-                record = json.loads(raw)
-            except ValueError as err:
-                yield ImportProblem(source, n, None, f"not JSON: {err}")
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                yield ImportProblem(source, n, None, f"not UTF-8: {err}")
+                continue
+            record = _decoded(text, Path(path), n)
+            if isinstance(record, InputError):
+                yield ImportProblem(source, n, None, record.problem)
                 continue
             yield from _lift(record, source, n, n, formats)
 
