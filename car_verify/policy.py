@@ -287,8 +287,17 @@ class PolicyEngine:
                     m.name,
                     f"the pattern for {tool!r}.{m.param} does not compile: every call is denied",
                 )
-            elif m.param in params and pattern.search(coerce(params[m.param])):
-                deny(m.name, f"parameter {m.param!r} of {tool!r} matches a denied pattern")
+            elif m.param in params:
+                text = coerce(params[m.param])
+                if len(text) * int(pattern.programsize) > MAX_MATCH_WORK:
+                    deny(
+                        m.name,
+                        f"parameter {m.param!r} of {tool!r} is too long ({len(text):,} "
+                        "characters) to match the rule's pattern within its work bound: "
+                        "denied (fails closed)",
+                    )
+                elif pattern.search(text):
+                    deny(m.name, f"parameter {m.param!r} of {tool!r} matches a denied pattern")
         # Last: a call denied only by this rule consumes no budget; any other call does.
         for index, r in enumerate(rules.rate_limit_tool):
             if r.tool != tool:
@@ -348,6 +357,10 @@ class PolicyEngine:
 #: NFA, whose cost is the program size times the input. The bound keeps a match on
 #: 100 kB near 10 ms (the measurements are in docs/security.md).
 MAX_PATTERN_PROGRAM = 1000
+#: The most work one match may do: the pattern's program size times the length of
+#: the text (RE2 runs in time linear in both; ``(.*a){40}``, 444 instructions, took
+#: 14.5 s on a 5 MB command). Past it the call is denied, never let through unread.
+MAX_MATCH_WORK = 100_000_000
 
 
 @functools.lru_cache(maxsize=1024)

@@ -636,3 +636,22 @@ def test_check_call_hands_a_callback_an_action_made_from_the_call() -> None:
     assert (seen[0].type, seen[0].tool, seen[0].parameters) == ("tool_call", "http", {"url": "x"})
     violations = e.check(call("http", url="x"))
     assert [(v.policy_name, v.reason) for v in violations] == [("cb", "no")]
+
+
+def test_the_work_of_one_match_is_bounded_and_past_it_the_call_is_denied() -> None:
+    """RE2 is linear, but a costly pattern on megabytes takes seconds: a match past
+    MAX_MATCH_WORK (program size times text length) denies, it does not run."""
+    import time
+
+    from car_verify.policy import MAX_MATCH_WORK
+
+    e = engine(
+        '[[deny_tool_param_matching]]\ntool = "Bash"\nparam = "command"\nmatches = "(.*a){40}"\n'
+    )
+    long = "b" * (MAX_MATCH_WORK // 100)  # past the bound for a 444-instruction program
+    started = time.perf_counter()
+    [(name, reason)] = e.check_call("Bash", {"command": long})
+    assert time.perf_counter() - started < 1.0
+    assert name == "deny_tool_param_matching:Bash.command" and "work bound" in reason
+    assert e.check_call("Bash", {"command": "b" * 1000}) == []  # short texts still match
+    assert e.check_call("Bash", {"command": "a" * 40})
