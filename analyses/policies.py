@@ -262,6 +262,9 @@ def _undecided(ctx: Context, engine: Any, index: int) -> Iterator[Issue]:
         for r in [*rules.deny_tool_param, *rules.allow_tool_param, *rules.deny_tool_param_matching]:
             if r.tool == tool and r.param == param:
                 names.append(r.name)
+        for c in rules.deny_command:
+            if tool is not None and c.tool.casefold() == tool.casefold() and c.param == param:
+                names.append(c.name)
         for name in names:
             yield ctx.issue(
                 "policy-undecided",

@@ -103,6 +103,25 @@ class MatchRule:
 
 
 @dataclass(frozen=True, slots=True)
+class CommandRule:
+    """``deny_command``: a shell command line that runs ``program`` with every one of
+    ``flags``, read as a shell splits it (:mod:`car_verify.shell_words`); the tool's
+    name compared without case (``Bash``, ``bash``)."""
+
+    program: str
+    flags: tuple[str, ...] = ()
+    tool: str = "Bash"
+    param: str = "command"
+
+    @property
+    def name(self) -> str:
+        return f"deny_command:{self.tool}.{self.program}"
+
+    def flags_in(self, given: frozenset[str]) -> bool:
+        return all(flag in given for flag in self.flags)
+
+
+@dataclass(frozen=True, slots=True)
 class RateRule:
     tool: str
     max_calls: int
@@ -122,6 +141,7 @@ class PolicySet:
     deny_tool_param: list[ParamRule] = field(default_factory=list)
     allow_tool_param: list[AllowRule] = field(default_factory=list)
     deny_tool_param_matching: list[MatchRule] = field(default_factory=list)
+    deny_command: list[CommandRule] = field(default_factory=list)
     rate_limit_tool: list[RateRule] = field(default_factory=list)
     trace_rule: list[TraceRule] = field(default_factory=list)
 
@@ -298,6 +318,23 @@ class PolicyEngine:
                     )
                 elif pattern.search(text):
                     deny(m.name, f"parameter {m.param!r} of {tool!r} matches a denied pattern")
+        for c in rules.deny_command:
+            if tool is None or tool.casefold() != c.tool.casefold() or c.param not in params:
+                continue
+            from .shell_words import ShellError, commands
+
+            try:
+                ran = commands(coerce(params[c.param]))
+            except ShellError as err:
+                deny(
+                    c.name,
+                    f"parameter {c.param!r} of {tool!r} cannot be read as a shell command "
+                    f"line ({err}): denied (fails closed)",
+                )
+                continue
+            if any(r.program == c.program and c.flags_in(r.flags) for r in ran):
+                with_flags = f" with {' '.join(c.flags)}" if c.flags else ""
+                deny(c.name, f"parameter {c.param!r} of {tool!r} runs {c.program}{with_flags}")
         # Last: a call denied only by this rule consumes no budget; any other call does.
         for index, r in enumerate(rules.rate_limit_tool):
             if r.tool != tool:
@@ -393,6 +430,7 @@ _KEYS = {
     "deny_tool_param",
     "allow_tool_param",
     "deny_tool_param_matching",
+    "deny_command",
     "rate_limit_tool",
     "trace_rule",
 }
@@ -551,6 +589,28 @@ def load_policy_text(text: str, *, source: str = "<policies>") -> PolicySet:
                 f"{MAX_PATTERN_PROGRAM:,}: matching it could take seconds per value",
             )
         rules.deny_tool_param_matching.append(MatchRule(t["tool"], t["param"], t["matches"]))
+    for i, t in enumerate(
+        reader.tables(
+            doc.get("deny_command", []),
+            "deny_command",
+            {"program": str},
+            {"flags": list, "tool": str, "param": str},
+        )
+    ):
+        flags = reader.strings(t.get("flags", []), ["deny_command", i, "flags"])
+        for n, flag in enumerate(flags):
+            if not flag.startswith("-") or flag in ("-", "--"):
+                raise reader.fail(["deny_command", i, "flags", n], "expected a flag: -r, --force")
+        split = [f"-{c}" for f in flags if not f.startswith("--") for c in f[1:]]
+        split += [f for f in flags if f.startswith("--")]  # -rf as -r and -f, as matched
+        rules.deny_command.append(
+            CommandRule(
+                t["program"],
+                tuple(dict.fromkeys(split)),
+                t.get("tool", "Bash"),
+                t.get("param", "command"),
+            )
+        )
     for i, t in enumerate(
         reader.tables(
             doc.get("rate_limit_tool", []),

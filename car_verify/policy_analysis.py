@@ -54,6 +54,7 @@ from .errors import UsageError
 from .findings import Severity
 from .policy import (
     AllowRule,
+    CommandRule,
     LoadedPolicies,
     MatchRule,
     ParamRule,
@@ -118,7 +119,7 @@ class RuleRef:
         rule = self.rule
         if self.kind == "deny_tool":
             return str(rule) if isinstance(rule, str) else rule.target
-        if isinstance(rule, (ParamRule, AllowRule, MatchRule, RateRule)):
+        if isinstance(rule, (ParamRule, AllowRule, MatchRule, RateRule, CommandRule)):
             return rule.tool
         if isinstance(rule, Registered):
             return rule.target
@@ -183,6 +184,7 @@ def _located(rules: PolicySet, file: Path | None, keywords: int = 0) -> list[Rul
         ("deny_tool_param", rules.deny_tool_param),
         ("allow_tool_param", rules.allow_tool_param),
         ("deny_tool_param_matching", rules.deny_tool_param_matching),
+        ("deny_command", rules.deny_command),
         ("rate_limit_tool", rules.rate_limit_tool),
         ("trace_rule", rules.trace_rule),
     ]
@@ -407,7 +409,7 @@ class _Model:
         keys: dict[str, list[Any]] = {}
         for ref in refs:
             rule = ref.rule
-            if isinstance(rule, (ParamRule, AllowRule, MatchRule)):
+            if isinstance(rule, (ParamRule, AllowRule, MatchRule, CommandRule)):
                 variants = params.setdefault(rule.param, [])
                 if isinstance(rule, ParamRule) and rule.equals is not ABSENT:
                     self._add_forms(ref, rule.equals, variants)
@@ -471,6 +473,11 @@ class _Model:
                 one_of(z3, slot.text, rule.allow), lambda v: coerce(v) in rule.allow
             )
             return z3.And(is_tool(rule.tool), z3.Not(allowed))
+        if isinstance(rule, CommandRule):
+            # A shell's reading of the text is not modelled: any verdict on a call of a
+            # tool whose name it matches without case (so the diff says unknown).
+            slot = self.params[rule.param]
+            return z3.And(slot.present, self._free(ref))
         if isinstance(rule, MatchRule):
             if compile_pattern(rule.matches) is None:
                 return is_tool(rule.tool)  # it does not compile: every call is denied
@@ -556,6 +563,7 @@ def _denials(engine: PolicyEngine, tool: str, params: dict[str, Any], state: Any
         deny_tool_param=rules.deny_tool_param,
         allow_tool_param=rules.allow_tool_param,
         deny_tool_param_matching=rules.deny_tool_param_matching,
+        deny_command=rules.deny_command,
     )
     judge = PolicyEngine(one)
     judge.registered = list(engine.registered)

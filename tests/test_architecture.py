@@ -21,7 +21,7 @@ LAYERS: list[tuple[str, set[str]]] = [
         {
             "_version", "_accept", "display", "errors", "values", "findings",
             "_codec", "codes", "config", "discover", "events", "locate", "progress",
-            "policy_regex", "value_domain", "schedules",
+            "policy_regex", "value_domain", "schedules", "shell_words",
         },
     ),
     ("model", {"model"}),

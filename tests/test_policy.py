@@ -655,3 +655,59 @@ def test_the_work_of_one_match_is_bounded_and_past_it_the_call_is_denied() -> No
     assert name == "deny_tool_param_matching:Bash.command" and "work bound" in reason
     assert e.check_call("Bash", {"command": "b" * 1000}) == []  # short texts still match
     assert e.check_call("Bash", {"command": "a" * 40})
+
+
+SHELL_VARIANTS = [
+    "rm -rf /",
+    "rm -r -f /",
+    "rm -fr /",
+    "r''m -rf /",
+    "/bin/rm -rf /",
+    "sudo rm -rf /",
+    "sudo -u root rm -rf /",
+    "X=1 rm -rf /",
+    "true && rm -rf /",
+    "ls; rm -rf /",
+    "echo $(rm -rf /)",
+    "echo `rm -rf /`",
+    'bash -c "rm -rf /"',
+    "ls | xargs rm -rf",
+]
+
+
+@pytest.mark.parametrize("command", SHELL_VARIANTS)
+def test_a_command_rule_reads_the_line_as_a_shell_does(command: str) -> None:
+    """``deny_command`` matches the commands a shell runs, not the text: quoting,
+    split flags, paths, wrappers, chains and substitutions are seen through, and the
+    tool's name is compared without case."""
+    e = engine('[[deny_command]]\nprogram = "rm"\nflags = ["-rf"]\n')
+    for tool in ("Bash", "bash"):
+        [(name, reason)] = e.check_call(tool, {"command": command})
+        assert name == "deny_command:Bash.rm" and "runs rm with -r -f" in reason
+    substring = engine(
+        '[[deny_tool_param]]\ntool = "Bash"\nparam = "command"\ncontains = "rm -rf"\n'
+    )
+    if "rm -rf" not in command:
+        assert substring.check_call("Bash", {"command": command}) == []  # what it misses
+
+
+def test_a_command_rule_denies_what_it_cannot_read_and_leaves_the_rest() -> None:
+    e = engine('[[deny_command]]\nprogram = "rm"\nflags = ["-r"]\n')
+    assert e.check_call("Bash", {"command": "rm -f x"}) == []  # no -r
+    assert e.check_call("Bash", {"command": 'echo "rm -r /"'}) == []  # an argument, not run
+    [(_, reason)] = e.check_call("Bash", {"command": 'rm -r "unclosed'})
+    assert "cannot be read as a shell command line" in reason
+    with pytest.raises(InputError, match=r"deny_command\[0\]\.flags\[0\]"):
+        engine('[[deny_command]]\nprogram = "rm"\nflags = ["r"]\n')
+
+
+def test_policy_diff_of_a_command_rule_is_unknown_never_a_guess(tmp_path: Path) -> None:
+    from car_verify.policy_analysis import policy_diff
+
+    old = tmp_path / "old"
+    new = tmp_path / "new"
+    old.mkdir()
+    new.mkdir()
+    (old / "a.toml").write_text('[[deny_command]]\nprogram = "rm"\nflags = ["-r"]\n')
+    (new / "a.toml").write_text('deny_tool = ["x"]\n')
+    assert policy_diff(old, new).verdict == "unknown"
