@@ -897,7 +897,12 @@ def _cancelled_entries(
             )
             cover = z3.Or(*(cond[o.label] for o in others), z3.BoolVal(False))
             if never(this, z3.Not(cover)):
-                names = tuple(o.label for o in others if not never(this, cond[o.label]))
+                # The rules that deny every such call; when only several together do,
+                # those that deny some (each one named denies the witness or a call
+                # like it, never a rule that cannot).
+                names = tuple(o.label for o in others if never(this, z3.Not(cond[o.label])))
+                if not names:
+                    names = tuple(o.label for o in others if not never(this, cond[o.label]))
                 yield PolicyFinding(
                     "policy-allow-cancelled",
                     ref,

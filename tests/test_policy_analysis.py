@@ -289,3 +289,26 @@ def test_an_invalid_pattern_writes_nothing_of_re2_to_stderr(tmp_path: Path) -> N
             cwd=tmp_path,
         )
         assert done.returncode == 1 and done.stderr == "", (command, done.stderr)  # fd 2 itself
+
+
+def test_a_cancelled_allow_names_only_the_rules_that_deny_its_witness(tmp_path: Path) -> None:
+    """With deploy.env == "staging" denied beside the examples' allow list, the
+    finding names that rule alone: each rule it names denies its own witness on the
+    engine (the keyword rules, which deny only calls carrying a keyword, are not)."""
+    import shutil
+
+    from car_verify.policy import PolicyEngine, load_policies
+    from car_verify.policy_analysis import lint_policies
+
+    root = Path(__file__).resolve().parents[1]
+    folder = tmp_path / "policies"
+    shutil.copytree(root / "examples" / "policies" / ".car" / "policies", folder)
+    with (folder / "10-security.toml").open("a") as f:
+        f.write('\n[[deny_tool_param]]\ntool = "deploy"\nparam = "env"\nequals = "staging"\n')
+    [finding] = [f for f in lint_policies(folder) if f.code == "policy-allow-cancelled"]
+    assert finding.others == ("deny_tool_param:deploy.env",)
+    engine = PolicyEngine(load_policies(folder).rules)
+    assert finding.witness is not None
+    call = finding.witness
+    denied = {name for name, _ in engine.check_call(call["tool"], call["parameters"])}
+    assert set(finding.others) <= denied
