@@ -1678,7 +1678,10 @@ def cmd_lint(args: argparse.Namespace) -> int:
         changed = _fix_files(args, chosen, state, config.profile or "car")
         if args.diff:
             return EXIT_FINDINGS if changed else EXIT_OK
-    report = lint.lint_paths(paths, config, workers=args.workers, progress=progress)
+    if paths == ["-"]:  # stdin: linted as a file of its own, named `-`
+        report = _lint_stdin(lint, config)
+    else:
+        report = lint.lint_paths(paths, config, workers=args.workers, progress=progress)
     from .values import plural
 
     if not report.files and report.excluded:  # pre-commit named only excluded files
@@ -1712,6 +1715,33 @@ def cmd_lint(args: argparse.Namespace) -> int:
         render = {"json": lint.render_json, "github": lint.render_github}[args.format]
         _write(render(report))
     return EXIT_FINDINGS if report.failing(config.fail_on) else EXIT_OK
+
+
+def _lint_stdin(lint: Any, config: Any) -> Any:
+    """``lint -``: the proposal on stdin (JSON, or YAML when it is no JSON), linted
+    as a file and reported as ``-``."""
+    import tempfile
+
+    from .sources import STDIN_LABEL
+
+    text = sys.stdin.read()
+    stripped = text.lstrip()
+    suffix = ".json" if stripped[:1] in ("{", "[") or not stripped else ".yaml"
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / f"stdin{suffix}"
+        path.write_text(text, encoding="utf-8")
+        result = lint.lint_file(path, dataclasses.replace(config, root=Path(folder)))
+    label = STDIN_LABEL
+
+    def relabel(issue: Any) -> Any:
+        if issue.location is None:
+            return issue
+        return dataclasses.replace(issue, location=dataclasses.replace(issue.location, path=label))
+
+    result.path = label
+    result.findings = [relabel(f) for f in result.findings]
+    result.suppressed = [relabel(f) for f in result.suppressed]
+    return lint.LintReport([result], config)
 
 
 def _note_unmatched_rules(config: Any, report: Any) -> None:

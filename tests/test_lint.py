@@ -749,3 +749,16 @@ def test_a_folders_registry_and_state_are_used_and_not_linted_as_plans(
     assert "unknown-tool" in out and "precondition-unsatisfied" not in out  # both read
     assert "read as other inputs, not plans:" in out and "tool registry x1" in out
     assert "state x1" in out and "workflow graph x1" in out
+
+
+def test_lint_reads_stdin_for_a_dash(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import io
+
+    action = {"id": "a", "type": "tool_call", "tool": "t", "state_dependencies": ["k"]}
+    plan = json.dumps({"actions": [action]})
+    monkeypatch.setattr("sys.stdin", io.StringIO(plan))
+    assert main(["lint", "-", "--profile", "strict"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("<stdin>:1:") and "missing-dependency" in out and "in 1 file" in out
