@@ -4,10 +4,18 @@
 ``out/findings.parquet`` and writes a page with
 
 - the summary: trajectories by status and by outcome, findings by severity;
+- where it came from: the sources, the profile, the policies' digest, the
+  budget, and the car-verify version that wrote the page;
 - findings per code (how many findings, in how many trajectories, and the share
-  of the successful and of the failed trajectories it was found in: the
-  false-positive view of each heuristic), as a table and a chart;
+  of the successful and of the failed trajectories it was found in, each with its
+  counts and a 95% Wilson interval, and Fisher's exact test of the difference:
+  the false-positive view of each heuristic), as a table and a chart; a
+  difference the test does not support (p >= 0.05) is said to be none;
 - findings per model and per source format.
+
+The statistics are SciPy's (``scipy.stats``: ``binomtest``, ``fisher_exact``),
+in the ``audit`` extra; without it the intervals and tests are left out, and the
+page says so.
 
 The plots need matplotlib (``pip install 'car-verify[audit]'``); without it the
 page is written with the tables only, and says so.
@@ -50,16 +58,66 @@ def per_code(
     rows = []
     for code in sorted(found, key=lambda c: (-found[c], c)):
         hit = runs.get(code, Counter())
-        rows.append(
-            {
-                "code": code,
-                "findings": found[code],
-                "trajectories": sum(hit.values()),
-                "success": hit["success"] / totals["success"] if totals["success"] else None,
-                "failure": hit["failure"] / totals["failure"] if totals["failure"] else None,
-            }
-        )
+        ok, bad = totals["success"], totals["failure"]
+        row: dict[str, Any] = {
+            "code": code,
+            "findings": found[code],
+            "trajectories": sum(hit.values()),
+            "success": hit["success"] / ok if ok else None,
+            "failure": hit["failure"] / bad if bad else None,
+            "in_success": f"{hit['success']} of {ok}",
+            "in_failure": f"{hit['failure']} of {bad}",
+        }
+        row.update(_statistics(hit["success"], ok, hit["failure"], bad))
+        rows.append(row)
     return rows
+
+
+def _statistics(a: int, n: int, b: int, m: int) -> dict[str, Any]:
+    """95% Wilson intervals of a/n and b/m, and Fisher's exact test of the
+    difference (SciPy's); empty without SciPy or without trajectories."""
+    try:
+        from scipy.stats import binomtest, fisher_exact
+    except ImportError:
+        return {}
+    out: dict[str, Any] = {}
+    for name, k, total in (("success_ci", a, n), ("failure_ci", b, m)):
+        if total:
+            ci = binomtest(k, total).proportion_ci(method="wilson")
+            out[name] = f"{ci.low:.1%} to {ci.high:.1%}"
+    if n and m:
+        p = float(fisher_exact([[a, n - a], [b, m - b]]).pvalue)
+        out["p"] = f"{p:.3g}"
+        out["difference"] = "significant (p < 0.05)" if p < 0.05 else "none shown (p >= 0.05)"
+    return out
+
+
+def _provenance(folder: Path) -> list[dict[str, Any]]:
+    """What the audit read and how: from ``audit.json``, and this car-verify's version."""
+    import json
+
+    from ._version import __version__
+
+    rows: list[dict[str, Any]] = [{"what": "car-verify", "value": __version__}]
+    try:
+        manifest = json.loads((folder / "audit.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        rows.append({"what": "settings", "value": "audit.json not found: not known"})
+        return rows
+    for source in manifest.get("sources", []):
+        rows.append({"what": "source", "value": f"{source[0]} ({source[1]:,} bytes)"})
+    rows.append({"what": "profile", "value": manifest.get("profile") or "car"})
+    policies = manifest.get("policies")
+    rows.append({"what": "policies", "value": f"sha256 {policies}" if policies else "none"})
+    rows.append({"what": "budget", "value": manifest.get("budget")})
+    return rows
+
+
+#: The columns of the per-code table.
+CODE_COLUMNS = [
+    "code", "findings", "trajectories", "success", "in_success", "success_ci",
+    "failure", "in_failure", "failure_ci", "p", "difference",
+]  # fmt: skip
 
 
 def _png(figure: Any) -> str:
@@ -140,14 +198,21 @@ def write_report(out: str | Path, path: str | Path) -> Path:
         "padding:.25em .6em;text-align:left}th{background:#f3f3f3}img{max-width:100%}</style>",
         "</head><body><h1>car-verify audit</h1>",
         f"<p>{escape(str(folder))}</p>",
+        "<h2>Where this comes from</h2>",
+        _table(_provenance(folder), ["what", "value"]),
         "<h2>Summary</h2>",
         _table(summary, ["what", "count"]),
         "<h2>Findings per code</h2>",
         "<p>For each code: its findings, the trajectories it was found in, and the share of "
         "the successful and of the failed trajectories it was found in. A heuristic found as "
         "often in successful runs as in failed ones predicts nothing.</p>",
-        _table(codes, ["code", "findings", "trajectories", "success", "failure"]),
+        _table(codes, CODE_COLUMNS),
     ]
+    if codes and "p" not in codes[0]:
+        parts.append(
+            "<p><em>No intervals or tests: SciPy is not installed "
+            "(pip install 'car-verify[audit]').</em></p>"
+        )
     if charts:
         for title, data in charts:
             image = f"<img alt='{escape(title)}' src='data:image/png;base64,{data}'>"

@@ -277,6 +277,22 @@ def test_the_report_is_one_self_contained_page(
     [book] = [r for r in per_code(rows, found) if r["code"] == "deny_tool:book"]
     # every run calls book: found in all of the successful and all of the failed
     assert (book["trajectories"], book["success"], book["failure"]) == (45, 1.0, 1.0)
+    # with its counts, intervals and an exact test; and where the numbers come from
+    assert book["in_success"].endswith(f"of {book['in_success'].split()[-1]}")
+    assert book["difference"] == "none shown (p >= 0.05)" and float(book["p"]) == 1.0
+    assert "Where this comes from" in page and "profile" in page and "sha256" in page
+
+
+def test_a_difference_the_counts_do_not_support_is_said_to_be_none() -> None:
+    """The issue's example: 2 of 84 successful against 11 of 116 failed runs is a
+    rate four times higher, and Fisher's exact test gives p = 0.078: not shown."""
+    pytest.importorskip("scipy")
+    from car_verify.audit_report import _statistics
+
+    stats = _statistics(2, 84, 11, 116)
+    assert stats["p"] == "0.0775" and stats["difference"] == "none shown (p >= 0.05)"
+    assert stats["success_ci"] == "0.7% to 8.3%"
+    assert _statistics(0, 50, 30, 50)["difference"] == "significant (p < 0.05)"
 
 
 @pytest.mark.slow
