@@ -188,7 +188,7 @@ def write_report(out: str | Path, path: str | Path) -> Path:
         *({"what": f"outcome {k}", "count": v} for k, v in sorted(outcome.items())),
         *({"what": f"{k} findings", "count": v} for k, v in sorted(severity.items())),
     ]
-    by_model = Counter((f["model"] or "unknown") for f in findings)
+    by_model = Counter((f["model"] or "not recorded by the source") for f in findings)
     by_format = Counter(f["format"] or "unknown" for f in findings)
     charts = _charts(codes)
     parts = [
