@@ -68,7 +68,7 @@ from .policy import (
     load_policies,
     load_policy_file,
 )
-from .value_domain import Slot, contains, equals, one_of, text_of
+from .value_domain import Slot, contains, equals, literal, one_of, text_of
 from .values import ABSENT, json_equal
 
 __all__ = [
@@ -514,7 +514,7 @@ class _Model:
         raise UsageError(f"rule {ref.name}: not a rule of one call")  # pragma: no cover
 
     def _is_tool(self, name: str) -> Any:
-        return self.tool == self.z3.StringVal(name)
+        return self.tool == literal(self.z3, name)
 
     def _free(self, ref: RuleRef) -> Any:
         # Keyed by the rule itself: the same rule in both sets decides alike.
@@ -641,7 +641,7 @@ def _admitted_call(
     z3 = model.z3
     solver = z3.Solver()
     solver.set("timeout", 10_000)
-    solver.add(model.domain(), model.tool == z3.StringVal(tool), *(z3.Not(d) for d in denials))
+    solver.add(model.domain(), model.tool == literal(z3, tool), *(z3.Not(d) for d in denials))
     if solver.check() != z3.sat:
         return None
     _, params, state = model.call(solver.model())
@@ -892,7 +892,7 @@ def _cancelled_entries(
         others = [o for o in rules if o is not ref and o.tool in (None, rule.tool)]
         for entry in rule.allow:
             this = z3.And(
-                model.tool == z3.StringVal(rule.tool),
+                model.tool == literal(z3, rule.tool),
                 slot.where(equals(z3, slot.text, entry), lambda v, e=entry: coerce(v) == e),
             )
             cover = z3.Or(*(cond[o.label] for o in others), z3.BoolVal(False))
@@ -922,7 +922,7 @@ def _contradictions(
         if ref.tool is not None and ref.kind != "deny_tool" and ref.label not in silent:
             by_tool.setdefault(ref.tool, []).append(ref)
     for tool, mine in sorted(by_tool.items()):
-        call = model.tool == z3.StringVal(tool)
+        call = model.tool == literal(z3, tool)
         alone = [r for r in mine if not never(call, z3.Not(cond[r.label]))]
         for a, b in itertools.combinations(alone, 2):
             if never(call, z3.Not(cond[a.label]), z3.Not(cond[b.label])):

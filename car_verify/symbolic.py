@@ -35,6 +35,7 @@ from .dag import Dag
 from .model import ActionProposal, Precondition
 from .semantics import semantics_of
 from .semantics.base import Semantics
+from .value_domain import constant_text, literal
 from .values import is_number
 
 __all__ = [
@@ -220,7 +221,7 @@ class Encoder:
         if is_number(value):
             return self.semantics.number_term(self, value)
         if isinstance(value, str):
-            return J.string(z3.StringVal(value, ctx=self.ctx))
+            return J.string(literal(z3, value, self.ctx))
         self._register(value)
         index = self._known_index[self.semantics.canonical(value)]
         return J.known(z3.IntVal(index, ctx=self.ctx))
@@ -358,7 +359,7 @@ class Encoder:
         if name == "integer":
             return term.arg(0).as_long()
         if name == "string":
-            return term.arg(0).as_string()
+            return constant_text(self.z3, term.arg(0))
         if name == "known":
             index = term.arg(0).as_long()
             return self.known[index] if 0 <= index < len(self.known) else None

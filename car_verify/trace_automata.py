@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .trace import Call, Outcome, TraceGate, TraceRule
-from .value_domain import Slot, contains, equals, text_of
+from .value_domain import Slot, contains, equals, literal, text_of
 from .values import ABSENT, evaluate, json_equal
 
 __all__ = ["MAX_LETTERS", "Split", "trace_containment"]
@@ -168,7 +168,7 @@ def _add(values: list[Any], value: Any) -> None:
 
 
 def _matches(z3: Any, tool: Any, slots: dict[str, Slot], call: Call) -> Any:
-    parts = [] if call.tool is None else [tool == z3.StringVal(call.tool)]
+    parts = [] if call.tool is None else [tool == literal(z3, call.tool)]
     for test in call.tests:
         slot = slots[test.param]
         if test.op == "present":

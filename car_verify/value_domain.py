@@ -15,11 +15,29 @@ from typing import Any
 
 from .values import ABSENT
 
-__all__ = ["Slot", "contains", "equals", "one_of", "text_of"]
+__all__ = ["Slot", "constant_text", "contains", "equals", "literal", "one_of", "text_of"]
 
 # Every test on a string is a regular-expression membership: z3's solver for
 # regular expressions answers these in milliseconds, where a mix of ``Contains``,
 # ``==`` and ``InRe`` on one string can run to its time limit.
+
+
+def literal(z3: Any, text: str, ctx: Any = None) -> Any:
+    """A z3 string constant that holds ``text`` exactly. ``z3.StringVal`` reads
+    ``\\u003c``-style escapes in what it is given, so the TOML literal
+    ``'\\u003cscript'`` would be ``<script`` to the solver: every backslash is
+    written as the escape of one (``\\u{5c}``), and nothing else is read."""
+    safe = text.replace("\\", "\\u{5c}")
+    return z3.StringVal(safe) if ctx is None else z3.StringVal(safe, ctx=ctx)
+
+
+def constant_text(z3: Any, term: Any) -> str:
+    """The Python string of a z3 string constant, read character by character
+    (its printed form escapes some characters, ambiguously)."""
+    length = z3.simplify(z3.Length(term)).as_long()
+    return "".join(
+        chr(z3.simplify(z3.StrToCode(z3.SubString(term, i, 1))).as_long()) for i in range(length)
+    )
 
 
 def _anything(z3: Any) -> Any:
@@ -28,17 +46,17 @@ def _anything(z3: Any) -> Any:
 
 def contains(z3: Any, text: Any, needle: str) -> Any:
     """``needle`` occurs in the z3 string ``text``."""
-    return z3.InRe(text, z3.Concat(_anything(z3), z3.Re(z3.StringVal(needle)), _anything(z3)))
+    return z3.InRe(text, z3.Concat(_anything(z3), z3.Re(literal(z3, needle)), _anything(z3)))
 
 
 def equals(z3: Any, text: Any, value: str) -> Any:
     """The z3 string ``text`` is ``value``."""
-    return z3.InRe(text, z3.Re(z3.StringVal(value)))
+    return z3.InRe(text, z3.Re(literal(z3, value)))
 
 
 def one_of(z3: Any, text: Any, values: Any) -> Any:
     """The z3 string ``text`` is one of ``values`` (none: false)."""
-    options = [z3.Re(z3.StringVal(v)) for v in values]
+    options = [z3.Re(literal(z3, v)) for v in values]
     if not options:
         return z3.BoolVal(False)
     return z3.InRe(text, options[0] if len(options) == 1 else z3.Union(*options))

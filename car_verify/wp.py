@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from .api import ProposalLike, simulate
 from .errors import UsageError, deep_values_are_input_errors
 from .model import load
+from .value_domain import constant_text
 
 if TYPE_CHECKING:
     from .symbolic import Encoder, Questions
@@ -243,7 +244,7 @@ class Printer:
                 else str(fraction)
             )
         if z3.is_string_value(term):
-            return json.dumps(term.as_string())
+            return json.dumps(constant_text(z3, term))
         try:
             return json.dumps(self.encoder.to_json(None, term))
         except Exception:

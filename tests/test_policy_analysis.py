@@ -312,3 +312,24 @@ def test_a_cancelled_allow_names_only_the_rules_that_deny_its_witness(tmp_path: 
     call = finding.witness
     denied = {name for name, _ in engine.check_call(call["tool"], call["parameters"])}
     assert set(finding.others) <= denied
+
+
+def test_a_backslash_u_in_a_toml_literal_string_is_no_escape_to_the_solver(
+    tmp_path: Path,
+) -> None:
+    r"""``'\u003cscript'`` (a TOML literal string: a backslash, then ``u003c``) is not
+    ``"<script"``: z3 reads such escapes in string constants, so each is written
+    as the literal text it is, and the diff finds the call that tells them apart."""
+    from car_verify.policy_analysis import policy_diff
+
+    old, new = tmp_path / "old", tmp_path / "new"
+    old.mkdir()
+    new.mkdir()
+    (old / "a.toml").write_text("deny_keyword = ['\\u003cscript']\n")
+    (new / "a.toml").write_text('deny_keyword = ["<script"]\n')
+    result = policy_diff(old, new)
+    assert result.verdict != "equivalent", result
+    same = tmp_path / "same"
+    same.mkdir()
+    (same / "a.toml").write_text("deny_keyword = ['\\u003cscript']\n")
+    assert policy_diff(old, same).verdict == "equivalent"

@@ -399,3 +399,25 @@ def test_every_command_runs_under_both_profiles_and_names_the_one_it_ran(
     (tmp_path / ".car" / "verify.toml").write_text('profile = "strict"\n')
     assert main(args) != 2
     assert "strict" in _said(capsys)
+
+
+@pytest.mark.parametrize("profile", ["car", "strict"])
+def test_a_backslash_in_a_string_is_itself_to_the_solver(profile: str) -> None:
+    r"""``"\\u0041"`` (a backslash, then ``u0041``) is not ``"A"``: z3 reads escapes in
+    its string constants, so every string goes to it as the text it is."""
+
+    def gate(value: str) -> dict[str, Any]:
+        return {
+            "actions": [
+                {
+                    "id": "w",
+                    "type": "state_write",
+                    "parameters": {"key": "z", "value": 1},
+                    "preconditions": [{"key": "k", "value": value}],
+                }
+            ]
+        }
+
+    result = cv.equivalent(gate("\\u0041"), gate("A"), method="z3", profile=profile)
+    assert result.equivalent is False and result.counterexample in ({"k": "A"}, {"k": "\\u0041"})
+    assert cv.equivalent(gate("\\u0041"), gate("\\u0041"), method="z3", profile=profile).equivalent

@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import InputError
+from ..value_domain import literal
 from ..values import ABSENT, KNOWN_OPERATORS, is_number
 from .base import Semantics, Where
 from .profiles import Profile
@@ -345,7 +346,7 @@ class CarSemantics(Semantics):
         z3, J = encoder.z3, encoder.J
         text = _text(needle)
         parts = [
-            z3.And(J.is_string(value), z3.Contains(J.s(value), z3.StringVal(text, ctx=encoder.ctx)))
+            z3.And(J.is_string(value), z3.Contains(J.s(value), literal(z3, text, encoder.ctx)))
         ]
         if text in "null":
             parts.append(J.is_null(value))

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ..value_domain import literal
 from ..values import canonical, evaluate, is_number, json_equal
 from .base import Semantics, Where
 from .profiles import Profile
@@ -101,7 +102,7 @@ class StrictSemantics(Semantics):
             parts.append(
                 z3.And(
                     J.is_string(value),
-                    z3.Contains(J.s(value), z3.StringVal(needle, ctx=encoder.ctx)),
+                    z3.Contains(J.s(value), literal(z3, needle, encoder.ctx)),
                 )
             )
         arrays = [
