@@ -1021,7 +1021,7 @@ def cmd_workflow(args: argparse.Namespace) -> int:
         for v in policies.violations if policies else []:
             _write(f"policy {v.policy!r}: {v.explanation} (path: {' -> '.join(v.witness)})\n")
         for c in traced.counterexamples if traced else []:
-            _write(f"trace rule {c.rule!r}: {c.message} (path: {' -> '.join(c.path)})\n")
+            _write(f"trace rule {c.rule!r}: {c.message} (path: {_path_text(c.path)})\n")
         parts = ["sound" if report.sound else f"unsound: {len(report.defects)} defects"]
         if policies is not None:
             parts.append(
@@ -1742,6 +1742,19 @@ def _lint_stdin(lint: Any, config: Any) -> Any:
     result.findings = [relabel(f) for f in result.findings]
     result.suppressed = [relabel(f) for f in result.suppressed]
     return lint.LintReport([result], config)
+
+
+def _path_text(path: Sequence[str], ends: int = 12) -> str:
+    """A path as ``a -> b -> c``; a long one (a loop walked 100,000 times) with its
+    middle said as a count (the JSON output keeps it whole)."""
+    if len(path) <= 2 * ends + 1:
+        return " -> ".join(path)
+    hidden = len(path) - 2 * ends
+    return (
+        " -> ".join(path[:ends])
+        + f" -> ... ({hidden:,} more stages) -> "
+        + " -> ".join(path[-ends:])
+    )
 
 
 def _note_unmatched_rules(config: Any, report: Any) -> None:

@@ -260,3 +260,27 @@ def test_workflows_are_found_in_dot_car(
     captured = capsys.readouterr()
     assert "triage -> hotfix -> deploy_fix" in captured.out
     assert "workflow-policies.json" in captured.err
+
+
+def test_a_rule_that_counts_far_walks_its_long_path_in_linear_time(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """``at most 100000 s3`` around a three-stage loop: the counterexample is the
+    300,001-stage path, found without copying a path per step (this ran past 120 s),
+    and the text says its middle as a count."""
+    graph = {
+        "entry": "s1",
+        "terminals": [],
+        "stages": ["s1", "s2", "s3"],
+        "edges": [
+            {"from": "s1", "to": "s2"},
+            {"from": "s2", "to": "s3"},
+            {"from": "s3", "to": "s1"},
+        ],
+    }
+    [c] = check_workflow_trace_rules(graph, ["at most 100000 s3"]).counterexamples
+    assert len(c.path) == 300_003 and c.path[-1] == "s3" and c.path.count("s3") == 100_001
+    file = tmp_path / "g.json"
+    file.write_text(json.dumps(graph))
+    assert main(["workflow", str(file), "--rule", "at most 100000 s3"]) == 1
+    assert "(299,979 more stages)" in capsys.readouterr().out
