@@ -343,15 +343,16 @@ def _forms(value: Any) -> list[Any] | None:
     forms, key orders), at most MAX_FORMS; None past that."""
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return [value]
-    if isinstance(value, int):
-        out: list[Any] = [value]
+    if isinstance(value, (int, float)):
+        if value == 0:  # zero has three texts: 0, 0.0 and -0.0
+            return [value, *(z for z in (0, 0.0, -0.0) if coerce(z) != coerce(value))]
+        if isinstance(value, float):
+            return [value, int(value)] if value.is_integer() else [value]
         try:
             as_float = float(value)
         except OverflowError:
-            return out
-        return [*out, as_float] if as_float == value else out
-    if isinstance(value, float):
-        return [value, int(value)] if value.is_integer() else [value]
+            return [value]
+        return [value, as_float] if as_float == value else [value]
     if isinstance(value, list):
         options: list[list[Any]] = []
         for v in value:

@@ -21,7 +21,9 @@ from car_verify.policy_regex import search_language
 
 TOOLS = ["a", "b"]
 PARAMS = ["p", "q"]
-VALUES: list[Any] = ["x", "xy", "y", "1", 1, 1.0, True, "", ["x"], {"k": "x"}, "true"]
+# 0, 0.0 and -0.0 are one JSON value with three texts (issue 37): a rule on
+# the value and one on the text ("-") must be compared as one.
+VALUES: list[Any] = ["x", "xy", "y", "1", 1, 1.0, 0, -0.0, True, "", ["x"], {"k": "x"}, "true"]
 PATTERNS = ["^x", "y$", "x.y", "[0-9]", "(?!x)", "x|^$", "x{2}"]
 
 
@@ -53,7 +55,8 @@ def rule_sets(draw: st.DrawFn) -> str:
             if draw(st.booleans()):
                 lines.append(f"equals = {toml_value(draw(st.sampled_from(VALUES)))}")
             if draw(st.booleans()):
-                lines.append(f"contains = {json.dumps(draw(st.sampled_from(['x', 'y', '1'])))}")
+                needle = draw(st.sampled_from(["x", "y", "1", "-"]))
+                lines.append(f"contains = {json.dumps(needle)}")
         elif kind == "allow":
             allow = draw(st.lists(st.sampled_from(["x", "xy", "1", "true"]), unique=True))
             lines += ["[[allow_tool_param]]", f'tool = "{t}"', f'param = "{p}"',
@@ -333,3 +336,25 @@ def test_a_backslash_u_in_a_toml_literal_string_is_no_escape_to_the_solver(
     same.mkdir()
     (same / "a.toml").write_text("deny_keyword = ['\\u003cscript']\n")
     assert policy_diff(old, same).verdict == "equivalent"
+
+
+@pytest.mark.parametrize("zero", ["0", "0.0", "-0.0"])
+def test_negative_zero_is_a_form_of_zero_with_its_own_text(tmp_path: Path, zero: str) -> None:
+    """``equals = 0`` with ``contains = "-"`` denies ``-0.0`` alone (JSON-equal to
+    0, its text holds a minus): the diff must find that call, whichever of the
+    three texts of zero the rule spells."""
+    old, new = tmp_path / "old", tmp_path / "new"
+    old.mkdir()
+    new.mkdir()
+    (old / "a.toml").write_text(
+        f'[[deny_tool_param]]\ntool = "pay"\nparam = "amount"\nequals = {zero}\ncontains = "-"\n'
+    )
+    (new / "a.toml").write_text('deny_tool = ["other"]\n')
+    result = policy_diff(old, new)
+    assert result.verdict == "incomparable", result
+    [allowed] = result.newly_allowed
+    assert allowed.tool == "pay"
+    value = allowed.parameters["amount"]
+    assert value == 0 and str(value) == "-0.0"
+    engine = PolicyEngine(load_policy_text((old / "a.toml").read_text()))
+    assert engine.check_call("pay", {"amount": value})
