@@ -187,9 +187,59 @@ def test_rate_limits_compared_as_caps() -> None:
     )
     assert policy_diff(two, three).verdict == "looser"
     [run] = policy_diff(two, three).newly_allowed
-    assert run.calls_at == (0.0, 0.0, 0.0) and run.denied_by == ("rate_limit_tool:send",)
-    assert policy_diff(two, longer).verdict == "stricter"
+    assert len(run.calls_at or ()) == 3 and run.denied_by == ("rate_limit_tool:send",)
+    # A longer window is not stricter: a call it denies takes no slot, so 0 s,
+    # 5 s, 5 s, 20 s... (see the module docs of car_verify.rate_compare).
+    assert policy_diff(two, longer).verdict == "incomparable"
     assert policy_diff(two, two).verdict == "equivalent"
+
+
+def rate_set(caps: list[tuple[int, int]]) -> PolicySet:
+    return load_policy_text(
+        "".join(
+            f'[[rate_limit_tool]]\ntool = "send"\nmax_calls = {m}\ninterval_secs = {w}\n'
+            for m, w in caps
+        )
+    )
+
+
+def last_denied(rules: PolicySet, run: list[float]) -> bool:
+    clock = [0.0]
+    engine = PolicyEngine(rules, clock=lambda: clock[0])
+    verdict = False
+    for t in run:
+        clock[0] = t
+        verdict = bool(engine.check_call("send", {}))
+    return verdict
+
+
+CAPS = st.lists(
+    st.tuples(st.integers(0, 3), st.sampled_from([2, 3, 5, 10])), min_size=0, max_size=2
+)
+
+
+@settings(deadline=None, max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+@given(CAPS, CAPS, st.lists(st.lists(st.integers(0, 8), max_size=10), min_size=20, max_size=20))
+def test_rate_limit_verdicts_agree_with_replayed_runs(
+    old: list[tuple[int, int]], new: list[tuple[int, int]], gaps: list[list[int]]
+) -> None:
+    """Issue 37: {1/5s} and {1/5s, 2/10s} were "equivalent" (a call one limit
+    denies still takes a slot in the other). Every coverage claim holds on 20
+    random runs replayed on both engines, and every counterexample replays."""
+    a, b = rate_set(old), rate_set(new)
+    diff = policy_diff(a, b)
+    runs = [[sum(g[: i + 1]) / 2 for i in range(len(g))] for g in gaps]
+    for covers, denies, admits in (
+        (diff.new_covers_old, a, b),
+        (diff.old_covers_new, b, a),
+    ):
+        if covers:
+            assert not any(last_denied(denies, r) and not last_denied(admits, r) for r in runs)
+    for found, denies, admits in ((diff.newly_allowed, a, b), (diff.newly_denied, b, a)):
+        for c in found:
+            assert c.calls_at is not None
+            run = list(c.calls_at)
+            assert last_denied(denies, run) and not last_denied(admits, run), c
 
 
 def test_trace_rule_sets_compared_with_a_counterexample_trace() -> None:
