@@ -289,8 +289,15 @@ class Counterexample:
     def describe(self) -> str:
         text = _call_text(self.to_dict())
         if self.trace is not None:
-            text = f"after {', '.join(self.trace) or 'nothing'}: {text}"
+            text = f"after {_trace_text(self.trace)}: {text}"
         return f"{text}, denied by {', '.join(self.denied_by)}"
+
+
+def _trace_text(trace: Sequence[str]) -> str:
+    """Steps joined by commas, a step repeated in a row said once with its count
+    (``s3() succeeded x 99,999``); the JSON output keeps every step."""
+    runs = [(step, len(list(group))) for step, group in itertools.groupby(trace)]
+    return ", ".join(step if n == 1 else f"{step} x {n:,}" for step, n in runs) or "nothing"
 
 
 @dataclass(slots=True)

@@ -16,7 +16,7 @@ recorded with its outcome (``succeeded`` or ``failed``), as the static schedule
 check has them. Set B denies everything set A denies when, after no such trace,
 A refuses a call that B admits; otherwise the shortest such trace and call is
 the counterexample. Past ``MAX_LETTERS`` letters (many patterns with
-overlapping tests) the answer is ``unknown``.
+overlapping tests) or ``MAX_STATES`` states the answer is ``unknown``.
 """
 
 from __future__ import annotations
@@ -31,9 +31,11 @@ from .trace import Call, Outcome, TraceGate, TraceRule
 from .value_domain import Slot, contains, equals, literal, text_of
 from .values import ABSENT, evaluate, json_equal
 
-__all__ = ["MAX_LETTERS", "Split", "trace_containment"]
+__all__ = ["MAX_LETTERS", "MAX_STATES", "Split", "trace_containment"]
 
 MAX_LETTERS = 512
+#: The most states of the two sets' monitors together the search visits.
+MAX_STATES = 1_000_000
 #: Subsets of the values a parameter is tested with ``contains`` against, as arrays:
 #: at most this many values per parameter (2**5 arrays).
 MAX_NEEDLES = 5
@@ -63,9 +65,11 @@ def trace_containment(a: Sequence[TraceRule], b: Sequence[TraceRule]) -> Any:
     gate_a, gate_b = TraceGate(a), TraceGate(b)
     start = (gate_a.state, gate_b.state)
     seen = {start}
-    queue: deque[tuple[tuple[tuple[int, ...], tuple[int, ...]], tuple[str, ...]]] = deque(
-        [(start, ())]
-    )
+    # Each state's trace is a linked list (its last step, the trace before it): a
+    # step copies nothing, so a rule that counts far (``at most 100000``) walks
+    # its long traces in linear time.
+    Trace = tuple[str, Any] | None
+    queue: deque[tuple[tuple[tuple[int, ...], tuple[int, ...]], Trace]] = deque([(start, None)])
     while queue:
         (sa, sb), trace = queue.popleft()
         for tool, params in letters:
@@ -75,7 +79,7 @@ def trace_containment(a: Sequence[TraceRule], b: Sequence[TraceRule]) -> Any:
             refused_b = gate_b.dispatch(tool, params)
             if refused_a and not refused_b:
                 names = tuple(dict.fromkeys(v.policy_name for v in refused_a))
-                return Split(tool, dict(params), names, trace)
+                return Split(tool, dict(params), names, _unwound(trace))
             if refused_a or refused_b:
                 continue  # not a trace both admit
             after = (gate_a.state, gate_b.state)
@@ -87,10 +91,24 @@ def trace_containment(a: Sequence[TraceRule], b: Sequence[TraceRule]) -> Any:
                 gate_b.record(tool, params, outcome)
                 state = (gate_a.state, gate_b.state)
                 if state not in seen:
+                    if len(seen) >= MAX_STATES:
+                        return (
+                            f"the two sets' trace rules reach more than {MAX_STATES:,} "
+                            "states together; compared on the traces to those only"
+                        )
                     seen.add(state)
                     step = f"{tool}({_params_text(params)}) {outcome}"
-                    queue.append((state, (*trace, step)))
+                    queue.append((state, (step, trace)))
     return None
+
+
+def _unwound(trace: Any) -> tuple[str, ...]:
+    """A linked trace's steps, first to last."""
+    steps: list[str] = []
+    while trace is not None:
+        steps.append(trace[0])
+        trace = trace[1]
+    return tuple(reversed(steps))
 
 
 def _params_text(params: dict[str, Any]) -> str:

@@ -408,3 +408,30 @@ def test_negative_zero_is_a_form_of_zero_with_its_own_text(tmp_path: Path, zero:
     assert value == 0 and str(value) == "-0.0"
     engine = PolicyEngine(load_policy_text((old / "a.toml").read_text()))
     assert engine.check_call("pay", {"amount": value})
+
+
+def test_trace_rules_that_count_far_compare_in_linear_time_with_a_short_text() -> None:
+    """Issue 37: two ``at most N`` rules (84 bytes) ran past 120 s: every state
+    copied its whole trace. The trace is a linked list now, the counterexample
+    is the 99,999 calls and the one more, and the text says the repeat once."""
+    old = load_policy_text('[[trace_rule]]\nrule = "at most 100000 s3"\n')
+    new = load_policy_text('[[trace_rule]]\nrule = "at most 99999 s3"\n')
+    diff = policy_diff(old, new)
+    assert diff.verdict == "stricter"
+    [c] = diff.newly_denied
+    assert c.trace is not None and len(c.trace) == 99_999
+    assert set(c.trace) == {"s3() succeeded"}
+    assert c.describe() == (
+        "after s3() succeeded x 99,999: s3({}), denied by trace_rule:at most 99999 s3"
+    )
+
+
+def test_a_trace_product_past_its_budget_is_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
+    from car_verify import trace_automata
+
+    monkeypatch.setattr(trace_automata, "MAX_STATES", 1000)
+    old = load_policy_text('[[trace_rule]]\nrule = "at most 5000 s3"\n')
+    new = load_policy_text('[[trace_rule]]\nrule = "at most 4999 s3"\n')
+    diff = policy_diff(old, new)
+    assert diff.verdict == "unknown"
+    assert any("more than 1,000 states" in u for u in diff.unknown), diff.unknown
