@@ -11,9 +11,10 @@ test compares with ``==``, and arrays holding each subset of the values tested
 with ``contains``; any other value matches as one of these does).
 
 :func:`trace_containment` then searches the product breadth first from the
-start: a trace is a sequence of calls both sets admit, each dispatched and then
-recorded with its outcome (``succeeded`` or ``failed``), as the static schedule
-check has them. Set B denies everything set A denies when, after no such trace,
+start: a trace is a sequence of calls both sets admit, each dispatched and
+recorded with its outcome (``succeeded`` or ``failed``) before the next call,
+or, when a rule's event names its outcome, still awaiting it until a later step
+brings it (or never). Set B denies everything set A denies when, after no such trace,
 A refuses a call that B admits; otherwise the shortest such trace and call is
 the counterexample. Past ``MAX_LETTERS`` letters (many patterns with
 overlapping tests) or ``MAX_STATES`` states the answer is ``unknown``.
@@ -63,16 +64,39 @@ def trace_containment(a: Sequence[TraceRule], b: Sequence[TraceRule]) -> Any:
     if isinstance(letters, str):
         return letters
     gate_a, gate_b = TraceGate(a), TraceGate(b)
-    start = (gate_a.state, gate_b.state)
+    # A call whose outcome some rule's event names may still be awaiting it when
+    # the next call comes (or for ever): the state also counts, per such letter,
+    # the calls awaiting an outcome (0, 1, or 2 meaning two or more).
+    awaited = [
+        i
+        for i, (tool, params) in enumerate(letters)
+        if any(
+            r.event is not None and r.event.outcome is not None and r.event.matches(tool, params)
+            for r in (*a, *b)
+        )
+    ]
+    slot_of = {letter: n for n, letter in enumerate(awaited)}
+    State = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+    start: State = (gate_a.state, gate_b.state, (0,) * len(awaited))
     seen = {start}
     # Each state's trace is a linked list (its last step, the trace before it): a
     # step copies nothing, so a rule that counts far (``at most 100000``) walks
     # its long traces in linear time.
     Trace = tuple[str, Any] | None
-    queue: deque[tuple[tuple[tuple[int, ...], tuple[int, ...]], Trace]] = deque([(start, None)])
+    queue: deque[tuple[State, Trace]] = deque([(start, None)])
+    outcomes: tuple[Outcome, ...] = ("succeeded", "failed")
+
+    def recorded(sa: Any, sb: Any, tool: str, params: Any, outcome: Outcome) -> Any:
+        gate_a.restore(sa)
+        gate_b.restore(sb)
+        gate_a.record(tool, params, outcome)
+        gate_b.record(tool, params, outcome)
+        return gate_a.state, gate_b.state
+
     while queue:
-        (sa, sb), trace = queue.popleft()
-        for tool, params in letters:
+        (sa, sb, waiting), trace = queue.popleft()
+        successors: list[tuple[State, str]] = []
+        for letter, (tool, params) in enumerate(letters):
             gate_a.restore(sa)
             gate_b.restore(sb)
             refused_a = gate_a.dispatch(tool, params)
@@ -83,22 +107,35 @@ def trace_containment(a: Sequence[TraceRule], b: Sequence[TraceRule]) -> Any:
             if refused_a or refused_b:
                 continue  # not a trace both admit
             after = (gate_a.state, gate_b.state)
-            outcomes: tuple[Outcome, ...] = ("succeeded", "failed")
+            call = f"{tool}({_params_text(params)})"
+            for outcome in outcomes:  # the outcome comes before the next call
+                successors.append(
+                    ((*recorded(*after, tool, params, outcome), waiting), f"{call} {outcome}")
+                )
+            if letter in slot_of:  # or the call is still awaiting it
+                n = slot_of[letter]
+                more = (*waiting[:n], min(waiting[n] + 1, 2), *waiting[n + 1 :])
+                successors.append(((*after, more), f"{call} awaiting its outcome"))
+        for letter, n in slot_of.items():  # an awaited outcome comes
+            if not waiting[n]:
+                continue
+            tool, params = letters[letter]
+            fewer = [(*waiting[:n], waiting[n] - 1, *waiting[n + 1 :])]
+            if waiting[n] == 2:
+                fewer.append(waiting)  # two or more were awaiting: one or more still are
             for outcome in outcomes:
-                gate_a.restore(after[0])
-                gate_b.restore(after[1])
-                gate_a.record(tool, params, outcome)
-                gate_b.record(tool, params, outcome)
-                state = (gate_a.state, gate_b.state)
-                if state not in seen:
-                    if len(seen) >= MAX_STATES:
-                        return (
-                            f"the two sets' trace rules reach more than {MAX_STATES:,} "
-                            "states together; compared on the traces to those only"
-                        )
-                    seen.add(state)
-                    step = f"{tool}({_params_text(params)}) {outcome}"
-                    queue.append((state, (step, trace)))
+                done = recorded(sa, sb, tool, params, outcome)
+                text = f"the outcome of {tool}({_params_text(params)}): {outcome}"
+                successors.extend(((*done, w), text) for w in fewer)
+        for state, step in successors:
+            if state not in seen:
+                if len(seen) >= MAX_STATES:
+                    return (
+                        f"the two sets' trace rules reach more than {MAX_STATES:,} "
+                        "states together; compared on the traces to those only"
+                    )
+                seen.add(state)
+                queue.append((state, (step, trace)))
     return None
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from car_verify.cli import main
@@ -435,3 +435,124 @@ def test_a_trace_product_past_its_budget_is_unknown(monkeypatch: pytest.MonkeyPa
     diff = policy_diff(old, new)
     assert diff.verdict == "unknown"
     assert any("more than 1,000 states" in u for u in diff.unknown), diff.unknown
+
+
+def test_a_call_still_awaiting_its_outcome_is_part_of_a_trace() -> None:
+    """Issue 37: ``never deploy after run_tests`` and the two rules on its outcomes
+    were "equivalent", but a deploy made while run_tests awaits its outcome is
+    refused by the first set alone; the diff says so, and the gates agree."""
+    from car_verify.trace import TraceGate
+
+    one = load_policy_text('[[trace_rule]]\nrule = "never deploy after run_tests"\n')
+    two = load_policy_text(
+        '[[trace_rule]]\nrule = "never deploy after run_tests succeeded"\n'
+        '[[trace_rule]]\nrule = "never deploy after run_tests failed"\n'
+    )
+    diff = policy_diff(two, one)
+    assert diff.verdict == "stricter"
+    [c] = diff.newly_denied
+    assert c.trace == ("run_tests() awaiting its outcome",) and c.tool == "deploy"
+    gates = TraceGate(one.trace_rule), TraceGate(two.trace_rule)
+    for gate in gates:
+        assert not gate.dispatch("run_tests", {})
+    assert gates[0].dispatch("deploy", {}) and not gates[1].dispatch("deploy", {})
+    # A late outcome: only after it comes does the set on outcomes refuse.
+    later = policy_diff(
+        load_policy_text('[[trace_rule]]\nrule = "never deploy after run_tests succeeded"\n'),
+        load_policy_text('[[trace_rule]]\nrule = "never deploy after run_tests succeeded"\n'),
+    )
+    assert later.verdict == "equivalent"
+
+
+TRACE_RULES = [
+    "never a",
+    "never b after a",
+    "never b after a succeeded",
+    "never b after a failed",
+    "b only after a",
+    "b only after a succeeded",
+    "at most 1 a",
+    "at most 2 b",
+]
+
+
+def splits_by_brute_force(refuses: PolicySet, admits: PolicySet, length: int = 4) -> bool:
+    """Some run of up to ``length`` events (a call; a pending call's outcome)
+    after which ``refuses`` refuses a call ``admits`` admits, found on the gates."""
+    from car_verify.trace import TraceGate
+
+    def walk(gates: tuple[Any, Any], pending: tuple[str, ...], left: int) -> bool:
+        for tool in ("a", "b", "c"):
+            states = [g.state for g in gates]
+            refused = [bool(g.dispatch(tool, {})) for g in gates]
+            if refused[0] and not refused[1]:
+                return True
+            if not any(refused) and left > 1 and walk(gates, (*pending, tool), left - 1):
+                return True
+            for g, s in zip(gates, states, strict=True):
+                g.restore(s)
+        for i, tool in enumerate(pending):
+            for outcome in ("succeeded", "failed"):
+                states = [g.state for g in gates]
+                for g in gates:
+                    g.record(tool, {}, outcome)
+                rest = pending[:i] + pending[i + 1 :]
+                if left > 1 and walk(gates, rest, left - 1):
+                    return True
+                for g, s in zip(gates, states, strict=True):
+                    g.restore(s)
+        return False
+
+    return walk((TraceGate(refuses.trace_rule), TraceGate(admits.trace_rule)), (), length)
+
+
+@settings(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.sampled_from(TRACE_RULES), unique=True, max_size=3),
+    st.lists(st.sampled_from(TRACE_RULES), unique=True, max_size=3),
+)
+@example(["never b after a succeeded", "never b after a failed"], ["never b after a"])
+def test_trace_rule_verdicts_agree_with_brute_force_over_events(
+    old: list[str], new: list[str]
+) -> None:
+    """Every containment claim of two trace-rule sets holds on every run of up to
+    four events (calls, and outcomes that come late or never) on the gates, and
+    every counterexample short enough is found by brute force too."""
+
+    def rules(texts: list[str]) -> PolicySet:
+        return load_policy_text("".join(f'[[trace_rule]]\nrule = "{t}"\n' for t in texts))
+
+    a, b = rules(old), rules(new)
+    diff = policy_diff(a, b)
+    assert diff.new_covers_old is not None and diff.old_covers_new is not None
+    if diff.new_covers_old:
+        assert not splits_by_brute_force(a, b)
+    if diff.old_covers_new:
+        assert not splits_by_brute_force(b, a)
+    for found, refuses, admits in ((diff.newly_allowed, a, b), (diff.newly_denied, b, a)):
+        for c in found:
+            assert c.trace is not None
+            assert replays_to_a_split(c.trace, c.tool, refuses, admits), c
+
+
+def replays_to_a_split(
+    trace: tuple[str, ...], tool: str, refuses: PolicySet, admits: PolicySet
+) -> bool:
+    """The counterexample's steps, made on both gates: each call admitted by both,
+    then ``tool`` refused by the first and admitted by the second."""
+    from car_verify.trace import TraceGate
+
+    gates = TraceGate(refuses.trace_rule), TraceGate(admits.trace_rule)
+    for step in trace:
+        if step.startswith("the outcome of "):
+            name, outcome = step.removeprefix("the outcome of ").split("(): ")
+            for g in gates:
+                g.record(name, {}, outcome)  # type: ignore[arg-type]
+            continue
+        name, rest = step.split("() ")
+        if any(g.dispatch(name, {}) for g in gates):
+            return False
+        if rest != "awaiting its outcome":
+            for g in gates:
+                g.record(name, {}, rest)  # type: ignore[arg-type]
+    return bool(gates[0].dispatch(tool, {})) and not gates[1].dispatch(tool, {})
