@@ -173,11 +173,12 @@ def _causal(ops: Sequence[AgentOp]) -> dict[str, set[str]]:
     return closed
 
 
-def _anomalies(ops: Sequence[AgentOp]) -> list[Anomaly]:
+def _anomalies(ops: Sequence[AgentOp], *, indexed: bool = True) -> list[Anomaly]:
     """The anomalies, in document order. Only ops that share a key, a tool or a
     dependency can make one, so each op is paired with those (found through an
-    index by key), not with every op: linear in ops that share nothing. The
-    plain all-pairs reading is the tests' oracle (``tests/test_concurrency.py``)."""
+    index by key), not with every op: linear in ops that share nothing.
+    ``indexed=False`` pairs every op with every other (the plain reading, which
+    the tests check this one against); both judge a pair with the same code."""
     writers: dict[str, list[int]] = {}
     tool_writers: dict[str, list[int]] = {}
     by_id: dict[str, list[int]] = {}
@@ -188,78 +189,96 @@ def _anomalies(ops: Sequence[AgentOp]) -> list[Anomaly]:
             tool_writers.setdefault(tool, []).append(n)
         by_id.setdefault(op.id, []).append(n)
     found: list[Anomaly] = []
-    for m, b in enumerate(
-        ops
-    ):  # per op, and per other op: stale reads, phantom tools, early commits
-        reads = [k for k in dict.fromkeys(b.read_set) if k in b.write_set]
-        near = {n for k in reads for n in writers.get(k, ())}
-        near.update(n for t in dict.fromkeys(b.tools_read) for n in tool_writers.get(t, ()))
-        near.update(n for name in b.depends_on for n in by_id.get(name, ()))
+    for m, b in enumerate(ops):  # per op, and per other op: stale reads, phantom tools,
+        reads = [k for k in dict.fromkeys(b.read_set) if k in b.write_set]  # early commits
+        if indexed:
+            near = {n for k in reads for n in writers.get(k, ())}
+            near.update(n for t in dict.fromkeys(b.tools_read) for n in tool_writers.get(t, ()))
+            near.update(n for name in b.depends_on for n in by_id.get(name, ()))
+        else:
+            near = set(range(len(ops)))
         near.discard(m)
         for n in sorted(near):
-            a = ops[n]
-            window = b.read_at < a.commit_at < b.commit_at
-            for key in reads:
-                if window and key in a.write_set:
-                    found.append(
-                        Anomaly(
-                            "stale_generation",
-                            key,
-                            (b.id, a.id),
-                            f"op '{b.id}' read '{key}', generated, then committed a write based on "
-                            f"a value op '{a.id}' overwrote in between (lost update)",
-                        )
-                    )
-            for tool in dict.fromkeys(b.tools_read):
-                if window and tool in a.tools_written:
-                    found.append(
-                        Anomaly(
-                            "phantom_tool",
-                            tool,
-                            (b.id, a.id),
-                            f"op '{b.id}' consulted tool '{tool}' during generate, but op '{a.id}' "
-                            "changed the registry entry mid-window (phantom tool)",
-                        )
-                    )
-            for _ in range(b.depends_on.count(a.id) if a.commit_at > b.commit_at else 0):
-                found.append(
-                    Anomaly(
-                        "causal_cascade",
-                        a.id,
-                        (b.id, a.id),
-                        f"op '{b.id}' causally depends on '{a.id}' but committed before it "
-                        "(causality violated)",
-                    )
-                )
+            found += _against(b, ops[n], reads)
     reorder = []
     causal = _causal(ops)
     for i, a in enumerate(ops):
-        later = sorted({j for k in dict.fromkeys(a.write_set) for j in writers[k] if j > i})
+        if indexed:
+            later = sorted({j for k in dict.fromkeys(a.write_set) for j in writers[k] if j > i})
+        else:
+            later = list(range(i + 1, len(ops)))
         for j in later:
-            b = ops[j]
-            if a.id in causal.get(b.id, ()) or b.id in causal.get(a.id, ()):
-                continue
-            if not (a.read_at <= b.commit_at and b.read_at <= a.commit_at):
-                continue
-            for key in dict.fromkeys(a.write_set):
-                if key in b.write_set:
-                    reorder.append(
-                        Anomaly(
-                            "tool_effect_reorder",
-                            key,
-                            (a.id, b.id),
-                            f"ops '{a.id}' and '{b.id}' concurrently write '{key}' with no causal "
-                            "ordering — their effects land in a nondeterministic order (reorder)",
-                        )
-                    )
+            reorder += _reordered(a, ops[j], causal)
     return found + reorder
 
 
-def _edges(ops: Sequence[AgentOp]) -> dict[str, set[str]]:
+def _against(b: AgentOp, a: AgentOp, reads: Sequence[str]) -> list[Anomaly]:
+    """What op ``a`` does to op ``b``: a write into ``b``'s read-then-written keys or
+    a change of a tool ``b`` consulted inside ``b``'s window, or a commit after
+    ``b``'s although ``b`` depends on ``a``."""
+    out = []
+    window = b.read_at < a.commit_at < b.commit_at
+    for key in reads:
+        if window and key in a.write_set:
+            out.append(
+                Anomaly(
+                    "stale_generation",
+                    key,
+                    (b.id, a.id),
+                    f"op '{b.id}' read '{key}', generated, then committed a write based on "
+                    f"a value op '{a.id}' overwrote in between (lost update)",
+                )
+            )
+    for tool in dict.fromkeys(b.tools_read):
+        if window and tool in a.tools_written:
+            out.append(
+                Anomaly(
+                    "phantom_tool",
+                    tool,
+                    (b.id, a.id),
+                    f"op '{b.id}' consulted tool '{tool}' during generate, but op '{a.id}' "
+                    "changed the registry entry mid-window (phantom tool)",
+                )
+            )
+    for _ in range(b.depends_on.count(a.id) if a.commit_at > b.commit_at else 0):
+        out.append(
+            Anomaly(
+                "causal_cascade",
+                a.id,
+                (b.id, a.id),
+                f"op '{b.id}' causally depends on '{a.id}' but committed before it "
+                "(causality violated)",
+            )
+        )
+    return out
+
+
+def _reordered(a: AgentOp, b: AgentOp, causal: Mapping[str, set[str]]) -> list[Anomaly]:
+    """Two ops (``a`` first in the document) whose windows overlap, unordered by
+    ``depends_on``, writing the same keys."""
+    if a.id in causal.get(b.id, ()) or b.id in causal.get(a.id, ()):
+        return []
+    if not (a.read_at <= b.commit_at and b.read_at <= a.commit_at):
+        return []
+    return [
+        Anomaly(
+            "tool_effect_reorder",
+            key,
+            (a.id, b.id),
+            f"ops '{a.id}' and '{b.id}' concurrently write '{key}' with no causal "
+            "ordering — their effects land in a nondeterministic order (reorder)",
+        )
+        for key in dict.fromkeys(a.write_set)
+        if key in b.write_set
+    ]
+
+
+def _edges(ops: Sequence[AgentOp], *, indexed: bool = True) -> dict[str, set[str]]:
     """The serialization graph: a node per op id (two ops that share an id are one
     node, and a conflict between them adds nothing), an edge for each conflict in
     time order and each ``depends_on``. Only ops that share a key (or a tool) can
-    conflict: each op is paired with those, through an index by key."""
+    conflict: each op is paired with those, through an index by key
+    (``indexed=False``: with every op, the plain reading the tests check against)."""
     out: dict[str, set[str]] = {op.id: set() for op in ops}
     # a tool is shared state too: consulting it reads it, changing it writes it
     reads = [{*op.read_set, *(("tool", t) for t in op.tools_read)} for op in ops]
@@ -269,7 +288,10 @@ def _edges(ops: Sequence[AgentOp]) -> dict[str, set[str]]:
         for key in reads[n] | writes[n]:
             touching.setdefault(key, []).append(n)
     for i, a in enumerate(ops):
-        near = sorted({j for key in reads[i] | writes[i] for j in touching[key]})
+        if indexed:
+            near = sorted({j for key in reads[i] | writes[i] for j in touching[key]})
+        else:
+            near = list(range(len(ops)))
         for j in near:
             b = ops[j]
             if a.id == b.id:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 import json
 from collections import Counter
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -136,97 +135,9 @@ def test_the_command(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
     )
 
 
-# --- the plain all-pairs reading, the oracle of the indexed one ---------------------
+# --- the indexed pairing against the plain all-pairs one (both in the module) ---------
 
 from car_verify import concurrency as conc  # noqa: E402
-from car_verify.concurrency import AgentOp, Anomaly  # noqa: E402
-
-
-def plain_anomalies(ops: Sequence[AgentOp]) -> list[Anomaly]:
-    found: list[Anomaly] = []
-    for b in ops:  # per op, and per other op: stale reads, phantom tools, early commits
-        reads = [k for k in dict.fromkeys(b.read_set) if k in b.write_set]
-        for a in ops:
-            if a is b:
-                continue
-            window = b.read_at < a.commit_at < b.commit_at
-            for key in reads:
-                if window and key in a.write_set:
-                    found.append(
-                        Anomaly(
-                            "stale_generation",
-                            key,
-                            (b.id, a.id),
-                            f"op '{b.id}' read '{key}', generated, then committed a write based on "
-                            f"a value op '{a.id}' overwrote in between (lost update)",
-                        )
-                    )
-            for tool in dict.fromkeys(b.tools_read):
-                if window and tool in a.tools_written:
-                    found.append(
-                        Anomaly(
-                            "phantom_tool",
-                            tool,
-                            (b.id, a.id),
-                            f"op '{b.id}' consulted tool '{tool}' during generate, but op '{a.id}' "
-                            "changed the registry entry mid-window (phantom tool)",
-                        )
-                    )
-            for _ in range(b.depends_on.count(a.id) if a.commit_at > b.commit_at else 0):
-                found.append(
-                    Anomaly(
-                        "causal_cascade",
-                        a.id,
-                        (b.id, a.id),
-                        f"op '{b.id}' causally depends on '{a.id}' but committed before it "
-                        "(causality violated)",
-                    )
-                )
-    reorder = []
-    causal = conc._causal(ops)
-    for i, a in enumerate(ops):
-        for b in ops[i + 1 :]:
-            if a.id in causal.get(b.id, ()) or b.id in causal.get(a.id, ()):
-                continue
-            if not (a.read_at <= b.commit_at and b.read_at <= a.commit_at):
-                continue
-            for key in dict.fromkeys(a.write_set):
-                if key in b.write_set:
-                    reorder.append(
-                        Anomaly(
-                            "tool_effect_reorder",
-                            key,
-                            (a.id, b.id),
-                            f"ops '{a.id}' and '{b.id}' concurrently write '{key}' with no causal "
-                            "ordering — their effects land in a nondeterministic order (reorder)",
-                        )
-                    )
-    return found + reorder
-
-
-def plain_edges(ops: Sequence[AgentOp]) -> dict[str, set[str]]:
-    """The serialization graph: a node per op id (two ops that share an id are one
-    node, and a conflict between them adds nothing), an edge for each conflict in
-    time order and each ``depends_on``."""
-    out: dict[str, set[str]] = {op.id: set() for op in ops}
-    # a tool is shared state too: consulting it reads it, changing it writes it
-    reads = [{*op.read_set, *(("tool", t) for t in op.tools_read)} for op in ops]
-    writes = [{*op.write_set, *(("tool", t) for t in op.tools_written)} for op in ops]
-    for i, a in enumerate(ops):
-        for j, b in enumerate(ops):
-            if a.id == b.id:
-                continue
-            first = a.commit_at < b.commit_at or (a.commit_at == b.commit_at and i < j)
-            if writes[i] & writes[j] and first:
-                out[a.id].add(b.id)  # write-write (at the same time: in order)
-            if writes[i] & reads[j] and a.commit_at <= b.read_at:
-                out[a.id].add(b.id)  # write-read
-            if reads[i] & writes[j] and a.read_at < b.commit_at:
-                out[a.id].add(b.id)  # read-write (anti-dependency)
-        for name in a.depends_on:
-            if name in out and name != a.id:
-                out[name].add(a.id)
-    return out
 
 
 @SETTINGS
@@ -238,8 +149,8 @@ def test_the_indexed_analysis_equals_the_plain_all_pairs_one(ops: list[dict[str,
         parsed = conc.parse_ops(ops)
     except InputError:
         return
-    assert conc._anomalies(parsed) == plain_anomalies(parsed)
-    assert conc._edges(parsed) == plain_edges(parsed)
+    assert conc._anomalies(parsed) == conc._anomalies(parsed, indexed=False)
+    assert conc._edges(parsed) == conc._edges(parsed, indexed=False)
 
 
 def test_ops_that_share_nothing_cost_linear_work() -> None:
