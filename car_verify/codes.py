@@ -46,8 +46,12 @@ class Code:
     about: str = "plan"
 
     def severity_in(self, profile: str) -> Severity | None:
-        """The severity under ``profile`` (``car`` or ``strict``), or None."""
-        return self.car if profile == "car" else self.severity
+        """The severity under ``profile`` (``car`` or ``strict``), or None: the
+        table's column of that name (any other name is a programming error)."""
+        columns = {"strict": self.severity, "car": self.car}
+        if profile not in columns:
+            raise ValueError(f"no column {profile!r} in the code table (car, strict)")
+        return columns[profile]
 
     def column(self, profile: str) -> str:
         """The severity under ``profile`` as a table cell (``-``: does not fire)."""
