@@ -46,9 +46,24 @@ __all__ = [
     "TraceRule",
     "check_schedules",
     "parse_trace_rule",
+    "unwound",
 ]
 
 Outcome = Literal["succeeded", "failed"]
+
+#: A path kept as a linked list, its last step and the path before it (None: no
+#: step): a breadth-first search that extends a path copies nothing, so searches
+#: whose paths run long (``at most 100000``) stay linear.
+LinkedPath = tuple[str, Any] | None
+
+
+def unwound(path: LinkedPath) -> tuple[str, ...]:
+    """A linked path's steps, first to last."""
+    steps: list[str] = []
+    while path is not None:
+        steps.append(path[0])
+        path = path[1]
+    return tuple(reversed(steps))
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .trace import Call, Outcome, TraceGate, TraceRule
+from .trace import Call, LinkedPath, Outcome, TraceGate, TraceRule, unwound
 from .value_domain import Slot, contains, equals, literal, text_of
 from .values import ABSENT, evaluate, json_equal
 
@@ -79,11 +79,9 @@ def trace_containment(a: Sequence[TraceRule], b: Sequence[TraceRule]) -> Any:
     State = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
     start: State = (gate_a.state, gate_b.state, (0,) * len(awaited))
     seen = {start}
-    # Each state's trace is a linked list (its last step, the trace before it): a
-    # step copies nothing, so a rule that counts far (``at most 100000``) walks
-    # its long traces in linear time.
-    Trace = tuple[str, Any] | None
-    queue: deque[tuple[State, Trace]] = deque([(start, None)])
+    # Each state's trace is a linked list: a rule that counts far (``at most
+    # 100000``) walks its long traces in linear time.
+    queue: deque[tuple[State, LinkedPath]] = deque([(start, None)])
     outcomes: tuple[Outcome, ...] = ("succeeded", "failed")
 
     def recorded(sa: Any, sb: Any, tool: str, params: Any, outcome: Outcome) -> Any:
@@ -103,7 +101,7 @@ def trace_containment(a: Sequence[TraceRule], b: Sequence[TraceRule]) -> Any:
             refused_b = gate_b.dispatch(tool, params)
             if refused_a and not refused_b:
                 names = tuple(dict.fromkeys(v.policy_name for v in refused_a))
-                return Split(tool, dict(params), names, _unwound(trace))
+                return Split(tool, dict(params), names, unwound(trace))
             if refused_a or refused_b:
                 continue  # not a trace both admit
             after = (gate_a.state, gate_b.state)
@@ -137,15 +135,6 @@ def trace_containment(a: Sequence[TraceRule], b: Sequence[TraceRule]) -> Any:
                 seen.add(state)
                 queue.append((state, (step, trace)))
     return None
-
-
-def _unwound(trace: Any) -> tuple[str, ...]:
-    """A linked trace's steps, first to last."""
-    steps: list[str] = []
-    while trace is not None:
-        steps.append(trace[0])
-        trace = trace[1]
-    return tuple(reversed(steps))
 
 
 def _params_text(params: dict[str, Any]) -> str:

@@ -342,7 +342,7 @@ def check_workflow_trace_rules(graph: Any, rules: Iterable[Any]) -> WorkflowTrac
     its entry (see the module docs). Entering a stage is a call of a tool of its name
     that succeeds. A breadth-first search over (stage, the rule's monitor state)
     covers loops, and its first violation is on a shortest path."""
-    from .trace import TraceGate, TraceRule, parse_trace_rule
+    from .trace import TraceGate, TraceRule, parse_trace_rule, unwound
 
     g = graph if isinstance(graph, WorkflowGraph) else parse_graph(graph)
     successors = g.successors()
@@ -367,7 +367,7 @@ def check_workflow_trace_rules(graph: Any, rules: Iterable[Any]) -> WorkflowTrac
             gate.restore(state)
             violations = gate.dispatch(stage, {})
             if violations:
-                broken = (_unwound(path), violations[0].reason)
+                broken = (unwound(path), violations[0].reason)
                 break
             gate.record(stage, {}, "succeeded")
             after = gate.state
@@ -377,15 +377,6 @@ def check_workflow_trace_rules(graph: Any, rules: Iterable[Any]) -> WorkflowTrac
         if broken is not None:
             out.append(TraceCounterexample(rule.to_text(), broken[0], broken[1]))
     return WorkflowTraceReport(not out, out)
-
-
-def _unwound(path: Any) -> tuple[str, ...]:
-    """A linked path's stages, first to last."""
-    stages: list[str] = []
-    while path is not None:
-        stages.append(path[0])
-        path = path[1]
-    return tuple(reversed(stages))
 
 
 def to_json(report: Any) -> str:
