@@ -330,10 +330,7 @@ class _State:
     def check(self, tool: str, params: dict[str, Any]) -> list[tuple[str, str]]:
         """The rules that deny the call; an admitted call is recorded, as at dispatch
         (the policies first; the trace rules only for a call they all allow)."""
-        found = self.engine.check_call(tool, params)
-        if not found:
-            found = [(v.policy_name, v.reason) for v in self.gate.dispatch(tool, params)]
-        return found
+        return self.engine.admit(self.gate, tool, params)
 
     def record(self, tool: str, params: dict[str, Any], outcome: Any) -> None:
         self.gate.record(tool, params, outcome)

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from .config import find_policies
 from .errors import InputError, UsageError
-from .trace import TraceRule, parse_trace_rule
+from .trace import TraceGate, TraceRule, parse_trace_rule
 from .values import ABSENT, json_equal, plural
 
 if TYPE_CHECKING:  # the agent hook checks calls without loading the model
@@ -193,6 +193,27 @@ class PolicyEngine:
         """The admitted calls' times of each rate limit with any (by its index in
         ``rules.rate_limit_tool``), to carry the windows to another engine."""
         return {index: tuple(window) for index, window in self._windows.items() if window}
+
+    def fresh(self, *, clock: Callable[[], float] = time.monotonic) -> PolicyEngine:
+        """An engine over the same rules (registered ones too), with empty windows."""
+        engine = PolicyEngine(self.rules, clock=clock)
+        engine.registered = list(self.registered)
+        return engine
+
+    def admit(
+        self,
+        gate: TraceGate | None,
+        tool: str,
+        params: Mapping[str, Any],
+        state: Mapping[str, Any] | None = None,
+    ) -> list[tuple[str, str]]:
+        """Why a call is refused at dispatch, as (rule name, reason) pairs: this
+        engine's rules first, then, for a call they all allow, the trace rules of
+        ``gate``, which record it as dispatched when they admit it too."""
+        found = self.check_call(tool, params, state)
+        if not found and gate is not None:
+            found = [(v.policy_name, v.reason) for v in gate.dispatch(tool, params)]
+        return found
 
     def restore_windows(self, windows: Mapping[int, Iterable[float]]) -> None:
         """Take up the windows another engine over the same rules saved (``windows``)."""

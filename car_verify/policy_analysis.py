@@ -29,8 +29,10 @@ registered callback, are free booleans: whatever they decide.
 is unsatisfiable. Each satisfiable direction gives a counterexample call, turned
 into a concrete call and run through both policy engines before it is reported;
 one the engines do not split (a free boolean's doing) leaves that direction
-``unknown``. Rate limits are compared as caps on calls per window, trace rules
-by :mod:`car_verify.trace_automata`.
+``unknown``. Rate limits are compared on runs of calls
+(:mod:`car_verify.rate_compare`); trace rules together with every rule of one
+call, over the letters of :func:`_letters`, by
+:mod:`car_verify.trace_automata`, each trace replayed on both engines.
 
 **lint**: dead rules (they can never deny a call, or a ``deny_tool`` denies
 their tool outright), shadowed rules (every call they deny, other rules deny),
@@ -48,7 +50,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from .errors import UsageError
 from .findings import Severity
@@ -68,8 +70,13 @@ from .policy import (
     load_policies,
     load_policy_file,
 )
+from .trace import TraceGate
 from .value_domain import Slot, contains, equals, literal, one_of, text_of
 from .values import ABSENT, json_equal
+
+if TYPE_CHECKING:
+    from .trace import Call
+    from .trace_automata import Letter
 
 __all__ = [
     "Counterexample",
@@ -407,7 +414,11 @@ def _contains_text(z3: Any, slot: Slot, needle: str) -> Any:
 class _Model:
     """z3 variables for one call and one state, and the condition of each rule."""
 
-    def __init__(self, refs: Sequence[RuleRef]) -> None:
+    def __init__(
+        self, refs: Sequence[RuleRef], extra: Mapping[str, Sequence[Any]] | None = None
+    ) -> None:
+        """``extra``: per parameter, more values its slot offers (those trace rules
+        test; see :func:`car_verify.trace_automata.pattern_values`)."""
         import z3
 
         self.z3 = z3
@@ -415,8 +426,18 @@ class _Model:
         self.approximate: set[str] = set()  # rules whose equals value has too many forms
         params: dict[str, list[Any]] = {}
         keys: dict[str, list[Any]] = {}
+        self._text_tested: set[str] = set()  # parameters a rule reads as text
+        self._every_param = False  # a deny_keyword reads every parameter's text
         for ref in refs:
             rule = ref.rule
+            if ref.kind == "deny_keyword":
+                self._every_param = True
+            elif isinstance(rule, (AllowRule, MatchRule, CommandRule)) or (
+                isinstance(rule, ParamRule) and rule.contains is not None
+            ):
+                self._text_tested.add(rule.param)
+            elif isinstance(rule, Registered) and rule.kind == "deny_tool_param":
+                self._text_tested.add(str(rule.key))
             if isinstance(rule, (ParamRule, AllowRule, MatchRule, CommandRule)):
                 variants = params.setdefault(rule.param, [])
                 if isinstance(rule, ParamRule) and rule.equals is not ABSENT:
@@ -425,6 +446,14 @@ class _Model:
                 params.setdefault(str(rule.key), [])
             elif isinstance(rule, Registered) and rule.kind == "require_state":
                 self._add_forms(ref, rule.value, keys.setdefault(str(rule.key), []))
+        for param, values in (extra or {}).items():
+            variants = params.setdefault(param, [])
+            for value in values:
+                for form in _forms(value) or [value]:
+                    if not any(
+                        type(form) is type(v) and coerce(form) == coerce(v) for v in variants
+                    ):
+                        variants.append(form)
         self.params = {p: Slot(z3, f"param:{p}", v) for p, v in sorted(params.items())}
         other = "x"
         while other in self.params:
@@ -452,6 +481,10 @@ class _Model:
             if not any(type(f) is type(v) and coerce(f) == coerce(v) for v in variants):
                 variants.append(f)
 
+    def reads_text(self, param: str) -> bool:
+        """Whether a rule of one call reads ``param``'s text (not only its value)."""
+        return self._every_param or param in self._text_tested
+
     def domain(self) -> Any:
         z3 = self.z3
         slots = [*self.params.values(), self.other, *self.state.values()]
@@ -464,6 +497,8 @@ class _Model:
         is_tool = self._is_tool
         if kind == "deny_tool":
             return is_tool(rule)
+        if kind == "rate_limit_tool":  # a limit of no calls (see _one_call)
+            return is_tool(rule.tool)
         if kind == "deny_keyword":
             slots = [*self.params.values(), self.other]
             return z3.Or(*(_contains_text(z3, s, rule) for s in slots))
@@ -557,11 +592,17 @@ class _Model:
 
 
 def _one_call(refs: Sequence[RuleRef]) -> list[RuleRef]:
-    return [r for r in refs if r.kind not in ("rate_limit_tool", "trace_rule")]
+    """The rules that judge a call by itself: a rate limit of no calls is one."""
+    return [
+        r
+        for r in refs
+        if r.kind != "trace_rule" and (r.kind != "rate_limit_tool" or r.rule.max_calls == 0)
+    ]
 
 
 def _denials(engine: PolicyEngine, tool: str, params: dict[str, Any], state: Any) -> list[str]:
-    """The rules of ``engine`` (rate limits and trace rules aside) that deny the call."""
+    """The rules of ``engine`` that deny the call by itself: trace rules and rate
+    limits aside, but for a limit of no calls."""
     from .model import Action
 
     rules = engine.rules
@@ -572,6 +613,7 @@ def _denials(engine: PolicyEngine, tool: str, params: dict[str, Any], state: Any
         allow_tool_param=rules.allow_tool_param,
         deny_tool_param_matching=rules.deny_tool_param_matching,
         deny_command=rules.deny_command,
+        rate_limit_tool=[r for r in rules.rate_limit_tool if r.max_calls == 0],
     )
     judge = PolicyEngine(one)
     judge.registered = list(engine.registered)
@@ -585,31 +627,36 @@ def _denials(engine: PolicyEngine, tool: str, params: dict[str, Any], state: Any
 def policy_diff(old: Any, new: Any) -> PolicyDiff:
     """Compare two policy sets over every possible tool call (see the module docs):
     a directory, loaded policies, a PolicySet or an engine each."""
+    from .trace_automata import call_patterns, pattern_values
+
     old_refs, old_engine = _rules(old)
     new_refs, new_engine = _rules(new)
-    model = _Model(_one_call([*old_refs, *new_refs]))
+    patterns = call_patterns([*old_engine.trace_rules, *new_engine.trace_rules])
+    values = pattern_values(patterns)
+    model = _Model(_one_call([*old_refs, *new_refs]), {} if isinstance(values, str) else values[0])
     z3 = model.z3
     deny_old = z3.Or(*(model.condition(r) for r in _one_call(old_refs)), z3.BoolVal(False))
     deny_new = z3.Or(*(model.condition(r) for r in _one_call(new_refs)), z3.BoolVal(False))
     result = PolicyDiff("unknown")
-    for label, denies, allows, found in (
-        ("newly allowed", deny_old, deny_new, result.newly_allowed),
-        ("newly denied", deny_new, deny_old, result.newly_denied),
-    ):
-        engine_denies, engine_allows = (
-            (old_engine, new_engine) if label == "newly allowed" else (new_engine, old_engine)
-        )
-        split = _split(model, z3.And(denies, z3.Not(allows)), engine_denies, engine_allows)
+    directions = (
+        ("newly allowed", old_engine, new_engine, deny_old, deny_new, result.newly_allowed),
+        ("newly denied", new_engine, old_engine, deny_new, deny_old, result.newly_denied),
+    )
+    # One call at a time. A split holds as it stands when B's trace rules admit the
+    # call at the start of a run; one they refuse there is left to the joint search.
+    left_to_traces: set[str] = set()
+    for label, a, b, denies, allows, found in directions:
+        split = _split(model, z3.And(denies, z3.Not(allows)), a, b)
         if isinstance(split, Counterexample):
-            found.append(split)
+            if TraceGate(b.trace_rules).check(split.tool, split.parameters):
+                left_to_traces.add(label)
+            else:
+                found.append(split)
         elif split is not None:
             result.unknown.append(f"{label}: {split}")
     from .rate_compare import rate_splits, replay
 
-    for label, a, b, found in (
-        ("newly allowed", old_engine, new_engine, result.newly_allowed),
-        ("newly denied", new_engine, old_engine, result.newly_denied),
-    ):
+    for label, a, b, _, _, found in directions:
         for rate in rate_splits(a.rules.rate_limit_tool, b.rules.rate_limit_tool):
             # A call of the tool both sets admit one at a time, made at the run's times.
             admitted = _admitted_call(model, rate.tool, deny_old, deny_new)
@@ -624,27 +671,191 @@ def policy_diff(old: Any, new: Any) -> PolicyDiff:
             denied = replay(a, rate.tool, params, state, rate.run)
             if denied and not replay(b, rate.tool, params, state, rate.run):
                 found.append(Counterexample(rate.tool, params, state, tuple(denied), rate.run))
-            else:  # pragma: no cover - the search models the engine exactly
-                result.unknown.append(f"{label}: the run {rate.run} did not replay")
-    from .trace_automata import Split, trace_containment
-
-    for label, a, b, found in (
-        ("newly allowed", old_engine, new_engine, result.newly_allowed),
-        ("newly denied", new_engine, old_engine, result.newly_denied),
-    ):
-        if found:
-            continue
-        trace = trace_containment(a.rules.trace_rule, b.rules.trace_rule)
-        if isinstance(trace, Split):
-            found.append(
-                Counterexample(
-                    trace.tool, trace.parameters, None, trace.denied_by, trace=trace.trace
+            else:  # a trace rule refuses a call of the run too: not modelled here
+                result.unknown.append(
+                    f"{label}: the run of {rate.tool} at times {list(rate.run)} splits the "
+                    "rate limits but not the whole sets (their trace rules decide too)"
                 )
-            )
-        elif trace is not None:
-            result.unknown.append(f"{label}: {trace}")
+    # Trace rules, with every rule of one call: one search over calls both sets admit.
+    needed = [d for d in directions if not d[5] and (d[1].trace_rules or d[0] in left_to_traces)]
+    if not needed:
+        result.verdict = _verdict(result)
+        return result
+    letters = (
+        values
+        if isinstance(values, str)
+        else _letters(model, patterns, values[1], deny_old, deny_new)
+    )
+    apart = _rates_apart(patterns, old_engine, new_engine)
+    if apart is not None and not isinstance(letters, str):
+        letters.inexact.append(apart)
+    for label, a, b, _, _, found in needed:
+        answer = _trace_split(letters, a, b)
+        if isinstance(answer, Counterexample):
+            found.append(answer)
+        elif answer is not None:
+            result.unknown.append(f"{label}: {answer}")
     result.verdict = _verdict(result)
     return result
+
+
+class _Letters(NamedTuple):
+    """The trace search's calls, and why some may not stand for their whole kind."""
+
+    letters: list[Letter]
+    inexact: list[str]
+
+
+def _letters(
+    model: _Model,
+    patterns: Sequence[Call],
+    needles: Mapping[str, int],
+    deny_old: Any,
+    deny_new: Any,
+) -> Any:
+    """One concrete call (a :class:`Letter`) per combination of the trace rules'
+    patterns and the two sets' denials of one call that some call has (a call
+    both sets deny cannot be a step nor a split), or why they could not all be
+    found. Each call's denials are the engines' own."""
+    from .trace_automata import MAX_LETTERS, pattern_formula
+
+    z3 = model.z3
+    flags = [pattern_formula(z3, model.tool, model.params, p) for p in patterns]
+    flags += [deny_old, deny_new]
+    marks = [z3.Bool(f"letter:{n}") for n in range(len(flags))]
+    solver = z3.Solver()
+    solver.set("timeout", 10_000)
+    solver.add(model.domain(), z3.Not(z3.And(deny_old, deny_new)))
+    solver.add(*(m == f for m, f in zip(marks, flags, strict=True)))
+    found = _Letters([], [])
+    if model.free or model.approximate:
+        names = sorted({*(k.split(" ", 1)[0] for k in model.free), *model.approximate})
+        found.inexact.append(
+            "depends on rules the analysis cannot express exactly: " + ", ".join(names)
+        )
+    # An array is modelled by the needles it holds (for trace rules' ``contains``)
+    # and by its own text (for rules of one call on the text), never both at once.
+    both = sorted(p for p, n in needles.items() if n and model.reads_text(p))
+    if both:
+        found.inexact.append(
+            f"parameter {both[0]!r} is tested with contains by a trace rule and as text by "
+            "a rule of one call: an array's elements and its text are not modelled together"
+        )
+    while True:
+        answer = solver.check()
+        if answer == z3.unsat:
+            return found
+        if answer != z3.sat:
+            return "z3 gave no answer within its time limit while enumerating the calls"
+        call = solver.model()
+        if len(found.letters) >= MAX_LETTERS:
+            return f"the rules' patterns combine into more than {MAX_LETTERS} kinds of call"
+        found.letters.append(_letter(model, call))
+        solver.add(
+            z3.Or(*(m != call.eval(m, model_completion=True) for m in marks), z3.BoolVal(False))
+        )
+
+
+def _letter(model: _Model, found: Any) -> Letter:
+    from .trace_automata import Letter
+
+    tool, params, state = model.call(found)
+    return Letter(tool, params, state)
+
+
+def _rates_apart(patterns: Sequence[Call], old: PolicyEngine, new: PolicyEngine) -> str | None:
+    """Why the trace search, whose calls lie further apart than any window, may
+    miss a split: a tool some trace pattern matches that the two sets limit
+    differently. (Where they limit it alike, both deny the same calls of it by
+    rate, and neither records those, so spacing the others changes nothing.)"""
+
+    def limits(engine: PolicyEngine, tool: str) -> list[tuple[int, float]]:
+        rules = engine.rules.rate_limit_tool
+        return sorted(
+            (r.max_calls, r.interval_secs) for r in rules if r.tool == tool and r.max_calls
+        )
+
+    tools = sorted({r.tool for e in (old, new) for r in e.rules.rate_limit_tool if r.max_calls})
+    for tool in tools:
+        if limits(old, tool) != limits(new, tool) and any(
+            p.tool is None or p.tool == tool for p in patterns
+        ):
+            return (
+                f"the sets limit the rate of {tool} differently and a trace rule reads its "
+                "calls: trace rules are compared on calls spaced wider than every window"
+            )
+    return None
+
+
+def _trace_split(
+    letters: Any, refuses: PolicyEngine, admits: PolicyEngine
+) -> Counterexample | str | None:
+    """The shortest trace and call ``refuses`` refuses and ``admits`` admits,
+    replayed on both engines; None when there is none; a reason when undecided."""
+    from .trace_automata import Letter, trace_containment
+
+    if isinstance(letters, str):
+        return letters
+    judged = [
+        Letter(
+            c.tool,
+            c.parameters,
+            c.state,
+            (
+                tuple(_denials(refuses, c.tool, c.parameters, c.state)),
+                tuple(_denials(admits, c.tool, c.parameters, c.state)),
+            ),
+        )
+        for c in letters.letters
+    ]
+    split = trace_containment(refuses.trace_rules, admits.trace_rules, judged)
+    if split is None:
+        return letters.inexact[0] if letters.inexact else None
+    if isinstance(split, str):
+        return split
+    denied = _replayed(split, refuses, admits)
+    if denied is None:
+        return (
+            letters.inexact[0]
+            if letters.inexact
+            else (f"the trace {list(split.trace)} did not replay on the engines")
+        )
+    return Counterexample(
+        split.call.tool, split.call.parameters, split.call.state, denied, trace=split.trace
+    )
+
+
+def _replayed(split: Any, refuses: PolicyEngine, admits: PolicyEngine) -> tuple[str, ...] | None:
+    """The rules of ``refuses`` that deny the split's call after its trace, made on
+    fresh copies of both engines with every rule, each call further apart than any
+    rate limit's window; None unless both admit each call of the trace and
+    ``admits`` admits the last."""
+    windows = [r.interval_secs for e in (refuses, admits) for r in e.rules.rate_limit_tool]
+    apart = 1.0 + max(windows, default=0.0)
+    clock = [0.0]
+    engines = [e.fresh(clock=lambda: clock[0]) for e in (refuses, admits)]
+    gates = [TraceGate(e.trace_rules) for e in (refuses, admits)]
+
+    def made(call: Any) -> list[list[str]]:
+        clock[0] += apart
+        return [
+            [name for name, _ in e.admit(g, call.tool, call.parameters, call.state)]
+            for e, g in zip(engines, gates, strict=True)
+        ]
+
+    for step in split.steps:
+        c = step.call
+        if step.late:
+            for g in gates:
+                g.record(c.tool, c.parameters, step.outcome)
+            continue
+        if any(made(c)):
+            return None
+        if step.outcome is not None:
+            for g in gates:
+                g.record(c.tool, c.parameters, step.outcome)
+    denied, admitted = made(split.call)
+    return tuple(dict.fromkeys(denied)) if denied and not admitted else None
 
 
 def _admitted_call(

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from .policy import PolicyEngine, PolicySet, RateRule
+from .policy import PolicyEngine, RateRule
 
 __all__ = ["MAX_RUN", "RateSplit", "rate_splits", "replay"]
 
@@ -141,20 +141,18 @@ def replay(
     state: dict[str, Any] | None,
     run: Sequence[float],
 ) -> list[str]:
-    """The rules of a fresh copy of ``engine`` (fake clock) that deny the last call
-    of ``run``, every call of it made with ``params`` whatever the earlier
-    verdicts."""
-    from .model import Action
+    """The rules of a fresh copy of ``engine`` (fake clock, its trace rules with a
+    fresh monitor) that deny the last call of ``run``, every call of it made with
+    ``params`` whatever the earlier verdicts (an admitted call succeeds)."""
+    from .trace import TraceGate
 
     clock = [0.0]
-    fresh = PolicyEngine(
-        PolicySet(**{k: list(getattr(engine.rules, k)) for k in engine.rules.__dataclass_fields__}),
-        clock=lambda: clock[0],
-    )
-    fresh.registered = list(engine.registered)
-    call = Action(id="call", type="tool_call", tool=tool, parameters=params)
+    fresh = engine.fresh(clock=lambda: clock[0])
+    gate = TraceGate(engine.trace_rules)
     denied: list[str] = []
     for t in run:
         clock[0] = t
-        denied = [v.policy_name for v in fresh.check(call, state)]
+        denied = [name for name, _ in fresh.admit(gate, tool, params, state)]
+        if not denied:
+            gate.record(tool, params, "succeeded")
     return denied

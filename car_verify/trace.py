@@ -54,12 +54,12 @@ Outcome = Literal["succeeded", "failed"]
 #: A path kept as a linked list, its last step and the path before it (None: no
 #: step): a breadth-first search that extends a path copies nothing, so searches
 #: whose paths run long (``at most 100000``) stay linear.
-LinkedPath = tuple[str, Any] | None
+LinkedPath = tuple[Any, Any] | None
 
 
-def unwound(path: LinkedPath) -> tuple[str, ...]:
+def unwound(path: LinkedPath) -> tuple[Any, ...]:
     """A linked path's steps, first to last."""
-    steps: list[str] = []
+    steps: list[Any] = []
     while path is not None:
         steps.append(path[0])
         path = path[1]

@@ -3,37 +3,53 @@
 Each trace rule is a monitor with finitely many states (a flag; a counter up to
 its limit), so a set of rules is a finite automaton over calls, and two sets are
 a finite product. What a call does to the product depends only on which of the
-rules' call patterns (a tool, parameter tests) it matches: the *letter* of the
-call. The letters that some call has are enumerated with z3, each with a
-concrete call, over the same value domain as the policy analysis (a parameter
-is absent, a string, or one of finitely many other JSON values: each value a
-test compares with ``==``, and arrays holding each subset of the values tested
-with ``contains``; any other value matches as one of these does).
+rules' call patterns (a tool, parameter tests) it matches, and on whether each
+set's rules of one call (``deny_tool``, parameter rules, ...) deny it: the
+*letter* of the call. The policy analysis enumerates the letters some call has
+with z3, each with a concrete call (:class:`Letter`), over one value domain for
+every rule of both sets; :func:`pattern_values` gives it the values the trace
+rules' tests need (each value a test compares with ``==``, and arrays holding
+each subset of the values tested with ``contains``), and :func:`pattern_formula`
+a pattern as a z3 formula.
 
 :func:`trace_containment` then searches the product breadth first from the
 start: a trace is a sequence of calls both sets admit, each dispatched and
 recorded with its outcome (``succeeded`` or ``failed``) before the next call,
 or, when a rule's event names its outcome, still awaiting it until a later step
-brings it (or never). Set B denies everything set A denies when, after no such trace,
-A refuses a call that B admits; otherwise the shortest such trace and call is
-the counterexample. Past ``MAX_LETTERS`` letters (many patterns with
-overlapping tests) or ``MAX_STATES`` states the answer is ``unknown``.
+brings it (or never). A call one set's rules of one call deny is not dispatched
+to its trace rules, as at run time. Set B denies everything set A denies when,
+after no such trace, A refuses a call that B admits; otherwise the shortest such
+trace and call is the counterexample. Past ``MAX_STATES`` states the answer is
+``unknown``.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .trace import Call, LinkedPath, Outcome, TraceGate, TraceRule, unwound
-from .value_domain import Slot, contains, equals, literal, text_of
-from .values import ABSENT, evaluate, json_equal
+from .value_domain import Slot, contains, equals, literal
+from .values import evaluate, json_equal
 
-__all__ = ["MAX_LETTERS", "MAX_STATES", "Split", "trace_containment"]
+__all__ = [
+    "MAX_LETTERS",
+    "MAX_NEEDLES",
+    "MAX_STATES",
+    "Letter",
+    "Split",
+    "Step",
+    "call_patterns",
+    "pattern_formula",
+    "pattern_values",
+    "trace_containment",
+]
 
+#: The most kinds of call (letters) the rules of two sets may tell apart.
 MAX_LETTERS = 512
 #: The most states of the two sets' monitors together the search visits.
 MAX_STATES = 1_000_000
@@ -44,34 +60,73 @@ _MARK = "\x00car-verify"  # an array element no rule names
 
 
 @dataclass(frozen=True, slots=True)
-class Split:
-    """After ``trace`` (both sets admit each call), A's rules ``denied_by`` refuse
-    the call (``tool``, ``parameters``) and B's admit it."""
+class Letter:
+    """A concrete call standing for every call that matches the same trace-rule
+    patterns and that each set's rules of one call judge alike: ``denied`` holds
+    the names of A's and of B's rules of one call that deny it (none: admitted)."""
 
     tool: str
     parameters: dict[str, Any]
+    state: dict[str, Any] | None = None
+    denied: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+
+    def text(self) -> str:
+        params = json.dumps(self.parameters, sort_keys=True) if self.parameters else ""
+        text = f"{self.tool}({params})"
+        if self.state:
+            text += f" with state {json.dumps(self.state, sort_keys=True)}"
+        return text
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One event of a trace: ``call`` dispatched with its ``outcome`` recorded at
+    once, or still awaiting it (``outcome`` None); or (``late``) the outcome of an
+    earlier call of ``call`` that was awaiting it."""
+
+    call: Letter
+    outcome: Outcome | None
+    late: bool = False
+
+    def __str__(self) -> str:
+        if self.late:
+            return f"the outcome of {self.call.text()}: {self.outcome}"
+        return f"{self.call.text()} {self.outcome or 'awaiting its outcome'}"
+
+
+@dataclass(frozen=True, slots=True)
+class Split:
+    """After ``steps`` (both sets admit each call), A's rules ``denied_by`` refuse
+    ``call`` and B's admit it."""
+
+    call: Letter
     denied_by: tuple[str, ...]
-    trace: tuple[str, ...]
+    steps: tuple[Step, ...] = field(default=())
+
+    @property
+    def trace(self) -> tuple[str, ...]:
+        return tuple(str(s) for s in self.steps)
 
 
-def trace_containment(a: Sequence[TraceRule], b: Sequence[TraceRule]) -> Any:
+def trace_containment(
+    a: Sequence[TraceRule], b: Sequence[TraceRule], letters: Sequence[Letter]
+) -> Any:
     """None when B refuses, after every trace both admit, every call A refuses; a
     :class:`Split` (the trace, then the call A refuses and B admits) otherwise; a
-    reason when undecided."""
-    if not a:
+    reason when undecided. ``letters`` stand for every call (see the module docs)."""
+    if not a and not any(letter.denied[0] for letter in letters):
         return None
-    letters = _letters([*a, *b])
-    if isinstance(letters, str):
-        return letters
     gate_a, gate_b = TraceGate(a), TraceGate(b)
     # A call whose outcome some rule's event names may still be awaiting it when
     # the next call comes (or for ever): the state also counts, per such letter,
     # the calls awaiting an outcome (0, 1, or 2 meaning two or more).
     awaited = [
         i
-        for i, (tool, params) in enumerate(letters)
+        for i, letter in enumerate(letters)
         if any(
-            r.event is not None and r.event.outcome is not None and r.event.matches(tool, params)
+            r.event is not None
+            and r.event.outcome is not None
+            and r.event.matches(letter.tool, letter.parameters)
             for r in (*a, *b)
         )
     ]
@@ -84,47 +139,48 @@ def trace_containment(a: Sequence[TraceRule], b: Sequence[TraceRule]) -> Any:
     queue: deque[tuple[State, LinkedPath]] = deque([(start, None)])
     outcomes: tuple[Outcome, ...] = ("succeeded", "failed")
 
-    def recorded(sa: Any, sb: Any, tool: str, params: Any, outcome: Outcome) -> Any:
+    def refused(gate: TraceGate, saved: tuple[int, ...], by_one: tuple[str, ...], c: Letter) -> Any:
+        # As at dispatch: the rules of one call first, the trace rules only for a
+        # call they allow (an admitted call is recorded as dispatched).
+        if by_one:
+            return by_one
+        gate.restore(saved)
+        return tuple(dict.fromkeys(v.policy_name for v in gate.dispatch(c.tool, c.parameters)))
+
+    def recorded(sa: Any, sb: Any, c: Letter, outcome: Outcome) -> Any:
         gate_a.restore(sa)
         gate_b.restore(sb)
-        gate_a.record(tool, params, outcome)
-        gate_b.record(tool, params, outcome)
+        gate_a.record(c.tool, c.parameters, outcome)
+        gate_b.record(c.tool, c.parameters, outcome)
         return gate_a.state, gate_b.state
 
     while queue:
         (sa, sb, waiting), trace = queue.popleft()
-        successors: list[tuple[State, str]] = []
-        for letter, (tool, params) in enumerate(letters):
-            gate_a.restore(sa)
-            gate_b.restore(sb)
-            refused_a = gate_a.dispatch(tool, params)
-            refused_b = gate_b.dispatch(tool, params)
+        successors: list[tuple[State, Step]] = []
+        for index, c in enumerate(letters):
+            refused_a = refused(gate_a, sa, c.denied[0], c)
+            refused_b = refused(gate_b, sb, c.denied[1], c)
             if refused_a and not refused_b:
-                names = tuple(dict.fromkeys(v.policy_name for v in refused_a))
-                return Split(tool, dict(params), names, unwound(trace))
+                return Split(c, refused_a, unwound(trace))
             if refused_a or refused_b:
                 continue  # not a trace both admit
             after = (gate_a.state, gate_b.state)
-            call = f"{tool}({_params_text(params)})"
             for outcome in outcomes:  # the outcome comes before the next call
-                successors.append(
-                    ((*recorded(*after, tool, params, outcome), waiting), f"{call} {outcome}")
-                )
-            if letter in slot_of:  # or the call is still awaiting it
-                n = slot_of[letter]
+                successors.append(((*recorded(*after, c, outcome), waiting), Step(c, outcome)))
+            if index in slot_of:  # or the call is still awaiting it
+                n = slot_of[index]
                 more = (*waiting[:n], min(waiting[n] + 1, 2), *waiting[n + 1 :])
-                successors.append(((*after, more), f"{call} awaiting its outcome"))
-        for letter, n in slot_of.items():  # an awaited outcome comes
+                successors.append(((*after, more), Step(c, None)))
+        for index, n in slot_of.items():  # an awaited outcome comes
             if not waiting[n]:
                 continue
-            tool, params = letters[letter]
+            c = letters[index]
             fewer = [(*waiting[:n], waiting[n] - 1, *waiting[n + 1 :])]
             if waiting[n] == 2:
                 fewer.append(waiting)  # two or more were awaiting: one or more still are
             for outcome in outcomes:
-                done = recorded(sa, sb, tool, params, outcome)
-                text = f"the outcome of {tool}({_params_text(params)}): {outcome}"
-                successors.extend(((*done, w), text) for w in fewer)
+                done = recorded(sa, sb, c, outcome)
+                successors.extend(((*done, w), Step(c, outcome, late=True)) for w in fewer)
         for state, step in successors:
             if state not in seen:
                 if len(seen) >= MAX_STATES:
@@ -137,22 +193,20 @@ def trace_containment(a: Sequence[TraceRule], b: Sequence[TraceRule]) -> Any:
     return None
 
 
-def _params_text(params: dict[str, Any]) -> str:
-    import json
-
-    return json.dumps(params, sort_keys=True) if params else ""
-
-
-def _letters(rules: Sequence[TraceRule]) -> list[tuple[str, dict[str, Any]]] | str:
-    """A concrete call for each combination of the rules' call patterns some call
-    matches (one call per letter), or why they could not all be found."""
-    import z3
-
+def call_patterns(rules: Sequence[TraceRule]) -> list[Call]:
+    """The distinct call patterns (a rule's call and its event) of ``rules``."""
     patterns: list[Call] = []
     for rule in rules:
         for call in (rule.call, rule.event):
             if call is not None and call not in patterns:
                 patterns.append(call)
+    return patterns
+
+
+def pattern_values(patterns: Sequence[Call]) -> tuple[dict[str, list[Any]], dict[str, int]] | str:
+    """Per parameter the patterns test, the values other than strings its slot
+    must offer (:class:`~car_verify.value_domain.Slot`), and how many ``contains``
+    needles it is tested with; or why there would be too many."""
     values: dict[str, list[Any]] = {}
     needles: dict[str, list[Any]] = {}
     for call in patterns:
@@ -163,7 +217,7 @@ def _letters(rules: Sequence[TraceRule]) -> list[tuple[str, dict[str, Any]]] | s
                 _add(values[test.param], test.value)
             elif test.op == "contains":
                 _add(needles[test.param], test.value)
-    slots: dict[str, Slot] = {}
+    variants: dict[str, list[Any]] = {}
     for param in sorted(values):
         found = needles[param]
         if len(found) > MAX_NEEDLES:
@@ -171,39 +225,11 @@ def _letters(rules: Sequence[TraceRule]) -> list[tuple[str, dict[str, Any]]] | s
                 f"parameter {param!r} is tested with contains against more than "
                 f"{MAX_NEEDLES} values"
             )
-        variants = [v for v in values[param] if not isinstance(v, str)]
+        variants[param] = [v for v in values[param] if not isinstance(v, str)]
         for size in range(len(found) + 1):
             for subset in itertools.combinations(found, size):
-                variants.append([*subset, _MARK])
-        slots[param] = Slot(z3, param, variants)
-    tool = z3.String("tool")
-    solver = z3.Solver()
-    solver.set("timeout", 10_000)
-    for slot in slots.values():
-        solver.add(slot.domain())
-    matches = [z3.Bool(f"pattern:{n}") for n in range(len(patterns))]
-    for flag, call in zip(matches, patterns, strict=True):
-        solver.add(flag == _matches(z3, tool, slots, call))
-    letters: list[tuple[str, dict[str, Any]]] = []
-    while True:
-        answer = solver.check()
-        if answer == z3.unsat:
-            return letters
-        if answer != z3.sat:
-            return "z3 gave no answer within its time limit while enumerating the calls"
-        model = solver.model()
-        name = text_of(model, tool)
-        params = {}
-        for param, slot in slots.items():
-            value = slot.value(model)
-            if value is not ABSENT:
-                params[param] = value
-        letters.append((name, params))
-        if len(letters) > MAX_LETTERS:
-            return f"the rules' patterns combine into more than {MAX_LETTERS} kinds of call"
-        solver.add(
-            z3.Or(*(m != model.eval(m, model_completion=True) for m in matches), z3.BoolVal(False))
-        )
+                variants[param].append([*subset, _MARK])
+    return variants, {param: len(found) for param, found in needles.items()}
 
 
 def _add(values: list[Any], value: Any) -> None:
@@ -211,7 +237,9 @@ def _add(values: list[Any], value: Any) -> None:
         values.append(value)
 
 
-def _matches(z3: Any, tool: Any, slots: dict[str, Slot], call: Call) -> Any:
+def pattern_formula(z3: Any, tool: Any, slots: dict[str, Slot], call: Call) -> Any:
+    """The z3 formula that holds exactly when the call (``tool``, ``slots``)
+    matches the pattern ``call``."""
     parts = [] if call.tool is None else [tool == literal(z3, call.tool)]
     for test in call.tests:
         slot = slots[test.param]

@@ -237,8 +237,8 @@ def test_rate_limit_verdicts_agree_with_replayed_runs(
             assert not any(last_denied(denies, r) and not last_denied(admits, r) for r in runs)
     for found, denies, admits in ((diff.newly_allowed, a, b), (diff.newly_denied, b, a)):
         for c in found:
-            assert c.calls_at is not None
-            run = list(c.calls_at)
+            # A limit of no calls denies a call by itself: a one-call counterexample.
+            run = [0.0] if c.calls_at is None else list(c.calls_at)
             assert last_denied(denies, run) and not last_denied(admits, run), c
 
 
@@ -476,34 +476,43 @@ TRACE_RULES = [
 ]
 
 
+CALLS: list[tuple[str, dict[str, Any]]] = [
+    (tool, params) for tool in ("a", "b", "c") for params in ({}, {"p": "x"})
+]
+
+
 def splits_by_brute_force(refuses: PolicySet, admits: PolicySet, length: int = 4) -> bool:
     """Some run of up to ``length`` events (a call; a pending call's outcome)
-    after which ``refuses`` refuses a call ``admits`` admits, found on the gates."""
+    after which ``refuses`` refuses a call ``admits`` admits, found on the
+    engines and gates as the hook applies them (the rules of one call first)."""
     from car_verify.trace import TraceGate
 
-    def walk(gates: tuple[Any, Any], pending: tuple[str, ...], left: int) -> bool:
-        for tool in ("a", "b", "c"):
+    engines = PolicyEngine(refuses), PolicyEngine(admits)
+    gates = TraceGate(refuses.trace_rule), TraceGate(admits.trace_rule)
+
+    def walk(pending: tuple[tuple[str, dict[str, Any]], ...], left: int) -> bool:
+        for tool, params in CALLS:
             states = [g.state for g in gates]
-            refused = [bool(g.dispatch(tool, {})) for g in gates]
+            refused = [bool(e.admit(g, tool, params)) for e, g in zip(engines, gates, strict=True)]
             if refused[0] and not refused[1]:
                 return True
-            if not any(refused) and left > 1 and walk(gates, (*pending, tool), left - 1):
+            if not any(refused) and left > 1 and walk((*pending, (tool, params)), left - 1):
                 return True
-            for g, s in zip(gates, states, strict=True):
-                g.restore(s)
-        for i, tool in enumerate(pending):
+            for g, saved in zip(gates, states, strict=True):
+                g.restore(saved)
+        for i, (tool, params) in enumerate(pending):
             for outcome in ("succeeded", "failed"):
                 states = [g.state for g in gates]
                 for g in gates:
-                    g.record(tool, {}, outcome)
+                    g.record(tool, params, outcome)
                 rest = pending[:i] + pending[i + 1 :]
-                if left > 1 and walk(gates, rest, left - 1):
+                if left > 1 and walk(rest, left - 1):
                     return True
-                for g, s in zip(gates, states, strict=True):
-                    g.restore(s)
+                for g, saved in zip(gates, states, strict=True):
+                    g.restore(saved)
         return False
 
-    return walk((TraceGate(refuses.trace_rule), TraceGate(admits.trace_rule)), (), length)
+    return walk((), length)
 
 
 @settings(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow])
@@ -532,27 +541,87 @@ def test_trace_rule_verdicts_agree_with_brute_force_over_events(
     for found, refuses, admits in ((diff.newly_allowed, a, b), (diff.newly_denied, b, a)):
         for c in found:
             assert c.trace is not None
-            assert replays_to_a_split(c.trace, c.tool, refuses, admits), c
+            assert replays_to_a_split(c.trace, c.tool, c.parameters, refuses, admits), c
 
 
 def replays_to_a_split(
-    trace: tuple[str, ...], tool: str, refuses: PolicySet, admits: PolicySet
+    trace: tuple[str, ...], tool: str, params: dict[str, Any], refuses: PolicySet, admits: PolicySet
 ) -> bool:
-    """The counterexample's steps, made on both gates: each call admitted by both,
-    then ``tool`` refused by the first and admitted by the second."""
+    """The counterexample's steps, read from their text and made on both engines
+    and gates: each call admitted by both, then the call refused by the first
+    and admitted by the second."""
+    import re
+
     from car_verify.trace import TraceGate
 
+    engines = PolicyEngine(refuses), PolicyEngine(admits)
     gates = TraceGate(refuses.trace_rule), TraceGate(admits.trace_rule)
     for step in trace:
-        if step.startswith("the outcome of "):
-            name, outcome = step.removeprefix("the outcome of ").split("(): ")
+        late, name, args, rest = re.fullmatch(
+            r"(the outcome of )?(\w+)\((.*)\)(?:: | )(.*)", step
+        ).groups()  # type: ignore[union-attr]
+        call = json.loads(args) if args else {}
+        if late:
             for g in gates:
-                g.record(name, {}, outcome)  # type: ignore[arg-type]
+                g.record(name, call, rest)
             continue
-        name, rest = step.split("() ")
-        if any(g.dispatch(name, {}) for g in gates):
+        if any(e.admit(g, name, call) for e, g in zip(engines, gates, strict=True)):
             return False
         if rest != "awaiting its outcome":
             for g in gates:
-                g.record(name, {}, rest)  # type: ignore[arg-type]
-    return bool(gates[0].dispatch(tool, {})) and not gates[1].dispatch(tool, {})
+                g.record(name, call, rest)
+    return bool(engines[0].admit(gates[0], tool, params)) and not engines[1].admit(
+        gates[1], tool, params
+    )
+
+
+ONE_CALL_RULES = [
+    'deny_tool = ["a"]',
+    'deny_tool = ["b"]',
+    '[[deny_tool_param]]\ntool = "a"\nparam = "p"\nequals = "x"',
+    '[[deny_tool_param]]\ntool = "b"\nparam = "p"',
+    '[[rate_limit_tool]]\ntool = "c"\nmax_calls = 0\ninterval_secs = 5',
+]
+WHERE_RULES = [*TRACE_RULES, 'never a where p == "x"', 'b only after a where p == "x"']
+
+
+@settings(deadline=None, max_examples=80, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.sampled_from(ONE_CALL_RULES), unique=True, max_size=2),
+    st.lists(st.sampled_from(WHERE_RULES), unique=True, max_size=2),
+    st.lists(st.sampled_from(ONE_CALL_RULES), unique=True, max_size=2),
+    st.lists(st.sampled_from(WHERE_RULES), unique=True, max_size=2),
+)
+@example(['deny_tool = ["b"]'], ["never a after b"], ['deny_tool = ["b"]'], [])
+@example(['deny_tool = ["a"]'], [], [], ["a only after b"])
+def test_rules_of_one_call_and_trace_rules_are_compared_together(
+    old_one: list[str], old_trace: list[str], new_one: list[str], new_trace: list[str]
+) -> None:
+    """Issue 37: the rules of one call and the trace rules were compared apart, so
+    {deny_tool b, never a after b} was "stricter" than {deny_tool b} on the trace
+    "b, then a", which the first set never lets happen; and {deny_tool a} against
+    {a only after b} claimed the call a alone. Every claim now holds on every run
+    of up to four events made on the engines, and every counterexample replays."""
+
+    def rules(one: list[str], trace: list[str]) -> PolicySet:
+        deny = [r for r in one if r.startswith("deny_tool =")]
+        tables = [r for r in one if not r.startswith("deny_tool =")]
+        if len(deny) == 2:
+            deny = ['deny_tool = ["a", "b"]']
+        text = "".join(f"{r}\n" for r in deny + tables)
+        text += "".join(f"[[trace_rule]]\nrule = {json.dumps(t)}\n" for t in trace)
+        return load_policy_text(text)
+
+    a, b = rules(old_one, old_trace), rules(new_one, new_trace)
+    diff = policy_diff(a, b)
+    assert diff.new_covers_old is not None and diff.old_covers_new is not None, diff.unknown
+    if diff.new_covers_old:
+        assert not splits_by_brute_force(a, b)
+    if diff.old_covers_new:
+        assert not splits_by_brute_force(b, a)
+    for found, refuses, admits in ((diff.newly_allowed, a, b), (diff.newly_denied, b, a)):
+        for c in found:
+            steps = c.trace or ()
+            assert replays_to_a_split(steps, c.tool, c.parameters, refuses, admits), c
+    if old_one == new_one == ['deny_tool = ["b"]'] and old_trace == ["never a after b"]:
+        assert diff.verdict == "equivalent"
