@@ -11,11 +11,24 @@ the engine uses.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from .values import ABSENT
 
-__all__ = ["Slot", "constant_text", "contains", "equals", "literal", "one_of", "text_of"]
+__all__ = [
+    "Local",
+    "Slot",
+    "constant_text",
+    "contains",
+    "contains_language",
+    "equals",
+    "literal",
+    "one_of",
+    "one_of_language",
+    "text_of",
+]
 
 # Every test on a string is a regular-expression membership: z3's solver for
 # regular expressions answers these in milliseconds, where a mix of ``Contains``,
@@ -44,9 +57,22 @@ def _anything(z3: Any) -> Any:
     return z3.Star(z3.AllChar(z3.ReSort(z3.StringSort())))
 
 
+def contains_language(z3: Any, needle: str) -> Any:
+    """The strings ``needle`` occurs in, as a z3 regular expression."""
+    return z3.Concat(_anything(z3), z3.Re(literal(z3, needle)), _anything(z3))
+
+
+def one_of_language(z3: Any, values: Any) -> Any:
+    """The strings ``values`` (none: the empty language), as a z3 regular expression."""
+    options = [z3.Re(literal(z3, v)) for v in values]
+    if not options:
+        return z3.Empty(z3.ReSort(z3.StringSort()))
+    return options[0] if len(options) == 1 else z3.Union(*options)
+
+
 def contains(z3: Any, text: Any, needle: str) -> Any:
     """``needle`` occurs in the z3 string ``text``."""
-    return z3.InRe(text, z3.Concat(_anything(z3), z3.Re(literal(z3, needle)), _anything(z3)))
+    return z3.InRe(text, contains_language(z3, needle))
 
 
 def equals(z3: Any, text: Any, value: str) -> Any:
@@ -56,10 +82,7 @@ def equals(z3: Any, text: Any, value: str) -> Any:
 
 def one_of(z3: Any, text: Any, values: Any) -> Any:
     """The z3 string ``text`` is one of ``values`` (none: false)."""
-    options = [z3.Re(literal(z3, v)) for v in values]
-    if not options:
-        return z3.BoolVal(False)
-    return z3.InRe(text, options[0] if len(options) == 1 else z3.Union(*options))
+    return z3.InRe(text, one_of_language(z3, values)) if values else z3.BoolVal(False)
 
 
 def text_of(model: Any, expr: Any) -> str:
@@ -103,6 +126,38 @@ class Slot:
             self.present, z3.If(self.is_string, on_text, z3.Or(*picks, z3.BoolVal(False)))
         )
 
+    def test(self, strings: Any, on_value: Callable[[Any], bool]) -> Local:
+        """Present, and a string of the language ``strings`` or a variant ``v``
+        with ``on_value(v)`` (decided in Python): :meth:`where` as a :class:`Local`."""
+        picks = frozenset(k for k, v in enumerate(self.variants) if on_value(v))
+        return Local(False, picks, strings, len(self.variants))
+
+    def every(self, *, absent: bool = True) -> Local:
+        """Every value (``absent=False``: every value, when present)."""
+        z3 = self.z3
+        strings = z3.Star(z3.AllChar(z3.ReSort(z3.StringSort())))
+        return Local(absent, frozenset(range(len(self.variants))), strings, len(self.variants))
+
+    def holds(self, local: Local) -> Any:
+        """The z3 formula of ``local`` on this slot."""
+        z3 = self.z3
+        picks = [self.pick == k for k in sorted(local.variants)]
+        present = z3.If(
+            self.is_string, z3.InRe(self.text, local.strings), z3.Or(*picks, z3.BoolVal(False))
+        )
+        return z3.If(self.present, present, z3.BoolVal(local.absent))
+
+    def can_hold(self, local: Local) -> bool | None:
+        """Whether some value of the slot meets ``local`` (None: z3 gave no answer)."""
+        if local.absent or local.variants:
+            return True
+        z3 = self.z3
+        solver = z3.SimpleSolver()
+        solver.set("timeout", 10_000)
+        solver.add(z3.InRe(z3.String("text"), local.strings))
+        answer = solver.check()
+        return None if answer == z3.unknown else answer == z3.sat
+
     def value(self, model: Any) -> Any:
         """The slot's value in a z3 model (ABSENT when not present)."""
         z3 = self.z3
@@ -111,3 +166,44 @@ class Slot:
         if z3.is_true(model.eval(self.is_string, model_completion=True)) or not self.variants:
             return text_of(model, self.text)
         return self.variants[model.eval(self.pick, model_completion=True).as_long()]
+
+
+@dataclass(frozen=True, slots=True)
+class Local:
+    """A test on one slot, decided case by case: whether it holds when the slot
+    is absent, the variants (by index) it holds for, and the strings it holds for
+    as one z3 regular language. Tests combine without z3's string solver (``&``,
+    ``|``, ``~``), and whether one can hold at all is one membership question
+    (:meth:`Slot.can_hold`), which z3 answers in milliseconds where the same
+    question as several memberships of one string can take seconds."""
+
+    absent: bool
+    variants: frozenset[int]
+    strings: Any
+    size: int  # how many variants the slot has
+
+    def __and__(self, other: Local) -> Local:
+        import z3
+
+        return Local(
+            self.absent and other.absent,
+            self.variants & other.variants,
+            z3.Intersect(self.strings, other.strings),
+            self.size,
+        )
+
+    def __or__(self, other: Local) -> Local:
+        import z3
+
+        return Local(
+            self.absent or other.absent,
+            self.variants | other.variants,
+            z3.Union(self.strings, other.strings),
+            self.size,
+        )
+
+    def __invert__(self) -> Local:
+        import z3
+
+        every = frozenset(range(self.size))
+        return Local(not self.absent, every - self.variants, z3.Complement(self.strings), self.size)
