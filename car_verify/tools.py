@@ -110,8 +110,8 @@ class ToolRegistry(Mapping[str, ToolSchema]):
         key = f"{field}:{name}"
         checker = self._validators.get(key)
         if checker is None:
-            from jsonschema import exceptions, validators
-
+            jsonschema = _jsonschema()
+            exceptions, validators = jsonschema.exceptions, jsonschema.validators
             schema = getattr(self._tools[name], field)
             cls = validators.validator_for(schema, default=validators.Draft202012Validator)
             try:
@@ -197,12 +197,39 @@ def _pattern_problem(pattern: str) -> str | None:
 
 def _linear_pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Any:
     """The ``pattern`` keyword matched with RE2 (linear time), not Python's ``re``."""
-    from jsonschema.exceptions import ValidationError
-
     from .policy import compile_pattern
 
     if validator.is_type(instance, "string") and not compile_pattern(pattern).search(instance):
-        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+        yield _jsonschema().exceptions.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _jsonschema() -> Any:
+    """The jsonschema package, imported without ``rfc3987_syntax``.
+
+    When that optional package is installed (Jupyter's dependencies bring it),
+    importing jsonschema imports it too, and it builds a grammar for 1.6 to 3 s,
+    only to check the ``iri`` formats, which car-verify never asserts (it checks
+    no ``format``; the metaschemas use none of those). So for the one import it
+    is hidden, and then put back as it was: code that imports it later gets it."""
+    import sys
+
+    if "jsonschema" not in sys.modules:
+        hidden = "rfc3987_syntax"
+        before = sys.modules.get(hidden, _MISSING)
+        if before is _MISSING:
+            sys.modules[hidden] = None  # type: ignore[assignment]  # import it: ImportError
+        try:
+            import jsonschema.exceptions
+            import jsonschema.validators
+        finally:
+            if before is _MISSING:
+                del sys.modules[hidden]
+    import jsonschema
+
+    return jsonschema
+
+
+_MISSING = object()
 
 
 #: jsonschema quotes the value it rejects, and the schema's value, whole; in a

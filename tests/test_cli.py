@@ -273,6 +273,24 @@ def test_console_script_runs_and_does_not_import_heavy_dependencies(tmp_path: Pa
     assert "HEAVY []" in done.stdout
 
 
+def test_the_first_schema_check_leaves_the_iri_grammar_unbuilt() -> None:
+    """Issue 37: jsonschema imports rfc3987_syntax when it is installed (Jupyter
+    brings it), which builds a grammar for about 3 s at the first schema check,
+    for formats car-verify never asserts. The check does not load it, and code
+    that imports it afterwards still gets it."""
+    pytest.importorskip("rfc3987_syntax")
+    code = (
+        "import sys; from car_verify.tools import ToolRegistry; "
+        "r = ToolRegistry.coerce([{'name': 't', 'parameters': {'type': 'object', "
+        "'properties': {'u': {'type': 'string', 'format': 'iri'}}}}]); "
+        "print(len(r.check_parameters('t', {'u': 3})) == 1, "
+        "'rfc3987_syntax' in sys.modules); "
+        "import rfc3987_syntax; print(rfc3987_syntax.__name__)"
+    )
+    done = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True)
+    assert done.stdout.split("\n")[:2] == ["True False", "rfc3987_syntax"], done.stderr
+
+
 def test_import_leaves_the_deciding_tools_for_later() -> None:
     code = (
         "import sys, car_verify; "
