@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import UsageError
+from .errors import InputError, UsageError
 
 #: ``tool_rates.json``'s ``format``: ``car-verify risk --history OUT/`` reads it.
 RATES_FORMAT = "car-verify tool rates"
@@ -293,7 +293,12 @@ def audit_shard(shard: Shard, settings: AuditSettings, out: str) -> str:
         clock = time.perf_counter()
         proposal = item.proposal()
         lifted = time.perf_counter()
-        status, result = _check(item, settings, engine, proposal)
+        try:
+            status, result = _check(item, settings, engine, proposal)
+        except InputError as err:  # a value the record holds that no proposal can
+            why = f"its calls do not make a proposal: {err}"
+            rows.append(_problem_row(ImportProblem(item.source, item.line, item.id, why)))
+            continue
         spent["lift"] += lifted - clock
         spent["check"] += time.perf_counter() - lifted
         rows.append(_trajectory_row(item, status, result))

@@ -97,6 +97,7 @@ __all__ = [
     "load",
     "load_parsed",
     "load_tools",
+    "loads_finite",
     "read_json",
 ]
 
@@ -804,6 +805,16 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 _DECODER = json.JSONDecoder(
     parse_constant=_reject_constant, parse_float=_finite_float, object_pairs_hook=_object
 )
+
+
+_FINITE_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+
+
+def loads_finite(text: str) -> Any:
+    """JSON text as the wire format has it: ``NaN``, ``Infinity`` and a number
+    past a float's range (``1e999``) are a ``ValueError``, not a value no reader
+    of the document could hold (the importers decode records with it)."""
+    return _FINITE_DECODER.decode(text)
 
 
 #: ``json.loads`` as it is, but for the note of repeated keys (``lint`` reads with it,

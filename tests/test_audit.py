@@ -461,3 +461,32 @@ def test_hostile_files_are_malformed_rows_naming_the_file_and_the_audit_goes_on(
         assert name in said.err, name
     rows = pq.read_table(out / "trajectories.parquet").to_pylist()
     assert sum(r["status"] == "malformed" for r in rows) >= 6
+
+
+def test_a_record_whose_calls_make_no_proposal_is_a_malformed_row(tmp_path: Path) -> None:
+    """Issue 37, found by the corpus fuzz: a number past a float's range in a
+    record (``1e999``) was read as infinity, and the proposal lifted from it
+    could not be loaded; the record is a problem naming its line, and a value no
+    proposal can hold that reaches the check is a malformed row, not an abort."""
+    from car_verify import audit as audit_module
+    from car_verify.importers import base
+
+    path = tmp_path / "runs.jsonl"
+    big = json.dumps(openai_record()).replace('"reward": 1', '"reward": 1e999')
+    path.write_text(big + "\n" + json.dumps(openai_record()) + "\n")
+    first, second = list(read_file(path))
+    assert isinstance(first, ImportProblem) and first.line == 1 and "1e999" in first.message
+    assert isinstance(second, Trajectory)
+    lifted = second.proposal()
+    lifted["actions"][0]["parameters"]["q"] = float("nan")  # as a Parquet float may hold
+    shard = audit_module.Shard(0, str(path), None, 2, 2)
+    settings = audit_module.AuditSettings()
+    original = base.Trajectory.proposal
+    try:
+        base.Trajectory.proposal = lambda self: lifted  # type: ignore[method-assign]
+        audit_module.audit_shard(shard, settings, str(tmp_path / "out"))
+    finally:
+        base.Trajectory.proposal = original  # type: ignore[method-assign]
+    rows = pq.read_table(tmp_path / "out" / "shards" / "000000.trajectories.parquet").to_pylist()
+    assert [r["status"] for r in rows] == ["malformed", "malformed"]
+    assert "do not make a proposal" in rows[1]["problem"]

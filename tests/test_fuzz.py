@@ -1,8 +1,14 @@
 """Fuzzing the boundaries: any input is a model or one InputError; any tool fault
-leaves a result, the state restored and a readable log (issue 22).
+leaves a result, the state restored and a readable log (issue 22); any hook
+payload gets a decision in the agent's format, and any corpus file is
+trajectories or problems that name it, the audit going on (issue 37).
 
-The input fuzz mutates the test corpus and the examples with a seeded generator:
-100,000 inputs under CI (``CI`` set) or ``CAR_VERIFY_FUZZ=N``, 3,000 otherwise.
+Each fuzz mutates real inputs with a seeded generator (the test corpus and the
+examples; recorded hook payloads; records of every transcript format):
+under CI (``CI`` set) 100,000 proposals, 3,000 payloads and 300 corpus files;
+otherwise a tenth or less. ``CAR_VERIFY_FUZZ=N`` sets the proposal count.
+The policy-set pairs are fuzzed by the Hypothesis tests of
+``tests/test_policy_analysis.py`` (more examples under CI).
 """
 
 from __future__ import annotations
@@ -25,7 +31,10 @@ from car_verify.events import read_log
 from car_verify.executor import execute_sync
 
 ROOT = Path(__file__).resolve().parents[1]
-COUNT = int(os.environ.get("CAR_VERIFY_FUZZ", 100_000 if os.environ.get("CI") else 3_000))
+IN_CI = bool(os.environ.get("CI"))
+COUNT = int(os.environ.get("CAR_VERIFY_FUZZ", 100_000 if IN_CI else 3_000))
+HOOK_PAYLOADS = 3_000 if IN_CI else 300
+CORPUS_FILES = 300 if IN_CI else 30
 
 
 def _seeds() -> list[bytes]:
@@ -138,3 +147,164 @@ def test_every_tool_fault_leaves_a_result_the_state_restored_and_the_log_readabl
         assert result.state == {"start": 1}
     events, notes = read_log(log)
     assert events[-1].kind == "proposal_finished" and not notes
+
+
+HOOK_RULES = """deny_tool = ["rm"]
+[[deny_tool_param]]
+tool = "Bash"
+param = "command"
+contains = "rm -rf"
+[[rate_limit_tool]]
+tool = "WebFetch"
+max_calls = 2
+interval_secs = 3600
+[[trace_rule]]
+rule = 'never Bash where command contains "git push" after Read where file_path contains ".env"'
+"""
+
+
+def _hook_seeds() -> list[bytes]:
+    def claude(event: str, tool: str, tool_input: Any, **extra: Any) -> bytes:
+        payload = {
+            "session_id": "fuzz",
+            "transcript_path": "/home/u/.claude/projects/x.jsonl",
+            "cwd": "/home/u/project",
+            "permission_mode": "default",
+            "hook_event_name": event,
+            "tool_name": tool,
+            "tool_input": tool_input,
+            "tool_use_id": "toolu_01",
+            **extra,
+        }
+        return json.dumps(payload).encode()
+
+    codex = {
+        "session_id": "fuzz-codex", "transcript_path": None, "cwd": "/w", "model": "gpt-5-codex",
+        "permission_mode": "default", "hook_event_name": "PreToolUse", "turn_id": "t-1",
+        "tool_name": "Bash", "tool_input": {"command": "git push"}, "tool_use_id": "call_1",
+    }  # fmt: skip
+    return [
+        claude("PreToolUse", "rm", {"path": "/"}),
+        claude("PreToolUse", "Bash", {"command": "rm -rf build"}),
+        claude("PreToolUse", "Read", {"file_path": "/w/.env"}),
+        claude("PreToolUse", "WebFetch", {"url": "https://example.com", "prompt": "x"}),
+        claude("PostToolUse", "Read", {"file_path": "/w/.env"}, tool_response={"ok": True}),
+        claude("PostToolUseFailure", "Bash", {"command": "make"}, error="exit 2"),
+        json.dumps(codex).encode(),
+    ]
+
+
+def test_any_hook_payload_gets_a_decision_in_the_agents_format(tmp_path: Path) -> None:
+    """Mutated payloads (bytes flipped, cut, spliced; invalid UTF-8 read as the
+    hook reads it) through the hook: never an exception; the output is empty or
+    one object in the agents' shape; a payload that cannot be decoded is denied,
+    and a call of a denied tool is denied whatever else was mutated."""
+    from car_verify.hook import answer
+
+    policies = tmp_path / "policies"
+    policies.mkdir()
+    (policies / "rules.toml").write_text(HOOK_RULES)
+    state = tmp_path / "state"
+    rng = random.Random(37)
+    seeds = _hook_seeds()
+    for n in range(HOOK_PAYLOADS):
+        data = _mutate(rng, rng.choice(seeds)) if n >= len(seeds) else seeds[n]
+        text = data.decode("utf-8", "surrogateescape")
+        out, result = answer(text, policies=policies, state_dir=state)
+        wire = json.loads(out) if out else {}
+        assert set(wire) <= {"hookSpecificOutput"}, (data, out)
+        said = wire.get("hookSpecificOutput", {})
+        if said:
+            assert said["hookEventName"] == "PreToolUse", (data, out)
+            assert said.get("permissionDecision") in (None, "deny", "ask"), (data, out)
+            assert isinstance(said.get("permissionDecisionReason", ""), str), (data, out)
+        try:
+            payload = json.loads(text)
+            json.dumps(payload, ensure_ascii=False).encode()
+        except (ValueError, RecursionError, UnicodeError):
+            assert said.get("permissionDecision") == "deny", (data, out)
+            continue
+        if (
+            isinstance(payload, dict)
+            and payload.get("hook_event_name") == "PreToolUse"
+            and payload.get("tool_name") == "rm"
+        ):
+            assert result.decision == "deny", (data, out)
+
+
+def _corpus_seeds() -> list[bytes]:
+    def call(ident: str, name: str, arguments: str) -> dict[str, Any]:
+        return {"id": ident, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+    openai = {"id": "o1", "reward": 1, "model": "gpt-x", "messages": [
+        {"role": "user", "content": "find and book"},
+        {"role": "assistant", "content": None,
+         "tool_calls": [call("a", "search", '{"q": "x"}'), call("b", "book", "{}")]},
+        {"role": "tool", "tool_call_id": "a", "content": '["r1"]'},
+        {"role": "tool", "tool_call_id": "b", "content": "Error: sold out"},
+    ]}  # fmt: skip
+    use = {"type": "tool_use", "id": "t1", "name": "read", "input": {"p": 1}}
+    result = {"type": "tool_result", "tool_use_id": "t1", "content": "ok", "is_error": True}
+    anthropic = {"id": "s1", "messages": [
+        {"role": "assistant", "content": [{"type": "text", "text": "hi"}, use]},
+        {"role": "user", "content": [result]},
+    ]}  # fmt: skip
+    step = {
+        "step_id": 1, "source": "agent", "message": "",
+        "tool_calls": [{"tool_call_id": "x", "function_name": "ls", "arguments": {"d": "/"}}],
+        "observation": {"results": [{"source_call_id": "x", "content": "a b"}]},
+    }  # fmt: skip
+    atif = {"schema_version": "ATIF-v1.7", "session_id": "sess",
+            "agent": {"name": "a", "model_name": "m"}, "steps": [step],
+            "extra": {"reward": 0.0}}  # fmt: skip
+    seeds = [json.dumps(r).encode() for r in (openai, anthropic, atif)]
+    tau = ROOT.parent / "shared" / "corpora" / "tau-bench-airline" / "gpt-4o-airline.json"
+    if tau.exists():  # a few real records of the shared corpus, when it is beside us
+        seeds += [json.dumps(r).encode() for r in json.loads(tau.read_text())[:3]]
+    return seeds
+
+
+def test_any_corpus_file_is_trajectories_or_problems_and_the_audit_goes_on(
+    tmp_path: Path,
+) -> None:
+    """Mutated records of every format, as JSON lines, some gzipped and some of
+    those cut short: reading a file never raises, each item is a trajectory
+    (whose proposal loads) or a problem that names the file, and one audit over
+    all of them finishes with a row for every file."""
+    import gzip
+
+    pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    from car_verify.cli import main
+    from car_verify.importers import ImportProblem, Trajectory, read_file
+
+    rng = random.Random(2037)
+    seeds = _corpus_seeds()
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for n in range(CORPUS_FILES):
+        records = [_mutate(rng, rng.choice(seeds)) for _ in range(rng.randint(1, 3))]
+        data = b"\n".join(records) + b"\n"
+        if rng.random() < 0.3:
+            data = gzip.compress(data)
+            if rng.random() < 0.3:
+                data = data[: rng.randrange(len(data))]
+            path = corpus / f"f{n:04}.jsonl.gz"
+        else:
+            path = corpus / f"f{n:04}.jsonl"
+        path.write_bytes(data)
+        items = list(read_file(path))
+        assert items, f"{path.name}: nothing read and nothing said"
+        for item in items:
+            if isinstance(item, ImportProblem):
+                assert path.name in item.source, item
+            else:
+                assert isinstance(item, Trajectory)
+                car_verify.load(item.proposal())
+    out = tmp_path / "out"
+    assert main(["audit", str(corpus), "-o", str(out)]) in (0, 2)
+    if (out / "trajectories.parquet").exists():
+        rows = pq.read_table(out / "trajectories.parquet").to_pylist()
+        named = {Path(str(r["source"]).split(":")[0]).name for r in rows}
+        assert named == {p.name for p in corpus.iterdir()}

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import gzip
-import json
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..errors import InputError
+from ..model import loads_finite
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +119,7 @@ def parse_arguments(raw: Any) -> tuple[Any, str | None]:
         return raw, None
     if isinstance(raw, str):
         try:
-            value = json.loads(raw) if raw.strip() else {}
+            value = loads_finite(raw) if raw.strip() else {}
         except ValueError:
             return raw, "arguments are not JSON: kept as text under _arguments"
         if isinstance(value, dict):
@@ -263,7 +263,7 @@ def records(path: str | os.PathLike[str]) -> Iterator[tuple[int | None, Any]]:
 def _decoded(text: str, file: Path, line: int | None) -> Any:
     """A record's JSON, or the InputError that says why it is none."""
     try:
-        return json.loads(text)
+        return loads_finite(text)
     except ValueError as err:
         return InputError(f"not JSON: {err}", source=str(file), line=line)
     except RecursionError:
@@ -300,7 +300,7 @@ def _parquet_batch(batch: Any) -> Iterator[tuple[int | None, Any]]:
         for key, value in row.items():  # columns holding JSON text (messages, traj)
             if isinstance(value, str) and value[:1] in "[{":
                 with contextlib.suppress(ValueError, RecursionError):
-                    row[key] = json.loads(value)
+                    row[key] = loads_finite(value)
         yield None, row
 
 
