@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,10 @@ from car_verify.model import Action
 from car_verify.policy import PolicyEngine, PolicySet, load_policy_text
 from car_verify.policy_analysis import lint_policies, policy_diff
 from car_verify.policy_regex import search_language
+
+#: Generated policy-set pairs per property: the fuzz of ``policy diff`` and
+#: ``policy lint``, five times as many in CI.
+PAIRS = 300 if os.environ.get("CI") else 60
 
 TOOLS = ["a", "b"]
 PARAMS = ["p", "q"]
@@ -85,7 +90,7 @@ def denied(rules: PolicySet, tool: str, params: dict[str, Any]) -> bool:
     return bool(PolicyEngine(rules).check(action))
 
 
-@settings(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, max_examples=PAIRS, suppress_health_check=[HealthCheck.too_slow])
 @given(rule_sets(), rule_sets())
 def test_diff_agrees_with_brute_force_and_its_counterexamples_split(old: str, new: str) -> None:
     a, b = load_policy_text(old), load_policy_text(new)
@@ -121,7 +126,7 @@ def only(rules: PolicySet, index: int) -> tuple[PolicySet, PolicySet]:
     return mine, rest
 
 
-@settings(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, max_examples=PAIRS, suppress_health_check=[HealthCheck.too_slow])
 @given(rule_sets())
 def test_dead_and_shadowed_rules_agree_with_brute_force(text: str) -> None:
     rules = load_policy_text(text)
@@ -142,7 +147,7 @@ def test_dead_and_shadowed_rules_agree_with_brute_force(text: str) -> None:
     # reported redundant: that is the check above, read the other way round
 
 
-@settings(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, max_examples=PAIRS, suppress_health_check=[HealthCheck.too_slow])
 @given(rule_sets(), rule_sets())
 @example(
     '[[deny_tool_param]]\ntool = "a"\nparam = "p"\ncontains = "x"\n'
@@ -241,7 +246,7 @@ CAPS = st.lists(
 )
 
 
-@settings(deadline=None, max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, max_examples=PAIRS * 2, suppress_health_check=[HealthCheck.too_slow])
 @given(CAPS, CAPS, st.lists(st.lists(st.integers(0, 8), max_size=10), min_size=20, max_size=20))
 def test_rate_limit_verdicts_agree_with_replayed_runs(
     old: list[tuple[int, int]], new: list[tuple[int, int]], gaps: list[list[int]]
@@ -538,7 +543,7 @@ def splits_by_brute_force(refuses: PolicySet, admits: PolicySet, length: int = 4
     return walk((), length)
 
 
-@settings(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, max_examples=PAIRS, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(st.sampled_from(TRACE_RULES), unique=True, max_size=3),
     st.lists(st.sampled_from(TRACE_RULES), unique=True, max_size=3),
@@ -608,7 +613,7 @@ ONE_CALL_RULES = [
 WHERE_RULES = [*TRACE_RULES, 'never a where p == "x"', 'b only after a where p == "x"']
 
 
-@settings(deadline=None, max_examples=80, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, max_examples=PAIRS, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(st.sampled_from(ONE_CALL_RULES), unique=True, max_size=2),
     st.lists(st.sampled_from(WHERE_RULES), unique=True, max_size=2),
