@@ -723,7 +723,7 @@ def policy_diff(old: Any, new: Any) -> PolicyDiff:
         if isinstance(values, str)
         else _letters(model, patterns, values[1], deny_old, deny_new)
     )
-    apart = _rates_apart(patterns, old_engine, new_engine)
+    apart = _rates_apart(old_engine, new_engine)
     if apart is not None and not isinstance(letters, str):
         letters.inexact.append(apart)
     for label, a, b, _, _, found in needed:
@@ -800,11 +800,13 @@ def _letter(model: _Model, found: Any) -> Letter:
     return Letter(tool, params, state)
 
 
-def _rates_apart(patterns: Sequence[Call], old: PolicyEngine, new: PolicyEngine) -> str | None:
+def _rates_apart(old: PolicyEngine, new: PolicyEngine) -> str | None:
     """Why the trace search, whose calls lie further apart than any window, may
-    miss a split: a tool some trace pattern matches that the two sets limit
-    differently. (Where they limit it alike, both deny the same calls of it by
-    rate, and neither records those, so spacing the others changes nothing.)"""
+    miss a split: a tool the two sets limit differently whose calls a trace rule
+    records (an ``at most`` rule's call, a rule's event). A call denied by rate
+    changes no monitor when no rule records it, and where both sets limit a tool
+    alike both deny the same calls of it; so, those calls left out, a history is
+    one of spaced calls with the same monitors and the same last verdicts."""
 
     def limits(engine: PolicyEngine, tool: str) -> list[tuple[int, float]]:
         rules = engine.rules.rate_limit_tool
@@ -812,13 +814,19 @@ def _rates_apart(patterns: Sequence[Call], old: PolicyEngine, new: PolicyEngine)
             (r.max_calls, r.interval_secs) for r in rules if r.tool == tool and r.max_calls
         )
 
+    recording = [
+        r.call if r.kind == "at_most" else r.event
+        for e in (old, new)
+        for r in e.trace_rules
+        if r.kind == "at_most" or r.event is not None
+    ]
     tools = sorted({r.tool for e in (old, new) for r in e.rules.rate_limit_tool if r.max_calls})
     for tool in tools:
         if limits(old, tool) != limits(new, tool) and any(
-            p.tool is None or p.tool == tool for p in patterns
+            p is not None and (p.tool is None or p.tool == tool) for p in recording
         ):
             return (
-                f"the sets limit the rate of {tool} differently and a trace rule reads its "
+                f"the sets limit the rate of {tool} differently and a trace rule records its "
                 "calls: trace rules are compared on calls spaced wider than every window"
             )
     return None
@@ -850,31 +858,44 @@ def _trace_split(
         return letters.inexact[0] if letters.inexact else None
     if isinstance(split, str):
         return split
-    denied = _replayed(split, refuses, admits)
-    if denied is None:
+    replayed = _replayed(split, refuses, admits)
+    if replayed is None:
         return (
             letters.inexact[0]
             if letters.inexact
             else (f"the trace {list(split.trace)} did not replay on the engines")
         )
+    denied, times = replayed
+    limited = any(e.rules.rate_limit_tool for e in (refuses, admits))
     return Counterexample(
-        split.call.tool, split.call.parameters, split.call.state, denied, trace=split.trace
+        split.call.tool,
+        split.call.parameters,
+        split.call.state,
+        denied,
+        times if limited else None,  # with rate limits, when each call is made
+        trace=split.trace,
     )
 
 
-def _replayed(split: Any, refuses: PolicyEngine, admits: PolicyEngine) -> tuple[str, ...] | None:
-    """The rules of ``refuses`` that deny the split's call after its trace, made on
+def _replayed(
+    split: Any, refuses: PolicyEngine, admits: PolicyEngine
+) -> tuple[tuple[str, ...], tuple[float, ...]] | None:
+    """The rules of ``refuses`` that deny the split's call after its run, made on
     fresh copies of both engines with every rule, each call further apart than any
-    rate limit's window; None unless both admit each call of the trace and
-    ``admits`` admits the last."""
+    rate limit's window, and the times of the calls (the run's, then the last);
+    None unless ``refuses`` admits each call of the run, ``admits`` refuses the
+    ones the run says it refuses and admits the others and the last."""
     windows = [r.interval_secs for e in (refuses, admits) for r in e.rules.rate_limit_tool]
     apart = 1.0 + max(windows, default=0.0)
     clock = [0.0]
     engines = [e.fresh(clock=lambda: clock[0]) for e in (refuses, admits)]
     gates = [TraceGate(e.trace_rules) for e in (refuses, admits)]
 
+    times: list[float] = []
+
     def made(call: Any) -> list[list[str]]:
         clock[0] += apart
+        times.append(clock[0])
         return [
             [name for name, _ in e.admit(g, call.tool, call.parameters, call.state)]
             for e, g in zip(engines, gates, strict=True)
@@ -882,17 +903,21 @@ def _replayed(split: Any, refuses: PolicyEngine, admits: PolicyEngine) -> tuple[
 
     for step in split.steps:
         c = step.call
+        ran = gates[:1] if step.alone or step.refused else gates  # where the call ran
         if step.late:
-            for g in gates:
+            for g in ran:
                 g.record(c.tool, c.parameters, step.outcome)
             continue
-        if any(made(c)):
+        by_a, by_b = made(c)
+        if by_a or bool(by_b) != bool(step.refused):
             return None
         if step.outcome is not None:
-            for g in gates:
+            for g in ran:
                 g.record(c.tool, c.parameters, step.outcome)
     denied, admitted = made(split.call)
-    return tuple(dict.fromkeys(denied)) if denied and not admitted else None
+    if not denied or admitted:
+        return None
+    return tuple(dict.fromkeys(denied)), tuple(times)
 
 
 def _admitted_call(

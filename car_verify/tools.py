@@ -130,7 +130,7 @@ class ToolRegistry(Mapping[str, ToolSchema]):
                     )
             from ._accept import accepter
 
-            linear = validators.extend(cls, {"pattern": _linear_pattern})  # type: ignore[no-untyped-call]
+            linear = validators.extend(cls, {"pattern": _linear_pattern})
             checker = self._validators[key] = (linear(schema), accepter(schema))
         return checker
 
@@ -217,7 +217,7 @@ def _jsonschema() -> Any:
         hidden = "rfc3987_syntax"
         before = sys.modules.get(hidden, _MISSING)
         if before is _MISSING:
-            sys.modules[hidden] = None  # type: ignore[assignment]  # import it: ImportError
+            sys.modules[hidden] = None  # type: ignore[assignment, unused-ignore]  # ImportError
         try:
             import jsonschema.exceptions
             import jsonschema.validators

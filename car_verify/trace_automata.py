@@ -13,14 +13,17 @@ each subset of the values tested with ``contains``), and :func:`pattern_formula`
 a pattern as a z3 formula.
 
 :func:`trace_containment` then searches the product breadth first from the
-start: a trace is a sequence of calls both sets admit, each dispatched and
-recorded with its outcome (``succeeded`` or ``failed``) before the next call,
-or, when a rule's event names its outcome, still awaiting it until a later step
-brings it (or never). A call one set's rules of one call deny is not dispatched
-to its trace rules, as at run time. Set B denies everything set A denies when,
-after no such trace, A refuses a call that B admits; otherwise the shortest such
-trace and call is the counterexample. Past ``MAX_STATES`` states the answer is
-``unknown``.
+start. A run is a sequence of calls the agent tries, each under both sets, as
+one agent's run replayed against two hooks: a call a set refuses does not run
+under it (a call one set's rules of one call deny is not dispatched to its trace
+rules either, as at run time); a call it admits is dispatched and recorded with
+its outcome (``succeeded`` or ``failed``) before the next call, or, when a
+rule's event names its outcome, still awaiting it until a later step brings it
+(or never). The search follows the calls A admits (a call A refuses and B
+admits is the answer; one both refuse changes nothing). Set B denies everything
+set A denies when, after no run, A refuses a call that B admits; otherwise the
+shortest such run and call is the counterexample. Past ``MAX_STATES`` states the
+answer is ``unknown``.
 """
 
 from __future__ import annotations
@@ -80,18 +83,26 @@ class Letter:
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """One event of a trace: ``call`` dispatched with its ``outcome`` recorded at
-    once, or still awaiting it (``outcome`` None); or (``late``) the outcome of an
-    earlier call of ``call`` that was awaiting it."""
+    """One event of a run: ``call`` tried under both sets and dispatched with its
+    ``outcome`` recorded at once, or still awaiting it (``outcome`` None), where
+    B's rules ``refused`` may have refused it (it then ran under A alone); or
+    (``late``) the outcome of an earlier call of ``call`` that was awaiting it
+    (``alone``: one that ran under A alone)."""
 
     call: Letter
     outcome: Outcome | None
     late: bool = False
+    refused: tuple[str, ...] = ()
+    alone: bool = False
 
     def __str__(self) -> str:
         if self.late:
-            return f"the outcome of {self.call.text()}: {self.outcome}"
-        return f"{self.call.text()} {self.outcome or 'awaiting its outcome'}"
+            alone = " (it ran under one set)" if self.alone else ""
+            return f"the outcome of {self.call.text()}{alone}: {self.outcome}"
+        text = f"{self.call.text()} {self.outcome or 'awaiting its outcome'}"
+        if self.refused:
+            text += f" (the other set refuses it: {', '.join(self.refused)})"
+        return text
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,15 +122,16 @@ class Split:
 def trace_containment(
     a: Sequence[TraceRule], b: Sequence[TraceRule], letters: Sequence[Letter]
 ) -> Any:
-    """None when B refuses, after every trace both admit, every call A refuses; a
-    :class:`Split` (the trace, then the call A refuses and B admits) otherwise; a
+    """None when, after every run of calls, B refuses every call A refuses; a
+    :class:`Split` (the run, then the call A refuses and B admits) otherwise; a
     reason when undecided. ``letters`` stand for every call (see the module docs)."""
     if not a and not any(letter.denied[0] for letter in letters):
         return None
     gate_a, gate_b = TraceGate(a), TraceGate(b)
     # A call whose outcome some rule's event names may still be awaiting it when
-    # the next call comes (or for ever): the state also counts, per such letter,
-    # the calls awaiting an outcome (0, 1, or 2 meaning two or more).
+    # the next call comes (or for ever): the state also counts, per such letter and
+    # per who ran it (both sets, or A alone), the calls awaiting an outcome (0, 1,
+    # or 2 meaning two or more).
     awaited = [
         i
         for i, letter in enumerate(letters)
@@ -130,9 +142,11 @@ def trace_containment(
             for r in (*a, *b)
         )
     ]
-    slot_of = {letter: n for n, letter in enumerate(awaited)}
+    slot_of = {
+        (letter, alone): 2 * n + alone for n, letter in enumerate(awaited) for alone in (0, 1)
+    }
     State = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
-    start: State = (gate_a.state, gate_b.state, (0,) * len(awaited))
+    start: State = (gate_a.state, gate_b.state, (0,) * (2 * len(awaited)))
     seen = {start}
     # Each state's trace is a linked list: a rule that counts far (``at most
     # 100000``) walks its long traces in linear time.
@@ -142,16 +156,17 @@ def trace_containment(
     def refused(gate: TraceGate, saved: tuple[int, ...], by_one: tuple[str, ...], c: Letter) -> Any:
         # As at dispatch: the rules of one call first, the trace rules only for a
         # call they allow (an admitted call is recorded as dispatched).
+        gate.restore(saved)
         if by_one:
             return by_one
-        gate.restore(saved)
         return tuple(dict.fromkeys(v.policy_name for v in gate.dispatch(c.tool, c.parameters)))
 
-    def recorded(sa: Any, sb: Any, c: Letter, outcome: Outcome) -> Any:
+    def recorded(sa: Any, sb: Any, c: Letter, outcome: Outcome, alone: bool) -> Any:
         gate_a.restore(sa)
         gate_b.restore(sb)
         gate_a.record(c.tool, c.parameters, outcome)
-        gate_b.record(c.tool, c.parameters, outcome)
+        if not alone:  # B refused the call: it never ran there
+            gate_b.record(c.tool, c.parameters, outcome)
         return gate_a.state, gate_b.state
 
     while queue:
@@ -162,16 +177,19 @@ def trace_containment(
             refused_b = refused(gate_b, sb, c.denied[1], c)
             if refused_a and not refused_b:
                 return Split(c, refused_a, unwound(trace))
-            if refused_a or refused_b:
-                continue  # not a trace both admit
+            if refused_a:
+                continue  # both refuse it: nothing changes
+            # The same call is tried under both sets; B may refuse it (A runs it alone).
+            alone = bool(refused_b)
             after = (gate_a.state, gate_b.state)
             for outcome in outcomes:  # the outcome comes before the next call
-                successors.append(((*recorded(*after, c, outcome), waiting), Step(c, outcome)))
-            if index in slot_of:  # or the call is still awaiting it
-                n = slot_of[index]
+                done = recorded(*after, c, outcome, alone)
+                successors.append(((*done, waiting), Step(c, outcome, refused=refused_b)))
+            if (index, alone) in slot_of:  # or the call is still awaiting it
+                n = slot_of[index, alone]
                 more = (*waiting[:n], min(waiting[n] + 1, 2), *waiting[n + 1 :])
-                successors.append(((*after, more), Step(c, None)))
-        for index, n in slot_of.items():  # an awaited outcome comes
+                successors.append(((*after, more), Step(c, None, refused=refused_b)))
+        for (index, solo), n in slot_of.items():  # an awaited outcome comes
             if not waiting[n]:
                 continue
             c = letters[index]
@@ -179,8 +197,9 @@ def trace_containment(
             if waiting[n] == 2:
                 fewer.append(waiting)  # two or more were awaiting: one or more still are
             for outcome in outcomes:
-                done = recorded(sa, sb, c, outcome)
-                successors.extend(((*done, w), Step(c, outcome, late=True)) for w in fewer)
+                done = recorded(sa, sb, c, outcome, bool(solo))
+                step = Step(c, outcome, late=True, alone=bool(solo))
+                successors.extend(((*done, w), step) for w in fewer)
         for state, step in successors:
             if state not in seen:
                 if len(seen) >= MAX_STATES:
