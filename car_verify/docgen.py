@@ -130,7 +130,7 @@ def render_codes_reference() -> str:
         "`car-verify codes CODE` prints the same explanation in the terminal.",
         "",
         "A code keeps one meaning under both profiles; the profile decides whether it fires",
-        "and how severe it is. `strict` is SEMANTICS sections 1-8; `car` (the default) gives",
+        "and how severe it is. `strict` is docs/semantics.md §1-8; `car` (the default) gives",
         "the runtime's own answers, where `-` means CAR does not report it (see",
         "[compat.md](compat.md)). Under `car`, CAR's eight checks report the codes and",
         "the passes below run with `--profile strict`.",

@@ -423,6 +423,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of ``car-verify hook`` (the CLI's subcommand and :func:`main`)."""
     p.add_argument("--agent", choices=("auto", *AGENTS), default="auto")
     p.add_argument(
+        "--profile",
+        choices=("car", "strict"),
+        help="accepted as by every command; the hook judges each call by the policies "
+        "and trace rules alone, which read the same under both profiles",
+    )
+    p.add_argument(
         "--policies",
         metavar="DIR",
         help="policy directory, best an absolute path (default: $CLAUDE_PROJECT_DIR/.car/"

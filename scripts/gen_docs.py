@@ -1,6 +1,6 @@
-"""Regenerate the generated documentation and fixtures (run after changing a pass or
-the exporter): docs/codes.md, docs/images/*.svg, and with --golden the DOT golden
-files under tests/golden/."""
+"""Regenerate the generated documentation and fixtures (run after changing a pass,
+a command or the exporter): docs/codes.md, docs/cli.md, docs/images/*.svg, and
+with --golden the DOT golden files under tests/golden/."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+from car_verify.cli._reference import render_cli_reference
 from car_verify.docgen import render_codes_reference
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,6 +33,9 @@ def _proposal(path: Path) -> object:
 def main() -> None:
     target = ROOT / "docs" / "codes.md"
     target.write_text(render_codes_reference())
+    print(f"wrote {target.relative_to(ROOT)}")
+    target = ROOT / "docs" / "cli.md"
+    target.write_text(render_cli_reference())
     print(f"wrote {target.relative_to(ROOT)}")
     from car_verify.export import GraphvizMissing, render, to_dot, to_dot_text
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from car_verify.cli._reference import render_cli_reference
 from car_verify.docgen import render_codes_reference
 
 pytestmark = pytest.mark.usefixtures("strict_cli")
@@ -20,6 +21,40 @@ def test_codes_reference_is_up_to_date() -> None:
     assert current == render_codes_reference(), (
         "docs/codes.md is stale: run python scripts/gen_docs.py"
     )
+
+
+def test_the_cli_reference_is_every_commands_own_flags() -> None:
+    """Issue 38: docs/cli.md is the one table of every command's flags, generated
+    from the declarations; the shared arguments mean the same in every command."""
+    assert (ROOT / "docs" / "cli.md").read_text() == render_cli_reference(), (
+        "docs/cli.md is stale: run python scripts/gen_docs.py"
+    )
+    import argparse
+
+    from car_verify.cli import _parser
+
+    def commands(parser: argparse.ArgumentParser) -> list[tuple[str, argparse.ArgumentParser]]:
+        found = []
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    found += [(f"{name} {n}", s) for n, s in commands(sub)] or [(name, sub)]
+        return found
+
+    for name, parser in commands(_parser()):
+        options = {o: a for a in parser._actions for o in a.option_strings}
+        assert "--profile" in options, name
+        if "--format" in options:
+            assert options["--format"] is options.get("--output-format"), name
+        if "--tools" in options:
+            assert options["--tools"].metavar == "TOOLS.json", name
+        if "--state" in options:
+            assert options["--state"].metavar == "STATE.json", name
+        if "--ledger" in options:
+            assert options["--ledger"] is options.get("--approvals"), name
+        for a in parser._actions:
+            if a.dest in ("proposal", "proposals") and not a.option_strings:
+                assert a.metavar == "PROPOSAL", name
 
 
 def test_every_code_is_documented_with_an_anchor() -> None:

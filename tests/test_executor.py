@@ -25,7 +25,7 @@ from car_verify.model import ActionStatus
 from car_verify.policy import PolicyEngine, load_policy_text
 
 
-# These tests pin the executor's strict walk (SEMANTICS 1-8: dependencies order and
+# These tests pin the executor's strict walk (docs/semantics.md §1-8: dependencies order and
 # block, a level on its start state); tests/test_semantics.py runs it under car.
 def execute_sync(*args: Any, **kwargs: Any) -> Any:
     kwargs.setdefault("profile", "strict")
@@ -716,7 +716,7 @@ def test_cli_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         [
             "run",
             str(proposal),
-            "--tools",
+            "--tool-module",
             f"{module}:TOOLS",
             "--format",
             "json",
@@ -729,13 +729,13 @@ def test_cli_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 1 and [r["status"] for r in doc["results"]] == ["succeeded", "failed"]
     assert "level: a" in err
     assert read_events(tmp_path / "ev.jsonl")[-1].kind == "proposal_finished"
-    code = main(["run", str(proposal), "--tools", f"{module}:NOPE"])
+    code = main(["run", str(proposal), "--tool-module", f"{module}:NOPE"])
     out, err = capsys.readouterr()
     assert code == 2 and out == "" and "no attribute 'NOPE'" in err
-    code = main(["run", str(proposal), "--tools", f"{module}:LIMIT"])
+    code = main(["run", str(proposal), "--tool-module", f"{module}:LIMIT"])
     out, err = capsys.readouterr()
     assert code == 2 and out == "" and f"{module}:LIMIT is 'int'; expected a mapping" in err
-    code = main(["run", str(proposal), "--tools", str(module), "--quiet"])
+    code = main(["run", str(proposal), "--tool-module", str(module), "--quiet"])
     out, _ = capsys.readouterr()
     assert code == 1 and "rolled back" in out and "1 executed" not in out
 
@@ -748,7 +748,7 @@ def test_cli_run_lists_a_few_admission_reasons_and_counts_the_rest(
     module.write_text("TOOLS = {'ok': lambda p: {}}\n")
     proposal = tmp_path / "p.json"
     proposal.write_text(json.dumps({"actions": [tc("x") for _ in range(300)]}))
-    code = main(["run", str(proposal), "--tools", str(module)])
+    code = main(["run", str(proposal), "--tool-module", str(module)])
     out, _ = capsys.readouterr()
     (line,) = [x for x in out.splitlines() if x.startswith("rejected at admission: ")]
     assert code == 1 and line.count("duplicate-id") == 5
@@ -768,15 +768,16 @@ def test_the_worked_example_rolls_back_files_on_disk(
         [
             "run",
             str(root / "proposal.json"),
-            "--tools",
+            "--tools",  # the older spelling of --tool-module: read as it, and said
             str(root / "tools.py"),
             "--events",
             str(tmp_path / "events.jsonl"),
             "--quiet",
         ]
     )
-    out, _ = capsys.readouterr()
+    out, err = capsys.readouterr()
     assert code == 1 and "compensated ['" in out
+    assert "read as --tool-module" in err
     assert not (tmp_path / "release" / "notes.md").exists()
     assert not (tmp_path / "release" / "CHANGELOG").exists()
     assert not (tmp_path / "published.log").exists()

@@ -18,7 +18,7 @@ from car_verify.executor import execute_sync as _execute_sync
 from car_verify.export import GraphvizMissing, render, to_dot, to_dot_text
 
 
-# These tests pin the executor's strict walk (SEMANTICS 1-8: dependencies order and
+# These tests pin the executor's strict walk (docs/semantics.md §1-8: dependencies order and
 # block, a level on its start state); tests/test_semantics.py runs it under car.
 def execute_sync(*args: Any, **kwargs: Any) -> Any:
     kwargs.setdefault("profile", "strict")
@@ -246,7 +246,7 @@ def test_after_a_run_the_compensated_actions_say_so(
     root = ROOT / "examples" / "executor"
     monkeypatch.setenv("CAR_EXAMPLE_DIR", str(tmp_path))
     report = tmp_path / "run.json"
-    args = ["run", str(root / "proposal.json"), "--tools", str(root / "tools.py")]
+    args = ["run", str(root / "proposal.json"), "--tool-module", str(root / "tools.py")]
     assert main([*args, "--quiet", "--format", "json"]) == 1
     report.write_text(capsys.readouterr().out)
     undone = json.loads(report.read_text())["rollback"]["compensated"]

@@ -145,14 +145,16 @@ def test_run_json_carries_the_rollback_and_the_abort_cause(
     }
     proposal = tmp_path / "p.json"
     proposal.write_text(json.dumps(plan))
-    code = main(["run", str(proposal), "--tools", f"{module}:TOOLS", "--format", "json", "--quiet"])
+    code = main(
+        ["run", str(proposal), "--tool-module", f"{module}:TOOLS", "--format", "json", "--quiet"]
+    )
     doc = json.loads(capsys.readouterr().out)
     assert code == 1
     assert doc["aborted_by"].startswith("ship")
     assert doc["rollback"]["compensated"] == ["charge"]
     assert doc["statuses"] == {"charge": "compensated", "ship": "failed"}
     assert [r["status"] for r in doc["results"]] == ["succeeded", "failed"]  # the wire's own
-    assert main(["run", str(proposal), "--tools", f"{module}:TOOLS", "--quiet"]) == 1
+    assert main(["run", str(proposal), "--tool-module", f"{module}:TOOLS", "--quiet"]) == 1
     assert "compensated charge" in capsys.readouterr().out.replace("  ", " ")
 
 

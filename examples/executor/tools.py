@@ -2,7 +2,7 @@
 
 Run from the repository root:
 
-    car-verify run examples/executor/proposal.json --tools examples/executor/tools.py
+    car-verify run examples/executor/proposal.json --tool-module examples/executor/tools.py
 """
 
 from __future__ import annotations

@@ -1,0 +1,161 @@
+"""``car-verify audit``: audit a corpus of agent trajectories into Parquet tables of findings."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+from ._common import (
+    EXIT_OK,
+    _named_inputs,
+    _note,
+    _positive,
+    _profile,
+    _read_file,
+    _seconds,
+    _write,
+    policies_option,
+)
+
+
+def add(sub: Any, profiled: Any) -> None:
+    """Declare the command on the command line's subparsers."""
+    p = sub.add_parser(
+        "audit",
+        parents=[profiled],
+        help="audit a corpus of agent trajectories into Parquet tables of findings",
+    )
+    p.add_argument(
+        "sources",
+        metavar="SOURCE",
+        nargs="+",
+        help="files, folders or globs (.json, .jsonl, .gz, .parquet; chat transcripts, "
+        "ATIF, tau-bench runs, proposals)",
+    )
+    p.add_argument("-o", "--output", metavar="OUT", required=True, help="the output folder")
+    policies_option(p, "policy directory (rules and trace rules)", lookup=False)
+    p.add_argument(
+        "--compare-policies",
+        metavar="DIR",
+        help="replay: what replacing --policies with these would newly block, newly allow "
+        "and keep blocking, per call (replay.parquet)",
+    )
+    p.add_argument("--labels", metavar="LABELS.json", help="tool labels: the flow checks too")
+    p.add_argument("--flow-policy", metavar="POLICY.json", help="the flow policy for --labels")
+    p.add_argument("--workers", type=_positive, default=1, metavar="N", help="processes (1)")
+    p.add_argument(
+        "--engine",
+        choices=("local", "ray", "dask"),
+        default="local",
+        help="who runs the shards: a local process pool (default), Ray Data, a Dask bag",
+    )
+    p.add_argument("--address", metavar="ADDR", help="an existing Ray cluster (--engine ray)")
+    p.add_argument("--scheduler", metavar="ADDR", help="an existing Dask scheduler (--engine dask)")
+    p.add_argument(
+        "--shard-size", type=_positive, default=1000, metavar="N", help="trajectories per shard"
+    )
+    p.add_argument(
+        "--budget",
+        type=_seconds,
+        default=10.0,
+        metavar="SECONDS",
+        help="per trajectory; past it the row says unknown (default 10)",
+    )
+    p.add_argument("--top", type=_positive, default=15, metavar="N", help="codes in the summary")
+    p.add_argument(
+        "--report", metavar="REPORT.html", help="a self-contained HTML report (plots: matplotlib)"
+    )
+    p.add_argument(
+        "--fresh",
+        action="store_true",
+        help="start over: drop the shards a previous audit left in OUT (else they are reused)",
+    )
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(run=cmd_audit)
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    from collections import Counter
+
+    from ..audit import AuditSettings, audit, plan_shards, rates_by_outcome, sources_of
+    from ..progress import progress
+
+    labels = flow_policy = None
+    if args.labels is not None:
+        labels = _read_file(args.labels, dict, "labels")
+        from ..flow import parse_labels
+
+        with _named_inputs({"labels": args.labels}):
+            parse_labels(labels)  # a bad labels file fails before any work
+    if args.flow_policy is not None:
+        if labels is None:
+            raise UsageError("--flow-policy is checked against tool labels: give --labels")
+        flow_policy = _read_file(args.flow_policy, dict, "flow policy")
+    settings = AuditSettings(
+        profile=_profile(args),
+        policies=args.policies,
+        compare_policies=args.compare_policies,
+        labels=labels,
+        flow_policy=flow_policy,
+        budget=args.budget,
+    )
+    inside = Path(args.output).resolve()
+    files = [f for f in sources_of(args.sources) if inside not in f.resolve().parents]
+    total = sum(s.count for s in plan_shards(files, args.shard_size))
+    with progress(None if args.no_progress else total, "audit", "trajectories") as bar:
+        summary = audit(
+            args.sources,
+            args.output,
+            settings=settings,
+            workers=args.workers,
+            shard_size=args.shard_size,
+            progress=bar,
+            fresh=args.fresh,
+            engine=args.engine,
+            address=args.address or args.scheduler,
+        )
+    for problem in summary.problems:
+        _note(args, f"skipped a record: {problem}")
+    if not summary.trajectories and not summary.skipped:
+        bad = f" ({summary.malformed} malformed records)" if summary.malformed else ""
+        raise UsageError(
+            f"{', '.join(args.sources)}: no readable trajectory{bad}, so nothing was audited"
+        )
+    done = f" ({summary.skipped} of {summary.shards} shards done before)" if summary.skipped else ""
+    extra = ""
+    if summary.malformed:
+        extra += f", {summary.malformed} malformed records"
+    if summary.unknown:
+        extra += f", {summary.unknown} past the budget (unknown)"
+    _write(
+        f"{summary.trajectories} trajectories{extra}, {summary.findings} findings in "
+        f"{summary.out}{done}: findings.parquet, trajectories.parquet\n"
+    )
+    if args.compare_policies:
+        import pyarrow.parquet as pq
+
+        changes = Counter(
+            pq.read_table(summary.out / "replay.parquet", columns=["change"]).column(0).to_pylist()
+        )
+        _write(
+            f"replacing {args.policies} with {args.compare_policies}: "
+            f"{changes.get('newly_blocked', 0)} calls newly blocked, "
+            f"{changes.get('newly_allowed', 0)} newly allowed, "
+            f"{changes.get('still_blocked', 0)} still blocked (replay.parquet)\n"
+        )
+    if args.report:
+        from ..audit_report import write_report
+
+        _note(args, f"report: {write_report(summary.out, args.report)}")
+    rates = rates_by_outcome(summary.out)
+    if rates:
+        _write(f"{'code':<34} {'trajectories':>12} {'success':>8} {'failure':>8}\n")
+        for row in sorted(rates, key=lambda r: -r["trajectories"])[: args.top]:
+            cells = [
+                f"{row[k]:.0%}" if row[k] is not None else "-"
+                for k in ("rate_success", "rate_failure")
+            ]
+            _write(f"{row['code']:<34} {row['trajectories']:>12} {cells[0]:>8} {cells[1]:>8}\n")
+    return EXIT_OK

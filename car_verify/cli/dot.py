@@ -1,0 +1,111 @@
+"""``car-verify dot``: draw the DAG: levels, edges, conflicts, findings."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..errors import InputError
+from ._common import (
+    EXIT_OK,
+    _load_proposal,
+    _load_state,
+    _load_tools,
+    _note,
+    _policies,
+    _positive,
+    _profile,
+    _read_file,
+    _write,
+    policies_option,
+    proposal_argument,
+    state_option,
+    tools_option,
+)
+
+
+def add(sub: Any, profiled: Any) -> None:
+    """Declare the command on the command line's subparsers."""
+    p = sub.add_parser(
+        "dot", parents=[profiled], help="draw the DAG: levels, edges, conflicts, findings"
+    )
+    proposal_argument(p)
+    state_option(p)
+    tools_option(p)
+    p.add_argument(
+        "--result",
+        metavar="RESULT.json",
+        help="a ProposalResult, or `run --format json`'s report: colour by status "
+        "(compensated after a rollback)",
+    )
+    p.add_argument(
+        "--max-nodes",
+        metavar="N",
+        type=_positive,
+        default=250,
+        help="past N actions, summarise: levels in bands, actions with findings first "
+        "(default 250)",
+    )
+    p.add_argument(
+        "--risk",
+        action="store_true",
+        help="colour by each action's chance that its effects land (car-verify risk)",
+    )
+    p.add_argument(
+        "--rates", metavar="RATES.json", help="tool success rates for --risk (implies it)"
+    )
+    p.add_argument(
+        "-o", "--output", metavar="OUT", help="OUT.dot, OUT.svg or OUT.png (default: DOT on stdout)"
+    )
+    policies_option(p)
+    p.set_defaults(run=cmd_dot)
+
+
+def cmd_dot(args: argparse.Namespace) -> int:
+    from ..export import to_dot, write
+    from ..model import ProposalResult
+    from ..progress import progress
+
+    execution: Any = None
+    if args.result is not None:
+        data = _read_file(args.result, dict, "result")
+        try:  # a run report is a ProposalResult with more keys
+            execution = ProposalResult.from_dict(data)
+        except InputError as err:
+            raise err.with_source(args.result) from None
+        if isinstance(data.get("statuses"), dict):  # `run --format json`: `compensated` kept
+            execution = data
+    proposal = _load_proposal(args.proposal)
+    tools, state = _load_tools(args.tools), _load_state(args.state)
+    policies = _policies(args, args.proposal)
+    risked = None
+    if args.risk or args.rates:
+        from ..risk import risk
+
+        rates = None if args.rates is None else _read_file(args.rates, dict, "rates")
+        risked = risk(proposal, state, rates, profile=_profile(args))
+    with progress(4, "dot", "steps", show=None if len(proposal.actions) > 200 else False) as bar:
+        graph = to_dot(
+            proposal,
+            tools=tools,
+            initial_state=state,
+            execution=execution,
+            profile=_profile(args),
+            policies=policies,
+            max_nodes=args.max_nodes,
+            progress=bar,
+            risk=risked,
+        )
+        bar.note("render")
+        if args.output is None:
+            _write(graph.to_string())
+        else:
+            write(graph, args.output)
+        bar.update()
+    if len(proposal.actions) > args.max_nodes:
+        _note(
+            args,
+            f"dot: {len(proposal.actions):,} actions, more than --max-nodes {args.max_nodes}: "
+            "the picture is summarised (actions with findings first; the title says how)",
+        )
+    return EXIT_OK

@@ -1,0 +1,301 @@
+"""``car-verify lint``: lint the proposal files of a repository."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import CarVerifyError, UsageError
+from ..semantics.profiles import PROFILE_ENV
+from ._common import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    EXIT_USAGE,
+    _docs_url,
+    _docs_url_option,
+    _findings_text,
+    _fix_files,
+    _fix_options,
+    _labels_options,
+    _load_state,
+    _non_negative,
+    _note,
+    _positive,
+    _report_options,
+    _show_settings,
+    _timeout_option,
+    _write,
+    _write_statistics,
+    format_option,
+    policies_option,
+    state_option,
+    tools_option,
+)
+
+
+def add(sub: Any, profiled: Any) -> None:
+    """Declare the command on the command line's subparsers."""
+    p = sub.add_parser("lint", parents=[profiled], help="lint the proposal files of a repository")
+    p.add_argument("paths", metavar="PATH", nargs="*", help="files and folders (default: .)")
+    p.add_argument("--config", metavar="FILE", help="pyproject.toml or .car/verify.toml to use")
+    format_option(p, ("text", "json", "sarif", "github"))
+    _docs_url_option(p)
+    _report_options(p)
+    p.add_argument(
+        "--fail-on",
+        choices=("error", "warning", "info", "never"),
+        default=None,
+        help="exit 1 when a finding is at or above this severity (default: error)",
+    )
+    p.add_argument(
+        "--select",
+        metavar="A,B",
+        action="append",
+        help="report only these codes (ALL, or a prefix: flow-, deny_tool:; repeatable)",
+    )
+    p.add_argument(
+        "--ignore", metavar="A,B", action="append", help="never report these codes (repeatable)"
+    )
+    tools_option(p, many=True)
+    state_option(p)
+    p.add_argument("--max-actions", type=_non_negative, metavar="N", help="action budget")
+    policies_option(p)
+    p.add_argument("--repeat-threshold", type=_positive, metavar="N", default=None)
+    p.add_argument("--baseline", metavar="FILE", help="leave out the findings recorded in FILE")
+    p.add_argument("--write-baseline", metavar="FILE", help="record today's findings in FILE")
+    p.add_argument("--workers", type=_positive, metavar="N", help="worker processes")
+    _fix_options(p)
+    _timeout_option(p)
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _labels_options(p)
+    p.add_argument(
+        "--exclude",
+        metavar="GLOB",
+        action="append",
+        help="also leave out files and folders matching GLOB (repeatable; adds to `exclude`)",
+    )
+    p.add_argument(
+        "--force-exclude",
+        action="store_true",
+        default=None,
+        help="apply include / exclude / .gitignore to files named on the command line too "
+        "(the pre-commit hook does)",
+    )
+    p.add_argument(
+        "--no-respect-gitignore",
+        dest="respect_gitignore",
+        action="store_false",
+        default=None,
+        help="lint files that .gitignore leaves out",
+    )
+    p.set_defaults(run=cmd_lint)
+
+
+def _codes_arg(text: str | Sequence[str] | None) -> tuple[str, ...] | None:
+    """Codes given as ``A,B`` (an option given again adds to it); an unknown one is
+    a usage error."""
+    if text is None:
+        return None
+    from ..lint import unknown_codes
+
+    given = [text] if isinstance(text, str) else list(text)
+    codes = tuple(c.strip() for part in given for c in part.split(",") if c.strip())
+    unknown = unknown_codes(codes)
+    if unknown:
+        raise UsageError(f"unknown code {unknown[0]!r}; `car-verify codes` lists them")
+    return codes
+
+
+def _lint_flow_files(args: argparse.Namespace, config: Any) -> Any:
+    """``--labels`` / ``--flow-policy``, the configuration's, else the nearest
+    ``.car/tool-labels.json`` and ``.car/flow-policy.json`` (said), unless
+    ``--no-labels``."""
+    from ..config import FLOW_POLICY_FILE, LABELS_FILE, find_car_file
+
+    if args.no_labels:
+        return dataclasses.replace(config, labels=None, flow_policy=None, intent=None)
+    labels = Path(args.labels).resolve() if args.labels else config.labels
+    policy = Path(args.flow_policy).resolve() if args.flow_policy else config.flow_policy
+    if labels is None:
+        labels, _ = find_car_file(LABELS_FILE)
+        if labels is not None:
+            _note(args, f"labels: {labels} (--no-labels to skip)")
+            if policy is None:
+                policy, _ = find_car_file(FLOW_POLICY_FILE)
+    if labels is None and policy is not None:
+        raise UsageError("a flow policy is checked against tool labels: give --labels too")
+    intent = Path(args.intent).resolve() if args.intent else config.intent
+    if intent is None:
+        from ..config import INTENT_FILE
+
+        intent, _ = find_car_file(INTENT_FILE)
+        if intent is not None:
+            _note(args, f"intent: {intent} (--no-labels to skip)")
+    return dataclasses.replace(config, labels=labels, flow_policy=policy, intent=intent)
+
+
+def cmd_lint(args: argparse.Namespace) -> int:
+    from .. import lint
+
+    # The configuration and policies of the files linted, found from them (the first
+    # path's folder), as ruff finds its own: not from wherever the command runs.
+    first = Path(args.paths[0]) if args.paths and args.paths[0] != "-" else Path.cwd()
+    start = first if first.is_dir() else first.parent
+    config_path = Path(args.config) if args.config else lint.find_config(start)
+    config = lint.load_config(config_path)
+    config = lint.with_overrides(
+        config,
+        tools=tuple(Path(t).resolve() for t in args.tools) if args.tools else None,
+        state=Path(args.state).resolve() if args.state else None,
+        max_actions=args.max_actions,
+        policies=Path(args.policies).resolve() if args.policies else None,
+        select=_codes_arg(args.select),
+        ignore=_codes_arg(args.ignore),
+        repeat_threshold=args.repeat_threshold,
+        fail_on=args.fail_on,
+        profile=args.profile or os.environ.get(PROFILE_ENV) or None,  # else the file's
+        force_exclude=args.force_exclude,
+        respect_gitignore=args.respect_gitignore,
+    )
+    if args.exclude:
+        config = dataclasses.replace(config, extend_exclude=(*config.extend_exclude, *args.exclude))
+    if args.no_policies:
+        config = dataclasses.replace(config, policies=None)
+    elif config.policies is None:
+        from ..config import find_policies
+
+        found, _ = find_policies(start.resolve())
+        if found is not None:
+            config = dataclasses.replace(config, policies=found)
+            _note(args, f"policies: {found} (--no-policies to skip)")
+    config = _lint_flow_files(args, config)
+    progress = False if args.no_progress else None
+    paths = args.paths or ["."]
+    if args.show_settings:
+        return _show_settings(args, _lint_settings(config, config_path, paths))
+    if args.fix or args.diff:
+        candidates = lint.collect(paths, config).files
+        state = None if config.state is None else _load_state(str(config.state))
+        chosen = [str(f) for f in candidates if f.suffix.lower() == ".json"]
+        others = len(candidates) - len(chosen)
+        if others:
+            _note(args, f"--fix rewrites .json files only; {others} other files not repaired")
+        changed = _fix_files(args, chosen, state, config.profile or "car")
+        if args.diff:
+            return EXIT_FINDINGS if changed else EXIT_OK
+    if paths == ["-"]:  # stdin: linted as a file of its own, named `-`
+        report = _lint_stdin(lint, config)
+    else:
+        report = lint.lint_paths(paths, config, workers=args.workers, progress=progress)
+    from ..values import plural
+
+    if not report.files and report.excluded:  # pre-commit named only excluded files
+        sys.stderr.write(
+            f"car-verify: {plural(len(report.excluded), 'file')} named and left out by the"
+            " include / exclude patterns (--force-exclude); nothing to lint\n"
+        )
+        return EXIT_OK
+    if not report.files:  # a clean result about nothing is no clean result
+        sys.stderr.write(
+            f"car-verify: warning: no proposal files ({', '.join(config.include)}) under "
+            f"{', '.join(paths)} after the exclude patterns and .gitignore; nothing was linted\n"
+        )
+        return EXIT_USAGE
+    if args.write_baseline:
+        lint.Baseline.of(report.findings).write(args.write_baseline)
+        sys.stderr.write(
+            f"car-verify: wrote {len(report.findings)} findings to {args.write_baseline}\n"
+        )
+        return EXIT_OK
+    if args.baseline:
+        lint.Baseline.read(args.baseline).apply(report)
+    _note_unmatched_rules(config, report)
+    if args.statistics and args.format in ("text", "json"):
+        _write_statistics(args, report.findings, lint.summary_line(report))
+    elif args.format == "sarif":
+        _write(lint.render_sarif(report, docs_url=_docs_url(args)))
+    elif args.format == "text":
+        _write(_findings_text(args, report.findings, lint.summary_line(report)))
+    else:
+        render = {"json": lint.render_json, "github": lint.render_github}[args.format]
+        _write(render(report))
+    return EXIT_FINDINGS if report.failing(config.fail_on) else EXIT_OK
+
+
+def _lint_stdin(lint: Any, config: Any) -> Any:
+    """``lint -``: the proposal on stdin (JSON, or YAML when it is no JSON), linted
+    as a file and reported as ``-``."""
+    import tempfile
+
+    from ..sources import STDIN_LABEL
+
+    text = sys.stdin.read()
+    stripped = text.lstrip()
+    suffix = ".json" if stripped[:1] in ("{", "[") or not stripped else ".yaml"
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / f"stdin{suffix}"
+        path.write_text(text, encoding="utf-8")
+        result = lint.lint_file(path, dataclasses.replace(config, root=Path(folder)))
+    label = STDIN_LABEL
+
+    def relabel(issue: Any) -> Any:
+        if issue.location is None:
+            return issue
+        return dataclasses.replace(issue, location=dataclasses.replace(issue.location, path=label))
+
+    result.path = label
+    result.findings = [relabel(f) for f in result.findings]
+    result.suppressed = [relabel(f) for f in result.suppressed]
+    return lint.LintReport([result], config)
+
+
+def _note_unmatched_rules(config: Any, report: Any) -> None:
+    """A selected rule name (``trace_rule:tested``) is checked only against the rules
+    loaded; one that matched no finding of any file may be misspelled: said (even
+    under ``--quiet``), with the rules' names when the policies can be read."""
+    named = [c for c in config.select or () if ":" in c and not c.endswith(":")]
+    if not named:
+        return
+    seen = {f.code for r in report.files for f in (*r.findings, *r.suppressed)}
+    seen.update(f.code for f in report.baselined)
+    known: list[str] = []
+    if config.policies is not None:
+        with contextlib.suppress(CarVerifyError, OSError):
+            from ..policy_analysis import rule_names
+
+            known = rule_names(config.policies)
+    for code in named:
+        if code in seen or code in known:
+            continue
+        import difflib
+
+        near = difflib.get_close_matches(code, known, n=1)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        sys.stderr.write(
+            f"car-verify: warning: --select {code}: no rule of that name was loaded and no "
+            f"finding has it{hint}; `car-verify policy lint` lists the rules\n"
+        )
+
+
+def _lint_settings(config: Any, source: Path | None, paths: list[str]) -> dict[str, Any]:
+    """What ``lint`` would run with, every path resolved (``--show-settings``)."""
+    settings: dict[str, Any] = {"config": None if source is None else str(source), "paths": paths}
+    for item in dataclasses.fields(config):
+        if item.name in ("source", "profile"):
+            continue
+        value = getattr(config, item.name)
+        if isinstance(value, tuple):
+            value = [str(v) for v in value]
+        elif isinstance(value, Path):
+            value = str(value)
+        elif isinstance(value, Mapping):
+            value = {k: list(v) if isinstance(v, tuple) else v for k, v in value.items()}
+        settings[item.name.replace("_", "-")] = value
+    settings["profile"] = config.profile or "car"  # what runs when the file names none
+    return settings

@@ -1,0 +1,49 @@
+"""``car-verify passes``: list the analysis passes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from ._common import (
+    EXIT_OK,
+    _write,
+    format_option,
+)
+
+
+def add(sub: Any, profiled: Any) -> None:
+    """Declare the command on the command line's subparsers."""
+    p = sub.add_parser("passes", parents=[profiled], help="list the analysis passes")
+    format_option(p, ("text", "json"))
+    p.set_defaults(run=cmd_passes)
+
+
+def cmd_passes(args: argparse.Namespace) -> int:
+    from ..registry import available_passes
+
+    passes = available_passes()
+    if args.format == "json":
+        doc = [
+            {
+                "name": name,
+                "tier": cls.tier.value,
+                "verifies": cls.verifies,
+                "cannot_verify": cls.cannot_verify,
+                "requires": sorted(cls.requires),
+                "codes": list(cls.codes),
+                "default": cls.default,
+                "preserves": sorted(cls.preserves),
+            }
+            for name, cls in passes.items()
+        ]
+        _write(json.dumps(doc, indent=2) + "\n")
+        return EXIT_OK
+    for name, cls in passes.items():
+        needs = f" (needs: {', '.join(sorted(cls.requires))})" if cls.requires else ""
+        codes = ", ".join(cls.codes)
+        if cls.dynamic_codes:  # a policies pass reports under the names of the rules
+            codes = ", ".join([*cls.codes, "the name of each rule (deny_tool:rm, ...)"])
+        _write(f"{name}: {cls.verifies}{needs}\n    codes: {codes}\n")
+    return EXIT_OK

@@ -1,0 +1,197 @@
+"""``car-verify workflow``: a workflow graph's dead ends, traps and unreachable
+stages, and the rules on its paths."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import UsageError
+from ._common import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    _named_inputs,
+    _note,
+    _profile,
+    _read_file,
+    _write,
+    format_option,
+)
+
+
+def add(sub: Any, profiled: Any) -> None:
+    """Declare the command on the command line's subparsers."""
+    p = sub.add_parser(
+        "workflow",
+        parents=[profiled],
+        help="a workflow graph: dead ends, traps, unreachable stages; precedes policies",
+    )
+    p.add_argument(
+        "graph",
+        metavar="GRAPH.json",
+        nargs="?",
+        help="{entry, terminals, stages, edges}, or the runtime's workflow format "
+        "(default: each .car/workflows/*.json, with .car/workflow-policies.json)",
+    )
+    p.add_argument(
+        "--policies", metavar="POLICIES.json", help="[{kind: precedes, earlier, later, name?}]"
+    )
+    p.add_argument(
+        "--rule",
+        metavar="RULE",
+        action="append",
+        help="a trace rule checked over every path from the entry, loops included "
+        "(entering a stage is a call of its name; repeatable)",
+    )
+    p.add_argument(
+        "-o", "--output", metavar="OUT.svg", help="draw the graph (.dot/.svg/.png), the witness red"
+    )
+    format_option(p, ("text", "json"))
+    p.set_defaults(run=cmd_workflow)
+
+
+def _found_workflows(args: argparse.Namespace) -> int:
+    """``car-verify workflow`` without a file: every ``.car/workflows/*.json`` of the
+    nearest ``.car`` (found as ``.car/policies`` is), with its policies."""
+    from ..config import find_car_file
+
+    folder, searched = find_car_file("workflows", kind="directory")
+    if folder is None:
+        where = ", ".join(str(p) for p in searched[:3])
+        raise UsageError(f"no workflow graph: give GRAPH.json (no .car/workflows in {where})")
+    graphs = sorted(folder.glob("*.json"))
+    if not graphs:
+        raise UsageError(f"{folder} holds no *.json workflow graph")
+    if args.policies is None:
+        near = folder.parent / "workflow-policies.json"
+        if near.is_file():
+            args.policies = str(near)
+    worst = EXIT_OK
+    for graph in graphs:
+        _note(args, f"workflow: {graph}" + (f" with {args.policies}" if args.policies else ""))
+        args.graph = str(graph)
+        worst = max(worst, cmd_workflow(args))
+    return worst
+
+
+def _runtime_workflow(args: argparse.Namespace, doc: dict[str, Any]) -> int:
+    from ..workflow import verify_workflow
+
+    if args.policies or args.rule or args.output:
+        raise UsageError(
+            "--policies, --rule and -o read the graph format {entry, terminals, stages, "
+            "edges}; this file is the runtime's workflow format"
+        )
+    with _named_inputs({"workflow": args.graph}):
+        report = verify_workflow(doc)
+    for note in report.notes:
+        _note(args, f"workflow: {note}")
+    if args.format == "json":
+        _write(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n")
+    else:
+        for issue in report.issues:
+            _write(f"{issue}\n")
+        cycles = "; it has cycles" if report.has_cycles else ""
+        verdict = "valid" if report.valid else "invalid"
+        _write(f"{verdict}: {len(report.reachable_stages)} stages reachable{cycles}\n")
+    return EXIT_OK if report.valid else EXIT_FINDINGS
+
+
+def cmd_workflow(args: argparse.Namespace) -> int:
+    from ..workflow import (
+        check_workflow_policies,
+        check_workflow_trace_rules,
+        parse_graph,
+        verify_workflow_graph,
+    )
+
+    if args.graph is None:
+        return _found_workflows(args)
+    doc = _read_file(args.graph, dict, "workflow graph")
+    if "start" in doc:  # the runtime's workflow format (stages with steps)
+        return _runtime_workflow(args, doc)
+    with _named_inputs({"graph": args.graph, "policies": args.policies}):
+        graph = parse_graph(doc)
+        report = verify_workflow_graph(graph)
+        policies = None
+        if args.policies is not None:
+            policies = check_workflow_policies(graph, _read_file(args.policies, list, "policies"))
+    traced = None
+    if args.rule:
+        from ..trace import parse_trace_rule
+
+        rules = [parse_trace_rule(text, source="--rule") for text in args.rule]
+        named = {*graph.stages, graph.entry, *(s for e in graph.edges for s in e[:2])}
+        for rule in rules:  # a rule on no stage of the graph holds of nothing: a typo
+            tools = {c.tool for c in (rule.call, rule.event) if c is not None}
+            missing = sorted(t for t in tools if t is not None and t not in named)
+            if missing:
+                raise UsageError(
+                    f"--rule {rule.text!r}: no stage is named {', '.join(map(repr, missing))}, "
+                    f"so nothing was checked (stages: {', '.join(sorted(graph.stages))})"
+                )
+        traced = check_workflow_trace_rules(graph, rules)
+    witness: tuple[str, ...] = ()
+    for found in (
+        *(d.witness for d in report.defects),
+        *(v.witness for v in (policies.violations if policies else [])),
+        *(c.path for c in (traced.counterexamples if traced else [])),
+    ):
+        if found:
+            witness = found
+            break
+    ok = (
+        report.sound
+        and (policies is None or policies.compliant)
+        and (traced is None or traced.holds)
+    )
+    if args.output:
+        from ..export import workflow_to_dot, write
+
+        title = "sound" if ok else "first witness in red"
+        write(workflow_to_dot(graph, witness=witness, title=title), args.output)
+    if args.format == "json":
+        out: dict[str, Any] = report.to_dict()
+        if policies is not None:
+            out["policies"] = policies.to_dict()
+        if traced is not None:
+            out["trace_rules"] = traced.to_dict()
+        _write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
+    else:
+        for d in report.defects:
+            path = f" (path: {' -> '.join(d.witness)})" if d.witness else ""
+            _write(f"{d.kind}: {d.explanation}{path}\n")
+        for v in policies.violations if policies else []:
+            _write(f"policy {v.policy!r}: {v.explanation} (path: {' -> '.join(v.witness)})\n")
+        for c in traced.counterexamples if traced else []:
+            _write(f"trace rule {c.rule!r}: {c.message} (path: {_path_text(c.path)})\n")
+        parts = ["sound" if report.sound else f"unsound: {len(report.defects)} defects"]
+        if policies is not None:
+            parts.append(
+                "policies hold"
+                if policies.compliant
+                else f"{len(policies.violations)} policy violations"
+            )
+        if traced is not None:
+            parts.append(
+                "trace rules hold"
+                if traced.holds
+                else f"{len(traced.counterexamples)} trace rules broken"
+            )
+        _write("; ".join(parts) + f" (profile {_profile(args)})\n")
+    return EXIT_OK if ok else EXIT_FINDINGS
+
+
+def _path_text(path: Sequence[str], ends: int = 12) -> str:
+    """A path as ``a -> b -> c``; a long one (a loop walked 100,000 times) with its
+    middle said as a count (the JSON output keeps it whole)."""
+    if len(path) <= 2 * ends + 1:
+        return " -> ".join(path)
+    hidden = len(path) - 2 * ends
+    return (
+        " -> ".join(path[:ends])
+        + f" -> ... ({hidden:,} more stages) -> "
+        + " -> ".join(path[-ends:])
+    )
