@@ -1,7 +1,7 @@
 """STRIPS walk: every action can run in the state the plan leaves before it.
 
 What it checks:
-    The STRIPS-style forward walk of SEMANTICS section 4. Levels run in order;
+    The STRIPS-style forward walk of docs/semantics.md §4. Levels run in order;
     each action is checked against the state as its level begins (the initial
     state plus the declared effects of all earlier levels). It reports each false
     precondition (``precondition-unsatisfied``, one per precondition), each

@@ -80,7 +80,7 @@ class VerificationResult(HtmlDisplay):
     evidence: Evidence
     proposal: ActionProposal = field(repr=False)
     _dag: Dag | None = field(default=None, repr=False, compare=False)
-    #: The profile whose answers these are (SEMANTICS section 9).
+    #: The profile whose answers these are (docs/semantics.md §9).
     profile: Profile = Profile.STRICT
 
     @property
@@ -210,7 +210,7 @@ def verify(
     ``policies``: a PolicyEngine, a PolicySet, loaded policies or a policies
     directory; their violations become issues named after the rule.
     ``profile``: ``"car"`` (the default: the runtime's own answers) or ``"strict"``
-    (SEMANTICS sections 1-8). ``labels`` (tool -> ``{capability, confidentiality,
+    (docs/semantics.md §1-8). ``labels`` (tool -> ``{capability, confidentiality,
     trust, sink, declassifier}``) and ``flow_policy`` (``{min_confidential,
     forbidden_sequences}``) add the information-flow pass (``docs/flow.md``);
     ``intent`` (``{allowed_tools, allowed_resources, forbidden_capabilities}``, or
@@ -475,7 +475,7 @@ def simulate(
     """Predict the state the executor leaves behind (blocked actions' effects skipped).
 
     ``profile``: ``"car"`` (the default) walks as the runtime does; ``"strict"``
-    as SEMANTICS section 4 says. One walk serves both (:mod:`car_verify.walk`)."""
+    as docs/semantics.md §4 says. One walk serves both (:mod:`car_verify.walk`)."""
     sem = semantics_of(profile)
     model = load(proposal)
     sem.refuse(model)

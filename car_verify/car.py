@@ -1,4 +1,4 @@
-"""The ``car`` profile's verify: the upstream runtime's eight checks (SEMANTICS 9).
+"""The ``car`` profile's verify: the upstream runtime's eight checks (docs/semantics.md §9).
 
 What CAR's reading of a proposal *is* (its values, order, effects and walk) lives
 in :mod:`car_verify.semantics.car`; this module holds what CAR's ``verify``,

@@ -28,7 +28,7 @@ NEVER = None
 class Code:
     """A finding code: its stable name, severity and tier, and a one-line summary.
 
-    A code keeps one meaning under both profiles (SEMANTICS section 9); the
+    A code keeps one meaning under both profiles (docs/semantics.md §9); the
     profile decides whether it fires and how severe it is. ``severity`` is the
     ``strict`` column, ``car`` the ``car`` column (``None``: does not fire there),
     and ``car_note`` says how CAR's rule differs, where it does.

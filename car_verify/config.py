@@ -16,7 +16,7 @@ from .errors import InputError
 
 __all__ = ["PROFILES", "find_config", "find_policies", "read_settings", "setting_profile"]
 
-#: The values of ``profile`` (SEMANTICS section 9).
+#: The values of ``profile`` (docs/semantics.md §9).
 PROFILES = ("car", "strict")
 
 

@@ -1,4 +1,4 @@
-"""The DAG of a proposal (SEMANTICS section 3): edges, levels, cycles, reachability, conflicts.
+"""The DAG of a proposal (docs/semantics.md §3): edges, levels, cycles, reachability, conflicts.
 
 This is the one module that knows how actions are ordered. Every other part
 (the walk, the passes, exporters, the executor) asks a :class:`Dag`.

@@ -48,7 +48,7 @@ class EquivalenceResult(HtmlDisplay):
     differing_keys: list[str] = field(default_factory=list)
     reason: str | None = None
     end_states: tuple[dict[str, Any], dict[str, Any]] | None = None
-    #: The profile whose walk was compared (SEMANTICS section 9).
+    #: The profile whose walk was compared (docs/semantics.md §9).
     profile: str = "car"
 
     def to_dict(self) -> dict[str, Any]:

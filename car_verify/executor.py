@@ -1158,7 +1158,7 @@ async def execute(
     """Run a proposal behind the verify passes (see the module docs). It admits,
     orders and walks as the profile's semantics says (``car`` by default: CAR's
     levels, each action seeing the effects before it in its level; ``strict``:
-    SEMANTICS 1-8, a level on its start state)."""
+    docs/semantics.md §1-8, a level on its start state)."""
     executor = Executor(
         proposal,
         tools,

@@ -3,7 +3,7 @@
 Two kinds, as ruff applies only its safe fixes:
 
 - ``remove-phantom-dependency``: a ``state_dependencies`` entry that ``optimize``
-  removes (under the profile's own rule, SEMANTICS section 6 or CAR's), which by
+  removes (under the profile's own rule, docs/semantics.md §6 or CAR's), which by
   construction changes no finding, conflict or end state.
 - ``order-writers``: for a write conflict ``[a, b, key]`` (``a`` before ``b`` in
   the proposal), ``a`` added to ``b``'s ``dependencies``, kept only when z3 proves

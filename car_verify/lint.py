@@ -69,7 +69,7 @@ class LintConfig:
     respect_gitignore: bool = True
     force_exclude: bool = False
     fail_on: str = "error"
-    #: ``car`` or ``strict`` (SEMANTICS section 9); ``None``: not set here.
+    #: ``car`` or ``strict`` (docs/semantics.md §9); ``None``: not set here.
     profile: str | None = None
 
 

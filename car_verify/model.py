@@ -384,7 +384,7 @@ class Action(Wire):
 
     KNOWN_TYPES: ClassVar[frozenset[str]] = _ACTION_TYPES
 
-    # SEMANTICS section 3 and 4: what an action reads, writes and does to the state.
+    # docs/semantics.md §3 and 4: what an action reads, writes and does to the state.
 
     def param_key(self) -> str | None:
         """``parameters.key`` when it is a string, else None."""
@@ -1134,7 +1134,7 @@ def _model(
         raise InputError("the document is nested too deeply to model", source=label) from None
 
 
-#: The proposal's own fields (SEMANTICS section 1): an object with none of them is
+#: The proposal's own fields (docs/semantics.md §1): an object with none of them is
 #: not a proposal (a state or tools file given by mistake).
 PROPOSAL_FIELDS = ("id", "source", "timestamp", "actions", "context")
 

@@ -1,4 +1,4 @@
-"""``optimize``: prune phantom ``state_dependencies`` (SEMANTICS section 6).
+"""``optimize``: prune phantom ``state_dependencies`` (docs/semantics.md §6).
 
 A ``state_dependencies`` entry is *phantom* when the action declares an explicit,
 non-empty ``read_set`` (its own statement of what it reads) and the key is in
@@ -111,7 +111,7 @@ def optimize(
 
     Under the ``car`` profile (the default) this is CAR's rule: every entry on a key
     that no action writes is removed (``read_set`` plays no part); under ``strict``,
-    SEMANTICS section 6."""
+    docs/semantics.md §6."""
     if profile_of(profile) is Profile.CAR:
         return _optimize_car(load(proposal))
     original = load(proposal)

@@ -4,8 +4,8 @@ The runtime answers this by sampling (``car_runtime.simulate_monte_carlo``, 1,00
 trials by default). A trial is the profile's ``simulate`` walk in which each
 dispatched ``tool_call`` succeeds with its tool's rate. Under ``car`` (the
 default) that is CAR's walk: level by level, proposal order inside a level, each
-action seeing the effects of the ones before it. Under ``strict`` it is SEMANTICS
-section 4's: a level sees the state it began with, its effects land after it, and
+action seeing the effects of the ones before it. Under ``strict`` it is
+docs/semantics.md §4's: a level sees the state it began with, its effects land after it, and
 an action whose ``dependencies`` or ``$id.output`` reference did not succeed is
 rejected. In both:
 

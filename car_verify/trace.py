@@ -70,7 +70,7 @@ def unwound(path: LinkedPath) -> tuple[Any, ...]:
 class Test:
     """A condition on one parameter: ``==``, ``!=``, ``contains`` or ``exists``.
 
-    Values are compared as SEMANTICS section 2 says: ``==`` is deep JSON equality
+    Values are compared as docs/semantics.md §2 says: ``==`` is deep JSON equality
     (numbers by value, exactly, however large); ``contains`` is a substring test
     on a string parameter and deep-equal membership in an array parameter."""
 

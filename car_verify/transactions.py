@@ -2,7 +2,7 @@
 belief divergence, within one proposal or across proposals of concurrent agents.
 
 Reads and writes are ``read_set`` / ``write_set`` when non-empty, else derived
-(SEMANTICS section 3). Two actions of one proposal are concurrent when neither
+(docs/semantics.md §3). Two actions of one proposal are concurrent when neither
 reaches the other in its DAG; actions of different proposals are always
 concurrent. Within one proposal, two writers of a key race exactly when they are
 one of its DAG's write conflicts, which the DAG finds without asking about every
@@ -183,7 +183,7 @@ def transaction_check(
 
     Under the ``car`` profile (the default) one proposal is checked as
     ``car_runtime.transaction_check`` checks it, and the report has CAR's shape;
-    ``strict`` checks several together (SEMANTICS sections 3 and 6). ``labels``
+    ``strict`` checks several together (docs/semantics.md §3 and 6). ``labels``
     name the proposals in messages (``car-verify txcheck`` passes the file names);
     without them a proposal is named by its id, and by its position too when two
     share an id."""

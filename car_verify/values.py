@@ -1,4 +1,4 @@
-"""Value semantics: the one place that says what JSON values mean (SEMANTICS section 2).
+"""Value semantics: the one place that says what JSON values mean (docs/semantics.md §2).
 
 Everything that compares state values, evaluates a precondition or groups equal
 parameters calls into this module, so the rules below hold everywhere at once:

@@ -4,7 +4,7 @@ The :class:`~car_verify.semantics.base.Semantics` it is given (``strict`` unless
 told) decides what an action's turn checks, what each operator means, which
 effects it applies and what it sees inside its level:
 
-* level-synchronous (``strict``, SEMANTICS section 4): every action of level L is
+* level-synchronous (``strict``, docs/semantics.md §4): every action of level L is
   checked against the state as it stood when level L began; the effects of level L
   are applied after the whole level, in proposal order;
 * sequential (``car``, the runtime's walk): inside a level, in proposal order, each

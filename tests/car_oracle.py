@@ -1,6 +1,6 @@
 """The upstream runtime as a black-box oracle: ``car_runtime`` 0.52.1, its documented
 functions only (JSON strings in and out), and the projection of its answers that the
-``car`` profile promises to match (SEMANTICS section 9).
+``car`` profile promises to match (docs/semantics.md §9).
 
 Tests import :data:`car_runtime` through :func:`runtime`, which skips them when the
 package is not installed (``.ci/run`` installs it).

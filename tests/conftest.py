@@ -61,7 +61,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture
 def strict_cli(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The command line under the strict profile (SEMANTICS sections 1-8): the tests
+    """The command line under the strict profile (docs/semantics.md §1-8): the tests
     written for those sections say so through ``$CAR_VERIFY_PROFILE``."""
     monkeypatch.setenv("CAR_VERIFY_PROFILE", "strict")
 

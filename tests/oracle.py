@@ -1,4 +1,4 @@
-"""An independent, deliberately naive reading of SEMANTICS sections 2-4.
+"""An independent, deliberately naive reading of docs/semantics.md §2-4.
 
 It works on the raw proposal dicts, not on car_verify's model, so the tests
 compare two implementations of the contract rather than one with itself.

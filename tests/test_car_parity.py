@@ -1,4 +1,4 @@
-"""The ``car`` profile against the runtime itself (SEMANTICS section 9).
+"""The ``car`` profile against the runtime itself (docs/semantics.md §9).
 
 A differential suite: generated small proposals go to ``car_runtime`` 0.52.1 (its
 documented functions, black-box) and to car-verify under ``car``, and every field

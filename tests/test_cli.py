@@ -1,4 +1,4 @@
-"""The CLI contract (SEMANTICS section 7): output, formats, exit codes, errors."""
+"""The CLI contract (docs/semantics.md §7): output, formats, exit codes, errors."""
 
 from __future__ import annotations
 

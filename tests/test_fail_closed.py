@@ -21,7 +21,7 @@ from car_verify.executor import execute_sync as _execute_sync
 from car_verify.policy import load_policies, load_policy_text
 
 
-# These tests pin the executor's strict walk (SEMANTICS 1-8: dependencies order and
+# These tests pin the executor's strict walk (docs/semantics.md §1-8: dependencies order and
 # block, a level on its start state); tests/test_semantics.py runs it under car.
 def execute_sync(*args: Any, **kwargs: Any) -> Any:
     kwargs.setdefault("profile", "strict")

@@ -122,7 +122,7 @@ def test_absent_actions_is_an_empty_array() -> None:
     "doc", [{}, {"k": 1}, {"action": []}, {"name": "deploy", "parameters": {}}]
 )
 def test_an_object_with_none_of_the_proposals_fields_is_not_a_proposal(doc: dict[str, Any]) -> None:
-    """SEMANTICS section 1: a state or tools file given by mistake is an input error."""
+    """docs/semantics.md §1: a state or tools file given by mistake is an input error."""
     with pytest.raises(InputError, match="not a proposal"):
         car_verify.load(doc)
 

@@ -1,4 +1,4 @@
-"""The two profiles' semantics, and the one place the profile is chosen (SEMANTICS 9).
+"""The two profiles' semantics, and the one place the profile is chosen (docs/semantics.md §9).
 
 A :class:`~car_verify.semantics.base.Semantics` object carries everything on which
 the profiles differ: how a proposal is ordered, what a value comparison means,
@@ -6,7 +6,7 @@ which effects an action applies, what an action sees inside its level, which
 inputs are refused and each code's severity. Every feature asks the object; none
 branches on the profile's name.
 
-* ``strict`` (:mod:`car_verify.semantics.strict`): SEMANTICS sections 1-8.
+* ``strict`` (:mod:`car_verify.semantics.strict`): docs/semantics.md §1-8.
 * ``car`` (:mod:`car_verify.semantics.car`, the default): the upstream runtime's
   reading, as ``car_runtime`` answers.
 

@@ -11,7 +11,7 @@ A :class:`Semantics` answers every question on which the two profiles differ:
 * **effects**: what an action does to the state (:meth:`effects`);
 * **the walk inside a level**: whether an action sees the effects of the actions
   before it in its level (:attr:`sequential`: CAR's walk) or the level's start
-  state (SEMANTICS section 4);
+  state (docs/semantics.md §4);
 * **refusals**: which inputs the profile rejects (:meth:`refuse`);
 * **severities**: each code's severity, read from the one code table.
 
@@ -47,7 +47,7 @@ class Semantics(abc.ABC):
     #: The profile this object is the semantics of.
     profile: ClassVar[Profile]
     #: Inside a level, an action sees the effects of the actions before it in proposal
-    #: order (True: CAR's walk) or the state its level began with (False: SEMANTICS 4).
+    #: order (True: CAR's walk) or the state its level began with (False: docs/semantics.md §4).
     sequential: ClassVar[bool]
     #: One line for people: how this profile orders and walks.
     summary: ClassVar[str]

@@ -1,4 +1,4 @@
-"""The ``car`` profile: the upstream runtime's own reading of a proposal (SEMANTICS 9).
+"""The ``car`` profile: the upstream runtime's own reading of a proposal (docs/semantics.md §9).
 
 ``car_runtime`` (the Common Agent Runtime's verifier) reads a proposal more simply
 than sections 1-8 do:

@@ -1,4 +1,4 @@
-"""The profiles' names and the one place a run's profile is resolved (SEMANTICS 9).
+"""The profiles' names and the one place a run's profile is resolved (docs/semantics.md §9).
 
 Standard library only: every command resolves its profile at start-up.
 """

@@ -1,4 +1,4 @@
-"""The ``strict`` profile: SEMANTICS sections 1-8 as written.
+"""The ``strict`` profile: docs/semantics.md §1-8 as written.
 
 * **order**: ``dependencies``, ``$id.output`` references and every earlier writer
   of a depended-on key order an action (:class:`~car_verify.dag.Dag`); explicit
@@ -29,7 +29,7 @@ __all__ = ["STRICT", "StrictSemantics"]
 
 
 class StrictSemantics(Semantics):
-    """SEMANTICS sections 1-8."""
+    """docs/semantics.md §1-8."""
 
     profile: ClassVar[Profile] = Profile.STRICT
     number_noun: ClassVar[str] = "a number"
