@@ -223,3 +223,18 @@ def test_the_package_names_agree_in_its_three_lists() -> None:
     for name, module in lazy.items():
         loaded = importlib.import_module(f"car_verify.{module}")
         assert getattr(car_verify, name) is getattr(loaded, name), name
+
+
+def test_every_subpackage_of_the_source_tree_is_installed() -> None:
+    """A folder of car_verify/ with an ``__init__.py`` that pyproject.toml does not
+    list is left out of the wheel: the command line split into car_verify/cli/
+    would import in the checkout and fail in a regular install."""
+    import tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    listed = set(
+        tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
+    for init in (root / "car_verify").rglob("__init__.py"):
+        name = ".".join(init.parent.relative_to(root).parts)
+        assert name in listed, f"{name} is not in [tool.setuptools] packages"

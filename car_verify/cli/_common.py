@@ -8,7 +8,7 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -152,8 +152,9 @@ def _fix_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--fix",
         action="store_true",
-        help="apply the repairs car-verify proves safe (phantom state_dependencies; under "
-        "strict, an ordering that removes a write conflict, checked with z3), say each",
+        help="apply the repairs car-verify proves safe (phantom state_dependencies; an "
+        "ordering that removes a write conflict, as the profile orders actions, checked "
+        "with z3), say each",
     )
     parser.add_argument(
         "--diff",
@@ -520,3 +521,14 @@ def format_option(
 def ledger_option(p: argparse.ArgumentParser, help: str) -> None:
     """``--ledger LEDGER.jsonl`` (also ``--approvals``): the approval ledger."""
     p.add_argument("--ledger", "--approvals", dest="ledger", metavar="LEDGER.jsonl", help=help)
+
+
+def emit(args: argparse.Namespace, doc: Any, text: Callable[[], None]) -> None:
+    """A command's report in the ``--format`` chosen: ``doc`` as indented JSON
+    for ``json``, else ``text()`` writes the readable form. (A command with a wire
+    format of its own, SARIF or a result's ``to_json``, writes it through its
+    reporter.)"""
+    if args.format == "json":
+        _write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    else:
+        text()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from ..errors import UsageError
@@ -14,6 +13,7 @@ from ._common import (
     _profile,
     _read_file,
     _write,
+    emit,
     format_option,
 )
 
@@ -40,12 +40,13 @@ def cmd_check_plan(args: argparse.Namespace) -> int:
                 f"{args.request}: the plan has no steps and no goal, so nothing was checked"
             )
         report = check_plan(request)
-    if args.format == "json":
-        _write(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n")
-    else:
+
+    def text() -> None:
         for d in report.defects:
             _write(f"{d.kind}: {d.explanation}\n")
         verdict = "valid" if report.valid else f"invalid: {len(report.defects)} defects"
         final = ", ".join(report.final_state) or "(empty)"
         _write(f"{verdict}; final state: {final} (profile {_profile(args)})\n")
+
+    emit(args, report.to_dict(), text)
     return EXIT_OK if report.valid else EXIT_FINDINGS

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from ..errors import UsageError
 from ._common import (
     EXIT_OK,
     _write,
+    emit,
     format_option,
 )
 
@@ -28,25 +28,24 @@ def cmd_codes(args: argparse.Namespace) -> int:
     if args.code is not None:
         from ..docgen import explain_code
 
-        text = explain_code(args.code)
-        if text is None:
+        explained = explain_code(args.code)
+        if explained is None:
             raise UsageError(f"unknown code {args.code!r}; 'car-verify codes' lists them")
-        _write(text)
+        _write(explained)
         return EXIT_OK
     codes = CODES  # verify's, then lint's own (about files)
-    if args.format == "json":
-        doc = [
-            {
-                "code": c.name,
-                "severity": {"strict": c.column("strict"), "car": c.column("car")},
-                "tier": c.tier.value,
-                "blocks": c.blocks,
-                "summary": c.summary,
-            }
-            for c in codes.values()
-        ]
-        _write(json.dumps(doc, indent=2) + "\n")
-    else:
+    doc = [
+        {
+            "code": c.name,
+            "severity": {"strict": c.column("strict"), "car": c.column("car")},
+            "tier": c.tier.value,
+            "blocks": c.blocks,
+            "summary": c.summary,
+        }
+        for c in codes.values()
+    ]
+
+    def text() -> None:
         width = max(len(c) for c in codes)
         # The two severity columns: under the strict profile, and under car ("-": not
         # reported there); then the evidence tier.
@@ -54,4 +53,6 @@ def cmd_codes(args: argparse.Namespace) -> int:
         for c in codes.values():
             severities = f"{c.column('strict'):<7}  {c.column('car'):<7}"
             _write(f"{c.name:<{width}}  {severities}  {c.tier.value:<18}  {c.summary}\n")
+
+    emit(args, doc, text)
     return EXIT_OK

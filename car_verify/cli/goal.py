@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from ._common import (
@@ -13,6 +12,7 @@ from ._common import (
     _profile,
     _read_file,
     _write,
+    emit,
     format_option,
 )
 
@@ -32,10 +32,11 @@ def cmd_goal(args: argparse.Namespace) -> int:
 
     with _named_inputs({"request": args.request}):
         verdict = evaluate_goal(_read_file(args.request, dict, "goal request"))
-    if args.format == "json":
-        _write(json.dumps(verdict.to_dict(), indent=2, ensure_ascii=False) + "\n")
-    else:
+
+    def text() -> None:
         grounded = "" if verdict.grounded else " (ungrounded: it rests on a model judge)"
         met = "met" if verdict.met else "not met"
         _write(f"{met}{grounded}: {verdict.reason} (profile {_profile(args)})\n")
+
+    emit(args, verdict.to_dict(), text)
     return EXIT_OK if verdict.met else EXIT_FINDINGS

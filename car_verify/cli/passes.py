@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from ._common import (
     EXIT_OK,
     _write,
+    emit,
     format_option,
 )
 
@@ -24,26 +24,27 @@ def cmd_passes(args: argparse.Namespace) -> int:
     from ..registry import available_passes
 
     passes = available_passes()
-    if args.format == "json":
-        doc = [
-            {
-                "name": name,
-                "tier": cls.tier.value,
-                "verifies": cls.verifies,
-                "cannot_verify": cls.cannot_verify,
-                "requires": sorted(cls.requires),
-                "codes": list(cls.codes),
-                "default": cls.default,
-                "preserves": sorted(cls.preserves),
-            }
-            for name, cls in passes.items()
-        ]
-        _write(json.dumps(doc, indent=2) + "\n")
-        return EXIT_OK
-    for name, cls in passes.items():
-        needs = f" (needs: {', '.join(sorted(cls.requires))})" if cls.requires else ""
-        codes = ", ".join(cls.codes)
-        if cls.dynamic_codes:  # a policies pass reports under the names of the rules
-            codes = ", ".join([*cls.codes, "the name of each rule (deny_tool:rm, ...)"])
-        _write(f"{name}: {cls.verifies}{needs}\n    codes: {codes}\n")
+    doc = [
+        {
+            "name": name,
+            "tier": cls.tier.value,
+            "verifies": cls.verifies,
+            "cannot_verify": cls.cannot_verify,
+            "requires": sorted(cls.requires),
+            "codes": list(cls.codes),
+            "default": cls.default,
+            "preserves": sorted(cls.preserves),
+        }
+        for name, cls in passes.items()
+    ]
+
+    def text() -> None:
+        for name, cls in passes.items():
+            needs = f" (needs: {', '.join(sorted(cls.requires))})" if cls.requires else ""
+            codes = ", ".join(cls.codes)
+            if cls.dynamic_codes:  # a policies pass reports under the names of the rules
+                codes = ", ".join([*cls.codes, "the name of each rule (deny_tool:rm, ...)"])
+            _write(f"{name}: {cls.verifies}{needs}\n    codes: {codes}\n")
+
+    emit(args, doc, text)
     return EXIT_OK

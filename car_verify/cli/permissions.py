@@ -15,6 +15,7 @@ from ._common import (
     _note,
     _profile,
     _write,
+    emit,
     format_option,
     ledger_option,
     proposal_argument,
@@ -77,24 +78,23 @@ def cmd_permissions(args: argparse.Namespace) -> int:
         return EXIT_OK
     report = permission_classify(proposal)
     if args.granted is None:
-        if args.format == "json":
-            _write(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n")
-        else:
+
+        def classified() -> None:
             for row in report.classifications:
                 why = f" ({'; '.join(row.because)})" if row.because else ""
                 missing = ", compensable without a compensation" if row.missing_compensation else ""
                 _write(f"{row.action_id}: {row.required_tier}, {row.reversibility}{missing}{why}\n")
             contract = report.declared_rollback_contract
             _write(f"declared rollback contract: {contract} (profile {_profile(args)})\n")
+
+        emit(args, report.to_dict(), classified)
         return EXIT_OK
     decisions = permission_evaluate(proposal, args.granted, ledger)
     if ledger is not None:
         for line in ledger.torn:
             _note(args, f"{ledger.path}:{line}: not an approval record (a torn write?); skipped")
-    if args.format == "json":
-        doc = {"granted": args.granted, "decisions": [d.to_dict() for d in decisions]}
-        _write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
-    else:
+
+    def text() -> None:
         for d in decisions:
             why = f": {d.reason}" if d.reason else ""
             _write(f"{d.action_id}: {d.decision} (requires {d.required}, {d.reversibility}){why}\n")
@@ -103,4 +103,6 @@ def cmd_permissions(args: argparse.Namespace) -> int:
         held = sum(d.decision != "allow" for d in decisions)
         allowed = len(decisions) - held
         _write(f"{allowed} allowed, {held} held at {args.granted} (profile {_profile(args)})\n")
+
+    emit(args, {"granted": args.granted, "decisions": [d.to_dict() for d in decisions]}, text)
     return EXIT_FINDINGS if any(d.decision != "allow" for d in decisions) else EXIT_OK

@@ -20,6 +20,7 @@ from ._common import (
     _profile,
     _schedules_option,
     _write,
+    emit,
     format_option,
     policies_option,
     proposal_argument,
@@ -150,9 +151,8 @@ def cmd_policy_diff(args: argparse.Namespace) -> int:
 
     old, new = load_policies(args.old), load_policies(args.new)
     diff = policy_diff(old, new)
-    if args.format == "json":
-        _write(json.dumps(diff.to_dict(), indent=2) + "\n")
-    else:
+
+    def text() -> None:
         meaning = {
             "equivalent": "each denies exactly what the other does",
             "stricter": "NEW denies everything OLD denies, and more",
@@ -169,5 +169,7 @@ def cmd_policy_diff(args: argparse.Namespace) -> int:
                 _write(f"  {label}: {c.describe()}\n")
         for reason in diff.unknown:
             _write(f"  unknown: {reason}\n")
+
+    emit(args, diff.to_dict(), text)
     covers = diff.new_covers_old
     return EXIT_OK if covers else EXIT_UNKNOWN if covers is None else EXIT_FINDINGS

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from ._common import (
@@ -13,6 +12,7 @@ from ._common import (
     _profile,
     _read_file,
     _write,
+    emit,
     format_option,
 )
 
@@ -46,9 +46,8 @@ def cmd_receipts(args: argparse.Namespace) -> int:
             _read_file(args.receipts, list, "receipts"),
             window_complete=not args.window_incomplete,
         )
-    if args.format == "json":
-        _write(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n")
-    else:
+
+    def text() -> None:
         for h in report.hallucinations:
             _write(f"{h['kind']}: {h['explanation']}\n")
         for u in report.ungroundable:
@@ -59,4 +58,6 @@ def cmd_receipts(args: argparse.Namespace) -> int:
         else:
             count = len(report.hallucinations)
             _write(f"not grounded: {count} hallucinations (profile {_profile(args)})\n")
+
+    emit(args, report.to_dict(), text)
     return EXIT_OK if report.grounded else EXIT_FINDINGS

@@ -4,7 +4,6 @@ stages, and the rules on its paths."""
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,6 +16,7 @@ from ._common import (
     _profile,
     _read_file,
     _write,
+    emit,
     format_option,
 )
 
@@ -88,14 +88,15 @@ def _runtime_workflow(args: argparse.Namespace, doc: dict[str, Any]) -> int:
         report = verify_workflow(doc)
     for note in report.notes:
         _note(args, f"workflow: {note}")
-    if args.format == "json":
-        _write(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n")
-    else:
+
+    def text() -> None:
         for issue in report.issues:
             _write(f"{issue}\n")
         cycles = "; it has cycles" if report.has_cycles else ""
         verdict = "valid" if report.valid else "invalid"
         _write(f"{verdict}: {len(report.reachable_stages)} stages reachable{cycles}\n")
+
+    emit(args, report.to_dict(), text)
     return EXIT_OK if report.valid else EXIT_FINDINGS
 
 
@@ -152,14 +153,13 @@ def cmd_workflow(args: argparse.Namespace) -> int:
 
         title = "sound" if ok else "first witness in red"
         write(workflow_to_dot(graph, witness=witness, title=title), args.output)
-    if args.format == "json":
-        out: dict[str, Any] = report.to_dict()
-        if policies is not None:
-            out["policies"] = policies.to_dict()
-        if traced is not None:
-            out["trace_rules"] = traced.to_dict()
-        _write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
-    else:
+    out: dict[str, Any] = report.to_dict()
+    if policies is not None:
+        out["policies"] = policies.to_dict()
+    if traced is not None:
+        out["trace_rules"] = traced.to_dict()
+
+    def text() -> None:
         for d in report.defects:
             path = f" (path: {' -> '.join(d.witness)})" if d.witness else ""
             _write(f"{d.kind}: {d.explanation}{path}\n")
@@ -181,6 +181,8 @@ def cmd_workflow(args: argparse.Namespace) -> int:
                 else f"{len(traced.counterexamples)} trace rules broken"
             )
         _write("; ".join(parts) + f" (profile {_profile(args)})\n")
+
+    emit(args, out, text)
     return EXIT_OK if ok else EXIT_FINDINGS
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from ._common import (
@@ -16,6 +15,7 @@ from ._common import (
     _timeout_ms,
     _timeout_option,
     _write,
+    emit,
     format_option,
     proposal_argument,
 )
@@ -43,11 +43,11 @@ def cmd_wp(args: argparse.Namespace) -> int:
         profile=_profile(args),
     )
     profile = _profile(args)
-    if args.format == "json":
-        doc = {**condition.to_dict(), "profile": profile}
-        _write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
-    else:
-        _write(_first_line_names_profile(condition.explain(), profile) + "\n")
+    emit(
+        args,
+        {**condition.to_dict(), "profile": profile},
+        lambda: _write(_first_line_names_profile(condition.explain(), profile) + "\n"),
+    )
     if condition.satisfiable is None:
         return EXIT_UNKNOWN
     return EXIT_OK if condition.satisfiable else EXIT_FINDINGS
