@@ -6,12 +6,12 @@ Two kinds, as ruff applies only its safe fixes:
   removes (under the profile's own rule, docs/semantics.md §6 or CAR's), which by
   construction changes no finding, conflict or end state.
 - ``order-writers``: for a write conflict ``[a, b, key]`` (``a`` before ``b`` in
-  the proposal), ``a`` added to ``b``'s ``dependencies``, kept only when z3 proves
-  that the end state is the same in every initial state and verify then reports
-  nothing it did not report before (the conflict gone). Decided on the strict
-  profile's walk: CAR orders actions by ``state_dependencies`` alone and ignores
-  ``dependencies``, so under the ``car`` profile this repair is not offered, and
-  the result says so.
+  the proposal), ``b`` ordered after ``a`` as the profile orders actions (its
+  semantics' ``ordering_edit``): under ``strict`` ``a`` added to ``b``'s
+  ``dependencies``; under ``car``, which orders by ``state_dependencies`` alone,
+  ``key`` added to ``b``'s ``state_dependencies``. Kept only when z3 proves, on
+  the profile's own walk, that the end state is the same in every initial state
+  and verify then reports nothing it did not report before (the conflict gone).
 
 A repair is an edit of the document as the user wrote it (one list entry removed,
 one id appended), so unknown fields, key order and everything else stay; the
@@ -102,13 +102,7 @@ def fix_document(
         result.notes.append("no repairs: action ids repeat, so an edit could not name its action")
         return result
     _remove_phantoms(result, initial_state, chosen)
-    if chosen is Profile.CAR:
-        result.notes.append(
-            "write conflicts are not repaired under the car profile: CAR orders actions by "
-            "state_dependencies only (run with --profile strict to have them ordered)"
-        )
-    else:
-        _order_writers(result, initial_state, timeout_ms)
+    _order_writers(result, initial_state, timeout_ms, chosen)
     return result
 
 
@@ -130,17 +124,19 @@ def _remove_phantoms(
         )
 
 
-def _signature(doc: Mapping[str, Any], state: Mapping[str, Any] | None) -> Any:
-    checked = verify(load_parsed(copy.deepcopy(dict(doc))), initial_state=state, profile="strict")
+def _signature(doc: Mapping[str, Any], state: Mapping[str, Any] | None, profile: Profile) -> Any:
+    checked = verify(load_parsed(copy.deepcopy(dict(doc))), initial_state=state, profile=profile)
     return checked, {(i.action_id, i.code, i.severity.value, i.message) for i in checked.issues}
 
 
 def _order_writers(
-    result: FixResult, initial_state: Mapping[str, Any] | None, timeout_ms: int
+    result: FixResult, initial_state: Mapping[str, Any] | None, timeout_ms: int, profile: Profile
 ) -> None:
     from .equivalence import equivalent
+    from .semantics import semantics_of
 
-    checked, before = _signature(result.document, initial_state)
+    semantics = semantics_of(profile)
+    checked, before = _signature(result.document, initial_state, profile)
     tried: set[tuple[str, str]] = set()
     for _ in range(MAX_ORDERING_TRIALS):
         pending = [c for c in checked.conflicts if (c[0], c[1]) not in tried]
@@ -150,17 +146,24 @@ def _order_writers(
         tried.add((first, second))
         ids = [a["id"] for a in result.document["actions"]]
         index = ids.index(second)
+        label = f"ordering {first} before {second} (write conflict on {key!r})"
         candidate = copy.deepcopy(result.document)
         target = candidate["actions"][index]
-        target["dependencies"] = [*target.get("dependencies", []), first]
+        edit = semantics.ordering_edit(target, first, key)
+        if isinstance(edit, str):
+            result.declined.append(f"{label}: {edit}")
+            continue
+        name, entry = edit
+        if entry in target.get(name, []):
+            continue  # already there: this profile orders the two some other way
+        target[name] = [*target.get(name, []), entry]
         same = equivalent(
             load_parsed(copy.deepcopy(result.document)),
             load_parsed(copy.deepcopy(candidate)),
             method="z3",
-            profile="strict",
+            profile=profile,
             timeout_ms=timeout_ms,
         )
-        label = f"ordering {first} before {second} (write conflict on {key!r})"
         if same.equivalent is not True:
             why = (
                 "z3 could not decide it" + (f": {same.reason}" if same.reason else "")
@@ -169,7 +172,7 @@ def _order_writers(
             )
             result.declined.append(f"{label}: {why}")
             continue
-        after_check, after = _signature(candidate, initial_state)
+        after_check, after = _signature(candidate, initial_state, profile)
         new = after - before
         if new:
             code = sorted(new)[0]
@@ -179,7 +182,7 @@ def _order_writers(
         result.document.update(candidate)
         checked, before = after_check, after
         reason = "z3 proves the end state the same in every initial state; no new finding"
-        detail = f"added {first!r} to dependencies (ordering the writers of {key!r})"
+        detail = f"added {entry!r} to {name} (ordering the writers of {key!r})"
         result.fixes.append(Fix("order-writers", index, second, detail, reason))
     result.notes.append(f"stopped after {MAX_ORDERING_TRIALS} ordering trials")
 

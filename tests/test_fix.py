@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import car_verify
 from car_verify.cli import main
@@ -87,15 +88,43 @@ def test_an_ordering_that_would_change_the_end_state_is_declined_with_a_countere
     assert (tmp_path / "p.json").read_text() == before
 
 
-def test_under_car_only_the_phantoms_are_repaired_and_it_says_why(
+def test_under_car_the_writers_are_ordered_by_state_dependencies_as_the_runtime_orders(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Issue 36: --fix under car repaired the phantoms only. CAR orders actions by
+    state_dependencies alone, so the later writer now depends on the key; the
+    runtime itself then reports no conflict and leaves the same end state."""
+    from .car_oracle import runtime
+
     monkeypatch.chdir(tmp_path)
     _write(tmp_path / "p.json", CONFLICT)
     assert main(["verify", "p.json", "--diff"]) == 1
     captured = capsys.readouterr()
     assert '-        "stale"' in captured.out and '"dependencies"' not in captured.out
-    assert "write conflicts are not repaired under the car profile" in captured.err
+    assert main(["verify", "p.json", "--fix"]) == 0
+    out = capsys.readouterr().out
+    assert "fixed [order-writers] b: added 'k' to state_dependencies" in out
+    fixed = json.loads((tmp_path / "p.json").read_text())
+    assert fixed["actions"][1]["state_dependencies"] == ["k"]
+    rt = runtime()
+    before = json.loads(rt.verify(json.dumps(CONFLICT), json.dumps({"stale": 0}), None, None, None))
+    after = json.loads(rt.verify(json.dumps(fixed), None, None, None, None))
+    assert before["conflicts"] and not after["conflicts"]
+    for state in ({}, {"k": 0}, {"k": "x", "stale": 1}):
+        original = json.loads(rt.simulate(json.dumps(CONFLICT), json.dumps(state)))
+        repaired = json.loads(rt.simulate(json.dumps(fixed), json.dumps(state)))
+        assert repaired == original, state
+    assert main(["verify", "p.json", "--diff"]) == 0  # nothing left: fixed once, it stays
+
+
+def test_under_car_an_ordering_optimize_would_undo_is_declined() -> None:
+    """A key outside the later writer's explicit read_set would be a phantom
+    dependency: optimize would take it out, and --fix would undo itself."""
+    plan = copy.deepcopy(CONFLICT)
+    plan["actions"][1]["read_set"] = ["other"]
+    result = fix_document(plan)
+    assert not [f for f in result.fixes if f.kind == "order-writers"]
+    assert any("optimize would take it out again" in d for d in result.declined)
 
 
 def test_lint_fix_repairs_json_files_and_says_what_it_cannot(
@@ -126,23 +155,24 @@ def test_the_file_keeps_its_layout() -> None:
 
 
 @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(proposals(max_actions=5, cycles=False), states)
+@given(proposals(max_actions=5, cycles=False), states, st.sampled_from(["strict", "car"]))
 def test_a_repair_never_changes_the_end_state_nor_adds_a_finding(
-    doc: dict[str, Any], state: dict[str, Any]
+    doc: dict[str, Any], state: dict[str, Any], profile: str
 ) -> None:
-    """The contract of --fix under strict: from any initial state, the repaired plan
-    leaves the state the original leaves, and verify reports nothing new."""
+    """The contract of --fix under each profile: from any initial state, the
+    repaired plan leaves the state the original leaves (on the profile's walk),
+    and verify reports nothing new."""
     original = copy.deepcopy(doc)
-    repaired = fix_document(doc, profile="strict", timeout_ms=5_000)
+    repaired = fix_document(doc, profile=profile, timeout_ms=5_000)
     assert doc == original  # the caller's document is not modified
     after = repaired.document
     assert json_equal(
-        dict(car_verify.simulate(after, initial_state=state, profile="strict")),
-        dict(car_verify.simulate(doc, initial_state=state, profile="strict")),
+        dict(car_verify.simulate(after, initial_state=state, profile=profile)),
+        dict(car_verify.simulate(doc, initial_state=state, profile=profile)),
     )
 
     def found(d: dict[str, Any]) -> set[tuple[Any, ...]]:
-        result = car_verify.verify(d, profile="strict")
+        result = car_verify.verify(d, profile=profile)
         return {(i.action_id, i.code, i.severity.value, i.message) for i in result.issues}
 
     assert found(after) <= found(doc)

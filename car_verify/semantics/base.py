@@ -116,6 +116,16 @@ class Semantics(abc.ABC):
     def effects(self, action: Action) -> Mapping[str, Any]:
         """The effects the walk applies when the action runs."""
 
+    # --- repairs ------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def ordering_edit(
+        self, action: Mapping[str, Any], first: str, key: str
+    ) -> tuple[str, str] | str:
+        """How the proposal's JSON orders ``action`` (a later writer of ``key``) after
+        ``first``, an earlier one, under this profile: the list field of ``action``
+        to append to and the entry to append; or why this profile cannot."""
+
     # --- codes --------------------------------------------------------------------------
 
     def severity(self, code: str) -> Severity | None:

@@ -269,6 +269,19 @@ class CarSemantics(Semantics):
     def order(self, proposal: ActionProposal) -> Dag:
         return car_order(proposal)
 
+    def ordering_edit(
+        self, action: Mapping[str, Any], first: str, key: str
+    ) -> tuple[str, str] | str:
+        # CAR orders an action after every earlier writer of a key it depends on, and
+        # ignores `dependencies`: the key itself is the edge.
+        reads = action.get("read_set")
+        if isinstance(reads, list) and reads and key not in reads:
+            return (
+                f"CAR orders only by state_dependencies, and {key!r} there would be phantom "
+                "(outside the action's read_set), so optimize would take it out again"
+            )
+        return "state_dependencies", key
+
     def holds(self, operator: str, actual: object, expected: object) -> bool:
         state = {} if actual is ABSENT else {"": actual}
         return car_evaluate("", operator, expected, state) is None

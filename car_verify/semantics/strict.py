@@ -46,6 +46,11 @@ class StrictSemantics(Semantics):
 
         return Dag(proposal)
 
+    def ordering_edit(
+        self, action: Mapping[str, Any], first: str, key: str
+    ) -> tuple[str, str] | str:
+        return "dependencies", first  # an explicit edge (docs/semantics.md §3)
+
     def holds(self, operator: str, actual: object, expected: object) -> bool:
         return evaluate(operator, actual, expected)
 
