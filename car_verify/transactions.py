@@ -21,10 +21,9 @@ from typing import Any, Literal
 
 from .api import ProposalLike, _state
 from .car import car_transaction_conflicts
-from .dag import Dag
 from .errors import InputError, UsageError, deep_values_are_input_errors
 from .model import ActionProposal, load
-from .semantics import Profile, profile_of
+from .semantics import Profile, semantics_of
 from .semantics.car import CAR
 from .values import ABSENT, format_value, json_equal
 
@@ -183,30 +182,26 @@ def transaction_check(
 
     Under the ``car`` profile (the default) one proposal is checked as
     ``car_runtime.transaction_check`` checks it, and the report has CAR's shape;
-    ``strict`` checks several together (docs/semantics.md §3 and 6). ``labels``
+    several proposals are checked together (docs/semantics.md §3 and 6), each on
+    the profile's own order: CAR's under ``car``, where the runtime checks one at
+    a time. ``labels``
     name the proposals in messages (``car-verify txcheck`` passes the file names);
     without them a proposal is named by its id, and by its position too when two
     share an id."""
-    if profile_of(profile) is Profile.CAR:
-        if isinstance(proposals, Sequence) and not isinstance(proposals, (str, bytes)):
-            if len(proposals) != 1:
-                raise UsageError(
-                    "the car profile checks one proposal, as the runtime does; "
-                    "use the strict profile to check several together"
-                )
-            proposals = proposals[0]
-        model = load(proposals)
+    sem = semantics_of(profile)
+    items: Sequence[ProposalLike] = (
+        list(proposals)
+        if isinstance(proposals, Sequence) and not isinstance(proposals, (str, bytes))
+        else [proposals]
+    )
+    if sem.profile is Profile.CAR and len(items) == 1:  # the runtime's own check
+        model = load(items[0])
         CAR.refuse(model)
         return _car_report(
             model,
             None if versions is None else _versions(versions),
             None if state is None else _state(state),
         )
-    items: Sequence[ProposalLike] = (
-        list(proposals)
-        if isinstance(proposals, Sequence) and not isinstance(proposals, (str, bytes))
-        else [proposals]
-    )
     models: list[ActionProposal] = []
     for index, item in enumerate(items):
         try:
@@ -215,7 +210,11 @@ def transaction_check(
             raise (err if len(items) == 1 or err.source else err.under(index)) from None
     version_map = _versions(versions)
     current = _state(state) if state is not None else None
-    dags = [Dag(m) for m in models]
+    for model in models:
+        sem.refuse(model)
+    # Each proposal ordered as the profile orders it: several proposals under car are
+    # checked together on CAR's order (the runtime checks one at a time).
+    dags = [sem.order(m) for m in models]
     actions = [(p, i) for p, m in enumerate(models) for i in range(len(m.actions))]
     readers: dict[str, list[tuple[int, int]]] = {}
     writers: dict[str, list[tuple[int, int]]] = {}

@@ -770,3 +770,39 @@ def test_cli_equivalent_optimize_wp_txcheck(
     assert json.loads(out)["satisfiable"] is True
     code, out, _ = run(["txcheck", str(a), str(b)], capsys)
     assert code == 1 and "write-write [z]" in out
+
+
+def test_several_proposals_are_checked_together_under_car_on_cars_order() -> None:
+    """Issue 36: under car, transaction_check refused several proposals ("use the
+    strict profile"). They are checked together as under strict, each on CAR's
+    order: `dependencies` order nothing there, so two writers of one key that they
+    order are concurrent under car and not under strict."""
+    from car_verify.transactions import transaction_check
+
+    one = {
+        "id": "A",
+        "actions": [
+            {"id": "w1", "type": "state_write", "parameters": {"key": "k", "value": 1}},
+            {
+                "id": "w2",
+                "type": "tool_call",
+                "tool": "t",
+                "expected_effects": {"k": 2},
+                "dependencies": ["w1"],
+            },
+        ],
+    }
+    other = {
+        "id": "B",
+        "actions": [{"id": "x", "type": "state_write", "parameters": {"key": "k", "value": 3}}],
+    }
+
+    def hazards(profile: str) -> set[tuple[str, ...]]:
+        report = transaction_check([one, other], profile=profile)
+        return {(h.kind, h.key, *h.actions) for h in report.hazards}
+
+    car, strict = hazards("car"), hazards("strict")
+    across = {h for h in strict if any("B" in a for a in h[2:])}
+    assert across and across <= car  # across proposals: the same under both
+    within = car - strict
+    assert within and all(h[0] == "write-write" for h in within)  # CAR ignores dependencies
