@@ -18,11 +18,17 @@ from ._version import __version__
 
 if TYPE_CHECKING:
     from .api import Evidence, Simulation, VerificationResult, simulate, verify
+    from .claims import check_plan, evaluate_goal, verify_tool_receipts
     from .codes import CODES, Code
+    from .concurrency import analyze_concurrency, gate_concurrency
     from .dag import Dag
     from .equivalence import EquivalenceResult, equivalent
     from .errors import CarVerifyError, InputError, PassError, UsageError
+    from .executor import ExecutionResult, Executor, execute_sync
+    from .export import to_dot
     from .findings import Issue, Severity, Tier
+    from .flow import check_information_flow, enforce_information_flow, gate_information_flow
+    from .intent import check_intent, check_intent_plan, enforce_intent, gate_intent
     from .model import (
         Action,
         ActionProposal,
@@ -60,9 +66,12 @@ if TYPE_CHECKING:
         permission_evaluate,
         record_decision,
     )
+    from .policy_analysis import lint_policies, policy_diff
     from .registry import available_passes
+    from .risk import RiskResult, risk
     from .tools import ToolRegistry
     from .transactions import TransactionReport, transaction_check
+    from .workflow import check_workflow_policies, verify_workflow, verify_workflow_graph
     from .wp import Condition, runs_unblocked
 
 
@@ -120,6 +129,21 @@ _LAZY = {
     "transaction_check": "transactions",
     "Condition": "wp",
     "runs_unblocked": "wp",
+    **dict.fromkeys(["check_plan", "evaluate_goal", "verify_tool_receipts"], "claims"),
+    **dict.fromkeys(["analyze_concurrency", "gate_concurrency"], "concurrency"),
+    **dict.fromkeys(["ExecutionResult", "Executor", "execute_sync"], "executor"),
+    **dict.fromkeys(["to_dot"], "export"),
+    **dict.fromkeys(
+        ["check_information_flow", "enforce_information_flow", "gate_information_flow"], "flow"
+    ),
+    **dict.fromkeys(
+        ["check_intent", "check_intent_plan", "enforce_intent", "gate_intent"], "intent"
+    ),
+    **dict.fromkeys(["lint_policies", "policy_diff"], "policy_analysis"),
+    **dict.fromkeys(["RiskResult", "risk"], "risk"),
+    **dict.fromkeys(
+        ["check_workflow_policies", "verify_workflow", "verify_workflow_graph"], "workflow"
+    ),
 }
 
 
@@ -216,6 +240,8 @@ __all__ = [
     "EquivalenceResult",
     "Evidence",
     "Example",
+    "ExecutionResult",
+    "Executor",
     "FailureBehavior",
     "InputError",
     "Issue",
@@ -229,6 +255,7 @@ __all__ = [
     "ProposalResult",
     "Requirement",
     "Reversibility",
+    "RiskResult",
     "Severity",
     "Simulation",
     "StateAssumption",
@@ -247,16 +274,36 @@ __all__ = [
     "UsageError",
     "VerificationResult",
     "__version__",
+    "analyze_concurrency",
     "available_passes",
+    "check_information_flow",
+    "check_intent",
+    "check_intent_plan",
+    "check_plan",
+    "check_workflow_policies",
+    "enforce_information_flow",
+    "enforce_intent",
     "equivalent",
+    "evaluate_goal",
+    "execute_sync",
+    "gate_concurrency",
+    "gate_information_flow",
+    "gate_intent",
+    "lint_policies",
     "load",
     "load_tools",
     "optimize",
     "permission_classify",
     "permission_evaluate",
+    "policy_diff",
     "record_decision",
+    "risk",
     "runs_unblocked",
     "simulate",
+    "to_dot",
     "transaction_check",
     "verify",
+    "verify_tool_receipts",
+    "verify_workflow",
+    "verify_workflow_graph",
 ]

@@ -560,10 +560,10 @@ class Executor:
         approved holds back the whole proposal, naming its fingerprint."""
         if self.granted_tier is None:
             return []
-        from .permissions import permission_evaluate
+        from .permissions import evaluate_actions
 
         held = []
-        for d in permission_evaluate(self.proposal, self.granted_tier, self.ledger):
+        for d in evaluate_actions(self.proposal, self.granted_tier, self.ledger):
             if d.decision != "allow":
                 self._event(
                     "permission_decision",

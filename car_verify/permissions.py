@@ -395,8 +395,10 @@ class PermissionReport:
 
 @deep_values_are_input_errors
 def permission_classify(proposal: Any) -> PermissionReport:
-    """Each action's required tier and reversibility (see the module docs)."""
-    model = load(proposal)
+    """Each action's required tier and reversibility (see the module docs). A
+    proposal the runtime rejects (an unknown action type) is an input error, as
+    it is there."""
+    model = _as_the_runtime_reads(proposal)
     return PermissionReport(
         [classify_action(a) for a in model.actions], _declared_contract(model).value
     )
@@ -673,9 +675,25 @@ def decide(
 def permission_evaluate(
     proposal: Any, granted_tier: str, ledger: Ledger | str | os.PathLike[str] | None = None
 ) -> list[Decision]:
-    """Each action's gate decision against ``granted_tier`` (see the module docs)."""
-    granted = check_tier(granted_tier)
+    """Each action's gate decision against ``granted_tier`` (see the module docs);
+    a proposal the runtime rejects is an input error, as it is there."""
+    return evaluate_actions(_as_the_runtime_reads(proposal), granted_tier, ledger)
+
+
+def _as_the_runtime_reads(proposal: Any) -> ActionProposal:
+    from .semantics.car import CAR
+
     model = load(proposal)
+    CAR.refuse(model)
+    return model
+
+
+def evaluate_actions(
+    model: ActionProposal, granted_tier: str, ledger: Ledger | str | os.PathLike[str] | None = None
+) -> list[Decision]:
+    """:func:`permission_evaluate` of a modelled proposal, whatever its action types
+    (the executor gates a plan its profile has already judged)."""
+    granted = check_tier(granted_tier)
     store = open_ledger(ledger)
     return [
         decide(classify_action(a), fingerprint(a), granted, store, ledger_key(a))

@@ -37,7 +37,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     }),
     ("reporters", {"reporters"}),
     ("commands", {
-        "sources", "lint", "audit", "audit_report", "docgen", "cli", "__init__", "hook",
+        "sources", "lint", "audit", "audit_report", "docgen", "cli", "__init__", "hook", "runtime",
         "_launch", "__main__",
     }),
 ]  # fmt: skip

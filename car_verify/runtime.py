@@ -1,0 +1,370 @@
+"""The runtime's stateless verification functions, as a drop-in module.
+
+Code written against ``car_runtime`` runs unchanged on car-verify with::
+
+    import car_verify.runtime as car_runtime
+
+Each function has the runtime's name, parameters and defaults, takes JSON text
+and returns JSON text (``equivalent`` a bool, as the runtime's does), with the
+answers of the ``car`` profile (docs/semantics.md §9): the runtime's, where it
+is deterministic. Rejected input raises ``ValueError`` with the runtime's message
+class (``invalid proposal JSON: ...``, ``invalid state JSON: ...``). No compiled
+wheel is needed: it runs wherever Python does.
+
+Where car-verify goes beyond the runtime, so does this module: the key order of
+the output is fixed (the runtime's varies between processes), and
+``simulate_monte_carlo`` gives the exact probabilities where they can be
+computed (``car_verify.risk``), the runtime's sampled estimate otherwise.
+``verify`` gives the runtime's result, with each issue's ``code`` added; what
+car-verify says besides (its ``info`` notes, the profile) is in
+:func:`car_verify.verify`, the Python-object API every feature has in the
+top-level :mod:`car_verify`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+from .errors import CarVerifyError
+
+__all__ = [
+    "analyze_concurrency",
+    "check_information_flow",
+    "check_intent",
+    "check_intent_plan",
+    "check_plan",
+    "check_workflow_policies",
+    "enforce_information_flow",
+    "enforce_intent",
+    "equivalent",
+    "evaluate_goal",
+    "gate_concurrency",
+    "gate_information_flow",
+    "gate_intent",
+    "optimize",
+    "permission_classify",
+    "permission_evaluate",
+    "simulate",
+    "simulate_monte_carlo",
+    "transaction_check",
+    "verify",
+    "verify_tool_receipts",
+    "verify_workflow",
+    "verify_workflow_graph",
+]
+
+T = TypeVar("T")
+PROFILE = "car"
+
+
+def _read(text: str | None, what: str, error: type[Exception] = ValueError) -> Any:
+    """One JSON argument (None stays None), or ``error`` (ValueError but for
+    ``verify_workflow``'s RuntimeError) as the runtime says it."""
+    if text is None:
+        return None
+    if not isinstance(text, (str, bytes, bytearray)):
+        raise TypeError(f"{what} JSON must be a str, not {type(text).__name__}")
+    from .model import loads_finite
+
+    try:
+        return loads_finite(text if isinstance(text, str) else bytes(text).decode("utf-8"))
+    except (ValueError, RecursionError) as err:
+        raise error(f"invalid {what} JSON: {err}") from None
+
+
+def _proposal(text: str, what: str = "proposal") -> Any:
+    """The proposal argument modelled as the runtime models it, first of all the
+    arguments (the runtime reads it before the others)."""
+    from .model import load
+    from .semantics.car import CAR
+
+    doc = _read(text, what)
+    with _rejected_as(what):
+        model = load(doc)
+        CAR.refuse(model)
+    return model
+
+
+@contextlib.contextmanager
+def _rejected_as(what: str, error: type[Exception] = ValueError) -> Iterator[None]:
+    """car-verify's refusal of a value (an input error) as the runtime's error."""
+    try:
+        yield
+    except CarVerifyError as err:
+        raise error(f"invalid {what} JSON: {err}") from None
+
+
+def _text(doc: Any) -> str:
+    return json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+
+
+def _answer(what: str, compute: Callable[[], T]) -> T:
+    with _rejected_as(what):
+        return compute()
+
+
+# --- proposals -------------------------------------------------------------------------------
+
+
+def verify(
+    proposal_json: str,
+    initial_state_json: str | None = None,
+    tool_names: list[str] | None = None,
+    max_actions: int | None = None,
+    tool_schemas_json: str | None = None,
+) -> str:
+    """``car_runtime.verify``: the verification result."""
+    from .api import verify as run
+
+    proposal = _proposal(proposal_json)
+    state = _read(initial_state_json, "state")
+    schemas = _read(tool_schemas_json, "tool schemas")
+    if schemas is None and tool_names is not None:
+        schemas = [{"name": name} for name in tool_names]
+    result = _answer(
+        "proposal",
+        lambda: run(
+            proposal,
+            tools=schemas,
+            initial_state=state,
+            max_actions=max_actions,
+            profile=PROFILE,
+        ),
+    )
+    doc = result.to_dict()
+    # The runtime's object: car-verify's own notes (its `info` findings) and the
+    # profile are car-verify's, in car_verify.verify; `code` is kept, an added field.
+    doc.pop("profile", None)
+    doc["issues"] = [i for i in doc["issues"] if i["severity"] != "info"]
+    return _text(doc)
+
+
+def simulate(proposal_json: str, initial_state_json: str | None = None) -> str:
+    """``car_runtime.simulate``: the end state."""
+    from .api import simulate as run
+
+    proposal = _proposal(proposal_json)
+    state = _read(initial_state_json, "state")
+    end = _answer("proposal", lambda: run(proposal, initial_state=state, profile=PROFILE))
+    return _text(end.to_dict())
+
+
+def optimize(proposal_json: str) -> str:
+    """``car_runtime.optimize``: the proposal with its phantom dependencies removed."""
+    from .optimize import optimize as run
+
+    proposal = _proposal(proposal_json)
+    result = _answer("proposal", lambda: run(proposal, profile=PROFILE))
+    doc = result.proposal.to_dict()
+    for action in doc["actions"]:  # not in the runtime's IR: written only when given
+        if not action.get("dependencies"):
+            action.pop("dependencies", None)
+    return _text(doc)
+
+
+def equivalent(p1_json: str, p2_json: str) -> bool:
+    """``car_runtime.equivalent``: the two proposals' end states agree on the
+    runtime's probe states (sampled, as the runtime compares them)."""
+    from .equivalence import equivalent as run
+
+    first, second = _proposal(p1_json, "proposal1"), _proposal(p2_json, "proposal2")
+    result = _answer("proposal", lambda: run(first, second, method="sampled", profile=PROFILE))
+    return bool(result.equivalent)
+
+
+def transaction_check(
+    proposal_json: str, versions_json: str | None = None, state_json: str | None = None
+) -> str:
+    """``car_runtime.transaction_check``: the proposal's transactional conflicts."""
+    from .transactions import transaction_check as run
+
+    proposal = _proposal(proposal_json)
+    versions, state = _read(versions_json, "versions"), _read(state_json, "state")
+    report = _answer(
+        "proposal", lambda: run(proposal, versions=versions, state=state, profile=PROFILE)
+    )
+    doc = report.to_dict()
+    doc.pop("profile", None)
+    return _text(doc)
+
+
+def simulate_monte_carlo(
+    proposal_json: str,
+    initial_state_json: str | None = None,
+    tool_success_rates_json: str | None = None,
+    goal_json: str | None = None,
+    config_json: str | None = None,
+) -> str:
+    """``car_runtime.simulate_monte_carlo``: the chance of each outcome when tools
+    fail (exact where it can be computed; see the module docs)."""
+    from .risk import risk
+
+    proposal = _proposal(proposal_json)
+    state = _read(initial_state_json, "state")
+    rates = _read(tool_success_rates_json, "tool success rates")
+    goal = _read(goal_json, "goal")
+    config = _read(config_json, "monte carlo config")
+    result = _answer(
+        "proposal", lambda: risk(proposal, state, rates, goal, config, profile=PROFILE)
+    )
+    return _text(result.to_dict())
+
+
+# --- permissions -----------------------------------------------------------------------------
+
+
+def permission_classify(proposal_json: str) -> str:
+    """``car_runtime.permission_classify``: each action's tier and reversibility."""
+    from .permissions import permission_classify as run
+
+    proposal = _proposal(proposal_json)
+    report = _answer("proposal", lambda: run(proposal))
+    return _text([row.to_dict() for row in report.classifications])
+
+
+def permission_evaluate(
+    proposal_json: str, granted_tier: str, ledger_path: str | None = None
+) -> str:
+    """``car_runtime.permission_evaluate``: each action's decision at a standing tier."""
+    from .permissions import TIERS
+    from .permissions import permission_evaluate as run
+
+    proposal = _proposal(proposal_json)
+    if granted_tier not in TIERS:
+        raise ValueError(f"invalid tier {granted_tier!r} (expected {'|'.join(TIERS)})")
+    decisions = _answer("proposal", lambda: run(proposal, granted_tier, ledger_path))
+    return _text([d.to_dict() for d in decisions])
+
+
+# --- information flow and intent -------------------------------------------------------------
+
+
+def check_information_flow(
+    proposal_json: str, labels_json: str, policy_json: str | None = None
+) -> str:
+    """``car_runtime.check_information_flow``: the plan's information-flow report."""
+    from .flow import check_information_flow as run
+
+    proposal = _proposal(proposal_json)
+    labels, policy = _read(labels_json, "labels"), _read(policy_json, "policy")
+    report = _answer("proposal", lambda: run(proposal, labels, policy, profile=PROFILE))
+    return _text(report.to_dict())
+
+
+def gate_information_flow(report_json: str, gate_policy_json: str | None = None) -> str:
+    """``car_runtime.gate_information_flow``: the report's enforcement decision."""
+    from .flow import gate_information_flow as run
+
+    report, policy = _read(report_json, "report"), _read(gate_policy_json, "gate policy")
+    return _text(_answer("report", lambda: run(report, policy)).to_dict())
+
+
+def enforce_information_flow(decision_json: str, approvals_json: str | None = None) -> str:
+    """``car_runtime.enforce_information_flow``: the decision settled by approvals."""
+    from .flow import enforce_information_flow as run
+
+    decision, approvals = _read(decision_json, "decision"), _read(approvals_json, "approvals")
+    return _text(_answer("decision", lambda: run(decision, approvals)).to_dict())
+
+
+def check_intent(request_json: str) -> str:
+    """``car_runtime.check_intent``: does each call stay inside the intent."""
+    from .intent import check_intent as run
+
+    request = _read(request_json, "request")
+    return _text(_answer("request", lambda: run(request)).to_dict())
+
+
+def check_intent_plan(request_json: str) -> str:
+    """``car_runtime.check_intent_plan``: the intent check over a plan's actions."""
+    from .intent import check_intent_plan as run
+
+    request = _read(request_json, "request")
+    return _text(_answer("request", lambda: run(request, profile=PROFILE)).to_dict())
+
+
+def gate_intent(report_json: str, gate_policy_json: str | None = None) -> str:
+    """``car_runtime.gate_intent``: the intent report's disposition."""
+    from .intent import gate_intent as run
+
+    report, policy = _read(report_json, "report"), _read(gate_policy_json, "gate policy")
+    return _text(_answer("report", lambda: run(report, policy)).to_dict())
+
+
+def enforce_intent(decision_json: str, approvals_json: str | None = None) -> str:
+    """``car_runtime.enforce_intent``: the intent decision settled by approvals."""
+    from .intent import enforce_intent as run
+
+    decision, approvals = _read(decision_json, "decision"), _read(approvals_json, "approvals")
+    return _text(_answer("decision", lambda: run(decision, approvals)).to_dict())
+
+
+# --- agents, workflows, plans, claims --------------------------------------------------------
+
+
+def analyze_concurrency(ops_json: str) -> str:
+    """``car_runtime.analyze_concurrency``: the schedule's concurrency anomalies."""
+    from .concurrency import analyze_concurrency as run
+
+    ops = _read(ops_json, "ops")
+    return _text(_answer("ops", lambda: run(ops)).to_dict())
+
+
+def gate_concurrency(report_json: str, policy_json: str | None = None) -> str:
+    """``car_runtime.gate_concurrency``: each anomaly's remediation and disposition."""
+    from .concurrency import gate_concurrency as run
+
+    report, policy = _read(report_json, "report"), _read(policy_json, "policy")
+    return _text(_answer("report", lambda: run(report, policy)).to_dict())
+
+
+def verify_workflow_graph(graph_json: str) -> str:
+    """``car_runtime.verify_workflow_graph``: a workflow graph's structural defects."""
+    from .workflow import verify_workflow_graph as run
+
+    graph = _read(graph_json, "graph")
+    return _text(_answer("graph", lambda: run(graph)).to_dict())
+
+
+def check_workflow_policies(graph_json: str, policies_json: str) -> str:
+    """``car_runtime.check_workflow_policies``: temporal policies over a workflow graph."""
+    from .workflow import check_workflow_policies as run
+
+    graph, policies = _read(graph_json, "graph"), _read(policies_json, "policies")
+    return _text(_answer("graph", lambda: run(graph, policies)).to_dict())
+
+
+def verify_workflow(workflow_json: str) -> str:
+    """``car_runtime.verify_workflow``: the static check of a workflow definition."""
+    from .workflow import verify_workflow as run
+
+    workflow = _read(workflow_json, "workflow", RuntimeError)  # the runtime's own type here
+    with _rejected_as("workflow", RuntimeError):
+        return _text(run(workflow).to_dict())
+
+
+def check_plan(request_json: str) -> str:
+    """``car_runtime.check_plan``: a plan's sequential feasibility."""
+    from .claims import check_plan as run
+
+    request = _read(request_json, "request")
+    return _text(_answer("request", lambda: run(request)).to_dict())
+
+
+def evaluate_goal(request_json: str) -> str:
+    """``car_runtime.evaluate_goal``: a goal condition's verdict on gathered inputs."""
+    from .claims import evaluate_goal as run
+
+    request = _read(request_json, "request")
+    return _text(_answer("request", lambda: run(request)).to_dict())
+
+
+def verify_tool_receipts(claims_json: str, receipts_json: str, window_complete: bool = True) -> str:
+    """``car_runtime.verify_tool_receipts``: a model's claims against the receipts."""
+    from .claims import verify_tool_receipts as run
+
+    claims, receipts = _read(claims_json, "claims"), _read(receipts_json, "receipts")
+    return _text(_answer("claims", lambda: run(claims, receipts, window_complete)).to_dict())
