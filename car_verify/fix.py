@@ -3,8 +3,10 @@
 Two kinds, as ruff applies only its safe fixes:
 
 - ``remove-phantom-dependency``: a ``state_dependencies`` entry that ``optimize``
-  removes (under the profile's own rule, docs/semantics.md §6 or CAR's), which by
-  construction changes no finding, conflict or end state.
+  removes (under the profile's own rule, docs/semantics.md §6 or CAR's, which
+  keeps the findings), kept only when z3 proves the end state the same in every
+  initial state: CAR's rule drops a dependency on a key no action writes, which
+  unblocks the action in a state without the key.
 - ``order-writers``: for a write conflict ``[a, b, key]`` (``a`` before ``b`` in
   the proposal), ``b`` ordered after ``a`` as the profile orders actions (its
   semantics' ``ordering_edit``): under ``strict`` ``a`` added to ``b``'s
@@ -101,27 +103,58 @@ def fix_document(
     if len(set(ids)) != len(ids):
         result.notes.append("no repairs: action ids repeat, so an edit could not name its action")
         return result
-    _remove_phantoms(result, initial_state, chosen)
+    _remove_phantoms(result, initial_state, chosen, timeout_ms)
     _order_writers(result, initial_state, timeout_ms, chosen)
     return result
 
 
 def _remove_phantoms(
-    result: FixResult, initial_state: Mapping[str, Any] | None, profile: Profile
+    result: FixResult, initial_state: Mapping[str, Any] | None, profile: Profile, timeout_ms: int
 ) -> None:
     from .optimize import optimize
 
     optimized = optimize(
         load_parsed(copy.deepcopy(result.document)), initial_state=initial_state, profile=profile
     )
-    actions = result.document["actions"]
     for change in optimized.removed:
-        action = actions[change.index]
+        candidate = copy.deepcopy(result.document)
+        action = candidate["actions"][change.index]
         action["state_dependencies"] = [k for k in action["state_dependencies"] if k != change.key]
+        # The profile's optimize rule keeps the findings; a repair must keep the end
+        # state too, in every initial state (CAR's rule drops a dependency on a key no
+        # action writes, which unblocks the action when the key is absent).
+        label = f"removing {change.key!r} from {change.action_id}'s state_dependencies"
+        why = _changes_the_end_state(result.document, candidate, profile, timeout_ms)
+        if why is not None:
+            result.declined.append(f"{label}: {why}")
+            continue
+        result.document.clear()
+        result.document.update(candidate)
         detail = f"removed {change.key!r} from state_dependencies"
         result.fixes.append(
             Fix("remove-phantom-dependency", change.index, change.action_id, detail, change.reason)
         )
+
+
+def _changes_the_end_state(
+    before: Mapping[str, Any], after: Mapping[str, Any], profile: Profile, timeout_ms: int
+) -> str | None:
+    """None when z3 proves the two plans leave the same end state in every initial
+    state (on the profile's walk); otherwise why not (a counterexample state)."""
+    from .equivalence import equivalent
+
+    same = equivalent(
+        load_parsed(copy.deepcopy(dict(before))),
+        load_parsed(copy.deepcopy(dict(after))),
+        method="z3",
+        profile=profile,
+        timeout_ms=timeout_ms,
+    )
+    if same.equivalent is True:
+        return None
+    if same.equivalent is None:
+        return "z3 could not decide it" + (f": {same.reason}" if same.reason else "")
+    return f"changes the end state, e.g. from {json.dumps(same.counterexample)}"
 
 
 def _signature(doc: Mapping[str, Any], state: Mapping[str, Any] | None, profile: Profile) -> Any:
@@ -132,7 +165,6 @@ def _signature(doc: Mapping[str, Any], state: Mapping[str, Any] | None, profile:
 def _order_writers(
     result: FixResult, initial_state: Mapping[str, Any] | None, timeout_ms: int, profile: Profile
 ) -> None:
-    from .equivalence import equivalent
     from .semantics import semantics_of
 
     semantics = semantics_of(profile)
@@ -157,19 +189,8 @@ def _order_writers(
         if entry in target.get(name, []):
             continue  # already there: this profile orders the two some other way
         target[name] = [*target.get(name, []), entry]
-        same = equivalent(
-            load_parsed(copy.deepcopy(result.document)),
-            load_parsed(copy.deepcopy(candidate)),
-            method="z3",
-            profile=profile,
-            timeout_ms=timeout_ms,
-        )
-        if same.equivalent is not True:
-            why = (
-                "z3 could not decide it" + (f": {same.reason}" if same.reason else "")
-                if same.equivalent is None
-                else f"changes the end state, e.g. from {json.dumps(same.counterexample)}"
-            )
+        why = _changes_the_end_state(result.document, candidate, profile, timeout_ms)
+        if why is not None:
             result.declined.append(f"{label}: {why}")
             continue
         after_check, after = _signature(candidate, initial_state, profile)

@@ -693,31 +693,37 @@ RATE_RULES = [
 ]
 
 
-def splits_in_time(refuses: PolicySet, admits: PolicySet, length: int = 4) -> bool:
-    """Some run of up to ``length`` calls, each 0, 3 or 20 s after the one before
-    and succeeding when admitted, after which ``refuses`` refuses a call that
-    ``admits`` admits: found on fresh engines with fake clocks and the gates."""
+def last_verdicts(
+    sets: tuple[PolicySet, PolicySet], run: list[tuple[str, dict[str, Any], float]]
+) -> list[bool]:
+    """Whether each set refuses the last call of ``run`` (tool, parameters, time),
+    each call made on fresh engines with fake clocks and the gates, succeeding
+    where it is admitted."""
     from car_verify.trace import TraceGate
 
-    def walk(history: tuple[tuple[str, float], ...]) -> bool:
+    clock = [0.0]
+    sides = [(PolicyEngine(r, clock=lambda: clock[0]), TraceGate(r.trace_rule)) for r in sets]
+    verdicts: list[bool] = []
+    for tool, params, at in run:
+        clock[0] = at
+        verdicts = []
+        for engine, gate in sides:
+            refused = bool(engine.admit(gate, tool, params))
+            if not refused:
+                gate.record(tool, params, "succeeded")
+            verdicts.append(refused)
+    return verdicts
+
+
+def splits_in_time(refuses: PolicySet, admits: PolicySet, length: int = 4) -> bool:
+    """Some run of up to ``length`` calls, each 0, 3 or 20 s after the one before,
+    after which ``refuses`` refuses a call that ``admits`` admits."""
+
+    def walk(history: tuple[tuple[str, dict[str, Any], float], ...]) -> bool:
         for tool in ("a", "b", "c"):
             for gap in (0.0, 3.0, 20.0):
-                run = (*history, (tool, (history[-1][1] if history else 0.0) + gap))
-                clock = [0.0]
-                sides = []
-                for rules in (refuses, admits):
-                    engine = PolicyEngine(rules, clock=lambda c=clock: c[0])
-                    sides.append((engine, TraceGate(rules.trace_rule)))
-                verdicts: list[bool] = []
-                for name, at in run:
-                    clock[0] = at
-                    verdicts = []
-                    for engine, gate in sides:
-                        refused = bool(engine.admit(gate, name, {}))
-                        if not refused:
-                            gate.record(name, {}, "succeeded")
-                        verdicts.append(refused)
-                if verdicts[0] and not verdicts[1]:
+                run = (*history, (tool, {}, (history[-1][2] if history else 0.0) + gap))
+                if last_verdicts((refuses, admits), list(run)) == [True, False]:
                     return True
                 if len(run) < length and walk(run):
                     return True
@@ -756,22 +762,8 @@ def test_rate_limits_and_trace_rules_together_agree_with_runs_in_time(
     for found, refuses, admits in ((diff.newly_allowed, a, b), (diff.newly_denied, b, a)):
         for c in found:
             if c.calls_at is not None and c.trace is None:
-                run = list(c.calls_at)
-                clock = [0.0]
-                engines = [PolicyEngine(r, clock=lambda c=clock: c[0]) for r in (refuses, admits)]
-                from car_verify.trace import TraceGate
-
-                gates = [TraceGate(r.trace_rule) for r in (refuses, admits)]
-                last: list[bool] = []
-                for at in run:
-                    clock[0] = at
-                    last = []
-                    for engine, gate in zip(engines, gates, strict=True):
-                        refused = bool(engine.admit(gate, c.tool, c.parameters))
-                        if not refused:
-                            gate.record(c.tool, c.parameters, "succeeded")
-                        last.append(refused)
-                assert last == [True, False], c
+                run = [(c.tool, c.parameters, at) for at in c.calls_at]
+                assert last_verdicts((refuses, admits), run) == [True, False], c
             else:
                 steps = c.trace or ()
                 assert replays_to_a_split(
