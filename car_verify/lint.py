@@ -485,7 +485,8 @@ COMPANION_NAMES = {
 def companion_kind(data: Any, name: str) -> str | None:
     """What a document is when it is another car-verify input, not a plan: by its
     file name beside a proposal (``tools.json``, ``state.json``, ...) or by its
-    shape (a tool registry, a workflow graph or its policies); None otherwise."""
+    shape (a tool registry, a workflow or schedule graph, workflow policies); None
+    otherwise."""
     if isinstance(data, dict) and "actions" in data:
         return None
     if name in COMPANION_NAMES:
@@ -498,6 +499,8 @@ def companion_kind(data: Any, name: str) -> str | None:
     if isinstance(data, dict):
         if "stages" in data and ("entry" in data or "start" in data):
             return "workflow graph"
+        if set(data) == {"units"} and isinstance(data["units"], list):
+            return "schedule graph"
         if data and set(data) <= {"min_confidential", "forbidden_sequences"}:
             return "flow policy"
         if "intent" in data or (data and set(data) <= _INTENT_KEYS):

@@ -32,6 +32,7 @@ from .errors import CarVerifyError
 
 __all__ = [
     "analyze_concurrency",
+    "analyze_schedule",
     "check_information_flow",
     "check_intent",
     "check_intent_plan",
@@ -368,3 +369,12 @@ def verify_tool_receipts(claims_json: str, receipts_json: str, window_complete: 
 
     claims, receipts = _read(claims_json, "claims"), _read(receipts_json, "receipts")
     return _text(_answer("claims", lambda: run(claims, receipts, window_complete)).to_dict())
+
+
+def analyze_schedule(graph_json: str) -> str:
+    """``car_runtime.analyze_schedule``: a static execution DAG's critical path,
+    makespan, parallelism, levels, the serial pathology and cycles."""
+    from .schedule_analysis import analyze_schedule as run
+
+    graph = _read(graph_json, "graph")
+    return _text(_answer("graph", lambda: run(graph)).to_dict())

@@ -1,0 +1,61 @@
+"""``car-verify schedule``: a static execution DAG's critical path, makespan,
+parallelism and levels; or a proposal's own DAG as one, under the profile."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ._common import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    _named_inputs,
+    _profile,
+    _read_file,
+    _write,
+    emit,
+    format_option,
+)
+
+
+def add(sub: Any, profiled: Any) -> None:
+    """Declare the command on the command line's subparsers."""
+    p = sub.add_parser(
+        "schedule",
+        parents=[profiled],
+        help="critical path, makespan, parallelism and levels of a schedule graph or a "
+        "proposal's DAG (exit 1 when serial or cyclic)",
+    )
+    p.add_argument(
+        "input",
+        metavar="GRAPH.json",
+        help="a schedule graph {units: [{id, duration?, depends_on?}]}, or a proposal "
+        "(its DAG under the profile, each action lasting its timeout_ms, else 1), or -",
+    )
+    format_option(p)
+    p.set_defaults(run=cmd_schedule)
+
+
+def cmd_schedule(args: argparse.Namespace) -> int:
+    from ..schedule_analysis import analyze_schedule, schedule_of
+
+    with _named_inputs({"graph": args.input}):
+        doc = _read_file(args.input, dict, "schedule graph or proposal")
+        graph = schedule_of(doc, profile=_profile(args)) if "actions" in doc else doc
+        result = analyze_schedule(graph)
+
+    def text() -> None:
+        path = " -> ".join(result.critical_path) or "(none: nothing takes time)"
+        _write(f"critical path: {path} (makespan {result.makespan})\n")
+        for n, level in enumerate(result.levels):
+            _write(f"level {n}: {', '.join(level)}\n")
+        if result.cyclic:
+            _write(f"on or after a cycle, not scheduled: {', '.join(result.cyclic)}\n")
+        shape = "serial: one unit ready at a time" if result.serial else "parallel"
+        _write(
+            f"{shape}; at most {result.max_parallelism} at once"
+            f"{'; it has a cycle' if result.has_cycle else ''} (profile {_profile(args)})\n"
+        )
+
+    emit(args, result.to_dict(extras=True), text)
+    return EXIT_FINDINGS if result.serial or result.has_cycle else EXIT_OK
