@@ -67,8 +67,10 @@ if TYPE_CHECKING:
         record_decision,
     )
     from .policy_analysis import lint_policies, policy_diff
+    from .predictions import simulate_with_predictions, transaction_check_with_predictions
     from .registry import available_passes
     from .risk import RiskResult, risk
+    from .schedule_analysis import ScheduleAnalysis, analyze_schedule
     from .tools import ToolRegistry
     from .transactions import TransactionReport, transaction_check
     from .workflow import check_workflow_policies, verify_workflow, verify_workflow_graph
@@ -141,6 +143,10 @@ _LAZY = {
     ),
     **dict.fromkeys(["lint_policies", "policy_diff"], "policy_analysis"),
     **dict.fromkeys(["RiskResult", "risk"], "risk"),
+    **dict.fromkeys(["ScheduleAnalysis", "analyze_schedule"], "schedule_analysis"),
+    **dict.fromkeys(
+        ["simulate_with_predictions", "transaction_check_with_predictions"], "predictions"
+    ),
     **dict.fromkeys(
         ["check_workflow_policies", "verify_workflow", "verify_workflow_graph"], "workflow"
     ),
@@ -256,6 +262,7 @@ __all__ = [
     "Requirement",
     "Reversibility",
     "RiskResult",
+    "ScheduleAnalysis",
     "Severity",
     "Simulation",
     "StateAssumption",
@@ -275,6 +282,7 @@ __all__ = [
     "VerificationResult",
     "__version__",
     "analyze_concurrency",
+    "analyze_schedule",
     "available_passes",
     "check_information_flow",
     "check_intent",
@@ -300,8 +308,10 @@ __all__ = [
     "risk",
     "runs_unblocked",
     "simulate",
+    "simulate_with_predictions",
     "to_dot",
     "transaction_check",
+    "transaction_check_with_predictions",
     "verify",
     "verify_tool_receipts",
     "verify_workflow",

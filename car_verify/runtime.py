@@ -50,7 +50,9 @@ __all__ = [
     "permission_evaluate",
     "simulate",
     "simulate_monte_carlo",
+    "simulate_with_predictions",
     "transaction_check",
+    "transaction_check_with_predictions",
     "verify",
     "verify_tool_receipts",
     "verify_workflow",
@@ -378,3 +380,38 @@ def analyze_schedule(graph_json: str) -> str:
 
     graph = _read(graph_json, "graph")
     return _text(_answer("graph", lambda: run(graph)).to_dict())
+
+
+def simulate_with_predictions(
+    proposal_json: str,
+    predictions_json: str,
+    min_accuracy: float,
+    initial_state_json: str | None = None,
+) -> str:
+    """``car_runtime.simulate_with_predictions``: the end state when each action
+    does what a model predicts, where the prediction is accurate enough."""
+    from .predictions import simulate_with_predictions as run
+
+    proposal = _proposal(proposal_json)
+    predictions = _read(predictions_json, "predictions")
+    state = _read(initial_state_json, "state")
+    return _text(_answer("predictions", lambda: run(proposal, predictions, min_accuracy, state)))
+
+
+def transaction_check_with_predictions(
+    proposal_json: str,
+    predictions_json: str,
+    versions_json: str | None = None,
+    state_json: str | None = None,
+) -> str:
+    """``car_runtime.transaction_check_with_predictions``: transactional conflicts,
+    each action's write set with the keys a model predicts it writes."""
+    from .predictions import transaction_check_with_predictions as run
+
+    proposal = _proposal(proposal_json)
+    predictions = _read(predictions_json, "predictions")
+    versions, state = _read(versions_json, "versions"), _read(state_json, "state")
+    report = _answer("predictions", lambda: run(proposal, predictions, versions, state))
+    doc = report.to_dict()
+    doc.pop("profile", None)
+    return _text(doc)

@@ -92,6 +92,9 @@ BAD_JSON = [
     ("evaluate_goal", ["x"]),
     ("verify_tool_receipts", ["x", "[]"]),
     ("verify_tool_receipts", ["[]", "x"]),
+    ("analyze_schedule", ["x"]),
+    ("simulate_with_predictions", ['{"actions": []}', "x", 0.5]),
+    ("transaction_check_with_predictions", ['{"actions": []}', "x"]),
 ]
 
 
@@ -182,4 +185,49 @@ def test_plans_get_the_runtimes_answers(
 ) -> None:
     request = json.dumps({"initial": initial, "steps": steps, "goal": goal})
     theirs, mine = both("check_plan", request)
+    assert mine == theirs
+
+
+@RUNS
+@given(
+    proposals(),
+    states,
+    st.dictionaries(
+        st.sampled_from(["a0", "a1", "a2", "zz"]),
+        st.fixed_dictionaries(
+            {
+                "effects": st.dictionaries(st.sampled_from(["k", "j", "m"]), st.integers(0, 2)),
+                "accuracy": st.sampled_from([0.0, 0.5, 0.9, 1.0]),
+            }
+        ),
+        max_size=3,
+    ),
+    st.sampled_from([0.0, 0.5, 0.95]),
+)
+def test_predicted_effects_give_the_runtimes_end_state(
+    proposal: dict[str, Any], state: Any, predictions: dict[str, Any], min_accuracy: float
+) -> None:
+    text, state_text = json.dumps(proposal), None if state is None else json.dumps(state)
+    theirs, mine = both(
+        "simulate_with_predictions", text, json.dumps(predictions), min_accuracy, state_text
+    )
+    assert mine == theirs
+
+
+@RUNS
+@given(
+    proposals(),
+    st.dictionaries(
+        st.sampled_from(["a0", "a1", "a2", "zz"]),
+        st.lists(st.sampled_from(["k", "j", "m"]), max_size=2),
+        max_size=3,
+    ),
+)
+def test_predicted_writes_give_the_runtimes_conflicts(
+    proposal: dict[str, Any], predictions: dict[str, Any]
+) -> None:
+    theirs, mine = both(
+        "transaction_check_with_predictions", json.dumps(proposal), json.dumps(predictions)
+    )
+    theirs, mine = (tx_projection(x) if isinstance(x, dict) else x[0] for x in (theirs, mine))
     assert mine == theirs

@@ -190,15 +190,21 @@ def _state_write_key(action: Action) -> str | None:
     return action.param_key() if action.type == "state_write" else None
 
 
+def car_written(action: Action) -> dict[str, Any]:
+    """A ``state_write``'s own ``{key: value}`` (``value`` absent: null); ``{}``
+    for any other action."""
+    key = _state_write_key(action)
+    return {} if key is None else {key: action.parameters.get("value")}
+
+
 def car_effects(action: Action) -> dict[str, Any]:
     """The effects CAR applies: a ``state_write``'s ``{key: value}``, then
     ``expected_effects`` (which win on the same key)."""
-    key = _state_write_key(action)
-    if key is None:
+    written = car_written(action)
+    if not written:
         return action.expected_effects
-    effects: dict[str, Any] = {key: action.parameters.get("value")}
-    effects.update(action.expected_effects)
-    return effects
+    written.update(action.expected_effects)
+    return written
 
 
 def car_writes(action: Action) -> list[str]:
