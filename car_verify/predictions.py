@@ -1,9 +1,10 @@
 """A model's predictions of what actions do, with the runtime's answers.
 
 ``simulate_with_predictions`` (the runtime's predictive simulation): every action,
-in proposal order, applies its effects: a ``state_write``'s own ``{key: value}``
-(the write itself), then the predicted ``effects`` when the prediction's
-``accuracy`` is at least ``min_accuracy``, else its ``expected_effects``. Nothing is
+in CAR's order (level by level, proposal order inside a level), applies its
+effects: a ``state_write``'s own ``{key: value}`` (the write itself), then the
+predicted ``effects`` when the prediction's ``accuracy`` is at least
+``min_accuracy``, else its ``expected_effects``. Nothing is
 checked on the way (no precondition, no dependency blocks): it answers "what
 would the state be if each action did what the model says", not whether the
 plan can run. ``predictions`` maps an action id to ``{effects, accuracy}``; an id
@@ -81,7 +82,8 @@ def simulate_with_predictions(
         raise InputError("min_accuracy: expected a number, got NaN", [])
     predicted = _effect_predictions(predictions)
     state: dict[str, Any] = copy.deepcopy(dict(initial_state or {}))
-    for action in model.actions:
+    order = [i for level in CAR.order(model).levels for i in level]  # CAR's levels, in turn
+    for action in (model.actions[i] for i in order):
         chosen = predicted.get(action.id)
         if chosen is not None and chosen[1] >= min_accuracy:
             # The prediction stands for the declared effects; a state_write's own

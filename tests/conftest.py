@@ -37,6 +37,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "slow: a slow end-to-end test, run under CI or with --run-slow"
     )
+    config.addinivalue_line(
+        "markers",
+        "oracle: compares with the runtime itself (car_runtime); CI runs these again "
+        "against the newest runtime version (pytest -m oracle)",
+    )
 
 
 def _slow_runs(config: pytest.Config) -> bool:
@@ -51,6 +56,16 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # A test that calls the runtime is an oracle test: its module asks for it by
+    # car_oracle.runtime() or imports car_runtime.
+    asks: dict[str, bool] = {}
+    for item in items:
+        path = str(item.path)
+        if path not in asks:
+            source = item.path.read_text(encoding="utf-8")
+            asks[path] = "runtime()" in source or "car_runtime" in source
+        if asks[path]:
+            item.add_marker(pytest.mark.oracle)
     if _slow_runs(config):
         return
     skip = pytest.mark.skip(reason="slow end-to-end test: CI=1 or --run-slow runs it")
