@@ -39,7 +39,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from .api import ProposalLike, VerificationResult, _state, verify_context
 from .codes import BLOCKING
@@ -74,11 +74,14 @@ from .walk import Cause, apply_level, blockers
 
 __all__ = [
     "DEFAULT_BLOCKING",
+    "RESULT_SHAPES",
     "CostBudget",
     "ExecutionResult",
     "Executor",
     "Gate",
+    "ResultShape",
     "RollbackReport",
+    "TerminalToolError",
     "ToolError",
     "execute",
     "execute_sync",
@@ -334,8 +337,15 @@ class Executor:
         ledger: Any = None,
         labels: Any = None,
         flow_policy: Any = None,
+        results: ResultShape = "newest",
     ) -> None:
         from .semantics import semantics_of
+
+        if results not in RESULT_SHAPES:
+            raise UsageError(f"results must be one of {', '.join(RESULT_SHAPES)}, not {results!r}")
+        #: How a rolled-back action is reported: as the newest runtime does
+        #: (``succeeded``, ``rolled_back``), or as 0.52.1 did (``failed``).
+        self.results: ResultShape = results
 
         #: The semantics it admits, orders and walks by (``car`` by default).
         self.semantics = semantics_of(profile)
@@ -544,6 +554,8 @@ class Executor:
             self._event("aborted", reason=aborted_by)
             rollback = await self._rollback(completion, outputs, cost)
             state = rollback.restored_state
+            for i in completion:
+                results[i] = self._rolled_back(results[i], rollback)
         ordered = [results[i] for i in range(dag.n)]
         _count(cost, ordered, started)
         final = ProposalResult(proposal_id=proposal.id, results=ordered, cost=cost)
@@ -553,6 +565,27 @@ class Executor:
         return ExecutionResult(
             final, detached, admission, [], violations, aborted_by, rollback, self
         )
+
+    def _rolled_back(self, result: ActionResult, rollback: RollbackReport) -> ActionResult:
+        """A completed action after the run aborted: its state effects are gone, and
+        what became of its external effects (compensated, not undoable) is said."""
+        if result.status is not ActionStatus.SUCCEEDED:
+            return result
+        action_id = result.action_id
+        failed = {f["action_id"]: f["error"] for f in rollback.failed_to_compensate}
+        if action_id in rollback.compensated:
+            fate = "its compensation ran"
+        elif action_id in failed:
+            fate = f"its compensation failed ({failed[action_id]}): external effects may remain"
+        else:
+            fate = "external effects may remain and were not undone"
+        result.error = f"proposal aborted; state effects were rolled back; {fate}"
+        result.state_changes = {}
+        if self.results == "0.52":
+            result.status = ActionStatus.FAILED
+        else:
+            result.rolled_back = True
+        return result
 
     def _held_by_tier(self) -> list[str]:
         """The permission gate, as the runtime admits a proposal: an action the granted
@@ -865,6 +898,8 @@ class _Run:
         self.cascaded: set[str] = set()
         #: What the walk's rules found against each assertion of the running level.
         self.causes: dict[int, list[Cause]] = {}
+        #: Actions whose tool failed for good (TerminalToolError).
+        self.terminal: set[str] = set()
 
     async def action(self, i: int, state: Mapping[str, Any]) -> tuple[ActionResult, dict[str, Any]]:
         x, action = self.x, self.x.proposal.actions[i]
@@ -900,7 +935,10 @@ class _Run:
             x.trace_gate.record(action.tool, params, "failed" if error else "succeeded")
         if error is not None:
             x._event("action_failed", action.id, error=error)
-            return _result(action, ActionStatus.FAILED, error=error, duration=duration), {}
+            failed = _result(action, ActionStatus.FAILED, error=error, duration=duration)
+            if action.id in self.terminal:
+                failed.terminal = True
+            return failed, {}
         x._event("action_succeeded", action.id, duration_ms=duration)
         return _result(action, ActionStatus.SUCCEEDED, output=output, duration=duration), dict(
             effects
@@ -997,6 +1035,9 @@ class _Run:
                 continue
             except Exception as err:
                 error = _message(err)
+                if _is_terminal(err):  # failed for good: no retry
+                    self.terminal.add(action.id)
+                    break
                 continue
             if cache_key is not None and schema is not None and schema.cache_ttl_secs is not None:
                 x._cache[cache_key] = (time.monotonic() + schema.cache_ttl_secs, output)
@@ -1074,6 +1115,21 @@ def _aborts(action: Action, result: ActionResult, cascaded: set[str]) -> bool:
     if action.id in cascaded:
         return False
     return action.failure_behavior is not FailureBehavior.SKIP
+
+
+class TerminalToolError(Exception):
+    """Raised by a tool that failed for good: the action fails at once, with no
+    retry, and its result says ``terminal`` (as the runtime's own
+    ``TerminalToolError``, which is recognised too)."""
+
+
+def _is_terminal(err: BaseException) -> bool:
+    return any(cls.__name__ == "TerminalToolError" for cls in type(err).__mro__)
+
+
+ResultShape = Literal["newest", "0.52"]
+#: How results are shaped: as the newest runtime reports them, or as 0.52.1 did.
+RESULT_SHAPES: tuple[ResultShape, ...] = ("newest", "0.52")
 
 
 def _result(
@@ -1154,11 +1210,15 @@ async def execute(
     ledger: Any = None,
     labels: Any = None,
     flow_policy: Any = None,
+    results: ResultShape = "newest",
 ) -> ExecutionResult:
     """Run a proposal behind the verify passes (see the module docs). It admits,
     orders and walks as the profile's semantics says (``car`` by default: CAR's
     levels, each action seeing the effects before it in its level; ``strict``:
-    docs/semantics.md §1-8, a level on its start state)."""
+    docs/semantics.md §1-8, a level on its start state). ``results``: an action
+    the rollback undid is reported as the newest runtime reports it (``succeeded``
+    with ``rolled_back``), or with ``"0.52"`` as car-runtime 0.52.1 did
+    (``failed``)."""
     executor = Executor(
         proposal,
         tools,
@@ -1175,6 +1235,7 @@ async def execute(
         ledger=ledger,
         labels=labels,
         flow_policy=flow_policy,
+        results=results,
     )
     return await executor.run()
 

@@ -618,6 +618,12 @@ class ActionResult(Wire):
     state_changes: dict[str, Any] = wire("state_changes", d_str_map(d_json), factory=dict)
     duration_ms: float = wire("duration_ms", d_number, default=0.0)
     timestamp: str = wire("timestamp", d_str, factory=_now)
+    #: The run aborted after this action succeeded, and its effects were rolled back
+    #: (the runtime's field since 0.54.0; written only when true).
+    rolled_back: bool | None = wire("rolled_back", d_optional(d_bool), default=None, omit_none=True)
+    #: The tool failed for good (it raised ``TerminalToolError``): no retry was made
+    #: (the runtime's field since 0.54.0; written only when true).
+    terminal: bool | None = wire("terminal", d_optional(d_bool), default=None, omit_none=True)
     extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def mutations(self) -> dict[str, StateMutation]:

@@ -788,3 +788,69 @@ def test_the_worked_example_rolls_back_files_on_disk(
     ended = [e.action_id for e in events if e.kind == "action_succeeded"]
     undone = [e.action_id for e in events if e.kind == "compensated"]
     assert undone == [a for a in reversed(ended) if a in ("notes", "changelog")]
+
+
+def test_an_action_the_rollback_undid_is_reported_as_the_newest_runtime_reports_it() -> None:
+    """Issue 39: since car-runtime 0.54.0 an action that succeeded before a later
+    failure aborted the run is `succeeded` with `rolled_back: true` (0.52.1:
+    `failed`); its state effects are gone. car-verify reports the newest shape by
+    default and 0.52.1's with results="0.52", and says what became of the external
+    effects (here the compensation ran)."""
+    plan = {
+        "actions": [
+            {"id": "a", "type": "tool_call", "tool": "ok", "expected_effects": {"x": 1},
+             "reversibility": "compensable",
+             "compensation": {"type": "tool", "tool": "undo", "parameters": {}}},
+            {"id": "b", "type": "tool_call", "tool": "boom", "state_dependencies": ["x"]},
+        ]
+    }  # fmt: skip
+
+    def boom(_params: dict[str, Any]) -> Any:
+        raise RuntimeError("boom")
+
+    tools = {"ok": lambda p: {"ok": True}, "undo": lambda p: {}, "boom": boom}
+    newest = execute_sync(plan, tools)
+    [a, b] = newest.result.results
+    assert (a.status.value, a.rolled_back, a.state_changes) == ("succeeded", True, {})
+    assert "rolled back; its compensation ran" in (a.error or "")
+    assert b.status.value == "failed" and b.rolled_back is None
+    assert newest.result.to_dict()["results"][0]["rolled_back"] is True
+    assert "rolled_back" not in newest.result.to_dict()["results"][1]  # written when true
+    old = execute_sync(plan, tools, results="0.52").result.results[0]
+    assert (old.status.value, old.rolled_back) == ("failed", None)
+    with pytest.raises(car_verify.UsageError, match="results must be one of"):
+        execute_sync(plan, tools, results="0.53")
+    # the command line offers the same shapes (spelt there, to keep start-up light)
+    import argparse
+
+    from car_verify.cli import _parser
+    from car_verify.executor import RESULT_SHAPES
+
+    [run] = [
+        sub.choices["run"]
+        for sub in _parser()._actions
+        if isinstance(sub, argparse._SubParsersAction)
+    ]
+    [shapes] = [a.choices for a in run._actions if a.dest == "results"]
+    assert tuple(shapes) == RESULT_SHAPES
+
+
+def test_a_terminal_tool_error_fails_at_once_and_says_so() -> None:
+    """A tool that raises TerminalToolError (car-verify's, or one named so, as the
+    runtime's is) is not retried, and its result says `terminal: true`."""
+    from car_verify.executor import TerminalToolError
+
+    calls: list[int] = []
+
+    def fatal(_params: dict[str, Any]) -> Any:
+        calls.append(1)
+        raise TerminalToolError("the account is closed")
+
+    plan = {"actions": [{"id": "a", "type": "tool_call", "tool": "fatal",
+                         "failure_behavior": "retry", "max_retries": 3}]}  # fmt: skip
+    run = execute_sync(plan, {"fatal": fatal})
+    [a] = run.result.results
+    assert (a.status.value, a.terminal, len(calls), run.result.cost.retries) == (
+        "failed", True, 1, 0,
+    )  # fmt: skip
+    assert run.result.to_dict()["results"][0]["terminal"] is True

@@ -64,6 +64,13 @@ def add(sub: Any, profiled: Any) -> None:
     )
     p.add_argument("--flow-policy", metavar="POLICY.json", help="the flow gate's flow policy")
     p.add_argument("--no-labels", action="store_true", help="do not look for .car/tool-labels.json")
+    p.add_argument(
+        "--results",
+        choices=("newest", "0.52"),  # executor.RESULT_SHAPES (not imported at start-up)
+        default="newest",
+        help="an action the rollback undid is reported as the newest runtime reports it "
+        "(succeeded, rolled_back: true; the default) or as car-runtime 0.52.1 did (failed)",
+    )
     p.set_defaults(run=cmd_run)
 
 
@@ -175,6 +182,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         ledger=args.ledger,
         labels=labels,
         flow_policy=flow_policy,
+        results=args.results,
     )
 
     async def run() -> Any:
