@@ -60,11 +60,9 @@ def _strings(doc: Mapping[str, Any], name: str, path: list[str | int]) -> list[s
 
 
 def _decoded(request: Any) -> Any:
-    if isinstance(request, (str, bytes)):
-        from .model import read_json
+    from .model import json_value  # the model loads only when a check runs
 
-        return read_json(request)
-    return request
+    return json_value(request)
 
 
 # --- check_plan -------------------------------------------------------------------------

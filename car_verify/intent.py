@@ -125,11 +125,9 @@ def parse_intent(doc: Any) -> Intent:
 
 
 def _decoded(request: Any) -> Any:
-    if isinstance(request, (str, bytes)):
-        from .model import read_json
+    from .model import json_value  # the model loads only when a check runs
 
-        return read_json(request)
-    return request
+    return json_value(request)
 
 
 def judge(intent: Intent, actions: Sequence[IntentAction]) -> IntentReport:

@@ -94,6 +94,7 @@ __all__ = [
     "ToolStreamChunk",
     "ToolStreamEvent",
     "chunk_from_dict",
+    "json_value",
     "load",
     "load_parsed",
     "load_tools",
@@ -885,6 +886,14 @@ class RepeatedKey:
             f"key `{self.key}` appears more than once{where} (again at line {self.line}, "
             f"column {self.column}): the last value is read and the others are lost"
         )
+
+
+def json_value(value: Any) -> Any:
+    """An argument that may be JSON text: a ``str`` or ``bytes`` read as
+    :func:`read_json` reads a document (an InputError with line and column), any
+    other value as it is. The newer checks take their inputs so (plans, goals,
+    claims, intents, schedule graphs, predictions)."""
+    return read_json(value) if isinstance(value, (str, bytes)) else value
 
 
 def read_json(

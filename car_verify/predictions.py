@@ -30,19 +30,10 @@ from .errors import InputError, reject_unknown_fields
 __all__ = ["simulate_with_predictions", "transaction_check_with_predictions"]
 
 
-def _decoded(value: Any, what: str) -> Any:
-    if isinstance(value, (str, bytes)):
-        from .model import loads_finite
-
-        try:
-            return loads_finite(value if isinstance(value, str) else value.decode("utf-8"))
-        except (ValueError, RecursionError) as err:
-            raise InputError(f"{what}: not JSON: {err}", []) from None
-    return value
-
-
 def _effect_predictions(predictions: Any) -> dict[str, tuple[dict[str, Any], float]]:
-    doc = _decoded(predictions, "predictions")
+    from .model import json_value
+
+    doc = json_value(predictions)
     if not isinstance(doc, Mapping):
         raise InputError("expected an object: action id -> {effects, accuracy}", ["predictions"])
     out = {}
@@ -103,11 +94,11 @@ def transaction_check_with_predictions(
 ) -> Any:
     """``transaction_check`` under the car profile, each action's write set with
     the keys the model predicts it writes (see the module docs)."""
-    from .model import load
+    from .model import json_value, load
     from .transactions import transaction_check
 
     model = load(copy.deepcopy(proposal) if isinstance(proposal, Mapping) else proposal)
-    doc = _decoded(predictions, "predictions")
+    doc = json_value(predictions)
     if not isinstance(doc, Mapping):
         raise InputError("expected an object: action id -> [keys]", ["predictions"])
     for action_id, keys in doc.items():

@@ -79,14 +79,9 @@ class ScheduleAnalysis:
 def parse_schedule(graph: Any) -> list[Unit]:
     """The units of a ``ScheduleGraph`` (a dict, or JSON text), or an InputError
     naming where."""
-    from .model import loads_finite
+    from .model import json_value
 
-    if isinstance(graph, bytes):
-        graph = graph.decode("utf-8")
-    try:
-        doc = loads_finite(graph) if isinstance(graph, str) else graph
-    except (ValueError, RecursionError) as err:
-        raise InputError(f"not JSON: {err}", []) from None
+    doc = json_value(graph)
     if not isinstance(doc, Mapping):
         raise InputError("expected an object {units: [...]}", [])
     reject_unknown_fields(doc, ("units",), [])
