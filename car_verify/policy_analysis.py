@@ -491,6 +491,7 @@ class _Model:
         self.state = {k: Slot(z3, f"state:{k}", v) for k, v in sorted(keys.items())}
         self.free: dict[str, Any] = {}  # a rule this model cannot express: any verdict
         self._parts: dict[int, tuple[RuleRef, tuple[str | None, list[_Piece]]]] = {}
+        self._conditions: dict[int, tuple[RuleRef, Any]] = {}
 
     def _add_forms(self, ref: RuleRef, value: Any, variants: list[Any]) -> None:
         forms = _forms(value)
@@ -520,7 +521,14 @@ class _Model:
         return z3.And(*(s.domain() for s in slots))
 
     def condition(self, ref: RuleRef) -> Any:
-        """The formula that holds exactly when ``ref`` denies the call."""
+        """The formula that holds exactly when ``ref`` denies the call (built once
+        per rule, from its parts)."""
+        key = id(ref)
+        if key not in self._conditions:
+            self._conditions[key] = (ref, self._condition(ref))
+        return self._conditions[key][1]
+
+    def _condition(self, ref: RuleRef) -> Any:
         z3 = self.z3
         tool, pieces = self.parts(ref)
         denies = z3.Or(*(piece.formula for piece in pieces), z3.BoolVal(False))
@@ -721,13 +729,13 @@ def policy_diff(old: Any, new: Any) -> PolicyDiff:
     letters = (
         values
         if isinstance(values, str)
-        else _letters(model, patterns, values[1], deny_old, deny_new)
+        else _letters(model, patterns, values[1], (deny_old, deny_new), (old_engine, new_engine))
     )
     apart = _rates_apart(old_engine, new_engine)
     if apart is not None and not isinstance(letters, str):
         letters.inexact.append(apart)
     for label, a, b, _, _, found in needed:
-        answer = _trace_split(letters, a, b)
+        answer = _trace_split(letters, a, b, swapped=label == "newly denied")
         if isinstance(answer, Counterexample):
             found.append(answer)
         elif answer is not None:
@@ -747,15 +755,17 @@ def _letters(
     model: _Model,
     patterns: Sequence[Call],
     needles: Mapping[str, int],
-    deny_old: Any,
-    deny_new: Any,
+    denials: tuple[Any, Any],
+    engines: tuple[PolicyEngine, PolicyEngine],
 ) -> Any:
     """One concrete call (a :class:`Letter`) per combination of the trace rules'
     patterns and the two sets' denials of one call that some call has (a call
     both sets deny cannot be a step nor a split), or why they could not all be
-    found. Each call's denials are the engines' own."""
+    found. Each call carries the old and the new engine's own denials of it,
+    judged once for both directions."""
     from .trace_automata import MAX_LETTERS, pattern_formula
 
+    deny_old, deny_new = denials
     z3 = model.z3
     flags = [pattern_formula(z3, model.tool, model.params, p) for p in patterns]
     flags += [deny_old, deny_new]
@@ -787,17 +797,18 @@ def _letters(
         call = solver.model()
         if len(found.letters) >= MAX_LETTERS:
             return f"the rules' patterns combine into more than {MAX_LETTERS} kinds of call"
-        found.letters.append(_letter(model, call))
+        found.letters.append(_letter(model, call, engines))
         solver.add(
             z3.Or(*(m != call.eval(m, model_completion=True) for m in marks), z3.BoolVal(False))
         )
 
 
-def _letter(model: _Model, found: Any) -> Letter:
+def _letter(model: _Model, found: Any, engines: tuple[PolicyEngine, PolicyEngine]) -> Letter:
     from .trace_automata import Letter
 
     tool, params, state = model.call(found)
-    return Letter(tool, params, state)
+    old, new = (tuple(_denials(e, tool, params, state)) for e in engines)
+    return Letter(tool, params, state, (old, new))
 
 
 def _rates_apart(old: PolicyEngine, new: PolicyEngine) -> str | None:
@@ -833,24 +844,19 @@ def _rates_apart(old: PolicyEngine, new: PolicyEngine) -> str | None:
 
 
 def _trace_split(
-    letters: Any, refuses: PolicyEngine, admits: PolicyEngine
+    letters: Any, refuses: PolicyEngine, admits: PolicyEngine, *, swapped: bool
 ) -> Counterexample | str | None:
     """The shortest trace and call ``refuses`` refuses and ``admits`` admits,
-    replayed on both engines; None when there is none; a reason when undecided."""
-    from .trace_automata import Letter, trace_containment
+    replayed on both engines; None when there is none; a reason when undecided.
+    ``swapped``: ``refuses`` is the new set (the letters hold old, then new)."""
+    import dataclasses
+
+    from .trace_automata import trace_containment
 
     if isinstance(letters, str):
         return letters
     judged = [
-        Letter(
-            c.tool,
-            c.parameters,
-            c.state,
-            (
-                tuple(_denials(refuses, c.tool, c.parameters, c.state)),
-                tuple(_denials(admits, c.tool, c.parameters, c.state)),
-            ),
-        )
+        dataclasses.replace(c, denied=(c.denied[1], c.denied[0])) if swapped else c
         for c in letters.letters
     ]
     split = trace_containment(refuses.trace_rules, admits.trace_rules, judged)
