@@ -25,7 +25,6 @@ __all__ = [
     "contains_language",
     "equals",
     "literal",
-    "one_of",
     "one_of_language",
     "text_of",
 ]
@@ -78,11 +77,6 @@ def contains(z3: Any, text: Any, needle: str) -> Any:
 def equals(z3: Any, text: Any, value: str) -> Any:
     """The z3 string ``text`` is ``value``."""
     return z3.InRe(text, z3.Re(literal(z3, value)))
-
-
-def one_of(z3: Any, text: Any, values: Any) -> Any:
-    """The z3 string ``text`` is one of ``values`` (none: false)."""
-    return z3.InRe(text, one_of_language(z3, values)) if values else z3.BoolVal(False)
 
 
 def text_of(model: Any, expr: Any) -> str:
