@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from samples import anthropic_record, atif_record, openai_record, tool_call
 
 from car_verify.cli import main
 from car_verify.importers import ImportProblem, Trajectory, read, read_file
@@ -26,28 +27,6 @@ def trajectories(path: Path) -> list[Trajectory]:
     items = list(read_file(path))
     assert not [i for i in items if isinstance(i, ImportProblem)], items
     return [i for i in items if isinstance(i, Trajectory)]
-
-
-def _call(ident: str, name: str, arguments: str) -> dict[str, Any]:
-    return {"id": ident, "type": "function", "function": {"name": name, "arguments": arguments}}
-
-
-def openai_record() -> dict[str, Any]:
-    return {
-        "id": "run-1",
-        "reward": 1,
-        "model": "gpt-x",
-        "messages": [
-            {"role": "user", "content": "find and book"},
-            {"role": "assistant", "content": None, "tool_calls": [
-                _call("a", "search", '{"q": "x"}'), _call("b", "book", "not json"),
-            ]},
-            {"role": "tool", "tool_call_id": "a", "content": '["r1"]'},
-            {"role": "tool", "tool_call_id": "b", "content": "Error: sold out"},
-            {"role": "assistant", "content": None,
-             "tool_calls": [_call("a", "search", '{"q": "x"}')]},
-        ],
-    }  # fmt: skip
 
 
 def test_openai_chat_records(tmp_path: Path) -> None:
@@ -70,20 +49,7 @@ def test_openai_chat_records(tmp_path: Path) -> None:
 
 
 def test_anthropic_and_atif_records(tmp_path: Path) -> None:
-    use = {"type": "tool_use", "id": "t1", "name": "read", "input": {"p": 1}}
-    result = {"type": "tool_result", "tool_use_id": "t1", "content": "ok", "is_error": True}
-    anthropic = {"id": "s1", "messages": [
-        {"role": "assistant", "content": [{"type": "text", "text": "hi"}, use]},
-        {"role": "user", "content": [result]},
-    ]}  # fmt: skip
-    step = {
-        "step_id": 1, "source": "agent", "message": "",
-        "tool_calls": [{"tool_call_id": "x", "function_name": "ls", "arguments": {"d": "/"}}],
-        "observation": {"results": [{"source_call_id": "x", "content": "a b"}]},
-    }  # fmt: skip
-    atif = {"schema_version": "ATIF-v1.7", "session_id": "sess",
-            "agent": {"name": "a", "model_name": "m"}, "steps": [step],
-            "extra": {"reward": 0.0, "task": "t7", "nested": {"x": 1}}}  # fmt: skip
+    anthropic, atif = anthropic_record(), atif_record()
     path = tmp_path / "mixed.jsonl.gz"
     with gzip.open(path, "wt") as f:
         f.write(json.dumps(anthropic) + "\n" + json.dumps(atif) + "\n")
@@ -137,7 +103,7 @@ def test_lifting_keeps_the_order_one_action_per_call_and_stable_ids(
         calls = []
         for c in turn:
             made.append((c["name"], c["args"]))
-            calls.append(_call(f"id{len(made)}", c["name"], json.dumps(c["args"])))
+            calls.append(tool_call(f"id{len(made)}", c["name"], json.dumps(c["args"])))
         messages.append({"role": "assistant", "content": None, "tool_calls": calls})
     [t] = OpenAIChatImporter().lift({"messages": messages}, source="s", line=1, index=0)
     actions = t.proposal()["actions"]

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from samples import HOOK_POLICY, anthropic_record, atif_record, claude, codex, openai_record
 
 import car_verify
 from car_verify.errors import InputError
@@ -149,49 +150,21 @@ def test_every_tool_fault_leaves_a_result_the_state_restored_and_the_log_readabl
     assert events[-1].kind == "proposal_finished" and not notes
 
 
-HOOK_RULES = """deny_tool = ["rm"]
-[[deny_tool_param]]
-tool = "Bash"
-param = "command"
-contains = "rm -rf"
-[[rate_limit_tool]]
-tool = "WebFetch"
-max_calls = 2
-interval_secs = 3600
-[[trace_rule]]
-rule = 'never Bash where command contains "git push" after Read where file_path contains ".env"'
-"""
-
-
 def _hook_seeds() -> list[bytes]:
-    def claude(event: str, tool: str, tool_input: Any, **extra: Any) -> bytes:
-        payload = {
-            "session_id": "fuzz",
-            "transcript_path": "/home/u/.claude/projects/x.jsonl",
-            "cwd": "/home/u/project",
-            "permission_mode": "default",
-            "hook_event_name": event,
-            "tool_name": tool,
-            "tool_input": tool_input,
-            "tool_use_id": "toolu_01",
-            **extra,
-        }
-        return json.dumps(payload).encode()
-
-    codex = {
-        "session_id": "fuzz-codex", "transcript_path": None, "cwd": "/w", "model": "gpt-5-codex",
-        "permission_mode": "default", "hook_event_name": "PreToolUse", "turn_id": "t-1",
-        "tool_name": "Bash", "tool_input": {"command": "git push"}, "tool_use_id": "call_1",
-    }  # fmt: skip
     return [
-        claude("PreToolUse", "rm", {"path": "/"}),
-        claude("PreToolUse", "Bash", {"command": "rm -rf build"}),
-        claude("PreToolUse", "Read", {"file_path": "/w/.env"}),
-        claude("PreToolUse", "WebFetch", {"url": "https://example.com", "prompt": "x"}),
-        claude("PostToolUse", "Read", {"file_path": "/w/.env"}, tool_response={"ok": True}),
-        claude("PostToolUseFailure", "Bash", {"command": "make"}, error="exit 2"),
-        json.dumps(codex).encode(),
-    ]
+        json.dumps(payload).encode()
+        for payload in (
+            claude("rm", {"path": "/"}, "fuzz"),
+            claude("Bash", {"command": "rm -rf build"}, "fuzz"),
+            claude("Read", {"file_path": "/w/.env"}, "fuzz"),
+            claude("WebFetch", {"url": "https://example.com", "prompt": "x"}, "fuzz"),
+            claude("Read", {"file_path": "/w/.env"}, "fuzz", event="PostToolUse",
+                   tool_response={"ok": True}),
+            claude("Bash", {"command": "make"}, "fuzz", event="PostToolUseFailure",
+                   error="exit 2"),
+            codex("git push", "fuzz-codex"),
+        )
+    ]  # fmt: skip
 
 
 def test_any_hook_payload_gets_a_decision_in_the_agents_format(tmp_path: Path) -> None:
@@ -203,7 +176,7 @@ def test_any_hook_payload_gets_a_decision_in_the_agents_format(tmp_path: Path) -
 
     policies = tmp_path / "policies"
     policies.mkdir()
-    (policies / "rules.toml").write_text(HOOK_RULES)
+    (policies / "rules.toml").write_text(HOOK_POLICY)
     state = tmp_path / "state"
     rng = random.Random(37)
     seeds = _hook_seeds()
@@ -233,31 +206,7 @@ def test_any_hook_payload_gets_a_decision_in_the_agents_format(tmp_path: Path) -
 
 
 def _corpus_seeds() -> list[bytes]:
-    def call(ident: str, name: str, arguments: str) -> dict[str, Any]:
-        return {"id": ident, "type": "function", "function": {"name": name, "arguments": arguments}}
-
-    openai = {"id": "o1", "reward": 1, "model": "gpt-x", "messages": [
-        {"role": "user", "content": "find and book"},
-        {"role": "assistant", "content": None,
-         "tool_calls": [call("a", "search", '{"q": "x"}'), call("b", "book", "{}")]},
-        {"role": "tool", "tool_call_id": "a", "content": '["r1"]'},
-        {"role": "tool", "tool_call_id": "b", "content": "Error: sold out"},
-    ]}  # fmt: skip
-    use = {"type": "tool_use", "id": "t1", "name": "read", "input": {"p": 1}}
-    result = {"type": "tool_result", "tool_use_id": "t1", "content": "ok", "is_error": True}
-    anthropic = {"id": "s1", "messages": [
-        {"role": "assistant", "content": [{"type": "text", "text": "hi"}, use]},
-        {"role": "user", "content": [result]},
-    ]}  # fmt: skip
-    step = {
-        "step_id": 1, "source": "agent", "message": "",
-        "tool_calls": [{"tool_call_id": "x", "function_name": "ls", "arguments": {"d": "/"}}],
-        "observation": {"results": [{"source_call_id": "x", "content": "a b"}]},
-    }  # fmt: skip
-    atif = {"schema_version": "ATIF-v1.7", "session_id": "sess",
-            "agent": {"name": "a", "model_name": "m"}, "steps": [step],
-            "extra": {"reward": 0.0}}  # fmt: skip
-    seeds = [json.dumps(r).encode() for r in (openai, anthropic, atif)]
+    seeds = [json.dumps(r()).encode() for r in (openai_record, anthropic_record, atif_record)]
     tau = ROOT.parent / "shared" / "corpora" / "tau-bench-airline" / "gpt-4o-airline.json"
     if tau.exists():  # a few real records of the shared corpus, when it is beside us
         seeds += [json.dumps(r).encode() for r in json.loads(tau.read_text())[:3]]

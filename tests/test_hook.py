@@ -14,52 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from samples import HOOK_POLICY as POLICY
+from samples import claude, codex
 
 from car_verify.hook import answer, decide
-
-POLICY = """deny_tool = ["rm"]
-[[deny_tool_param]]
-tool = "Bash"
-param = "command"
-contains = "rm -rf"
-[[rate_limit_tool]]
-tool = "WebFetch"
-max_calls = 3
-interval_secs = 3600
-[[trace_rule]]
-name = "no-push-after-env"
-rule = 'never Bash where command contains "git push" after Read where file_path contains ".env"'
-"""
-
-
-def claude(tool: str, tool_input: dict[str, Any], session: str = "s1") -> dict[str, Any]:
-    """A Claude Code PreToolUse payload, as its hooks reference documents it."""
-    return {
-        "session_id": session,
-        "transcript_path": "/home/u/.claude/projects/x.jsonl",
-        "cwd": "",
-        "permission_mode": "default",
-        "hook_event_name": "PreToolUse",
-        "tool_name": tool,
-        "tool_input": tool_input,
-        "tool_use_id": "toolu_01",
-    }
-
-
-def codex(command: str, session: str = "c1") -> dict[str, Any]:
-    """A Codex PreToolUse payload (its input schema: Bash with a command)."""
-    return {
-        "session_id": session,
-        "transcript_path": None,
-        "cwd": "",
-        "model": "gpt-5-codex",
-        "permission_mode": "default",
-        "hook_event_name": "PreToolUse",
-        "turn_id": "t-1",
-        "tool_name": "Bash",
-        "tool_input": {"command": command},
-        "tool_use_id": "call_1",
-    }
 
 
 @pytest.fixture(autouse=True)
