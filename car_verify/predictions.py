@@ -97,14 +97,15 @@ def transaction_check_with_predictions(
     from .model import json_value, load
     from .transactions import transaction_check
 
-    model = load(copy.deepcopy(proposal) if isinstance(proposal, Mapping) else proposal)
+    model = load(proposal)
     doc = json_value(predictions)
     if not isinstance(doc, Mapping):
         raise InputError("expected an object: action id -> [keys]", ["predictions"])
     for action_id, keys in doc.items():
         if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
             raise InputError("expected an array of keys", ["predictions", action_id])
-    widened = copy.deepcopy(model)
+    # load models a dict or text afresh; a model the caller passed is copied once
+    widened = copy.deepcopy(model) if model is proposal else model
     for action in widened.actions:
         keys = doc.get(action.id)
         if keys:

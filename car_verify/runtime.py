@@ -101,6 +101,10 @@ def _rejected_as(what: str, error: type[Exception] = ValueError) -> Iterator[Non
 
 
 def _text(doc: Any) -> str:
+    """The runtime's JSON text of an answer: compact, and without the ``profile``
+    car-verify's own reports name (here it is always ``car``)."""
+    if isinstance(doc, dict) and "profile" in doc:
+        doc = {k: v for k, v in doc.items() if k != "profile"}
     return json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -138,9 +142,8 @@ def verify(
         ),
     )
     doc = result.to_dict()
-    # The runtime's object: car-verify's own notes (its `info` findings) and the
-    # profile are car-verify's, in car_verify.verify; `code` is kept, an added field.
-    doc.pop("profile", None)
+    # The runtime's object: car-verify's own notes (its `info` findings) are
+    # car-verify's, in car_verify.verify; `code` is kept, an added field.
     doc["issues"] = [i for i in doc["issues"] if i["severity"] != "info"]
     return _text(doc)
 
@@ -189,9 +192,7 @@ def transaction_check(
     report = _answer(
         "proposal", lambda: run(proposal, versions=versions, state=state, profile=PROFILE)
     )
-    doc = report.to_dict()
-    doc.pop("profile", None)
-    return _text(doc)
+    return _text(report.to_dict())
 
 
 def simulate_monte_carlo(
@@ -412,6 +413,4 @@ def transaction_check_with_predictions(
     predictions = _read(predictions_json, "predictions")
     versions, state = _read(versions_json, "versions"), _read(state_json, "state")
     report = _answer("predictions", lambda: run(proposal, predictions, versions, state))
-    doc = report.to_dict()
-    doc.pop("profile", None)
-    return _text(doc)
+    return _text(report.to_dict())
