@@ -68,6 +68,7 @@ if TYPE_CHECKING:
     )
     from .policy_analysis import lint_policies, policy_diff
     from .predictions import simulate_with_predictions, transaction_check_with_predictions
+    from .ranking import ScoredProposal, rank_proposals
     from .registry import available_passes
     from .risk import RiskResult, risk
     from .schedule_analysis import ScheduleAnalysis, analyze_schedule
@@ -142,6 +143,7 @@ _LAZY = {
         ["check_intent", "check_intent_plan", "enforce_intent", "gate_intent"], "intent"
     ),
     **dict.fromkeys(["lint_policies", "policy_diff"], "policy_analysis"),
+    **dict.fromkeys(["ScoredProposal", "rank_proposals"], "ranking"),
     **dict.fromkeys(["RiskResult", "risk"], "risk"),
     **dict.fromkeys(["ScheduleAnalysis", "analyze_schedule"], "schedule_analysis"),
     **dict.fromkeys(
@@ -263,6 +265,7 @@ __all__ = [
     "Reversibility",
     "RiskResult",
     "ScheduleAnalysis",
+    "ScoredProposal",
     "Severity",
     "Simulation",
     "StateAssumption",
@@ -304,6 +307,7 @@ __all__ = [
     "permission_classify",
     "permission_evaluate",
     "policy_diff",
+    "rank_proposals",
     "record_decision",
     "risk",
     "runs_unblocked",

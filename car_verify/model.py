@@ -100,6 +100,8 @@ __all__ = [
     "load_tools",
     "loads_finite",
     "read_json",
+    "timestamp_utc",
+    "weighted_score",
 ]
 
 
@@ -111,6 +113,48 @@ def _now() -> str:
     from datetime import UTC, datetime
 
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+#: A proposal's ``timestamp`` as the runtime reads it: RFC 3339, relaxed (``T``, ``t``
+#: or a space between date and time, a 1-2 digit month or day, a ``+`` before the
+#: year, ``Z``, ``UTC`` or an offset with or without its colon, white space around).
+_TIMESTAMP = re.compile(
+    r"\s*\+?(\d{4})-(\d{1,2})-(\d{1,2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?"
+    r"\s*(?:([Zz]|[Uu][Tt][Cc])|([+-])(\d{2}):?(\d{2}))\s*"
+)
+
+
+def timestamp_utc(text: str) -> str | None:
+    """``text`` as the runtime writes a timestamp it has read (UTC, ``Z``, the
+    fraction in 0, 3, 6 or 9 digits, as few as hold it), or None when the runtime
+    refuses it: not RFC 3339, or a date or offset out of range."""
+    import calendar
+    from datetime import UTC, datetime, timedelta
+
+    match = _TIMESTAMP.fullmatch(text)
+    if match is None:
+        return None
+    year, month, day, hour, minute, second = (int(g) for g in match.groups()[:6])
+    fraction, _, sign, off_h, off_m = match.groups()[6:]
+    # Python's dates start at year 1; year 0 is a leap year, computed as 2000.
+    proxy = year or 2000
+    if not (1 <= month <= 12 and 1 <= day <= calendar.monthrange(proxy, month)[1]):
+        return None
+    if hour > 23 or minute > 59 or second > 60:
+        return None
+    offset = 0
+    if sign is not None:
+        if int(off_h) > 23 or int(off_m) > 59:
+            return None
+        offset = (1 if sign == "+" else -1) * (int(off_h) * 60 + int(off_m))
+    leap = second == 60  # a leap second is kept as written
+    moment = datetime(proxy, month, day, hour, minute, 59 if leap else second, tzinfo=UTC)
+    moment -= timedelta(minutes=offset)
+    nanos = int((fraction or "0")[:9].ljust(9, "0"))
+    digits = 0 if nanos == 0 else 3 if nanos % 10**6 == 0 else 6 if nanos % 10**3 == 0 else 9
+    shown = f".{nanos:09d}"[: digits + 1] if digits else ""
+    seconds = 60 if leap else moment.second
+    return f"{moment.year - proxy + year:04d}-{moment:%m-%dT%H:%M}:{seconds:02d}{shown}Z"
 
 
 def _new_action_id() -> str:
@@ -564,8 +608,12 @@ class CostTarget(Wire):
             raise InputError(f"must be in [0.0, 1.0], got {self.cost_weight}", ["cost_weight"])
 
     def score(self, success_likelihood: float, cost_efficiency: float) -> float:
-        w = self.cost_weight
-        return success_likelihood * (1 - w) + cost_efficiency * w
+        return weighted_score(success_likelihood, cost_efficiency, self.cost_weight)
+
+
+def weighted_score(success_likelihood: float, cost_efficiency: float, cost_weight: float) -> float:
+    """The spec's score: ``success_likelihood * (1 - w) + cost_efficiency * w``."""
+    return success_likelihood * (1 - cost_weight) + cost_efficiency * cost_weight
 
 
 @dataclass(frozen=True, slots=True)

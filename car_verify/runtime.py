@@ -48,6 +48,7 @@ __all__ = [
     "optimize",
     "permission_classify",
     "permission_evaluate",
+    "rank_proposals",
     "simulate",
     "simulate_monte_carlo",
     "simulate_with_predictions",
@@ -130,7 +131,7 @@ def verify(
     state = _read(initial_state_json, "state")
     schemas = _read(tool_schemas_json, "tool schemas")
     if schemas is None and tool_names is not None:
-        schemas = [{"name": name} for name in tool_names]
+        schemas = [{"name": name} for name in dict.fromkeys(tool_names)]  # a name twice is once
     result = _answer(
         "proposal",
         lambda: run(
@@ -414,3 +415,26 @@ def transaction_check_with_predictions(
     versions, state = _read(versions_json, "versions"), _read(state_json, "state")
     report = _answer("predictions", lambda: run(proposal, predictions, versions, state))
     return _text(report.to_dict())
+
+
+def rank_proposals(
+    candidates_json: str, tools: list[str] | None = None, cost_weight: float | None = None
+) -> str:
+    """``car_runtime.rank_proposals``: candidate proposals scored and ranked, best
+    first. ``tools`` is a list of tool names (not JSON text), as the runtime takes it."""
+    from .ranking import rank_proposals as run
+
+    if tools is not None and (isinstance(tools, str) or not isinstance(tools, list)):
+        raise TypeError(f"argument 'tools': expected a list of str, not {type(tools).__name__}")
+    if cost_weight is not None and (
+        isinstance(cost_weight, bool) or not isinstance(cost_weight, (int, float))
+    ):
+        raise TypeError(
+            f"argument 'cost_weight': expected a float, not {type(cost_weight).__name__}"
+        )
+    candidates = _read(candidates_json, "candidates")
+    if not isinstance(candidates, list):
+        kind = "map" if isinstance(candidates, dict) else type(candidates).__name__
+        raise ValueError(f"invalid type: {kind}, expected a sequence")
+    ranked = _answer("candidates", lambda: run(candidates, tools, cost_weight))
+    return _text([scored.to_dict() for scored in ranked])

@@ -93,6 +93,7 @@ BAD_JSON = [
     ("verify_tool_receipts", ["x", "[]"]),
     ("verify_tool_receipts", ["[]", "x"]),
     ("analyze_schedule", ["x"]),
+    ("rank_proposals", ["{}"]),
     ("simulate_with_predictions", ['{"actions": []}', "x", 0.5]),
     ("transaction_check_with_predictions", ['{"actions": []}', "x"]),
 ]

@@ -260,9 +260,16 @@ class CarSemantics(Semantics):
     )
 
     def refuse(self, proposal: ActionProposal) -> None:
-        """CAR rejects a whole proposal with an action ``type`` it does not know."""
-        from ..model import Action
+        """CAR rejects a whole proposal with an action ``type`` it does not know, or
+        a ``timestamp`` it cannot read as an RFC 3339 date-time."""
+        from ..model import Action, timestamp_utc
 
+        if timestamp_utc(proposal.timestamp) is None:
+            raise InputError(
+                f"{proposal.timestamp!r} is not an RFC 3339 date-time with an offset "
+                "(the car profile, like the runtime, rejects the proposal)",
+                ["timestamp"],
+            )
         for index, action in enumerate(proposal.actions):
             if action.type not in Action.KNOWN_TYPES:
                 known = ", ".join(sorted(Action.KNOWN_TYPES))

@@ -1,0 +1,104 @@
+"""``car-verify rank``: candidate proposals scored and ranked, best first."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Any
+
+from ..errors import InputError
+from ._common import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    _load_proposal,
+    _load_tools,
+    _profile,
+    _read_file,
+    _write,
+    emit,
+    format_option,
+    proposal_argument,
+    tools_option,
+)
+
+
+def add(sub: Any, profiled: Any) -> None:
+    """Declare the command on the command line's subparsers."""
+    p = sub.add_parser(
+        "rank",
+        parents=[profiled],
+        help="score and rank candidate proposals, best first (exit 1 when none is valid)",
+    )
+    proposal_argument(p, many=True)
+    tools_option(p)
+    p.add_argument(
+        "--cost-weight",
+        type=_weight,
+        metavar="W",
+        help="the weight of cost against validity, in [0, 1] (default 0.2)",
+    )
+    format_option(p)
+    p.set_defaults(run=cmd_rank)
+
+
+def _weight(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if math.isnan(value) or not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}")
+    return value
+
+
+def cmd_rank(args: argparse.Namespace) -> int:
+    from ..model import load
+    from ..ranking import rank_proposals
+    from ..semantics import semantics_of
+    from ..sources import YAML_SUFFIXES
+
+    profile = _profile(args)
+    sem = semantics_of(profile)
+    docs: list[Any] = []
+    for name in args.proposals:
+        # A JSON file is ranked as its document: whether it gives a timestamp counts
+        # in its tokens (the runtime's clock writes a longer one than car-verify's).
+        yaml = name.lower().endswith(YAML_SUFFIXES)
+        doc = _load_proposal(name) if yaml else _read_file(name, dict, "proposal")
+        try:  # an error names its file (the ranking would name its index)
+            sem.refuse(load(doc))
+        except InputError as err:
+            raise (err if err.source else err.with_source(name)) from None
+        docs.append(doc)
+    registry = _load_tools(args.tools)
+    names = None if registry is None else list(registry)  # the runtime ranks by names
+    ranked = rank_proposals(docs, names, args.cost_weight, profile=profile)
+
+    def text() -> None:
+        header = ("rank", "score", "validity", "cost", "errors", "warnings", "tokens", "proposal")
+        rows = [
+            (
+                str(n),
+                f"{s.score:.4f}",
+                f"{s.validity:.2f}",
+                f"{s.cost_efficiency:.4f}",
+                str(s.error_count),
+                str(s.warning_count),
+                str(s.token_estimate),
+                args.proposals[s.index],
+            )
+            for n, s in enumerate(ranked, 1)
+        ]
+        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+        for row in [header, *rows]:
+            _write("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+            _write("\n")
+        best = f"best: {args.proposals[ranked[0].index]}" if ranked[0].valid else "none is valid"
+        _write(f"{best} (profile {profile})\n")
+
+    doc = {
+        "profile": profile,
+        "ranked": [{**s.to_dict(), "file": args.proposals[s.index]} for s in ranked],
+    }
+    emit(args, doc, text)
+    return EXIT_OK if ranked[0].valid else EXIT_FINDINGS
