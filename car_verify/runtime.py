@@ -348,7 +348,7 @@ def verify_workflow(workflow_json: str) -> str:
 
     workflow = _read(workflow_json, "workflow", RuntimeError)  # the runtime's own type here
     with _rejected_as("workflow", RuntimeError):
-        return _text(run(workflow).to_dict())
+        return _text(run(workflow).to_dict(runtime=True))
 
 
 def check_plan(request_json: str) -> str:

@@ -390,6 +390,13 @@ STEP_TYPES: Final = (
     "pattern", "proposal", "sub_workflow", "approval", "loop_until", "for_each", "dedup",
     "deliver",
 )  # fmt: skip
+#: The patterns a ``pattern`` step runs.
+PATTERNS: Final = (
+    "swarm_parallel", "swarm_sequential", "swarm_debate", "pipeline", "supervisor",
+    "delegator", "map_reduce", "vote", "fleet", "adversarial_review", "tournament",
+)  # fmt: skip
+#: A gate that waits for a person cannot run inside a loop or a fan-out.
+_NO_GATE = "body cannot be an approval gate (no pause/resume inside a loop or fan-out)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -406,11 +413,38 @@ class WorkflowIssue:
         where = "" if named else f" (stage '{self.stage_id}')"
         return f"{self.severity}: {self.message}{where}"
 
+    def debug_text(self) -> str:
+        """The issue as the runtime prints it (Rust's debug form)."""
+        stage = "None" if self.stage_id is None else f"Some({_rust_debug(self.stage_id)})"
+        return (
+            f"WorkflowIssue {{ severity: {_rust_debug(self.severity)}, stage_id: {stage}, "
+            f"message: {_rust_debug(self.message)} }}"
+        )
+
+
+def _rust_debug(text: str) -> str:
+    """A string as Rust's ``{:?}`` writes it: quoted, with ``\\``, ``"`` and control
+    characters escaped."""
+    out = []
+    for ch in text:
+        if ch in '\\"':
+            out.append("\\" + ch)
+        elif ch in _RUST_ESCAPES:
+            out.append(_RUST_ESCAPES[ch])
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\u{{{ord(ch):x}}}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+_RUST_ESCAPES: Final = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\0": "\\0"}
+
 
 @dataclass(slots=True)
 class WorkflowReport:
     """``verify_workflow``'s answer: the runtime's fields, its issues in plain words
-    (the runtime prints Rust debug text), and what was not checked (``notes``)."""
+    (the runtime prints Rust debug text: ``to_dict(runtime=True)``)."""
 
     valid: bool
     has_cycles: bool
@@ -418,12 +452,11 @@ class WorkflowReport:
     reachable_stages: list[str]
     unreachable_stages: list[str]
     semantic: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, *, runtime: bool = False) -> dict[str, Any]:
         return {
             "has_cycles": self.has_cycles,
-            "issues": [str(i) for i in self.issues],
+            "issues": [i.debug_text() if runtime else str(i) for i in self.issues],
             "reachable_stages": list(self.reachable_stages),
             "semantic": list(self.semantic),
             "unreachable_stages": list(self.unreachable_stages),
@@ -431,94 +464,230 @@ class WorkflowReport:
         }
 
 
-def _workflow_doc(doc: Any) -> tuple[str, list[str], list[tuple[str, str]]]:
+# The format is read as the runtime reads it: every field it requires is required and
+# of its type, and a field it does not know is ignored (it ignores them too).
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """A stage's step: its ``type`` and its fields, read (``proposal``: a model;
+    ``workflow``: a :class:`Workflow`; ``body``: a Step; ``sinks``: models)."""
+
+    type: str
+    fields: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    id: str
+    name: str
+    step: Step
+
+
+@dataclass(frozen=True, slots=True)
+class Workflow:
+    id: str
+    name: str
+    start: str
+    stages: tuple[Stage, ...]
+    edges: tuple[tuple[str, str], ...]
+
+
+Where = list[str | int]
+
+
+def _object(doc: Any, what: str, where: Where) -> Mapping[str, Any]:
+    if not isinstance(doc, Mapping):
+        raise InputError(f"expected {what}", where)
+    return doc
+
+
+def _field(doc: Mapping[str, Any], name: str, where: Where, kind: str = "string") -> Any:
+    """A required field of ``kind`` (string, array, unsigned integer)."""
+    if name not in doc:
+        raise InputError(f"missing field {name!r}", where)
+    value = doc[name]
+    ok = {
+        "string": isinstance(value, str),
+        "array": isinstance(value, list),
+        "unsigned integer": type(value) is int and 0 <= value < 2**32,
+    }[kind]
+    if not ok:
+        raise InputError(f"expected {'an' if kind[0] in 'au' else 'a'} {kind}", [*where, name])
+    return value
+
+
+def _optional(doc: Mapping[str, Any], name: str, where: Where, check: Any, what: str) -> None:
+    value = doc.get(name)
+    if value is not None and not check(value):
+        raise InputError(f"expected {what}", [*where, name])
+
+
+def _is_map(value: Any) -> bool:
+    return isinstance(value, Mapping)
+
+
+def _proposal_of(doc: Any, where: Where, sem: Any) -> Any:
+    from .model import load
+
+    try:
+        model = load(_object(doc, "a proposal {actions, ...}", where))
+        sem.refuse(model)
+    except InputError as err:
+        raise err.under(*where) from None
+    return model
+
+
+def _read_step(doc: Any, where: Where, sem: Any) -> Step:
+    step = _object(doc, "a step {type, ...}", where)
+    kind = step.get("type")
+    if kind not in STEP_TYPES:
+        raise InputError(f"expected a step type, one of {', '.join(STEP_TYPES)}", [*where, "type"])
+    fields: dict[str, Any] = {}
+    if kind == "pattern":
+        if step.get("pattern") not in PATTERNS:
+            raise InputError(
+                f"expected a pattern, one of {', '.join(PATTERNS)}", [*where, "pattern"]
+            )
+        _field(step, "task", where)
+        for n, agent in enumerate(_field(step, "agents", where, "array")):
+            at: Where = [*where, "agents", n]
+            _object(agent, "an agent {name, system_prompt, tools, max_turns, metadata}", at)
+            _field(agent, "name", at)
+            _field(agent, "system_prompt", at)
+            for t, tool in enumerate(_field(agent, "tools", at, "array")):
+                if not isinstance(tool, str):
+                    raise InputError("expected a tool name", [*at, "tools", t])
+            _field(agent, "max_turns", at, "unsigned integer")
+            if not _is_map(agent.get("metadata")):
+                raise InputError("missing field 'metadata' (an object)", at)
+        _optional(step, "config", where, _is_map, "an object")
+    elif kind == "proposal":
+        if "proposal" not in step:
+            raise InputError("missing field 'proposal'", where)
+        fields["proposal"] = _proposal_of(step["proposal"], [*where, "proposal"], sem)
+    elif kind == "sub_workflow":
+        if "workflow" not in step:
+            raise InputError("missing field 'workflow'", where)
+        fields["workflow"] = _read_workflow(step["workflow"], [*where, "workflow"], sem)
+    elif kind == "approval":
+        _field(step, "prompt", where)
+        fields["output_key"] = _field(step, "output_key", where)
+    elif kind in ("loop_until", "for_each"):
+        if "body" not in step:
+            raise InputError("missing field 'body'", where)
+        fields["body"] = _read_step(step["body"], [*where, "body"], sem)
+        if kind == "loop_until":
+            fields["max_iterations"] = _field(step, "max_iterations", where, "unsigned integer")
+            until = step.get("until")
+            if until is not None:
+                from .model import Precondition
+
+                if not isinstance(until, list):
+                    raise InputError("expected an array of preconditions", [*where, "until"])
+                for n, pre in enumerate(until):
+                    try:
+                        Precondition.from_dict(pre)
+                    except InputError as err:
+                        raise err.under(*where, "until", n) from None
+        else:
+            fields["items_from"] = _field(step, "items_from", where)
+    elif kind == "dedup":
+        for name in ("items_from", "into", "store"):
+            fields[name] = _field(step, name, where)
+    else:  # deliver
+        sinks = _field(step, "sinks", where, "array")
+        fields["sinks"] = [_proposal_of(s, [*where, "sinks", n], sem) for n, s in enumerate(sinks)]
+    return Step(kind, fields)
+
+
+def _read_workflow(doc: Any, where: Where, sem: Any) -> Workflow:
     if isinstance(doc, (str, bytes)):
         from .model import read_json
 
         doc = read_json(doc)
-    if not isinstance(doc, Mapping):
-        raise InputError("expected a workflow {id, name, start, stages, edges}", ["workflow"])
-    for name in ("id", "name", "start", "stages", "edges"):
-        if name not in doc:
-            raise InputError(f"missing field {name!r}", ["workflow"])
-    for name in ("id", "name", "start"):
-        if not isinstance(doc[name], str):
-            raise InputError("expected a string", ["workflow", name])
-    if not isinstance(doc["stages"], list):
-        raise InputError("expected an array of stages", ["workflow", "stages"])
-    ids = []
-    for n, stage in enumerate(doc["stages"]):
-        where: list[str | int] = ["workflow", "stages", n]
-        if not isinstance(stage, Mapping):
-            raise InputError("expected a stage {id, name, step}", where)
-        for name in ("id", "name", "step"):
-            if name not in stage:
-                raise InputError(f"missing field {name!r}", where)
-        if not isinstance(stage["id"], str):
-            raise InputError("expected a string", [*where, "id"])
-        step = stage["step"]
-        if not isinstance(step, Mapping) or step.get("type") not in STEP_TYPES:
-            kinds = ", ".join(STEP_TYPES)
-            raise InputError(
-                f"expected a step {{type, ...}}, type one of {kinds}", [*where, "step"]
-            )
-        ids.append(stage["id"])
-    if not isinstance(doc["edges"], list):
-        raise InputError("expected an array of edges", ["workflow", "edges"])
+    wf = _object(doc, "a workflow {id, name, start, stages, edges}", where)
+    ident, name, start = (_field(wf, f, where) for f in ("id", "name", "start"))
+    _optional(wf, "metadata", where, _is_map, "an object")
+    _optional(wf, "max_iterations", where, lambda v: type(v) is int and v >= 0, "a count")
+    stages = []
+    for n, stage in enumerate(_field(wf, "stages", where, "array")):
+        at: Where = [*where, "stages", n]
+        _object(stage, "a stage {id, name, step}", at)
+        sid, sname = _field(stage, "id", at), _field(stage, "name", at)
+        if "step" not in stage:
+            raise InputError("missing field 'step'", at)
+        _optional(stage, "timeout_ms", at, lambda v: type(v) is int and v >= 0, "milliseconds")
+        _optional(stage, "metadata", at, _is_map, "an object")
+        stages.append(Stage(sid, sname, _read_step(stage["step"], [*at, "step"], sem)))
     edges = []
-    for n, edge in enumerate(doc["edges"]):
-        where = ["workflow", "edges", n]
-        if not isinstance(edge, Mapping):
-            raise InputError("expected an edge {from, to}", where)
-        for name in ("from", "to"):
-            if not isinstance(edge.get(name), str):
-                raise InputError("expected a stage id", [*where, name])
-        edges.append((edge["from"], edge["to"]))
-    return doc["start"], ids, edges
+    for n, edge in enumerate(_field(wf, "edges", where, "array")):
+        at = [*where, "edges", n]
+        _object(edge, "an edge {from, to}", at)
+        edges.append((_field(edge, "from", at), _field(edge, "to", at)))
+        _optional(edge, "label", at, lambda v: isinstance(v, str), "a string")
+    return Workflow(ident, name, start, tuple(stages), tuple(edges))
 
 
 @deep_values_are_input_errors
-def verify_workflow(workflow: Any) -> WorkflowReport:
+def verify_workflow(workflow: Any, *, profile: object = None) -> WorkflowReport:
     """The runtime's static check of its workflow format ``{id, name, start,
-    stages: [{id, name, step: {type, ...}}], edges: [{from, to}]}``: the start
-    stage exists, stage ids are unique, edges name known stages, every stage is
-    reachable from the start (warnings), and whether a cycle is reachable
-    (a warning: set ``max_iterations``). Reachability follows every edge, to
-    unknown stages too, as the runtime's does. Each step's own fields are not
-    checked (the runtime's step schema is not documented): ``notes`` says so."""
-    start, ids, edges = _workflow_doc(workflow)
+    stages: [{id, name, step: {type, ...}}], edges: [{from, to}]}``.
+
+    The document is read as the runtime reads it (each step type's fields, the
+    proposals in it modelled). Then, in the runtime's order: the start stage
+    exists, stage ids are unique, edges name known stages; each stage's own
+    fields (an approval's ``output_key``, a dedup's three keys, a deliver's
+    sinks); every stage is reachable from the start and whether a cycle is
+    reachable (warnings); then what each stage holds: a proposal's verify errors,
+    a loop's bound, a loop's or a fan-out's body, a deliver's sinks, a
+    sub-workflow checked whole. ``semantic``: a proposal stage depending on a
+    state key no stage produces. Nested proposals are verified under ``profile``
+    (the default ``car``: the runtime's verify).
+    """
+    from .semantics import semantics_of
+
+    sem = semantics_of(profile)
+    return _verify(_read_workflow(workflow, ["workflow"], sem), sem)
+
+
+def _verify(wf: Workflow, sem: Any) -> WorkflowReport:
     issues: list[WorkflowIssue] = []
+    ids = [stage.id for stage in wf.stages]
     known = set(ids)
     seen: set[str] = set()
-    for stage in ids:
-        if stage in seen:
-            issues.append(WorkflowIssue("error", stage, f"duplicate stage id '{stage}'"))
-        seen.add(stage)
-    if start not in known:
-        issues.append(WorkflowIssue("error", None, f"start stage '{start}' does not exist"))
-    for a, b in edges:
+    for stage_id in ids:
+        if stage_id in seen:
+            issues.append(WorkflowIssue("error", stage_id, f"duplicate stage id '{stage_id}'"))
+        seen.add(stage_id)
+    if wf.start not in known:
+        issues.append(WorkflowIssue("error", None, f"start stage '{wf.start}' does not exist"))
+    for a, b in wf.edges:
         if a not in known:
             issues.append(WorkflowIssue("error", None, f"edge from '{a}' references unknown stage"))
         if b not in known:
             issues.append(WorkflowIssue("error", None, f"edge to '{b}' references unknown stage"))
+    issues.extend(_own_fields(wf))
     succ: dict[str, list[str]] = {}
-    for a, b in edges:
+    for a, b in wf.edges:
         succ.setdefault(a, []).append(b)
     walked: list[str] = []  # from the start along every edge, declared or not
-    order = deque([start])
-    found = {start}
+    order = deque([wf.start])
+    found = {wf.start}
     while order:
-        stage = order.popleft()
-        walked.append(stage)
-        for nxt in succ.get(stage, ()):
+        stage_id = order.popleft()
+        walked.append(stage_id)
+        for nxt in succ.get(stage_id, ()):
             if nxt not in found:
                 found.add(nxt)
                 order.append(nxt)
-    reached = walked if start in known else []  # a missing start reaches nothing
+    reached = walked if wf.start in known else []  # a missing start reaches nothing
     reachable = set(reached)
     unreachable = [s for s in dict.fromkeys(ids) if s not in reachable]
-    for stage in unreachable:
-        issues.append(WorkflowIssue("warning", stage, f"stage '{stage}' is unreachable from start"))
+    for stage_id in unreachable:
+        issues.append(
+            WorkflowIssue("warning", stage_id, f"stage '{stage_id}' is unreachable from start")
+        )
     cyclic = _reaches_cycle(walked, succ)  # a cycle the start leads to (declared or not)
     if cyclic:
         issues.append(
@@ -526,16 +695,141 @@ def verify_workflow(workflow: Any) -> WorkflowReport:
                 "warning", None, "workflow contains cycles (ensure max_iterations is set)"
             )
         )
-    notes = ["each stage's step fields are not checked, only its type"]
+    for stage in wf.stages:
+        issues.extend(_contents(stage, sem))
     return WorkflowReport(
         not any(i.severity == "error" for i in issues),
         cyclic,
         issues,
         reached,
         unreachable,
-        [],
-        notes,
+        _unproduced(wf),
     )
+
+
+def _own_fields(wf: Workflow) -> list[WorkflowIssue]:
+    """What the runtime checks of the stages' own fields, before reachability: the
+    approvals, then the dedups, then the delivers (each in declaration order)."""
+    out = []
+    for stage in wf.stages:
+        sid = stage.id
+        if stage.step.type == "approval" and not stage.step.fields["output_key"].strip():
+            message = f"approval stage '{sid}' has an empty output_key"
+            out.append(WorkflowIssue("error", sid, message))
+    for stage in wf.stages:
+        sid = stage.id
+        if stage.step.type == "dedup":
+            for name in ("items_from", "into", "store"):
+                if not stage.step.fields[name].strip():
+                    message = f"dedup stage '{sid}' requires a non-empty {name}"
+                    out.append(WorkflowIssue("error", sid, message))
+    leaving = {a for a, _ in wf.edges}
+    for stage in wf.stages:
+        sid = stage.id
+        if stage.step.type == "deliver":
+            if not stage.step.fields["sinks"]:
+                message = f"deliver stage '{sid}' requires at least one sink"
+                out.append(WorkflowIssue("error", sid, message))
+            if sid in leaving:
+                message = (
+                    f"deliver stage '{sid}' has outgoing edges; deliver is intended as a "
+                    "terminal fan-out"
+                )
+                out.append(WorkflowIssue("warning", sid, message))
+    return out
+
+
+def _errors_of(proposal: Any, sem: Any, sid: str, label: str) -> list[WorkflowIssue]:
+    from .api import verify
+
+    result = verify(proposal, profile=sem)
+    return [WorkflowIssue("error", sid, f"[{label}] {e.message}") for e in result.errors]
+
+
+def _nested(wf: Workflow, sem: Any, sid: str, label: str) -> list[WorkflowIssue]:
+    """A sub-workflow's issues, under the stage that holds it."""
+    return [
+        WorkflowIssue(i.severity, f"{sid}.{i.stage_id or ''}", f"[{label}] {i.message}")
+        for i in _verify(wf, sem).issues
+    ]
+
+
+def _contents(stage: Stage, sem: Any) -> list[WorkflowIssue]:
+    """What a stage holds, checked after reachability: proposals, loops, fan-outs,
+    sinks and sub-workflows."""
+    step, sid = stage.step, stage.id
+    if step.type == "proposal":
+        return _errors_of(step.fields["proposal"], sem, sid, "proposal")
+    if step.type == "deliver":
+        return [
+            issue
+            for n, sink in enumerate(step.fields["sinks"])
+            for issue in _errors_of(sink, sem, sid, f"deliver sink {n} ({sink.id})")
+        ]
+    if step.type == "sub_workflow":
+        return _nested(step.fields["workflow"], sem, sid, f"sub-workflow {sid}")
+    if step.type in ("loop_until", "for_each"):
+        return _repeated(step, sid, sem)
+    return []
+
+
+def _repeated(step: Step, sid: str, sem: Any) -> list[WorkflowIssue]:
+    """A loop's or a fan-out's own checks, then its body's."""
+    kind = step.type
+    out = []
+    if kind == "loop_until" and step.fields["max_iterations"] < 1:
+        message = f"loop_until stage '{sid}' requires max_iterations >= 1"
+        out.append(WorkflowIssue("error", sid, message))
+    if kind == "for_each" and not step.fields["items_from"].strip():
+        message = f"for_each stage '{sid}' requires a non-empty items_from"
+        out.append(WorkflowIssue("error", sid, message))
+    body = step.fields["body"]
+    if body.type == "approval":
+        out.append(WorkflowIssue("error", sid, f"{kind} stage '{sid}' {_NO_GATE}"))
+    elif body.type == "proposal":
+        out.extend(_errors_of(body.fields["proposal"], sem, sid, f"{kind} body proposal"))
+    elif body.type == "deliver":
+        sinks = body.fields["sinks"]
+        if not sinks:
+            message = (
+                f"{kind} stage '{sid}' has a deliver body with no sinks "
+                "(requires at least one sink)"
+            )
+            out.append(WorkflowIssue("error", sid, message))
+        for n, sink in enumerate(sinks):
+            out.extend(_errors_of(sink, sem, sid, f"{kind} body deliver sink {n}"))
+    elif body.type == "sub_workflow":
+        out.extend(_nested(body.fields["workflow"], sem, sid, f"{kind} body sub-workflow"))
+    elif body.type in ("loop_until", "for_each"):
+        out.extend(_repeated(body, sid, sem))
+    return out  # a pattern or a dedup body: nothing more
+
+
+def _unproduced(wf: Workflow) -> list[str]:
+    """The runtime's ``semantic`` findings: each state dependency of a proposal stage's
+    actions that no stage produces. A stage produces a proposal's (or a loop's
+    proposal body's) declared effects, an approval's ``output_key``, a dedup's
+    ``into``; what a fan-out, a sink or a sub-workflow writes is not counted."""
+    produced: set[str] = set()
+    for stage in wf.stages:
+        step = stage.step
+        if step.type == "loop_until" and step.fields["body"].type == "proposal":
+            step = step.fields["body"]
+        if step.type == "proposal":
+            for action in step.fields["proposal"].actions:
+                produced.update(action.expected_effects)
+        elif step.type == "approval":
+            produced.add(step.fields["output_key"])
+        elif step.type == "dedup":
+            produced.add(step.fields["into"])
+    return [
+        f"stage '{stage.id}' depends on state key '{key}', which no stage produces"
+        for stage in wf.stages
+        if stage.step.type == "proposal"
+        for action in stage.step.fields["proposal"].actions
+        for key in action.state_dependencies
+        if key not in produced
+    ]
 
 
 def _reaches_cycle(reached: list[str], succ: Mapping[str, list[str]]) -> bool:

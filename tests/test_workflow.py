@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import car_verify.runtime as drop_in
 from car_verify.cli import main
 from car_verify.errors import InputError
 from car_verify.export import workflow_to_dot
@@ -184,48 +185,152 @@ ISSUE = re.compile(
 )
 
 
+KEYS = st.sampled_from(["k", "q", "r"])
+
+
 @st.composite
-def workflows(draw: Any) -> dict[str, Any]:
-    ids = draw(st.lists(st.sampled_from(NAMES), min_size=0, max_size=5))
-    stages = [
-        {
-            "id": i,
-            "name": i.upper(),
-            "step": {"type": "approval", "prompt": "ok?", "output_key": f"o{n}"},
-        }
-        for n, i in enumerate(ids)
-    ]
-    edges = draw(
-        st.lists(
-            st.fixed_dictionaries({"from": st.sampled_from(NAMES), "to": st.sampled_from(NAMES)}),
-            max_size=6,
-        )
+def small_proposals(draw: Any) -> dict[str, Any]:
+    """Proposals whose verify errors the runtime gives deterministically (no repeated
+    call: its loop rule is not)."""
+    actions = []
+    for n in range(draw(st.integers(0, 3))):
+        action: dict[str, Any] = {"id": f"x{n}", "type": "tool_call"}
+        if draw(st.booleans()):
+            action["tool"] = f"t{n}"
+        if draw(st.booleans()):
+            action["state_dependencies"] = draw(st.lists(KEYS, max_size=2))
+        if draw(st.booleans()):
+            action["expected_effects"] = {k: 1 for k in draw(st.lists(KEYS, max_size=2))}
+        actions.append(action)
+    doc: dict[str, Any] = {"actions": actions}
+    if draw(st.booleans()):
+        doc["id"] = draw(st.sampled_from(["s1", "s2"]))
+    return doc
+
+
+BLANK = st.sampled_from(["", " ", "i", "k"])
+AGENT = {"name": "n", "system_prompt": "s", "tools": ["t"], "max_turns": 2, "metadata": {}}
+
+
+def steps(depth: int) -> st.SearchStrategy[dict[str, Any]]:
+    leaves = st.one_of(
+        st.fixed_dictionaries(
+            {"type": st.just("approval"), "prompt": st.just("ok?"), "output_key": BLANK}
+        ),
+        st.fixed_dictionaries(
+            {"type": st.just("dedup"), "items_from": BLANK, "into": BLANK, "store": BLANK}
+        ),
+        st.fixed_dictionaries(
+            {"type": st.just("deliver"), "sinks": st.lists(small_proposals(), max_size=2)}
+        ),
+        st.fixed_dictionaries({"type": st.just("proposal"), "proposal": small_proposals()}),
+        st.fixed_dictionaries(
+            {
+                "type": st.just("pattern"),
+                "pattern": st.sampled_from(["pipeline", "vote"]),
+                "task": st.just("t"),
+                "agents": st.lists(st.just(AGENT), max_size=2),
+            }
+        ),
     )
-    start = draw(st.sampled_from(NAMES))
-    return {"id": "w", "name": "w", "start": start, "stages": stages, "edges": edges}
+    if depth == 0:
+        return leaves
+    inner = steps(depth - 1)
+    return st.one_of(
+        leaves,
+        st.fixed_dictionaries(
+            {"type": st.just("loop_until"), "body": inner, "max_iterations": st.integers(0, 2)}
+        ),
+        st.fixed_dictionaries({"type": st.just("for_each"), "items_from": BLANK, "body": inner}),
+        st.fixed_dictionaries({"type": st.just("sub_workflow"), "workflow": workflows(depth - 1)}),
+    )
+
+
+def workflows(depth: int = 2) -> st.SearchStrategy[dict[str, Any]]:
+    """The runtime's workflow format, every step type, bodies and sub-workflows nested."""
+
+    @st.composite
+    def build(draw: Any) -> dict[str, Any]:
+        ids = draw(st.lists(st.sampled_from(NAMES), min_size=0, max_size=4))
+        stages = [{"id": i, "name": i.upper(), "step": draw(steps(depth))} for i in ids]
+        edge = st.fixed_dictionaries({"from": st.sampled_from(NAMES), "to": st.sampled_from(NAMES)})
+        edges = draw(st.lists(edge, max_size=5))
+        start = draw(st.sampled_from(NAMES))
+        return {"id": "w", "name": "w", "start": start, "stages": stages, "edges": edges}
+
+    return build()
+
+
+#: A sink without an id gets a generated one (12 hex digits), in both.
+GENERATED_ID = re.compile(r"\(([0-9a-f]{12})\)")
+
+
+def _generated(message: str) -> str:
+    return GENERATED_ID.sub("(generated)", message)
+
+
+def _parsed(texts: list[str]) -> list[tuple[str, str | None, str]]:
+    out = []
+    for text in texts:
+        match = ISSUE.fullmatch(text)
+        assert match, text
+        out.append((match[1], match[2], _generated(match[3].replace('\\"', '"'))))
+    return out
 
 
 @SETTINGS
 @given(workflows())
 def test_verify_workflow_agrees_with_the_runtime_in_plain_words(workflow: dict[str, Any]) -> None:
+    """Every step type, loops, fan-outs, sinks and sub-workflows nested: the same
+    verdict, issues and semantic findings (as multisets: the runtime lists the
+    unreachable stages from a hash set, and a proposal's errors in its own order)."""
     from car_verify.workflow import verify_workflow
 
     rt = runtime()
     theirs = json.loads(rt.verify_workflow(json.dumps(workflow)))
     ours = verify_workflow(workflow)
     assert (ours.valid, ours.has_cycles) == (theirs["valid"], theirs["has_cycles"])
-    # the runtime lists the reachable stages from a hash set: compared as sets
     assert set(ours.reachable_stages) == set(theirs["reachable_stages"])
     assert set(ours.unreachable_stages) == set(theirs["unreachable_stages"])
-    parsed = []
-    for text in theirs["issues"]:
-        match = ISSUE.fullmatch(text)
-        assert match, text
-        parsed.append((match[1], match[2], match[3]))
-    # and the unreachable stages too (their warnings follow that order): a multiset
-    assert Counter((i.severity, i.stage_id, i.message) for i in ours.issues) == Counter(parsed)
+    mine = Counter((i.severity, i.stage_id, _generated(i.message)) for i in ours.issues)
+    assert mine == Counter(_parsed(theirs["issues"]))
+    assert Counter(ours.semantic) == Counter(theirs["semantic"])
     for issue in ours.to_dict()["issues"]:  # plain words, not Rust's debug text
         assert "WorkflowIssue" not in issue and issue.split(":")[0] in ("error", "warning")
+    # the drop-in gives the runtime's debug text
+    dropped = json.loads(drop_in.verify_workflow(json.dumps(workflow)))
+    assert Counter(map(_generated, dropped["issues"])) == Counter(map(_generated, theirs["issues"]))
+
+
+BAD_DEDUP = {"type": "dedup", "items_from": "", "into": "", "store": ""}
+EMPTY = {"type": "proposal", "proposal": {"actions": []}}
+BAD_STEPS = [
+    {"type": "approval", "prompt": "p"},
+    {"type": "pattern", "pattern": "parade", "task": "t", "agents": []},
+    {"type": "pattern", "pattern": "vote", "task": "t", "agents": [{"name": "n"}]},
+    {"type": "loop_until", "body": {"type": "approval", "prompt": "p", "output_key": "k"}},
+    {"type": "loop_until", "max_iterations": 1, "body": {"type": "zz"}},
+    {"type": "for_each", "items_from": 3, "body": BAD_DEDUP},
+    {"type": "deliver", "sinks": ["x"]},
+    {"type": "proposal", "proposal": {"actions": [{"id": "x", "type": "shell"}]}},
+    {"type": "sub_workflow", "workflow": {"id": "s", "name": "s", "stages": [], "edges": []}},
+    {"type": "loop_until", "max_iterations": 1, "body": EMPTY, "until": ["k"]},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("step", BAD_STEPS)
+def test_a_step_the_runtime_cannot_read_is_refused_naming_where(step: dict[str, Any]) -> None:
+    from car_verify.workflow import verify_workflow
+
+    stage = {"id": "a", "name": "A", "step": step}
+    doc = {"id": "w", "name": "w", "start": "a", "stages": [stage], "edges": []}
+    with pytest.raises(RuntimeError, match="invalid workflow JSON"):
+        runtime().verify_workflow(json.dumps(doc))
+    with pytest.raises(RuntimeError, match="invalid workflow JSON"):
+        drop_in.verify_workflow(json.dumps(doc))
+    with pytest.raises(InputError) as caught:
+        verify_workflow(doc)
+    assert caught.value.path[:4] == ["workflow", "stages", 0, "step"]
 
 
 def test_the_command_reads_the_runtimes_format(
@@ -240,7 +345,7 @@ def test_the_command_reads_the_runtimes_format(
     captured = capsys.readouterr()
     assert "error: edge to 'x' references unknown stage" in captured.out
     assert "warning: stage 'b' is unreachable from start\n" in captured.out
-    assert "step fields are not checked" in captured.err
+    assert "invalid: 2 stages reachable (profile car)" in captured.out
     assert main(["workflow", str(path), "--rule", "never b"]) == 2
 
 
@@ -284,3 +389,22 @@ def test_a_rule_that_counts_far_walks_its_long_path_in_linear_time(
     file.write_text(json.dumps(graph))
     assert main(["workflow", str(file), "--rule", "at most 100000 s3"]) == 1
     assert "(299,979 more stages)" in capsys.readouterr().out
+
+
+def test_the_proposals_in_a_workflow_are_verified_under_the_profile(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from car_verify.workflow import verify_workflow
+
+    # compensable without a compensation: an error under car, a warning under strict
+    action = {"id": "x", "type": "tool_call", "tool": "t", "reversibility": "compensable"}
+    step = {"type": "proposal", "proposal": {"actions": [action]}}
+    doc = {"id": "w", "name": "w", "start": "a", "edges": [],
+        "stages": [{"id": "a", "name": "A", "step": step}]}  # fmt: skip
+    car = verify_workflow(doc)
+    assert not car.valid and "[proposal] action declares reversibility" in str(car.issues[0])
+    assert verify_workflow(doc, profile="strict").valid
+    path = tmp_path / "workflow.json"
+    path.write_text(json.dumps(doc))
+    assert main(["workflow", str(path), "--profile", "strict"]) == 0
+    assert capsys.readouterr().out.endswith("valid: 1 stages reachable (profile strict)\n")

@@ -85,16 +85,17 @@ def _runtime_workflow(args: argparse.Namespace, doc: dict[str, Any]) -> int:
             "edges}; this file is the runtime's workflow format"
         )
     with _named_inputs({"workflow": args.graph}):
-        report = verify_workflow(doc)
-    for note in report.notes:
-        _note(args, f"workflow: {note}")
+        report = verify_workflow(doc, profile=_profile(args))
 
     def text() -> None:
         for issue in report.issues:
             _write(f"{issue}\n")
+        for finding in report.semantic:
+            _write(f"note: {finding}\n")
         cycles = "; it has cycles" if report.has_cycles else ""
         verdict = "valid" if report.valid else "invalid"
-        _write(f"{verdict}: {len(report.reachable_stages)} stages reachable{cycles}\n")
+        reached = len(report.reachable_stages)
+        _write(f"{verdict}: {reached} stages reachable{cycles} (profile {_profile(args)})\n")
 
     emit(args, report.to_dict(), text)
     return EXIT_OK if report.valid else EXIT_FINDINGS
