@@ -36,7 +36,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -504,12 +504,14 @@ class Executor:
                             result, effects = outcome
                             if result.status is ActionStatus.SUCCEEDED:
                                 state.update(effects)
+                            elif run.aborts(actions[i], result):
+                                break  # the rest of the level is not attempted
                 else:  # the whole level at once, on its start state
                     outcomes = await asyncio.gather(
                         *(ended(i) for i in members), return_exceptions=True
                     )
                 succeeded: set[int] = set()
-                for i, outcome in zip(members, outcomes, strict=True):
+                for i, outcome in zip(members[: len(outcomes)], outcomes, strict=True):
                     if isinstance(outcome, asyncio.CancelledError):
                         raise outcome
                     if isinstance(outcome, BaseException):  # a bug in a tool adapter
@@ -521,10 +523,13 @@ class Executor:
                         outputs[actions[i].id] = result.output
                         succeeded.add(i)
                         changes[i] = effects
-                    elif aborted_by is None and _aborts(actions[i], result, run.cascaded):
+                    elif aborted_by is None and run.aborts(actions[i], result):
                         aborted_by = f"{actions[i].id}: {result.error}"
                 completion.extend(i for i in finished if i in succeeded)
-                self._event("level_finished", statuses=[results[i].status.value for i in members])
+                self._event(
+                    "level_finished",
+                    statuses=[results[i].status.value for i in members if i in results],
+                )
                 if not sem.sequential:
                     apply_level(state, actions, members, effects=changes)  # as the walk does
                 for i, change in changes.items():
@@ -533,7 +538,7 @@ class Executor:
                     }
                 spent = (
                     self.budget.max_tool_calls is not None
-                    and cost.tool_calls >= self.budget.max_tool_calls
+                    and run.calls >= self.budget.max_tool_calls
                 )
                 if spent and aborted_by is None and any(s is None for s in status):
                     aborted_by = "budget: max_tool_calls reached"
@@ -557,7 +562,7 @@ class Executor:
             for i in completion:
                 results[i] = self._rolled_back(results[i], rollback)
         ordered = [results[i] for i in range(dag.n)]
-        _count(cost, ordered, started)
+        _count(cost, actions, ordered, started, cached=run.cached)
         final = ProposalResult(proposal_id=proposal.id, results=ordered, cost=cost)
         self._event("proposal_finished", cost=cost.to_dict(), aborted_by=aborted_by)
         # The end state holds the effects' values, which are the proposal's own.
@@ -656,7 +661,7 @@ class Executor:
             for a in self.proposal.actions
         ]
         cost = CostSummary()
-        _count(cost, results, started)
+        _count(cost, self.proposal.actions, results, started)
         result = ProposalResult(proposal_id=self.proposal.id, results=results, cost=cost)
         return ExecutionResult(result, dict(self.initial_state), admission, reasons, executor=self)
 
@@ -900,6 +905,14 @@ class _Run:
         self.causes: dict[int, list[Cause]] = {}
         #: Actions whose tool failed for good (TerminalToolError).
         self.terminal: set[str] = set()
+        #: Actions rejected before they ran, for what the state or the outputs lacked
+        #: (not for a policy): whether that stops the run is the profile's.
+        self.unmet: set[str] = set()
+        #: Tool-call actions answered from the result cache (no call was made).
+        self.cached: set[str] = set()
+        #: Tool calls made, retries included: what ``max_tool_calls`` bounds (the
+        #: cost's ``tool_calls`` counts the calls that succeeded, as the runtime does).
+        self.calls = 0
 
     async def action(self, i: int, state: Mapping[str, Any]) -> tuple[ActionResult, dict[str, Any]]:
         x, action = self.x, self.x.proposal.actions[i]
@@ -908,10 +921,12 @@ class _Run:
         why = self._blocked(i, action, state)
         if why is not None:
             x._event("action_rejected", action.id, reason=why)
+            self.unmet.add(action.id)
             return _result(action, ActionStatus.REJECTED, error=why), {}
         try:
             params = _interpolate(action.parameters, self.outputs)
         except ToolError as err:
+            self.unmet.add(action.id)
             return _result(action, ActionStatus.REJECTED, error=str(err)), {}
         if action.type == "tool_call":
             # The parameters as they will be sent, output references replaced.
@@ -935,7 +950,10 @@ class _Run:
             x.trace_gate.record(action.tool, params, "failed" if error else "succeeded")
         if error is not None:
             x._event("action_failed", action.id, error=error)
-            failed = _result(action, ActionStatus.FAILED, error=error, duration=duration)
+            # failure_behavior skip: "mark this action skipped and continue" (the spec)
+            skip = action.failure_behavior is FailureBehavior.SKIP
+            status = ActionStatus.SKIPPED if skip else ActionStatus.FAILED
+            failed = _result(action, status, error=error, duration=duration)
             if action.id in self.terminal:
                 failed.terminal = True
             return failed, {}
@@ -943,6 +961,27 @@ class _Run:
         return _result(action, ActionStatus.SUCCEEDED, output=output, duration=duration), dict(
             effects
         )
+
+    def aborts(self, action: Action, result: ActionResult) -> bool:
+        """Whether this outcome stops the run: abort (and retry, once retries are spent).
+
+        An action rejected only because a dependency did not succeed does not abort on
+        its own: that dependency's own failure behaviour already decided. One rejected
+        for what the state or the outputs lacked, and a retry whose retries are spent,
+        abort where the profile says so."""
+        if result.status not in (ActionStatus.FAILED, ActionStatus.REJECTED):
+            return False
+        if action.id in self.cascaded:
+            return False
+        sem = self.x.semantics
+        if action.id in self.unmet and not sem.rejection_aborts:
+            return False
+        if (
+            action.failure_behavior is FailureBehavior.RETRY
+            and result.status is ActionStatus.FAILED
+        ):
+            return sem.spent_retry_aborts
+        return action.failure_behavior is not FailureBehavior.SKIP
 
     def _blocked(self, i: int, action: Action, state: Mapping[str, Any]) -> str | None:
         """Why action ``i`` is rejected on its level's start state, judged by the
@@ -1011,6 +1050,7 @@ class _Run:
             hit = x._cache.get(cache_key)
             if hit is not None and hit[0] > time.monotonic():
                 x._event("cache_hit", action.id, tool=tool)
+                self.cached.add(action.id)
                 return hit[1], None
         attempts = 1 + (
             action.max_retries if action.failure_behavior is FailureBehavior.RETRY else 0
@@ -1020,12 +1060,9 @@ class _Run:
             if attempt:
                 self.cost.retries += 1
                 x._event("retry", action.id, attempt=attempt, error=error)
-            if (
-                x.budget.max_tool_calls is not None
-                and self.cost.tool_calls >= x.budget.max_tool_calls
-            ):
+            if x.budget.max_tool_calls is not None and self.calls >= x.budget.max_tool_calls:
                 return None, "budget: max_tool_calls reached"
-            self.cost.tool_calls += 1
+            self.calls += 1
             try:
                 output = await self._attempt(action, tool, params, schema, detached)
             except asyncio.CancelledError:
@@ -1105,18 +1142,6 @@ def _message(err: BaseException) -> str:
     )
 
 
-def _aborts(action: Action, result: ActionResult, cascaded: set[str]) -> bool:
-    """Whether this outcome stops the run: abort (and retry, once retries are spent).
-
-    An action rejected only because a dependency did not succeed does not abort on
-    its own: that dependency's own failure behaviour already decided."""
-    if result.status not in (ActionStatus.FAILED, ActionStatus.REJECTED):
-        return False
-    if action.id in cascaded:
-        return False
-    return action.failure_behavior is not FailureBehavior.SKIP
-
-
 class TerminalToolError(Exception):
     """Raised by a tool that failed for good: the action fails at once, with no
     retry, and its result says ``terminal`` (as the runtime's own
@@ -1154,7 +1179,21 @@ def _failed(action: Action, error: str, duration: float) -> tuple[ActionResult, 
     return _result(action, ActionStatus.FAILED, error=error, duration=duration), {}
 
 
-def _count(cost: CostSummary, results: Iterable[ActionResult], started: float) -> None:
+def _count(
+    cost: CostSummary,
+    actions: Sequence[Action],
+    results: Sequence[ActionResult],
+    started: float,
+    cached: set[str] | frozenset[str] = frozenset(),
+) -> None:
+    """The spec's CostSummary of a run's results; ``tool_calls``, as the runtime counts
+    them, the tool calls that succeeded (a rolled-back one too, but not under the
+    0.52 results, where it is failed), and not an answer from the cache."""
+    cost.tool_calls = sum(
+        1
+        for a, r in zip(actions, results, strict=True)
+        if a.type == "tool_call" and r.status is ActionStatus.SUCCEEDED and a.id not in cached
+    )
     for r in results:
         if r.status in (ActionStatus.SUCCEEDED, ActionStatus.FAILED):
             cost.actions_executed += 1

@@ -236,6 +236,12 @@ ROWS = [
         lambda r: list(r.simulated_state) == ["z", "a"],
         runtime=False,
     ),
+    Row(
+        "C20",
+        {"timestamp": "yesterday", "actions": []},
+        lambda r: r == "rejected",
+        lambda r: r.valid,
+    ),
 ]
 
 
@@ -297,3 +303,45 @@ def test_wp_and_the_executor_run_under_both_profiles() -> None:
     gate = {"actions": [tc("a", preconditions=[{"key": "k", "operator": "neq", "value": 1}])]}
     assert cv.runs_unblocked(gate, profile="car").formula == "k exists and k != 1"
     assert cv.runs_unblocked(gate, profile="strict").formula == "k is absent or k != 1"
+
+
+def test_the_executor_stops_as_each_profile_says() -> None:
+    """docs/compat.md, "The executor against the runtime's execute": a spent retry and
+    a rejection before a call stop the run under strict (the spec's failure_behavior
+    table) and not under car (the runtime's execute); under both a failed skip
+    action is skipped, and car runs a level in turn, stopping at an abort."""
+    from car_verify.executor import execute_sync
+
+    def boom(params: Any) -> Any:
+        raise RuntimeError("down")
+
+    tools = {"boom": boom, "ok": lambda p: {}}
+    spent = {
+        "actions": [
+            tc("a", tool="boom", failure_behavior="retry", max_retries=1),
+            tc("b", tool="ok"),
+        ]
+    }
+    absent = {
+        "actions": [
+            tc("a", tool="ok", preconditions=[{"key": "k", "operator": "exists"}]),
+            tc("b", tool="ok"),
+        ]
+    }
+    for plan in (spent, absent):
+        car = execute_sync(plan, tools, profile="car")
+        assert car.aborted_by is None and car.statuses["b"] == "succeeded"
+        strict = execute_sync(plan, tools, profile="strict")  # b ran beside a: rolled back
+        assert strict.aborted_by is not None and strict.result.results[1].rolled_back
+    skip = {"actions": [tc("a", tool="boom", failure_behavior="skip"), tc("b", tool="ok")]}
+    for profile in ("car", "strict"):
+        assert execute_sync(skip, tools, profile=profile).statuses == {
+            "a": "skipped",
+            "b": "succeeded",
+        }
+    level = {"actions": [tc("a", tool="boom"), tc("b", tool="ok")]}  # one level under both
+    assert execute_sync(level, tools, profile="car").statuses == {"a": "failed", "b": "skipped"}
+    assert execute_sync(level, tools, profile="strict").statuses == {
+        "a": "failed",
+        "b": "succeeded",
+    }

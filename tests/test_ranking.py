@@ -76,9 +76,11 @@ def answers(candidates: list[dict[str, Any]], tools: Any, weight: Any) -> tuple[
     return out[0], out[1]
 
 
+# Every candidate gives a timestamp: without one the runtime's clock writes it, and its
+# length (so the token estimate) varies from call to call (the clock test below).
 candidates = st.lists(
-    st.tuples(proposals(), st.none() | st.sampled_from(TIMESTAMPS)).map(
-        lambda pair: pair[0] if pair[1] is None else {**pair[0], "timestamp": pair[1]}
+    st.tuples(proposals(), st.sampled_from(TIMESTAMPS)).map(
+        lambda pair: {**pair[0], "timestamp": pair[1]}
     ),
     max_size=4,
 )
@@ -123,8 +125,12 @@ def test_a_timestamp_the_runtime_refuses_is_refused_under_car_and_read_under_str
 def test_the_token_estimate_counts_the_runtimes_clock_when_no_timestamp_was_given() -> None:
     doc = {"id": "p", "source": "m", "actions": [tc(0)]}
     ours = rank_proposals([doc])[0].token_estimate
-    theirs = json.loads(rt.rank_proposals(json.dumps([doc])))[0]["token_estimate"]
-    assert ours == theirs
+    # The runtime's clock drops trailing zero digits of a second (one time in a
+    # thousand it writes 6 or 3): its most frequent answer is the rule's.
+    answers = [
+        json.loads(rt.rank_proposals(json.dumps([doc])))[0]["token_estimate"] for _ in range(5)
+    ]
+    assert ours == max(set(answers), key=answers.count)
     model = load(doc)
     assert token_estimate(model, timestamp_given=False) == ours
     # car-verify's clock writes 6 digits of a second, the runtime's 9.

@@ -49,6 +49,15 @@ class Semantics(abc.ABC):
     #: Inside a level, an action sees the effects of the actions before it in proposal
     #: order (True: CAR's walk) or the state its level began with (False: docs/semantics.md §4).
     sequential: ClassVar[bool]
+    #: At run time, an action rejected before it runs (a false precondition, an absent
+    #: key, an output reference with no output) stops the run when its
+    #: ``failure_behavior`` is abort (True: the spec's failure_behavior table), or is
+    #: only rejected while the rest runs on (False: the runtime's execute).
+    rejection_aborts: ClassVar[bool]
+    #: A ``retry`` action whose retries are spent stops the run (True: the spec's "retry
+    #: up to max_retries times before aborting"), or fails while the rest runs on
+    #: (False: the runtime's execute).
+    spent_retry_aborts: ClassVar[bool]
     #: One line for people: how this profile orders and walks.
     summary: ClassVar[str]
     #: What the z3 ``number`` constructor holds, in words (``x is a number``).

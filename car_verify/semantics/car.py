@@ -254,6 +254,8 @@ class CarSemantics(Semantics):
     declassifier_on_any_path: ClassVar[bool] = True
     own_checks_decide: ClassVar[bool] = False
     sequential: ClassVar[bool] = True
+    rejection_aborts: ClassVar[bool] = False
+    spent_retry_aborts: ClassVar[bool] = False
     summary: ClassVar[str] = (
         "only state_dependencies (the key's last earlier writer) and state_write chains "
         "order an action; inside a level each action sees the effects before it"

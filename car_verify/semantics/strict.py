@@ -36,6 +36,8 @@ class StrictSemantics(Semantics):
     declassifier_on_any_path: ClassVar[bool] = False
     own_checks_decide: ClassVar[bool] = True
     sequential: ClassVar[bool] = False
+    rejection_aborts: ClassVar[bool] = True
+    spent_retry_aborts: ClassVar[bool] = True
     summary: ClassVar[str] = (
         "dependencies, output references and every earlier writer of a key order an "
         "action; a level sees the state it began with"
