@@ -213,6 +213,7 @@ def d_str_map(item: Decoder) -> Decoder:
                 raise
         return out
 
+    decode_map.item = item  # type: ignore[attr-defined]  # read by the JSON Schema
     return decode_map
 
 
@@ -238,6 +239,7 @@ def d_enum(enum: type[Enum]) -> Decoder:
         except KeyError:
             raise Bad(f'unknown value "{value}"; expected one of {choices}') from None
 
+    decode_enum.enum = enum  # type: ignore[attr-defined]  # read by the JSON Schema
     return decode_enum
 
 
@@ -261,14 +263,17 @@ def wire(
     required: bool = False,
     omit_none: bool = False,
     encoder: Callable[[Any], Any] | None = None,
+    doc: str = "",
 ) -> Any:
-    """Declare a dataclass field that maps to the JSON key ``name``."""
+    """Declare a dataclass field that maps to the JSON key ``name`` (``doc``: what
+    it means, for the JSON Schema of the format)."""
     meta = {
         "wire": name,
         "decoder": decoder,
         "required": required,
         "omit_none": omit_none,
         "encoder": encoder,
+        "doc": doc,
     }
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata=meta)
@@ -282,6 +287,7 @@ class _Spec:
         "attr",
         "decoder",
         "default",
+        "doc",
         "encoder",
         "factory",
         "name",
@@ -297,6 +303,7 @@ class _Spec:
         self.required: bool = meta["required"]
         self.omit_none: bool = meta["omit_none"]
         self.encoder: Callable[[Any], Any] | None = meta["encoder"]
+        self.doc: str = meta.get("doc", "")
         self.default = field.default
         self.factory = field.default_factory
 
@@ -311,6 +318,11 @@ def _specs(cls: type) -> tuple[tuple[_Spec, ...], frozenset[str]]:
         found = (specs, frozenset(s.name for s in specs))
         _SPECS[cls] = found
     return found
+
+
+def field_specs(cls: type) -> tuple[_Spec, ...]:
+    """A wire class's fields: JSON key, decoder, default, whether required, doc."""
+    return _specs(cls)[0]
 
 
 def wire_names(cls: type) -> frozenset[str]:

@@ -277,6 +277,7 @@ def d_tagged(tag: str, variants: Mapping[str, type[Any]]) -> Any:
             raise Bad(f"unknown {tag} {shown}; expected one of {choices}", [tag])
         return decode(cls, value)
 
+    decode_tagged.tagged = (tag, dict(variants))  # type: ignore[attr-defined]  # the JSON Schema
     return decode_tagged
 
 
@@ -287,6 +288,9 @@ def _d_schema(value: Any) -> Any:
     return d_object(value)
 
 
+_d_schema.json_schema = {"type": ["object", "boolean"]}  # type: ignore[attr-defined]
+
+
 # --- preconditions, assumptions, compensation -------------------------------------
 
 
@@ -294,10 +298,19 @@ def _d_schema(value: Any) -> Any:
 class Precondition(Wire):
     """A state predicate: ``state[key] <operator> value``."""
 
-    key: str = wire("key", d_str, required=True)
-    operator: str = wire("operator", d_known_str(KNOWN_OPERATORS), default="eq")
-    value: Any = wire("value", d_json, default=None)
-    description: str = wire("description", d_str, default="")
+    key: str = wire("key", d_str, required=True, doc="the state key the predicate reads")
+    operator: str = wire(
+        "operator",
+        d_known_str(KNOWN_OPERATORS),
+        default="eq",
+        doc="eq (default), neq, gt, gte, lt, lte, exists, not_exists, contains",
+    )
+    value: Any = wire(
+        "value", d_json, default=None, doc="the value the state's value is compared with"
+    )
+    description: str = wire(
+        "description", d_str, default="", doc="what the precondition is for, in words"
+    )
     extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
@@ -305,10 +318,18 @@ class Precondition(Wire):
 class StateAssumption(Wire):
     """An assumption about shared state the action did not produce."""
 
-    key: str = wire("key", d_str, required=True)
-    expected_value: Any = wire("expected_value", d_json, default=MISSING)
+    key: str = wire(
+        "key", d_str, required=True, doc="a shared state key this action did not produce"
+    )
+    expected_value: Any = wire(
+        "expected_value", d_json, default=MISSING, doc="the value the action assumes the key holds"
+    )
     read_version: int | None = wire(
-        "read_version", d_optional(d_uint), default=None, omit_none=True
+        "read_version",
+        d_optional(d_uint),
+        default=None,
+        omit_none=True,
+        doc="the version of the key the action read",
     )
     extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
@@ -321,9 +342,11 @@ class StateAssumption(Wire):
 class ToolCompensation(Wire):
     """Undo by invoking a tool."""
 
-    type: Literal["tool"] = wire("type", d_str, default="tool")
-    tool: str = wire("tool", d_str, required=True)
-    parameters: dict[str, Any] = wire("parameters", d_object, factory=dict)
+    type: Literal["tool"] = wire(
+        "type", d_str, default="tool", doc='"tool": undo by calling a tool'
+    )
+    tool: str = wire("tool", d_str, required=True, doc="the tool that undoes the action")
+    parameters: dict[str, Any] = wire("parameters", d_object, factory=dict, doc="its parameters")
     extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
@@ -331,8 +354,15 @@ class ToolCompensation(Wire):
 class ActionRefCompensation(Wire):
     """Undo by running another action of the same proposal."""
 
-    type: Literal["action_ref"] = wire("type", d_str, default="action_ref")
-    action_id: str = wire("action_id", d_str, required=True)
+    type: Literal["action_ref"] = wire(
+        "type", d_str, default="action_ref", doc='"action_ref": undo by running another action'
+    )
+    action_id: str = wire(
+        "action_id",
+        d_str,
+        required=True,
+        doc="the id of the action of this proposal that undoes it",
+    )
     extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
@@ -394,37 +424,107 @@ def _unique(items: list[str]) -> list[str]:
 class Action(Wire):
     """A single unit of agent intent (spec: Action)."""
 
-    id: str = wire("id", d_str, factory=_new_action_id)
-    type: str = wire("type", d_known_str(_ACTION_TYPES), required=True)
-    tool: str | None = wire("tool", d_optional(d_str), default=None, omit_none=True)
-    parameters: dict[str, Any] = wire("parameters", d_object, factory=dict)
-    preconditions: list[Precondition] = wire(
-        "preconditions", d_list(d_model(Precondition)), factory=list
+    id: str = wire(
+        "id", d_str, factory=_new_action_id, doc="unique within the proposal (a UUID when absent)"
     )
-    expected_effects: dict[str, Any] = wire("expected_effects", d_object, factory=dict)
-    state_dependencies: list[str] = wire("state_dependencies", d_str_list, factory=list)
-    dependencies: list[str] = wire("dependencies", d_str_list, factory=list)
-    read_set: list[str] = wire("read_set", d_str_list, factory=list)
-    write_set: list[str] = wire("write_set", d_str_list, factory=list)
+    type: str = wire(
+        "type",
+        d_known_str(_ACTION_TYPES),
+        required=True,
+        doc="tool_call, state_write, state_read or assertion",
+    )
+    tool: str | None = wire(
+        "tool", d_optional(d_str), default=None, omit_none=True, doc="the tool a tool_call invokes"
+    )
+    parameters: dict[str, Any] = wire(
+        "parameters",
+        d_object,
+        factory=dict,
+        doc="the tool's arguments; a state_write's {key, value}",
+    )
+    preconditions: list[Precondition] = wire(
+        "preconditions",
+        d_list(d_model(Precondition)),
+        factory=list,
+        doc="predicates over the state that must hold first",
+    )
+    expected_effects: dict[str, Any] = wire(
+        "expected_effects",
+        d_object,
+        factory=dict,
+        doc="the state changes the action claims (key -> value)",
+    )
+    state_dependencies: list[str] = wire(
+        "state_dependencies",
+        d_str_list,
+        factory=list,
+        doc="state keys that must exist first; they order the plan",
+    )
+    dependencies: list[str] = wire(
+        "dependencies",
+        d_str_list,
+        factory=list,
+        doc="ids of actions that must succeed first (car-verify's extension)",
+    )
+    read_set: list[str] = wire(
+        "read_set",
+        d_str_list,
+        factory=list,
+        doc="the keys it reads (default: dependencies and assumption keys)",
+    )
+    write_set: list[str] = wire(
+        "write_set", d_str_list, factory=list, doc="the keys it writes (default: its effect keys)"
+    )
     assumptions: list[StateAssumption] = wire(
-        "assumptions", d_list(d_model(StateAssumption)), factory=list
+        "assumptions",
+        d_list(d_model(StateAssumption)),
+        factory=list,
+        doc="what it assumes of shared state it did not produce",
     )
     invocation_mode: ToolInvocationMode = wire(
-        "invocation_mode", d_enum(ToolInvocationMode), default=ToolInvocationMode.ONE_SHOT
+        "invocation_mode",
+        d_enum(ToolInvocationMode),
+        default=ToolInvocationMode.ONE_SHOT,
+        doc="one_shot (default), streaming or long_running",
     )
     reversibility: Reversibility = wire(
-        "reversibility", d_enum(Reversibility), default=Reversibility.IRREVERSIBLE
+        "reversibility",
+        d_enum(Reversibility),
+        default=Reversibility.IRREVERSIBLE,
+        doc="reversible, compensable or irreversible (default)",
     )
     compensation: Compensation | None = wire(
-        "compensation", d_optional(_d_compensation), default=None, omit_none=True
+        "compensation",
+        d_optional(_d_compensation),
+        default=None,
+        omit_none=True,
+        doc="how to undo it: a tool call or another action",
     )
-    idempotent: bool = wire("idempotent", d_bool, default=False)
-    max_retries: int = wire("max_retries", d_uint, default=3)
+    idempotent: bool = wire(
+        "idempotent",
+        d_bool,
+        default=False,
+        doc="whether running it twice is safe (enables caching)",
+    )
+    max_retries: int = wire(
+        "max_retries", d_uint, default=3, doc="retries under failure_behavior retry (default 3)"
+    )
     failure_behavior: FailureBehavior = wire(
-        "failure_behavior", d_enum(FailureBehavior), default=FailureBehavior.ABORT
+        "failure_behavior",
+        d_enum(FailureBehavior),
+        default=FailureBehavior.ABORT,
+        doc="abort (default), retry or skip",
     )
-    timeout_ms: int | None = wire("timeout_ms", d_optional(d_uint), default=None, omit_none=True)
-    metadata: dict[str, Any] = wire("metadata", d_object, factory=dict)
+    timeout_ms: int | None = wire(
+        "timeout_ms",
+        d_optional(d_uint),
+        default=None,
+        omit_none=True,
+        doc="the tool call's time limit in milliseconds",
+    )
+    metadata: dict[str, Any] = wire(
+        "metadata", d_object, factory=dict, doc="anything; not interpreted"
+    )
     extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     KNOWN_TYPES: ClassVar[frozenset[str]] = _ACTION_TYPES
@@ -522,11 +622,24 @@ class Action(Wire):
 class ActionProposal(Wire, HtmlDisplay):
     """A batch of actions submitted in one verify-then-execute round."""
 
-    id: str = wire("id", d_str, factory=_new_proposal_id)
-    source: str = wire("source", d_str, default="unknown")
-    timestamp: str = wire("timestamp", d_str, factory=_now)
-    actions: list[Action] = wire("actions", d_list(d_model(Action)), factory=list)
-    context: dict[str, Any] = wire("context", d_object, factory=dict)
+    id: str = wire(
+        "id", d_str, factory=_new_proposal_id, doc="the proposal's id (12 hex digits when absent)"
+    )
+    source: str = wire("source", d_str, default="unknown", doc="who proposed it (a model's name)")
+    timestamp: str = wire("timestamp", d_str, factory=_now, doc="when, as an RFC 3339 date-time")
+    actions: list[Action] = wire(
+        "actions", d_list(d_model(Action)), factory=list, doc="the plan: a DAG of actions"
+    )
+    context: dict[str, Any] = wire(
+        "context", d_object, factory=dict, doc="anything the proposer adds; not interpreted"
+    )
+    schema_ref: str | None = wire(
+        "$schema",
+        d_optional(d_str),
+        default=None,
+        omit_none=True,
+        doc="the JSON Schema an editor checks this file against; no check reads it",
+    )
     extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     #: Keys the JSON text repeated in one object (read with ``repeated_keys(p)``).
     repeated_keys: tuple[RepeatedKey, ...] = field(default=(), repr=False, compare=False)
@@ -554,8 +667,10 @@ class ActionProposal(Wire, HtmlDisplay):
 class ToolRateLimit(Wire):
     """At most ``max_calls`` calls of the tool per ``interval_secs`` seconds."""
 
-    max_calls: int = wire("max_calls", d_uint, required=True)
-    interval_secs: float = wire("interval_secs", d_number, required=True)
+    max_calls: int = wire("max_calls", d_uint, required=True, doc="at most this many calls")
+    interval_secs: float = wire(
+        "interval_secs", d_number, required=True, doc="per this many seconds"
+    )
     extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
@@ -563,16 +678,36 @@ class ToolRateLimit(Wire):
 class ToolSchema(Wire):
     """A registered tool: its parameter schema, return schema, caching and rate limit."""
 
-    name: str = wire("name", d_str, required=True)
-    description: str = wire("description", d_str, default="")
-    parameters: Any = wire("parameters", _d_schema, factory=dict)
-    returns: Any = wire("returns", d_optional(_d_schema), default=None, omit_none=True)
-    idempotent: bool = wire("idempotent", d_bool, default=False)
+    name: str = wire(
+        "name", d_str, required=True, doc="the tool's name, as a tool_call's tool names it"
+    )
+    description: str = wire("description", d_str, default="", doc="what the tool does")
+    parameters: Any = wire(
+        "parameters", _d_schema, factory=dict, doc="the JSON Schema of its parameters"
+    )
+    returns: Any = wire(
+        "returns",
+        d_optional(_d_schema),
+        default=None,
+        omit_none=True,
+        doc="the JSON Schema of its output",
+    )
+    idempotent: bool = wire(
+        "idempotent", d_bool, default=False, doc="whether calling it twice is safe"
+    )
     cache_ttl_secs: int | None = wire(
-        "cache_ttl_secs", d_optional(d_uint), default=None, omit_none=True
+        "cache_ttl_secs",
+        d_optional(d_uint),
+        default=None,
+        omit_none=True,
+        doc="how long its results may be reused",
     )
     rate_limit: ToolRateLimit | None = wire(
-        "rate_limit", d_optional(d_model(ToolRateLimit)), default=None, omit_none=True
+        "rate_limit",
+        d_optional(d_model(ToolRateLimit)),
+        default=None,
+        omit_none=True,
+        doc="how often it may be called",
     )
     extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 

@@ -88,6 +88,7 @@ def token_estimate(proposal: ActionProposal, *, timestamp_given: bool = True) ->
     for name in proposal.extra:
         doc.pop(name, None)
     doc.pop("timestamp")
+    doc.pop("$schema", None)  # not in the runtime's IR: it drops the field
     for action, out in zip(proposal.actions, doc["actions"], strict=True):
         out.pop("dependencies", None)  # car-verify's extension; the runtime drops it
         for name in action.extra:

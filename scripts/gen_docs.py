@@ -37,6 +37,13 @@ def main() -> None:
     target = ROOT / "docs" / "cli.md"
     target.write_text(render_cli_reference())
     print(f"wrote {target.relative_to(ROOT)}")
+    from car_verify.schema import KINDS, json_schema
+
+    for kind in KINDS:
+        target = ROOT / "docs" / "schemas" / f"{kind}.schema.json"
+        target.parent.mkdir(exist_ok=True)
+        target.write_text(json.dumps(json_schema(kind), indent=2, ensure_ascii=False) + "\n")
+        print(f"wrote {target.relative_to(ROOT)}")
     from car_verify.export import GraphvizMissing, render, to_dot, to_dot_text
 
     if "--golden" in sys.argv:

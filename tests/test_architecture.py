@@ -34,7 +34,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("deciders, executor, exporters", {
         "claims", "concurrency", "equivalence", "executor", "export", "fix", "optimize", "risk",
         "transactions", "workflow", "wp", "policy_analysis", "rate_compare", "trace_automata",
-        "schedule_analysis", "predictions", "ranking",
+        "schedule_analysis", "predictions", "ranking", "schema",
     }),
     ("reporters", {"reporters"}),
     ("commands", {

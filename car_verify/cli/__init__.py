@@ -41,6 +41,7 @@ from . import (
     risk,
     run,
     schedule,
+    schema,
     simulate,
     txcheck,
     verify,
@@ -83,6 +84,7 @@ COMMANDS = (
     dot,
     lint,
     codes,
+    schema,
     passes,
 )
 
