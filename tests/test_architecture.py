@@ -39,6 +39,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("reporters", {"reporters"}),
     ("commands", {
         "sources", "lint", "audit", "audit_report", "docgen", "cli", "__init__", "hook", "runtime",
+        "testing", "pytest_plugin",
         "_launch", "__main__",
     }),
 ]  # fmt: skip
