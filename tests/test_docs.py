@@ -151,3 +151,22 @@ def test_every_command_the_readme_shows_prints_what_it_shows(command: str, shown
         env=env,
     )
     assert done.stdout.rstrip("\n") == shown
+
+
+def test_every_page_is_in_the_sites_navigation() -> None:
+    """mkdocs.yml lists every page of docs/ (CI builds the site with --strict)."""
+    import yaml
+
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text())
+
+    def pages(node: object) -> list[str]:
+        if isinstance(node, str):
+            return [node]
+        if isinstance(node, dict):
+            return [p for v in node.values() for p in pages(v)]
+        if isinstance(node, list):
+            return [p for v in node for p in pages(v)]
+        return []
+
+    listed = set(pages(config["nav"]))
+    assert listed == {p.name for p in (ROOT / "docs").glob("*.md")}
