@@ -39,6 +39,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("reporters", {"reporters"}),
     ("commands", {
         "sources", "lint", "audit", "audit_report", "docgen", "cli", "__init__", "hook", "runtime",
+        "mcp_server",
         "testing", "pytest_plugin",
         "_launch", "__main__",
     }),

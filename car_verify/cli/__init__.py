@@ -32,6 +32,7 @@ from . import (
     hook,
     intent,
     lint,
+    mcp,
     optimize,
     passes,
     permissions,
@@ -80,6 +81,7 @@ COMMANDS = (
     txcheck,
     policy,
     hook,
+    mcp,
     run,
     dot,
     lint,
@@ -118,7 +120,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     reset_stdin()
     try:
-        args = _parser().parse_args(argv)
+        parser = _parser()
+        args = parser.parse_args(argv)
+        args._parser = parser  # for a command that reads the declarations (mcp)
         run: Callable[[argparse.Namespace], int] = args.run
         target = getattr(args, "output_file", None)
         if target is None:

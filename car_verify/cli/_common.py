@@ -532,3 +532,17 @@ def emit(args: argparse.Namespace, doc: Any, text: Callable[[], None]) -> None:
         _write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     else:
         text()
+
+
+def command_tree(parser: argparse.ArgumentParser, prefix: str = "car-verify") -> list[Any]:
+    """Every command under ``parser`` (``car-verify policy check``), its parser and its
+    one-line help: the one declaration of the commands, read (by the reference and
+    the MCP server's tool descriptions)."""
+    found: list[Any] = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {a.dest: a.help or "" for a in action._choices_actions}
+            for name, sub in action.choices.items():
+                nested = command_tree(sub, f"{prefix} {name}")
+                found += nested or [(f"{prefix} {name}", sub, helps.get(name, ""))]
+    return found

@@ -4,8 +4,6 @@ fails when it is stale)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 __all__ = ["render_cli_reference"]
 
 
@@ -13,8 +11,6 @@ def render_cli_reference() -> str:
     """``docs/cli.md``: every command and every flag it takes, from the one
     declaration of the commands (:mod:`car_verify.cli`)."""
     import argparse
-
-    from . import _parser
 
     out = [
         "# Command-line reference",
@@ -29,17 +25,10 @@ def render_cli_reference() -> str:
         "",
     ]
 
-    def commands(parser: argparse.ArgumentParser, prefix: str) -> list[tuple[str, Any, str]]:
-        found = []
-        for action in parser._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                helps = {a.dest: a.help or "" for a in action._choices_actions}
-                for name, sub in action.choices.items():
-                    nested = commands(sub, f"{prefix} {name}")
-                    found += nested or [(f"{prefix} {name}", sub, helps.get(name, ""))]
-        return found
+    from . import _parser
+    from ._common import command_tree
 
-    for name, parser, summary in commands(_parser(), "car-verify"):
+    for name, parser, summary in command_tree(_parser()):
         out += [f"## `{name}`", "", summary, "", "| argument | value | default | meaning |"]
         out.append("|---|---|---|---|")
         for action in parser._actions:

@@ -1,0 +1,37 @@
+"""``car-verify mcp``: serve car-verify's checks to an MCP client over stdio."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+from typing import Any
+
+from ..errors import UsageError
+from ._common import EXIT_OK
+
+
+def add(sub: Any, profiled: Any) -> None:
+    """Declare the command on the command line's subparsers."""
+    p = sub.add_parser(
+        "mcp",
+        parents=[profiled],
+        help="an MCP server on stdio: verify, simulate, equivalent, policy check, risk and "
+        "codes as tools for an agent (needs the [mcp] extra)",
+    )
+    p.set_defaults(run=cmd_mcp)
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    if importlib.util.find_spec("mcp") is None:
+        raise UsageError("car-verify mcp needs the MCP SDK: pip install 'car-verify[mcp]'")
+    from ..mcp_server import Declarations, serve
+    from ._common import command_tree
+
+    if getattr(args, "profile", None):  # each call may name its own; this is the default
+        import os
+
+        from ..semantics.profiles import PROFILE_ENV
+
+        os.environ[PROFILE_ENV] = args.profile
+    serve(Declarations.of(command_tree(args._parser)))
+    return EXIT_OK
