@@ -110,7 +110,7 @@ def plan_shards(files: Sequence[Path], shard_size: int) -> list[Shard]:
     one shard."""
     shards: list[Shard] = []
     for path in files:
-        if not path.name.endswith((".jsonl", ".ndjson")):
+        if not path.name.endswith((".jsonl", ".ndjson")) or _merges_across_lines(path):
             shards.append(Shard(len(shards), str(path), None, 0, _records_in(path)))
             continue
         start, lines, position, physical, first = 0, 0, 0, 0, 1
@@ -128,6 +128,21 @@ def plan_shards(files: Sequence[Path], shard_size: int) -> list[Shard]:
         if lines:
             shards.append(Shard(len(shards), str(path), start, lines, lines, first))
     return shards
+
+
+def _merges_across_lines(path: Path) -> bool:
+    """Whether the file's first record is of a format whose records merge by id (the
+    spans of one trace on several lines): such a file is one shard, so that no trace
+    is cut in two."""
+    from .importers import importers, records
+
+    stream = records(path)
+    first = next(stream, None)
+    getattr(stream, "close", lambda: None)()  # the file is closed, not left to the collector
+    if first is None:
+        return False
+    merging = [i for i in importers() if getattr(i, "merges_by_id", False)]
+    return any(i.sniff(first[1]) for i in merging)
 
 
 def _records_in(path: Path) -> int:

@@ -42,12 +42,13 @@ def importers() -> list[Importer]:
     from .anthropic import AnthropicImporter
     from .atif import AtifImporter
     from .openai_chat import OpenAIChatImporter
+    from .otel import OtelImporter
     from .proposals import ProposalImporter
     from .tau_bench import TauBenchImporter
 
     found: list[Importer] = [
         TauBenchImporter(), AtifImporter(), AnthropicImporter(), OpenAIChatImporter(),
-        ProposalImporter(),
+        OtelImporter(), ProposalImporter(),
     ]  # fmt: skip
     try:
         from importlib.metadata import entry_points

@@ -309,12 +309,35 @@ def read_file(
 ) -> Iterator[Trajectory | ImportProblem]:
     """Every trajectory of one file, and a problem for each record that fails: each
     record goes to the first of ``formats`` that knows it."""
+    yield from merged(_read_file(path, formats), formats)
+
+
+def _read_file(
+    path: str | os.PathLike[str], formats: Sequence[Importer]
+) -> Iterator[Trajectory | ImportProblem]:
     source = str(path)
     for index, (line, record) in enumerate(records(path)):
         if isinstance(record, InputError):
             yield ImportProblem(source, line, None, record.problem)
             continue
         yield from _lift(record, source, line, index, formats)
+
+
+def merged(
+    items: Iterable[Trajectory | ImportProblem], formats: Sequence[Importer]
+) -> Iterator[Trajectory | ImportProblem]:
+    """``items``, with the partial trajectories of a format whose importer
+    ``merges_by_id`` (a trace whose spans sit in several records) merged by id, at
+    the end, in the order their ids first came."""
+    merging = {i.name: i for i in formats if getattr(i, "merges_by_id", False)}
+    held: dict[tuple[str, str], list[Trajectory]] = {}
+    for item in items:
+        if isinstance(item, Trajectory) and item.format in merging:
+            held.setdefault((item.format, item.id), []).append(item)
+        else:
+            yield item
+    for (name, _), parts in held.items():
+        yield merging[name].merge(parts)  # type: ignore[attr-defined]
 
 
 def _lift(
@@ -344,6 +367,16 @@ def read_lines(
     ``offset`` (a shard of it): as :func:`read_file`, line numbers included.
     ``first_line``: the line number at ``offset`` when the caller knows it (else the
     lines before are counted, a block at a time)."""
+    return merged(_read_lines(path, offset, count, formats, first_line), formats)
+
+
+def _read_lines(
+    path: str | os.PathLike[str],
+    offset: int,
+    count: int,
+    formats: Sequence[Importer],
+    first_line: int | None = None,
+) -> Iterator[Trajectory | ImportProblem]:
     source = str(path)
     with open(path, "rb") as stream:
         if first_line is not None:

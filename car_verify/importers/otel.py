@@ -1,0 +1,286 @@
+"""OpenTelemetry traces of agent runs: the GenAI semantic conventions and
+OpenInference's (Phoenix, Langfuse and others), as an OTLP JSON export
+(``{resourceSpans: [{resource, scopeSpans: [{spans}]}]}``, a whole file or one
+export per line, as the Collector's file exporter writes them) or as spans, one
+per JSON line (an OTLP span, or the Python SDK's ``span.to_json()``).
+
+A trace is a trajectory (its id the trace id). Each tool span is a call, in
+start order: a span whose ``gen_ai.operation.name`` is ``execute_tool`` (its
+``gen_ai.tool.name``, ``gen_ai.tool.call.arguments``, ``gen_ai.tool.call.result``,
+``gen_ai.tool.call.id``), or whose ``openinference.span.kind`` is ``TOOL`` (its
+``tool.name``, ``input.value``, ``output.value``, ``tool.id``). A call failed when
+its span's status is an error (or it carries ``error.type``). The agent span
+(``invoke_agent``, or OpenInference's ``AGENT``; else the trace's root) gives the
+model (``gen_ai.request.model``, ``gen_ai.response.model``, ``llm.model_name``,
+else an LLM span's) and the metadata (its scalar attributes and the resource's).
+
+The attribute names are the conventions' own, read from their published
+packages (``opentelemetry-semantic-conventions``, ``openinference-semantic-
+conventions``: the ``[otel]`` extra), not retyped here. The spans of one trace
+may sit in several records of a file: the partial trajectories are merged by
+trace id once the file (or its shard: a file of spans is one shard) is read.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InputError
+from .base import Call, Trajectory, parse_arguments, scalar_metadata, string_or_none
+
+__all__ = ["OtelImporter"]
+
+#: Where each partial trajectory keeps its calls' start times until merged.
+_STARTS = "otel.start_times"
+
+
+@functools.cache
+def _names() -> Any:
+    """The conventions' attribute names and values, from their packages."""
+    try:
+        from openinference.semconv.trace import OpenInferenceSpanKindValues as Kind
+        from openinference.semconv.trace import SpanAttributes as OI
+        from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
+        from opentelemetry.semconv.attributes import error_attributes, service_attributes
+    except ImportError:
+        raise InputError(
+            "reading OpenTelemetry traces needs the conventions' packages: "
+            "pip install 'car-verify[otel]'"
+        ) from None
+
+    @dataclass(frozen=True)
+    class Names:
+        operation: str = gen_ai.GEN_AI_OPERATION_NAME
+        execute_tool: str = gen_ai.GenAiOperationNameValues.EXECUTE_TOOL.value
+        invoke_agent: str = gen_ai.GenAiOperationNameValues.INVOKE_AGENT.value
+        tool_name: str = gen_ai.GEN_AI_TOOL_NAME
+        tool_call_id: str = gen_ai.GEN_AI_TOOL_CALL_ID
+        tool_arguments: str = gen_ai.GEN_AI_TOOL_CALL_ARGUMENTS
+        tool_result: str = gen_ai.GEN_AI_TOOL_CALL_RESULT
+        models: tuple[str, ...] = (
+            gen_ai.GEN_AI_REQUEST_MODEL, gen_ai.GEN_AI_RESPONSE_MODEL, OI.LLM_MODEL_NAME,
+        )  # fmt: skip
+        kind: str = OI.OPENINFERENCE_SPAN_KIND
+        kind_tool: str = Kind.TOOL.value
+        kind_agent: str = Kind.AGENT.value
+        oi_tool_name: str = OI.TOOL_NAME
+        oi_tool_id: str = OI.TOOL_ID
+        oi_input: str = OI.INPUT_VALUE
+        oi_output: str = OI.OUTPUT_VALUE
+        error_type: str = error_attributes.ERROR_TYPE
+        service: str = service_attributes.SERVICE_NAME
+
+    return Names()
+
+
+@dataclass(frozen=True, slots=True)
+class _Span:
+    trace_id: str
+    span_id: str
+    parent_id: str | None
+    name: str
+    start: int  # ns since the epoch
+    attributes: Mapping[str, Any]
+    error: bool
+    resource: Mapping[str, Any]
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _any_value(value: Any) -> Any:
+    """An OTLP JSON ``AnyValue`` as a plain value."""
+    if not isinstance(value, Mapping):
+        return value
+    for key in ("stringValue", "boolValue", "doubleValue"):
+        if key in value:
+            return value[key]
+    if "intValue" in value:  # a string in OTLP JSON (64-bit)
+        return int(value["intValue"])
+    if "arrayValue" in value:
+        return [_any_value(v) for v in value["arrayValue"].get("values", [])]
+    if "kvlistValue" in value:
+        return _attributes(value["kvlistValue"].get("values", []))
+    if "bytesValue" in value:
+        return value["bytesValue"]
+    return None
+
+
+def _attributes(raw: Any) -> dict[str, Any]:
+    if isinstance(raw, Mapping):  # the SDK's to_json(): already flat
+        return dict(raw)
+    out: dict[str, Any] = {}
+    for item in raw or []:
+        if isinstance(item, Mapping) and isinstance(item.get("key"), str):
+            out[item["key"]] = _any_value(item.get("value"))
+    return out
+
+
+def _nanos(value: Any) -> int:
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, (int, float)):
+        return int(value)
+    if isinstance(value, str):
+        if value.isdigit():
+            return int(value)
+        from datetime import datetime
+
+        try:
+            moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return 0
+        return int(moment.timestamp() * 1e9)
+    return 0
+
+
+def _hex(value: Any) -> str | None:
+    if not isinstance(value, str) or not value:
+        return None
+    return value[2:] if value.startswith("0x") else value
+
+
+def _span(raw: Mapping[str, Any], resource: Mapping[str, Any]) -> _Span:
+    """An OTLP span (camelCase) or an SDK span's ``to_json()`` (snake_case)."""
+    context = _mapping(raw.get("context"))
+    trace_id = _hex(raw.get("traceId")) or _hex(context.get("trace_id"))
+    span_id = _hex(raw.get("spanId")) or _hex(context.get("span_id")) or ""
+    if trace_id is None:
+        raise InputError("a span without a trace id", ["traceId"])
+    status = _mapping(raw.get("status"))
+    code = status.get("code", status.get("status_code"))
+    attributes = _attributes(raw.get("attributes"))
+    error = code in (2, "STATUS_CODE_ERROR", "ERROR") or _names().error_type in attributes
+    return _Span(
+        trace_id,
+        span_id,
+        _hex(raw.get("parentSpanId")) or _hex(raw.get("parent_id")),
+        str(raw.get("name", "")),
+        _nanos(raw.get("startTimeUnixNano", raw.get("start_time"))),
+        attributes,
+        bool(error),
+        resource,
+    )
+
+
+def _spans_of_export(record: Mapping[str, Any]) -> list[_Span]:
+    spans: list[_Span] = []
+    for n, rs in enumerate(record["resourceSpans"]):
+        if not isinstance(rs, Mapping):
+            raise InputError("expected a ResourceSpans object", ["resourceSpans", n])
+        resource = _mapping(rs.get("resource"))
+        resource_attributes = _attributes(resource.get("attributes"))
+        for scope in rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans") or []:
+            for raw in (scope.get("spans") if isinstance(scope, Mapping) else None) or []:
+                if isinstance(raw, Mapping):
+                    spans.append(_span(raw, resource_attributes))
+    return spans
+
+
+def _is_span(record: Any) -> bool:
+    if not isinstance(record, Mapping) or not isinstance(record.get("name"), str):
+        return False
+    context = record.get("context")
+    return "traceId" in record or (isinstance(context, Mapping) and "trace_id" in context)
+
+
+class OtelImporter:
+    """OpenTelemetry spans (GenAI and OpenInference conventions) to trajectories."""
+
+    name = "otel"
+    #: A trace's spans may sit in several records: the file's partial trajectories
+    #: are merged by id (:meth:`merge`).
+    merges_by_id = True
+
+    def sniff(self, record: Any) -> bool:
+        if isinstance(record, Mapping) and isinstance(record.get("resourceSpans"), list):
+            return True
+        return _is_span(record)
+
+    def lift(self, record: Any, *, source: str, line: int | None, index: int) -> list[Trajectory]:
+        if isinstance(record, Mapping) and "resourceSpans" in record:
+            spans = _spans_of_export(record)
+        else:
+            resource = _mapping(record.get("resource"))
+            spans = [_span(record, _attributes(resource.get("attributes", resource)))]
+        traces: dict[str, list[_Span]] = {}
+        for span in spans:
+            traces.setdefault(span.trace_id, []).append(span)
+        return [_partial(tid, group, source, line) for tid, group in traces.items()]
+
+    def merge(self, parts: Sequence[Trajectory]) -> Trajectory:
+        """One trace's partial trajectories as one: calls in start order, the first
+        model and metadata found."""
+        timed: list[tuple[int, int, Call]] = []
+        for part in parts:
+            starts = part.metadata.get(_STARTS, [])
+            timed += [(s, len(timed), c) for s, c in zip(starts, part.calls, strict=True)]
+        timed.sort(key=lambda t: (t[0], t[1]))
+        first = parts[0]
+        metadata: dict[str, Any] = {}
+        for part in parts:
+            for key, value in part.metadata.items():
+                if key != _STARTS:
+                    metadata.setdefault(key, value)
+        return Trajectory(
+            id=first.id,
+            format=self.name,
+            calls=[c for _, _, c in timed],
+            model=next((p.model for p in parts if p.model), None),
+            source=first.source,
+            line=first.line,
+            metadata=metadata,
+            notes=[n for p in parts for n in p.notes],
+        )
+
+
+def _partial(trace_id: str, spans: list[_Span], source: str, line: int | None) -> Trajectory:
+    names = _names()
+    calls: list[tuple[int, Call]] = []
+    notes: list[str] = []
+    agent: _Span | None = None
+    model: str | None = None
+    for span in sorted(spans, key=lambda s: s.start):
+        a = span.attributes
+        operation, kind = a.get(names.operation), a.get(names.kind)
+        if operation == names.execute_tool or kind == names.kind_tool:
+            gen_ai = operation == names.execute_tool
+            tool = a.get(names.tool_name if gen_ai else names.oi_tool_name) or span.name
+            raw_args = a.get(names.tool_arguments if gen_ai else names.oi_input)
+            arguments, note = parse_arguments(raw_args)
+            if note:
+                notes.append(f"call {len(calls) + 1} ({tool}): {note}")
+            call_id = string_or_none(a.get(names.tool_call_id if gen_ai else names.oi_tool_id))
+            result = a.get(names.tool_result if gen_ai else names.oi_output)
+            call = Call(str(tool), arguments, call_id or span.span_id, result, span.error)
+            calls.append((span.start, call))
+        elif operation == names.invoke_agent or kind == names.kind_agent:
+            agent = agent or span
+        if model is None:
+            model = next((str(a[k]) for k in names.models if a.get(k)), None)
+    root = agent or next((s for s in spans if s.parent_id is None), None)
+    metadata: dict[str, Any] = {}
+    if root is not None:
+        metadata.update(scalar_metadata(root.attributes))
+        owned = next(
+            (str(root.attributes[k]) for k in names.models if root.attributes.get(k)), None
+        )
+        model = owned or model
+        service = root.resource.get(names.service)
+        if isinstance(service, str):
+            metadata.setdefault(names.service, service)
+    metadata[_STARTS] = [start for start, _ in calls]
+    return Trajectory(
+        id=trace_id,
+        format="otel",
+        calls=[c for _, c in calls],
+        model=model,
+        source=source,
+        line=line,
+        metadata=metadata,
+        notes=notes,
+    )

@@ -1,0 +1,86 @@
+"""OpenTelemetry traces in (issue 40): the GenAI and OpenInference conventions, as an
+OTLP JSON export and as spans one per line; a trace's spans merged by trace id
+wherever they sit in the file; and ``audit`` reading them as it reads tau-bench."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("opentelemetry.semconv", reason="the [otel] extra is not installed")
+pytest.importorskip("openinference.semconv", reason="the [otel] extra is not installed")
+
+from car_verify.audit import plan_shards
+from car_verify.importers import ImportProblem, Trajectory, read_file
+
+HERE = Path(__file__).parent / "fixtures" / "otel"
+
+
+def trajectories(path: Path) -> list[Trajectory]:
+    items = list(read_file(path))
+    assert not [i for i in items if isinstance(i, ImportProblem)], items
+    return [i for i in items if isinstance(i, Trajectory)]
+
+
+def calls(t: Trajectory) -> list[tuple[str, Any, bool]]:
+    return [(c.tool, c.arguments, c.failed) for c in t.calls]
+
+
+def test_a_genai_export_is_one_trajectory_per_trace_in_start_order() -> None:
+    (t,) = trajectories(HERE / "genai-export.json")
+    assert t.format == "otel" and t.id == "5b8efff798038103d269b633813fc60c"
+    # declared out of order; the chat span is no call; deploy's status is an error
+    assert calls(t) == [
+        ("run_tests", {"suite": "billing"}, False),
+        ("deploy", {"env": "prod"}, True),
+    ]
+    assert [c.call_id for c in t.calls] == ["call_1", "call_2"] and t.calls[0].result == "12 passed"
+    assert t.model == "claude-opus-4-7"
+    assert t.metadata["gen_ai.agent.name"] == "billing-bot"
+    assert t.metadata["service.name"] == "billing-agent"
+    proposal = t.proposal()
+    assert [a["tool"] for a in proposal["actions"]] == ["run_tests", "deploy"]
+
+
+def test_openinference_spans_one_per_line_merge_by_trace() -> None:
+    found = {t.id: t for t in trajectories(HERE / "openinference-spans.jsonl")}
+    assert set(found) == {"11", "22"}
+    assert calls(found["11"]) == [
+        ("refund", {"order_id": "A7", "amount": 20}, True),
+        ("get_order", {"order_id": "A7"}, False),
+    ]
+    assert found["11"].model == "gpt-5" and "otel.start_times" not in found["11"].metadata
+    assert calls(found["22"]) == [("search", {"q": "refund policy"}, False)]
+
+
+def test_a_trace_split_across_export_lines_is_one_trajectory(tmp_path: Path) -> None:
+    export = json.loads((HERE / "genai-export.json").read_text())
+    spans = export["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    path = tmp_path / "collector.jsonl"  # the Collector's file exporter: a batch per line
+    with path.open("w") as out:
+        for part in (spans[:2], spans[2:]):
+            batch = {
+                "resourceSpans": [{**export["resourceSpans"][0], "scopeSpans": [{"spans": part}]}]
+            }
+            out.write(json.dumps(batch) + "\n")
+    (t,) = trajectories(path)
+    assert [c.tool for c in t.calls] == ["run_tests", "deploy"]
+    (shard,) = plan_shards([path], shard_size=1)  # one shard: the trace is not cut in two
+    assert shard.offset is None
+
+
+def test_audit_reads_a_trace_export_as_it_reads_tau_bench(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    from car_verify.cli import main
+
+    assert main(["audit", str(HERE), "-o", str(tmp_path / "out")]) in (0, 1)
+    table = pq.read_table(tmp_path / "out" / "trajectories.parquet").to_pylist()
+    assert sorted(r["trajectory_id"] for r in table) == sorted(
+        ["5b8efff798038103d269b633813fc60c", "11", "22"]
+    )
+    assert {r["format"] for r in table} == {"otel"}
