@@ -42,8 +42,8 @@ class Declarations:
         return cls(summaries, flags)
 
 
-#: An argument: ("schema", file kind, command, flag) | ("profile", command) |
-#: ("plain", JSON type, description).
+#: An argument: ("schema", file kind) (the JSON Schema generated from the model),
+#: ("profile",), or ("flag", JSON type, flag) (described by the command's declaration).
 Arg = tuple[str, ...]
 
 
@@ -61,7 +61,9 @@ class McpTool:
     def input_schema(self, decl: Declarations) -> dict[str, Any]:
         return {
             "type": "object",
-            "properties": {name: _argument(arg, decl) for name, arg in self.arguments.items()},
+            "properties": {
+                name: _argument(arg, self.command, decl) for name, arg in self.arguments.items()
+            },
             "required": list(self.required),
         }
 
@@ -70,18 +72,16 @@ class McpTool:
         return f"{summary} (as `{self.command}`; the result's JSON and a summary)"
 
 
-def _argument(arg: Arg, decl: Declarations) -> dict[str, Any]:
+def _argument(arg: Arg, command: str, decl: Declarations) -> dict[str, Any]:
     if arg[0] == "schema":
         from .schema import json_schema
 
-        _, kind, command, flag = arg
-        doc = json_schema(kind)
+        doc = json_schema(arg[1])  # described by the model: an object, not a file
         doc.pop("$schema", None)
-        doc["description"] = decl.flags[(command, flag)]
         return doc
     if arg[0] == "profile":
-        return {"enum": ["car", "strict"], "description": decl.flags[(arg[1], "--profile")]}
-    return {"type": arg[1], "description": arg[2]}
+        return {"enum": ["car", "strict"], "description": decl.flags[(command, "--profile")]}
+    return {"type": arg[1], "description": decl.flags[(command, arg[2])]}
 
 
 def _verify(args: dict[str, Any]) -> tuple[Any, str]:
@@ -183,10 +183,10 @@ TOOLS: tuple[McpTool, ...] = (
         "verify",
         _V,
         {
-            "proposal": ("schema", "proposal", _V, "proposals"),
-            "tools": ("schema", "tools", _V, "--tools"),
-            "state": ("schema", "state", _V, "--state"),
-            "profile": ("profile", _V),
+            "proposal": ("schema", "proposal"),
+            "tools": ("schema", "tools"),
+            "state": ("schema", "state"),
+            "profile": ("profile",),
         },
         ("proposal",),
         _verify,
@@ -195,9 +195,9 @@ TOOLS: tuple[McpTool, ...] = (
         "simulate",
         "car-verify simulate",
         {
-            "proposal": ("schema", "proposal", "car-verify simulate", "proposal"),
-            "state": ("schema", "state", "car-verify simulate", "--state"),
-            "profile": ("profile", "car-verify simulate"),
+            "proposal": ("schema", "proposal"),
+            "state": ("schema", "state"),
+            "profile": ("profile",),
         },
         ("proposal",),
         _simulate,
@@ -206,9 +206,9 @@ TOOLS: tuple[McpTool, ...] = (
         "equivalent",
         "car-verify equivalent",
         {
-            "a": ("schema", "proposal", "car-verify equivalent", "a"),
-            "b": ("schema", "proposal", "car-verify equivalent", "b"),
-            "profile": ("profile", "car-verify equivalent"),
+            "a": ("schema", "proposal"),
+            "b": ("schema", "proposal"),
+            "profile": ("profile",),
         },
         ("a", "b"),
         _equivalent,
@@ -217,14 +217,10 @@ TOOLS: tuple[McpTool, ...] = (
         "policy_check",
         "car-verify policy check",
         {
-            "proposal": ("schema", "proposal", "car-verify policy check", "proposal"),
-            "policies": (
-                "plain",
-                "string",
-                "policy directory (default: the nearest .car/policies)",
-            ),
-            "state": ("schema", "state", "car-verify policy check", "--state"),
-            "profile": ("profile", "car-verify policy check"),
+            "proposal": ("schema", "proposal"),
+            "policies": ("flag", "string", "--policies"),
+            "state": ("schema", "state"),
+            "profile": ("profile",),
         },
         ("proposal",),
         _policy_check,
@@ -233,11 +229,11 @@ TOOLS: tuple[McpTool, ...] = (
         "risk",
         "car-verify risk",
         {
-            "proposal": ("schema", "proposal", "car-verify risk", "proposal"),
-            "state": ("schema", "state", "car-verify risk", "--state"),
-            "rates": ("plain", "object", "tool name -> success rate in [0, 1]"),
-            "goal": ("plain", "object", "the goal: state key -> value the plan should reach"),
-            "profile": ("profile", "car-verify risk"),
+            "proposal": ("schema", "proposal"),
+            "state": ("schema", "state"),
+            "rates": ("flag", "object", "--rates"),
+            "goal": ("flag", "object", "--goal"),
+            "profile": ("profile",),
         },
         ("proposal",),
         _risk,
@@ -245,7 +241,7 @@ TOOLS: tuple[McpTool, ...] = (
     McpTool(
         "codes",
         "car-verify codes",
-        {"code": ("plain", "string", "explain this code: what, why, how to fix")},
+        {"code": ("flag", "string", "code")},
         (),
         _codes,
     ),

@@ -23,9 +23,11 @@ A trajectory's ``outcome`` is ``success`` or ``failure`` when the source says
 from __future__ import annotations
 
 import contextlib
+import functools
 import gzip
+import inspect
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -304,17 +306,28 @@ def _parquet_batch(batch: Any) -> Iterator[tuple[int | None, Any]]:
         yield None, row
 
 
+def _merging(
+    read: Callable[..., Iterator[Trajectory | ImportProblem]],
+) -> Callable[..., Iterator[Trajectory | ImportProblem]]:
+    """A reader whose partial trajectories (of a format that ``merges_by_id``) come
+    out merged (:func:`merged`); its ``formats`` argument says which formats."""
+
+    signature = inspect.signature(read)
+
+    @functools.wraps(read)
+    def reader(*args: Any, **kwargs: Any) -> Iterator[Trajectory | ImportProblem]:
+        formats = signature.bind(*args, **kwargs).arguments["formats"]
+        return merged(read(*args, **kwargs), formats)
+
+    return reader
+
+
+@_merging
 def read_file(
     path: str | os.PathLike[str], formats: Sequence[Importer]
 ) -> Iterator[Trajectory | ImportProblem]:
     """Every trajectory of one file, and a problem for each record that fails: each
     record goes to the first of ``formats`` that knows it."""
-    yield from merged(_read_file(path, formats), formats)
-
-
-def _read_file(
-    path: str | os.PathLike[str], formats: Sequence[Importer]
-) -> Iterator[Trajectory | ImportProblem]:
     source = str(path)
     for index, (line, record) in enumerate(records(path)):
         if isinstance(record, InputError):
@@ -356,6 +369,7 @@ def _lift(
         yield ImportProblem(source, line, rid, f"{importer.name}: malformed record ({err!r})")
 
 
+@_merging
 def read_lines(
     path: str | os.PathLike[str],
     offset: int,
@@ -367,16 +381,6 @@ def read_lines(
     ``offset`` (a shard of it): as :func:`read_file`, line numbers included.
     ``first_line``: the line number at ``offset`` when the caller knows it (else the
     lines before are counted, a block at a time)."""
-    return merged(_read_lines(path, offset, count, formats, first_line), formats)
-
-
-def _read_lines(
-    path: str | os.PathLike[str],
-    offset: int,
-    count: int,
-    formats: Sequence[Importer],
-    first_line: int | None = None,
-) -> Iterator[Trajectory | ImportProblem]:
     source = str(path)
     with open(path, "rb") as stream:
         if first_line is not None:
