@@ -207,6 +207,9 @@ def test_any_hook_payload_gets_a_decision_in_the_agents_format(tmp_path: Path) -
 
 def _corpus_seeds() -> list[bytes]:
     seeds = [json.dumps(r()).encode() for r in (openai_record, anthropic_record, atif_record)]
+    otel = ROOT / "tests" / "fixtures" / "otel"  # an OTLP export, and spans one per line
+    seeds.append((otel / "genai-export.json").read_bytes())
+    seeds += (otel / "openinference-spans.jsonl").read_bytes().splitlines()
     tau = ROOT.parent / "shared" / "corpora" / "tau-bench-airline" / "gpt-4o-airline.json"
     if tau.exists():  # a few real records of the shared corpus, when it is beside us
         seeds += [json.dumps(r).encode() for r in json.loads(tau.read_text())[:3]]
