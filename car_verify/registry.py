@@ -70,7 +70,6 @@ def _may_declare_passes() -> bool:
     a finder with distributions of its own, ``importlib.metadata`` already loaded
     and perhaps patched) answers "maybe", and the real lookup runs.
     """
-    import os
     import sys
     from importlib.machinery import PathFinder
 
@@ -81,7 +80,27 @@ def _may_declare_passes() -> bool:
         for finder in sys.meta_path
     ):
         return True
-    for entry in sys.path:
+    # The speed trick: one scan per sys.path (a verify per small plan paid the scan
+    # each time, most of its time); _declared_on is the plain reading, and a test
+    # holds the two to the same answers. A distribution installed into a folder
+    # already scanned, while the process runs, is not seen: start a new process.
+    key = tuple(sys.path)
+    found = _SCANNED.get(key)
+    if found is None:
+        found = _SCANNED[key] = _declared_on(key)
+    return found
+
+
+#: sys.path -> whether a distribution on it may declare a pass (_may_declare_passes).
+_SCANNED: dict[tuple[str, ...], bool] = {}
+
+
+def _declared_on(path: tuple[str, ...]) -> bool:
+    """Whether a distribution in a folder of ``path`` declares a ``car_verify.passes``
+    entry point (or might: a zip archive on the path)."""
+    import os
+
+    for entry in path:
         folder = entry or os.curdir
         if not os.path.isdir(folder):
             if os.path.exists(folder):

@@ -506,6 +506,26 @@ def test_the_entry_point_prefilter_says_maybe_wherever_a_pass_may_be_declared(
     assert _may_declare_passes() is maybe
 
 
+def test_the_prefilter_scans_a_path_once_and_answers_as_the_plain_scan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from car_verify import registry
+
+    (tmp_path / "x-1.dist-info").mkdir()
+    (tmp_path / "x-1.dist-info" / "entry_points.txt").write_text("[car_verify.passes]\nd = m:P\n")
+    monkeypatch.delitem(sys.modules, "importlib.metadata", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [m for m in sys.meta_path if m is PathFinder])
+    for path in ([str(tmp_path)], [str(tmp_path / "absent")], sys.path[:]):
+        monkeypatch.setattr(sys, "path", path)
+        first = registry._may_declare_passes()
+        assert first is registry._declared_on(tuple(path))  # the plain reading agrees
+        with monkeypatch.context() as scanless:  # the second answer reads no folder
+            scanless.setattr(os, "listdir", lambda _: pytest.fail("scanned again"))
+            assert registry._may_declare_passes() is first
+
+
 def test_the_prefilter_defers_to_a_loaded_importlib_metadata(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
