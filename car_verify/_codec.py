@@ -213,7 +213,7 @@ def d_str_map(item: Decoder) -> Decoder:
                 raise
         return out
 
-    decode_map.item = item  # type: ignore[attr-defined]  # read by the JSON Schema
+    decode_map.value = item  # type: ignore[attr-defined]  # read by the JSON Schema
     return decode_map
 
 

@@ -108,9 +108,12 @@ def plan_shards(files: Sequence[Path], shard_size: int) -> list[Shard]:
     """Cut each plain JSON-lines file into shards of ``shard_size`` lines (found in
     one pass over its bytes); any other file (a JSON array, ``.gz``, Parquet) is
     one shard."""
+    from .importers import importers
+
+    merging = [i for i in importers() if getattr(i, "merges_by_id", False)]
     shards: list[Shard] = []
     for path in files:
-        if not path.name.endswith((".jsonl", ".ndjson")) or _merges_across_lines(path):
+        if not path.name.endswith((".jsonl", ".ndjson")) or _merges_across_lines(path, merging):
             shards.append(Shard(len(shards), str(path), None, 0, _records_in(path)))
             continue
         start, lines, position, physical, first = 0, 0, 0, 0, 1
@@ -130,19 +133,18 @@ def plan_shards(files: Sequence[Path], shard_size: int) -> list[Shard]:
     return shards
 
 
-def _merges_across_lines(path: Path) -> bool:
+def _merges_across_lines(path: Path, merging: Sequence[Any]) -> bool:
     """Whether the file's first record is of a format whose records merge by id (the
-    spans of one trace on several lines): such a file is one shard, so that no trace
-    is cut in two."""
-    from .importers import importers, records
+    spans of one trace on several lines: ``merging``): such a file is one shard, so
+    that no trace is cut in two."""
+    if not merging:
+        return False
+    from .importers import records
 
     stream = records(path)
     first = next(stream, None)
     getattr(stream, "close", lambda: None)()  # the file is closed, not left to the collector
-    if first is None:
-        return False
-    merging = [i for i in importers() if getattr(i, "merges_by_id", False)]
-    return any(i.sniff(first[1]) for i in merging)
+    return first is not None and any(i.sniff(first[1]) for i in merging)
 
 
 def _records_in(path: Path) -> int:

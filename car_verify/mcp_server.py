@@ -248,9 +248,12 @@ TOOLS: tuple[McpTool, ...] = (
 )
 
 
-def call(name: str, arguments: dict[str, Any] | None) -> tuple[Any, str, bool]:
+def call(
+    name: str, arguments: dict[str, Any] | None, profile: str | None = None
+) -> tuple[Any, str, bool]:
     """Run a tool: ``(wire JSON, text, is_error)``. An input or usage error is the
-    tool's error (its message), not the server's failure."""
+    tool's error (its message), not the server's failure. ``profile``: the server's
+    default, where a call names none."""
     from .errors import CarVerifyError
 
     tool = next((t for t in TOOLS if t.name == name), None)
@@ -271,15 +274,16 @@ def call(name: str, arguments: dict[str, Any] | None) -> tuple[Any, str, bool]:
         if "profile" in tool.arguments:  # resolved as the command line resolves it
             from .semantics.profiles import resolve_profile
 
-            args["profile"] = resolve_profile(args.get("profile"))[0].value
+            args["profile"] = resolve_profile(args.get("profile") or profile)[0].value
         doc, text = tool.run(args)
     except CarVerifyError as err:
         return None, str(err), True
     return doc, text, False
 
 
-def serve(decl: Declarations) -> None:
-    """Serve the tools over stdio until the client closes the connection."""
+def serve(decl: Declarations, profile: str | None = None) -> None:
+    """Serve the tools over stdio until the client closes the connection; ``profile``
+    is the default of every call (else resolved as the command line resolves it)."""
     import anyio
     import mcp.types as types
     from mcp.server.lowlevel import Server
@@ -298,7 +302,7 @@ def serve(decl: Declarations) -> None:
         )
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        doc, text, failed = call(params.name, params.arguments)
+        doc, text, failed = call(params.name, params.arguments, profile)
         structured = doc if isinstance(doc, dict) else None
         return types.CallToolResult(
             content=[types.TextContent(text=text)], structured_content=structured, is_error=failed

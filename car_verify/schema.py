@@ -71,11 +71,10 @@ class _Builder:
         if hasattr(decoder, "tagged"):
             tag, variants = decoder.tagged
             return {"oneOf": [self.ref(cls, tag=(tag, value)) for value, cls in variants.items()]}
-        if hasattr(decoder, "item"):
-            items = self.of(decoder.item)
-            if getattr(decoder, "__name__", "") == "decode_map":
-                return {"type": "object", "additionalProperties": items}
-            return {"type": "array", "items": items}
+        if hasattr(decoder, "value"):  # d_str_map
+            return {"type": "object", "additionalProperties": self.of(decoder.value)}
+        if hasattr(decoder, "item"):  # d_list
+            return {"type": "array", "items": self.of(decoder.item)}
         raise TypeError(f"no JSON Schema for the decoder {decoder!r}: teach car_verify.schema")
 
     def ref(self, cls: type, tag: tuple[str, str] | None = None) -> dict[str, Any]:

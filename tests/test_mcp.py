@@ -36,6 +36,10 @@ def test_every_tool_declares_its_schema_and_description_without_the_sdk() -> Non
         assert tool.description(decl)
     assert call("verify", {}) == (None, "missing argument proposal", True)
     assert call("verify", {"proposal": {}, "tool": []})[2] is True  # a misspelled argument
+    # the server's --profile is each call's default; a call's own profile wins
+    plan = {"actions": []}
+    assert call("verify", {"proposal": plan}, "strict")[0]["profile"] == "strict"
+    assert call("verify", {"proposal": plan, "profile": "car"}, "strict")[0]["profile"] == "car"
 
 
 async def _session(work: Any, cwd: Path) -> Any:

@@ -27,11 +27,6 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from ..mcp_server import Declarations, serve
     from ._common import command_tree
 
-    if getattr(args, "profile", None):  # each call may name its own; this is the default
-        import os
-
-        from ..semantics.profiles import PROFILE_ENV
-
-        os.environ[PROFILE_ENV] = args.profile
-    serve(Declarations.of(command_tree(args._parser)))
+    # --profile is the server's default; each call may name its own.
+    serve(Declarations.of(command_tree(args._parser)), profile=getattr(args, "profile", None))
     return EXIT_OK

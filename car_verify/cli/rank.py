@@ -52,27 +52,24 @@ def _weight(text: str) -> float:
 
 
 def cmd_rank(args: argparse.Namespace) -> int:
-    from ..model import load
     from ..ranking import rank_proposals
-    from ..semantics import semantics_of
     from ..sources import YAML_SUFFIXES
 
     profile = _profile(args)
-    sem = semantics_of(profile)
     docs: list[Any] = []
     for name in args.proposals:
         # A JSON file is ranked as its document: whether it gives a timestamp counts
         # in its tokens (the runtime's clock writes a longer one than car-verify's).
         yaml = name.lower().endswith(YAML_SUFFIXES)
-        doc = _load_proposal(name) if yaml else _read_file(name, dict, "proposal")
-        try:  # an error names its file (the ranking would name its index)
-            sem.refuse(load(doc))
-        except InputError as err:
-            raise (err if err.source else err.with_source(name)) from None
-        docs.append(doc)
+        docs.append(_load_proposal(name) if yaml else _read_file(name, dict, "proposal"))
     registry = _load_tools(args.tools)
     names = None if registry is None else list(registry)  # the runtime ranks by names
-    ranked = rank_proposals(docs, names, args.cost_weight, profile=profile)
+    try:
+        ranked = rank_proposals(docs, names, args.cost_weight, profile=profile)
+    except InputError as err:  # named by the candidate's index: name its file instead
+        if err.source or not err.path or not isinstance(err.path[0], int):
+            raise
+        raise InputError(err.problem, err.path[1:], source=args.proposals[err.path[0]]) from None
 
     def text() -> None:
         header = ("rank", "score", "validity", "cost", "errors", "warnings", "tokens", "proposal")
