@@ -116,3 +116,121 @@ def shared_flag(n: int) -> dict[str, Any]:
             action["preconditions"] = [{"key": "maintenance", "value": True}]
         actions.append(action)
     return {"id": "shared-flag", "source": "benchmark", "actions": actions}
+
+
+# --- the large-plan shapes of bench_large.py: one stress each -----------------------------
+
+
+def deep_chain(n: int) -> dict[str, Any]:
+    """One chain through the state: each step reads the key the step before wrote, so
+    the DAG has ``n`` levels of one action each."""
+    actions = []
+    for i in range(n):
+        action: dict[str, Any] = {
+            "id": f"d{i}",
+            "type": "tool_call",
+            "tool": "build",
+            "parameters": {"stage": i},
+            "expected_effects": {f"stage.{i}": "built"},
+        }
+        if i:
+            action["state_dependencies"] = [f"stage.{i - 1}"]
+            action["preconditions"] = [{"key": f"stage.{i - 1}", "value": "built"}]
+        actions.append(action)
+    return {"id": "deep-chain", "source": "benchmark", "actions": actions}
+
+
+def wide_level(n: int) -> dict[str, Any]:
+    """Every action on its own key and unordered with the rest: one level of ``n``."""
+    actions = [
+        {
+            "id": f"w{i}",
+            "type": "tool_call",
+            "tool": TOOLS[i % len(TOOLS)],
+            "parameters": {"item": i, "region": f"r{i % 13}"},
+            "expected_effects": {f"item.{i}": {"status": "done"}},
+            "preconditions": [{"key": "env", "value": "prod"}],
+        }
+        for i in range(n)
+    ]
+    return {"id": "wide-level", "source": "benchmark", "actions": actions}
+
+
+def shared_keys(n: int, width: int = 4, seed: int = 5) -> dict[str, Any]:
+    """Few writers per key, many keys shared: each action writes one key of a pool of
+    ``n // width`` and reads two others; about half the writers order themselves after
+    the key's previous writer, so the plan has many conflicts but linearly many."""
+    rng = random.Random(seed)
+    pool = max(1, n // width)
+    actions = []
+    for i in range(n):
+        key = f"shared.{rng.randrange(pool)}"
+        reads = [f"shared.{rng.randrange(pool)}" for _ in range(2)]
+        if rng.random() < 0.5:
+            reads.append(key)
+        actions.append(
+            {
+                "id": f"k{i}",
+                "type": "tool_call",
+                "tool": TOOLS[i % len(TOOLS)],
+                "expected_effects": {key: i},
+                "state_dependencies": list(dict.fromkeys(reads)),
+                "read_set": list(dict.fromkeys(reads)),
+                "write_set": [key],
+            }
+        )
+    return {"id": "shared-keys", "source": "benchmark", "actions": actions}
+
+
+def dense_dependencies(n: int, fan_in: int = 12, seed: int = 3) -> dict[str, Any]:
+    """Each action depends on ``fan_in`` keys written by earlier actions (by state and
+    by explicit dependency): many edges per action, few findings."""
+    rng = random.Random(seed)
+    actions: list[dict[str, Any]] = []
+    for i in range(n):
+        action: dict[str, Any] = {
+            "id": f"e{i}",
+            "type": "tool_call",
+            "tool": "sql_query",
+            "expected_effects": {f"row.{i}": True},
+        }
+        if i:
+            earlier = sorted({rng.randrange(i) for _ in range(fan_in)})
+            action["state_dependencies"] = [f"row.{j}" for j in earlier]
+            action["dependencies"] = [f"e{j}" for j in earlier[:3]]
+        actions.append(action)
+    return {"id": "dense-dependencies", "source": "benchmark", "actions": actions}
+
+
+def long_parameters(n: int, fields: int = 40) -> dict[str, Any]:
+    """Few edges, large parameter objects (nested, with arrays): the cost of reading
+    and comparing values rather than of ordering."""
+    actions = []
+    for i in range(n):
+        params: dict[str, Any] = {
+            f"field_{f}": {"value": f"v{i}-{f}", "tags": ["a", "b", f], "weight": f / 7}
+            for f in range(fields)
+        }
+        params["rows"] = [{"n": j, "ok": j % 2 == 0} for j in range(10)]
+        actions.append(
+            {
+                "id": f"p{i}",
+                "type": "tool_call",
+                "tool": TOOLS[i % len(TOOLS)],
+                "parameters": params,
+                "expected_effects": {f"out.{i % 500}": i},
+                "metadata": {"note": "x" * 200},
+            }
+        )
+    return {"id": "long-parameters", "source": "benchmark", "actions": actions}
+
+
+#: The large-plan shapes, by name (wide_dag is the realistic mix).
+LARGE_SHAPES = {
+    "wide_dag": wide_dag,
+    "deep_chain": deep_chain,
+    "wide_level": wide_level,
+    "shared_keys": shared_keys,
+    "dense_dependencies": dense_dependencies,
+    "long_parameters": long_parameters,
+}
