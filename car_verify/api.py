@@ -19,8 +19,8 @@ from .passes import (
     Context,
     Options,
     Pass,
-    evidence_lists,
-    run_passes,
+    gathered,
+    run_and_say,
 )
 from .schedules import Schedules
 from .semantics import Profile, semantics_of
@@ -222,20 +222,8 @@ def verify(
     flow = _flow_inputs(labels, flow_policy)
     declared = _intent_input(intent)
     sem = semantics_of(profile)
-    if sem.profile is Profile.CAR:  # CAR's eight checks (car.py), then our passes
-        return _verify_car(
-            proposal,
-            tools,
-            initial_state,
-            max_actions,
-            passes,
-            repeat_threshold,
-            policies,
-            flow,
-            declared,
-            schedules,
-        )
     model = load(proposal)
+    sem.refuse(model)
     options = Options(
         max_actions=max_actions, repeat_threshold=repeat_threshold, schedules=schedules
     )
@@ -254,15 +242,12 @@ def verify(
         labels=flow[0],
         flow_policy=flow[1],
         intent=declared,
+        semantics=sem,
     )
     result = assess(ctx, passes)
     if _shares_values(proposal, initial_state):
         result.simulated_state = copy_json(result.simulated_state)
     return result
-
-
-#: Passes of car-verify's own that add findings on top of CAR's verdict.
-_CAR_EXTRAS = frozenset({"policies", "flow", "intent"})
 
 
 def _intent_input(intent: Any) -> Any:
@@ -289,143 +274,9 @@ def _flow_inputs(labels: Any, flow_policy: Any) -> tuple[Any, Any]:
     return parse_labels(labels), parse_policy(flow_policy)
 
 
-def _verify_car(
-    proposal: ProposalLike,
-    tools: Any,
-    initial_state: Mapping[str, Any] | None,
-    max_actions: int | None,
-    passes: Iterable[str | Pass | type[Pass]] | None,
-    repeat_threshold: int,
-    policies: Any,
-    flow: tuple[Any, Any] = (None, None),
-    intent: Any = None,
-    schedules: Schedules = "levels",
-    dag: Dag | None = None,
-) -> VerificationResult:
-    """``verify`` under the ``car`` profile: CAR's eight checks, then car-verify's
-    own ``info`` findings and, with policies or labels, the policy and flow passes
-    on top."""
-    from .car import car_verify
-    from .errors import UsageError
-    from .semantics.car import CAR
-
-    model = load(proposal)
-    CAR.refuse(model)
-    options = Options(
-        max_actions=max_actions, repeat_threshold=repeat_threshold, schedules=schedules
-    )  # checks them
-    registry = None if tools is None else ToolRegistry.coerce(tools)
-    state = None if initial_state is None else _state(initial_state)
-    extras: list[str] = []
-    named: list[Pass] = []  # the other passes named: each must run under car
-    if passes is not None:
-        from .registry import resolve_passes
-
-        for chosen in passes:
-            name = chosen if isinstance(chosen, str) else chosen.name
-            if name in _CAR_EXTRAS:
-                extras.append(name)
-                continue
-            (instance,) = resolve_passes([chosen])
-            if "car" not in instance.profiles:
-                raise UsageError(
-                    f"pass {name!r} runs under the strict profile only; under car, CAR's own "
-                    "checks stand in for it (use profile='strict' to run it)"
-                )
-            named.append(instance)
-    dag = CAR.order(model) if dag is None else dag
-    verdict = car_verify(
-        model,
-        initial_state=state,
-        tools=registry,
-        max_actions=max_actions,
-        repeat_threshold=repeat_threshold,
-        order=dag,
-    )
-    issues: list[Issue] = []
-    checks: list[CheckRecord] = []
-    if passes is None:  # CAR's eight checks; with passes named, only those run
-        issues = [*verdict.issues, *verdict.extra]
-        checks = list(verdict.checks)
-    ours = []
-    if policies is not None and (passes is None or "policies" in extras):
-        ours.append("policies")
-    elif "policies" in extras:
-        raise UsageError("the policies pass was asked for, but no policies were given")
-    if flow[0] is not None and (passes is None or "flow" in extras):
-        ours.append("flow")
-    elif "flow" in extras:
-        raise UsageError("the flow pass was asked for, but no tool labels were given")
-    if intent is not None and (passes is None or "intent" in extras):
-        ours.append("intent")
-    elif "intent" in extras:
-        raise UsageError("the intent pass was asked for, but no intent was given")
-    if passes is None:  # the installed third-party passes run under car too
-        from .registry import installed_passes
-
-        named = installed_passes()
-    if ours or named:
-        from .policy import policy_engine
-        from .registry import resolve_passes
-
-        ctx = Context(
-            model,
-            tools=registry,
-            initial_state=state,
-            policies=None if policies is None else policy_engine(policies),
-            labels=flow[0],
-            flow_policy=flow[1],
-            intent=intent,
-            semantics=CAR,
-            options=options,
-        )
-        ctx.dag = dag  # the one DAG: CAR's checks and our passes read the same
-        found, records = run_passes(ctx, [*resolve_passes(ours, ctx), *named])
-        issues.extend(found)
-        checks.extend(records)
-    issues.sort(key=Issue.sort_key)
-    end_state = verdict.walk.state
-    if _shares_values(proposal, initial_state):
-        end_state = copy_json(end_state)
-    return VerificationResult(
-        issues=issues,
-        simulated_state=end_state,
-        execution_levels=verdict.order.execution_levels(),
-        conflicts=[
-            [verdict.order.ids[a], verdict.order.ids[b], key] for a, b, key in verdict.conflicts
-        ],
-        evidence=Evidence(
-            checks,
-            verdict.assumptions,
-            verdict.untested_regions,
-            verdict.residual_risks,
-            verdict.confidence,
-        ),
-        proposal=model,
-        profile=Profile.CAR,
-    )
-
-
 def verify_context(ctx: Context) -> VerificationResult:
     """``verify`` of a prepared :class:`Context` under its semantics (the executor's
-    admission): CAR's checks under ``car``, the passes under ``strict``; the
-    context's DAG is the one both read."""
-    from .semantics.car import CAR
-
-    if ctx.semantics is CAR:
-        return _verify_car(
-            ctx.proposal,
-            ctx.tools,
-            ctx.initial_state if ctx.state_given else None,
-            ctx.options.max_actions,
-            None,
-            ctx.options.repeat_threshold,
-            ctx.policies,
-            (ctx.labels, ctx.flow_policy),
-            ctx.intent,
-            ctx.options.schedules,
-            dag=ctx.dag,
-        )
+    admission); the context's DAG is the one the passes read."""
     return assess(ctx)
 
 
@@ -441,12 +292,13 @@ def assess(
     ctx: Context, passes: Iterable[str | Pass | type[Pass]] | None = None
 ) -> VerificationResult:
     """Run the passes over a prepared :class:`Context` (``verify`` without the input
-    handling). ``ctx.dag`` stays with the caller; the result builds its own on demand."""
-    from .registry import resolve_passes  # the passes load with the first strict run
+    handling): by default those of its profile (under car, CAR's eight checks; under
+    strict, docs/semantics.md's), plus the ones its inputs ask for."""
+    from .registry import resolve_passes  # the passes load with the first run
 
     chosen = resolve_passes(passes, ctx)
-    issues, checks = run_passes(ctx, chosen)
-    assumptions, untested, risks = evidence_lists(chosen, checks)
+    issues, said = run_and_say(ctx, chosen)
+    assumptions, untested, risks, score = gathered(said)
     dag = ctx.dag
     if dag.unlevelled:
         untested.append(
@@ -454,14 +306,16 @@ def assess(
             + ", ".join(dag.ids[i] for i in dag.unlevelled[:20])
             + (" ..." if len(dag.unlevelled) > 20 else "")
         )
+    checks = [record for one in said for record in one.checks]
+    ids = dag.ids
     return VerificationResult(
         issues=issues,
         simulated_state=ctx.walk.state,
         execution_levels=dag.execution_levels(),
-        conflicts=dag.conflict_triples(),
-        evidence=Evidence(checks, assumptions, untested, risks),
+        conflicts=[[ids[a], ids[b], key] for a, b, key in ctx.conflicts],
+        evidence=Evidence(checks, assumptions, untested, risks, score),
         proposal=ctx.proposal,
-        profile=Profile.STRICT,
+        profile=ctx.semantics.profile,
     )
 
 

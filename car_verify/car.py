@@ -3,7 +3,33 @@
 What CAR's reading of a proposal *is* (its values, order, effects and walk) lives
 in :mod:`car_verify.semantics.car`; this module holds what CAR's ``verify``,
 ``optimize`` and ``transaction_check`` report on top of that reading: the eight
-evidence checks with CAR's names, severities and ``ran`` flags.
+evidence checks with CAR's names, severities and ``ran`` flags, run as one pass
+(:class:`CarChecks`, the car profile's default) through the one pass runner.
+
+What it checks:
+    What ``car_runtime.verify`` checks, each under CAR's name: the action count
+    against ``max_actions`` (30 without one), identical tool calls, preconditions
+    and state dependencies on CAR's walk, tool existence and parameter types, that
+    compensations resolve, and writers of a key that do not list it in
+    ``state_dependencies``. Beside the verdict, ``info`` notes say what CAR ignores
+    (``dependencies``, output references), where it departs from its spec, and
+    what the strict profile would report that CAR does not.
+
+Why it matters:
+    These are the runtime's own answers: a plan it would refuse, car-verify
+    refuses under the default profile, for the same reasons, and a plan it
+    accepts is accepted. The notes say where those answers are weaker than the
+    spec, without changing them.
+
+How to fix:
+    Each code's own entry says how. To have the spec's checks instead (explicit
+    ``dependencies`` honoured, a repeated call judged per group), run with
+    ``--profile strict``.
+
+Why this tier:
+    ``decision_procedure`` for seven of the checks (each is exact on the plan as
+    written), ``heuristic`` for the loop detection: identical calls are a proxy
+    for a runaway loop.
 
 What car-verify adds on top is marked as such: ``info`` findings only
 (``extension-ignored``, ``car-spec-deviation``, and the strict-only codes, which
@@ -24,22 +50,22 @@ from .dag import Dag
 from .errors import InputError, json_pointer
 from .findings import Issue, Severity, Tier
 from .model import Action, ActionProposal, repeated_keys, unknown_fields
-from .passes import CheckRecord
+from .passes import CheckRecord, Context, Example, Pass, Said
 from .semantics.car import CAR, car_evaluate, car_order, car_writes, show
 from .values import ABSENT as _ABSENT
 from .values import KNOWN_OPERATORS, is_number, json_equal
-from .walk import Cause, walk
+from .walk import Cause, Walk, walk
 
 __all__ = [
     "CAR_CHECKS",
     "CAR_CODES",
     "DEFAULT_MAX_ACTIONS",
     "CarCheck",
+    "CarChecks",
     "CarVerdict",
     "CarWalk",
     "car_optimize_removals",
     "car_transaction_conflicts",
-    "car_verify",
     "car_walk",
     "transaction_sets",
 ]
@@ -117,6 +143,11 @@ def car_walk(
     walked = walk(
         order, initial_state, mode="verify" if apply_blocked else "simulate", semantics=CAR
     )
+    return _car_causes(proposal, walked, order)
+
+
+def _car_causes(proposal: ActionProposal, walked: Walk, order: Dag) -> CarWalk:
+    """A walk's end state, and what blocked each action said as CAR's check says it."""
     blockers: list[list[Blocker]] = [[] for _ in proposal.actions]
     for trace in walked.traces:
         if trace is not None and trace.blocked:
@@ -339,25 +370,19 @@ class _Findings:
         self.issues.append(Issue(code, severity, tier, message, action_id, index, pointer))
 
 
-def car_verify(
-    proposal: ActionProposal,
-    *,
-    initial_state: Mapping[str, Any] | None = None,
-    tools: Any = None,
-    max_actions: int | None = None,
-    repeat_threshold: int = 3,
-    order: Dag | None = None,
-) -> CarVerdict:
-    """CAR's ``verify``: its issues, levels, conflicts, end state and evidence.
-
-    ``tools`` is a :class:`~car_verify.tools.ToolRegistry` (or ``None``); with one,
-    tool existence, the parameter schemas (``type`` and ``required`` only, as CAR
-    checks them) and compensation tools are checked.
-    """
+def _verdict(ctx: Context) -> CarVerdict:
+    """CAR's ``verify`` of ``ctx``: its issues, conflicts and evidence, on the
+    context's DAG and walk (CAR's, the car semantics'). With a tool registry, tool
+    existence, the parameter schemas (``type`` and ``required`` only, as CAR checks
+    them) and compensation tools are checked."""
+    proposal = ctx.proposal
     actions = proposal.actions
-    order = car_order(proposal) if order is None else order
+    order = ctx.dag
+    tools = ctx.tools
     found = _Findings(proposal)
-    limit = DEFAULT_MAX_ACTIONS if max_actions is None else max_actions
+    limit = ctx.options.max_actions
+    limit = DEFAULT_MAX_ACTIONS if limit is None else limit
+    repeat_threshold = ctx.options.repeat_threshold
     ids = set(order.ids)
 
     # resource_bounds
@@ -366,7 +391,7 @@ def car_verify(
     # loop_detection
     _loops(proposal, found, repeat_threshold)
     # preconditions and state_dependencies: the walk
-    walked = car_walk(proposal, order, initial_state, apply_blocked=True)
+    walked = _car_causes(proposal, ctx.walk, order)
     for index, blockers in enumerate(walked.blockers):
         for blocker in blockers:
             found.add(blocker.code, E, blocker.message, index, blocker.pointer)
@@ -419,7 +444,7 @@ def car_verify(
                 pointer,
             )
     # write_conflicts
-    conflicts = _conflicts(proposal, order)
+    conflicts = ctx.conflicts
     for a, b, key in conflicts:
         found.add(
             "write-conflict",
@@ -503,6 +528,162 @@ def car_verify(
     )
     verdict.extra = _beyond_car(proposal, verdict, limit, tools)
     return verdict
+
+
+_CALL = {"type": "tool_call", "tool": "get_status", "parameters": {"job": "j-1"}}
+_TOOLS: list[dict[str, Any]] = [
+    {
+        "name": "deploy",
+        "parameters": {
+            "type": "object",
+            "required": ["env"],
+            "properties": {"env": {"type": "string", "enum": ["prod", "staging"]}},
+        },
+    },
+    {"name": "undeploy"},
+]
+
+
+class CarChecks(Pass):
+    """CAR's eight checks as one pass: the car profile's verdict (docs/semantics.md §9).
+
+    It runs on the context's DAG and walk, which are CAR's under the car semantics,
+    and says eight check records for the evidence, CAR's lists and CAR's coverage
+    score, as ``car_runtime.verify`` does. Its ``info`` notes (what CAR ignores, where
+    it departs from its spec) are car-verify's own and count in no record.
+    """
+
+    name = "car"
+    tier = D
+    profiles = frozenset({"car"})
+    codes = tuple(sorted(CAR_CODES))
+    verifies = "the upstream runtime's eight checks, as its verify runs them"
+    cannot_verify = "what each of the eight says it cannot verify (its evidence record)"
+    examples = (
+        Example("a sound one-call plan", {"actions": [{**_CALL, "id": "a"}]}),
+        Example(
+            "one call repeated (twice: a warning; three times: an error), over the limit",
+            {
+                "actions": [{**_CALL, "id": f"p{n}"} for n in range(3)]
+                + [
+                    {**_CALL, "id": "q1", "tool": "ping"},
+                    {**_CALL, "id": "q2", "tool": "ping"},
+                ]
+            },
+            ("repeated-call", "duplicate-call", "too-many-actions", "car-spec-deviation"),
+            max_actions=4,
+        ),
+        Example(
+            "a false precondition, an unknown operator, a failing assertion, a missing key",
+            {
+                "actions": [
+                    {
+                        "id": "a",
+                        "type": "tool_call",
+                        "tool": "t",
+                        "preconditions": [
+                            {"key": "env", "value": "prod"},
+                            {"key": "env", "operator": "like", "value": "p"},
+                        ],
+                    },
+                    {
+                        "id": "b",
+                        "type": "assertion",
+                        "preconditions": [{"key": "env", "operator": "exists"}],
+                        "state_dependencies": ["ready"],
+                    },
+                ]
+            },
+            (
+                "precondition-unsatisfied",
+                "unknown-operator",
+                "assertion-fails",
+                "missing-dependency",
+            ),
+        ),
+        Example(
+            "tools CAR cannot find or whose parameters do not fit",
+            {
+                "actions": [
+                    {"id": "a", "type": "tool_call"},
+                    {"id": "b", "type": "tool_call", "tool": "rm"},
+                    {"id": "c", "type": "tool_call", "tool": "deploy", "parameters": {"env": 1}},
+                    {
+                        "id": "d",
+                        "type": "tool_call",
+                        "tool": "deploy",
+                        "parameters": {"env": "dev"},
+                    },
+                ]
+            },
+            ("missing-tool-name", "unknown-tool", "param-schema", "param-schema-full"),
+            tools=_TOOLS,
+        ),
+        Example(
+            "compensations CAR cannot resolve",
+            {
+                "actions": [
+                    {
+                        "id": "a",
+                        "type": "tool_call",
+                        "tool": "deploy",
+                        "parameters": {"env": "prod"},
+                        "reversibility": "compensable",
+                    },
+                    {
+                        "id": "b",
+                        "type": "tool_call",
+                        "tool": "deploy",
+                        "parameters": {"env": "prod"},
+                        "compensation": {"type": "action_ref", "action_id": "z"},
+                    },
+                ]
+            },
+            ("missing-compensation", "unknown-compensation-target", "duplicate-call"),
+            tools=_TOOLS,
+        ),
+        Example(
+            "two writers of a key, unordered",
+            {
+                "actions": [
+                    {"id": "a", "type": "state_write", "parameters": {"key": "k", "value": 1}},
+                    {"id": "b", "type": "tool_call", "tool": "t", "expected_effects": {"k": 2}},
+                ]
+            },
+            ("write-conflict",),
+        ),
+        Example(
+            "what CAR ignores or reads otherwise than the spec: notes beside its verdict",
+            '{"actions": [{"id": "a", "type": "tool_call", "tool": "t", "tool": "u"}, '
+            '{"id": "a", "type": "state_write", "parameters": {}, "dependencies": ["a"], '
+            '"colour": "blue"}]}',
+            (
+                "duplicate-key",
+                "duplicate-id",
+                "state-write-without-key",
+                "extension-ignored",
+                "unknown-field",
+            ),
+        ),
+    )
+
+    def __init__(self) -> None:
+        self._verdict: CarVerdict | None = None
+
+    def run(self, ctx: Context) -> list[Issue]:
+        self._verdict = _verdict(ctx)  # what said() reports for the evidence
+        return [*self._verdict.issues, *self._verdict.extra]
+
+    def said(self, ctx: Context, found: Sequence[Issue]) -> Said:
+        verdict = self._verdict
+        assert verdict is not None, "said() before run()"
+        return Said(
+            verdict.checks,
+            verdict.assumptions,
+            verdict.untested_regions,
+            verdict.residual_risks,
+            verdict.confidence,
+        )
 
 
 def _full_schema(
@@ -623,21 +804,6 @@ def _schema_problems(
             f"expected {'|'.join(names)}, got {_json_type(value)}",
             json_pointer(["actions", index, "parameters", name]),
         )
-
-
-def _conflicts(proposal: ActionProposal, order: Dag) -> list[tuple[int, int, str]]:
-    """Pairs of writers of a key, unless one of them lists it in ``state_dependencies``.
-
-    CAR looks a writer's dependencies up by its id, so with duplicate ids the last
-    action of that id decides."""
-    deps_by_id = {action.id: action.state_dependencies for action in proposal.actions}
-    ids = order.ids
-    out = []
-    for key, members in order.writers.items():
-        racing = [i for i in members if key not in deps_by_id[ids[i]]]
-        out += [(a, b, key) for n, a in enumerate(racing) for b in racing[n + 1 :]]
-    out.sort()
-    return out
 
 
 def _beyond_car(

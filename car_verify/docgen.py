@@ -83,15 +83,18 @@ def _example(example: Example, kind: str) -> list[str]:
     return out
 
 
-def _pass_section(cls: type[Pass]) -> list[str]:
+def _pass_section(cls: type[Pass], anchored: set[str]) -> list[str]:
+    """One pass's section; a code gets its anchor in the first section that lists it
+    (``anchored`` holds those already given one)."""
     module = importlib.import_module(cls.__module__)
     title, sections = _sections(module.__doc__ or "")
     needs = ", ".join(sorted(cls.requires)) or "nothing beyond the proposal"
     runs = "Runs by default." if cls.default else "Opt-in: runs only when named."
+    profiles = " and ".join(f"`{p}`" for p in sorted(cls.profiles))
     out = [
         f"## Pass `{cls.name}`",
         "",
-        f"*{title}* Tier: `{cls.tier.value}`. Needs: {needs}. {runs}",
+        f"*{title}* Tier: `{cls.tier.value}`. Needs: {needs}. {runs} Profiles: {profiles}.",
         "",
     ]
     for name in ("What it checks", "Why it matters", "How to fix", "Why this tier"):
@@ -102,8 +105,10 @@ def _pass_section(cls: type[Pass]) -> list[str]:
         out += ["| code | strict | car | tier | summary |", "|---|---|---|---|---|"]
     for code in cls.codes:
         c = CODES[code]
+        anchor = "" if c.name in anchored else f'<a id="{c.name}"></a>'
+        anchored.add(c.name)
         out.append(
-            f'| <a id="{c.name}"></a>`{c.name}` | {c.column("strict")} | {c.column("car")} '
+            f"| {anchor}`{c.name}` | {c.column('strict')} | {c.column('car')} "
             f"| {c.tier.value} | {c.summary} |"
         )
     out.append("")
@@ -132,8 +137,8 @@ def render_codes_reference() -> str:
         "A code keeps one meaning under both profiles; the profile decides whether it fires",
         "and how severe it is. `strict` is docs/semantics.md §1-8; `car` (the default) gives",
         "the runtime's own answers, where `-` means CAR does not report it (see",
-        "[compat.md](compat.md)). Under `car`, CAR's eight checks report the codes and",
-        "the passes below run with `--profile strict`.",
+        "[compat.md](compat.md)). Under `car`, the pass `car` (CAR's eight checks) reports",
+        "them, and each pass below says the profiles it runs under.",
         "",
         "`blocks`: the executor rejects a proposal with this finding at admission.",
         "",
@@ -150,8 +155,12 @@ def render_codes_reference() -> str:
             f"| `{owner.get(code.name, 'car')}` | {code.car_note} |"
         )
     out.append("")
-    for cls in passes.values():
-        out += _pass_section(cls)
+    # The strict passes first: a code's anchor is in the section of the pass that
+    # owns it under strict, and the car-only codes' in the car profile's table.
+    anchored = {c.name for c in CODES.values() if c.severity is None}
+    ordered = sorted(passes.values(), key=lambda cls: "strict" not in cls.profiles)
+    for cls in ordered:
+        out += _pass_section(cls, anchored)
     out += _car_section()
     out += _lint_section()
     out += _policy_section()
@@ -171,7 +180,9 @@ def explain_code(name: str) -> str | None:
         )
         if code.car_note:
             head += f"\nUnder the car profile: {code.car_note}."
-        owner = next((cls for cls in passes if name in cls.codes), None)
+        # The strict pass that reports the code, else the car profile's checks.
+        ranked = sorted(passes, key=lambda cls: "strict" not in cls.profiles)
+        owner = next((cls for cls in ranked if name in cls.codes), None)
     elif ":" in name:  # a policy rule's finding is named after the rule: deny_tool:rm
         head = f"{name}: a violation of a policy rule (its kind, then its target or name)"
         owner = next((cls for cls in passes if cls.dynamic_codes), None)

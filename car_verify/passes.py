@@ -45,6 +45,9 @@ __all__ = [
     "Pass",
     "Preserves",
     "Requirement",
+    "Said",
+    "gathered",
+    "run_and_say",
     "run_passes",
 ]
 
@@ -179,6 +182,11 @@ class Context:
         return self.semantics.order(self.proposal)
 
     @cached_property
+    def conflicts(self) -> list[tuple[int, int, str]]:
+        """The write conflicts under the context's semantics, by action position."""
+        return self.semantics.conflicts(self.proposal, self.dag)
+
+    @cached_property
     def walk(self) -> Walk:
         """The verify-mode walk (blocked actions' effects applied)."""
         return walk(self.dag, self.initial_state, mode="verify", semantics=self.semantics)
@@ -267,6 +275,15 @@ class Pass(abc.ABC):
     def run(self, ctx: Context) -> Iterable[Issue]:
         """Yield the findings for ``ctx.proposal``."""
 
+    def said(self, ctx: Context, found: Sequence[Issue]) -> Said:
+        """What the pass says for the evidence once it has run and found ``found``:
+        one check record, its declared ``assumes`` and ``residual_risks``. A pass that
+        is several checks (the car profile's, CAR's eight) says more."""
+        # A decision procedure that fell back to sampling somewhere says so.
+        tier = Tier.SAMPLED if any(i.tier is Tier.SAMPLED for i in found) else self.tier
+        record = CheckRecord(self.name, True, self.verifies, self.cannot_verify, len(found), tier)
+        return Said([record], self.assumes, (), self.residual_risks)
+
 
 @dataclass(slots=True)
 class CheckRecord:
@@ -294,6 +311,19 @@ class CheckRecord:
         return out
 
 
+@dataclass(slots=True)
+class Said:
+    """What one pass says beside its findings: its check records, what it assumed,
+    what it left untested, what may still go wrong, and a score of its own (the car
+    profile's: CAR's coverage score) or None."""
+
+    checks: list[CheckRecord]
+    assumptions: Sequence[str] = ()
+    untested_regions: Sequence[str] = ()
+    residual_risks: Sequence[str] = ()
+    score: float | None = None
+
+
 _REASONS = {
     Requirement.TOOLS: "no tool registry was given",
     Requirement.MAX_ACTIONS: "no max_actions was given",
@@ -305,22 +335,22 @@ _REASONS = {
 
 def run_passes(ctx: Context, passes: Sequence[Pass]) -> tuple[list[Issue], list[CheckRecord]]:
     """Run each pass whose requirements are met; findings sorted by action, then code."""
+    issues, said = run_and_say(ctx, passes)
+    return issues, [record for one in said for record in one.checks]
+
+
+def run_and_say(ctx: Context, passes: Sequence[Pass]) -> tuple[list[Issue], list[Said]]:
+    """Run each pass whose profile and requirements are met, and what each says for
+    the evidence (a skipped pass: one record with ``ran: false`` and why). Findings
+    sorted by action, then code."""
     issues: list[Issue] = []
-    checks: list[CheckRecord] = []
+    said: list[Said] = []
     for p in passes:
-        missing = [r for r in sorted(p.requires) if not ctx.has(r)]
-        if ctx.profile not in p.profiles:
-            supported = " and ".join(sorted(p.profiles)) or "no profile"
-            reason = f"the pass runs under the {supported} profile, not {ctx.profile}"
-            checks.append(
-                CheckRecord(p.name, False, p.verifies, p.cannot_verify, 0, p.tier, reason)
-            )
-            continue
-        if missing:
-            reason = "; ".join(_REASONS[r] for r in missing)
-            checks.append(
-                CheckRecord(p.name, False, p.verifies, p.cannot_verify, 0, p.tier, reason)
-            )
+        reason = _why_skipped(ctx, p)
+        if reason is not None:
+            record = CheckRecord(p.name, False, p.verifies, p.cannot_verify, 0, p.tier, reason)
+            untested = f"{p.name}: {p.verifies} (not checked: {reason})"
+            said.append(Said([record], untested_regions=(untested,)))
             continue
         try:
             found = list(p.run(ctx))
@@ -335,26 +365,32 @@ def run_passes(ctx: Context, passes: Sequence[Pass]) -> tuple[list[Issue], list[
             if issue.code not in allowed and not p.dynamic_codes:
                 raise PassError(p.name, ValueError(f"emitted undeclared code {issue.code!r}"))
         issues.extend(found)
-        # A decision procedure that fell back to sampling somewhere says so.
-        tier = Tier.SAMPLED if any(i.tier is Tier.SAMPLED for i in found) else p.tier
-        checks.append(CheckRecord(p.name, True, p.verifies, p.cannot_verify, len(found), tier))
+        said.append(p.said(ctx, found))
     issues.sort(key=Issue.sort_key)
-    return issues, checks
+    return issues, said
 
 
-def evidence_lists(
-    passes: Sequence[Pass], checks: Sequence[CheckRecord]
-) -> tuple[list[str], list[str], list[str]]:
-    """``assumptions``, ``untested_regions`` and ``residual_risks`` from what ran."""
-    ran = {c.name for c in checks if c.ran}
-    assumptions: list[str] = []
-    risks: list[str] = []
-    untested: list[str] = []
-    for p in passes:
-        if p.name in ran:
-            assumptions.extend(a for a in p.assumes if a not in assumptions)
-            risks.extend(r for r in p.residual_risks if r not in risks)
-    for c in checks:
-        if not c.ran:
-            untested.append(f"{c.name}: {c.verifies} (not checked: {c.reason})")
-    return assumptions, untested, risks
+def _why_skipped(ctx: Context, p: Pass) -> str | None:
+    """Why ``p`` does not run on ``ctx`` (another profile's, or an input it needs is
+    missing), or None."""
+    if ctx.profile not in p.profiles:
+        supported = " and ".join(sorted(p.profiles)) or "no profile"
+        return f"the pass runs under the {supported} profile, not {ctx.profile}"
+    missing = [r for r in sorted(p.requires) if not ctx.has(r)]
+    return "; ".join(_REASONS[r] for r in missing) if missing else None
+
+
+def gathered(said: Sequence[Said]) -> tuple[list[str], list[str], list[str], float | None]:
+    """``assumptions``, ``untested_regions``, ``residual_risks`` and the score of the
+    evidence, from what each pass said (each line once, in the passes' order)."""
+    assumptions: dict[str, None] = {}
+    untested: dict[str, None] = {}
+    risks: dict[str, None] = {}
+    score = None
+    for one in said:
+        assumptions.update(dict.fromkeys(one.assumptions))
+        untested.update(dict.fromkeys(one.untested_regions))
+        risks.update(dict.fromkeys(one.residual_risks))
+        if one.score is not None:
+            score = one.score
+    return list(assumptions), list(untested), list(risks), score

@@ -15,7 +15,7 @@ from .codes import register_codes
 from .errors import UsageError
 from .passes import Context, Pass
 
-__all__ = ["ENTRY_POINT_GROUP", "available_passes", "installed_passes", "resolve_passes"]
+__all__ = ["ENTRY_POINT_GROUP", "available_passes", "resolve_passes"]
 
 ENTRY_POINT_GROUP = "car_verify.passes"
 
@@ -23,8 +23,11 @@ _registry: dict[str, type[Pass]] | None = None
 
 
 def _builtin() -> tuple[type[Pass], ...]:
-    """The built-in passes (``car_verify.analyses``), imported on first use: a run
-    that needs no pass by name (CAR's own checks) does not load them."""
+    """The built-in passes: the car profile's verdict (CAR's eight checks, in
+    :mod:`car_verify.car`), then the modules of ``car_verify.analyses``, imported on
+    first use."""
+    from .car import CarChecks
+
     try:
         from .analyses import BUILTIN
     except ModuleNotFoundError as err:  # said out loud: not a half-working package
@@ -35,7 +38,7 @@ def _builtin() -> tuple[type[Pass], ...]:
             f"installed beside {__file__}: install the project (pip install .), or run from "
             "its checkout, whose folders the package maps itself"
         ) from None
-    return tuple(BUILTIN)
+    return (CarChecks, *BUILTIN)
 
 
 def _entry_points() -> list[type[Pass]]:
@@ -139,31 +142,31 @@ def available_passes() -> dict[str, type[Pass]]:
     return dict(_registry)
 
 
-def installed_passes() -> list[Pass]:
-    """Instances of the default passes that installed distributions declare (the
-    ``car_verify.passes`` entry points), not the built-in ones. Cheap when no
-    distribution can declare one: the built-in passes are then not even loaded."""
-    if not _may_declare_passes():
-        return []
-    builtin = set(_builtin())
-    return [cls() for cls in available_passes().values() if cls not in builtin and cls.default]
-
-
 def resolve_passes(
     selection: Iterable[str | Pass | type[Pass]] | None, ctx: Context | None = None
 ) -> list[Pass]:
     """Pass instances for a selection of names, classes or instances. None: the default
-    passes, plus those whose ``when_given`` input ``ctx`` has. A ``str`` is one name
+    passes of ``ctx``'s profile (strict without one), plus those whose ``when_given``
+    input ``ctx`` has. A pass named under a profile it does not declare is skipped,
+    and its evidence record says why. A ``str`` is one name
     or several separated by commas (``"strips,loops"``), as ``--passes`` takes them."""
     registry = available_passes()
     if isinstance(selection, str):
         selection = [name.strip() for name in selection.split(",") if name.strip()]
     if selection is None:
+        # A built-in pass of the other profile is that profile's business; an installed
+        # one that does not declare this profile is handed over all the same, so the
+        # runner says it was skipped and why (nothing installed is dropped unsaid).
+        profile = "strict" if ctx is None else ctx.profile
+        builtin = set(_builtin())
         return [
             cls()
             for cls in registry.values()
-            if cls.default
-            or (cls.when_given is not None and ctx is not None and ctx.has(cls.when_given))
+            if (profile in cls.profiles or cls not in builtin)
+            and (
+                cls.default
+                or (cls.when_given is not None and ctx is not None and ctx.has(cls.when_given))
+            )
         ]
     chosen: list[Pass] = []
     for item in selection:

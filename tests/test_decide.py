@@ -510,13 +510,13 @@ def test_optimize_settles_redundant_entries_without_a_verify_each(
         actions.append(action)
     calls = {"verify": 0}
     api = importlib.import_module("car_verify.api")
-    real = api.run_passes
+    real = api.run_and_say
 
     def counted(*args: Any, **kwargs: Any) -> Any:  # every verify run passes here
         calls["verify"] += 1
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(api, "run_passes", counted)
+    monkeypatch.setattr(api, "run_and_say", counted)
     result = optimize({"actions": actions}, profile="strict")
     assert [c.key for c in result.removed] == [f"k{i - 2}" for i in range(2, 60)]
     assert calls["verify"] == 3  # the base run, a2's trial and the final levels

@@ -4,7 +4,8 @@ A :class:`Semantics` answers every question on which the two profiles differ:
 
 * **order**: which fields order actions, and so the DAG (:meth:`Semantics.order`
   builds a :class:`~car_verify.dag.Dag` either way: its levels, the keys each
-  action needs present, the actions whose blocking blocks it);
+  action needs present, the actions whose blocking blocks it), and which writers
+  of a key conflict (:meth:`Semantics.conflicts`);
 * **values**: what equality and each precondition operator mean
   (:meth:`holds`, :meth:`equal`, :meth:`canonical`), concretely and as z3 terms
   (:meth:`holds_term`);
@@ -82,6 +83,12 @@ class Semantics(abc.ABC):
     @abc.abstractmethod
     def order(self, proposal: ActionProposal) -> Dag:
         """The proposal's DAG under this profile's ordering rule."""
+
+    def conflicts(self, proposal: ActionProposal, dag: Dag) -> list[tuple[int, int, str]]:
+        """The write conflicts ``verify`` reports, as ``(first, second, key)`` by action
+        position, sorted: by default, the pairs of writers of a key that ``dag``
+        leaves unordered (docs/semantics.md §3)."""
+        return list(dag.conflicts)
 
     # --- values -------------------------------------------------------------------------
 

@@ -284,6 +284,20 @@ class CarSemantics(Semantics):
     def order(self, proposal: ActionProposal) -> Dag:
         return car_order(proposal)
 
+    def conflicts(self, proposal: ActionProposal, dag: Dag) -> list[tuple[int, int, str]]:
+        """CAR's rule: pairs of writers of a key, unless one of them lists the key in
+        its ``state_dependencies``, ordered or not (compat.md). CAR looks a writer's
+        dependencies up by its id, so with duplicate ids the last action of that id
+        decides."""
+        deps_by_id = {action.id: action.state_dependencies for action in proposal.actions}
+        ids = dag.ids
+        out = []
+        for key, members in dag.writers.items():
+            racing = [i for i in members if key not in deps_by_id[ids[i]]]
+            out += [(a, b, key) for n, a in enumerate(racing) for b in racing[n + 1 :]]
+        out.sort()
+        return out
+
     def ordering_edit(
         self, action: Mapping[str, Any], first: str, key: str
     ) -> tuple[str, str] | str:
