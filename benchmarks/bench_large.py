@@ -17,42 +17,20 @@ Run: python benchmarks/bench_large.py [ROUNDS] [SHAPE ...]
 
 from __future__ import annotations
 
-import gc
 import json
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 from shapes import INITIAL_STATE, LARGE_SHAPES
+from timing import once, once_paused
 
 import car_verify
 
 STATE_TEXT = json.dumps(INITIAL_STATE)
-
-
-def timed(fn: Callable[[], object]) -> float:
-    gc.collect()
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
-
-
-def paused(fn: Callable[[], object]) -> float:
-    """``timed`` with the cyclic collector paused by the caller: what verify costs
-    without the collector's passes (the package itself never drives the collector,
-    tests/test_gc.py; a batch job that owns its process may pause it)."""
-    gc.collect()
-    gc.disable()
-    try:
-        start = time.perf_counter()
-        fn()
-        return time.perf_counter() - start
-    finally:
-        gc.enable()
 
 
 def spread(values: list[float]) -> str:
@@ -78,14 +56,14 @@ def against_runtime(name: str, n: int, rounds: int, rt: Callable[[str], object])
     ratios: dict[str, list[float]] = {"car": [], "strict": [], "car, paused": []}
     seconds: dict[str, list[float]] = {"json": [], "runtime": [], "car": [], "strict": []}
     for _ in range(rounds):
-        seconds["json"].append(timed(lambda: json.loads(text)))
-        base = timed(lambda: rt(text))
+        seconds["json"].append(once(lambda: json.loads(text)))
+        base = once(lambda: rt(text))
         seconds["runtime"].append(base)
         for profile in ("car", "strict"):
-            took = timed(lambda: ours(profile)(text))  # noqa: B023 - called at once
+            took = once(lambda: ours(profile)(text))  # noqa: B023 - called at once
             seconds[profile].append(took)
             ratios[profile].append(took / base)
-        ratios["car, paused"].append(paused(lambda: ours("car")(text)) / base)
+        ratios["car, paused"].append(once_paused(lambda: ours("car")(text)) / base)
     medians = {k: statistics.median(v) * 1e3 for k, v in seconds.items()}
     print(
         f"[{name} {n:,}] ms (median): json.loads {medians['json']:.0f}, runtime "
@@ -115,8 +93,8 @@ def growth(name: str, rounds: int) -> bool:
         verify = ours(profile)
         ratios = []
         for _ in range(rounds):
-            grew = timed(lambda: verify(large)) / timed(lambda: verify(small))  # noqa: B023
-            loads = timed(lambda: json.loads(large)) / timed(lambda: json.loads(small))
+            grew = once(lambda: verify(large)) / once(lambda: verify(small))  # noqa: B023
+            loads = once(lambda: json.loads(large)) / once(lambda: json.loads(small))
             ratios.append(grew / loads)
         met = statistics.median(ratios) <= 1.1
         ok &= met

@@ -15,40 +15,21 @@ heap.
 
 from __future__ import annotations
 
-import gc
 import json
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 from shapes import INITIAL_STATE, sequential, wide_dag
+from timing import once as timed
+from timing import once_paused as paused
 
 import car_verify
-
-
-def timed(fn: Callable[[], object]) -> float:
-    gc.collect()
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
-
-
-def paused(fn: Callable[[], object]) -> float:
-    """``timed`` with the cyclic collector off, as verify runs its own work."""
-    gc.collect()
-    gc.disable()
-    try:
-        start = time.perf_counter()
-        fn()
-        return time.perf_counter() - start
-    finally:
-        gc.enable()
 
 
 def measure(
