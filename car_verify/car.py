@@ -64,7 +64,6 @@ __all__ = [
     "CarChecks",
     "CarVerdict",
     "CarWalk",
-    "car_optimize_removals",
     "car_transaction_conflicts",
     "car_walk",
     "transaction_sets",
@@ -917,19 +916,7 @@ def _beyond_car(
     return found.issues
 
 
-# -- optimize and transaction_check ------------------------------------------------
-
-
-def car_optimize_removals(proposal: ActionProposal) -> list[tuple[int, str]]:
-    """CAR's ``optimize``: every ``state_dependencies`` entry on a key no action
-    writes (by effects or a ``state_write`` key), as ``(action position, key)``."""
-    written = {key for action in proposal.actions for key in car_writes(action)}
-    return [
-        (index, key)
-        for index, action in enumerate(proposal.actions)
-        for key in dict.fromkeys(action.state_dependencies)
-        if key not in written
-    ]
+# -- transaction_check ------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)

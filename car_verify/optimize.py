@@ -20,14 +20,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from .api import ProposalLike, VerificationResult, _state, assess, verify
-from .car import car_optimize_removals
+from .api import ProposalLike, VerificationResult, _state, assess
 from .dag import Dag
 from .errors import deep_values_are_input_errors
-from .model import Action, ActionProposal, load, load_parsed
+from .model import ActionProposal, load, load_parsed
 from .passes import Context, Pass, Preserves
-from .semantics import Profile, profile_of
-from .semantics.car import CAR, car_order
+from .semantics import Profile, semantics_of
+from .semantics.base import Semantics
+from .semantics.strict import phantom_entries
 from .values import json_equal
 
 __all__ = ["Change", "OptimizeResult", "optimize", "phantom_entries", "proves_guarantee"]
@@ -78,17 +78,6 @@ class OptimizeResult:
         return "\n".join(lines)
 
 
-def phantom_entries(action: Action) -> list[str]:
-    """The ``state_dependencies`` keys of ``action`` that are phantom."""
-    if not action.read_set:
-        return []
-    declared = set(action.read_set)
-    declared.update(p.key for p in action.preconditions)
-    declared.update(a.key for a in action.assumptions)
-    declared.update(action.state_read_keys())
-    return [key for key in dict.fromkeys(action.state_dependencies) if key not in declared]
-
-
 def _signature(
     result: VerificationResult,
 ) -> tuple[set[tuple[str | None, str, str]], set[tuple[str, ...]]]:
@@ -107,55 +96,67 @@ def optimize(
     initial_state: Mapping[str, Any] | None = None,
     profile: str | Profile | None = None,
 ) -> OptimizeResult:
-    """Remove the phantom ``state_dependencies`` entries that change nothing verify sees.
+    """Remove the ``state_dependencies`` entries the profile calls removable.
 
     Under the ``car`` profile (the default) this is CAR's rule: every entry on a key
     that no action writes is removed (``read_set`` plays no part); under ``strict``,
-    docs/semantics.md §6."""
-    if profile_of(profile) is Profile.CAR:
-        return _optimize_car(load(proposal))
+    docs/semantics.md §6: a phantom entry goes only when verify then sees what it
+    saw before. What differs is the semantics object's (``optimize_candidates``,
+    ``optimize_rechecks``)."""
+    sem = semantics_of(profile)
     original = load(proposal)
-    state = _state(initial_state)
+    sem.refuse(original)
     current = load_parsed(original.to_dict())  # to_dict builds fresh JSON: our own copy
-    base, ctx, passes = _verify(current, state)
+    candidates = sem.optimize_candidates(current)
+    if not sem.optimize_rechecks:
+        return _remove_all(current, candidates, sem)
+    state = _state(initial_state)
+    base, ctx, passes = _verify(current, state, sem)
     findings, conflicts = _signature(base)
     result = OptimizeResult(current, depth_before=len(base.execution_levels))
     shortcut = _Shortcut.make(ctx, base, passes)
-    for index, action in enumerate(original.actions):
-        for key in phantom_entries(action):
-            # Each removal is tried on `current` in place (it is this function's own
-            # copy) and undone when it is kept: no copy of the plan per trial.
-            target = current.actions[index]
-            deps = target.state_dependencies
-            target.state_dependencies = [k for k in deps if k != key]
-            kept: str | None = None
-            known = shortcut.verdict(index, key) if shortcut is not None else None
-            if known is not None:
-                kept = None if known else _CHANGES_FINDINGS
-            else:
-                after, ctx, passes = _verify(current, state)
-                new_findings, new_conflicts = _signature(after)
-                if new_findings != findings:
-                    kept = _CHANGES_FINDINGS
-                elif not new_conflicts <= conflicts:
-                    kept = "removing it creates a write conflict"
-                elif not json_equal(after.simulated_state, base.simulated_state):
-                    kept = "removing it changes verify's end state"
-                elif shortcut is not None:  # the order may have changed: start afresh
-                    shortcut = _Shortcut.make(ctx, base, passes)
-            if kept is None:
-                why = (
-                    f"not in the action's read_set {action.read_set}, preconditions, "
-                    "assumptions or state_read keys; findings, conflicts and end state unchanged"
-                )
-                result.removed.append(Change(action.id, index, key, why))
-                continue
-            target.state_dependencies = deps
-            result.kept.append(Change(action.id, index, key, kept))
+    for index, key, why in candidates:
+        # Each removal is tried on `current` in place (it is this function's own
+        # copy) and undone when it is kept: no copy of the plan per trial.
+        target = current.actions[index]
+        deps = target.state_dependencies
+        target.state_dependencies = [k for k in deps if k != key]
+        kept: str | None = None
+        known = shortcut.verdict(index, key) if shortcut is not None else None
+        if known is not None:
+            kept = None if known else _CHANGES_FINDINGS
+        else:
+            after, ctx, passes = _verify(current, state, sem)
+            new_findings, new_conflicts = _signature(after)
+            if new_findings != findings:
+                kept = _CHANGES_FINDINGS
+            elif not new_conflicts <= conflicts:
+                kept = "removing it creates a write conflict"
+            elif not json_equal(after.simulated_state, base.simulated_state):
+                kept = "removing it changes verify's end state"
+            elif shortcut is not None:  # the order may have changed: start afresh
+                shortcut = _Shortcut.make(ctx, base, passes)
+        if kept is None:
+            reason = f"{why}; findings, conflicts and end state unchanged"
+            result.removed.append(Change(target.id, index, key, reason))
+            continue
+        target.state_dependencies = deps
+        result.kept.append(Change(target.id, index, key, kept))
     result.proposal = current
-    result.depth_after = len(
-        verify(current, initial_state=state, passes=[], profile="strict").execution_levels
-    )
+    result.depth_after = len(sem.order(current).execution_levels())
+    return result
+
+
+def _remove_all(
+    current: ActionProposal, candidates: list[tuple[int, str, str]], sem: Semantics
+) -> OptimizeResult:
+    """Every candidate removed (the runtime's rule: nothing is checked first)."""
+    result = OptimizeResult(current, depth_before=len(sem.order(current).execution_levels()))
+    for index, key, why in candidates:
+        action = current.actions[index]
+        action.state_dependencies = [k for k in action.state_dependencies if k != key]
+        result.removed.append(Change(action.id, index, key, why))
+    result.depth_after = len(sem.order(current).execution_levels())
     return result
 
 
@@ -232,27 +233,14 @@ class _Shortcut:
         return True
 
 
-def _optimize_car(original: ActionProposal) -> OptimizeResult:
-    CAR.refuse(original)
-    current = load_parsed(original.to_dict())
-    depth_before = len(car_order(current).levels)
-    result = OptimizeResult(current, depth_before=depth_before)
-    for index, key in car_optimize_removals(current):
-        action = current.actions[index]
-        action.state_dependencies = [k for k in action.state_dependencies if k != key]
-        why = "no action writes this key (by expected_effects or a state_write key)"
-        result.removed.append(Change(action.id, index, key, why))
-    result.depth_after = len(car_order(current).levels)
-    return result
-
-
 def _verify(
-    proposal: ActionProposal, state: dict[str, Any]
+    proposal: ActionProposal, state: dict[str, Any], sem: Semantics
 ) -> tuple[VerificationResult, Context, list[Pass]]:
-    """``verify(proposal, initial_state=state)``, keeping the run's DAG, walk and passes."""
+    """``verify(proposal, initial_state=state)`` under ``sem``, keeping the run's DAG,
+    walk and passes."""
     from .registry import resolve_passes
 
-    ctx = Context(proposal, initial_state=state)
+    ctx = Context(proposal, initial_state=state, semantics=sem)
     passes = resolve_passes(None, ctx)
     return assess(ctx, passes), ctx, passes
 

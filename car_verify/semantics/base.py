@@ -14,6 +14,8 @@ A :class:`Semantics` answers every question on which the two profiles differ:
   before it in its level (:attr:`sequential`: CAR's walk) or the level's start
   state (docs/semantics.md §4);
 * **refusals**: which inputs the profile rejects (:meth:`refuse`);
+* **optimize**: which ``state_dependencies`` entries may go, and whether each is
+  checked against verify first (:meth:`optimize_candidates`);
 * **severities**: each code's severity, read from the one code table.
 
 The interpreter (:mod:`car_verify.walk`), the symbolic walk
@@ -141,6 +143,17 @@ class Semantics(abc.ABC):
         """How the proposal's JSON orders ``action`` (a later writer of ``key``) after
         ``first``, an earlier one, under this profile: the list field of ``action``
         to append to and the entry to append; or why this profile cannot."""
+
+    # --- optimize -----------------------------------------------------------------------
+
+    #: ``optimize`` removes a candidate entry only when verify then sees what it saw
+    #: before (True: docs/semantics.md §6), or every candidate (False: the runtime's rule).
+    optimize_rechecks: ClassVar[bool]
+
+    @abc.abstractmethod
+    def optimize_candidates(self, proposal: ActionProposal) -> list[tuple[int, str, str]]:
+        """The ``state_dependencies`` entries ``optimize`` may remove, in proposal order:
+        ``(action position, key, why it may go)``."""
 
     # --- codes --------------------------------------------------------------------------
 

@@ -256,6 +256,7 @@ class CarSemantics(Semantics):
     sequential: ClassVar[bool] = True
     rejection_aborts: ClassVar[bool] = False
     spent_retry_aborts: ClassVar[bool] = False
+    optimize_rechecks: ClassVar[bool] = False
     summary: ClassVar[str] = (
         "only state_dependencies (the key's last earlier writer) and state_write chains "
         "order an action; inside a level each action sees the effects before it"
@@ -297,6 +298,18 @@ class CarSemantics(Semantics):
             out += [(a, b, key) for n, a in enumerate(racing) for b in racing[n + 1 :]]
         out.sort()
         return out
+
+    def optimize_candidates(self, proposal: ActionProposal) -> list[tuple[int, str, str]]:
+        """CAR's ``optimize``: every ``state_dependencies`` entry on a key no action
+        writes (by effects or a ``state_write`` key); ``read_set`` plays no part."""
+        written = {key for action in proposal.actions for key in car_writes(action)}
+        why = "no action writes this key (by expected_effects or a state_write key)"
+        return [
+            (index, key, why)
+            for index, action in enumerate(proposal.actions)
+            for key in dict.fromkeys(action.state_dependencies)
+            if key not in written
+        ]
 
     def ordering_edit(
         self, action: Mapping[str, Any], first: str, key: str

@@ -25,7 +25,20 @@ if TYPE_CHECKING:
     from ..dag import Dag
     from ..model import Action, ActionProposal, Precondition
 
-__all__ = ["STRICT", "StrictSemantics"]
+__all__ = ["STRICT", "StrictSemantics", "phantom_entries"]
+
+
+def phantom_entries(action: Action) -> list[str]:
+    """The ``state_dependencies`` keys of ``action`` that are phantom (docs/semantics.md
+    §6): with an explicit, non-empty ``read_set``, those in none of it, the
+    preconditions, the assumptions or the ``state_read`` keys."""
+    if not action.read_set:
+        return []
+    declared = set(action.read_set)
+    declared.update(p.key for p in action.preconditions)
+    declared.update(a.key for a in action.assumptions)
+    declared.update(action.state_read_keys())
+    return [key for key in dict.fromkeys(action.state_dependencies) if key not in declared]
 
 
 class StrictSemantics(Semantics):
@@ -38,6 +51,7 @@ class StrictSemantics(Semantics):
     sequential: ClassVar[bool] = False
     rejection_aborts: ClassVar[bool] = True
     spent_retry_aborts: ClassVar[bool] = True
+    optimize_rechecks: ClassVar[bool] = True
     summary: ClassVar[str] = (
         "dependencies, output references and every earlier writer of a key order an "
         "action; a level sees the state it began with"
@@ -47,6 +61,18 @@ class StrictSemantics(Semantics):
         from ..dag import Dag
 
         return Dag(proposal)
+
+    def optimize_candidates(self, proposal: ActionProposal) -> list[tuple[int, str, str]]:
+        return [
+            (
+                index,
+                key,
+                f"not in the action's read_set {action.read_set}, preconditions, "
+                "assumptions or state_read keys",
+            )
+            for index, action in enumerate(proposal.actions)
+            for key in phantom_entries(action)
+        ]
 
     def ordering_edit(
         self, action: Mapping[str, Any], first: str, key: str
