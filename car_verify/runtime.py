@@ -193,7 +193,7 @@ def transaction_check(
     report = _answer(
         "proposal", lambda: run(proposal, versions=versions, state=state, profile=PROFILE)
     )
-    return _text(report.to_dict())
+    return _text(report.runtime_answer())
 
 
 def simulate_monte_carlo(
@@ -414,7 +414,7 @@ def transaction_check_with_predictions(
     predictions = _read(predictions_json, "predictions")
     versions, state = _read(versions_json, "versions"), _read(state_json, "state")
     report = _answer("predictions", lambda: run(proposal, predictions, versions, state))
-    return _text(report.to_dict())
+    return _text(report.runtime_answer())
 
 
 def rank_proposals(

@@ -36,12 +36,14 @@ _ORDER = {"write-write": 0, "read-write": 1, "stale-read": 2, "belief-divergence
 @dataclass(frozen=True, slots=True)
 class Hazard:
     """One finding. ``actions`` holds ``(proposal_id, action_id)`` of each action involved:
-    two for races and hazards (for read-write: the reader, then the writer), one otherwise."""
+    two for races and hazards (for read-write: the reader, then the writer), one otherwise.
+    ``resolution`` says what to do about it."""
 
     kind: Kind
     key: str
     actions: tuple[tuple[str, str], ...]
     message: str
+    resolution: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -49,20 +51,66 @@ class Hazard:
             "key": self.key,
             "actions": [{"proposal_id": p, "action_id": a} for p, a in self.actions],
             "message": self.message,
+            "resolution": self.resolution,
         }
+
+
+#: The runtime's name of each kind (its ``TransactionReport``'s ``kind``).
+_WIRE_KIND: dict[str, str] = {
+    "write-write": "write_write",
+    "read-write": "read_write",
+    "stale-read": "stale_assumption",
+    "belief-divergence": "stale_assumption",
+}
 
 
 @dataclass(slots=True)
 class TransactionReport:
+    """What ``transaction_check`` found, under either profile: the proposals checked
+    and their hazards. ``consistent`` and ``conflicts`` are the same answer in the
+    runtime's shape (``{consistent, conflicts: [{kind, key, actions, explanation,
+    resolution}]}``); ``to_dict()`` holds both."""
+
     proposals: list[str]
     hazards: list[Hazard]
+    #: The profile whose answer this is.
+    profile: Profile = Profile.STRICT
 
     @property
     def clean(self) -> bool:
         return not self.hazards
 
+    @property
+    def consistent(self) -> bool:
+        return not self.hazards
+
+    @property
+    def conflicts(self) -> list[dict[str, Any]]:
+        """The hazards as the runtime reports its conflicts (action ids alone when one
+        proposal was checked, ``proposal:action`` when several were)."""
+        several = len(self.proposals) > 1
+        return [
+            {
+                "kind": _WIRE_KIND[h.kind],
+                "key": h.key,
+                "actions": [f"{p}:{a}" if several else a for p, a in h.actions],
+                "explanation": h.message,
+                "resolution": h.resolution,
+            }
+            for h in self.hazards
+        ]
+
+    def runtime_answer(self) -> dict[str, Any]:
+        """The report as ``car_runtime.transaction_check`` returns it."""
+        return {"consistent": self.consistent, "conflicts": self.conflicts}
+
     def to_dict(self) -> dict[str, Any]:
-        return {"proposals": list(self.proposals), "hazards": [h.to_dict() for h in self.hazards]}
+        return {
+            **self.runtime_answer(),
+            "proposals": list(self.proposals),
+            "hazards": [h.to_dict() for h in self.hazards],
+            "profile": self.profile.value,
+        }
 
     def to_json(self, *, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
@@ -108,37 +156,35 @@ _EXPLAIN = {
 }
 
 
-@dataclass(slots=True)
-class CarTransactionReport:
-    """``transaction_check`` under the ``car`` profile: CAR's ``TransactionReport``,
-    ``{consistent, conflicts: [{kind, key, actions, explanation, resolution}]}``."""
+#: What to do about each kind of hazard, under strict (the runtime says its own, above).
+_RESOLVE: dict[str, str] = {
+    "write-write": "order the two writers (one depends on the other) or have them write "
+    "different keys",
+    "read-write": "order the reader and the writer as the reader means to see the key",
+    "stale-read": "re-read the key and re-plan from its current version before running",
+    "belief-divergence": "reconcile the assumption with the current value before running",
+}
 
-    conflicts: list[dict[str, Any]]
+#: The hazard kind of each of the runtime's conflicts (a stale assumption by what is stale).
+_KIND_OF: dict[tuple[str, str], Kind] = {
+    ("write_write", ""): "write-write",
+    ("read_write", ""): "read-write",
+    ("stale_assumption", "version"): "stale-read",
+    ("stale_assumption", "value"): "belief-divergence",
+}
 
-    @property
-    def consistent(self) -> bool:
-        return not self.conflicts
 
-    @property
-    def clean(self) -> bool:
-        return self.consistent
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "consistent": self.consistent,
-            "conflicts": [dict(c) for c in self.conflicts],
-            "profile": "car",
-        }
-
-    def to_json(self, *, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+def _hazard(kind: Kind, key: str, actions: tuple[tuple[str, str], ...], message: str) -> Hazard:
+    """A hazard as the strict check reports it, with what to do about its kind."""
+    return Hazard(kind, key, actions, message, _RESOLVE[kind])
 
 
 def _car_report(
     model: ActionProposal, versions: dict[str, int] | None, state: dict[str, Any] | None
-) -> CarTransactionReport:
+) -> TransactionReport:
+    """The runtime's own check of one proposal, in its order, with its explanations."""
     ids = [a.id for a in model.actions]
-    out = []
+    hazards = []
     for c in car_transaction_conflicts(model, versions, state):
         a = ids[c.actions[0]]
         b = ids[c.actions[1]] if len(c.actions) > 1 else ""
@@ -157,16 +203,16 @@ def _car_report(
                     current = json.dumps(state[c.key])
         explanation, resolution = _EXPLAIN[template]
         fill = {"a": a, "b": b, "key": c.key, "planned": planned, "current": current}
-        out.append(
-            {
-                "kind": c.kind,
-                "key": c.key,
-                "actions": [ids[i] for i in c.actions],
-                "explanation": explanation.format(**fill),
-                "resolution": resolution.format(**fill),
-            }
+        hazards.append(
+            Hazard(
+                _KIND_OF[c.kind, c.detail],
+                c.key,
+                tuple((model.id, ids[i]) for i in c.actions),
+                explanation.format(**fill),
+                resolution.format(**fill),
+            )
         )
-    return CarTransactionReport(out)
+    return TransactionReport([model.id], hazards, Profile.CAR)
 
 
 @deep_values_are_input_errors
@@ -177,11 +223,11 @@ def transaction_check(
     state: Mapping[str, Any] | None = None,
     profile: str | Profile | None = None,
     labels: Sequence[str] | None = None,
-) -> TransactionReport | CarTransactionReport:
+) -> TransactionReport:
     """Check one proposal, or several from concurrent agents, for transactional hazards.
 
     Under the ``car`` profile (the default) one proposal is checked as
-    ``car_runtime.transaction_check`` checks it, and the report has CAR's shape;
+    ``car_runtime.transaction_check`` checks it (its conflicts, order and texts);
     several proposals are checked together (docs/semantics.md §3 and 6), each on
     the profile's own order: CAR's under ``car``, where the runtime checks one at
     a time. ``labels``
@@ -290,7 +336,7 @@ def transaction_check(
         for key in sorted(keys):
             if key in act_a.writes() and key in act_b.writes():
                 hazards.append(
-                    Hazard(
+                    _hazard(
                         "write-write",
                         key,
                         (ref(a), ref(b)),
@@ -300,7 +346,7 @@ def transaction_check(
             else:
                 reader, writer = (a, b) if key in act_a.reads() else (b, a)
                 hazards.append(
-                    Hazard(
+                    _hazard(
                         "read-write",
                         key,
                         (ref(reader), ref(writer)),
@@ -314,7 +360,7 @@ def transaction_check(
             seen = assumption.read_version
             if seen is not None and key in version_map and seen < version_map[key]:
                 hazards.append(
-                    Hazard(
+                    _hazard(
                         "stale-read",
                         key,
                         (ref((p, i)),),
@@ -326,7 +372,7 @@ def transaction_check(
                 actual = current.get(key, ABSENT)
                 if actual is ABSENT or not json_equal(actual, assumption.expected_value):
                     hazards.append(
-                        Hazard(
+                        _hazard(
                             "belief-divergence",
                             key,
                             (ref((p, i)),),
@@ -337,4 +383,4 @@ def transaction_check(
                     )
     position = {(ids[p], models[p].actions[i].id): (p, i) for p, i in actions}
     hazards.sort(key=lambda h: (_ORDER[h.kind], [position[x] for x in h.actions], h.key))
-    return TransactionReport(ids, hazards)
+    return TransactionReport(ids, hazards, sem.profile)

@@ -33,7 +33,7 @@ def add(sub: Any, profiled: Any) -> None:
 
 
 def cmd_txcheck(args: argparse.Namespace) -> int:
-    from ..transactions import CarTransactionReport, transaction_check
+    from ..transactions import transaction_check
     from ..values import plural
 
     versions = None if args.versions is None else _read_file(args.versions, dict, "versions")
@@ -49,15 +49,11 @@ def cmd_txcheck(args: argparse.Namespace) -> int:
         raise (err if err.source else err.with_source(args.versions or "")) from None
     if args.format == "json":
         _write(report.to_json() + "\n")
-    elif isinstance(report, CarTransactionReport):
-        for conflict in report.conflicts:
-            _write(f"{conflict['kind']} [{conflict['key']}]: {conflict['explanation']}\n")
-        verdict = "consistent" if report.consistent else "inconsistent"
-        _write(f"{verdict}: {plural(len(report.conflicts), 'conflict')} (profile car)\n")
     else:
         for hazard in report.hazards:
             _write(f"{hazard.kind} [{hazard.key}]: {hazard.message}\n")
-        count = len(report.hazards)
+        verdict = "consistent" if report.consistent else "inconsistent"
+        count = plural(len(report.hazards), "hazard")
         proposals = plural(len(report.proposals), "proposal")
-        _write(f"{plural(count, 'hazard')} in {proposals} (profile {_profile(args)})\n")
+        _write(f"{verdict}: {count} in {proposals} (profile {report.profile.value})\n")
     return EXIT_OK if report.clean else EXIT_FINDINGS
