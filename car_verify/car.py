@@ -45,15 +45,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._codec import MISSING
 from .dag import Dag
 from .errors import InputError, json_pointer
 from .findings import Issue, Severity, Tier
 from .model import Action, ActionProposal, repeated_keys, unknown_fields
 from .passes import CheckRecord, Context, Example, Pass, Said
-from .semantics.car import CAR, car_evaluate, car_order, car_writes, show
+from .semantics.car import CAR, car_evaluate, car_order, show
 from .values import ABSENT as _ABSENT
-from .values import KNOWN_OPERATORS, is_number, json_equal
+from .values import KNOWN_OPERATORS, is_number
 from .walk import Cause, Walk, walk
 
 __all__ = [
@@ -64,9 +63,7 @@ __all__ = [
     "CarChecks",
     "CarVerdict",
     "CarWalk",
-    "car_transaction_conflicts",
     "car_walk",
-    "transaction_sets",
 ]
 
 E, W, I_ = Severity.ERROR, Severity.WARNING, Severity.INFO
@@ -77,31 +74,6 @@ DEFAULT_MAX_ACTIONS = 30
 
 #: The action id CAR gives proposal-level findings.
 PROPOSAL = "proposal"
-
-
-def _state_write_key(action: Action) -> str | None:
-    return action.param_key() if action.type == "state_write" else None
-
-
-def _tx_writes(action: Action) -> list[str]:
-    """``transaction_check``'s write set: ``write_set`` together with the effect keys."""
-    return list(dict.fromkeys([*action.write_set, *car_writes(action)]))
-
-
-def transaction_sets(action: Action) -> tuple[list[str], list[str]]:
-    """An action's read and write sets as ``transaction_check`` reads them (also
-    the concurrency analysis's)."""
-    return _tx_reads(action), _tx_writes(action)
-
-
-def _tx_reads(action: Action) -> list[str]:
-    """``transaction_check``'s read set: ``read_set`` together with the depended-on and
-    assumed keys and a ``state_read``'s ``key``."""
-    keys = [*action.read_set, *action.state_dependencies, *(a.key for a in action.assumptions)]
-    key = action.param_key() if action.type == "state_read" else None
-    if key is not None:  # a ``state_read``'s ``keys`` list is not read here
-        keys.append(key)
-    return list(dict.fromkeys(keys))
 
 
 # -- the walk, as verify reports it ------------------------------------------------
@@ -914,73 +886,3 @@ def _beyond_car(
             None,
         )
     return found.issues
-
-
-# -- transaction_check ------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class TxConflict:
-    """One of CAR's transaction conflicts, by action position."""
-
-    kind: str
-    key: str
-    actions: tuple[int, ...]
-    #: For a stale assumption: ``"version"`` or ``"value"``, and its position.
-    detail: str = ""
-    assumption: int = -1
-
-
-def car_transaction_conflicts(
-    proposal: ActionProposal,
-    versions: Mapping[str, int] | None,
-    state: Mapping[str, Any] | None,
-) -> list[TxConflict]:
-    """CAR's ``transaction_check``: write-write and read-write races between actions
-    CAR leaves unordered, and stale assumptions against ``versions`` / ``state``."""
-    order = car_order(proposal)
-    actions: Sequence[Action] = proposal.actions
-    out: list[TxConflict] = []
-    writes = [_tx_writes(a) for a in actions]
-    reads = [_tx_reads(a) for a in actions]
-    # Only pairs that share a key can conflict; their order is asked in one sweep.
-    writers: dict[str, list[int]] = {}
-    for index, keys in enumerate(writes):
-        for key in keys:
-            writers.setdefault(key, []).append(index)
-    after = [
-        sorted({b for k in keys for b in writers[k] if b > a}) for a, keys in enumerate(writes)
-    ]
-    against = [
-        sorted({w for k in keys for w in writers.get(k, ()) if w != r})
-        for r, keys in enumerate(reads)
-    ]
-    asked = [(a, b) for a, bs in enumerate(after) for b in bs]
-    asked += [(r, w) if r < w else (w, r) for r, ws in enumerate(against) for w in ws]
-    ordered = order.reachable(asked)
-    for a, bs in enumerate(after):  # CAR's order: by pair, then by the first's keys
-        for b in bs:
-            if (a, b) not in ordered:
-                out += [TxConflict("write_write", k, (a, b)) for k in writes[a] if k in writes[b]]
-    for r, ws in enumerate(against):
-        for w in ws:
-            if ((r, w) if r < w else (w, r)) not in ordered:
-                out += [TxConflict("read_write", k, (r, w)) for k in reads[r] if k in writes[w]]
-    for index, action in enumerate(actions):
-        for number, assumption in enumerate(action.assumptions):
-            if assumption.read_version is not None:
-                current = None if versions is None else versions.get(assumption.key)
-                if current != assumption.read_version:
-                    out.append(
-                        TxConflict("stale_assumption", assumption.key, (index,), "version", number)
-                    )
-            # ``expected_value: null`` is no expectation at all (an absent Option).
-            expected = assumption.expected_value
-            checked = state is not None and expected is not MISSING and expected is not None
-            if checked and (
-                assumption.key not in state or not json_equal(state[assumption.key], expected)  # type: ignore[operator,index]
-            ):
-                out.append(
-                    TxConflict("stale_assumption", assumption.key, (index,), "value", number)
-                )
-    return out

@@ -433,9 +433,9 @@ def ops_from_proposal(proposal: Any, *, profile: object = None) -> list[AgentOp]
     """The ops of a proposal's actions: reads and writes as ``transaction_check``
     reads them, ``depends_on`` the DAG's predecessors, and each level one step of
     time (an action reads when its level starts and commits when it ends)."""
-    from .car import transaction_sets
     from .model import load
     from .semantics import semantics_of
+    from .semantics.car import transaction_sets
 
     model = load(proposal)
     dag = semantics_of(profile).order(model)  # the active profile's DAG

@@ -20,11 +20,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .api import ProposalLike, _state
-from .car import car_transaction_conflicts
 from .errors import InputError, UsageError, deep_values_are_input_errors
 from .model import ActionProposal, load
 from .semantics import Profile, semantics_of
-from .semantics.car import CAR
+from .semantics.base import TxConflict
 from .values import ABSENT, format_value, json_equal
 
 __all__ = ["Hazard", "TransactionReport", "transaction_check"]
@@ -180,12 +179,15 @@ def _hazard(kind: Kind, key: str, actions: tuple[tuple[str, str], ...], message:
 
 
 def _car_report(
-    model: ActionProposal, versions: dict[str, int] | None, state: dict[str, Any] | None
+    model: ActionProposal,
+    found: list[TxConflict],
+    versions: dict[str, int],
+    state: dict[str, Any] | None,
 ) -> TransactionReport:
     """The runtime's own check of one proposal, in its order, with its explanations."""
     ids = [a.id for a in model.actions]
     hazards = []
-    for c in car_transaction_conflicts(model, versions, state):
+    for c in found:
         a = ids[c.actions[0]]
         b = ids[c.actions[1]] if len(c.actions) > 1 else ""
         template = c.kind
@@ -195,7 +197,7 @@ def _car_report(
             assumption = next(x for x in model.actions[c.actions[0]].assumptions if x.key == c.key)
             if c.detail == "version":
                 template, planned = "stale_version", assumption.read_version
-                current = (versions or {}).get(c.key, "absent")
+                current = versions.get(c.key, "absent")
             else:
                 template = "stale_value"
                 planned = json.dumps(assumption.expected_value)
@@ -240,14 +242,6 @@ def transaction_check(
         if isinstance(proposals, Sequence) and not isinstance(proposals, (str, bytes))
         else [proposals]
     )
-    if sem.profile is Profile.CAR and len(items) == 1:  # the runtime's own check
-        model = load(items[0])
-        CAR.refuse(model)
-        return _car_report(
-            model,
-            None if versions is None else _versions(versions),
-            None if state is None else _state(state),
-        )
     models: list[ActionProposal] = []
     for index, item in enumerate(items):
         try:
@@ -258,6 +252,10 @@ def transaction_check(
     current = _state(state) if state is not None else None
     for model in models:
         sem.refuse(model)
+    if len(models) == 1:  # the profile's own check of one proposal, if it has one
+        found = sem.transaction_conflicts(models[0], version_map, current)
+        if found is not None:
+            return _car_report(models[0], found, version_map, current)
     # Each proposal ordered as the profile orders it: several proposals under car are
     # checked together on CAR's order (the runtime checks one at a time).
     dags = [sem.order(m) for m in models]

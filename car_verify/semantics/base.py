@@ -14,6 +14,8 @@ A :class:`Semantics` answers every question on which the two profiles differ:
   before it in its level (:attr:`sequential`: CAR's walk) or the level's start
   state (docs/semantics.md §4);
 * **refusals**: which inputs the profile rejects (:meth:`refuse`);
+* **transaction_check**: whether one proposal has a check of its own (the
+  runtime's, under car: :meth:`transaction_conflicts`);
 * **optimize**: which ``state_dependencies`` entries may go, and whether each is
   checked against verify first (:meth:`optimize_candidates`);
 * **severities**: each code's severity, read from the one code table.
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .profiles import Profile
@@ -38,10 +41,24 @@ if TYPE_CHECKING:
     from ..findings import Severity
     from ..model import Action, ActionProposal, Precondition
 
-__all__ = ["Semantics", "Where"]
+__all__ = ["Semantics", "TxConflict", "Where"]
 
 #: Where a part of an action's predicate sits inside the action.
 Where = tuple[str | int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TxConflict:
+    """One conflict a profile's own check of a single proposal finds, by action
+    position, in the runtime's kinds (``write_write``, ``read_write``,
+    ``stale_assumption``): see :meth:`Semantics.transaction_conflicts`."""
+
+    kind: str
+    key: str
+    actions: tuple[int, ...]
+    #: For a stale assumption: ``"version"`` or ``"value"``, and its position.
+    detail: str = ""
+    assumption: int = -1
 
 
 class Semantics(abc.ABC):
@@ -143,6 +160,18 @@ class Semantics(abc.ABC):
         """How the proposal's JSON orders ``action`` (a later writer of ``key``) after
         ``first``, an earlier one, under this profile: the list field of ``action``
         to append to and the entry to append; or why this profile cannot."""
+
+    # --- transaction_check ----------------------------------------------------------------
+
+    def transaction_conflicts(
+        self,
+        proposal: ActionProposal,
+        versions: Mapping[str, int] | None,
+        state: Mapping[str, Any] | None,
+    ) -> list[TxConflict] | None:
+        """The profile's own check of one proposal on its own (the runtime's, under
+        car), or None: one proposal is checked as several are (docs/semantics.md §6)."""
+        return None
 
     # --- optimize -----------------------------------------------------------------------
 

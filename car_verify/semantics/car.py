@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from .._codec import MISSING
 from ..errors import InputError
 from ..value_domain import literal
-from ..values import ABSENT, KNOWN_OPERATORS, is_number
-from .base import Semantics, Where
+from ..values import ABSENT, KNOWN_OPERATORS, is_number, json_equal
+from .base import Semantics, TxConflict, Where
 from .profiles import Profile
 
 if TYPE_CHECKING:
@@ -48,8 +49,10 @@ __all__ = [
     "car_equal",
     "car_evaluate",
     "car_order",
+    "car_transaction_conflicts",
     "car_writes",
     "show",
+    "transaction_sets",
 ]
 
 _U64, _I64 = 2**64, 2**63
@@ -246,6 +249,85 @@ def car_order(proposal: ActionProposal) -> Dag:
     return Dag.from_edges(proposal, edges, keys=keys, writers=writers)
 
 
+# -- transaction_check: the runtime's own check of one proposal ---------------------
+
+
+def _tx_writes(action: Action) -> list[str]:
+    """``transaction_check``'s write set: ``write_set`` together with the effect keys."""
+    return list(dict.fromkeys([*action.write_set, *car_writes(action)]))
+
+
+def transaction_sets(action: Action) -> tuple[list[str], list[str]]:
+    """An action's read and write sets as ``transaction_check`` reads them (also
+    the concurrency analysis's)."""
+    return _tx_reads(action), _tx_writes(action)
+
+
+def _tx_reads(action: Action) -> list[str]:
+    """``transaction_check``'s read set: ``read_set`` together with the depended-on and
+    assumed keys and a ``state_read``'s ``key``."""
+    keys = [*action.read_set, *action.state_dependencies, *(a.key for a in action.assumptions)]
+    key = action.param_key() if action.type == "state_read" else None
+    if key is not None:  # a ``state_read``'s ``keys`` list is not read here
+        keys.append(key)
+    return list(dict.fromkeys(keys))
+
+
+def car_transaction_conflicts(
+    proposal: ActionProposal,
+    versions: Mapping[str, int] | None,
+    state: Mapping[str, Any] | None,
+) -> list[TxConflict]:
+    """CAR's ``transaction_check``: write-write and read-write races between actions
+    CAR leaves unordered, and stale assumptions against ``versions`` / ``state``."""
+    order = car_order(proposal)
+    actions: Sequence[Action] = proposal.actions
+    out: list[TxConflict] = []
+    writes = [_tx_writes(a) for a in actions]
+    reads = [_tx_reads(a) for a in actions]
+    # Only pairs that share a key can conflict; their order is asked in one sweep.
+    writers: dict[str, list[int]] = {}
+    for index, keys in enumerate(writes):
+        for key in keys:
+            writers.setdefault(key, []).append(index)
+    after = [
+        sorted({b for k in keys for b in writers[k] if b > a}) for a, keys in enumerate(writes)
+    ]
+    against = [
+        sorted({w for k in keys for w in writers.get(k, ()) if w != r})
+        for r, keys in enumerate(reads)
+    ]
+    asked = [(a, b) for a, bs in enumerate(after) for b in bs]
+    asked += [(r, w) if r < w else (w, r) for r, ws in enumerate(against) for w in ws]
+    ordered = order.reachable(asked)
+    for a, bs in enumerate(after):  # CAR's order: by pair, then by the first's keys
+        for b in bs:
+            if (a, b) not in ordered:
+                out += [TxConflict("write_write", k, (a, b)) for k in writes[a] if k in writes[b]]
+    for r, ws in enumerate(against):
+        for w in ws:
+            if ((r, w) if r < w else (w, r)) not in ordered:
+                out += [TxConflict("read_write", k, (r, w)) for k in reads[r] if k in writes[w]]
+    for index, action in enumerate(actions):
+        for number, assumption in enumerate(action.assumptions):
+            if assumption.read_version is not None:
+                current = None if versions is None else versions.get(assumption.key)
+                if current != assumption.read_version:
+                    out.append(
+                        TxConflict("stale_assumption", assumption.key, (index,), "version", number)
+                    )
+            # ``expected_value: null`` is no expectation at all (an absent Option).
+            expected = assumption.expected_value
+            checked = state is not None and expected is not MISSING and expected is not None
+            if checked and (
+                assumption.key not in state or not json_equal(state[assumption.key], expected)  # type: ignore[operator,index]
+            ):
+                out.append(
+                    TxConflict("stale_assumption", assumption.key, (index,), "value", number)
+                )
+    return out
+
+
 class CarSemantics(Semantics):
     """The upstream runtime's reading (see the module's docstring)."""
 
@@ -298,6 +380,14 @@ class CarSemantics(Semantics):
             out += [(a, b, key) for n, a in enumerate(racing) for b in racing[n + 1 :]]
         out.sort()
         return out
+
+    def transaction_conflicts(
+        self,
+        proposal: ActionProposal,
+        versions: Mapping[str, int] | None,
+        state: Mapping[str, Any] | None,
+    ) -> list[TxConflict]:
+        return car_transaction_conflicts(proposal, versions, state)
 
     def optimize_candidates(self, proposal: ActionProposal) -> list[tuple[int, str, str]]:
         """CAR's ``optimize``: every ``state_dependencies`` entry on a key no action
