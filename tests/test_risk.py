@@ -639,3 +639,30 @@ def test_a_rate_that_is_no_probability_and_an_assumed_rate_are_said() -> None:
     assert "no rate given for deploy: assumed the default success rate 0.5" in text
     quiet = risk(doc, tool_success_rates={"build": 0.9, "deploy": 0.8}, method="exact")
     assert quiet.notes == [] and "note:" not in quiet.explain()
+
+
+@RUNS
+@given(proposals_any, car_states, st.sampled_from(["car", "strict"]), st.integers(0, 63))
+def test_risks_compiled_rejection_rule_is_the_walks(
+    proposal: dict[str, Any], state: dict[str, Any] | None, profile: str, notok: int
+) -> None:
+    """risk compiles each step's rejection rule once (the enumeration asks it for every
+    outcome); the walk's ``blockers`` is the plain rule. On any state and any set of
+    actions that did not succeed, a step is rejected exactly when the walk names a
+    cause, or it is a tool call that names no tool (never dispatched)."""
+    from car_verify.risk import _blocked, _compile, _Goal
+    from car_verify.semantics import semantics_of
+    from car_verify.walk import blockers
+
+    sem = semantics_of(profile)
+    model = load(proposal)
+    plan = _compile(model, {}, _Goal(None), semantics=sem)
+    current = dict(state or {})
+    for step in plan.steps:
+        plain = blockers(
+            plan.order, step.index, current, lambda t: bool(notok >> t & 1), semantics=sem
+        )
+        nameless = (
+            model.actions[step.index].type == "tool_call" and not model.actions[step.index].tool
+        )
+        assert _blocked(plan, step, current, notok) == (bool(plain) or nameless), step.action_id
