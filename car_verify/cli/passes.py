@@ -7,6 +7,7 @@ from typing import Any
 
 from ._common import (
     EXIT_OK,
+    _profile,
     _write,
     emit,
     format_option,
@@ -24,6 +25,7 @@ def cmd_passes(args: argparse.Namespace) -> int:
     from ..registry import available_passes
 
     passes = available_passes()
+    profile = _profile(args)
     doc = [
         {
             "name": name,
@@ -34,6 +36,8 @@ def cmd_passes(args: argparse.Namespace) -> int:
             "codes": list(cls.codes),
             "default": cls.default,
             "preserves": sorted(cls.preserves),
+            "profiles": sorted(cls.profiles),
+            "runs_by_default": cls.default and profile in cls.profiles,
         }
         for name, cls in passes.items()
     ]
@@ -44,7 +48,12 @@ def cmd_passes(args: argparse.Namespace) -> int:
             codes = ", ".join(cls.codes)
             if cls.dynamic_codes:  # a policies pass reports under the names of the rules
                 codes = ", ".join([*cls.codes, "the name of each rule (deny_tool:rm, ...)"])
-            _write(f"{name}: {cls.verifies}{needs}\n    codes: {codes}\n")
+            only = f" [{' and '.join(sorted(cls.profiles))} only]" if len(cls.profiles) == 1 else ""
+            _write(f"{name}{only}: {cls.verifies}{needs}\n    codes: {codes}\n")
+        chosen = [n for n, c in passes.items() if c.default and profile in c.profiles]
+        given = [n for n, c in passes.items() if c.when_given and profile in c.profiles]
+        more = f"; when their input is given: {', '.join(given)}" if given else ""
+        _write(f"by default under {profile}: {', '.join(chosen)}{more}\n")
 
     emit(args, doc, text)
     return EXIT_OK
