@@ -180,6 +180,7 @@ class ExecutionResult(HtmlDisplay):
             "rollback": None if self.rollback is None else self.rollback.to_dict(),
             "statuses": self.shown_statuses,
             "log_error": self.log_error,
+            "profile": self.admission.profile.value,
         }
 
 

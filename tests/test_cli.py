@@ -235,10 +235,13 @@ def test_codes_and_passes_listings(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0 and "strips [strict only]:" in out and "car [car only]:" in out
     lines = out.splitlines()
     assert (
-        lines[-1] == "by default under car: car; when their input is given: policies, flow, intent"
+        lines[-1]
+        == "run by default (profile car): car; when their input is given: policies, flow, intent"
     )
     code, strict, _ = run(["passes", "--profile", "strict"], capsys)
-    assert strict.splitlines()[-1].startswith("by default under strict: structure, operators")
+    assert strict.splitlines()[-1].startswith(
+        "run by default (profile strict): structure, operators"
+    )
     policies = lines[lines.index(next(x for x in lines if x.startswith("policies:"))) + 1]
     assert policies == (
         "    codes: policy-undecided, compensation-denied, "

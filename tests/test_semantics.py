@@ -362,6 +362,13 @@ COMMANDS: dict[str, list[str]] = {
     "workflow": ["workflow", str(EX / "workflow" / "graph.json")],
     "dot": ["dot", str(GD / "proposal.json")],
     "lint": ["lint", str(GD / "proposal.json")],
+    "run": [
+        "run", str(EX / "executor" / "proposal.json"),
+        "--tool-module", str(EX / "executor" / "tools.py"),
+    ],
+    "rank": ["rank", str(EX / "rank" / "careful.json"), str(EX / "rank" / "lean.json")],
+    "schedule": ["schedule", str(EX / "schedule" / "graph.json")],
+    "passes": ["passes"],
 }  # fmt: skip
 
 

@@ -53,7 +53,7 @@ def cmd_passes(args: argparse.Namespace) -> int:
         chosen = [n for n, c in passes.items() if c.default and profile in c.profiles]
         given = [n for n, c in passes.items() if c.when_given and profile in c.profiles]
         more = f"; when their input is given: {', '.join(given)}" if given else ""
-        _write(f"by default under {profile}: {', '.join(chosen)}{more}\n")
+        _write(f"run by default (profile {profile}): {', '.join(chosen)}{more}\n")
 
     emit(args, doc, text)
     return EXIT_OK

@@ -146,7 +146,7 @@ def run_text(outcome: Outcome) -> str:
     out.append(
         f"{c.actions_executed} executed, {c.actions_rejected} rejected, {c.actions_skipped} "
         f"skipped; {c.tool_calls} tool calls, {c.retries} retries, "
-        f"{c.total_duration_ms:.0f} ms\n"
+        f"{c.total_duration_ms:.0f} ms (profile {outcome.admission.profile.value})\n"
     )
     if outcome.rejected_by:
         reasons, more = outcome.rejected_by[:5], len(outcome.rejected_by) - 5
