@@ -369,6 +369,7 @@ COMMANDS: dict[str, list[str]] = {
     "rank": ["rank", str(EX / "rank" / "careful.json"), str(EX / "rank" / "lean.json")],
     "schedule": ["schedule", str(EX / "schedule" / "graph.json")],
     "passes": ["passes"],
+    "intent": ["intent", str(ROOT / "tests" / "fixtures" / "intent-request.json")],
 }  # fmt: skip
 
 

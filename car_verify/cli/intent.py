@@ -65,9 +65,12 @@ def cmd_intent(args: argparse.Namespace) -> int:
     else:
         for v in report.violations:
             _write(f"{v.action}: {v.kind}: {v.explanation}\n")
+        profile = _profile(args)
         if report.safe:
-            _write(f"safe ({len(report.violations)} out-of-intent, none blocks the commit)\n")
+            count = len(report.violations)
+            _write(f"safe ({count} out-of-intent, none blocks the commit; profile {profile})\n")
         else:
-            _write(f"unsafe: commit blocked by {', '.join(report.commit_blocked)}\n")
+            blocked = ", ".join(report.commit_blocked)
+            _write(f"unsafe: commit blocked by {blocked} (profile {profile})\n")
         _gate_text(decision, enforcement, passed, "commit")
     return _gate_code(report.safe, decision, passed)
