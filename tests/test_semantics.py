@@ -370,6 +370,7 @@ COMMANDS: dict[str, list[str]] = {
     "schedule": ["schedule", str(EX / "schedule" / "graph.json")],
     "passes": ["passes"],
     "intent": ["intent", str(ROOT / "tests" / "fixtures" / "intent-request.json")],
+    "audit": ["audit", str(ROOT / "tests" / "fixtures" / "chat-run.jsonl"), "-o", "out", "--fresh"],
 }  # fmt: skip
 
 
@@ -388,6 +389,8 @@ def test_every_command_runs_under_both_profiles_and_names_the_one_it_ran(
     args = COMMANDS[name]
     if name == "policy check" and not Path(args[-1]).is_dir():
         pytest.skip("the bundled policies are elsewhere")
+    if name == "audit":
+        pytest.importorskip("pyarrow", reason="the audit writes Parquet (the [audit] extra)")
     if name == "lint":  # lint takes the configuration of the files it lints (as ruff)
         copy = tmp_path / "proposal.json"
         copy.write_text((GD / "proposal.json").read_text())

@@ -131,7 +131,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
         extra += f", {summary.unknown} past the budget (unknown)"
     _write(
         f"{summary.trajectories} trajectories{extra}, {summary.findings} findings in "
-        f"{summary.out}{done}: findings.parquet, trajectories.parquet\n"
+        f"{summary.out}{done}: findings.parquet, trajectories.parquet "
+        f"(profile {settings.profile})\n"
     )
     if args.compare_policies:
         import pyarrow.parquet as pq
