@@ -639,15 +639,16 @@ class CarChecks(Pass):
     )
 
     def __init__(self) -> None:
-        self._verdict: CarVerdict | None = None
+        #: Each context's verdict, from its run() to its said() (one instance may
+        #: serve several contexts at once, one per thread).
+        self._verdicts: dict[int, CarVerdict] = {}
 
     def run(self, ctx: Context) -> list[Issue]:
-        self._verdict = _verdict(ctx)  # what said() reports for the evidence
-        return [*self._verdict.issues, *self._verdict.extra]
+        verdict = self._verdicts[id(ctx)] = _verdict(ctx)
+        return [*verdict.issues, *verdict.extra]
 
     def said(self, ctx: Context, found: Sequence[Issue]) -> Said:
-        verdict = self._verdict
-        assert verdict is not None, "said() before run()"
+        verdict = self._verdicts.pop(id(ctx))  # run() came first, for this context
         return Said(
             verdict.checks,
             verdict.assumptions,

@@ -567,3 +567,30 @@ def test_too_many_actions_counts_in_words(count: int, says: str) -> None:
     doc = {"actions": [{"type": "tool_call", "tool": "t"} for _ in range(count)]}
     (issue,) = car_verify.verify(doc, max_actions=0, passes=["budget"], profile="strict").issues
     assert says in issue.message
+
+
+def test_one_instance_of_the_car_pass_serves_several_contexts_at_once() -> None:
+    """The car pass keeps each context's verdict from its run to what it says for
+    the evidence: one instance handed to verify from several threads mixes none."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from car_verify.car import CarChecks
+
+    shared = CarChecks()
+    small = {"actions": [{"id": "a", "type": "tool_call", "tool": "t"}]}
+    large = {
+        "actions": [
+            {"id": f"a{i}", "type": "tool_call", "tool": "t", "parameters": {"i": i}}
+            for i in range(40)
+        ]
+    }  # over CAR's default limit of 30: one resource_bounds finding
+    docs = [small, large] * 25
+
+    def bounds(doc: dict[str, object]) -> int:
+        checks = car_verify.verify(doc, passes=[shared], profile="car").evidence.checks
+        return next(c.findings for c in checks if c.name == "resource_bounds")
+
+    with ThreadPoolExecutor(4) as pool:
+        found = list(pool.map(bounds, docs))
+    assert found == [0 if doc is small else 1 for doc in docs]
+    assert not shared._verdicts  # each said() took its own
