@@ -178,13 +178,15 @@ def _hazard(kind: Kind, key: str, actions: tuple[tuple[str, str], ...], message:
     return Hazard(kind, key, actions, message, _RESOLVE[kind])
 
 
-def _car_report(
+def _own_check_report(
     model: ActionProposal,
     found: list[TxConflict],
     versions: dict[str, int],
     state: dict[str, Any] | None,
+    profile: Profile,
 ) -> TransactionReport:
-    """The runtime's own check of one proposal, in its order, with its explanations."""
+    """A profile's own check of one proposal (the runtime's, under car) as a report:
+    its conflicts in its order, with the runtime's explanations and resolutions."""
     ids = [a.id for a in model.actions]
     hazards = []
     for c in found:
@@ -214,7 +216,7 @@ def _car_report(
                 resolution.format(**fill),
             )
         )
-    return TransactionReport([model.id], hazards, Profile.CAR)
+    return TransactionReport([model.id], hazards, profile)
 
 
 @deep_values_are_input_errors
@@ -255,7 +257,7 @@ def transaction_check(
     if len(models) == 1:  # the profile's own check of one proposal, if it has one
         found = sem.transaction_conflicts(models[0], version_map, current)
         if found is not None:
-            return _car_report(models[0], found, version_map, current)
+            return _own_check_report(models[0], found, version_map, current, sem.profile)
     # Each proposal ordered as the profile orders it: several proposals under car are
     # checked together on CAR's order (the runtime checks one at a time).
     dags = [sem.order(m) for m in models]
