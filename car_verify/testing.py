@@ -24,7 +24,6 @@ if TYPE_CHECKING:
 __all__ = ["PlanCheckFailed", "assert_finds", "assert_valid", "set_default_profile"]
 
 FailOn = Literal["error", "warning", "info"]
-_RANK = {"error": 0, "warning": 1, "info": 2}
 #: The profile an assertion uses when none is given (the pytest plugin's
 #: ``--car-verify-profile``); None: the usual resolution (env, configuration, car).
 _default_profile: str | None = None
@@ -81,8 +80,10 @@ def assert_valid(
     result = _verify(
         proposal, profile, tools=tools, policies=policies, initial_state=initial_state, **options
     )
-    limit = _RANK[fail_on]
-    failing = [i for i in result.issues if _RANK[i.severity.value] <= limit]
+    from .findings import Severity
+
+    floor = Severity(fail_on).rank  # as lint's --fail-on
+    failing = [i for i in result.issues if i.severity.rank >= floor]
     if failing or not result.valid:
         shown = failing or list(result.issues)
         raise PlanCheckFailed(
