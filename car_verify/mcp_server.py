@@ -118,22 +118,12 @@ def _policy_check(args: dict[str, Any]) -> tuple[Any, str]:
     import os
 
     from .api import verify
-    from .config import find_policies
-    from .errors import UsageError
-    from .policy import load_policies
+    from .policy import policies_to_check
     from .reporters.text import render_text
 
-    folder = args.get("policies")
-    if folder is None:
-        found, _ = find_policies(os.getcwd())
-        if found is None:
-            raise UsageError(f"no .car/policies at or above {os.getcwd()}: nothing was checked")
-        folder = found
-    loaded = load_policies(folder)
-    if not loaded.rules.count():
-        raise UsageError(
-            f"{loaded.describe()}: the policy set holds no rule, so nothing was checked"
-        )
+    loaded = policies_to_check(
+        args.get("policies"), os.getcwd(), name_them="name the policies with the policies argument"
+    )
     result = verify(
         args["proposal"],
         initial_state=args.get("state"),
@@ -177,11 +167,10 @@ def _codes(args: dict[str, Any]) -> tuple[Any, str]:
     return {"code": code, "explanation": text}, text
 
 
-_V = "car-verify verify"
 TOOLS: tuple[McpTool, ...] = (
     McpTool(
         "verify",
-        _V,
+        "car-verify verify",
         {
             "proposal": ("schema", "proposal"),
             "tools": ("schema", "tools"),

@@ -723,6 +723,29 @@ def load_policies(directory: str | os.PathLike[str] | None = None) -> LoadedPoli
     return LoadedPolicies(folder.resolve(), files, rules, searched)
 
 
+def policies_to_check(
+    directory: str | os.PathLike[str] | None, start: str | os.PathLike[str], *, name_them: str
+) -> LoadedPolicies:
+    """The policies a policy check applies: those of ``directory`` when given, else
+    the nearest ``.car/policies`` at or above ``start``. No folder, or one that holds
+    no rule, would check nothing: each is a :class:`UsageError` (``name_them`` says
+    how to name the policies instead)."""
+    if directory is not None:
+        loaded = load_policies(directory)
+    else:
+        folder, _ = find_policies(start)
+        if folder is None:
+            raise UsageError(
+                f"no .car/policies at or above {start}: nothing was checked ({name_them})"
+            )
+        loaded = load_policies(folder)
+    if loaded.directory is None or not loaded.rules.count():
+        raise UsageError(
+            f"{loaded.describe()}: the policy set holds no rule, so nothing was checked"
+        )
+    return loaded
+
+
 def policies_folder(
     directory: str | os.PathLike[str] | None = None,
 ) -> tuple[Path | None, list[Path]]:

@@ -7,7 +7,6 @@ import json
 import os
 from typing import Any
 
-from ..errors import UsageError
 from ._common import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -64,30 +63,18 @@ def add(sub: Any, profiled: Any) -> None:
 
 def cmd_policy_check(args: argparse.Namespace) -> int:
     from ..api import verify
-    from ..policy import load_policies
+    from ..policy import policies_to_check
     from ..reporters.json import policy_json
     from ..reporters.sarif import sarif
     from ..reporters.text import policy_text
     from ..sources import proposal_input
 
     source = proposal_input(args.proposal)
-    if args.policies is not None:
-        loaded = load_policies(args.policies)
-    else:  # the nearest .car/policies above the proposal's own file, as verify finds it
-        from ..config import find_policies
-
-        start = os.path.dirname(os.path.abspath(source.path)) if source.path else os.getcwd()
-        folder, _ = find_policies(start)
-        if folder is None:
-            raise UsageError(
-                f"no .car/policies at or above {start}: nothing was checked "
-                "(name the policies with --policies DIR)"
-            )
-        loaded = load_policies(folder)
-    if loaded.directory is None or not loaded.rules.count():
-        raise UsageError(
-            f"{loaded.describe()}: the policy set holds no rule, so nothing was checked"
-        )
+    # the nearest .car/policies above the proposal's own file, as verify finds it
+    start = os.path.dirname(os.path.abspath(source.path)) if source.path else os.getcwd()
+    loaded = policies_to_check(
+        args.policies, start, name_them="name the policies with --policies DIR"
+    )
     result = verify(
         source.proposal,
         initial_state=_load_state(args.state),
