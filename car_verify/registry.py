@@ -9,17 +9,24 @@ chosen instances to :func:`car_verify.passes.run_passes`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import functools
+from collections.abc import Callable, Iterable
 
 from .codes import register_codes
 from .errors import UsageError
-from .passes import Context, Pass
+from .passes import Context, Pass, Requirement
 
-__all__ = ["ENTRY_POINT_GROUP", "available_passes", "resolve_passes"]
+__all__ = ["ENTRY_POINT_GROUP", "available_passes", "default_passes", "resolve_passes"]
 
 ENTRY_POINT_GROUP = "car_verify.passes"
 
 _registry: dict[str, type[Pass]] | None = None
+
+
+@functools.cache
+def _builtin_set() -> frozenset[type[Pass]]:
+    """:func:`_builtin` as a set, made once (every default selection asks it)."""
+    return frozenset(_builtin())
 
 
 def _builtin() -> tuple[type[Pass], ...]:
@@ -142,6 +149,23 @@ def available_passes() -> dict[str, type[Pass]]:
     return dict(_registry)
 
 
+def default_passes(
+    profile: str, given: Callable[[Requirement], bool] = lambda _: False
+) -> list[type[Pass]]:
+    """The passes a run under ``profile`` gets when it names none: the default ones,
+    and those whose ``when_given`` input ``given`` says is there. A built-in pass of
+    the other profile is that profile's business; an installed one that does not
+    declare this profile is handed over all the same, so the runner says it was
+    skipped and why (nothing installed is dropped unsaid)."""
+    builtin = _builtin_set()
+    return [
+        cls
+        for cls in available_passes().values()
+        if (profile in cls.profiles or cls not in builtin)
+        and (cls.default or (cls.when_given is not None and given(cls.when_given)))
+    ]
+
+
 def resolve_passes(
     selection: Iterable[str | Pass | type[Pass]] | None, ctx: Context | None = None
 ) -> list[Pass]:
@@ -154,20 +178,9 @@ def resolve_passes(
     if isinstance(selection, str):
         selection = [name.strip() for name in selection.split(",") if name.strip()]
     if selection is None:
-        # A built-in pass of the other profile is that profile's business; an installed
-        # one that does not declare this profile is handed over all the same, so the
-        # runner says it was skipped and why (nothing installed is dropped unsaid).
         profile = "strict" if ctx is None else ctx.profile
-        builtin = set(_builtin())
-        return [
-            cls()
-            for cls in registry.values()
-            if (profile in cls.profiles or cls not in builtin)
-            and (
-                cls.default
-                or (cls.when_given is not None and ctx is not None and ctx.has(cls.when_given))
-            )
-        ]
+        given = (lambda _: False) if ctx is None else ctx.has
+        return [cls() for cls in default_passes(profile, given)]
     chosen: list[Pass] = []
     for item in selection:
         if isinstance(item, Pass):

@@ -22,10 +22,12 @@ def add(sub: Any, profiled: Any) -> None:
 
 
 def cmd_passes(args: argparse.Namespace) -> int:
-    from ..registry import available_passes
+    from ..registry import available_passes, default_passes
 
     passes = available_passes()
     profile = _profile(args)
+    runs = [c for c in default_passes(profile) if profile in c.profiles]
+    when = [c for c in default_passes(profile, lambda _: True) if profile in c.profiles]
     doc = [
         {
             "name": name,
@@ -37,7 +39,7 @@ def cmd_passes(args: argparse.Namespace) -> int:
             "default": cls.default,
             "preserves": sorted(cls.preserves),
             "profiles": sorted(cls.profiles),
-            "runs_by_default": cls.default and profile in cls.profiles,
+            "runs_by_default": cls in runs,
         }
         for name, cls in passes.items()
     ]
@@ -50,10 +52,10 @@ def cmd_passes(args: argparse.Namespace) -> int:
                 codes = ", ".join([*cls.codes, "the name of each rule (deny_tool:rm, ...)"])
             only = f" [{' and '.join(sorted(cls.profiles))} only]" if len(cls.profiles) == 1 else ""
             _write(f"{name}{only}: {cls.verifies}{needs}\n    codes: {codes}\n")
-        chosen = [n for n, c in passes.items() if c.default and profile in c.profiles]
-        given = [n for n, c in passes.items() if c.when_given and profile in c.profiles]
+        given = [c.name for c in when if c not in runs]
         more = f"; when their input is given: {', '.join(given)}" if given else ""
-        _write(f"run by default (profile {profile}): {', '.join(chosen)}{more}\n")
+        chosen = ", ".join(c.name for c in runs)
+        _write(f"run by default (profile {profile}): {chosen}{more}\n")
 
     emit(args, doc, text)
     return EXIT_OK
