@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import json
 import re
+from collections.abc import Iterable
 
 from .api import verify
 from .codes import CODES
@@ -145,7 +146,7 @@ def render_codes_reference() -> str:
         "| code | strict | car | tier | blocks | pass | under car |",
         "|---|---|---|---|---|---|---|",
     ]
-    owner = {code: cls.name for cls in passes.values() for code in cls.codes}
+    owner = {code: cls.name for code, cls in _owners(passes.values()).items()}
     for code in CODES.values():
         if code.about != "plan":
             continue
@@ -158,13 +159,27 @@ def render_codes_reference() -> str:
     # The strict passes first: a code's anchor is in the section of the pass that
     # owns it under strict, and the car-only codes' in the car profile's table.
     anchored = {c.name for c in CODES.values() if c.severity is None}
-    ordered = sorted(passes.values(), key=lambda cls: "strict" not in cls.profiles)
-    for cls in ordered:
+    for cls in _strict_first(passes.values()):
         out += _pass_section(cls, anchored)
     out += _car_section()
     out += _lint_section()
     out += _policy_section()
     return "\n".join(out).rstrip() + "\n"
+
+
+def _strict_first(passes: Iterable[type[Pass]]) -> list[type[Pass]]:
+    """The passes, those of the strict profile first (in registry order each)."""
+    return sorted(passes, key=lambda cls: "strict" not in cls.profiles)
+
+
+def _owners(passes: Iterable[type[Pass]]) -> dict[str, type[Pass]]:
+    """The pass that documents each code: the strict pass that reports it, else the
+    car profile's checks."""
+    owners: dict[str, type[Pass]] = {}
+    for cls in _strict_first(passes):
+        for code in cls.codes:
+            owners.setdefault(code, cls)
+    return owners
 
 
 def explain_code(name: str) -> str | None:
@@ -180,9 +195,7 @@ def explain_code(name: str) -> str | None:
         )
         if code.car_note:
             head += f"\nUnder the car profile: {code.car_note}."
-        # The strict pass that reports the code, else the car profile's checks.
-        ranked = sorted(passes, key=lambda cls: "strict" not in cls.profiles)
-        owner = next((cls for cls in ranked if name in cls.codes), None)
+        owner = _owners(passes).get(name)
     elif ":" in name:  # a policy rule's finding is named after the rule: deny_tool:rm
         head = f"{name}: a violation of a policy rule (its kind, then its target or name)"
         owner = next((cls for cls in passes if cls.dynamic_codes), None)
