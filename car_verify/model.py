@@ -100,6 +100,7 @@ __all__ = [
     "load_tools",
     "loads_finite",
     "read_json",
+    "timestamp_readable",
     "timestamp_utc",
     "weighted_score",
 ]
@@ -128,16 +129,41 @@ def timestamp_utc(text: str) -> str | None:
     """``text`` as the runtime writes a timestamp it has read (UTC, ``Z``, the
     fraction in 0, 3, 6 or 9 digits, as few as hold it), or None when the runtime
     refuses it: not RFC 3339, or a date or offset out of range."""
-    import calendar
     from datetime import UTC, datetime, timedelta
+
+    read = _read_timestamp(text)
+    if read is None:
+        return None
+    year, month, day, hour, minute, second, fraction, offset = read
+    # Python's dates start at year 1; year 0 is a leap year, computed as 2000.
+    proxy = year or 2000
+    leap = second == 60  # a leap second is kept as written
+    moment = datetime(proxy, month, day, hour, minute, 59 if leap else second, tzinfo=UTC)
+    moment -= timedelta(minutes=offset)
+    nanos = int((fraction or "0")[:9].ljust(9, "0"))
+    digits = 0 if nanos == 0 else 3 if nanos % 10**6 == 0 else 6 if nanos % 10**3 == 0 else 9
+    shown = f".{nanos:09d}"[: digits + 1] if digits else ""
+    seconds = 60 if leap else moment.second
+    return f"{moment.year - proxy + year:04d}-{moment:%m-%dT%H:%M}:{seconds:02d}{shown}Z"
+
+
+def timestamp_readable(text: str) -> bool:
+    """Whether the runtime reads ``text`` as a timestamp (:func:`timestamp_utc` is not
+    None), without writing it out (the car profile asks this of every proposal)."""
+    return _read_timestamp(text) is not None
+
+
+def _read_timestamp(text: str) -> tuple[int, int, int, int, int, int, str | None, int] | None:
+    """Year, month, day, hour, minute, second, the fraction's digits and the offset in
+    minutes of a timestamp the runtime reads; None when it refuses ``text``."""
+    import calendar
 
     match = _TIMESTAMP.fullmatch(text)
     if match is None:
         return None
     year, month, day, hour, minute, second = (int(g) for g in match.groups()[:6])
     fraction, _, sign, off_h, off_m = match.groups()[6:]
-    # Python's dates start at year 1; year 0 is a leap year, computed as 2000.
-    proxy = year or 2000
+    proxy = year or 2000  # year 0 is a leap year, as 2000
     if not (1 <= month <= 12 and 1 <= day <= calendar.monthrange(proxy, month)[1]):
         return None
     if hour > 23 or minute > 59 or second > 60:
@@ -147,14 +173,7 @@ def timestamp_utc(text: str) -> str | None:
         if int(off_h) > 23 or int(off_m) > 59:
             return None
         offset = (1 if sign == "+" else -1) * (int(off_h) * 60 + int(off_m))
-    leap = second == 60  # a leap second is kept as written
-    moment = datetime(proxy, month, day, hour, minute, 59 if leap else second, tzinfo=UTC)
-    moment -= timedelta(minutes=offset)
-    nanos = int((fraction or "0")[:9].ljust(9, "0"))
-    digits = 0 if nanos == 0 else 3 if nanos % 10**6 == 0 else 6 if nanos % 10**3 == 0 else 9
-    shown = f".{nanos:09d}"[: digits + 1] if digits else ""
-    seconds = 60 if leap else moment.second
-    return f"{moment.year - proxy + year:04d}-{moment:%m-%dT%H:%M}:{seconds:02d}{shown}Z"
+    return year, month, day, hour, minute, second, fraction, offset
 
 
 def _new_action_id() -> str:

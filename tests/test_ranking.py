@@ -18,7 +18,7 @@ import car_verify.runtime as drop_in
 from car_verify import load, verify
 from car_verify.cli import main
 from car_verify.errors import InputError
-from car_verify.model import timestamp_utc
+from car_verify.model import timestamp_readable, timestamp_utc
 from car_verify.ranking import rank_proposals, token_estimate
 
 rt = runtime()
@@ -110,6 +110,7 @@ def test_a_timestamp_is_read_as_the_runtime_reads_it(text: str) -> None:
     except ValueError:
         theirs = None
     assert timestamp_utc(text) == theirs
+    assert timestamp_readable(text) is (theirs is not None)  # the car profile's refusal
 
 
 def test_a_timestamp_the_runtime_refuses_is_refused_under_car_and_read_under_strict() -> None:

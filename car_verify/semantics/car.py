@@ -347,9 +347,9 @@ class CarSemantics(Semantics):
     def refuse(self, proposal: ActionProposal) -> None:
         """CAR rejects a whole proposal with an action ``type`` it does not know, or
         a ``timestamp`` it cannot read as an RFC 3339 date-time."""
-        from ..model import Action, timestamp_utc
+        from ..model import Action, timestamp_readable
 
-        if timestamp_utc(proposal.timestamp) is None:
+        if not timestamp_readable(proposal.timestamp):
             raise InputError(
                 f"{proposal.timestamp!r} is not an RFC 3339 date-time with an offset "
                 "(the car profile, like the runtime, rejects the proposal)",
