@@ -109,8 +109,9 @@ def plan_shards(files: Sequence[Path], shard_size: int) -> list[Shard]:
     one pass over its bytes); any other file (a JSON array, ``.gz``, Parquet) is
     one shard."""
     from .importers import importers
+    from .importers.base import merging as merging_of
 
-    merging = [i for i in importers() if getattr(i, "merges_by_id", False)]
+    merging = merging_of(importers())
     shards: list[Shard] = []
     for path in files:
         if not path.name.endswith((".jsonl", ".ndjson")) or _merges_across_lines(path, merging):

@@ -196,6 +196,20 @@ class Importer(Protocol):
     ) -> list[Trajectory]: ...
 
 
+class MergingImporter(Importer, Protocol):
+    """A format whose trajectory may sit in several records (a trace's spans on
+    several lines): its importer lifts each part and merges the parts of one id."""
+
+    merges_by_id: bool
+
+    def merge(self, parts: Sequence[Trajectory]) -> Trajectory: ...
+
+
+def merging(formats: Iterable[Importer]) -> list[MergingImporter]:
+    """The importers of ``formats`` whose records merge by id (``merges_by_id``)."""
+    return [i for i in formats if getattr(i, "merges_by_id", False)]  # type: ignore[misc]
+
+
 # --- records from files ------------------------------------------------------------------
 
 
@@ -342,15 +356,15 @@ def merged(
     """``items``, with the partial trajectories of a format whose importer
     ``merges_by_id`` (a trace whose spans sit in several records) merged by id, at
     the end, in the order their ids first came."""
-    merging = {i.name: i for i in formats if getattr(i, "merges_by_id", False)}
+    by_name = {i.name: i for i in merging(formats)}
     held: dict[tuple[str, str], list[Trajectory]] = {}
     for item in items:
-        if isinstance(item, Trajectory) and item.format in merging:
+        if isinstance(item, Trajectory) and item.format in by_name:
             held.setdefault((item.format, item.id), []).append(item)
         else:
             yield item
     for (name, _), parts in held.items():
-        yield merging[name].merge(parts)  # type: ignore[attr-defined]
+        yield by_name[name].merge(parts)
 
 
 def _lift(
