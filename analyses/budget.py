@@ -20,16 +20,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from car_verify.findings import Issue, Tier
+from car_verify.base.findings import Issue, Tier
+from car_verify.base.values import plural
 from car_verify.passes import Context, Example, Pass, Requirement
-from car_verify.values import plural
 
 _STEP = {"type": "tool_call", "tool": "step"}
 
 
 class BudgetPass(Pass):
     name = "budget"
-    #: Under car, CAR's own check (car_verify.car) stands in for this one.
+    #: Under car, CAR's own check (car_verify.passes.car) stands in for this one.
     profiles = frozenset({"strict"})
     tier = Tier.DECISION_PROCEDURE
     codes = ("too-many-actions",)

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from car_verify.findings import Issue, Tier
-from car_verify.model import ActionRefCompensation
+from car_verify.base.findings import Issue, Tier
+from car_verify.ir.model import ActionRefCompensation
 from car_verify.passes import Context, Example, Pass, Preserves
 
 _CHARGE = {
@@ -40,7 +40,7 @@ _CHARGE = {
 
 class CompensationPass(Pass):
     name = "compensation"
-    #: Under car, CAR's own check (car_verify.car) stands in for this one.
+    #: Under car, CAR's own check (car_verify.passes.car) stands in for this one.
     profiles = frozenset({"strict"})
     preserves = frozenset({Preserves.ORDER_KEEPING_DEPENDENCY_EDIT})
     tier = Tier.DECISION_PROCEDURE

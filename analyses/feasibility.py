@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from car_verify.findings import Issue, Tier
+from car_verify.base.findings import Issue, Tier
 from car_verify.passes import Context, Example, Pass, Requirement
 
 
@@ -72,7 +72,7 @@ class FeasibilityPass(Pass):
     )
 
     def run(self, ctx: Context) -> Iterator[Issue]:
-        from car_verify.symbolic import Encoder
+        from car_verify.semantics.symbolic import Encoder
 
         encoder = Encoder([ctx.proposal], ctx.semantics)
         z3 = encoder.z3

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from car_verify.findings import Issue, Severity, Tier
+from car_verify.base.findings import Issue, Severity, Tier
 from car_verify.passes import Context, Example, Pass, Requirement
 
 _CODE = {
@@ -112,7 +112,7 @@ class FlowPass(Pass):
     )
 
     def run(self, ctx: Context) -> Iterator[Issue]:
-        from car_verify.flow import flow_violations
+        from car_verify.plan.flow import flow_violations
 
         assert ctx.labels is not None
         decide = ctx.semantics.own_checks_decide

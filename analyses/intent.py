@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from car_verify.findings import Issue, Severity, Tier
+from car_verify.base.findings import Issue, Severity, Tier
 from car_verify.passes import Context, Example, Pass, Requirement
 
 _INTENT = {
@@ -99,7 +99,7 @@ class IntentPass(Pass):
     )
 
     def run(self, ctx: Context) -> Iterator[Issue]:
-        from car_verify.intent import judge, plan_actions
+        from car_verify.plan.intent import judge, plan_actions
 
         intent, untrusted = ctx.intent
         labelled = {t for t, label in (ctx.labels or {}).items() if label.trust == "untrusted"}

@@ -26,16 +26,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from car_verify.findings import Issue, Tier
+from car_verify.base.findings import Issue, Tier
+from car_verify.base.values import canonical, fingerprint
 from car_verify.passes import Context, Example, Pass, Preserves
-from car_verify.values import canonical, fingerprint
 
 _POLL = {"id": "p", "type": "tool_call", "tool": "get_status", "parameters": {"job": "j-1"}}
 
 
 class LoopPass(Pass):
     name = "loops"
-    #: Under car, CAR's own check (car_verify.car) stands in for this one.
+    #: Under car, CAR's own check (car_verify.passes.car) stands in for this one.
     profiles = frozenset({"strict"})
     preserves = frozenset({Preserves.ORDER_KEEPING_DEPENDENCY_EDIT})
     tier = Tier.HEURISTIC

@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from car_verify.findings import Issue, Severity, Tier
+from car_verify.base.findings import Issue, Severity, Tier
 from car_verify.passes import Context, Example, Pass, Requirement
 
 
@@ -121,8 +121,8 @@ class PolicyPass(Pass):
     )
 
     def run(self, ctx: Context) -> Iterator[Issue]:
-        from car_verify.policy import PolicyEngine
-        from car_verify.trace import check_schedules
+        from car_verify.rules.policy import PolicyEngine
+        from car_verify.rules.trace import check_schedules
 
         given = ctx.policies
         # A fresh engine with the same rules: the static check must not use up the
@@ -227,7 +227,7 @@ def _undecided_trace(ctx: Context, rule: Any, referenced: dict[int, set[str]]) -
 
 def _compensations(ctx: Context, engine: Any) -> Iterator[Issue]:
     """A tool compensation is a call the rollback can make: the same rules decide it."""
-    from car_verify.model import Action, ToolCompensation
+    from car_verify.ir.model import Action, ToolCompensation
 
     for index, action in enumerate(ctx.proposal.actions):
         comp = action.compensation
@@ -247,7 +247,7 @@ def _compensations(ctx: Context, engine: Any) -> Iterator[Issue]:
 
 
 def _undecided(ctx: Context, engine: Any, index: int) -> Iterator[Issue]:
-    from car_verify.policy import keyword_rule_name
+    from car_verify.rules.policy import keyword_rule_name
 
     """Content rules cannot be decided for a parameter whose value is another action's
     output: name each such rule and parameter (the executor checks it at dispatch)."""

@@ -26,13 +26,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from car_verify.findings import Issue, Tier
+from car_verify.base.findings import Issue, Tier
 from car_verify.passes import Context, Example, Pass, Preserves
 
 
 class ReferencePass(Pass):
     name = "references"
-    #: Under car, CAR's own check (car_verify.car) stands in for this one.
+    #: Under car, CAR's own check (car_verify.passes.car) stands in for this one.
     profiles = frozenset({"strict"})
     preserves = frozenset({Preserves.ORDER_KEEPING_DEPENDENCY_EDIT})
     tier = Tier.DECISION_PROCEDURE

@@ -34,11 +34,11 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterator
 
-from car_verify.findings import Issue, Severity, Tier
-from car_verify.model import Action, FailureBehavior
+from car_verify.base.findings import Issue, Severity, Tier
+from car_verify.base.values import format_predicate, format_value
+from car_verify.ir.model import Action, FailureBehavior
 from car_verify.passes import Context, Example, Pass, Preserves
-from car_verify.values import format_predicate, format_value
-from car_verify.walk import Cause
+from car_verify.semantics.walk import Cause
 
 
 def _names(ids: list[str], positions: list[int], total: int | None = None) -> str:
@@ -62,7 +62,7 @@ def key_pointer(action: Action, key: str) -> tuple[str | int, ...]:
 
 class StripsPass(Pass):
     name = "strips"
-    #: Under car, CAR's own check (car_verify.car) stands in for this one.
+    #: Under car, CAR's own check (car_verify.passes.car) stands in for this one.
     profiles = frozenset({"strict"})
     preserves = frozenset({Preserves.ORDER_KEEPING_DEPENDENCY_EDIT})
     tier = Tier.DECISION_PROCEDURE

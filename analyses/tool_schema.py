@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from car_verify.findings import Issue, Tier
+from car_verify.base.findings import Issue, Tier
 from car_verify.passes import Context, Example, Pass, Requirement
 
 _DEPLOY_TOOL = {
@@ -46,7 +46,7 @@ def _deploy(**params: object) -> dict[str, object]:
 
 class ToolSchemaPass(Pass):
     name = "tools"
-    #: Under car, CAR's own check (car_verify.car) stands in for this one.
+    #: Under car, CAR's own check (car_verify.passes.car) stands in for this one.
     profiles = frozenset({"strict"})
     tier = Tier.DECISION_PROCEDURE
     codes = ("unknown-tool", "param-schema")

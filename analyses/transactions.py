@@ -26,14 +26,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from car_verify.findings import Issue, Tier
+from car_verify.base.findings import Issue, Tier
+from car_verify.base.values import ABSENT, format_value, json_equal
 from car_verify.passes import Context, Example, Pass
-from car_verify.values import ABSENT, format_value, json_equal
 
 
 class TransactionPass(Pass):
     name = "transactions"
-    #: Under car, CAR's own check (car_verify.car) stands in for this one.
+    #: Under car, CAR's own check (car_verify.passes.car) stands in for this one.
     profiles = frozenset({"strict"})
     tier = Tier.DECISION_PROCEDURE
     codes = ("read-write-hazard", "belief-divergence")

@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from car_verify.audit import AuditSettings, audit
+from car_verify.corpora.audit import AuditSettings, audit
 
 TOOLS = ["get_user_details", "get_reservation_details", "search_direct_flight",
          "update_reservation_flights", "calculate", "think", "book_reservation"]  # fmt: skip

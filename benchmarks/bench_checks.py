@@ -20,11 +20,11 @@ from typing import Any
 
 from timing import timed
 
-from car_verify.claims import check_plan, evaluate_goal, verify_tool_receipts
-from car_verify.concurrency import analyze_concurrency
-from car_verify.flow import check_information_flow
-from car_verify.intent import check_intent, check_intent_plan
-from car_verify.workflow import check_workflow_policies, verify_workflow_graph
+from car_verify.deciders.workflow import check_workflow_policies, verify_workflow_graph
+from car_verify.plan.claims import check_plan, evaluate_goal, verify_tool_receipts
+from car_verify.plan.concurrency import analyze_concurrency
+from car_verify.plan.flow import check_information_flow
+from car_verify.plan.intent import check_intent, check_intent_plan
 
 N = 2000
 

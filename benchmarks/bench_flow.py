@@ -23,7 +23,7 @@ from typing import Any
 
 from timing import timed
 
-from car_verify.flow import check_information_flow, gate_information_flow
+from car_verify.plan.flow import check_information_flow, gate_information_flow
 
 TOOLS = ["t0", "t1", "t2", "t3", "t4"]
 KEYS = ["k0", "k1", "k2", "k3"]

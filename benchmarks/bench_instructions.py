@@ -63,7 +63,7 @@ elif mode == "verify":
 elif mode.startswith("upto:"):  # verify's stages, up to and with this one
     import gc
     from car_verify.passes import Context, Options
-    from car_verify.registry import resolve_passes
+    from car_verify.passes.registry import resolve_passes
     stop = mode[5:]
     model = car_verify.load(text)
     gc.disable()  # as inside verify

@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from shapes import wide_dag
 
-from car_verify.lint import LintConfig, lint_paths
+from car_verify.corpora.lint import LintConfig, lint_paths
 
 
 def main() -> int:

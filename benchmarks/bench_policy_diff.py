@@ -19,8 +19,8 @@ import statistics
 import sys
 import time
 
-from car_verify.policy import load_policy_text
-from car_verify.policy_analysis import lint_policies, policy_diff
+from car_verify.rules.policy import load_policy_text
+from car_verify.rules.policy_analysis import lint_policies, policy_diff
 
 PATTERNS = ["sk-[A-Za-z0-9]{20,}", "^https?://10\\.", "(?:DROP|DELETE)\\s+TABLE", "\\d{16}", "x.y$"]
 

@@ -12,8 +12,8 @@ import subprocess
 import sys
 import time
 
-from car_verify.model import Action
-from car_verify.policy import PolicyEngine, load_policy_text
+from car_verify.ir.model import Action
+from car_verify.rules.policy import PolicyEngine, load_policy_text
 
 PATTERN = "(a+)+$"
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from timing import timed
 
-from car_verify.risk import risk
+from car_verify.plan.risk import risk
 
 
 def plan(n_tools: int, seed: int = 3) -> dict[str, Any]:

@@ -20,9 +20,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from shapes import INITIAL_STATE, sequential, wide_dag
 
-from car_verify.model import load
+from car_verify.ir.model import load
 from car_verify.passes import Context, Options
-from car_verify.registry import resolve_passes
+from car_verify.passes.registry import resolve_passes
 
 
 def stage_times(text: str) -> dict[str, float]:

@@ -13,23 +13,24 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
-from . import display as _display
+from . import _moved
 from ._version import __version__
+from .base import display as _display
 
 if TYPE_CHECKING:
     from .api import Evidence, Simulation, VerificationResult, simulate, verify
-    from .claims import check_plan, evaluate_goal, verify_tool_receipts
-    from .codes import CODES, Code
-    from .concurrency import analyze_concurrency, gate_concurrency
-    from .dag import Dag
-    from .equivalence import EquivalenceResult, equivalent
-    from .errors import CarVerifyError, InputError, PassError, UsageError
+    from .base.codes import CODES, Code
+    from .base.errors import CarVerifyError, InputError, PassError, UsageError
+    from .base.findings import Issue, Severity, Tier
+    from .deciders.equivalence import EquivalenceResult, equivalent
+    from .deciders.optimize import OptimizeResult, optimize
+    from .deciders.predictions import simulate_with_predictions, transaction_check_with_predictions
+    from .deciders.ranking import ScoredProposal, rank_proposals
+    from .deciders.transactions import TransactionReport, transaction_check
+    from .deciders.workflow import check_workflow_policies, verify_workflow, verify_workflow_graph
+    from .deciders.wp import Condition, runs_unblocked
     from .executor import ExecutionResult, Executor, execute_sync
-    from .export import to_dot
-    from .findings import Issue, Severity, Tier
-    from .flow import check_information_flow, enforce_information_flow, gate_information_flow
-    from .intent import check_intent, check_intent_plan, enforce_intent, gate_intent
-    from .model import (
+    from .ir.model import (
         Action,
         ActionProposal,
         ActionRefCompensation,
@@ -56,9 +57,13 @@ if TYPE_CHECKING:
         load,
         load_tools,
     )
-    from .optimize import OptimizeResult, optimize
     from .passes import Context, Example, Pass, Requirement
-    from .permissions import (
+    from .passes.registry import available_passes
+    from .plan.claims import check_plan, evaluate_goal, verify_tool_receipts
+    from .plan.concurrency import analyze_concurrency, gate_concurrency
+    from .plan.flow import check_information_flow, enforce_information_flow, gate_information_flow
+    from .plan.intent import check_intent, check_intent_plan, enforce_intent, gate_intent
+    from .plan.permissions import (
         Decision,
         Ledger,
         PermissionReport,
@@ -66,26 +71,22 @@ if TYPE_CHECKING:
         permission_evaluate,
         record_decision,
     )
-    from .policy_analysis import lint_policies, policy_diff
-    from .predictions import simulate_with_predictions, transaction_check_with_predictions
-    from .ranking import ScoredProposal, rank_proposals
-    from .registry import available_passes
-    from .risk import RiskResult, risk
-    from .schedule_analysis import ScheduleAnalysis, analyze_schedule
-    from .tools import ToolRegistry
-    from .transactions import TransactionReport, transaction_check
-    from .workflow import check_workflow_policies, verify_workflow, verify_workflow_graph
-    from .wp import Condition, runs_unblocked
+    from .plan.risk import RiskResult, risk
+    from .plan.schedule_analysis import ScheduleAnalysis, analyze_schedule
+    from .reporters.dot import to_dot
+    from .rules.policy_analysis import lint_policies, policy_diff
+    from .rules.tools import ToolRegistry
+    from .semantics.dag import Dag
 
 
-# Every name loads on first use: `import car_verify.policy` (the agent hook, once per
+# Every name loads on first use: `import car_verify.rules.policy` (the agent hook, once per
 # tool call) or `car-verify verify` in a pre-commit hook pays only for what it uses.
 _LAZY = {
     **dict.fromkeys(["Evidence", "Simulation", "VerificationResult", "simulate", "verify"], "api"),
-    **dict.fromkeys(["CODES", "Code"], "codes"),
-    "Dag": "dag",
-    **dict.fromkeys(["CarVerifyError", "InputError", "PassError", "UsageError"], "errors"),
-    **dict.fromkeys(["Issue", "Severity", "Tier"], "findings"),
+    **dict.fromkeys(["CODES", "Code"], "base.codes"),
+    "Dag": "semantics.dag",
+    **dict.fromkeys(["CarVerifyError", "InputError", "PassError", "UsageError"], "base.errors"),
+    **dict.fromkeys(["Issue", "Severity", "Tier"], "base.findings"),
     **dict.fromkeys(
         [
             "Action",
@@ -114,43 +115,43 @@ _LAZY = {
             "load",
             "load_tools",
         ],
-        "model",
+        "ir.model",
     ),
-    **dict.fromkeys(["OptimizeResult", "optimize"], "optimize"),
+    **dict.fromkeys(["OptimizeResult", "optimize"], "deciders.optimize"),
     **dict.fromkeys(["Context", "Example", "Pass", "Requirement"], "passes"),
-    "ToolRegistry": "tools",
-    "available_passes": "registry",
-    "EquivalenceResult": "equivalence",
-    "equivalent": "equivalence",
-    "Decision": "permissions",
-    "Ledger": "permissions",
-    "PermissionReport": "permissions",
-    "permission_classify": "permissions",
-    "permission_evaluate": "permissions",
-    "record_decision": "permissions",
-    "TransactionReport": "transactions",
-    "transaction_check": "transactions",
-    "Condition": "wp",
-    "runs_unblocked": "wp",
-    **dict.fromkeys(["check_plan", "evaluate_goal", "verify_tool_receipts"], "claims"),
-    **dict.fromkeys(["analyze_concurrency", "gate_concurrency"], "concurrency"),
+    "ToolRegistry": "rules.tools",
+    "available_passes": "passes.registry",
+    "EquivalenceResult": "deciders.equivalence",
+    "equivalent": "deciders.equivalence",
+    "Decision": "plan.permissions",
+    "Ledger": "plan.permissions",
+    "PermissionReport": "plan.permissions",
+    "permission_classify": "plan.permissions",
+    "permission_evaluate": "plan.permissions",
+    "record_decision": "plan.permissions",
+    "TransactionReport": "deciders.transactions",
+    "transaction_check": "deciders.transactions",
+    "Condition": "deciders.wp",
+    "runs_unblocked": "deciders.wp",
+    **dict.fromkeys(["check_plan", "evaluate_goal", "verify_tool_receipts"], "plan.claims"),
+    **dict.fromkeys(["analyze_concurrency", "gate_concurrency"], "plan.concurrency"),
     **dict.fromkeys(["ExecutionResult", "Executor", "execute_sync"], "executor"),
-    **dict.fromkeys(["to_dot"], "export"),
+    **dict.fromkeys(["to_dot"], "reporters.dot"),
     **dict.fromkeys(
-        ["check_information_flow", "enforce_information_flow", "gate_information_flow"], "flow"
+        ["check_information_flow", "enforce_information_flow", "gate_information_flow"], "plan.flow"
     ),
     **dict.fromkeys(
-        ["check_intent", "check_intent_plan", "enforce_intent", "gate_intent"], "intent"
+        ["check_intent", "check_intent_plan", "enforce_intent", "gate_intent"], "plan.intent"
     ),
-    **dict.fromkeys(["lint_policies", "policy_diff"], "policy_analysis"),
-    **dict.fromkeys(["ScoredProposal", "rank_proposals"], "ranking"),
-    **dict.fromkeys(["RiskResult", "risk"], "risk"),
-    **dict.fromkeys(["ScheduleAnalysis", "analyze_schedule"], "schedule_analysis"),
+    **dict.fromkeys(["lint_policies", "policy_diff"], "rules.policy_analysis"),
+    **dict.fromkeys(["ScoredProposal", "rank_proposals"], "deciders.ranking"),
+    **dict.fromkeys(["RiskResult", "risk"], "plan.risk"),
+    **dict.fromkeys(["ScheduleAnalysis", "analyze_schedule"], "plan.schedule_analysis"),
     **dict.fromkeys(
-        ["simulate_with_predictions", "transaction_check_with_predictions"], "predictions"
+        ["simulate_with_predictions", "transaction_check_with_predictions"], "deciders.predictions"
     ),
     **dict.fromkeys(
-        ["check_workflow_policies", "verify_workflow", "verify_workflow_graph"], "workflow"
+        ["check_workflow_policies", "verify_workflow", "verify_workflow_graph"], "deciders.workflow"
     ),
 }
 
@@ -167,6 +168,7 @@ class _Package(types.ModuleType):
 
 
 sys.modules[__name__].__class__ = _Package
+sys.meta_path.append(_moved.OldPaths())  # `import car_verify.model`, the old paths
 
 
 class _SourceTree:

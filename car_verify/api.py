@@ -8,12 +8,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._codec import Bad, d_json, expected
-from .dag import Dag
-from .display import HtmlDisplay
-from .errors import InputError, deep_values_are_input_errors
-from .findings import Issue, Severity
-from .model import ActionProposal, Readable, load
+from .base.display import HtmlDisplay
+from .base.errors import InputError, deep_values_are_input_errors
+from .base.findings import Issue, Severity
+from .base.schedules import Schedules
+from .base.values import copy_json
+from .ir._codec import Bad, d_json, expected
+from .ir.model import ActionProposal, Readable, load
 from .passes import (
     CheckRecord,
     Context,
@@ -22,12 +23,11 @@ from .passes import (
     gathered,
     run_and_say,
 )
-from .schedules import Schedules
+from .rules.tools import ToolRegistry
 from .semantics import Profile, semantics_of
 from .semantics.base import Semantics
-from .tools import ToolRegistry
-from .values import copy_json
-from .walk import ActionTrace, describe, walk
+from .semantics.dag import Dag
+from .semantics.walk import ActionTrace, describe, walk
 
 __all__ = ["Evidence", "Simulation", "VerificationResult", "simulate", "verify"]
 
@@ -85,7 +85,7 @@ class VerificationResult(HtmlDisplay):
 
     @property
     def dag(self) -> Dag:
-        """The proposal's :class:`~car_verify.dag.Dag`, built on first use.
+        """The proposal's :class:`~car_verify.semantics.dag.Dag`, built on first use.
 
         ``verify`` does not keep the one its passes used, so a kept result does not
         pin that index in memory (the executor keeps the one it admitted with).
@@ -128,7 +128,7 @@ class VerificationResult(HtmlDisplay):
 class Simulation(dict[str, Any], HtmlDisplay):
     """The end state of ``simulate`` (it *is* that dict), with the per-action ``trace``.
 
-    ``trace`` holds one :class:`~car_verify.walk.ActionTrace` per walked action:
+    ``trace`` holds one :class:`~car_verify.semantics.walk.ActionTrace` per walked action:
     its level, whether it runs or is blocked and by what, and which action (or the
     initial state, ``None``) supplied each value it relied on. ``unwalked`` lists
     the ids of actions on or after a dependency cycle.
@@ -230,7 +230,7 @@ def verify(
     registry = None if tools is None else ToolRegistry.coerce(tools)
     engine = None
     if policies is not None:
-        from .policy import policy_engine
+        from .rules.policy import policy_engine
 
         engine = policy_engine(policies)
     ctx = Context(
@@ -254,7 +254,7 @@ def _intent_input(intent: Any) -> Any:
     """An intent, parsed (errors name the field), with its untrusted tools; or None."""
     if intent is None:
         return None
-    from .intent import Intent, parse_intent_file
+    from .plan.intent import Intent, parse_intent_file
 
     if isinstance(intent, tuple) and intent and isinstance(intent[0], Intent):
         return intent
@@ -265,11 +265,11 @@ def _flow_inputs(labels: Any, flow_policy: Any) -> tuple[Any, Any]:
     """Labels and a flow policy, parsed (errors name the field), or ``(None, None)``."""
     if labels is None:
         if flow_policy is not None:
-            from .errors import UsageError
+            from .base.errors import UsageError
 
             raise UsageError("a flow policy is checked against tool labels: give labels too")
         return None, None
-    from .flow import parse_labels, parse_policy
+    from .plan.flow import parse_labels, parse_policy
 
     return parse_labels(labels), parse_policy(flow_policy)
 
@@ -294,7 +294,7 @@ def assess(
     """Run the passes over a prepared :class:`Context` (``verify`` without the input
     handling): by default those of its profile (under car, CAR's eight checks; under
     strict, docs/semantics.md's), plus the ones its inputs ask for."""
-    from .registry import resolve_passes  # the passes load with the first run
+    from .passes.registry import resolve_passes  # the passes load with the first run
 
     chosen = resolve_passes(passes, ctx)
     issues, said = run_and_say(ctx, chosen)
@@ -329,7 +329,7 @@ def simulate(
     """Predict the state the executor leaves behind (blocked actions' effects skipped).
 
     ``profile``: ``"car"`` (the default) walks as the runtime does; ``"strict"``
-    as docs/semantics.md §4 says. One walk serves both (:mod:`car_verify.walk`)."""
+    as docs/semantics.md §4 says. One walk serves both (:mod:`car_verify.semantics.walk`)."""
     sem = semantics_of(profile)
     model = load(proposal)
     sem.refuse(model)

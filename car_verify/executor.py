@@ -7,7 +7,7 @@
 * **Execution**: level by level (the levels verify computes), the actions of a
   level concurrently. Before each dispatch: live preconditions and dependencies
   against the state as the level began, every policy, and the trace rules
-  (:class:`~car_verify.trace.TraceGate`). Then ``$id.output[.path]``
+  (:class:`~car_verify.rules.trace.TraceGate`). Then ``$id.output[.path]``
   interpolation, the tool's rate limit and result cache, ``timeout_ms``, retries,
   ``returns`` validation. Effects are applied after the level, in proposal order,
   as :func:`car_verify.simulate` does, and recorded as ``state_changes``.
@@ -42,12 +42,13 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from .api import ProposalLike, VerificationResult, _state, verify_context
-from .codes import BLOCKING
-from .display import HtmlDisplay
-from .errors import UsageError, deep_values_are_input_errors
-from .events import EventLog
-from .findings import Severity
-from .model import (
+from .base.codes import BLOCKING
+from .base.display import HtmlDisplay
+from .base.errors import UsageError, deep_values_are_input_errors
+from .base.events import EventLog
+from .base.findings import Severity
+from .base.values import canonical, copy_json, format_predicate
+from .ir.model import (
     Action,
     ActionProposal,
     ActionRefCompensation,
@@ -68,9 +69,8 @@ from .model import (
     load,
 )
 from .passes import Context, Options
-from .tools import ToolRegistry
-from .values import canonical, copy_json, format_predicate
-from .walk import Cause, apply_level, blockers
+from .rules.tools import ToolRegistry
+from .semantics.walk import Cause, apply_level, blockers
 
 __all__ = [
     "DEFAULT_BLOCKING",
@@ -369,7 +369,7 @@ class Executor:
         self.initial_state = copy_json(_state(initial_state))
         self.policy_engine: Any = None
         if policies is not None:
-            from .policy import policy_engine
+            from .rules.policy import policy_engine
 
             self.policy_engine = policy_engine(policies)
         self.gate = gate or Gate()
@@ -382,7 +382,7 @@ class Executor:
         self.labels: Any = None
         self.flow_policy: Any = None
         if labels is not None:
-            from .flow import parse_labels, parse_policy
+            from .plan.flow import parse_labels, parse_policy
 
             self.labels, self.flow_policy = parse_labels(labels), parse_policy(flow_policy)
         elif flow_policy is not None:
@@ -390,11 +390,11 @@ class Executor:
         if ledger is not None and granted_tier is None and labels is None:
             raise UsageError("an approval ledger is consulted only with granted_tier or labels")
         if granted_tier is not None:
-            from .permissions import check_tier
+            from .plan.permissions import check_tier
 
             check_tier(granted_tier)
         if ledger is not None:
-            from .permissions import open_ledger
+            from .plan.permissions import open_ledger
 
             self.ledger = open_ledger(ledger)
         if event_log is None or isinstance(event_log, EventLog):
@@ -468,7 +468,7 @@ class Executor:
         completion: list[int] = []
         trace_gate = None
         if self.policy_engine is not None and self.policy_engine.trace_rules:
-            from .trace import TraceGate
+            from .rules.trace import TraceGate
 
             trace_gate = TraceGate(self.policy_engine.trace_rules)
         self.trace_gate = trace_gate  # dispatch and the rollback's compensations pass it
@@ -599,7 +599,7 @@ class Executor:
         approved holds back the whole proposal, naming its fingerprint."""
         if self.granted_tier is None:
             return []
-        from .permissions import evaluate_actions
+        from .plan.permissions import evaluate_actions
 
         held = []
         for d in evaluate_actions(self.proposal, self.granted_tier, self.ledger):
@@ -626,7 +626,7 @@ class Executor:
         the ledger does not hold, holds back the whole proposal."""
         if self.labels is None:
             return []
-        from .flow import (
+        from .plan.flow import (
             FlowReport,
             enforce_information_flow,
             flow_violations,
@@ -986,7 +986,7 @@ class _Run:
 
     def _blocked(self, i: int, action: Action, state: Mapping[str, Any]) -> str | None:
         """Why action ``i`` is rejected on its level's start state, judged by the
-        walk's own rules (:func:`car_verify.walk.blockers`): first a dependency
+        walk's own rules (:func:`car_verify.semantics.walk.blockers`): first a dependency
         that did not succeed, then an absent key, then a false precondition. An
         assertion's predicate is its work: it fails when run, it is not rejected."""
         causes = blockers(self.dag, i, state, self._did_not_succeed, self.x.semantics)

@@ -170,8 +170,8 @@ def decide(
     unreadable = not isinstance(given, dict)
     # what can be decided of a call whose input is no object: its tool, rules on absence
     params: dict[str, Any] = given if isinstance(given, dict) else {}
-    from .errors import CarVerifyError
-    from .policy import load_policies, policies_folder
+    from .base.errors import CarVerifyError
+    from .rules.policy import load_policies, policies_folder
 
     where = _policy_root(policies)
     try:
@@ -252,7 +252,7 @@ def _rule_cache(folder: Path | None) -> Path | None:
     except (OSError, ValueError):
         return path
     if isinstance(docs, list):
-        from .trace import remember, rule_from_dict
+        from .rules.trace import remember, rule_from_dict
 
         trusted = []
         for doc in docs:
@@ -274,7 +274,7 @@ def _save_rules(path: Path | None, loaded: Any) -> None:
     """Write the trace rules just loaded to the cache (atomically), when it lacks any."""
     if path is None:
         return
-    from .trace import remembered, rule_to_dict
+    from .rules.trace import remembered, rule_to_dict
 
     rules = loaded.rules.trace_rule
     if all(remembered(r) for r in rules):
@@ -301,8 +301,8 @@ class _State:
     own state, keyed by the rule's content (see :func:`_rule_keys`)."""
 
     def __init__(self, loaded: Any, saved: dict[str, Any] | None) -> None:
-        from .policy import PolicyEngine
-        from .trace import TraceGate
+        from .rules.policy import PolicyEngine
+        from .rules.trace import TraceGate
 
         self.warnings: list[str] = []
         self.engine = PolicyEngine(loaded.rules, clock=time.time)  # windows span processes
@@ -351,7 +351,7 @@ def _rule_keys(rules: Any) -> tuple[list[str], list[str]]:
     the files around it change, and a changed rule does not take another's."""
     import hashlib
 
-    from .trace import rule_to_dict
+    from .rules.trace import rule_to_dict
 
     def keys(texts: list[str]) -> list[str]:
         seen: dict[str, int] = {}

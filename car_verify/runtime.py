@@ -28,7 +28,7 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from .errors import CarVerifyError
+from .base.errors import CarVerifyError
 
 __all__ = [
     "analyze_concurrency",
@@ -71,7 +71,7 @@ def _read(text: str | None, what: str, error: type[Exception] = ValueError) -> A
         return None
     if not isinstance(text, (str, bytes, bytearray)):
         raise TypeError(f"{what} JSON must be a str, not {type(text).__name__}")
-    from .model import loads_finite
+    from .ir.model import loads_finite
 
     try:
         return loads_finite(text if isinstance(text, str) else bytes(text).decode("utf-8"))
@@ -82,7 +82,7 @@ def _read(text: str | None, what: str, error: type[Exception] = ValueError) -> A
 def _proposal(text: str, what: str = "proposal") -> Any:
     """The proposal argument modelled as the runtime models it, first of all the
     arguments (the runtime reads it before the others)."""
-    from .model import load
+    from .ir.model import load
     from .semantics.car import CAR
 
     doc = _read(text, what)
@@ -161,7 +161,7 @@ def simulate(proposal_json: str, initial_state_json: str | None = None) -> str:
 
 def optimize(proposal_json: str) -> str:
     """``car_runtime.optimize``: the proposal with its phantom dependencies removed."""
-    from .optimize import optimize as run
+    from .deciders.optimize import optimize as run
 
     proposal = _proposal(proposal_json)
     result = _answer("proposal", lambda: run(proposal, profile=PROFILE))
@@ -175,7 +175,7 @@ def optimize(proposal_json: str) -> str:
 def equivalent(p1_json: str, p2_json: str) -> bool:
     """``car_runtime.equivalent``: the two proposals' end states agree on the
     runtime's probe states (sampled, as the runtime compares them)."""
-    from .equivalence import equivalent as run
+    from .deciders.equivalence import equivalent as run
 
     first, second = _proposal(p1_json, "proposal1"), _proposal(p2_json, "proposal2")
     result = _answer("proposal", lambda: run(first, second, method="sampled", profile=PROFILE))
@@ -186,7 +186,7 @@ def transaction_check(
     proposal_json: str, versions_json: str | None = None, state_json: str | None = None
 ) -> str:
     """``car_runtime.transaction_check``: the proposal's transactional conflicts."""
-    from .transactions import transaction_check as run
+    from .deciders.transactions import transaction_check as run
 
     proposal = _proposal(proposal_json)
     versions, state = _read(versions_json, "versions"), _read(state_json, "state")
@@ -205,7 +205,7 @@ def simulate_monte_carlo(
 ) -> str:
     """``car_runtime.simulate_monte_carlo``: the chance of each outcome when tools
     fail (exact where it can be computed; see the module docs)."""
-    from .risk import risk
+    from .plan.risk import risk
 
     proposal = _proposal(proposal_json)
     state = _read(initial_state_json, "state")
@@ -223,7 +223,7 @@ def simulate_monte_carlo(
 
 def permission_classify(proposal_json: str) -> str:
     """``car_runtime.permission_classify``: each action's tier and reversibility."""
-    from .permissions import permission_classify as run
+    from .plan.permissions import permission_classify as run
 
     proposal = _proposal(proposal_json)
     report = _answer("proposal", lambda: run(proposal))
@@ -234,8 +234,8 @@ def permission_evaluate(
     proposal_json: str, granted_tier: str, ledger_path: str | None = None
 ) -> str:
     """``car_runtime.permission_evaluate``: each action's decision at a standing tier."""
-    from .permissions import TIERS
-    from .permissions import permission_evaluate as run
+    from .plan.permissions import TIERS
+    from .plan.permissions import permission_evaluate as run
 
     proposal = _proposal(proposal_json)
     if granted_tier not in TIERS:
@@ -251,7 +251,7 @@ def check_information_flow(
     proposal_json: str, labels_json: str, policy_json: str | None = None
 ) -> str:
     """``car_runtime.check_information_flow``: the plan's information-flow report."""
-    from .flow import check_information_flow as run
+    from .plan.flow import check_information_flow as run
 
     proposal = _proposal(proposal_json)
     labels, policy = _read(labels_json, "labels"), _read(policy_json, "policy")
@@ -261,7 +261,7 @@ def check_information_flow(
 
 def gate_information_flow(report_json: str, gate_policy_json: str | None = None) -> str:
     """``car_runtime.gate_information_flow``: the report's enforcement decision."""
-    from .flow import gate_information_flow as run
+    from .plan.flow import gate_information_flow as run
 
     report, policy = _read(report_json, "report"), _read(gate_policy_json, "gate policy")
     return _text(_answer("report", lambda: run(report, policy)).to_dict())
@@ -269,7 +269,7 @@ def gate_information_flow(report_json: str, gate_policy_json: str | None = None)
 
 def enforce_information_flow(decision_json: str, approvals_json: str | None = None) -> str:
     """``car_runtime.enforce_information_flow``: the decision settled by approvals."""
-    from .flow import enforce_information_flow as run
+    from .plan.flow import enforce_information_flow as run
 
     decision, approvals = _read(decision_json, "decision"), _read(approvals_json, "approvals")
     return _text(_answer("decision", lambda: run(decision, approvals)).to_dict())
@@ -277,7 +277,7 @@ def enforce_information_flow(decision_json: str, approvals_json: str | None = No
 
 def check_intent(request_json: str) -> str:
     """``car_runtime.check_intent``: does each call stay inside the intent."""
-    from .intent import check_intent as run
+    from .plan.intent import check_intent as run
 
     request = _read(request_json, "request")
     return _text(_answer("request", lambda: run(request)).to_dict())
@@ -285,7 +285,7 @@ def check_intent(request_json: str) -> str:
 
 def check_intent_plan(request_json: str) -> str:
     """``car_runtime.check_intent_plan``: the intent check over a plan's actions."""
-    from .intent import check_intent_plan as run
+    from .plan.intent import check_intent_plan as run
 
     request = _read(request_json, "request")
     return _text(_answer("request", lambda: run(request, profile=PROFILE)).to_dict())
@@ -293,7 +293,7 @@ def check_intent_plan(request_json: str) -> str:
 
 def gate_intent(report_json: str, gate_policy_json: str | None = None) -> str:
     """``car_runtime.gate_intent``: the intent report's disposition."""
-    from .intent import gate_intent as run
+    from .plan.intent import gate_intent as run
 
     report, policy = _read(report_json, "report"), _read(gate_policy_json, "gate policy")
     return _text(_answer("report", lambda: run(report, policy)).to_dict())
@@ -301,7 +301,7 @@ def gate_intent(report_json: str, gate_policy_json: str | None = None) -> str:
 
 def enforce_intent(decision_json: str, approvals_json: str | None = None) -> str:
     """``car_runtime.enforce_intent``: the intent decision settled by approvals."""
-    from .intent import enforce_intent as run
+    from .plan.intent import enforce_intent as run
 
     decision, approvals = _read(decision_json, "decision"), _read(approvals_json, "approvals")
     return _text(_answer("decision", lambda: run(decision, approvals)).to_dict())
@@ -312,7 +312,7 @@ def enforce_intent(decision_json: str, approvals_json: str | None = None) -> str
 
 def analyze_concurrency(ops_json: str) -> str:
     """``car_runtime.analyze_concurrency``: the schedule's concurrency anomalies."""
-    from .concurrency import analyze_concurrency as run
+    from .plan.concurrency import analyze_concurrency as run
 
     ops = _read(ops_json, "ops")
     return _text(_answer("ops", lambda: run(ops)).to_dict())
@@ -320,7 +320,7 @@ def analyze_concurrency(ops_json: str) -> str:
 
 def gate_concurrency(report_json: str, policy_json: str | None = None) -> str:
     """``car_runtime.gate_concurrency``: each anomaly's remediation and disposition."""
-    from .concurrency import gate_concurrency as run
+    from .plan.concurrency import gate_concurrency as run
 
     report, policy = _read(report_json, "report"), _read(policy_json, "policy")
     return _text(_answer("report", lambda: run(report, policy)).to_dict())
@@ -328,7 +328,7 @@ def gate_concurrency(report_json: str, policy_json: str | None = None) -> str:
 
 def verify_workflow_graph(graph_json: str) -> str:
     """``car_runtime.verify_workflow_graph``: a workflow graph's structural defects."""
-    from .workflow import verify_workflow_graph as run
+    from .deciders.workflow import verify_workflow_graph as run
 
     graph = _read(graph_json, "graph")
     return _text(_answer("graph", lambda: run(graph)).to_dict())
@@ -336,7 +336,7 @@ def verify_workflow_graph(graph_json: str) -> str:
 
 def check_workflow_policies(graph_json: str, policies_json: str) -> str:
     """``car_runtime.check_workflow_policies``: temporal policies over a workflow graph."""
-    from .workflow import check_workflow_policies as run
+    from .deciders.workflow import check_workflow_policies as run
 
     graph, policies = _read(graph_json, "graph"), _read(policies_json, "policies")
     return _text(_answer("graph", lambda: run(graph, policies)).to_dict())
@@ -344,7 +344,7 @@ def check_workflow_policies(graph_json: str, policies_json: str) -> str:
 
 def verify_workflow(workflow_json: str) -> str:
     """``car_runtime.verify_workflow``: the static check of a workflow definition."""
-    from .workflow import verify_workflow as run
+    from .deciders.workflow import verify_workflow as run
 
     workflow = _read(workflow_json, "workflow", RuntimeError)  # the runtime's own type here
     with _rejected_as("workflow", RuntimeError):
@@ -353,7 +353,7 @@ def verify_workflow(workflow_json: str) -> str:
 
 def check_plan(request_json: str) -> str:
     """``car_runtime.check_plan``: a plan's sequential feasibility."""
-    from .claims import check_plan as run
+    from .plan.claims import check_plan as run
 
     request = _read(request_json, "request")
     return _text(_answer("request", lambda: run(request)).to_dict())
@@ -361,7 +361,7 @@ def check_plan(request_json: str) -> str:
 
 def evaluate_goal(request_json: str) -> str:
     """``car_runtime.evaluate_goal``: a goal condition's verdict on gathered inputs."""
-    from .claims import evaluate_goal as run
+    from .plan.claims import evaluate_goal as run
 
     request = _read(request_json, "request")
     return _text(_answer("request", lambda: run(request)).to_dict())
@@ -369,7 +369,7 @@ def evaluate_goal(request_json: str) -> str:
 
 def verify_tool_receipts(claims_json: str, receipts_json: str, window_complete: bool = True) -> str:
     """``car_runtime.verify_tool_receipts``: a model's claims against the receipts."""
-    from .claims import verify_tool_receipts as run
+    from .plan.claims import verify_tool_receipts as run
 
     claims, receipts = _read(claims_json, "claims"), _read(receipts_json, "receipts")
     return _text(_answer("claims", lambda: run(claims, receipts, window_complete)).to_dict())
@@ -378,7 +378,7 @@ def verify_tool_receipts(claims_json: str, receipts_json: str, window_complete: 
 def analyze_schedule(graph_json: str) -> str:
     """``car_runtime.analyze_schedule``: a static execution DAG's critical path,
     makespan, parallelism, levels, the serial pathology and cycles."""
-    from .schedule_analysis import analyze_schedule as run
+    from .plan.schedule_analysis import analyze_schedule as run
 
     graph = _read(graph_json, "graph")
     return _text(_answer("graph", lambda: run(graph)).to_dict())
@@ -392,7 +392,7 @@ def simulate_with_predictions(
 ) -> str:
     """``car_runtime.simulate_with_predictions``: the end state when each action
     does what a model predicts, where the prediction is accurate enough."""
-    from .predictions import simulate_with_predictions as run
+    from .deciders.predictions import simulate_with_predictions as run
 
     proposal = _proposal(proposal_json)
     predictions = _read(predictions_json, "predictions")
@@ -408,7 +408,7 @@ def transaction_check_with_predictions(
 ) -> str:
     """``car_runtime.transaction_check_with_predictions``: transactional conflicts,
     each action's write set with the keys a model predicts it writes."""
-    from .predictions import transaction_check_with_predictions as run
+    from .deciders.predictions import transaction_check_with_predictions as run
 
     proposal = _proposal(proposal_json)
     predictions = _read(predictions_json, "predictions")
@@ -422,7 +422,7 @@ def rank_proposals(
 ) -> str:
     """``car_runtime.rank_proposals``: candidate proposals scored and ranked, best
     first. ``tools`` is a list of tool names (not JSON text), as the runtime takes it."""
-    from .ranking import rank_proposals as run
+    from .deciders.ranking import rank_proposals as run
 
     if tools is not None and (isinstance(tools, str) or not isinstance(tools, list)):
         raise TypeError(f"argument 'tools': expected a list of str, not {type(tools).__name__}")

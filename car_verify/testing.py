@@ -80,7 +80,7 @@ def assert_valid(
     result = _verify(
         proposal, profile, tools=tools, policies=policies, initial_state=initial_state, **options
     )
-    from .findings import Severity
+    from .base.findings import Severity
 
     floor = Severity(fail_on).rank  # as lint's --fail-on
     failing = [i for i in result.issues if i.severity.rank >= floor]
@@ -106,7 +106,7 @@ def assert_finds(
     """Fail unless verifying ``proposal`` reports ``code`` (a finding code, or a
     policy rule's name), on ``action`` when given: for tests that a bad plan is
     caught. Returns the result."""
-    from .codes import CODES
+    from .base.codes import CODES
 
     result = _verify(
         proposal, profile, tools=tools, policies=policies, initial_state=initial_state, **options

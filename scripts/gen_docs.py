@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from car_verify.cli._reference import render_cli_reference
-from car_verify.docgen import render_codes_reference
+from car_verify.cli.docgen import render_codes_reference
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,14 +37,14 @@ def main() -> None:
     target = ROOT / "docs" / "cli.md"
     target.write_text(render_cli_reference())
     print(f"wrote {target.relative_to(ROOT)}")
-    from car_verify.schema import KINDS, json_schema
+    from car_verify.ir.schema import KINDS, json_schema
 
     for kind in KINDS:
         target = ROOT / "docs" / "schemas" / f"{kind}.schema.json"
         target.parent.mkdir(exist_ok=True)
         target.write_text(json.dumps(json_schema(kind), indent=2, ensure_ascii=False) + "\n")
         print(f"wrote {target.relative_to(ROOT)}")
-    from car_verify.export import GraphvizMissing, render, to_dot, to_dot_text
+    from car_verify.reporters.dot import GraphvizMissing, render, to_dot, to_dot_text
 
     if "--golden" in sys.argv:
         for name, path in GOLDEN.items():

@@ -218,7 +218,7 @@ def verify_both(
     projection (``"rejected"`` when it refuses the proposal), and whether CAR's
     nondeterministic loop rule was left out of both."""
     import car_verify as cv
-    from car_verify.errors import InputError
+    from car_verify.base.errors import InputError
 
     rt = runtime()
     try:

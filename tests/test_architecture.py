@@ -11,39 +11,45 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import sys
 from pathlib import Path
 
 import networkx as nx
+import pytest
 
 LAYERS: list[tuple[str, set[str]]] = [
-    (
-        "values and records",
-        {
-            "_version", "_accept", "display", "errors", "values", "findings",
-            "_codec", "codes", "config", "discover", "events", "locate", "progress",
-            "policy_regex", "value_domain", "schedules", "shell_words",
-        },
-    ),
-    ("model", {"model"}),
-    ("dag", {"dag", "_reach"}),
-    ("semantics", {"semantics"}),
-    ("walk", {"walk", "symbolic", "trace"}),
-    ("inputs", {"policy", "tools", "importers"}),
-    ("passes", {"passes", "car", "analyses", "registry", "flow", "intent", "permissions"}),
+    ("base: values and records", {"base", "_version"}),
+    ("ir: the Agent IR and its reader", {"ir"}),
+    ("semantics: the profiles, the DAG, the walk", {"semantics"}),
+    ("rules: policies, trace rules (and their grammar), the tool registry", {"rules", "grammars"}),
+    ("plan: what one plan does", {"plan"}),
+    ("passes", {"passes", "analyses"}),
     ("api", {"api"}),
-    ("deciders, executor, exporters", {
-        "claims", "concurrency", "equivalence", "executor", "export", "fix", "optimize", "risk",
-        "transactions", "workflow", "wp", "policy_analysis", "rate_compare", "trace_automata",
-        "schedule_analysis", "predictions", "ranking", "schema",
-    }),
+    ("deciders", {"deciders"}),
+    ("executor", {"executor"}),
     ("reporters", {"reporters"}),
-    ("commands", {
-        "sources", "lint", "audit", "audit_report", "docgen", "cli", "__init__", "hook", "runtime",
-        "mcp_server",
-        "testing", "pytest_plugin",
-        "_launch", "__main__",
+    ("corpora", {"importers", "corpora"}),
+    ("the command line and the package's faces", {
+        "cli", "hook", "runtime", "testing", "pytest_plugin", "_launch", "__main__", "__init__",
+        "_moved",
     }),
 ]  # fmt: skip
+"""Bottom first, one folder each (``grammars``, ``analyses`` and ``importers`` share
+a layer with another folder); the package root holds only the faces a user imports
+or runs by its path."""
+
+INSIDE: dict[str, list[set[str]]] = {
+    "semantics": [
+        {"semantics.value_domain"},
+        {"semantics._reach"},
+        {"semantics.dag"},
+        {"semantics", "semantics.profiles", "semantics.base", "semantics.strict", "semantics.car"},
+        {"semantics.walk", "semantics.symbolic"},
+    ],
+    "passes": [{"passes"}, {"passes.car", "analyses"}, {"passes.registry"}],
+}
+"""The order inside a layer where it matters: model -> DAG -> semantics -> walk; the
+pass framework, the passes, the registry that finds them."""
 LAYER = {name: rank for rank, (_, names) in enumerate(LAYERS) for name in names}
 
 
@@ -119,17 +125,39 @@ def _import_module_call(node: ast.AST, module: str, is_package: bool) -> str | N
 def test_importlib_calls_are_read_as_arrows() -> None:
     tree = ast.parse('importlib.import_module("car_verify.reporters.html")')
     call = next(n for n in ast.walk(tree) if isinstance(n, ast.Call))
-    assert _import_module_call(call, "car_verify.display", False) == "car_verify.reporters.html"
-    tree = ast.parse('import_module(".walk", __name__)')
+    assert (
+        _import_module_call(call, "car_verify.base.display", False) == "car_verify.reporters.html"
+    )
+    tree = ast.parse('import_module(".semantics.walk", __name__)')
     call = next(n for n in ast.walk(tree) if isinstance(n, ast.Call))
-    assert _import_module_call(call, "car_verify", True) == "car_verify.walk"
+    assert _import_module_call(call, "car_verify", True) == "car_verify.semantics.walk"
+
+
+def _top(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
 
 
 def _layer_of(module: str) -> int:
-    parts = module.split(".")
-    name = parts[1] if len(parts) > 1 else "__init__"
+    name = _top(module)
     assert name in LAYER, f"{module} is in no layer: place it in LAYERS and docs/architecture.md"
     return LAYER[name]
+
+
+INSIDE_OF = {top: groups for key, groups in INSIDE.items() for top in LAYERS[LAYER[key]][1]}
+
+
+def _rank_inside(module: str) -> int | None:
+    """The module's place inside its layer (None where the layer has no inner order)."""
+    groups = INSIDE_OF.get(_top(module))
+    if groups is None:
+        return None
+    relative = module.partition(".")[2] or "__init__"
+    for names in (relative, _top(module)):
+        for rank, group in enumerate(groups):
+            if names in group:
+                return rank
+    raise AssertionError(f"{module} has no place inside its layer: add it to INSIDE")
 
 
 def _graph() -> nx.DiGraph:
@@ -158,6 +186,35 @@ def test_every_import_points_down_the_layers() -> None:
     assert not upward, "\n".join(upward)
 
 
+def test_inside_a_layer_imports_point_down_its_order() -> None:
+    upward = []
+    for a, b in _graph().edges:
+        if _layer_of(a) != _layer_of(b):
+            continue
+        inner_a, inner_b = _rank_inside(a), _rank_inside(b)
+        if inner_a is not None and inner_b is not None and inner_a < inner_b:
+            upward.append(f"{a} imports {b}")
+    assert not upward, "\n".join(upward)
+
+
+FACES = {
+    "__init__", "__main__", "_launch", "_version", "_moved",
+    "api", "executor", "hook", "runtime", "testing", "pytest_plugin",
+}  # fmt: skip
+"""The modules at the package's root: what a user imports or runs by its path."""
+
+
+def test_the_folders_are_the_layers() -> None:
+    """Every module but the faces lives in a folder, and a folder is in one layer."""
+    files = _package_files()
+    at_root = {
+        _top(module) for module, path in files.items() if path.parent.name == "car_verify"
+    } - {_top(m) for m, p in files.items() if p.name == "__init__.py" and m != "car_verify"}
+    assert at_root == FACES
+    folders = {_top(m) for m in files} - FACES
+    assert all(sum(name in names for _, names in LAYERS) == 1 for name in folders)
+
+
 def test_no_module_mounts_modules_or_reads_files_by_path_beside_the_package() -> None:
     """The built-in passes and the grammar are installed by packaging configuration."""
     for module, path in _package_files().items():
@@ -169,9 +226,9 @@ def test_no_module_mounts_modules_or_reads_files_by_path_beside_the_package() ->
 def test_the_import_graph_sees_a_lazy_import(tmp_path: Path) -> None:
     """The check can fail: an import inside a function is an arrow."""
     module = tmp_path / "m.py"
-    module.write_text("def f():\n    from .cli import main\n")
-    files = {"car_verify.model": module, "car_verify.cli": module}
-    assert _imports("car_verify.model", module, files) == {"car_verify.cli"}
+    module.write_text("def f():\n    from ..cli import main\n")
+    files = {"car_verify.ir.model": module, "car_verify.cli": module}
+    assert _imports("car_verify.ir.model", module, files) == {"car_verify.cli"}
 
 
 def test_each_output_format_is_written_in_one_reporters_module() -> None:
@@ -190,7 +247,7 @@ def test_each_output_format_is_written_in_one_reporters_module() -> None:
 
 def test_one_code_table() -> None:
     """Every finding code, lint's own and the executor's blocking ones, is in codes.py."""
-    from car_verify.codes import BLOCKING, CODES
+    from car_verify.base.codes import BLOCKING, CODES
     from car_verify.executor import DEFAULT_BLOCKING
 
     assert {"invalid-file", "not-a-proposal"} <= set(CODES)
@@ -202,7 +259,7 @@ def test_one_code_table() -> None:
 def test_the_reachability_engine_is_private_to_the_dag() -> None:
     """Callers ask the Dag; only dag.py imports the engine behind it."""
     graph = _graph()
-    assert set(graph.predecessors("car_verify._reach")) == {"car_verify.dag"}
+    assert set(graph.predecessors("car_verify.semantics._reach")) == {"car_verify.semantics.dag"}
 
 
 def test_the_package_names_agree_in_its_three_lists() -> None:
@@ -241,3 +298,24 @@ def test_every_subpackage_of_the_source_tree_is_installed() -> None:
     for init in (root / "car_verify").rglob("__init__.py"):
         name = ".".join(init.parent.relative_to(root).parts)
         assert name in listed, f"{name} is not in [tool.setuptools] packages"
+
+
+def test_an_old_path_imports_the_moved_module_and_says_where_it_went() -> None:
+    from car_verify._moved import MOVED
+
+    files = _package_files()
+    assert all(new in files and old not in files for old, new in MOVED.items())
+    sys.modules.pop("car_verify.dag", None)
+    with pytest.warns(
+        DeprecationWarning, match="car_verify.dag moved to car_verify.semantics.dag"
+    ) as said:
+        import car_verify.dag as old
+    import car_verify.semantics.dag as new
+
+    assert old is new and new.__spec__.name == "car_verify.semantics.dag"
+    assert said[0].filename == __file__  # the warning points at the importing line
+    sys.modules.pop("car_verify.optimize", None)
+    with pytest.warns(DeprecationWarning, match="moved to car_verify.deciders.optimize"):
+        import car_verify.optimize
+    assert callable(car_verify.optimize)  # the package keeps the function of that name
+    assert sys.modules["car_verify.optimize"] is sys.modules["car_verify.deciders.optimize"]

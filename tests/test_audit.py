@@ -216,7 +216,7 @@ def test_policy_replay_and_tool_rates(tmp_path: Path, capsys: pytest.CaptureFixt
     rates = json.loads((out / "tool_rates.json").read_text())
     assert rates["tools"]["book"] == {"dispatched": 45, "succeeded": 0}  # "Error: sold out"
     assert rates["tools"]["search"] == {"dispatched": 90, "succeeded": 90}
-    from car_verify.risk import rates_from_history
+    from car_verify.plan.risk import rates_from_history
 
     history = rates_from_history([out])
     assert history.rate("book") == pytest.approx(1 / 47)
@@ -236,7 +236,7 @@ def test_the_report_is_one_self_contained_page(
     page = report.read_text()
     assert page.count("data:image/png;base64,") == 2 and "http" not in page.split("<body>")[1]
     assert "deny_tool:book" in page and "trajectories checked" in page
-    from car_verify.audit_report import per_code
+    from car_verify.corpora.audit_report import per_code
 
     rows = pq.read_table(tmp_path / "out" / "trajectories.parquet").to_pylist()
     found = pq.read_table(tmp_path / "out" / "findings.parquet").to_pylist()
@@ -253,7 +253,7 @@ def test_a_difference_the_counts_do_not_support_is_said_to_be_none() -> None:
     """The issue's example: 2 of 84 successful against 11 of 116 failed runs is a
     rate four times higher, and Fisher's exact test gives p = 0.078: not shown."""
     pytest.importorskip("scipy")
-    from car_verify.audit_report import _statistics
+    from car_verify.corpora.audit_report import _statistics
 
     stats = _statistics(2, 84, 11, 116)
     assert stats["p"] == "0.0775" and stats["difference"] == "none shown (p >= 0.05)"
@@ -284,8 +284,8 @@ def test_a_trajectory_past_its_budget_is_unknown(
     import time as clock
 
     import car_verify.api
-    from car_verify import audit as module
-    from car_verify.audit import AuditSettings
+    from car_verify.corpora import audit as module
+    from car_verify.corpora.audit import AuditSettings
 
     original = car_verify.api.verify
 
@@ -316,7 +316,7 @@ import json, random, resource, sys, tempfile
 from pathlib import Path
 sys.path.insert(0, sys.argv[2])
 from bench_audit import trajectory
-from car_verify.audit import audit
+from car_verify.corpora.audit import audit
 n = int(sys.argv[1])
 rng = random.Random(5)
 with tempfile.TemporaryDirectory() as tmp:
@@ -369,7 +369,7 @@ def test_parquet_sources_with_json_columns(tmp_path: Path) -> None:
 
 
 def test_a_shard_starts_at_its_line_without_reading_what_comes_before(tmp_path: Path) -> None:
-    from car_verify.audit import plan_shards
+    from car_verify.corpora.audit import plan_shards
     from car_verify.importers import importers
     from car_verify.importers.base import read_lines
 
@@ -434,7 +434,7 @@ def test_a_record_whose_calls_make_no_proposal_is_a_malformed_row(tmp_path: Path
     record (``1e999``) was read as infinity, and the proposal lifted from it
     could not be loaded; the record is a problem naming its line, and a value no
     proposal can hold that reaches the check is a malformed row, not an abort."""
-    from car_verify import audit as audit_module
+    from car_verify.corpora import audit as audit_module
     from car_verify.importers import base
 
     path = tmp_path / "runs.jsonl"

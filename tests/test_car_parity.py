@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import car_verify as cv
-from car_verify.errors import InputError
+from car_verify.base.errors import InputError
 
 rt = runtime()
 ROOT = Path(__file__).resolve().parents[1]

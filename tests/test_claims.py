@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from car_verify.claims import check_plan, evaluate_goal, verify_tool_receipts
+from car_verify.base.errors import InputError
 from car_verify.cli import main
-from car_verify.errors import InputError
+from car_verify.plan.claims import check_plan, evaluate_goal, verify_tool_receipts
 from tests.car_oracle import runtime
 
 FACTS = st.sampled_from(["a", "b", "c", "d"])

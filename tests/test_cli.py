@@ -273,7 +273,7 @@ def test_console_script_runs_and_does_not_import_heavy_dependencies(tmp_path: Pa
     code = (
         "import sys; from car_verify.cli import main; rc = main(['verify', sys.argv[1]]);"
         "heavy = [m for m in ('z3', 'pydot', 'networkx', 'jsonschema', 'lark',"
-        " 'importlib.metadata', 'car_verify.trace', 'hashlib') if m in sys.modules];"
+        " 'importlib.metadata', 'car_verify.rules.trace', 'hashlib') if m in sys.modules];"
         "print('HEAVY', heavy); raise SystemExit(rc)"
     )
     done = subprocess.run([sys.executable, "-P", "-c", code, p], capture_output=True, text=True)
@@ -288,7 +288,7 @@ def test_the_first_schema_check_leaves_the_iri_grammar_unbuilt() -> None:
     that imports it afterwards still gets it."""
     pytest.importorskip("rfc3987_syntax")
     code = (
-        "import sys; from car_verify.tools import ToolRegistry; "
+        "import sys; from car_verify.rules.tools import ToolRegistry; "
         "r = ToolRegistry.coerce([{'name': 't', 'parameters': {'type': 'object', "
         "'properties': {'u': {'type': 'string', 'format': 'iri'}}}}]); "
         "print(len(r.check_parameters('t', {'u': 3})) == 1, "
@@ -302,8 +302,8 @@ def test_the_first_schema_check_leaves_the_iri_grammar_unbuilt() -> None:
 def test_import_leaves_the_deciding_tools_for_later() -> None:
     code = (
         "import sys, car_verify; "
-        "print(sorted(m for m in ('car_verify.equivalence', 'car_verify.wp', "
-        "'car_verify.transactions') if m in sys.modules)); "
+        "print(sorted(m for m in ('car_verify.deciders.equivalence', 'car_verify.deciders.wp', "
+        "'car_verify.deciders.transactions') if m in sys.modules)); "
         "print(car_verify.equivalent.__name__, car_verify.optimize.__name__)"
     )
     done = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True)
@@ -444,7 +444,7 @@ def test_the_readme_python_example_runs_from_the_checkout_root(tmp_path: Path) -
         "p = {'actions': [{'id': 'a', 'type': 'tool_call', 'tool': 't', 'read_set': ['x'],"
         " 'state_dependencies': ['k']}]}\n"
         "print(car_verify.optimize(p, profile='strict').depth_after)\n"
-        "from car_verify.trace import parse_trace_rule\n"
+        "from car_verify.rules.trace import parse_trace_rule\n"
         "print(parse_trace_rule('never t after u').kind)\n"
         "print(car_verify.__file__)\n"
     )

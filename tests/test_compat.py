@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import car_verify as cv
-from car_verify.errors import InputError
+from car_verify.base.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = (ROOT / "docs" / "compat.md").read_text()

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from car_verify.base.errors import InputError
 from car_verify.cli import main
-from car_verify.concurrency import analyze_concurrency, gate_concurrency, ops_from_proposal
-from car_verify.errors import InputError
+from car_verify.plan.concurrency import analyze_concurrency, gate_concurrency, ops_from_proposal
 from tests.car_oracle import runtime
 
 SETTINGS = settings(deadline=None, max_examples=400, suppress_health_check=[HealthCheck.too_slow])
@@ -137,7 +137,7 @@ def test_the_command(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
 
 # --- the indexed pairing against the plain all-pairs one (both in the module) ---------
 
-from car_verify import concurrency as conc  # noqa: E402
+from car_verify.plan import concurrency as conc  # noqa: E402
 
 
 @SETTINGS

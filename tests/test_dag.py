@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from strategies import proposals
 
 import car_verify
-from car_verify import _reach as dag_module
-from car_verify.dag import Dag, Readiness
+from car_verify.semantics import _reach as dag_module
+from car_verify.semantics.dag import Dag, Readiness
 
 
 def rungs(n: int, keys: int, lanes: int, every: int = 5) -> list[dict[str, Any]]:

@@ -14,18 +14,18 @@ from hypothesis import strategies as st
 from strategies import VALUES, proposals, states
 
 import car_verify
+from car_verify.base.findings import Tier
 from car_verify.cli import main
-from car_verify.equivalence import differing_keys, equivalent
-from car_verify.findings import Tier
-from car_verify.optimize import optimize, phantom_entries, proves_guarantee
-from car_verify.transactions import transaction_check
-from car_verify.wp import runs_unblocked
+from car_verify.deciders.equivalence import differing_keys, equivalent
+from car_verify.deciders.optimize import optimize, phantom_entries, proves_guarantee
+from car_verify.deciders.transactions import transaction_check
+from car_verify.deciders.wp import runs_unblocked
 
 pytestmark = pytest.mark.usefixtures("strict_cli")
 
 ROOT = Path(__file__).resolve().parents[1]
 # The module (the package's `optimize` attribute is the function).
-optimize_module = importlib.import_module("car_verify.optimize")
+optimize_module = importlib.import_module("car_verify.deciders.optimize")
 
 
 def write_z(value: Any, gate: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -294,8 +294,8 @@ def test_wp_asks_the_run_where_all_ran_and_that_is_exact(
     """No action is blocked in the real run exactly when none is in the run that applies
     every effect (what ``runs_unblocked`` asks for every action); and the condition's
     answer on a concrete state is what simulate shows."""
-    from car_verify.model import load
-    from car_verify.symbolic import Encoder
+    from car_verify.ir.model import load
+    from car_verify.semantics.symbolic import Encoder
 
     model = load(doc)
     encoder = Encoder([model], "strict")
@@ -350,8 +350,8 @@ def test_wp_of_a_long_chain_is_the_condition_on_the_initial_state() -> None:
 def test_feasibility_flags_exactly_the_actions_no_state_lets_run(doc: dict[str, Any]) -> None:
     """The pass settles everything with one check when some state runs every action;
     its findings are still the definition's: one solver question per action."""
-    from car_verify.model import load
-    from car_verify.symbolic import Encoder
+    from car_verify.ir.model import load
+    from car_verify.semantics.symbolic import Encoder
 
     model = load(doc)
     encoder = Encoder([model], "strict")
@@ -528,7 +528,7 @@ def test_runs_unblocked_asks_about_implied_conjuncts_one_group_of_keys_at_a_time
 ) -> None:
     """200 actions, each needing its own key and sharing one more: a question per
     conjunct that held all the others made 200 questions of 200 facts."""
-    from car_verify.symbolic import Questions
+    from car_verify.semantics.symbolic import Questions
 
     actions = [
         {"id": f"a{i}", "type": "tool_call", "tool": "t",
@@ -605,7 +605,7 @@ def test_transaction_check_does_not_ask_about_every_pair_of_writers(
 ) -> None:
     """1,000 writers of one key on a chain closed into a cycle (so not "one chain"):
     asking whether each pair is ordered was 500,000 questions and 6 s."""
-    from car_verify.dag import Dag
+    from car_verify.semantics.dag import Dag
 
     n = 3000
     actions: list[dict[str, Any]] = []
@@ -695,7 +695,7 @@ def test_z3_pass_reports_that_it_did_not_run_without_z3(monkeypatch: pytest.Monk
 
 
 def test_equivalent_z3_unknown_when_z3_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
-    from car_verify import symbolic
+    from car_verify.semantics import symbolic
 
     def missing() -> Any:
         raise symbolic.Z3Unavailable("z3-solver is not installed (test)")
@@ -777,7 +777,7 @@ def test_several_proposals_are_checked_together_under_car_on_cars_order() -> Non
     strict profile"). They are checked together as under strict, each on CAR's
     order: `dependencies` order nothing there, so two writers of one key that they
     order are concurrent under car and not under strict."""
-    from car_verify.transactions import transaction_check
+    from car_verify.deciders.transactions import transaction_check
 
     one = {
         "id": "A",

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from car_verify.cli._reference import render_cli_reference
-from car_verify.docgen import render_codes_reference
+from car_verify.cli.docgen import render_codes_reference
 
 pytestmark = pytest.mark.usefixtures("strict_cli")
 
@@ -59,7 +59,7 @@ def test_the_cli_reference_is_every_commands_own_flags() -> None:
 
 def test_every_code_is_documented_with_an_anchor() -> None:
     """SARIF rules link to docs/codes.md#<code>, lint's own codes included."""
-    from car_verify.codes import CODES
+    from car_verify.base.codes import CODES
 
     text = (ROOT / "docs" / "codes.md").read_text()
     for code in CODES:

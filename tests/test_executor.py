@@ -15,14 +15,14 @@ from hypothesis import strategies as st
 from strategies import proposals, states
 
 import car_verify
+from car_verify.base.events import read_events
 from car_verify.cli import main
-from car_verify.events import read_events
 from car_verify.executor import CostBudget, Gate
 from car_verify.executor import Executor as _Executor
 from car_verify.executor import execute as _execute
 from car_verify.executor import execute_sync as _execute_sync
-from car_verify.model import ActionStatus
-from car_verify.policy import PolicyEngine, load_policy_text
+from car_verify.ir.model import ActionStatus
+from car_verify.rules.policy import PolicyEngine, load_policy_text
 
 
 # These tests pin the executor's strict walk (docs/semantics.md §1-8: dependencies order and

@@ -15,7 +15,7 @@ import pytest
 import car_verify
 from car_verify.cli import main
 from car_verify.executor import execute_sync as _execute_sync
-from car_verify.export import GraphvizMissing, render, to_dot, to_dot_text
+from car_verify.reporters.dot import GraphvizMissing, render, to_dot, to_dot_text
 
 
 # These tests pin the executor's strict walk (docs/semantics.md §1-8: dependencies order and
@@ -286,7 +286,7 @@ def test_the_picture_coloured_by_the_chance_that_effects_land(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Issue 26, item 6: the DAG picture coloured by p_effects_landed."""
-    from car_verify.risk import risk
+    from car_verify.plan.risk import risk
 
     doc = {
         "actions": [
@@ -320,7 +320,7 @@ def test_a_layout_failure_falls_back_and_is_otherwise_one_clear_error(
     """Graphviz 2.43 fails some summaries ("trouble in init_rank") with newrank: the
     layout is tried again without it; failing that, or running past its time, the
     command says so in one line, and nothing binary reaches stdout."""
-    from car_verify import export
+    from car_verify.reporters import dot as export
 
     plan = tmp_path / "p.json"
     plan.write_text(json.dumps({"actions": [{"id": "a", "type": "tool_call", "tool": "t"}]}))

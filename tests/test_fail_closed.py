@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 import car_verify
-from car_verify.errors import InputError
+from car_verify.base.errors import InputError
 from car_verify.executor import execute_sync as _execute_sync
-from car_verify.policy import load_policies, load_policy_text
+from car_verify.rules.policy import load_policies, load_policy_text
 
 
 # These tests pin the executor's strict walk (docs/semantics.md §1-8: dependencies order and
@@ -195,7 +195,7 @@ def test_a_loaded_pattern_matches_100_kb_quickly() -> None:
 
 
 def load_policies_text_engine(text: str) -> Any:
-    from car_verify.policy import PolicyEngine
+    from car_verify.rules.policy import PolicyEngine
 
     return PolicyEngine(load_policy_text(text))
 
@@ -410,7 +410,7 @@ def test_a_sync_generators_chunks_are_visible_as_they_come_and_cancel_stops_it()
 
 
 def test_a_log_write_error_does_not_lose_the_run(tmp_path: Path) -> None:
-    from car_verify.events import EventLog
+    from car_verify.base.events import EventLog
 
     class FullDisk:
         def __init__(self) -> None:
@@ -440,7 +440,7 @@ def test_a_log_whose_close_fails_still_returns_the_whole_result(
     back whole, with ``log_error`` saying the log is incomplete."""
     import builtins
 
-    from car_verify import events
+    from car_verify.base import events
 
     real_open = builtins.open
 
@@ -503,7 +503,7 @@ def test_a_shared_output_cannot_be_changed_between_the_policy_check_and_the_send
 
 
 def test_a_log_cut_inside_a_utf8_character_reads_to_its_last_line(tmp_path: Path) -> None:
-    from car_verify.events import read_log
+    from car_verify.base.events import read_log
 
     log = tmp_path / "run.jsonl"
     execute_sync({"actions": [tc("café", "ok")]}, {"ok": lambda p: {}}, event_log=log)
@@ -515,7 +515,7 @@ def test_a_log_cut_inside_a_utf8_character_reads_to_its_last_line(tmp_path: Path
 
 
 def test_a_run_after_a_torn_log_starts_on_a_fresh_line(tmp_path: Path) -> None:
-    from car_verify.events import read_log
+    from car_verify.base.events import read_log
 
     log = tmp_path / "run.jsonl"
     execute_sync({"actions": [tc("a", "ok")]}, {"ok": lambda p: {}}, event_log=log)
@@ -534,7 +534,7 @@ def test_a_run_after_a_torn_log_starts_on_a_fresh_line(tmp_path: Path) -> None:
 def test_nesting_is_bounded_once_for_every_way_in(how: str) -> None:
     import json
 
-    from car_verify.values import MAX_DEPTH
+    from car_verify.base.values import MAX_DEPTH
 
     deep: Any = 1
     for _ in range(MAX_DEPTH + 10):
@@ -551,7 +551,7 @@ def test_nesting_is_bounded_once_for_every_way_in(how: str) -> None:
 
 
 def test_a_yaml_alias_bomb_is_refused_quickly(tmp_path: Path) -> None:
-    from car_verify.lint import LintConfig, lint_file
+    from car_verify.corpora.lint import LintConfig, lint_file
 
     rows = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
     for prev, name in zip("abcdefgh", "bcdefghi", strict=True):
@@ -601,7 +601,7 @@ def test_no_secret_reaches_any_output(tmp_path: Path) -> None:
 def test_the_compiled_pattern_cache_agrees_with_compiling_each_time(
     pattern: str, text: str
 ) -> None:
-    from car_verify.policy import compile_pattern
+    from car_verify.rules.policy import compile_pattern
 
     cached, plain = compile_pattern(pattern), compile_pattern.__wrapped__(pattern)
     assert (cached is None) == (plain is None)

@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import car_verify
+from car_verify.base.values import json_equal
 from car_verify.cli import main
-from car_verify.fix import dump_like, fix_document
-from car_verify.values import json_equal
+from car_verify.deciders.fix import dump_like, fix_document
 
 from .strategies import proposals, states
 

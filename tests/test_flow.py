@@ -14,15 +14,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from car_verify.base.errors import InputError
 from car_verify.cli import main
-from car_verify.dag import Dag
-from car_verify.errors import InputError
-from car_verify.flow import (
+from car_verify.ir.model import load
+from car_verify.plan.flow import (
     check_information_flow,
     enforce_information_flow,
     gate_information_flow,
 )
-from car_verify.model import load
+from car_verify.semantics.dag import Dag
 from tests.car_oracle import runtime
 
 ROOT = Path(__file__).resolve().parent.parent

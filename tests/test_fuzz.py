@@ -27,8 +27,8 @@ from hypothesis import strategies as st
 from samples import HOOK_POLICY, anthropic_record, atif_record, claude, codex, openai_record
 
 import car_verify
-from car_verify.errors import InputError
-from car_verify.events import read_log
+from car_verify.base.errors import InputError
+from car_verify.base.events import read_log
 from car_verify.executor import execute_sync
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -34,7 +34,7 @@ def test_no_module_of_the_package_drives_the_collector() -> None:
 def test_the_library_leaves_the_collector_alone(profile: str) -> None:
     """verify, simulate and load never pause, freeze or collect: the collector is
     process-wide, and another thread's cycles would pile up (issue 22, item 13)."""
-    from car_verify.policy import PolicyEngine, PolicySet
+    from car_verify.rules.policy import PolicyEngine, PolicySet
 
     seen: list[tuple[bool, int]] = []
     engine = PolicyEngine(PolicySet())

@@ -168,8 +168,8 @@ def loaded_in_hook_calls(project: Path, modules: list[str], calls: int = 2) -> l
 
 
 def test_a_hook_call_parses_no_rule_it_has_parsed_before(project: Path, state_home: Path) -> None:
-    import car_verify.trace as trace
-    from car_verify.policy import load_policies
+    import car_verify.rules.trace as trace
+    from car_verify.rules.policy import load_policies
 
     assert loaded_in_hook_calls(project, ["lark"]) == [["lark"], []]  # the second: from cache
     (cache,) = state_home.glob("car-verify/hook/*/trace-rules.json")  # outside the workspace
@@ -182,7 +182,13 @@ def test_a_hook_call_parses_no_rule_it_has_parsed_before(project: Path, state_ho
 def test_a_hook_call_loads_neither_the_model_nor_the_dag(project: Path) -> None:
     """It runs once per tool call, so it checks the call without the proposal model,
     the DAG or the passes (a start-up guard; the time is benchmarks/bench_hook.py's)."""
-    heavy = ["car_verify.model", "car_verify.dag", "car_verify.passes", "lark", "networkx"]
+    heavy = [
+        "car_verify.ir.model",
+        "car_verify.semantics.dag",
+        "car_verify.passes",
+        "lark",
+        "networkx",
+    ]
     assert loaded_in_hook_calls(project, heavy)[1] == []
 
 
@@ -234,7 +240,7 @@ def test_state_that_cannot_be_read_denies_and_is_never_a_fresh_start(
 
 
 def test_a_forged_rule_cache_cannot_rewrite_a_rule(project: Path, state_home: Path) -> None:
-    import car_verify.trace as trace
+    import car_verify.rules.trace as trace
 
     trace._KNOWN.clear()
     run_hook(project, {**claude("Bash", {"command": "ls"}), "cwd": str(project)})  # the cache

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from car_verify.base.errors import InputError
 from car_verify.cli import main
-from car_verify.errors import InputError
-from car_verify.intent import check_intent, check_intent_plan, enforce_intent, gate_intent
+from car_verify.plan.intent import check_intent, check_intent_plan, enforce_intent, gate_intent
 from tests.car_oracle import runtime
 
 TOOLS = st.sampled_from(["search", "read_file", "send_email", "pay"])

@@ -18,7 +18,7 @@ from strategies import proposals
 
 import car_verify
 from car_verify.cli import main
-from car_verify.lint import LintConfig, find_config, lint_file, lint_paths, load_config
+from car_verify.corpora.lint import LintConfig, find_config, lint_file, lint_paths, load_config
 
 pytestmark = pytest.mark.usefixtures("strict_cli")
 

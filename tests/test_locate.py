@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import json_values
 
-from car_verify.errors import pointer_token
-from car_verify.locate import json_positions
+from car_verify.base.errors import pointer_token
+from car_verify.base.locate import json_positions
 
 documents = st.dictionaries(st.text(max_size=5), json_values, max_size=4) | st.lists(
     json_values, max_size=4

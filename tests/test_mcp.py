@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from car_verify.mcp_server import TOOLS, Declarations, call
-from car_verify.schema import json_schema
+from car_verify.cli.mcp_server import TOOLS, Declarations, call
+from car_verify.ir.schema import json_schema
 
 ROOT = Path(__file__).resolve().parents[1]
 GOOD = json.loads((ROOT / "examples" / "gated-deploy" / "proposal.json").read_text())

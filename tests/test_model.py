@@ -14,7 +14,7 @@ import pytest
 
 import car_verify
 from car_verify import InputError
-from car_verify.model import (
+from car_verify.ir.model import (
     ActionResult,
     ActionType,
     CostSummary,
@@ -519,7 +519,7 @@ def test_a_str_that_is_not_json_text_is_a_path(
 def test_a_lone_surrogate_escape_is_an_input_error_naming_its_place(as_bytes: bool) -> None:
     """json.loads reads "\\ud800" as a lone surrogate, which no UTF-8 encodes: every
     command that printed it failed ("internal error"), and serde refuses it."""
-    from car_verify.model import LONE_SURROGATE
+    from car_verify.ir.model import LONE_SURROGATE
 
     cases = {
         r'{"actions": [{"id": "a\ud800", "type": "tool_call", "tool": "t"}]}': "actions[0].id",

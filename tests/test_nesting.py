@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 
 import car_verify
+from car_verify.base.errors import TOO_DEEP, InputError, too_deep
+from car_verify.base.values import deepest
 from car_verify.cli import main
-from car_verify.errors import TOO_DEEP, InputError, too_deep
 from car_verify.executor import execute_sync
-from car_verify.values import deepest
 
 pytestmark = pytest.mark.usefixtures("strict_cli")
 

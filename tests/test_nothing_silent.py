@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 import car_verify
+from car_verify.base.errors import InputError
 from car_verify.cli import main
-from car_verify.errors import InputError
-from car_verify.flow import parse_labels, parse_policy
-from car_verify.workflow import check_workflow_policies, parse_graph
+from car_verify.deciders.workflow import check_workflow_policies, parse_graph
+from car_verify.plan.flow import parse_labels, parse_policy
 
 PLAN = {
     "actions": [
@@ -107,8 +107,8 @@ def test_an_unknown_code_is_an_error(
 @pytest.mark.parametrize("profile", ["car", "strict"])
 def test_sarif_points_each_result_at_its_own_rule(profile: str) -> None:
     """A policy finding pointed at rule 0 (`assertion-fails`) before (issue 24)."""
-    from car_verify.policy import load_policy_text
     from car_verify.reporters import render_sarif
+    from car_verify.rules.policy import load_policy_text
 
     plan = {"actions": [{"id": "wipe", "type": "tool_call", "tool": "rm"}]}
     result = car_verify.verify(
@@ -199,7 +199,7 @@ def test_a_huge_integer_and_non_utf8_bytes_are_named_by_line_and_column(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Item 8: Python's advice (`sys.set_int_max_str_digits`) and codec text leaked."""
-    from car_verify.lint import LintConfig, lint_file
+    from car_verify.corpora.lint import LintConfig, lint_file
 
     big = tmp_path / "big.json"
     big.write_text('{"actions": [\n  {"id": "a", "n": ' + "9" * 5000 + "}]}")

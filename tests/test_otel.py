@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("opentelemetry.semconv", reason="the [otel] extra is not installed")
 pytest.importorskip("openinference.semconv", reason="the [otel] extra is not installed")
 
-from car_verify.audit import plan_shards
+from car_verify.corpora.audit import plan_shards
 from car_verify.importers import ImportProblem, Trajectory, read_file
 
 HERE = Path(__file__).parent / "fixtures" / "otel"

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import car_verify
 from car_verify import CODES, Issue, Pass, PassError, Tier, UsageError
 from car_verify.passes import Context, Example
-from car_verify.registry import available_passes
+from car_verify.passes.registry import available_passes
 
 PASSES = available_passes()
 
@@ -37,7 +37,7 @@ EXAMPLES = [
 @pytest.mark.parametrize(("cls", "example"), EXAMPLES)
 def test_pass_example(cls: type[Pass], example: Example) -> None:
     """The pass alone gives exactly the example's codes; so does the whole verifier."""
-    from car_verify.policy import load_policy_text
+    from car_verify.rules.policy import load_policy_text
 
     policies = None if example.policies is None else load_policy_text(example.policies)
     alone = car_verify.verify(
@@ -95,7 +95,7 @@ def test_every_pass_declares_itself_and_documents_itself(name: str) -> None:
 def _tier_of(cls: type[Pass], code: str) -> Tier:
     """The tier a pass gives a code: its own, or for CAR's eight checks (one pass of
     two tiers) the tier of the check that reports it."""
-    from car_verify.car import CAR_CHECKS, CHECK_OF_CODE, CarChecks
+    from car_verify.passes.car import CAR_CHECKS, CHECK_OF_CODE, CarChecks
 
     if cls is not CarChecks or code not in CHECK_OF_CODE:
         return cls.tier
@@ -107,7 +107,7 @@ def test_code_table_and_passes_agree() -> None:
     for profile in ("car", "strict"):
         mine = [code for cls in PASSES.values() if profile in cls.profiles for code in cls.codes]
         assert len(mine) == len(set(mine)), f"two passes emit the same code under {profile}"
-    from car_verify.car import CAR_CODES
+    from car_verify.passes.car import CAR_CODES
 
     only_car = {name for name, code in CODES.items() if code.severity is None}
     plan_codes = {name for name, code in CODES.items() if code.about == "plan"}
@@ -205,7 +205,7 @@ def _schema_messages(schema: dict[str, object], value: object) -> list[str]:
 def test_a_long_quote_in_a_schema_message_is_cut_to_its_start_and_length() -> None:
     """jsonschema quotes the rejected value and the schema's value whole: a 5,000
     character parameter or an enum of 500 would make a finding of kilobytes."""
-    from car_verify.tools import QUOTE_LIMIT
+    from car_verify.rules.tools import QUOTE_LIMIT
 
     [long_value] = _schema_messages({"type": "integer"}, "x" * 5000)
     assert long_value == (
@@ -237,7 +237,7 @@ def test_a_schema_message_quotes_at_most_quote_limit_characters_of_a_value(value
     cut to QUOTE_LIMIT // 2 characters and its length when long."""
     import json
 
-    from car_verify.tools import QUOTE_LIMIT
+    from car_verify.rules.tools import QUOTE_LIMIT
 
     [message] = _schema_messages({"type": "null"}, value)
     quote = json.dumps(value, ensure_ascii=False)
@@ -322,7 +322,7 @@ def test_internal_errors_name_the_pass() -> None:
 def restore_codes() -> Iterable[None]:
     """The codes a test's pass registers are the process's from then on: take them
     back, so that a later test (the generated reference's) sees the built-in table."""
-    from car_verify import codes
+    from car_verify.base import codes
 
     before = set(codes._codes)
     yield
@@ -332,8 +332,8 @@ def restore_codes() -> Iterable[None]:
 
 @pytest.mark.usefixtures("restore_codes")
 def test_a_third_party_pass_can_run_by_instance_with_new_codes() -> None:
-    from car_verify.codes import Code
-    from car_verify.findings import Severity
+    from car_verify.base.codes import Code
+    from car_verify.base.findings import Severity
 
     class NoDeploy(Pass):
         name = "no-deploy"
@@ -383,7 +383,7 @@ def test_pointers_locate_findings() -> None:
 
 
 def test_pointer_tokens_escape_tilde_and_slash() -> None:
-    from car_verify.errors import json_pointer
+    from car_verify.base.errors import json_pointer
 
     assert json_pointer(["actions", 3, "a/b~c"]) == "/actions/3/a~1b~0c"
     assert json_pointer([]) == ""
@@ -412,7 +412,7 @@ class _FromEntryPoint(_Broken):
 def test_entry_point_passes_are_discovered(monkeypatch: pytest.MonkeyPatch) -> None:
     import importlib.metadata
 
-    from car_verify import registry as passes_module
+    from car_verify.passes import registry as passes_module
 
     class FakeEntryPoint:
         name = "from-entry-point"
@@ -442,7 +442,7 @@ def test_entry_point_passes_are_discovered(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 _DEMO_PASS = """
-from car_verify.findings import Tier
+from car_verify.base.findings import Tier
 from car_verify.passes import Pass
 
 
@@ -507,7 +507,7 @@ def test_without_declared_passes_importlib_metadata_is_not_imported(tmp_path: Pa
 def test_the_entry_point_prefilter_says_maybe_wherever_a_pass_may_be_declared(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: str, maybe: bool
 ) -> None:
-    from car_verify.registry import _may_declare_passes
+    from car_verify.passes.registry import _may_declare_passes
 
     entry = tmp_path
     declares = "[car_verify.passes]\ndemo = demo_pass:DemoPass\n"
@@ -535,7 +535,7 @@ def test_the_prefilter_scans_a_path_once_and_answers_as_the_plain_scan(
 ) -> None:
     import os
 
-    from car_verify import registry
+    from car_verify.passes import registry
 
     (tmp_path / "x-1.dist-info").mkdir()
     (tmp_path / "x-1.dist-info" / "entry_points.txt").write_text("[car_verify.passes]\nd = m:P\n")
@@ -555,7 +555,7 @@ def test_the_prefilter_defers_to_a_loaded_importlib_metadata(
 ) -> None:
     import importlib.metadata
 
-    from car_verify.registry import _may_declare_passes
+    from car_verify.passes.registry import _may_declare_passes
 
     monkeypatch.setattr(sys, "path", [str(tmp_path)])
     assert "importlib.metadata" in sys.modules and importlib.metadata is not None
@@ -574,7 +574,7 @@ def test_one_instance_of_the_car_pass_serves_several_contexts_at_once() -> None:
     the evidence: one instance handed to verify from several threads mixes none."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from car_verify.car import CarChecks
+    from car_verify.passes.car import CarChecks
 
     shared = CarChecks()
     small = {"actions": [{"id": "a", "type": "tool_call", "tool": "t"}]}

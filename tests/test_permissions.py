@@ -19,9 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from car_verify.errors import UsageError
+from car_verify.base.errors import UsageError
 from car_verify.executor import execute_sync
-from car_verify.permissions import (
+from car_verify.plan.permissions import (
     RULES,
     Ledger,
     canonical_json,
@@ -126,7 +126,7 @@ def test_the_rules_are_one_table_of_data() -> None:
     assert signals == {"tool_segment", "command", "param_key", "target_path", "phrase"}
     for rule in RULES:
         assert rule.pattern == rule.pattern.lower() and rule.pattern.strip()
-    source = (ROOT / "car_verify" / "permissions.py").read_text(encoding="utf-8")
+    source = (ROOT / "car_verify" / "plan" / "permissions.py").read_text(encoding="utf-8")
     code = source.split("RULES: Final", 1)[1].split("\n)  # fmt: skip", 1)[1]
     for word in ("deploy", "secret", "rm -rf", "terraform"):  # no keyword outside the table
         assert f'"{word}' not in code
@@ -339,7 +339,7 @@ def test_the_ledger_is_the_runtimes_format_both_ways(tmp_path: Path) -> None:
 
 WRITER = """
 import sys
-from car_verify.permissions import Ledger
+from car_verify.plan.permissions import Ledger
 ledger, n = Ledger(sys.argv[1]), 0
 while True:
     ledger.record('tool_call|t|{"n":%d}' % n, "sandbox_edit", True, "w", "x" * 5000)

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 import car_verify
 from car_verify import InputError
 from car_verify.cli import main
-from car_verify.model import Action
-from car_verify.policy import PolicyEngine, load_policies, load_policy_text
-from car_verify.trace import TraceGate, check_schedules, parse_trace_rule
+from car_verify.ir.model import Action
+from car_verify.rules.policy import PolicyEngine, load_policies, load_policy_text
+from car_verify.rules.trace import TraceGate, check_schedules, parse_trace_rule
 
 pytestmark = pytest.mark.usefixtures("strict_cli")
 
@@ -207,7 +207,7 @@ def test_no_rule_name_or_reason_carries_a_keywords_text(
     import json as _json
 
     from car_verify.cli import main
-    from car_verify.policy_analysis import lint_policies
+    from car_verify.rules.policy_analysis import lint_policies
 
     secret = "sk-live-51Hx9"
     folder = tmp_path / ".car" / "policies"
@@ -566,7 +566,7 @@ def test_cli_policy_commands(
 def _grammar() -> Any:
     from lark import Lark
 
-    from car_verify.trace import _grammar_text
+    from car_verify.rules.trace import _grammar_text
 
     return Lark(_grammar_text(), parser="lalr", strict=True)
 
@@ -643,7 +643,7 @@ def test_the_work_of_one_match_is_bounded_and_past_it_the_call_is_denied() -> No
     MAX_MATCH_WORK (program size times text length) denies, it does not run."""
     import time
 
-    from car_verify.policy import MAX_MATCH_WORK
+    from car_verify.rules.policy import MAX_MATCH_WORK
 
     e = engine(
         '[[deny_tool_param_matching]]\ntool = "Bash"\nparam = "command"\nmatches = "(.*a){40}"\n'
@@ -702,7 +702,7 @@ def test_a_command_rule_denies_what_it_cannot_read_and_leaves_the_rest() -> None
 
 
 def test_policy_diff_of_a_command_rule_is_unknown_never_a_guess(tmp_path: Path) -> None:
-    from car_verify.policy_analysis import policy_diff
+    from car_verify.rules.policy_analysis import policy_diff
 
     old = tmp_path / "old"
     new = tmp_path / "new"

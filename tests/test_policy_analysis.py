@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from car_verify.cli import main
-from car_verify.model import Action
-from car_verify.policy import PolicyEngine, PolicySet, load_policy_text
-from car_verify.policy_analysis import lint_policies, policy_diff
-from car_verify.policy_regex import search_language
+from car_verify.ir.model import Action
+from car_verify.rules.policy import PolicyEngine, PolicySet, load_policy_text
+from car_verify.rules.policy_analysis import lint_policies, policy_diff
+from car_verify.rules.policy_regex import search_language
 
 #: Generated policy-set pairs per property: the fuzz of ``policy diff`` and
 #: ``policy lint``, five times as many in CI.
@@ -131,7 +131,7 @@ def only(rules: PolicySet, index: int) -> tuple[PolicySet, PolicySet]:
 def test_dead_and_shadowed_rules_agree_with_brute_force(text: str) -> None:
     rules = load_policy_text(text)
     findings = lint_policies(rules)
-    from car_verify.policy_analysis import _rules
+    from car_verify.rules.policy_analysis import _rules
 
     refs = [r for r in _rules(rules)[0] if r.kind not in ("rate_limit_tool", "trace_rule")]
     for finding in findings:
@@ -159,7 +159,7 @@ def test_lint_answers_slot_by_slot_as_it_does_whole(first: str, second: str) -> 
     at a time, each a single regular-language membership. The plain reading,
     every question asked whole, gives the same findings on generated sets (two
     sets merged, so that rules pile up on the same tool and parameter)."""
-    from car_verify.policy_analysis import _redundancy, _rules
+    from car_verify.rules.policy_analysis import _redundancy, _rules
 
     one, two = load_policy_text(first), load_policy_text(second)
     both = PolicySet(**{k: [*getattr(one, k), *getattr(two, k)] for k in one.__dataclass_fields__})
@@ -217,7 +217,7 @@ def test_rate_limits_compared_as_caps() -> None:
     [run] = policy_diff(two, three).newly_allowed
     assert len(run.calls_at or ()) == 3 and run.denied_by == ("rate_limit_tool:send",)
     # A longer window is not stricter: a call it denies takes no slot, so 0 s,
-    # 5 s, 5 s, 20 s... (see the module docs of car_verify.rate_compare).
+    # 5 s, 5 s, 20 s... (see the module docs of car_verify.rules.rate_compare).
     assert policy_diff(two, longer).verdict == "incomparable"
     assert policy_diff(two, two).verdict == "equivalent"
 
@@ -378,8 +378,8 @@ def test_a_cancelled_allow_names_only_the_rules_that_deny_its_witness(tmp_path: 
     engine (the keyword rules, which deny only calls carrying a keyword, are not)."""
     import shutil
 
-    from car_verify.policy import PolicyEngine, load_policies
-    from car_verify.policy_analysis import lint_policies
+    from car_verify.rules.policy import PolicyEngine, load_policies
+    from car_verify.rules.policy_analysis import lint_policies
 
     root = Path(__file__).resolve().parents[1]
     folder = tmp_path / "policies"
@@ -401,7 +401,7 @@ def test_a_backslash_u_in_a_toml_literal_string_is_no_escape_to_the_solver(
     r"""``'\u003cscript'`` (a TOML literal string: a backslash, then ``u003c``) is not
     ``"<script"``: z3 reads such escapes in string constants, so each is written
     as the literal text it is, and the diff finds the call that tells them apart."""
-    from car_verify.policy_analysis import policy_diff
+    from car_verify.rules.policy_analysis import policy_diff
 
     old, new = tmp_path / "old", tmp_path / "new"
     old.mkdir()
@@ -455,7 +455,7 @@ def test_trace_rules_that_count_far_compare_in_linear_time_with_a_short_text() -
 
 
 def test_a_trace_product_past_its_budget_is_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
-    from car_verify import trace_automata
+    from car_verify.rules import trace_automata
 
     monkeypatch.setattr(trace_automata, "MAX_STATES", 1000)
     old = load_policy_text('[[trace_rule]]\nrule = "at most 5000 s3"\n')
@@ -469,7 +469,7 @@ def test_a_call_still_awaiting_its_outcome_is_part_of_a_trace() -> None:
     """Issue 37: ``never deploy after run_tests`` and the two rules on its outcomes
     were "equivalent", but a deploy made while run_tests awaits its outcome is
     refused by the first set alone; the diff says so, and the gates agree."""
-    from car_verify.trace import TraceGate
+    from car_verify.rules.trace import TraceGate
 
     one = load_policy_text('[[trace_rule]]\nrule = "never deploy after run_tests"\n')
     two = load_policy_text(
@@ -515,7 +515,7 @@ def splits_by_brute_force(refuses: PolicySet, admits: PolicySet, length: int = 4
     ``admits`` admits, found on the engines and gates as the hook applies them
     (the rules of one call first). A call only ``admits`` refuses runs under
     ``refuses`` alone."""
-    from car_verify.trace import TraceGate
+    from car_verify.rules.trace import TraceGate
 
     engines = PolicyEngine(refuses), PolicyEngine(admits)
     gates = TraceGate(refuses.trace_rule), TraceGate(admits.trace_rule)
@@ -591,7 +591,7 @@ def replays_to_a_split(
     admitted by the second."""
     import re
 
-    from car_verify.trace import TraceGate
+    from car_verify.rules.trace import TraceGate
 
     clock = [0.0]
     at = iter(times or ())
@@ -699,7 +699,7 @@ def last_verdicts(
     """Whether each set refuses the last call of ``run`` (tool, parameters, time),
     each call made on fresh engines with fake clocks and the gates, succeeding
     where it is admitted."""
-    from car_verify.trace import TraceGate
+    from car_verify.rules.trace import TraceGate
 
     clock = [0.0]
     sides = [(PolicyEngine(r, clock=lambda: clock[0]), TraceGate(r.trace_rule)) for r in sets]

@@ -13,11 +13,11 @@ from strategies import json_values, proposals, states
 
 import car_verify
 from car_verify import InputError
-from car_verify import _reach as dag_module
-from car_verify._codec import Bad, decode, decode_owned, decode_plain
-from car_verify.dag import Dag
-from car_verify.model import ActionProposal, Precondition
-from car_verify.values import canonical, fingerprint, format_value, json_equal
+from car_verify.base.values import canonical, fingerprint, format_value, json_equal
+from car_verify.ir._codec import Bad, decode, decode_owned, decode_plain
+from car_verify.ir.model import ActionProposal, Precondition
+from car_verify.semantics import _reach as dag_module
+from car_verify.semantics.dag import Dag
 
 
 @given(json_values)
@@ -380,7 +380,7 @@ def test_forward_reachability_equals_a_search_of_the_edges(
     case: tuple[int, list[tuple[int, int]], list[tuple[int, int]], int],
 ) -> None:
     """The car profile's batched sweep (any batch size) answers as a plain search."""
-    from car_verify.dag import forward_reachable
+    from car_verify.semantics.dag import forward_reachable
 
     n, edges, pairs, batch = case
     preds: list[list[int]] = [[] for _ in range(n)]
@@ -409,7 +409,7 @@ _TYPE_NAMES = st.sampled_from(["string", "number", "integer", "boolean", "object
 
 
 def _subset_schemas() -> st.SearchStrategy[Any]:
-    """Schemas of car_verify._accept's subset, and some just outside it."""
+    """Schemas of car_verify.base._accept's subset, and some just outside it."""
     leaf = st.fixed_dictionaries(
         {},
         optional={
@@ -444,12 +444,12 @@ def _subset_schemas() -> st.SearchStrategy[Any]:
 def test_the_schema_fast_yes_never_accepts_what_jsonschema_rejects(
     schema: dict[str, Any], value: dict[str, Any]
 ) -> None:
-    """The fast yes of parameter checking (car_verify._accept) is sound against the
+    """The fast yes of parameter checking (car_verify.base._accept) is sound against the
     plain check, jsonschema: a yes means no violation; and where the schema is in its
     subset (no `pattern`) it says yes exactly when jsonschema finds nothing."""
     from jsonschema import Draft202012Validator
 
-    from car_verify._accept import accepter
+    from car_verify.base._accept import accepter
 
     accept = accepter(schema)
     valid = Draft202012Validator(schema).is_valid(value)

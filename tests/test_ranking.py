@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 
 import car_verify.runtime as drop_in
 from car_verify import load, verify
+from car_verify.base.errors import InputError
 from car_verify.cli import main
-from car_verify.errors import InputError
-from car_verify.model import timestamp_readable, timestamp_utc
-from car_verify.ranking import rank_proposals, token_estimate
+from car_verify.deciders.ranking import rank_proposals, token_estimate
+from car_verify.ir.model import timestamp_readable, timestamp_utc
 
 rt = runtime()
 RUNS = settings(

@@ -22,12 +22,12 @@ from hypothesis import strategies as st
 from strategies import proposals as strict_proposals
 
 import car_verify
+from car_verify.base.errors import InputError, UsageError
+from car_verify.base.values import json_equal
 from car_verify.cli import main
-from car_verify.errors import InputError, UsageError
-from car_verify.model import load
-from car_verify.risk import DEFAULT_SEED, effective_rate, risk
+from car_verify.ir.model import load
+from car_verify.plan.risk import DEFAULT_SEED, effective_rate, risk
 from car_verify.semantics.car import car_effects, car_evaluate, car_order
-from car_verify.values import json_equal
 
 RUNS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=120)
 
@@ -444,7 +444,7 @@ def test_rates_from_history_are_laplace_smoothed_and_the_caller_wins(
     tmp_path: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from car_verify.executor import execute_sync
-    from car_verify.risk import rates_from_history
+    from car_verify.plan.risk import rates_from_history
 
     doc = {
         "actions": [
@@ -535,7 +535,7 @@ def test_failure_behavior_modelled_beyond_car() -> None:
 
 
 def test_rates_from_proposal_results_need_the_proposal_they_ran(tmp_path: Any) -> None:
-    from car_verify.risk import rates_from_history
+    from car_verify.plan.risk import rates_from_history
 
     plan = {
         "id": "p1",
@@ -583,7 +583,7 @@ def test_the_memoised_sampler_counts_what_the_plain_one_does(
 ) -> None:
     """The trie of trials (grown whole, or a branch per trial) against walking every
     trial from the start: the same trials, the same counts, the same bytes."""
-    module = importlib.import_module("car_verify.risk")  # the name car_verify.risk is the function
+    module = importlib.import_module("car_verify.plan.risk")
 
     model = load(proposal)
     goal = module._Goal(None)
@@ -650,9 +650,9 @@ def test_risks_compiled_rejection_rule_is_the_walks(
     outcome); the walk's ``blockers`` is the plain rule. On any state and any set of
     actions that did not succeed, a step is rejected exactly when the walk names a
     cause, or it is a tool call that names no tool (never dispatched)."""
-    from car_verify.risk import _blocked, _compile, _Goal
+    from car_verify.plan.risk import _blocked, _compile, _Goal
     from car_verify.semantics import semantics_of
-    from car_verify.walk import blockers
+    from car_verify.semantics.walk import blockers
 
     sem = semantics_of(profile)
     model = load(proposal)

@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import car_verify.runtime as drop_in
+from car_verify.base.errors import InputError
 from car_verify.cli import main
-from car_verify.errors import InputError
-from car_verify.schedule_analysis import analyze_schedule, schedule_of
+from car_verify.plan.schedule_analysis import analyze_schedule, schedule_of
 from tests.car_oracle import runtime
 
 IDS = st.sampled_from(["a", "b", "c", "d", "e"])

@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 from strategies import json_values, proposals
 
 from car_verify import load, load_tools
-from car_verify._codec import field_specs
+from car_verify.base.errors import InputError
 from car_verify.cli import main
-from car_verify.errors import InputError
-from car_verify.model import (
+from car_verify.ir._codec import field_specs
+from car_verify.ir.model import (
     Action,
     ActionProposal,
     ActionRefCompensation,
@@ -29,7 +29,7 @@ from car_verify.model import (
     ToolRateLimit,
     ToolSchema,
 )
-from car_verify.schema import KINDS, json_schema
+from car_verify.ir.schema import KINDS, json_schema
 
 ROOT = Path(__file__).resolve().parents[1]
 VALIDATORS = {kind: jsonschema.Draft202012Validator(json_schema(kind)) for kind in KINDS}
@@ -54,7 +54,7 @@ def test_the_schemas_are_valid_json_schemas_and_the_committed_ones_are_current()
 )  # fmt: skip
 def test_every_field_has_a_description(cls: type) -> None:
     missing = [spec.name for spec in field_specs(cls) if not spec.doc]
-    assert not missing, f"{cls.__name__}: give {missing} a doc= in car_verify/model.py"
+    assert not missing, f"{cls.__name__}: give {missing} a doc= in car_verify/ir/model.py"
 
 
 def _bundled(pattern: str) -> list[Path]:

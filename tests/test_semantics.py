@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import car_verify as cv
+from car_verify.base.errors import InputError
 from car_verify.cli import main
-from car_verify.equivalence import differing_keys
-from car_verify.errors import InputError
+from car_verify.deciders.equivalence import differing_keys
 from car_verify.semantics import Profile, resolve_profile, semantics_of
 from car_verify.semantics.car import CAR, car_equal
 from car_verify.semantics.strict import STRICT
@@ -296,9 +296,8 @@ def test_an_installed_pass_runs_under_car_and_one_that_cannot_is_said_to_be_skip
     import importlib.metadata
     from collections.abc import Iterator
 
-    from car_verify import registry
-    from car_verify.findings import Issue, Tier
-    from car_verify.passes import Context, Pass
+    from car_verify.base.findings import Issue, Tier
+    from car_verify.passes import Context, Pass, registry
 
     class Levels(Pass):
         name = "third-party-levels"

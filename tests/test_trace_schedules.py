@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 import car_verify
 from car_verify import InputError
 from car_verify.executor import Executor as _Executor
-from car_verify.policy import PolicyEngine, load_policy_text
-from car_verify.trace import TraceGate, check_schedules, parse_trace_rule
+from car_verify.rules.policy import PolicyEngine, load_policy_text
+from car_verify.rules.trace import TraceGate, check_schedules, parse_trace_rule
 
 
 def Executor(*args: Any, **kwargs: Any) -> Any:
@@ -320,7 +320,7 @@ def test_a_streaming_call_succeeds_for_the_rules_when_its_stream_ends() -> None:
 
 
 def test_the_fast_parser_is_the_strict_one() -> None:
-    from car_verify.trace import _parser, _strict_parser
+    from car_verify.rules.trace import _parser, _strict_parser
 
     strict = _strict_parser()  # raises if two terminals could match the same text
     for text in [

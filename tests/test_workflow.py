@@ -14,16 +14,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import car_verify.runtime as drop_in
+from car_verify.base.errors import InputError
 from car_verify.cli import main
-from car_verify.errors import InputError
-from car_verify.export import workflow_to_dot
-from car_verify.trace import TraceGate, parse_trace_rule
-from car_verify.workflow import (
+from car_verify.deciders.workflow import (
     check_workflow_policies,
     check_workflow_trace_rules,
     parse_graph,
     verify_workflow_graph,
 )
+from car_verify.reporters.dot import workflow_to_dot
+from car_verify.rules.trace import TraceGate, parse_trace_rule
 from tests.car_oracle import runtime
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -284,7 +284,7 @@ def test_verify_workflow_agrees_with_the_runtime_in_plain_words(workflow: dict[s
     """Every step type, loops, fan-outs, sinks and sub-workflows nested: the same
     verdict, issues and semantic findings (as multisets: the runtime lists the
     unreachable stages from a hash set, and a proposal's errors in its own order)."""
-    from car_verify.workflow import verify_workflow
+    from car_verify.deciders.workflow import verify_workflow
 
     rt = runtime()
     theirs = json.loads(rt.verify_workflow(json.dumps(workflow)))
@@ -320,7 +320,7 @@ BAD_STEPS = [
 
 @pytest.mark.parametrize("step", BAD_STEPS)
 def test_a_step_the_runtime_cannot_read_is_refused_naming_where(step: dict[str, Any]) -> None:
-    from car_verify.workflow import verify_workflow
+    from car_verify.deciders.workflow import verify_workflow
 
     stage = {"id": "a", "name": "A", "step": step}
     doc = {"id": "w", "name": "w", "start": "a", "stages": [stage], "edges": []}
@@ -394,7 +394,7 @@ def test_a_rule_that_counts_far_walks_its_long_path_in_linear_time(
 def test_the_proposals_in_a_workflow_are_verified_under_the_profile(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from car_verify.workflow import verify_workflow
+    from car_verify.deciders.workflow import verify_workflow
 
     # compensable without a compensation: an error under car, a warning under strict
     action = {"id": "x", "type": "tool_call", "tool": "t", "reversibility": "compensable"}

@@ -2,7 +2,10 @@
 
 Each module of this package declares its command (``add``: its parser, on the
 shared declarations of :mod:`car_verify.cli._common`) and runs it; ``COMMANDS``
-lists them in the order ``--help`` shows. ``main(argv) -> int`` never raises:
+lists them in the order ``--help`` shows. Three modules here are not commands but
+serve them: :mod:`.sources` (the input files a command reads), :mod:`.docgen`
+(the generated reference: ``codes``, docs/cli.md) and :mod:`.mcp_server` (what
+``car-verify mcp`` serves). ``main(argv) -> int`` never raises:
 bad input or usage prints one line on stderr and returns 2 with nothing on
 stdout. Set ``CAR_VERIFY_DEBUG=1`` to see the traceback of an internal error.
 """
@@ -17,7 +20,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..errors import TOO_DEEP, CarVerifyError, InputError, UsageError, is_too_deep, too_deep
+from ..base.errors import TOO_DEEP, CarVerifyError, InputError, UsageError, is_too_deep, too_deep
 from ..reporters.text import one_line
 from ..semantics.profiles import PROFILE_ENV
 from . import (
@@ -116,7 +119,7 @@ def _parser() -> _Parser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code."""
     args: argparse.Namespace | None = None
-    from ..sources import reset_stdin
+    from .sources import reset_stdin
 
     reset_stdin()
     try:
@@ -169,8 +172,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _locate_deep(args: argparse.Namespace) -> InputError | None:
     """:data:`TOO_DEEP`, naming the input file and the place of its deepest value
     (the inputs are read again: this runs only when something was too deep)."""
-    from ..model import read_json
-    from ..values import deepest
+    from ..base.values import deepest
+    from ..ir.model import read_json
 
     names: list[str] = []
     for attr in ("proposal", "a", "b", "proposals", "state", "tools"):

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ..errors import InputError, UsageError
+from ..base.errors import InputError, UsageError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -33,7 +33,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _load_proposal(name: str, what: str = "proposal") -> Any:
     """A proposal from a file (JSON or YAML), or from stdin for ``-``."""
-    from ..sources import proposal_input
+    from .sources import proposal_input
 
     return proposal_input(name, what=what).proposal
 
@@ -56,7 +56,7 @@ def _docs_url(args: argparse.Namespace) -> str | None:
 
 def _read_file(name: str, kind: type, what: str) -> Any:
     """A JSON file (or ``-``) that must hold a value of ``kind``; errors name the file."""
-    from ..sources import json_input
+    from .sources import json_input
 
     return json_input(name, kind, what)
 
@@ -87,7 +87,7 @@ def _load_state(name: str | None) -> dict[str, Any] | None:
 def _load_tools(name: str | None) -> Any:
     if name is None:
         return None
-    from ..sources import tools_input
+    from .sources import tools_input
 
     return tools_input(name)
 
@@ -266,12 +266,12 @@ def _policies(args: argparse.Namespace, proposal: str | None = None) -> Any:
     working directory for stdin) to the repository root, as ruff finds its
     configuration, unless ``--no-policies``. What was loaded, or that none was
     found, is said on stderr once per folder."""
-    from ..config import find_policies
+    from ..base.config import find_policies
 
     if getattr(args, "no_policies", False):
         return None
     if getattr(args, "policies", None) is not None:
-        from ..policy import load_policies
+        from ..rules.policy import load_policies
 
         return load_policies(args.policies)
     start = os.path.dirname(os.path.abspath(proposal)) if proposal not in (None, "-") else None
@@ -283,7 +283,7 @@ def _policies(args: argparse.Namespace, proposal: str | None = None) -> Any:
         return None
     if folder in said:
         return said[folder]
-    from ..policy import load_policies  # only when there are policies to load
+    from ..rules.policy import load_policies  # only when there are policies to load
 
     loaded = load_policies(folder)
     said[folder] = loaded
@@ -295,7 +295,7 @@ def _flow_files(args: argparse.Namespace) -> tuple[Any, Any]:
     """Tool labels and a flow policy: ``--labels`` / ``--flow-policy``, else the
     nearest ``.car/tool-labels.json`` and ``.car/flow-policy.json`` (said on stderr),
     unless ``--no-labels``."""
-    from ..config import FLOW_POLICY_FILE, LABELS_FILE, find_car_file
+    from ..base.config import FLOW_POLICY_FILE, LABELS_FILE, find_car_file
 
     labels_name = getattr(args, "labels", None)
     policy_name = getattr(args, "flow_policy", None)
@@ -317,7 +317,7 @@ def _flow_files(args: argparse.Namespace) -> tuple[Any, Any]:
     with _named_inputs({"labels": labels_name, "policy": policy_name}):
         labels = _read_file(labels_name, dict, "labels")
         policy = None if policy_name is None else _read_file(policy_name, dict, "flow policy")
-        from ..flow import parse_labels, parse_policy
+        from ..plan.flow import parse_labels, parse_policy
 
         return parse_labels(labels), parse_policy(policy)
 
@@ -326,8 +326,8 @@ def _fix_files(args: argparse.Namespace, names: Sequence[str], state: Any, profi
     """``--fix`` / ``--diff``: repair each JSON file named (written back, or shown as a
     unified diff), saying what was repaired, declined and not attempted. Whether
     anything changed."""
-    from ..fix import dump_like, fix_document, unified_diff
-    from ..model import read_json
+    from ..deciders.fix import dump_like, fix_document, unified_diff
+    from ..ir.model import read_json
 
     changed = False
     skipped = [n for n in names if n == "-" or not n.lower().endswith(".json")]
@@ -389,7 +389,7 @@ def _gated(args: argparse.Namespace, report: Any, gate: Any, enforce: Any) -> tu
     decision = gate(report, policy)
     if args.ledger is None:
         return decision, None
-    from ..permissions import Ledger
+    from ..plan.permissions import Ledger
 
     return decision, enforce(decision, Ledger(args.ledger))
 
@@ -431,7 +431,7 @@ def _gate_options(p: argparse.ArgumentParser, gate_policy: str) -> None:
 
 
 def _schedules_option(p: argparse.ArgumentParser) -> None:
-    from ..schedules import SCHEDULES
+    from ..base.schedules import SCHEDULES
 
     p.add_argument(
         "--schedules",

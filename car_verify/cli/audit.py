@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
+from ..base.errors import UsageError
 from ._common import (
     EXIT_OK,
     _named_inputs,
@@ -79,13 +79,13 @@ def add(sub: Any, profiled: Any) -> None:
 def cmd_audit(args: argparse.Namespace) -> int:
     from collections import Counter
 
-    from ..audit import AuditSettings, audit, plan_shards, rates_by_outcome, sources_of
-    from ..progress import progress
+    from ..base.progress import progress
+    from ..corpora.audit import AuditSettings, audit, plan_shards, rates_by_outcome, sources_of
 
     labels = flow_policy = None
     if args.labels is not None:
         labels = _read_file(args.labels, dict, "labels")
-        from ..flow import parse_labels
+        from ..plan.flow import parse_labels
 
         with _named_inputs({"labels": args.labels}):
             parse_labels(labels)  # a bad labels file fails before any work
@@ -147,7 +147,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
             f"{changes.get('still_blocked', 0)} still blocked (replay.parquet)\n"
         )
     if args.report:
-        from ..audit_report import write_report
+        from ..corpora.audit_report import write_report
 
         _note(args, f"report: {write_report(summary.out, args.report)}")
     rates = rates_by_outcome(summary.out)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..errors import UsageError
+from ..base.errors import UsageError
 from ._common import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -31,7 +31,7 @@ def add(sub: Any, profiled: Any) -> None:
 
 
 def cmd_check_plan(args: argparse.Namespace) -> int:
-    from ..claims import check_plan
+    from ..plan.claims import check_plan
 
     with _named_inputs({"request": args.request}):
         request = _read_file(args.request, dict, "plan check request")

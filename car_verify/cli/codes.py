@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..errors import UsageError
+from ..base.errors import UsageError
 from ._common import (
     EXIT_OK,
     _write,
@@ -23,10 +23,10 @@ def add(sub: Any, profiled: Any) -> None:
 
 
 def cmd_codes(args: argparse.Namespace) -> int:
-    from ..codes import CODES
+    from ..base.codes import CODES
 
     if args.code is not None:
-        from ..docgen import explain_code
+        from .docgen import explain_code
 
         explained = explain_code(args.code)
         if explained is None:

@@ -43,7 +43,7 @@ def add(sub: Any, profiled: Any) -> None:
 
 
 def cmd_concurrency(args: argparse.Namespace) -> int:
-    from ..concurrency import analyze_concurrency, gate_concurrency, ops_from_proposal
+    from ..plan.concurrency import analyze_concurrency, gate_concurrency, ops_from_proposal
 
     with _named_inputs({"ops": args.ops}):
         doc = _read_file(args.ops, object, "ops")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..errors import InputError
+from ..base.errors import InputError
 from ._common import (
     EXIT_OK,
     _load_proposal,
@@ -62,9 +62,9 @@ def add(sub: Any, profiled: Any) -> None:
 
 
 def cmd_dot(args: argparse.Namespace) -> int:
-    from ..export import to_dot, write
-    from ..model import ProposalResult
-    from ..progress import progress
+    from ..base.progress import progress
+    from ..ir.model import ProposalResult
+    from ..reporters.dot import to_dot, write
 
     execution: Any = None
     if args.result is not None:
@@ -80,7 +80,7 @@ def cmd_dot(args: argparse.Namespace) -> int:
     policies = _policies(args, args.proposal)
     risked = None
     if args.risk or args.rates:
-        from ..risk import risk
+        from ..plan.risk import risk
 
         rates = None if args.rates is None else _read_file(args.rates, dict, "rates")
         risked = risk(proposal, state, rates, profile=_profile(args))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..errors import InputError
+from ..base.errors import InputError
 from ._common import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -44,7 +44,7 @@ def add(sub: Any, profiled: Any) -> None:
 def _load_states(name: str | None) -> list[dict[str, Any]] | None:
     if name is None:
         return None
-    from .._codec import expected
+    from ..ir._codec import expected
 
     data = _read_file(name, list, "states")
     for index, state in enumerate(data):
@@ -56,7 +56,7 @@ def _load_states(name: str | None) -> list[dict[str, Any]] | None:
 
 
 def cmd_equivalent(args: argparse.Namespace) -> int:
-    from ..equivalence import equivalent
+    from ..deciders.equivalence import equivalent
 
     result = equivalent(
         _load_proposal(args.a, "first proposal"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..errors import UsageError
+from ..base.errors import UsageError
 from ._common import (
     EXIT_OK,
     _gate_code,
@@ -62,7 +62,7 @@ def _labels(args: argparse.Namespace) -> tuple[Any, str]:
     no labels at all is a usage error: the check would pass on nothing."""
     if args.labels is not None:
         return _read_file(args.labels, dict, "labels"), args.labels
-    from ..config import LABELS_FILE, find_car_file
+    from ..base.config import LABELS_FILE, find_car_file
 
     found, searched = find_car_file(LABELS_FILE)
     if found is None:
@@ -73,12 +73,12 @@ def _labels(args: argparse.Namespace) -> tuple[Any, str]:
 
 
 def cmd_flow(args: argparse.Namespace) -> int:
-    from ..flow import check_information_flow, enforce_information_flow, gate_information_flow
+    from ..plan.flow import check_information_flow, enforce_information_flow, gate_information_flow
 
     if args.approve or args.reject:
         if args.ledger is None or not args.reviewer:
             raise UsageError("--approve / --reject record into --approvals LEDGER, with --reviewer")
-        from ..permissions import Ledger
+        from ..plan.permissions import Ledger
 
         record = Ledger(args.ledger).record(
             args.approve or args.reject,

@@ -28,7 +28,7 @@ def add(sub: Any, profiled: Any) -> None:
 
 
 def cmd_goal(args: argparse.Namespace) -> int:
-    from ..claims import evaluate_goal
+    from ..plan.claims import evaluate_goal
 
     with _named_inputs({"request": args.request}):
         verdict = evaluate_goal(_read_file(args.request, dict, "goal request"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..errors import UsageError
+from ..base.errors import UsageError
 from ._common import (
     _gate_code,
     _gate_options,
@@ -40,7 +40,7 @@ def add(sub: Any, profiled: Any) -> None:
 
 
 def cmd_intent(args: argparse.Namespace) -> int:
-    from ..intent import check_intent, check_intent_plan, enforce_intent, gate_intent
+    from ..plan.intent import check_intent, check_intent_plan, enforce_intent, gate_intent
 
     with _named_inputs({"request": args.request}):
         request = _read_file(args.request, dict, "intent request")

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import CarVerifyError, UsageError
+from ..base.errors import CarVerifyError, UsageError
 from ..semantics.profiles import PROFILE_ENV
 from ._common import (
     EXIT_FINDINGS,
@@ -102,7 +102,7 @@ def _codes_arg(text: str | Sequence[str] | None) -> tuple[str, ...] | None:
     a usage error."""
     if text is None:
         return None
-    from ..lint import unknown_codes
+    from ..corpora.lint import unknown_codes
 
     given = [text] if isinstance(text, str) else list(text)
     codes = tuple(c.strip() for part in given for c in part.split(",") if c.strip())
@@ -116,7 +116,7 @@ def _lint_flow_files(args: argparse.Namespace, config: Any) -> Any:
     """``--labels`` / ``--flow-policy``, the configuration's, else the nearest
     ``.car/tool-labels.json`` and ``.car/flow-policy.json`` (said), unless
     ``--no-labels``."""
-    from ..config import FLOW_POLICY_FILE, LABELS_FILE, find_car_file
+    from ..base.config import FLOW_POLICY_FILE, LABELS_FILE, find_car_file
 
     if args.no_labels:
         return dataclasses.replace(config, labels=None, flow_policy=None, intent=None)
@@ -132,7 +132,7 @@ def _lint_flow_files(args: argparse.Namespace, config: Any) -> Any:
         raise UsageError("a flow policy is checked against tool labels: give --labels too")
     intent = Path(args.intent).resolve() if args.intent else config.intent
     if intent is None:
-        from ..config import INTENT_FILE
+        from ..base.config import INTENT_FILE
 
         intent, _ = find_car_file(INTENT_FILE)
         if intent is not None:
@@ -141,7 +141,7 @@ def _lint_flow_files(args: argparse.Namespace, config: Any) -> Any:
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
-    from .. import lint
+    from ..corpora import lint
 
     # The configuration and policies of the files linted, found from them (the first
     # path's folder), as ruff finds its own: not from wherever the command runs.
@@ -168,7 +168,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
     if args.no_policies:
         config = dataclasses.replace(config, policies=None)
     elif config.policies is None:
-        from ..config import find_policies
+        from ..base.config import find_policies
 
         found, _ = find_policies(start.resolve())
         if found is not None:
@@ -193,7 +193,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
         report = _lint_stdin(lint, config)
     else:
         report = lint.lint_paths(paths, config, workers=args.workers, progress=progress)
-    from ..values import plural
+    from ..base.values import plural
 
     if not report.files and report.excluded:  # pre-commit named only excluded files
         sys.stderr.write(
@@ -233,7 +233,7 @@ def _lint_stdin(lint: Any, config: Any) -> Any:
     as a file and reported as ``-``."""
     import tempfile
 
-    from ..sources import STDIN_LABEL
+    from .sources import STDIN_LABEL
 
     text = sys.stdin.read()
     stripped = text.lstrip()
@@ -267,7 +267,7 @@ def _note_unmatched_rules(config: Any, report: Any) -> None:
     known: list[str] = []
     if config.policies is not None:
         with contextlib.suppress(CarVerifyError, OSError):
-            from ..policy_analysis import rule_names
+            from ..rules.policy_analysis import rule_names
 
             known = rule_names(config.policies)
     for code in named:

@@ -6,7 +6,7 @@ import argparse
 import importlib.util
 from typing import Any
 
-from ..errors import UsageError
+from ..base.errors import UsageError
 from ._common import EXIT_OK
 
 
@@ -24,8 +24,8 @@ def add(sub: Any, profiled: Any) -> None:
 def cmd_mcp(args: argparse.Namespace) -> int:
     if importlib.util.find_spec("mcp") is None:
         raise UsageError("car-verify mcp needs the MCP SDK: pip install 'car-verify[mcp]'")
-    from ..mcp_server import Declarations, serve
     from ._common import command_tree
+    from .mcp_server import Declarations, serve
 
     # --profile is the server's default; each call may name its own.
     serve(Declarations.of(command_tree(args._parser)), profile=getattr(args, "profile", None))

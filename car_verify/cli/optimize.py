@@ -30,7 +30,7 @@ def add(sub: Any, profiled: Any) -> None:
 
 
 def cmd_optimize(args: argparse.Namespace) -> int:
-    from ..optimize import optimize
+    from ..deciders.optimize import optimize
 
     result = optimize(
         _load_proposal(args.proposal),

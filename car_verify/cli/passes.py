@@ -22,7 +22,7 @@ def add(sub: Any, profiled: Any) -> None:
 
 
 def cmd_passes(args: argparse.Namespace) -> int:
-    from ..registry import available_passes, default_passes
+    from ..passes.registry import available_passes, default_passes
 
     passes = available_passes()
     profile = _profile(args)

@@ -7,7 +7,7 @@ import argparse
 import json
 from typing import Any
 
-from ..errors import UsageError
+from ..base.errors import UsageError
 from ._common import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -47,7 +47,7 @@ def add(sub: Any, profiled: Any) -> None:
 
 
 def cmd_permissions(args: argparse.Namespace) -> int:
-    from ..permissions import Ledger, permission_classify, permission_evaluate, record_decision
+    from ..plan.permissions import Ledger, permission_classify, permission_evaluate, record_decision
 
     proposal = _load_proposal(args.proposal)
     ledger = None if args.ledger is None else Ledger(args.ledger)
@@ -57,7 +57,7 @@ def cmd_permissions(args: argparse.Namespace) -> int:
             raise UsageError("--approve / --reject record into a ledger: give --ledger FILE")
         if not args.reviewer:
             raise UsageError("--approve / --reject need --reviewer NAME (who decided)")
-        from ..model import load
+        from ..ir.model import load
 
         model = load(proposal)
         action = next((a for a in model.actions if a.id == decided), None)

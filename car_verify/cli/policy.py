@@ -63,11 +63,11 @@ def add(sub: Any, profiled: Any) -> None:
 
 def cmd_policy_check(args: argparse.Namespace) -> int:
     from ..api import verify
-    from ..policy import policies_to_check
     from ..reporters.json import policy_json
     from ..reporters.sarif import sarif
     from ..reporters.text import policy_text
-    from ..sources import proposal_input
+    from ..rules.policy import policies_to_check
+    from .sources import proposal_input
 
     source = proposal_input(args.proposal)
     # the nearest .car/policies above the proposal's own file, as verify finds it
@@ -97,8 +97,8 @@ def cmd_policy_check(args: argparse.Namespace) -> int:
 
 
 def cmd_policy_lint(args: argparse.Namespace) -> int:
-    from ..policy import load_policies
-    from ..policy_analysis import lint_policies
+    from ..rules.policy import load_policies
+    from ..rules.policy_analysis import lint_policies
 
     loaded = load_policies(args.directory)
     rules = loaded.rules
@@ -125,7 +125,7 @@ def cmd_policy_lint(args: argparse.Namespace) -> int:
     for finding in findings:
         _write(f"{finding}\n")
     if findings:
-        from ..values import plural
+        from ..base.values import plural
 
         warnings = len(findings) - errors
         _write(f"{plural(errors, 'error')}, {plural(warnings, 'warning')}\n")
@@ -133,8 +133,8 @@ def cmd_policy_lint(args: argparse.Namespace) -> int:
 
 
 def cmd_policy_diff(args: argparse.Namespace) -> int:
-    from ..policy import load_policies
-    from ..policy_analysis import policy_diff
+    from ..rules.policy import load_policies
+    from ..rules.policy_analysis import policy_diff
 
     old, new = load_policies(args.old), load_policies(args.new)
     diff = policy_diff(old, new)

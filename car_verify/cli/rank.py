@@ -6,7 +6,7 @@ import argparse
 import math
 from typing import Any
 
-from ..errors import InputError
+from ..base.errors import InputError
 from ._common import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -52,8 +52,8 @@ def _weight(text: str) -> float:
 
 
 def cmd_rank(args: argparse.Namespace) -> int:
-    from ..ranking import rank_proposals
-    from ..sources import YAML_SUFFIXES
+    from ..deciders.ranking import rank_proposals
+    from .sources import YAML_SUFFIXES
 
     profile = _profile(args)
     docs: list[Any] = []

@@ -38,7 +38,7 @@ def add(sub: Any, profiled: Any) -> None:
 
 
 def cmd_receipts(args: argparse.Namespace) -> int:
-    from ..claims import verify_tool_receipts
+    from ..plan.claims import verify_tool_receipts
 
     with _named_inputs({"claims": args.claims, "receipts": args.receipts}):
         report = verify_tool_receipts(

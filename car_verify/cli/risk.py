@@ -67,7 +67,7 @@ def add(sub: Any, profiled: Any) -> None:
 
 
 def cmd_risk(args: argparse.Namespace) -> int:
-    from ..risk import risk
+    from ..plan.risk import risk
 
     config: dict[str, Any] = {}
     if args.config is not None:
@@ -82,13 +82,13 @@ def cmd_risk(args: argparse.Namespace) -> int:
             config[key] = value
     history = None
     if args.history:
-        from ..risk import rates_from_history
+        from ..plan.risk import rates_from_history
 
         history = rates_from_history(args.history)
         for note in history.notes:
             _note(args, note)
         _note(args, f"history: {len(history.files)} files, {len(history.dispatched)} tools")
-    from ..progress import progress
+    from ..base.progress import progress
 
     trials = config.get("trials", 1000)
     with (

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
+from ..base.errors import UsageError
 from ._common import (
     EXIT_FINDINGS,
     EXIT_OK,

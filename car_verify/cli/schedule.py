@@ -37,7 +37,7 @@ def add(sub: Any, profiled: Any) -> None:
 
 
 def cmd_schedule(args: argparse.Namespace) -> int:
-    from ..schedule_analysis import analyze_schedule, schedule_of
+    from ..plan.schedule_analysis import analyze_schedule, schedule_of
 
     with _named_inputs({"graph": args.input}):
         doc = _read_file(args.input, dict, "schedule graph or proposal")

@@ -12,7 +12,7 @@ from ._common import EXIT_OK, _write
 
 def add(sub: Any, profiled: Any) -> None:
     """Declare the command on the command line's subparsers."""
-    from ..schema import KINDS
+    from ..ir.schema import KINDS
 
     p = sub.add_parser(
         "schema",
@@ -26,7 +26,7 @@ def add(sub: Any, profiled: Any) -> None:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    from ..schema import json_schema
+    from ..ir.schema import json_schema
 
     # The format is the profiles' common input: both read the same files.
     _write(json.dumps(json_schema(args.kind), indent=2, ensure_ascii=False) + "\n")

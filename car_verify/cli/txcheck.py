@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..errors import InputError
+from ..base.errors import InputError
 from ._common import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -33,8 +33,8 @@ def add(sub: Any, profiled: Any) -> None:
 
 
 def cmd_txcheck(args: argparse.Namespace) -> int:
-    from ..transactions import transaction_check
-    from ..values import plural
+    from ..base.values import plural
+    from ..deciders.transactions import transaction_check
 
     versions = None if args.versions is None else _read_file(args.versions, dict, "versions")
     try:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
+from ..base.errors import UsageError
 from ._common import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -82,7 +82,7 @@ def _note_no_policies(args: argparse.Namespace) -> None:
 
 def _note_unknown_names(args: argparse.Namespace, policies: Any, tools: Any) -> None:
     """A rule naming a tool or parameter the registry lacks fails open: say so."""
-    from ..policy_analysis import unknown_names
+    from ..rules.policy_analysis import unknown_names
 
     for finding in unknown_names(policies, tools):  # a warning: even under --quiet
         sys.stderr.write(f"car-verify: warning: policies: {finding}\n")
@@ -91,7 +91,7 @@ def _note_unknown_names(args: argparse.Namespace, policies: Any, tools: Any) -> 
 def _intent_file(args: argparse.Namespace) -> Any:
     """The declared intent: ``--intent``, else the nearest ``.car/intent.json`` (said),
     unless ``--no-labels``; parsed, or None."""
-    from ..config import INTENT_FILE, find_car_file
+    from ..base.config import INTENT_FILE, find_car_file
 
     name = getattr(args, "intent", None)
     if getattr(args, "no_labels", False) and name is None:
@@ -102,7 +102,7 @@ def _intent_file(args: argparse.Namespace) -> Any:
             return None
         name = str(found)
         _note(args, f"intent: {found} (--no-labels to skip)")
-    from ..intent import parse_intent_file
+    from ..plan.intent import parse_intent_file
 
     with _named_inputs({"intent": name}):
         return parse_intent_file(_read_file(name, dict, "intent"))
@@ -112,7 +112,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from ..api import verify
     from ..reporters import render_json
     from ..reporters.text import verdict_line
-    from ..sources import proposal_input
+    from .sources import proposal_input
 
     passes = [p.strip() for p in args.passes.split(",") if p.strip()] if args.passes else None
     if args.show_settings:
@@ -131,7 +131,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             _note_unknown_names(args, policies, tools)
     labels, flow_policy = _flow_files(args)
     intent = _intent_file(args)
-    from ..progress import progress
+    from ..base.progress import progress
 
     results = []
     shown = progress(len(sources), "verify", "files", show=None if len(sources) > 1 else False)
@@ -196,7 +196,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 def _verdicts(results: Sequence[Any]) -> str:
     """The verdict over several files: how many are invalid."""
-    from ..values import plural
+    from ..base.values import plural
 
     bad = sum(1 for r in results if not r.valid)
     return f"{'invalid' if bad else 'valid'}: {bad} of {plural(len(results), 'file')} invalid"
@@ -205,7 +205,7 @@ def _verdicts(results: Sequence[Any]) -> str:
 def _verify_settings(args: argparse.Namespace, passes: list[str] | None) -> dict[str, Any]:
     """What ``verify`` would run with: the profile and where it came from, the
     configuration and policies found, the inputs and limits."""
-    from ..config import find_config, find_policies
+    from ..base.config import find_config, find_policies
 
     config = find_config()
     if args.no_policies:
@@ -215,7 +215,7 @@ def _verify_settings(args: argparse.Namespace, passes: list[str] | None) -> dict
     else:
         found, _ = find_policies()
         policies = str(found) if found is not None else None
-    from ..config import FLOW_POLICY_FILE, LABELS_FILE, find_car_file
+    from ..base.config import FLOW_POLICY_FILE, LABELS_FILE, find_car_file
 
     labels, flow_policy = args.labels, args.flow_policy
     if args.no_labels:
@@ -228,7 +228,7 @@ def _verify_settings(args: argparse.Namespace, passes: list[str] | None) -> dict
             flow_policy = None if near is None else str(near)
     intent = args.intent
     if intent is None and not args.no_labels:
-        from ..config import INTENT_FILE
+        from ..base.config import INTENT_FILE
 
         near, _ = find_car_file(INTENT_FILE)
         intent = None if near is None else str(near)

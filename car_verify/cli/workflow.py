@@ -7,7 +7,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import UsageError
+from ..base.errors import UsageError
 from ._common import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -55,7 +55,7 @@ def add(sub: Any, profiled: Any) -> None:
 def _found_workflows(args: argparse.Namespace) -> int:
     """``car-verify workflow`` without a file: every ``.car/workflows/*.json`` of the
     nearest ``.car`` (found as ``.car/policies`` is), with its policies."""
-    from ..config import find_car_file
+    from ..base.config import find_car_file
 
     folder, searched = find_car_file("workflows", kind="directory")
     if folder is None:
@@ -77,7 +77,7 @@ def _found_workflows(args: argparse.Namespace) -> int:
 
 
 def _runtime_workflow(args: argparse.Namespace, doc: dict[str, Any]) -> int:
-    from ..workflow import verify_workflow
+    from ..deciders.workflow import verify_workflow
 
     if args.policies or args.rule or args.output:
         raise UsageError(
@@ -102,7 +102,7 @@ def _runtime_workflow(args: argparse.Namespace, doc: dict[str, Any]) -> int:
 
 
 def cmd_workflow(args: argparse.Namespace) -> int:
-    from ..workflow import (
+    from ..deciders.workflow import (
         check_workflow_policies,
         check_workflow_trace_rules,
         parse_graph,
@@ -122,7 +122,7 @@ def cmd_workflow(args: argparse.Namespace) -> int:
             policies = check_workflow_policies(graph, _read_file(args.policies, list, "policies"))
     traced = None
     if args.rule:
-        from ..trace import parse_trace_rule
+        from ..rules.trace import parse_trace_rule
 
         rules = [parse_trace_rule(text, source="--rule") for text in args.rule]
         named = {*graph.stages, graph.entry, *(s for e in graph.edges for s in e[:2])}
@@ -150,7 +150,7 @@ def cmd_workflow(args: argparse.Namespace) -> int:
         and (traced is None or traced.holds)
     )
     if args.output:
-        from ..export import workflow_to_dot, write
+        from ..reporters.dot import workflow_to_dot, write
 
         title = "sound" if ok else "first witness in red"
         write(workflow_to_dot(graph, witness=witness, title=title), args.output)

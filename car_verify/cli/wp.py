@@ -34,7 +34,7 @@ def add(sub: Any, profiled: Any) -> None:
 
 
 def cmd_wp(args: argparse.Namespace) -> int:
-    from ..wp import runs_unblocked
+    from ..deciders.wp import runs_unblocked
 
     condition = runs_unblocked(
         _load_proposal(args.proposal),

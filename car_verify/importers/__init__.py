@@ -38,7 +38,7 @@ __all__ = [
 def importers() -> list[Importer]:
     """The registered importers, in detection order: the built-in ones, then the
     ``car_verify.importers`` entry points."""
-    from ..errors import InputError
+    from ..base.errors import InputError
     from .anthropic import AnthropicImporter
     from .atif import AtifImporter
     from .openai_chat import OpenAIChatImporter

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import InputError
+from ..base.errors import InputError
 from .base import (
     Call,
     Trajectory,

@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..errors import InputError
-from ..model import loads_finite
+from ..base.errors import InputError
+from ..ir.model import loads_finite
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from collections import defaultdict, deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..errors import InputError
+from ..base.errors import InputError
 from .base import (
     Call,
     Trajectory,

@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InputError
+from ..base.errors import InputError
 from .base import Call, Trajectory, parse_arguments, scalar_metadata, string_or_none
 
 __all__ = ["OtelImporter"]

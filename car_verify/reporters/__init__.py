@@ -1,8 +1,8 @@
 """Reporters turn findings into text, JSON, SARIF, GitHub annotations and HTML.
 
-One findings stack: every command's findings are :class:`~car_verify.findings.Issue`
-records (with a :class:`~car_verify.findings.Location` when a file is known),
-every code is in :mod:`car_verify.codes`, and each output format is written by
+One findings stack: every command's findings are :class:`~car_verify.base.findings.Issue`
+records (with a :class:`~car_verify.base.findings.Location` when a file is known),
+every code is in :mod:`car_verify.base.codes`, and each output format is written by
 one module here, which ``verify``, ``lint``, ``policy check`` and ``run`` share.
 Passes never format output.
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..findings import Issue, Severity
+from ..base.findings import Issue, Severity
 
 __all__ = ["render_github"]
 

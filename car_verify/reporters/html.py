@@ -1,12 +1,12 @@
 """Compact HTML for Jupyter: the views behind ``_repr_html_`` of proposals and results.
 
-Each view registers itself with :mod:`car_verify.display` when this module loads
+Each view registers itself with :mod:`car_verify.base.display` when this module loads
 (``car_verify/__init__.py`` imports it), so the classes it draws never import it.
 
 A header with the verdict, a table of findings (code, action, severity, tier,
 message) and the DAG as inline SVG (DOT text when Graphviz is absent). Large
 proposals stay readable: past ``GRAPH_LIMIT`` actions the graph is summarised
-(see :func:`car_verify.export.to_dot`) and past ``ROW_LIMIT`` findings the table
+(see :func:`car_verify.reporters.dot.to_dot`) and past ``ROW_LIMIT`` findings the table
 is cut, and the page says so. The output is
 well-formed XHTML.
 """
@@ -19,8 +19,8 @@ from collections.abc import Iterable
 from html import escape
 from typing import Any
 
-from ..display import html_view, register_html
-from ..values import plural
+from ..base.display import html_view, register_html
+from ..base.values import plural
 
 __all__ = ["GRAPH_LIMIT", "ROW_LIMIT", "html_for"]
 
@@ -60,14 +60,14 @@ def _graph(proposal: Any, **options: Any) -> str:
     count = len(proposal.actions)
     if count == 0:
         return ""
-    from ..errors import CarVerifyError
-    from ..export import GraphvizMissing, render, to_dot
+    from ..base.errors import CarVerifyError
+    from .dot import GraphvizMissing, render, to_dot
 
     graph = to_dot(proposal, max_nodes=GRAPH_LIMIT, **options)
     note = (
         f"<p><em>{count:,} actions: the graph is summarised (at most {GRAPH_LIMIT} drawn, actions "
         "with findings first; the rest of each level as one node). "
-        "car_verify.export.to_dot(..., max_nodes=N) or car-verify dot --max-nodes N draws "
+        "car_verify.reporters.dot.to_dot(..., max_nodes=N) or car-verify dot --max-nodes N draws "
         "more.</em></p>"
         if count > GRAPH_LIMIT
         else ""
@@ -125,7 +125,7 @@ def simulation_html(sim: Any) -> str:
     rows = []
     for t in sim.trace:
         if t.blocked:
-            from ..walk import describe
+            from ..semantics.walk import describe
 
             what = "blocked: " + "; ".join(describe(c) for c in t.causes)
         else:
@@ -182,10 +182,10 @@ def html_for(obj: Any) -> str:
 
 # Registered by name, so the executor and the deciders load only when used.
 for _name, _view in (
-    ("car_verify.model.ActionProposal", proposal_html),
+    ("car_verify.ir.model.ActionProposal", proposal_html),
     ("car_verify.api.VerificationResult", verification_html),
     ("car_verify.api.Simulation", simulation_html),
-    ("car_verify.equivalence.EquivalenceResult", equivalence_html),
+    ("car_verify.deciders.equivalence.EquivalenceResult", equivalence_html),
     ("car_verify.executor.ExecutionResult", execution_html),
 ):
     register_html(_name, _view)

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._version import __version__
-from ..codes import CODES, Code
-from ..findings import Issue, Severity
+from ..base.codes import CODES, Code
+from ..base.findings import Issue, Severity
 
 if TYPE_CHECKING:
     from ..api import VerificationResult
@@ -137,7 +137,7 @@ def located(issues: Sequence[Issue], artifact: str | None, text: str | None) -> 
     (the proposal's first line for a finding about the whole proposal)."""
     if artifact is None or text is None:
         return list(issues)
-    from ..locate import at_actions, json_positions
+    from ..base.locate import at_actions, json_positions
 
     try:
         positions = json_positions(text)

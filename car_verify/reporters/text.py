@@ -7,8 +7,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, TextIO
 
-from ..findings import Issue, Severity
-from ..values import plural
+from ..base.findings import Issue, Severity
+from ..base.values import plural
 
 if TYPE_CHECKING:
     from ..api import VerificationResult
@@ -82,7 +82,7 @@ def lines(issues: Iterable[Issue], summary: str | None, *, color: bool = False) 
 def statistics(issues: Iterable[Issue], summary: str | None, *, color: bool = False) -> str:
     """``--statistics``, as ruff prints it: one line per code that fired, most
     frequent first (count, code, severity, summary), then the summary line."""
-    from ..codes import CODES
+    from ..base.codes import CODES
 
     counts = Counter((i.code, i.severity) for i in issues)
     rows = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0][0], -kv[0][1].rank))

@@ -3,7 +3,7 @@
 A :class:`Semantics` answers every question on which the two profiles differ:
 
 * **order**: which fields order actions, and so the DAG (:meth:`Semantics.order`
-  builds a :class:`~car_verify.dag.Dag` either way: its levels, the keys each
+  builds a :class:`~car_verify.semantics.dag.Dag` either way: its levels, the keys each
   action needs present, the actions whose blocking blocks it), and which writers
   of a key conflict (:meth:`Semantics.conflicts`);
 * **values**: what equality and each precondition operator mean
@@ -20,8 +20,8 @@ A :class:`Semantics` answers every question on which the two profiles differ:
   checked against verify first (:meth:`optimize_candidates`);
 * **severities**: each code's severity, read from the one code table.
 
-The interpreter (:mod:`car_verify.walk`), the symbolic walk
-(:mod:`car_verify.symbolic`), the executor, the trace rules and the deciders take a
+The interpreter (:mod:`car_verify.semantics.walk`), the symbolic walk
+(:mod:`car_verify.semantics.symbolic`), the executor, the trace rules and the deciders take a
 Semantics and never branch on the profile's name.
 """
 
@@ -37,9 +37,9 @@ from .profiles import Profile
 if TYPE_CHECKING:
     from fractions import Fraction
 
-    from ..dag import Dag
-    from ..findings import Severity
-    from ..model import Action, ActionProposal, Precondition
+    from ..base.findings import Severity
+    from ..ir.model import Action, ActionProposal, Precondition
+    from .dag import Dag
 
 __all__ = ["Semantics", "TxConflict", "Where"]
 
@@ -95,7 +95,7 @@ class Semantics(abc.ABC):
     # --- inputs -------------------------------------------------------------------------
 
     def refuse(self, proposal: ActionProposal) -> None:  # noqa: B027 - nothing by default
-        """Raise :class:`~car_verify.errors.InputError` for a proposal this profile rejects."""
+        """Raise :class:`~car_verify.base.errors.InputError` for a proposal this profile rejects."""
 
     # --- order --------------------------------------------------------------------------
 
@@ -127,7 +127,7 @@ class Semantics(abc.ABC):
     @abc.abstractmethod
     def holds_term(self, encoder: Any, pre: Precondition, present: Any, value: Any) -> Any:
         """:meth:`holds` as a z3 formula over a key's presence bit and value term (the
-        vocabulary of :class:`car_verify.symbolic.Encoder`)."""
+        vocabulary of :class:`car_verify.semantics.symbolic.Encoder`)."""
 
     @abc.abstractmethod
     def number_term(self, encoder: Any, value: int | float) -> Any:
@@ -188,6 +188,6 @@ class Semantics(abc.ABC):
 
     def severity(self, code: str) -> Severity | None:
         """The code's severity under this profile (None: the profile does not report it)."""
-        from ..codes import lookup
+        from ..base.codes import lookup
 
         return lookup(code).severity_in(self.profile.value)

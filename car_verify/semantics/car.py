@@ -28,18 +28,18 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .._codec import MISSING
-from ..errors import InputError
-from ..value_domain import literal
-from ..values import ABSENT, KNOWN_OPERATORS, is_number, json_equal
+from ..base.errors import InputError
+from ..base.values import ABSENT, KNOWN_OPERATORS, is_number, json_equal
+from ..ir._codec import MISSING
 from .base import Semantics, TxConflict, Where
 from .profiles import Profile
+from .value_domain import literal
 
 if TYPE_CHECKING:
     from fractions import Fraction
 
-    from ..dag import Dag
-    from ..model import Action, ActionProposal, Precondition
+    from ..ir.model import Action, ActionProposal, Precondition
+    from .dag import Dag
 
 __all__ = [
     "CAR",
@@ -222,7 +222,7 @@ def car_writes(action: Action) -> list[str]:
 def car_order(proposal: ActionProposal) -> Dag:
     """CAR's DAG: a reader follows its keys' last writers, a ``state_write`` the
     previous ``state_write`` of its key. Every edge points forward: never a cycle."""
-    from ..dag import Dag
+    from .dag import Dag
 
     actions = proposal.actions
     writers: dict[str, list[int]] = {}
@@ -347,7 +347,7 @@ class CarSemantics(Semantics):
     def refuse(self, proposal: ActionProposal) -> None:
         """CAR rejects a whole proposal with an action ``type`` it does not know, or
         a ``timestamp`` it cannot read as an RFC 3339 date-time."""
-        from ..model import Action, timestamp_readable
+        from ..ir.model import Action, timestamp_readable
 
         if not timestamp_readable(proposal.timestamp):
             raise InputError(

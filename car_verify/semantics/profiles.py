@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from enum import StrEnum
 
-from ..errors import UsageError
+from ..base.errors import UsageError
 
 __all__ = [
     "PROFILE_ENV",
@@ -54,7 +54,7 @@ def resolve_profile(
             return Profile(env), f"${PROFILE_ENV}"
         except ValueError:
             raise UsageError(f"{PROFILE_ENV}={env!r}: expected car or strict") from None
-    from ..config import find_config, read_settings, setting_profile
+    from ..base.config import find_config, read_settings, setting_profile
 
     path = find_config(start)
     if path is not None:

@@ -1,9 +1,9 @@
 """The ``strict`` profile: docs/semantics.md §1-8 as written.
 
 * **order**: ``dependencies``, ``$id.output`` references and every earlier writer
-  of a depended-on key order an action (:class:`~car_verify.dag.Dag`); explicit
+  of a depended-on key order an action (:class:`~car_verify.semantics.dag.Dag`); explicit
   and output-reference dependencies also block (a blocked one blocks its dependents);
-* **values**: :mod:`car_verify.values` (``1 == 1.0``, ``neq`` on an absent key is
+* **values**: :mod:`car_verify.base.values` (``1 == 1.0``, ``neq`` on an absent key is
   true, ``contains`` is substring or deep-equal membership);
 * **effects**: ``expected_effects``, then a ``state_write``'s ``{key: value}``;
 * **the walk**: level-synchronous: every action of a level sees its start state.
@@ -14,16 +14,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..value_domain import literal
-from ..values import canonical, evaluate, is_number, json_equal
+from ..base.values import canonical, evaluate, is_number, json_equal
 from .base import Semantics, Where
 from .profiles import Profile
+from .value_domain import literal
 
 if TYPE_CHECKING:
     from fractions import Fraction
 
-    from ..dag import Dag
-    from ..model import Action, ActionProposal, Precondition
+    from ..ir.model import Action, ActionProposal, Precondition
+    from .dag import Dag
 
 __all__ = ["STRICT", "StrictSemantics", "phantom_entries"]
 
@@ -58,7 +58,7 @@ class StrictSemantics(Semantics):
     )
 
     def order(self, proposal: ActionProposal) -> Dag:
-        from ..dag import Dag
+        from .dag import Dag
 
         return Dag(proposal)
 

@@ -1,0 +1,276 @@
+"""Generate the finding-code reference (``docs/codes.md``) from the passes themselves.
+
+Each pass module's docstring is its documentation and each pass carries its own
+VALID / INVALID examples; this module renders both, with the findings car-verify
+really gives on each example, so the reference cannot drift from the code.
+``scripts/gen_docs.py`` writes the file; a test fails when it is stale.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+from collections.abc import Iterable
+
+from ..api import verify
+from ..base.codes import CODES
+from ..passes import Example, Pass
+from ..passes.registry import available_passes
+from ..reporters import issue_line
+
+__all__ = ["explain_code", "render_codes_reference"]
+
+_SECTION = re.compile(r"^(What it checks|Why it matters|How to fix|Why this tier):\s*$")
+
+
+def _sections(doc: str) -> tuple[str, dict[str, str]]:
+    lines = doc.strip().splitlines()
+    title = lines[0].strip()
+    sections: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in lines[1:]:
+        match = _SECTION.match(line.strip())
+        if match:
+            current = sections.setdefault(match.group(1), [])
+        elif current is not None:
+            current.append(line[4:] if line.startswith("    ") else line.strip())
+    return title, {k: " ".join(" ".join(v).split()).replace("``", "`") for k, v in sections.items()}
+
+
+def _example(example: Example, kind: str) -> list[str]:
+    from ..rules.policy import load_policy_text
+
+    policies = None if example.policies is None else load_policy_text(example.policies)
+    result = verify(
+        example.document(),
+        policies=policies,
+        labels=example.labels,
+        flow_policy=example.flow_policy,
+        intent=example.intent,
+        tools=example.tools,
+        initial_state=example.initial_state,
+        max_actions=example.max_actions,
+        profile="strict",
+    )
+    out = [
+        f"**{kind}: {example.title}**",
+        "",
+        "```json",
+        example.shown(),
+        "```",
+    ]
+    extras = []
+    if example.initial_state is not None:
+        extras.append(f"initial state `{json.dumps(example.initial_state)}`")
+    if example.tools is not None:
+        extras.append(f"tools `{json.dumps(example.tools)}`")
+    if example.max_actions is not None:
+        extras.append(f"`max_actions={example.max_actions}`")
+    if example.policies is not None:
+        out += ["", "with the policies", "", "```toml", example.policies.rstrip(), "```"]
+    if example.labels is not None:
+        extras.append(f"tool labels `{json.dumps(example.labels)}`")
+    if example.flow_policy is not None:
+        extras.append(f"flow policy `{json.dumps(example.flow_policy)}`")
+    if example.intent is not None:
+        extras.append(f"the intent `{json.dumps(example.intent)}`")
+    if extras:
+        out += ["", "with " + ", ".join(extras)]
+    issues = [i for i in result.issues if not example.codes or i.code in example.codes]
+    out += ["", "```text"]
+    out += [issue_line(i) for i in issues] if issues else ["(no findings)"]
+    out += ["```", ""]
+    return out
+
+
+def _pass_section(cls: type[Pass], anchored: set[str]) -> list[str]:
+    """One pass's section; a code gets its anchor in the first section that lists it
+    (``anchored`` holds those already given one)."""
+    module = importlib.import_module(cls.__module__)
+    title, sections = _sections(module.__doc__ or "")
+    needs = ", ".join(sorted(cls.requires)) or "nothing beyond the proposal"
+    runs = "Runs by default." if cls.default else "Opt-in: runs only when named."
+    profiles = " and ".join(f"`{p}`" for p in sorted(cls.profiles))
+    out = [
+        f"## Pass `{cls.name}`",
+        "",
+        f"*{title}* Tier: `{cls.tier.value}`. Needs: {needs}. {runs} Profiles: {profiles}.",
+        "",
+    ]
+    for name in ("What it checks", "Why it matters", "How to fix", "Why this tier"):
+        out += [f"**{name}.** {sections.get(name, '')}", ""]
+    if cls.dynamic_codes:
+        out += ["Its codes are the names of the rules it checks (`deny_tool:deploy`, ...).", ""]
+    else:
+        out += ["| code | strict | car | tier | summary |", "|---|---|---|---|---|"]
+    for code in cls.codes:
+        c = CODES[code]
+        anchor = "" if c.name in anchored else f'<a id="{c.name}"></a>'
+        anchored.add(c.name)
+        out.append(
+            f"| {anchor}`{c.name}` | {c.column('strict')} | {c.column('car')} "
+            f"| {c.tier.value} | {c.summary} |"
+        )
+    out.append("")
+    for example in cls.examples:
+        out += _example(
+            example, "Valid" if example.valid else "Invalid (" + ", ".join(example.codes) + ")"
+        )
+    return out
+
+
+def render_codes_reference() -> str:
+    """The Markdown text of ``docs/codes.md``."""
+    passes = available_passes()
+    out = [
+        "# Finding codes and passes",
+        "",
+        "<!-- Generated by scripts/gen_docs.py from the pass modules; do not edit. -->",
+        "",
+        "Every finding car-verify reports has a stable `code`, a `severity` (how bad) and a",
+        "`tier` (how it was derived: `decision_procedure`, `heuristic` or `sampled`). The two",
+        "axes are independent. Each pass below says what it checks, why it matters, how to",
+        "fix what it finds and why its findings carry their tier, with examples whose",
+        "findings are produced by car-verify itself when this page is generated.",
+        "`car-verify codes CODE` prints the same explanation in the terminal.",
+        "",
+        "A code keeps one meaning under both profiles; the profile decides whether it fires",
+        "and how severe it is. `strict` is docs/semantics.md §1-8; `car` (the default) gives",
+        "the runtime's own answers, where `-` means CAR does not report it (see",
+        "[compat.md](compat.md)). Under `car`, the pass `car` (CAR's eight checks) reports",
+        "them, and each pass below says the profiles it runs under.",
+        "",
+        "`blocks`: the executor rejects a proposal with this finding at admission.",
+        "",
+        "| code | strict | car | tier | blocks | pass | under car |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    owner = {code: cls.name for code, cls in _owners(passes.values()).items()}
+    for code in CODES.values():
+        if code.about != "plan":
+            continue
+        out.append(
+            f"| [`{code.name}`](#{code.name}) | {code.column('strict')} | {code.column('car')} "
+            f"| {code.tier.value} | {'yes' if code.blocks else ''} "
+            f"| `{owner.get(code.name, 'car')}` | {code.car_note} |"
+        )
+    out.append("")
+    # The strict passes first: a code's anchor is in the section of the pass that
+    # owns it under strict, and the car-only codes' in the car profile's table.
+    anchored = {c.name for c in CODES.values() if c.severity is None}
+    for cls in _strict_first(passes.values()):
+        out += _pass_section(cls, anchored)
+    out += _car_section()
+    out += _lint_section()
+    out += _policy_section()
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _strict_first(passes: Iterable[type[Pass]]) -> list[type[Pass]]:
+    """The passes, those of the strict profile first (in registry order each)."""
+    return sorted(passes, key=lambda cls: "strict" not in cls.profiles)
+
+
+def _owners(passes: Iterable[type[Pass]]) -> dict[str, type[Pass]]:
+    """The pass that documents each code: the strict pass that reports it, else the
+    car profile's checks."""
+    owners: dict[str, type[Pass]] = {}
+    for cls in _strict_first(passes):
+        for code in cls.codes:
+            owners.setdefault(code, cls)
+    return owners
+
+
+def explain_code(name: str) -> str | None:
+    """The explanation of one finding code as plain text (``car-verify codes CODE``):
+    the code's line of the table, then its pass's documentation; None for an
+    unknown code."""
+    code = CODES.get(name)
+    passes = available_passes().values()
+    if code is not None:
+        head = (
+            f"{code.name} (strict {code.column('strict')}, car {code.column('car')}, "
+            f"tier {code.tier.value}): {code.summary}"
+        )
+        if code.car_note:
+            head += f"\nUnder the car profile: {code.car_note}."
+        owner = _owners(passes).get(name)
+    elif ":" in name:  # a policy rule's finding is named after the rule: deny_tool:rm
+        head = f"{name}: a violation of a policy rule (its kind, then its target or name)"
+        owner = next((cls for cls in passes if cls.dynamic_codes), None)
+    else:
+        return None
+    if code is not None and code.about == "file":
+        return f"{head}\n\nA finding of car-verify lint about a file; see docs/lint.md.\n"
+    if code is not None and code.about == "policy":
+        return (
+            f"{head}\n\nA finding of car-verify policy lint about a policy set; "
+            "see docs/policy-analysis.md.\n"
+        )
+    if owner is None:
+        return f"{head}\n"
+    title, sections = _sections(importlib.import_module(owner.__module__).__doc__ or "")
+    out = [head, "", f"Pass {owner.name!r}: {title}", ""]
+    for section in ("What it checks", "Why it matters", "How to fix", "Why this tier"):
+        if section in sections:
+            out += [f"{section}:", *_wrap(sections[section]), ""]
+    out.append(f"Examples: docs/codes.md#{name if code is not None else 'pass-policies'}")
+    return "\n".join(out) + "\n"
+
+
+def _wrap(text: str) -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(text, width=88, initial_indent="    ", subsequent_indent="    ")
+
+
+def _car_section() -> list[str]:
+    """The codes only the car profile reports (CAR's own rules, and car-verify's notes)."""
+    out = [
+        "## Codes of the `car` profile",
+        "",
+        "Under `car` (the default) CAR's eight checks report the codes above as the",
+        "runtime does (the `car` column), and these, which only that profile reports.",
+        "Every difference from `strict` is a row of [compat.md](compat.md).",
+        "",
+        "| code | car | tier | summary |",
+        "|---|---|---|---|",
+    ]
+    for c in CODES.values():
+        if c.severity is None and c.about == "plan":
+            out.append(
+                f'| <a id="{c.name}"></a>`{c.name}` | {c.column("car")} | {c.tier.value} '
+                f"| {c.summary}: {c.car_note} |"
+            )
+    return [*out, ""]
+
+
+def _lint_section() -> list[str]:
+    """The codes ``car-verify lint`` adds: findings about files, not plans."""
+    return _about_section(
+        "file",
+        "## Codes of `car-verify lint`",
+        "`lint` reports every code above for the proposals it finds, and these two about",
+        "the files themselves ([docs/lint.md](lint.md)).",
+    )
+
+
+def _policy_section() -> list[str]:
+    """The codes ``car-verify policy lint`` reports about the rules of a policy set."""
+    return _about_section(
+        "policy",
+        "## Codes of `car-verify policy lint`",
+        "About the rules of a policy set, not a plan ([policy-analysis.md](policy-analysis.md)).",
+    )
+
+
+def _about_section(about: str, title: str, *intro: str) -> list[str]:
+    """A table of the codes about ``about`` (not plans), under ``title``."""
+    out = [title, "", *intro, "", "| code | severity | tier | summary |", "|---|---|---|---|"]
+    for c in (c for c in CODES.values() if c.about == about):
+        out.append(
+            f'| <a id="{c.name}"></a>`{c.name}` | {c.column("strict")} | {c.tier.value} '
+            f"| {c.summary} |"
+        )
+    return [*out, ""]

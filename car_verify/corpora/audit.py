@@ -1,0 +1,814 @@
+"""Audit a corpus: agent trajectories in, findings as tables out.
+
+``audit(sources, out, ...)`` reads every trajectory of the sources (files,
+folders, globs; ``.json``, ``.jsonl``, ``.gz``, ``.parquet``; any format
+:mod:`car_verify.importers` knows), lifts each to a proposal, checks it as
+``verify`` does (the profile's checks, the policies and their trace rules, the
+flow pass with labels) and writes two Parquet tables in ``out``:
+
+- ``findings.parquet``: a row per finding: ``trajectory_id``, ``source``,
+  ``line``, ``step`` (the call's place in the trajectory), ``action_id``,
+  ``tool``, ``code``, ``severity``, ``tier``, ``message``, and the trajectory's
+  ``format``, ``outcome``, ``reward``, ``model`` and ``metadata`` (the source's
+  scalar metadata, such as a task id and trial, as canonical JSON);
+- ``tool_rates.json``: per tool, the calls made and those whose result was not an
+  error (``car-verify risk --history OUT/`` takes its success rates from it);
+- ``trajectories.parquet``: a row per trajectory (and per record that could not
+  be read, ``status: malformed`` with its ``problem``): ``status`` (``checked`` |
+  ``unknown`` past the per-item budget | ``malformed``), ``valid``, ``calls``,
+  counts by severity, ``code_counts`` (code -> count), ``outcome``, ``reward``,
+  ``model``, ``metadata``, ``format``.
+
+**Shards.** The work is cut into shards of ``shard_size`` trajectories, each file
+on its own. A shard is checked by :func:`audit_shard`, the one function every
+engine runs (the local process pool here), and its rows are written to
+``out/shards/<n>.*.parquet`` by renaming a finished file into place, so a rerun
+skips the shards already done and a killed run leaves no half shard. The two
+tables are then assembled from the shards in shard order: the same rows and the
+same bytes whatever the number of workers. Memory is bounded by one shard per
+worker and one row group at a time while assembling.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import signal
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..base.errors import InputError, UsageError
+
+#: ``tool_rates.json``'s ``format``: ``car-verify risk --history OUT/`` reads it.
+RATES_FORMAT = "car-verify tool rates"
+
+#: A corpus file's name says what it holds.
+SUFFIXES = (".json", ".jsonl", ".ndjson", ".parquet", ".json.gz", ".jsonl.gz", ".ndjson.gz")
+
+
+@dataclass(frozen=True)
+class AuditSettings:
+    """What each trajectory is checked with (picklable: it travels to workers)."""
+
+    profile: str = "car"
+    policies: str | None = None  # a policy directory
+    #: A second policy directory: what changing ``policies`` to it would do.
+    compare_policies: str | None = None
+    labels: Mapping[str, Any] | None = None
+    flow_policy: Mapping[str, Any] | None = None
+    #: Seconds one trajectory may take; past it the row says ``unknown``.
+    budget: float = 10.0
+
+
+@dataclass(frozen=True)
+class Shard:
+    """A piece of one file: ``lines`` lines from byte ``offset`` of a JSON-lines
+    file, or (``offset`` None) the whole file. ``count``: its records;
+    ``first_line``: the file's line number at ``offset`` (found when planning, so a
+    worker seeks to its shard and reads nothing before it)."""
+
+    number: int
+    path: str
+    offset: int | None
+    lines: int
+    count: int
+    first_line: int = 1
+
+
+def sources_of(given: Iterable[str]) -> list[Path]:
+    """The corpus files: each file named, each folder's corpus files (recursively),
+    each glob's matches; sorted, each once. Nothing found is a usage error."""
+    found: dict[Path, None] = {}
+    for item in given:
+        path = Path(item)
+        if path.is_dir():
+            for sub in sorted(path.rglob("*")):
+                if sub.is_file() and sub.name.endswith(SUFFIXES):
+                    found[sub] = None
+        elif path.is_file():
+            found[path] = None
+        else:
+            matches = sorted(Path(m) for m in glob.glob(item, recursive=True))
+            if not matches:
+                raise UsageError(f"no such file, folder or glob match: {item}")
+            for m in matches:
+                if m.is_file():
+                    found[m] = None
+    if not found:
+        raise UsageError("no corpus files found in the sources given")
+    return list(found)
+
+
+def plan_shards(files: Sequence[Path], shard_size: int) -> list[Shard]:
+    """Cut each plain JSON-lines file into shards of ``shard_size`` lines (found in
+    one pass over its bytes); any other file (a JSON array, ``.gz``, Parquet) is
+    one shard."""
+    from ..importers import importers
+    from ..importers.base import merging as merging_of
+
+    merging = merging_of(importers())
+    shards: list[Shard] = []
+    for path in files:
+        if not path.name.endswith((".jsonl", ".ndjson")) or _merges_across_lines(path, merging):
+            shards.append(Shard(len(shards), str(path), None, 0, _records_in(path)))
+            continue
+        start, lines, position, physical, first = 0, 0, 0, 0, 1
+        with path.open("rb") as stream:
+            for raw in stream:
+                if lines == 0:
+                    start, first = position, physical + 1
+                position += len(raw)
+                physical += 1
+                if raw.strip():
+                    lines += 1
+                    if lines == shard_size:
+                        shards.append(Shard(len(shards), str(path), start, lines, lines, first))
+                        lines = 0
+        if lines:
+            shards.append(Shard(len(shards), str(path), start, lines, lines, first))
+    return shards
+
+
+def _merges_across_lines(path: Path, merging: Sequence[Any]) -> bool:
+    """Whether the file's first record is of a format whose records merge by id (the
+    spans of one trace on several lines: ``merging``): such a file is one shard, so
+    that no trace is cut in two."""
+    if not merging:
+        return False
+    from ..importers import records
+
+    stream = records(path)
+    first = next(stream, None)
+    getattr(stream, "close", lambda: None)()  # the file is closed, not left to the collector
+    return first is not None and any(i.sniff(first[1]) for i in merging)
+
+
+def _records_in(path: Path) -> int:
+    from ..importers import records
+
+    return sum(1 for _ in records(path))
+
+
+def _shard_items(shard: Shard) -> Iterator[Any]:
+    """The trajectories (and import problems) of one shard."""
+    from ..importers import importers
+    from ..importers.base import read_lines
+
+    formats = importers()
+    if shard.offset is None:
+        from ..importers import read_file
+
+        yield from read_file(shard.path, formats)
+        return
+    yield from read_lines(shard.path, shard.offset, shard.lines, formats, shard.first_line)
+
+
+class _Timeout(Exception):
+    pass
+
+
+def _alarm(_signum: int, _frame: Any) -> None:
+    raise _Timeout
+
+
+def _check(
+    trajectory: Any, settings: AuditSettings, engine: Any, proposal: Any = None
+) -> tuple[str, Any]:
+    """``(status, verification result or None)`` for one trajectory, within the
+    budget: in a process's main thread an interval timer interrupts the check;
+    elsewhere (a Dask worker's thread) it runs in a thread of its own that is
+    waited for at most the budget, and left behind when it takes longer."""
+    from ..api import verify
+    from ..ir.model import load_parsed
+
+    lifted = trajectory.proposal() if proposal is None else proposal
+
+    def run() -> Any:
+        return verify(
+            load_parsed(lifted),  # built here, handed over: not copied
+            policies=engine,
+            profile=settings.profile,
+            labels=settings.labels,
+            flow_policy=settings.flow_policy,
+        )
+
+    if settings.budget <= 0:
+        return "checked", run()
+    import threading
+
+    if hasattr(signal, "SIGALRM") and threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGALRM, _alarm)
+        signal.setitimer(signal.ITIMER_REAL, settings.budget)
+        try:
+            return "checked", run()
+        except _Timeout:
+            return "unknown", None
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+    box: list[Any] = []
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            box.append(run())
+        except BaseException as err:  # re-raised in the caller's thread
+            failure.append(err)
+
+    worker = threading.Thread(target=target, daemon=True, name="car-verify-audit-check")
+    worker.start()
+    worker.join(settings.budget)
+    if failure:
+        raise failure[0]
+    return ("checked", box[0]) if box else ("unknown", None)
+
+
+def _engine(settings: AuditSettings, directory: str | None = None) -> Any:
+    chosen = settings.policies if directory is None else directory
+    if chosen is None:
+        return None
+    from ..rules.policy import load_policies
+
+    return load_policies(chosen).engine()
+
+
+def _held(trajectory: Any, engine: Any, profile: str) -> dict[str, list[str]]:
+    """Action id -> the rules that hold it back (the policy pass alone)."""
+    from ..api import verify
+    from ..ir.model import load_parsed
+
+    if engine is None:
+        return {}
+    result = verify(
+        load_parsed(trajectory.proposal()), policies=engine, profile=profile, passes=["policies"]
+    )
+    held: dict[str, list[str]] = {}
+    for issue in result.issues:
+        if issue.severity.value == "error" and issue.action_id:
+            held.setdefault(issue.action_id, []).append(issue.code)
+    return held
+
+
+def _replay_rows(trajectory: Any, old: Any, new: Any, profile: str) -> Iterator[dict[str, Any]]:
+    """What changing the policies from ``old`` to ``new`` does to each call."""
+    before, after = _held(trajectory, old, profile), _held(trajectory, new, profile)
+    for n, call in enumerate(trajectory.calls, 1):
+        action = f"c{n}" if trajectory.written is None else str(call.call_id)
+        was, now = before.get(action, []), after.get(action, [])
+        if not was and not now:
+            continue
+        change = "still_blocked" if was and now else ("newly_blocked" if now else "newly_allowed")
+        yield {
+            "trajectory_id": trajectory.id,
+            "source": trajectory.source,
+            "action_id": action,
+            "tool": call.tool,
+            "change": change,
+            "old_rules": ", ".join(sorted(set(was))) or None,
+            "new_rules": ", ".join(sorted(set(now))) or None,
+            "outcome": trajectory.outcome,
+        }
+
+
+def audit_shard(shard: Shard, settings: AuditSettings, out: str) -> str:
+    """Check one shard and write its rows (``out/shards/<n>.findings.parquet`` and
+    ``.trajectories.parquet``); a shard already written is skipped. Every engine
+    runs this function; it returns the shard's name."""
+    from ..importers import ImportProblem
+
+    folder = Path(out) / "shards"
+    name = f"{shard.number:06d}"
+    done = folder / f"{name}.trajectories.parquet"
+    if done.exists():
+        return name
+    folder.mkdir(parents=True, exist_ok=True)
+    engine = _engine(settings)
+    newer = _engine(settings, settings.compare_policies) if settings.compare_policies else None
+    findings: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
+    replay: list[dict[str, Any]] = []
+    tools: dict[str, list[int]] = {}  # tool -> [calls, failed]
+    spent = {"read": 0.0, "lift": 0.0, "check": 0.0, "write": 0.0}
+    items = iter(_shard_items(shard))
+    while True:
+        clock = time.perf_counter()
+        item = next(items, None)
+        spent["read"] += time.perf_counter() - clock
+        if item is None:
+            break
+        if isinstance(item, ImportProblem):
+            rows.append(_problem_row(item))
+            continue
+        for call in item.calls:
+            tally = tools.setdefault(call.tool, [0, 0])
+            tally[0] += 1
+            tally[1] += call.failed
+        clock = time.perf_counter()
+        proposal = item.proposal()
+        lifted = time.perf_counter()
+        try:
+            status, result = _check(item, settings, engine, proposal)
+        except InputError as err:  # a value the record holds that no proposal can
+            why = f"its calls do not make a proposal: {err}"
+            rows.append(_problem_row(ImportProblem(item.source, item.line, item.id, why)))
+            continue
+        spent["lift"] += lifted - clock
+        spent["check"] += time.perf_counter() - lifted
+        rows.append(_trajectory_row(item, status, result))
+        if result is not None:
+            findings.extend(_finding_rows(item, result))
+        if newer is not None:
+            replay.extend(_replay_rows(item, engine, newer, settings.profile))
+    clock = time.perf_counter()
+    _write(folder / f"{name}.findings.parquet", findings, findings_schema())
+    (folder / f"{name}.tools.json").write_text(json.dumps(tools, sort_keys=True), encoding="utf-8")
+    if newer is not None:
+        _write(folder / f"{name}.replay.parquet", replay, replay_schema())
+    spent["write"] = time.perf_counter() - clock
+    (folder / f"{name}.stats.json").write_text(json.dumps(spent), encoding="utf-8")
+    _write(done, rows, trajectories_schema())  # last: its presence means the shard is done
+    return name
+
+
+def _finding_rows(trajectory: Any, result: Any) -> Iterator[dict[str, Any]]:
+    calls = trajectory.calls
+    for issue in result.issues:
+        index = issue.index
+        yield {
+            "trajectory_id": trajectory.id,
+            "source": trajectory.source,
+            "line": trajectory.line,
+            "step": index if index is not None else None,
+            "action_id": issue.action_id,
+            "tool": calls[index].tool if index is not None and index < len(calls) else None,
+            "code": issue.code,
+            "severity": issue.severity.value,
+            "tier": issue.tier.value,
+            "message": issue.message,
+            "format": trajectory.format,
+            "outcome": trajectory.outcome,
+            "reward": trajectory.reward,
+            "model": trajectory.model,
+            "metadata": _metadata(trajectory),
+        }
+
+
+def _trajectory_row(trajectory: Any, status: str, result: Any) -> dict[str, Any]:
+    issues = result.issues if result is not None else []
+    severity = Counter(i.severity.value for i in issues)
+    codes = Counter(i.code for i in issues)
+    return {
+        "trajectory_id": trajectory.id,
+        "source": trajectory.source,
+        "line": trajectory.line,
+        "format": trajectory.format,
+        "status": status,
+        "valid": None if result is None else result.valid,
+        "calls": len(trajectory.calls),
+        "errors": severity.get("error", 0),
+        "warnings": severity.get("warning", 0),
+        "infos": severity.get("info", 0),
+        "code_counts": sorted(codes.items()),
+        "outcome": trajectory.outcome,
+        "reward": trajectory.reward,
+        "model": trajectory.model,
+        "metadata": _metadata(trajectory),
+        "problem": "; ".join(trajectory.notes) or None,
+    }
+
+
+def _metadata(trajectory: Any) -> str | None:
+    """The source's metadata (task id, trial, ...) as canonical JSON, or null."""
+    meta = trajectory.metadata
+    return json.dumps(meta, sort_keys=True, separators=(",", ":")) if meta else None
+
+
+def _problem_row(problem: Any) -> dict[str, Any]:
+    return {
+        "trajectory_id": problem.record_id,
+        "source": problem.source,
+        "line": problem.line,
+        "format": None,
+        "status": "malformed",
+        "valid": None,
+        "calls": 0,
+        "errors": 0,
+        "warnings": 0,
+        "infos": 0,
+        "code_counts": [],
+        "outcome": None,
+        "reward": None,
+        "model": None,
+        "metadata": None,
+        "problem": problem.message,
+    }
+
+
+def findings_schema() -> Any:
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("trajectory_id", pa.string()),
+            ("source", pa.string()),
+            ("line", pa.int64()),
+            ("step", pa.int64()),
+            ("action_id", pa.string()),
+            ("tool", pa.string()),
+            ("code", pa.string()),
+            ("severity", pa.string()),
+            ("tier", pa.string()),
+            ("message", pa.string()),
+            ("format", pa.string()),
+            ("outcome", pa.string()),
+            ("reward", pa.float64()),
+            ("model", pa.string()),
+            ("metadata", pa.string()),
+        ]
+    )
+
+
+def trajectories_schema() -> Any:
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("trajectory_id", pa.string()),
+            ("source", pa.string()),
+            ("line", pa.int64()),
+            ("format", pa.string()),
+            ("status", pa.string()),
+            ("valid", pa.bool_()),
+            ("calls", pa.int64()),
+            ("errors", pa.int64()),
+            ("warnings", pa.int64()),
+            ("infos", pa.int64()),
+            ("code_counts", pa.map_(pa.string(), pa.int64())),
+            ("outcome", pa.string()),
+            ("reward", pa.float64()),
+            ("model", pa.string()),
+            ("metadata", pa.string()),
+            ("problem", pa.string()),
+        ]
+    )
+
+
+def replay_schema() -> Any:
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("trajectory_id", pa.string()),
+            ("source", pa.string()),
+            ("action_id", pa.string()),
+            ("tool", pa.string()),
+            ("change", pa.string()),
+            ("old_rules", pa.string()),
+            ("new_rules", pa.string()),
+            ("outcome", pa.string()),
+        ]
+    )
+
+
+def _pyarrow() -> Any:
+    try:
+        import pyarrow
+    except ImportError:
+        raise UsageError(
+            "the audit writes Parquet: pip install 'car-verify[audit]' (pyarrow)"
+        ) from None
+    return pyarrow
+
+
+def _write(path: Path, rows: list[dict[str, Any]], schema: Any) -> None:
+    """Write ``rows`` to ``path`` by renaming a finished file into place."""
+    pa = _pyarrow()
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pylist(rows, schema=schema)
+    partial = path.with_suffix(".partial")
+    pq.write_table(table, partial)
+    os.replace(partial, path)
+
+
+def _assemble(out: Path, shards: Sequence[Shard], replay: bool = False) -> dict[str, int]:
+    """``findings.parquet`` and ``trajectories.parquet`` (and ``replay.parquet``) from
+    the shards, in order."""
+    import pyarrow.parquet as pq
+
+    counts = {}
+    tables = [("findings", findings_schema()), ("trajectories", trajectories_schema())]
+    if replay:
+        tables.append(("replay", replay_schema()))
+    for table, schema in tables:
+        target = out / f"{table}.parquet"
+        partial = target.with_suffix(".partial")
+        rows = 0
+        with pq.ParquetWriter(partial, schema) as writer:
+            for shard in shards:
+                part = pq.read_table(out / "shards" / f"{shard.number:06d}.{table}.parquet")
+                rows += part.num_rows
+                writer.write_table(part)
+        os.replace(partial, target)
+        counts[table] = rows
+    calls: dict[str, list[int]] = {}
+    for shard in shards:
+        part = json.loads((out / "shards" / f"{shard.number:06d}.tools.json").read_text("utf-8"))
+        for tool, (made, failed) in part.items():
+            tally = calls.setdefault(tool, [0, 0])
+            tally[0] += made
+            tally[1] += failed
+    rates = {
+        "format": RATES_FORMAT,
+        "tools": {
+            t: {"dispatched": made, "succeeded": made - failed}
+            for t, (made, failed) in sorted(calls.items())
+        },
+    }
+    (out / "tool_rates.json").write_text(json.dumps(rates, indent=2), encoding="utf-8")
+    return counts
+
+
+@dataclass
+class AuditSummary:
+    """What a run did: the tables' rows, and where the time went."""
+
+    out: Path
+    trajectories: int = 0
+    findings: int = 0
+    shards: int = 0
+    skipped: int = 0
+    #: Records that could not be read or lifted (rows with ``status: malformed``),
+    #: and the first few of their problems, for the caller to say.
+    malformed: int = 0
+    unknown: int = 0
+    problems: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    #: Wall-clock seconds of each phase of the run: planning the shards, checking
+    #: them, assembling the tables.
+    stages: dict[str, float] = field(default_factory=dict)
+    #: Seconds of work per stage inside the shards (read, lift, check, write),
+    #: summed over the workers.
+    work: dict[str, float] = field(default_factory=dict)
+
+
+def audit(
+    sources: Iterable[str],
+    out: str | os.PathLike[str],
+    *,
+    settings: AuditSettings | None = None,
+    workers: int = 1,
+    shard_size: int = 1000,
+    progress: Any = None,
+    fresh: bool = False,
+    engine: str = "local",
+    address: str | None = None,
+) -> AuditSummary:
+    """Audit the corpus in ``sources`` into ``out`` (see the module docs)."""
+    _pyarrow()
+    if workers < 1 or shard_size < 1:
+        raise UsageError("workers and shard_size must be at least 1")
+    if engine not in ENGINES:
+        raise UsageError(f"unknown engine {engine!r}; expected {', '.join(ENGINES)}")
+    if address is not None and engine == "local":
+        raise UsageError("--address / --scheduler name a Ray or Dask cluster: give --engine")
+    chosen = settings or AuditSettings()
+    if chosen.compare_policies is not None and chosen.policies is None:
+        raise UsageError("--compare-policies compares against --policies: give both")
+    if chosen.policies is not None:
+        _engine(chosen)  # a broken policy directory fails before any work
+    if chosen.compare_policies is not None:
+        _engine(chosen, chosen.compare_policies)
+    target = Path(out)
+    target.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    inside = target.resolve()
+    files = [f for f in sources_of(sources) if inside not in f.resolve().parents]  # not our output
+    if not files:
+        raise UsageError("no corpus files found in the sources given (outside the output folder)")
+    _claim(target, _manifest(files, chosen, shard_size), fresh)
+    shards = plan_shards(files, shard_size)
+    planned = time.perf_counter()
+    done_before = sum(
+        (target / "shards" / f"{s.number:06d}.trajectories.parquet").exists() for s in shards
+    )
+    todo = [s for s in shards if not _done(target, s)]
+    if progress is not None:
+        progress.update(sum(s.count for s in shards) - sum(s.count for s in todo))
+    ENGINES[engine](todo, chosen, str(target), workers, address, progress)
+    checked = time.perf_counter()
+    counts = _assemble(target, shards, replay=chosen.compare_policies is not None)
+    ended = time.perf_counter()
+    work = {"read": 0.0, "lift": 0.0, "check": 0.0, "write": 0.0}
+    for shard in shards:  # seconds of work in the workers, summed (time on all cores)
+        stats = target / "shards" / f"{shard.number:06d}.stats.json"
+        if stats.exists():
+            for stage, seconds in json.loads(stats.read_text("utf-8")).items():
+                work[stage] = work.get(stage, 0.0) + seconds
+    summary = AuditSummary(
+        target,
+        trajectories=counts["trajectories"],
+        findings=counts["findings"],
+        shards=len(shards),
+        skipped=done_before,
+        seconds=ended - started,
+        stages={
+            "plan": planned - started,
+            "shards": checked - planned,
+            "assemble": ended - checked,
+        },
+        work=work,
+    )
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(
+        target / "trajectories.parquet", columns=["status", "source", "line", "problem"]
+    )
+    for status, source, line, problem in zip(
+        *(table.column(c).to_pylist() for c in table.column_names), strict=True
+    ):
+        if status == "malformed":
+            summary.malformed += 1
+            if len(summary.problems) < 20:
+                summary.problems.append(f"{source}" + (f":{line}" if line else "") + f": {problem}")
+        elif status == "unknown":
+            summary.unknown += 1
+    summary.trajectories -= summary.malformed
+    return summary
+
+
+def _done(out: Path, shard: Shard) -> bool:
+    return (out / "shards" / f"{shard.number:06d}.trajectories.parquet").exists()
+
+
+# --- engines: each only moves shards to audit_shard and waits -----------------------------
+
+
+def _local(shards: Sequence[Shard], settings: AuditSettings, out: str, workers: int,
+           address: str | None, progress: Any) -> None:  # fmt: skip
+    """This process (one worker), or a local process pool."""
+    if workers == 1:
+        for shard in shards:
+            audit_shard(shard, settings, out)
+            if progress is not None:
+                progress.update(shard.count)
+        return
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(workers) as pool:
+        futures = [pool.submit(audit_shard, s, settings, out) for s in shards]
+        for shard, future in zip(shards, futures, strict=True):
+            future.result()
+            if progress is not None:
+                progress.update(shard.count)
+
+
+def _ray(shards: Sequence[Shard], settings: AuditSettings, out: str, workers: int,
+         address: str | None, progress: Any) -> None:  # fmt: skip
+    """Ray Data over the shards: ``address`` an existing cluster, else a local Ray
+    with ``workers`` CPUs. ``out`` must be a folder every node can write."""
+    import importlib
+
+    try:
+        ray: Any = importlib.import_module("ray")  # typed loosely: Ray's own stubs vary
+    except ImportError:
+        raise UsageError("--engine ray needs Ray: pip install 'car-verify[ray]'") from None
+    started = not ray.is_initialized()
+    if started:
+        ray.init(address=address, num_cpus=None if address else workers, log_to_driver=False,
+                 include_dashboard=False)  # fmt: skip
+    try:
+        data: Any = importlib.import_module("ray.data")
+        items = [{"shard": s} for s in shards]
+        if items:
+            rows = data.from_items(items).map(
+                lambda row: {"name": audit_shard(row["shard"], settings, out)}
+            )
+            rows.materialize()
+        if progress is not None:
+            progress.update(sum(s.count for s in shards))
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _dask(shards: Sequence[Shard], settings: AuditSettings, out: str, workers: int,
+          address: str | None, progress: Any) -> None:  # fmt: skip
+    """A Dask bag over the shards: ``address`` a scheduler, else a local cluster of
+    ``workers`` processes. ``out`` must be a folder every worker can write."""
+    import importlib
+
+    try:  # typed loosely: Dask's own annotations are partial
+        bags: Any = importlib.import_module("dask.bag")
+        distributed: Any = importlib.import_module("dask.distributed")
+    except ImportError:
+        raise UsageError("--engine dask needs Dask: pip install 'car-verify[dask]'") from None
+    cluster = None
+    if address is None:
+        cluster = distributed.LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
+        )
+    client = distributed.Client(address or cluster)
+    try:
+        if shards:
+            bag = bags.from_sequence(
+                list(shards), npartitions=max(1, min(len(shards), workers * 4))
+            )
+            bag.map(audit_shard, settings, out).compute(scheduler=client)
+        if progress is not None:
+            progress.update(sum(s.count for s in shards))
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+ENGINES = {"local": _local, "ray": _ray, "dask": _dask}
+
+
+def _manifest(files: Sequence[Path], settings: AuditSettings, shard_size: int) -> dict[str, Any]:
+    """What the shards in an output folder were made from: a rerun may reuse them
+    only when this is the same (the sources unchanged, the same checks)."""
+    import json
+
+    policy = _digest(settings.policies)
+    return {
+        "sources": [[str(f), f.stat().st_size, f.stat().st_mtime_ns] for f in files],
+        "shard_size": shard_size,
+        "profile": settings.profile,
+        "policies": policy,
+        "compare_policies": _digest(settings.compare_policies),
+        "labels": json.dumps(settings.labels, sort_keys=True),
+        "flow_policy": json.dumps(settings.flow_policy, sort_keys=True),
+        "budget": settings.budget,
+    }
+
+
+def _digest(folder: str | None) -> str | None:
+    import hashlib
+
+    if folder is None:
+        return None
+    digest = hashlib.sha256()
+    for path in sorted(Path(folder).rglob("*")):
+        if path.is_file():
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def _claim(out: Path, manifest: dict[str, Any], fresh: bool) -> None:
+    """Record ``manifest`` in ``out/audit.json``; shards of a different audit there
+    are an error (unless ``fresh``: they are removed)."""
+    import json
+    import shutil
+
+    path = out / "audit.json"
+    if not path.exists() and (out / "shards").exists() and not fresh:
+        raise UsageError(f"{out} holds shards of an unknown audit: --fresh to start over")
+    if path.exists() and not fresh:
+        try:
+            before = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError:
+            before = None
+        if before != manifest:
+            raise UsageError(
+                f"{out} holds the shards of an audit with other sources or settings: "
+                "give another output folder, or --fresh to start over"
+            )
+        return
+    if fresh and (out / "shards").exists():
+        shutil.rmtree(out / "shards")
+    path.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+
+
+def rates_by_outcome(out: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """For each code: how many trajectories it was found in, and its rate among the
+    successful and the failed ones (the false-positive view)."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(
+        Path(out) / "trajectories.parquet", columns=["outcome", "code_counts", "status"]
+    )
+    totals: Counter[str] = Counter()
+    hits: dict[str, Counter[str]] = {}
+    for outcome, counts, status in zip(
+        *(table.column(c).to_pylist() for c in ("outcome", "code_counts", "status")), strict=True
+    ):
+        if status != "checked":
+            continue
+        key = outcome or "unknown"
+        totals[key] += 1
+        for code, _n in counts or []:
+            hits.setdefault(code, Counter())[key] += 1
+    rows = []
+    for code in sorted(hits):
+        row: dict[str, Any] = {"code": code, "trajectories": sum(hits[code].values())}
+        for key in ("success", "failure"):
+            row[f"rate_{key}"] = hits[code][key] / totals[key] if totals[key] else None
+        rows.append(row)
+    return rows

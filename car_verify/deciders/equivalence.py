@@ -1,0 +1,219 @@
+"""``equivalent``: do two proposals leave the same state? Sampled, or decided with z3.
+
+Under either profile (the walk compared is the active profile's ``simulate``):
+
+* ``method="sampled"`` (the spec's check): compare ``simulate`` end states over
+  probe states (default ``{}`` and ``{"x": 1, "y": 2}``). Tier ``sampled``: two
+  proposals that differ only where no probe reaches compare equal.
+* ``method="z3"``: decide the same question over **all** initial states
+  (:mod:`car_verify.semantics.symbolic`, over the profile's semantics). Equivalent: tier
+  ``decision_procedure``. Not equivalent: a concrete counterexample initial state,
+  replayed through ``simulate`` before it is reported (under ``car``, a state on
+  which ``car_runtime.simulate`` gives the two plans different end states).
+  Anything else is ``unknown`` with the reason; never a guess.
+* ``method="auto"`` (the default): z3 where it can model the plans; otherwise the
+  probes, and equal probes are then unknown ("sampled, not decided").
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..api import ProposalLike, _state, simulate
+from ..base.display import HtmlDisplay
+from ..base.errors import InputError, UsageError, deep_values_are_input_errors
+from ..base.findings import Tier
+from ..base.values import ABSENT, json_equal
+from ..ir.model import load
+from ..semantics import Profile, semantics_of
+from ..semantics.base import Semantics
+
+__all__ = ["DEFAULT_PROBES", "EquivalenceResult", "differing_keys", "equivalent"]
+
+DEFAULT_PROBES: tuple[dict[str, Any], ...] = ({}, {"x": 1, "y": 2})
+Method = Literal["sampled", "z3", "auto"]
+
+
+@dataclass(slots=True)
+class EquivalenceResult(HtmlDisplay):
+    """``equivalent`` is True, False, or None (unknown: see ``reason``)."""
+
+    equivalent: bool | None
+    tier: Tier
+    method: Method
+    counterexample: dict[str, Any] | None = None
+    differing_keys: list[str] = field(default_factory=list)
+    reason: str | None = None
+    end_states: tuple[dict[str, Any], dict[str, Any]] | None = None
+    #: The profile whose walk was compared (docs/semantics.md §9).
+    profile: str = "car"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire object: ``{equivalent, tier, counterexample, differing_keys}``
+        (plus ``reason`` when the answer is unknown), and the ``profile``."""
+        out: dict[str, Any] = {
+            "equivalent": self.equivalent,
+            "tier": self.tier.value,
+            "counterexample": self.counterexample,
+            "differing_keys": list(self.differing_keys),
+            "profile": self.profile,
+        }
+        if self.equivalent is None:
+            out["reason"] = self.reason
+        return out
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+
+    def explain(self) -> str:
+        if self.equivalent is None:
+            return f"unknown ({self.method}, tier {self.tier.value}): {self.reason}"
+        if self.equivalent:
+            scope = "for every initial state" if self.method == "z3" else "on every probe state"
+            return f"equivalent {scope} (tier {self.tier.value})"
+        lines = [
+            f"not equivalent (tier {self.tier.value}): they differ on "
+            + ", ".join(self.differing_keys),
+            f"counterexample initial state: {json.dumps(self.counterexample, sort_keys=True)}",
+        ]
+        if self.end_states is not None:
+            a, b = self.end_states
+            for key in self.differing_keys:
+                lines.append(f"  {key}: {_show(a, key)} vs {_show(b, key)}")
+        return "\n".join(lines)
+
+
+def _show(state: Mapping[str, Any], key: str) -> str:
+    value = state.get(key, ABSENT)
+    return "absent" if value is ABSENT else json.dumps(value)
+
+
+def differing_keys(
+    a: Mapping[str, Any],
+    b: Mapping[str, Any],
+    equal: Callable[[object, object], bool] = json_equal,
+) -> list[str]:
+    """Keys present in one state only, or with unequal values, sorted."""
+    return sorted(
+        key for key in set(a) | set(b) if key not in a or key not in b or not equal(a[key], b[key])
+    )
+
+
+@deep_values_are_input_errors
+def equivalent(
+    p1: ProposalLike,
+    p2: ProposalLike,
+    test_states: Sequence[Mapping[str, Any]] | None = None,
+    method: Method = "auto",
+    *,
+    timeout_ms: int = 30_000,
+    profile: str | Profile | Semantics | None = None,
+) -> EquivalenceResult:
+    """Compare the ``simulate`` end states of two proposals (see the module docs),
+    under the profile's semantics (``car``, the default, or ``strict``)."""
+    sem = semantics_of(profile)
+    if method not in ("auto", "sampled", "z3"):
+        raise UsageError(f"unknown method {method!r}; expected 'auto', 'sampled' or 'z3'")
+    a, b = load(p1), load(p2)
+    sem.refuse(a)
+    sem.refuse(b)
+    probes = _probes(test_states)  # checked whatever decides: bad input is never ignored
+    if method == "sampled":
+        result = _sampled(a, b, probes, sem)
+    elif method == "z3":
+        result = _decided(a, b, timeout_ms, sem)
+    else:
+        result = _auto(a, b, probes, sem, timeout_ms)
+    result.profile = sem.profile.value
+    return result
+
+
+def _auto(
+    a: Any, b: Any, probes: list[dict[str, Any]], sem: Semantics, timeout_ms: int
+) -> EquivalenceResult:
+    """Decide with z3 when it can model the plans; otherwise sample, and then equal
+    probes are *unknown*, never a proof."""
+    decided = _decided(a, b, timeout_ms, sem)
+    if decided.equivalent is not None:
+        return decided
+    why = decided.reason or "z3 could not decide"
+    sampled = _sampled(a, b, probes, sem)
+    if sampled.equivalent is False:  # a probe that differs is a real difference
+        return sampled
+    sampled.equivalent = None
+    sampled.reason = f"equal on the probe states; not decided ({why})"
+    return sampled
+
+
+def _probes(test_states: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
+    """The probe states, each checked (an error names its place in ``test_states``)."""
+    if test_states is None:
+        probes: Sequence[Mapping[str, Any]] = DEFAULT_PROBES
+    else:
+        if isinstance(test_states, (Mapping, str)) or not isinstance(test_states, Sequence):
+            raise InputError("expected an array of JSON objects", ["test_states"])
+        if not test_states:
+            raise InputError("must not be empty", ["test_states"])
+        probes = test_states
+    states = []
+    for index, probe in enumerate(probes):  # every probe is checked before any runs
+        try:
+            states.append(_state(probe))
+        except InputError as err:  # _state names the path below "initial_state"
+            raise InputError(err.problem, ["test_states", index, *err.path[1:]]) from None
+    return states
+
+
+def _sampled(a: Any, b: Any, probes: list[dict[str, Any]], sem: Semantics) -> EquivalenceResult:
+    for state in probes:
+        end_a, end_b = _end_states(a, b, state, sem)
+        keys = differing_keys(end_a, end_b, sem.equal)
+        if keys:
+            return EquivalenceResult(
+                False, Tier.SAMPLED, "sampled", dict(state), keys, end_states=(end_a, end_b)
+            )
+    return EquivalenceResult(True, Tier.SAMPLED, "sampled")
+
+
+def _end_states(
+    a: Any, b: Any, state: Mapping[str, Any], sem: Semantics
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    return (
+        dict(simulate(a, initial_state=state, profile=sem)),
+        dict(simulate(b, initial_state=state, profile=sem)),
+    )
+
+
+def _decided(a: Any, b: Any, timeout_ms: int, sem: Semantics) -> EquivalenceResult:
+    from ..semantics.symbolic import Encoder, Unmodelled, Z3Unavailable
+
+    try:
+        encoder = Encoder([a, b], sem)
+        run_a, run_b = encoder.run(a), encoder.run(b)
+        differ = encoder.z3.Not(encoder.same_final_state(run_a, run_b))
+    except (Z3Unavailable, Unmodelled) as err:
+        return EquivalenceResult(None, Tier.DECISION_PROCEDURE, "z3", reason=str(err))
+    z3 = encoder.z3
+    answer = encoder.questions(timeout_ms).ask(differ)
+    if answer.verdict == z3.unsat:
+        return EquivalenceResult(True, Tier.DECISION_PROCEDURE, "z3")
+    if answer.verdict != z3.sat:
+        reason = f"the solver answered unknown: {answer.reason}"
+        return EquivalenceResult(None, Tier.DECISION_PROCEDURE, "z3", reason=reason)
+    state = encoder.state_from_model(answer.model)
+    end_a, end_b = _end_states(a, b, state, sem)
+    keys = differing_keys(end_a, end_b, sem.equal)
+    if not keys:  # e.g. a number the JSON float could not represent exactly
+        return EquivalenceResult(
+            None,
+            Tier.DECISION_PROCEDURE,
+            "z3",
+            reason="the solver's counterexample did not replay under simulate "
+            f"({json.dumps(state, sort_keys=True)})",
+        )
+    return EquivalenceResult(
+        False, Tier.DECISION_PROCEDURE, "z3", state, keys, end_states=(end_a, end_b)
+    )

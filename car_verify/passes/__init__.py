@@ -1,0 +1,396 @@
+"""The pass framework: what a pass declares, the analyses it reads, and the runner.
+
+A pass is a class with a ``name``, the ``tier`` of its findings, the ``codes`` it
+may emit, what it ``verifies`` and ``cannot_verify``, and what it ``requires``
+(a tool registry, a ``max_actions`` budget). The runner skips a pass whose
+requirement is missing and records ``ran: false`` and why in the evidence.
+
+Shared facts are *analyses* computed once per proposal and cached on the
+:class:`Context`: the :class:`~car_verify.semantics.dag.Dag` and the verify-mode
+:class:`~car_verify.semantics.walk.Walk`. Checks read them and emit :class:`Issue` records;
+they never format output.
+
+This module knows no pass by name: the built-in passes (``car_verify.analyses``)
+and the third-party ones (the ``car_verify.passes`` entry-point group) are found
+by :mod:`car_verify.passes.registry`, which sits above both and hands them to
+:func:`run_passes`.
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import cached_property
+from typing import Any, ClassVar
+
+from ..base.codes import Code, lookup
+from ..base.errors import TOO_DEEP, CarVerifyError, InputError, PassError, UsageError, json_pointer
+from ..base.findings import Issue, Severity, Tier
+from ..base.schedules import SCHEDULES, Schedules
+from ..ir.model import ActionProposal
+from ..rules.tools import ToolRegistry
+from ..semantics import semantics_of
+from ..semantics.base import Semantics
+from ..semantics.dag import Dag
+from ..semantics.walk import Walk, walk
+
+__all__ = [
+    "CheckRecord",
+    "Context",
+    "Example",
+    "Options",
+    "Pass",
+    "Preserves",
+    "Requirement",
+    "Said",
+    "gathered",
+    "run_and_say",
+    "run_passes",
+]
+
+
+class Requirement(StrEnum):
+    """Inputs a pass may need beyond the proposal."""
+
+    TOOLS = "tools"
+    MAX_ACTIONS = "max_actions"
+    INITIAL_STATE = "initial_state"
+    POLICIES = "policies"
+    LABELS = "labels"
+    INTENT = "intent"
+    Z3 = "z3"
+
+
+class Preserves(StrEnum):
+    """Edits of a proposal under which a pass's findings are known not to change.
+
+    A pass declares what it preserves (``Pass.preserves``), as an LLVM pass declares
+    the analyses it keeps valid, so a transformation can skip re-running it without
+    naming passes. One kind of edit is known today.
+    """
+
+    #: Dropping a ``state_dependencies`` entry that leaves the DAG's order as it was.
+    #: The findings then change only through the walk's ``missing-dependency`` of
+    #: the edited action's own key (which ``optimize`` accounts for).
+    ORDER_KEEPING_DEPENDENCY_EDIT = "order-keeping-dependency-edit"
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """Settings of a verify run beyond its inputs (checked when made)."""
+
+    max_actions: int | None = None
+    repeat_threshold: int = 3
+    #: How many (finished actions, monitor state) pairs a trace rule may explore.
+    trace_budget: int = 100_000
+    #: Which schedules the trace rules are checked over: the executor's (``levels``:
+    #: levels in order, any interleaving inside one) or every order the DAG allows.
+    schedules: Schedules = "levels"
+
+    def __post_init__(self) -> None:
+        limit = self.max_actions
+        if limit is not None and (type(limit) is not int or limit < 0):
+            raise UsageError(f"max_actions must be a non-negative integer, got {limit!r}")
+        threshold = self.repeat_threshold
+        if type(threshold) is not int or threshold < 1:
+            raise UsageError(f"repeat_threshold must be a positive integer, got {threshold!r}")
+        if self.schedules not in SCHEDULES:
+            known = " or ".join(repr(s) for s in SCHEDULES)
+            raise UsageError(f"schedules must be {known}, got {self.schedules!r}")
+
+
+@dataclass(frozen=True)
+class Example:
+    """A small proposal a pass must accept (``codes == ()``) or flag with ``codes``:
+    parsed JSON, or JSON text (for what only text can say: a repeated key).
+
+    The examples are run as tests and rendered into the documentation.
+    """
+
+    title: str
+    proposal: Mapping[str, Any] | str
+    codes: tuple[str, ...] = ()
+    tools: Sequence[Mapping[str, Any]] | None = None
+    initial_state: Mapping[str, Any] | None = None
+    max_actions: int | None = None
+    #: Policy rules as ``.car/policies`` TOML text.
+    policies: str | None = None
+    #: Tool labels and a flow policy (``car-verify flow``'s inputs).
+    labels: Mapping[str, Any] | None = None
+    flow_policy: Mapping[str, Any] | None = None
+    #: An intent (``.car/intent.json``'s content).
+    intent: Mapping[str, Any] | None = None
+
+    @property
+    def valid(self) -> bool:
+        return not self.codes
+
+    def document(self) -> dict[str, Any] | str:
+        """The proposal to verify: a fresh dict, or the JSON text as written."""
+        return self.proposal if isinstance(self.proposal, str) else dict(self.proposal)
+
+    def shown(self) -> str:
+        """The proposal as the documentation prints it."""
+        if isinstance(self.proposal, str):
+            return self.proposal.strip()
+        return json.dumps(self.proposal, indent=2)
+
+
+class Context:
+    """One proposal plus its inputs, with the analyses computed on first use."""
+
+    def __init__(
+        self,
+        proposal: ActionProposal,
+        *,
+        tools: ToolRegistry | None = None,
+        initial_state: Mapping[str, Any] | None = None,
+        options: Options | None = None,
+        policies: Any = None,
+        labels: Mapping[str, Any] | None = None,
+        flow_policy: Any = None,
+        intent: Any = None,
+        semantics: Semantics | str | None = "strict",
+    ) -> None:
+        self.proposal = proposal
+        self.tools = tools
+        #: A :class:`car_verify.rules.policy.PolicyEngine`, when policies were given.
+        self.policies = policies
+        #: Tool labels (``car_verify.plan.flow.Label`` by tool), when given, and the flow
+        #: policy (``car_verify.plan.flow.FlowPolicy``) they are checked against.
+        self.labels = labels
+        self.flow_policy = flow_policy
+        #: The user's intent (``car_verify.plan.intent.Intent``) and the tools whose
+        #: results are untrusted, when an intent was given.
+        self.intent = intent
+        #: The semantics the passes run under (its DAG, its walk, its severities).
+        self.semantics: Semantics = semantics_of(semantics)
+        #: Its profile's name (``car``: car-verify's own passes on top of CAR's
+        #: checks, whose findings beyond the runtime are said to be).
+        self.profile: str = self.semantics.profile.value
+        self.initial_state: dict[str, Any] = dict(initial_state or {})
+        self.state_given = initial_state is not None
+        self.options = options or Options()
+        self._codes: dict[str, Code] = {}  # Context.issue's lookups
+
+    @cached_property
+    def dag(self) -> Dag:
+        """The proposal's DAG under the context's semantics."""
+        return self.semantics.order(self.proposal)
+
+    @cached_property
+    def conflicts(self) -> list[tuple[int, int, str]]:
+        """The write conflicts under the context's semantics, by action position."""
+        return self.semantics.conflicts(self.proposal, self.dag)
+
+    @cached_property
+    def walk(self) -> Walk:
+        """The verify-mode walk (blocked actions' effects applied)."""
+        return walk(self.dag, self.initial_state, mode="verify", semantics=self.semantics)
+
+    def has(self, requirement: Requirement) -> bool:
+        if requirement is Requirement.TOOLS:
+            return self.tools is not None
+        if requirement is Requirement.MAX_ACTIONS:
+            return self.options.max_actions is not None
+        if requirement is Requirement.INITIAL_STATE:
+            return self.state_given
+        if requirement is Requirement.POLICIES:
+            return self.policies is not None
+        if requirement is Requirement.LABELS:
+            return self.labels is not None
+        if requirement is Requirement.INTENT:
+            return self.intent is not None
+        if requirement is Requirement.Z3:
+            import importlib.util
+
+            return importlib.util.find_spec("z3") is not None
+        return False  # pragma: no cover
+
+    def issue(
+        self,
+        code: str,
+        message: str,
+        *,
+        index: int | None = None,
+        where: Sequence[str | int] = (),
+        severity: Severity | None = None,
+        tier: Tier | None = None,
+    ) -> Issue:
+        """A finding with the code's default severity and tier, located at action ``index``.
+
+        A code outside the table (a policy rule's name) needs ``severity`` and ``tier``.
+        """
+        # A large plan makes thousands of findings: the code is looked up once per
+        # context, and the Issue is made by position.
+        if severity is None or tier is None:
+            spec = self._codes.get(code)
+            if spec is None:
+                spec = self._codes[code] = lookup(code)
+            code = spec.name
+            severity = severity or spec.severity or spec.car
+            tier = tier or spec.tier
+        if severity is None:  # a code of the car profile's own, under no profile
+            raise UsageError(f"finding code {code!r} has no severity outside the car profile")
+        pointer = json_pointer(where) if where else ""
+        if index is None:
+            return Issue(code, severity, tier, message, None, None, pointer)
+        action_id = self.proposal.actions[index].id
+        return Issue(code, severity, tier, message, action_id, index, f"/actions/{index}{pointer}")
+
+
+class Pass(abc.ABC):
+    """Base class of an analysis pass. Subclasses set the class attributes and ``run``."""
+
+    name: ClassVar[str]
+    tier: ClassVar[Tier]
+    codes: ClassVar[tuple[str, ...]]
+    verifies: ClassVar[str]
+    cannot_verify: ClassVar[str]
+    requires: ClassVar[frozenset[Requirement]] = frozenset()
+    #: Codes a third-party pass adds to the table.
+    new_codes: ClassVar[tuple[Code, ...]] = ()
+    #: What the pass takes for granted (collected into ``evidence.assumptions``).
+    assumes: ClassVar[tuple[str, ...]] = ()
+    #: What may still go wrong although the pass is silent (``evidence.residual_risks``).
+    residual_risks: ClassVar[tuple[str, ...]] = ()
+    examples: ClassVar[tuple[Example, ...]] = ()
+    #: Run when no selection is given. Opt-in passes (False) run only when named...
+    default: ClassVar[bool] = True
+    #: ...or, when set, by default whenever this input is given (and are not listed
+    #: in the evidence otherwise: without the input they do not apply).
+    when_given: ClassVar[Requirement | None] = None
+    #: The pass reports codes defined by its input (policy rule names), not the table.
+    dynamic_codes: ClassVar[bool] = False
+    #: Edits under which the pass's findings stay as they were (none is assumed).
+    preserves: ClassVar[frozenset[Preserves]] = frozenset()
+    #: The profiles the pass runs under (it reads ``ctx.semantics``); under another
+    #: it is skipped, and the evidence says so.
+    profiles: ClassVar[frozenset[str]] = frozenset({"car", "strict"})
+
+    @abc.abstractmethod
+    def run(self, ctx: Context) -> Iterable[Issue]:
+        """Yield the findings for ``ctx.proposal``."""
+
+    def said(self, ctx: Context, found: Sequence[Issue]) -> Said:
+        """What the pass says for the evidence once it has run and found ``found``:
+        one check record, its declared ``assumes`` and ``residual_risks``. A pass that
+        is several checks (the car profile's, CAR's eight) says more."""
+        # A decision procedure that fell back to sampling somewhere says so.
+        tier = Tier.SAMPLED if any(i.tier is Tier.SAMPLED for i in found) else self.tier
+        record = CheckRecord(self.name, True, self.verifies, self.cannot_verify, len(found), tier)
+        return Said([record], self.assumes, (), self.residual_risks)
+
+
+@dataclass(slots=True)
+class CheckRecord:
+    """One entry of ``evidence.checks``."""
+
+    name: str
+    ran: bool
+    verifies: str
+    cannot_verify: str
+    findings: int
+    tier: Tier
+    reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "name": self.name,
+            "ran": self.ran,
+            "verifies": self.verifies,
+            "cannot_verify": self.cannot_verify,
+            "findings": self.findings,
+            "tier": self.tier.value,
+        }
+        if self.reason is not None:
+            out["reason"] = self.reason
+        return out
+
+
+@dataclass(slots=True)
+class Said:
+    """What one pass says beside its findings: its check records, what it assumed,
+    what it left untested, what may still go wrong, and a score of its own (the car
+    profile's: CAR's coverage score) or None."""
+
+    checks: list[CheckRecord]
+    assumptions: Sequence[str] = ()
+    untested_regions: Sequence[str] = ()
+    residual_risks: Sequence[str] = ()
+    score: float | None = None
+
+
+_REASONS = {
+    Requirement.TOOLS: "no tool registry was given",
+    Requirement.MAX_ACTIONS: "no max_actions was given",
+    Requirement.INITIAL_STATE: "no initial state was given",
+    Requirement.POLICIES: "no policies were given",
+    Requirement.Z3: "z3-solver cannot be imported",
+}
+
+
+def run_passes(ctx: Context, passes: Sequence[Pass]) -> tuple[list[Issue], list[CheckRecord]]:
+    """Run each pass whose requirements are met; findings sorted by action, then code."""
+    issues, said = run_and_say(ctx, passes)
+    return issues, [record for one in said for record in one.checks]
+
+
+def run_and_say(ctx: Context, passes: Sequence[Pass]) -> tuple[list[Issue], list[Said]]:
+    """Run each pass whose profile and requirements are met, and what each says for
+    the evidence (a skipped pass: one record with ``ran: false`` and why). Findings
+    sorted by action, then code."""
+    issues: list[Issue] = []
+    said: list[Said] = []
+    for p in passes:
+        reason = _why_skipped(ctx, p)
+        if reason is not None:
+            record = CheckRecord(p.name, False, p.verifies, p.cannot_verify, 0, p.tier, reason)
+            untested = f"{p.name}: {p.verifies} (not checked: {reason})"
+            said.append(Said([record], untested_regions=(untested,)))
+            continue
+        try:
+            found = list(p.run(ctx))
+        except CarVerifyError:
+            raise
+        except RecursionError:  # a value too deep to follow: the input's fault, named here
+            raise InputError(f"{TOO_DEEP} (in pass {p.name!r})") from None
+        except Exception as err:
+            raise PassError(p.name, err) from err
+        allowed = set(p.codes)
+        for issue in found:
+            if issue.code not in allowed and not p.dynamic_codes:
+                raise PassError(p.name, ValueError(f"emitted undeclared code {issue.code!r}"))
+        issues.extend(found)
+        said.append(p.said(ctx, found))
+    issues.sort(key=Issue.sort_key)
+    return issues, said
+
+
+def _why_skipped(ctx: Context, p: Pass) -> str | None:
+    """Why ``p`` does not run on ``ctx`` (another profile's, or an input it needs is
+    missing), or None."""
+    if ctx.profile not in p.profiles:
+        supported = " and ".join(sorted(p.profiles)) or "no profile"
+        return f"the pass runs under the {supported} profile, not {ctx.profile}"
+    missing = [r for r in sorted(p.requires) if not ctx.has(r)]
+    return "; ".join(_REASONS[r] for r in missing) if missing else None
+
+
+def gathered(said: Sequence[Said]) -> tuple[list[str], list[str], list[str], float | None]:
+    """``assumptions``, ``untested_regions``, ``residual_risks`` and the score of the
+    evidence, from what each pass said (each line once, in the passes' order)."""
+    assumptions: dict[str, None] = {}
+    untested: dict[str, None] = {}
+    risks: dict[str, None] = {}
+    score = None
+    for one in said:
+        assumptions.update(dict.fromkeys(one.assumptions))
+        untested.update(dict.fromkeys(one.untested_regions))
+        risks.update(dict.fromkeys(one.residual_risks))
+        if one.score is not None:
+            score = one.score
+    return list(assumptions), list(untested), list(risks), score

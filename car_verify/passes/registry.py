@@ -1,0 +1,197 @@
+"""Which passes exist: the built-in ones, then those installed distributions declare.
+
+The built-in passes are the modules of ``car_verify.analyses`` (the top-level
+``analyses/`` folder, installed under that name by the packaging configuration);
+a third-party pass registers through the ``car_verify.passes`` entry-point group.
+This module sits above both the pass framework and the passes, and hands the
+chosen instances to :func:`car_verify.passes.run_passes`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable
+
+from ..base.codes import register_codes
+from ..base.errors import UsageError
+from . import Context, Pass, Requirement
+
+__all__ = ["ENTRY_POINT_GROUP", "available_passes", "default_passes", "resolve_passes"]
+
+ENTRY_POINT_GROUP = "car_verify.passes"
+
+_registry: dict[str, type[Pass]] | None = None
+
+
+@functools.cache
+def _builtin_set() -> frozenset[type[Pass]]:
+    """:func:`_builtin` as a set, made once (every default selection asks it)."""
+    return frozenset(_builtin())
+
+
+def _builtin() -> tuple[type[Pass], ...]:
+    """The built-in passes: the car profile's verdict (CAR's eight checks, in
+    :mod:`car_verify.passes.car`), then the modules of ``car_verify.analyses``, imported on
+    first use."""
+    from .car import CarChecks
+
+    try:
+        from ..analyses import BUILTIN
+    except ModuleNotFoundError as err:  # said out loud: not a half-working package
+        if err.name != "car_verify.analyses":
+            raise
+        raise ImportError(
+            "car_verify.analyses (the built-in passes, the top-level analyses/ folder) is not "
+            f"installed beside {__file__}: install the project (pip install .), or run from "
+            "its checkout, whose folders the package maps itself"
+        ) from None
+    return (CarChecks, *BUILTIN)
+
+
+def _entry_points() -> list[type[Pass]]:
+    if not _may_declare_passes():
+        return []
+    from importlib.metadata import entry_points
+
+    found: list[type[Pass]] = []
+    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        try:
+            loaded = ep.load()
+        except Exception as err:
+            raise UsageError(
+                f"cannot load pass entry point {ep.name!r} ({ep.value}): {err}"
+            ) from err
+        if not (isinstance(loaded, type) and issubclass(loaded, Pass)):
+            raise UsageError(f"entry point {ep.name!r} ({ep.value}) is not a car_verify Pass")
+        found.append(loaded)
+    return found
+
+
+def _may_declare_passes() -> bool:
+    """False only when no installed distribution can declare a ``car_verify.passes``
+    entry point, found without importing :mod:`importlib.metadata`.
+
+    That import alone is a large part of a small ``car-verify lint`` run, which a
+    pre-commit hook pays on every commit (docs/performance.md). Distributions that live in a
+    folder of ``sys.path`` keep their entry points in ``<name>.dist-info/``,
+    ``<name>.egg-info/`` or ``<name>.egg/EGG-INFO/`` as ``entry_points.txt``
+    (where ``importlib.metadata`` itself reads them), so reading those files
+    answers "none" exactly. Anything it cannot read that way (a zip on the path,
+    a finder with distributions of its own, ``importlib.metadata`` already loaded
+    and perhaps patched) answers "maybe", and the real lookup runs.
+    """
+    import sys
+    from importlib.machinery import PathFinder
+
+    if "importlib.metadata" in sys.modules:
+        return True
+    if any(
+        hasattr(finder, "find_distributions") and finder is not PathFinder
+        for finder in sys.meta_path
+    ):
+        return True
+    # The speed trick: one scan per sys.path (a verify per small plan paid the scan
+    # each time, most of its time); _declared_on is the plain reading, and a test
+    # holds the two to the same answers. A distribution installed into a folder
+    # already scanned, while the process runs, is not seen: start a new process.
+    key = tuple(sys.path)
+    found = _SCANNED.get(key)
+    if found is None:
+        found = _SCANNED[key] = _declared_on(key)
+    return found
+
+
+#: sys.path -> whether a distribution on it may declare a pass (_may_declare_passes).
+_SCANNED: dict[tuple[str, ...], bool] = {}
+
+
+def _declared_on(path: tuple[str, ...]) -> bool:
+    """Whether a distribution in a folder of ``path`` declares a ``car_verify.passes``
+    entry point (or might: a zip archive on the path)."""
+    import os
+
+    for entry in path:
+        folder = entry or os.curdir
+        if not os.path.isdir(folder):
+            if os.path.exists(folder):
+                return True  # a zip archive may hold distributions
+            continue
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        places = [n for n in names if n.lower().endswith((".dist-info", ".egg-info"))]
+        if folder.lower().endswith(".egg"):
+            places.append("EGG-INFO")
+        for name in places:
+            try:
+                with open(os.path.join(folder, name, "entry_points.txt"), "rb") as f:
+                    if ENTRY_POINT_GROUP.encode() in f.read():
+                        return True
+            except OSError:
+                continue  # no entry points there (or an egg-info file, not a folder)
+    return False
+
+
+def available_passes() -> dict[str, type[Pass]]:
+    """Every pass by name: the built-in ones, then the entry-point ones (loaded once)."""
+    global _registry
+    if _registry is None:
+        registry: dict[str, type[Pass]] = {}
+        found: list[type[Pass]] = [*_builtin(), *_entry_points()]
+        for cls in found:
+            if cls.name in registry and registry[cls.name] is not cls:
+                raise UsageError(f"two passes are called {cls.name!r}")
+            if cls.new_codes:
+                register_codes(cls.new_codes, owner=cls.name)
+            registry[cls.name] = cls
+        _registry = registry
+    return dict(_registry)
+
+
+def default_passes(
+    profile: str, given: Callable[[Requirement], bool] = lambda _: False
+) -> list[type[Pass]]:
+    """The passes a run under ``profile`` gets when it names none: the default ones,
+    and those whose ``when_given`` input ``given`` says is there. A built-in pass of
+    the other profile is that profile's business; an installed one that does not
+    declare this profile is handed over all the same, so the runner says it was
+    skipped and why (nothing installed is dropped unsaid)."""
+    builtin = _builtin_set()
+    return [
+        cls
+        for cls in available_passes().values()
+        if (profile in cls.profiles or cls not in builtin)
+        and (cls.default or (cls.when_given is not None and given(cls.when_given)))
+    ]
+
+
+def resolve_passes(
+    selection: Iterable[str | Pass | type[Pass]] | None, ctx: Context | None = None
+) -> list[Pass]:
+    """Pass instances for a selection of names, classes or instances. None: the default
+    passes of ``ctx``'s profile (strict without one), plus those whose ``when_given``
+    input ``ctx`` has. A pass named under a profile it does not declare is skipped,
+    and its evidence record says why. A ``str`` is one name
+    or several separated by commas (``"strips,loops"``), as ``--passes`` takes them."""
+    registry = available_passes()
+    if isinstance(selection, str):
+        selection = [name.strip() for name in selection.split(",") if name.strip()]
+    if selection is None:
+        profile = "strict" if ctx is None else ctx.profile
+        given = (lambda _: False) if ctx is None else ctx.has
+        return [cls() for cls in default_passes(profile, given)]
+    chosen: list[Pass] = []
+    for item in selection:
+        if isinstance(item, Pass):
+            chosen.append(item)
+        elif isinstance(item, type) and issubclass(item, Pass):
+            if item.new_codes:
+                register_codes(item.new_codes, owner=item.name)
+            chosen.append(item())
+        elif isinstance(item, str) and item in registry:
+            chosen.append(registry[item]())
+        else:
+            known = ", ".join(sorted(registry))
+            raise UsageError(f"unknown pass {item!r}; known passes: {known}")
+    return chosen

@@ -1,0 +1,812 @@
+"""Policies: registered rules, ``.car/policies/*.toml`` files, and the PolicyEngine.
+
+Every rule is a prohibition checked against one action, except ``allow_tool_param``
+(an allowlist that fails closed) and the stateful ``rate_limit_tool`` (a sliding
+window per rule and engine). ``trace_rule`` entries, which the upstream runtime
+refuses to load, are parsed here and enforced by :class:`~car_verify.rules.trace.TraceGate`
+(at dispatch) and :func:`~car_verify.rules.trace.check_schedules` (statically).
+
+:meth:`PolicyEngine.check` returns *every* violation of an action, not the first.
+Violations of file rules carry stable names (``deny_tool:deploy``,
+``deny_tool_param:http_request.url``, ...) and never the offending value or the
+text a pattern matched: violation reasons are written to event logs.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..base.config import find_policies
+from ..base.errors import InputError, UsageError
+from ..base.values import ABSENT, json_equal, plural
+from .trace import TraceGate, TraceRule, parse_trace_rule
+
+if TYPE_CHECKING:  # the agent hook checks calls without loading the model
+    from ..ir.model import Action, PolicyViolation
+
+__all__ = [
+    "LoadedPolicies",
+    "PolicyEngine",
+    "PolicySet",
+    "find_policies",
+    "keyword_rule_name",
+    "load_policies",
+    "load_policy_file",
+    "load_policy_text",
+    "policies_folder",
+    "policy_engine",
+]
+
+Callback = Callable[[str, Mapping[str, Any], "Action"], Any]
+
+
+def keyword_rule_name(position: int) -> str:
+    """The name of the ``deny_keyword`` entry at ``position`` (0-based, in the merged
+    rules' order): its number, never its text, so that a secret a rule guards never
+    shows in a deny reason, a finding, SARIF or an event log."""
+    return f"deny_keyword:{position + 1}"
+
+
+def coerce(value: Any) -> str:
+    """A parameter's string form: a string as it is, anything else as compact JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+# --- the rules ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ParamRule:
+    """``deny_tool_param`` (equals / contains / presence)."""
+
+    tool: str
+    param: str
+    equals: Any = ABSENT
+    contains: str | None = None
+
+    @property
+    def name(self) -> str:
+        return f"deny_tool_param:{self.tool}.{self.param}"
+
+
+@dataclass(frozen=True, slots=True)
+class AllowRule:
+    tool: str
+    param: str
+    allow: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return f"allow_tool_param:{self.tool}.{self.param}"
+
+
+@dataclass(frozen=True, slots=True)
+class MatchRule:
+    tool: str
+    param: str
+    matches: str
+
+    @property
+    def name(self) -> str:
+        return f"deny_tool_param_matching:{self.tool}.{self.param}"
+
+
+@dataclass(frozen=True, slots=True)
+class CommandRule:
+    """``deny_command``: a shell command line that runs ``program`` with every one of
+    ``flags``, read as a shell splits it (:mod:`car_verify.rules.shell_words`); the tool's
+    name compared without case (``Bash``, ``bash``)."""
+
+    program: str
+    flags: tuple[str, ...] = ()
+    tool: str = "Bash"
+    param: str = "command"
+
+    @property
+    def name(self) -> str:
+        return f"deny_command:{self.tool}.{self.program}"
+
+    def flags_in(self, given: frozenset[str]) -> bool:
+        return all(flag in given for flag in self.flags)
+
+
+@dataclass(frozen=True, slots=True)
+class RateRule:
+    tool: str
+    max_calls: int
+    interval_secs: float
+
+    @property
+    def name(self) -> str:
+        return f"rate_limit_tool:{self.tool}"
+
+
+@dataclass(slots=True)
+class PolicySet:
+    """The file-authored rules, merged from every file in sorted filename order."""
+
+    deny_tool: list[str] = field(default_factory=list)
+    deny_keyword: list[str] = field(default_factory=list)
+    deny_tool_param: list[ParamRule] = field(default_factory=list)
+    allow_tool_param: list[AllowRule] = field(default_factory=list)
+    deny_tool_param_matching: list[MatchRule] = field(default_factory=list)
+    deny_command: list[CommandRule] = field(default_factory=list)
+    rate_limit_tool: list[RateRule] = field(default_factory=list)
+    trace_rule: list[TraceRule] = field(default_factory=list)
+
+    def extend(self, other: PolicySet) -> None:
+        for name in self.__dataclass_fields__:
+            getattr(self, name).extend(getattr(other, name))
+
+    def count(self) -> int:
+        return sum(len(getattr(self, name)) for name in self.__dataclass_fields__)
+
+
+# --- registered rules (the FFI's registerPolicy) ------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Registered:
+    name: str
+    kind: str
+    target: str | None = None
+    key: str | None = None
+    pattern: str | None = None
+    value: Any = None
+    callback: Callback | None = None
+
+
+class PolicyEngine:
+    """Checks actions against registered rules and a :class:`PolicySet`.
+
+    ``clock`` (seconds, monotonic) drives the rate-limit windows; tests pass a fake.
+    """
+
+    def __init__(
+        self, rules: PolicySet | None = None, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.rules = rules or PolicySet()
+        self.registered: list[Registered] = []
+        self.clock = clock
+        self._windows: dict[int, deque[float]] = {}
+        self._patterns: dict[int, Any] = {}
+        for index, rule in enumerate(self.rules.deny_tool_param_matching):
+            self._patterns[index] = compile_pattern(rule.matches)
+
+    @property
+    def trace_rules(self) -> list[TraceRule]:
+        return list(self.rules.trace_rule)
+
+    @property
+    def windows(self) -> dict[int, tuple[float, ...]]:
+        """The admitted calls' times of each rate limit with any (by its index in
+        ``rules.rate_limit_tool``), to carry the windows to another engine."""
+        return {index: tuple(window) for index, window in self._windows.items() if window}
+
+    def fresh(self, *, clock: Callable[[], float] = time.monotonic) -> PolicyEngine:
+        """An engine over the same rules (registered ones too), with empty windows."""
+        engine = PolicyEngine(self.rules, clock=clock)
+        engine.registered = list(self.registered)
+        return engine
+
+    def admit(
+        self,
+        gate: TraceGate | None,
+        tool: str,
+        params: Mapping[str, Any],
+        state: Mapping[str, Any] | None = None,
+    ) -> list[tuple[str, str]]:
+        """Why a call is refused at dispatch, as (rule name, reason) pairs: this
+        engine's rules first, then, for a call they all allow, the trace rules of
+        ``gate``, which record it as dispatched when they admit it too."""
+        found = self.check_call(tool, params, state)
+        if not found and gate is not None:
+            found = [(v.policy_name, v.reason) for v in gate.dispatch(tool, params)]
+        return found
+
+    def restore_windows(self, windows: Mapping[int, Iterable[float]]) -> None:
+        """Take up the windows another engine over the same rules saved (``windows``)."""
+        for index, times in windows.items():
+            self._windows[index] = deque(times)
+
+    def register_policy(
+        self,
+        name: str,
+        kind: str,
+        target: str | None = None,
+        key: str | None = None,
+        pattern: str | None = None,
+        value_json: str | None = None,
+        *,
+        callback: Callback | None = None,
+    ) -> None:
+        """Register a rule as the FFI does: ``deny_tool``, ``deny_tool_param``,
+        ``require_state`` (``value_json`` is the JSON text of the required value), or
+        ``deny_tool_callback`` (``callback(tool, params, action)``; a non-empty string
+        is the reason, any other truthy value denies)."""
+        if kind == "deny_tool":
+            if target is None:
+                raise UsageError("deny_tool needs a target tool")
+            self.registered.append(Registered(name, kind, target))
+        elif kind == "deny_tool_param":
+            if target is None or key is None or pattern is None:
+                raise UsageError("deny_tool_param needs a target, a key and a pattern")
+            self.registered.append(Registered(name, kind, target, key, pattern))
+        elif kind == "require_state":
+            if key is None or value_json is None:
+                raise UsageError("require_state needs a key and value_json")
+            try:
+                value = json.loads(value_json)
+            except ValueError:
+                raise UsageError(f"require_state value_json is not JSON: {value_json!r}") from None
+            self.registered.append(Registered(name, kind, key=key, value=value))
+        elif kind == "deny_tool_callback":
+            if callback is None:
+                raise UsageError("deny_tool_callback needs a callback")
+            self.registered.append(Registered(name, kind, target, callback=callback))
+        else:
+            raise UsageError(f"unknown policy rule type {kind!r}")
+
+    def register_callback(self, name: str, callback: Callback, target: str | None = None) -> None:
+        """A Python callable in place of the JS callback (any tool when ``target`` is None)."""
+        self.register_policy(name, "deny_tool_callback", target, callback=callback)
+
+    def check(
+        self, action: Action, state: Mapping[str, Any] | None = None
+    ) -> list[PolicyViolation]:
+        """Every violation of ``action`` (the engine does not stop at the first)."""
+        from ..ir.model import PolicyViolation
+
+        found = self.check_call(action.tool, action.parameters, state, action=action)
+        return [PolicyViolation(policy_name=n, action_id=action.id, reason=r) for n, r in found]
+
+    def check_call(
+        self,
+        tool: str | None,
+        params: Mapping[str, Any],
+        state: Mapping[str, Any] | None = None,
+        *,
+        action: Action | None = None,
+    ) -> list[tuple[str, str]]:
+        """Every violation of a call of ``tool`` with ``params``, as (rule name,
+        reason) pairs: :meth:`check` without an action. A callback rule is handed
+        ``action``, or a ``tool_call`` action made from the call when there is none."""
+        out: list[tuple[str, str]] = []
+
+        def deny(name: str, reason: str) -> None:
+            out.append((name, reason))
+
+        for rule in self.registered:
+            self._check_registered(rule, tool, params, action, state, deny)
+        rules = self.rules
+        if tool is not None and tool in rules.deny_tool:
+            deny(f"deny_tool:{tool}", f"tool {tool!r} is denied")
+        for position, keyword in enumerate(rules.deny_keyword):
+            if any(keyword in coerce(v) for v in params.values()):
+                deny(
+                    keyword_rule_name(position),
+                    f"a parameter contains denied keyword #{position + 1}",
+                )
+        for p in rules.deny_tool_param:
+            if p.tool != tool or p.param not in params:
+                continue
+            value = params[p.param]
+            if p.equals is not ABSENT and not json_equal(value, p.equals):
+                continue
+            if p.contains is not None and p.contains not in coerce(value):
+                continue
+            how = (
+                "is present"
+                if p.equals is ABSENT and p.contains is None
+                else "matches a denied value"
+            )
+            deny(p.name, f"parameter {p.param!r} of {tool!r} {how}")
+        for a in rules.allow_tool_param:
+            if a.tool != tool:
+                continue
+            if a.param not in params:
+                deny(a.name, f"parameter {a.param!r} of {tool!r} is required and absent")
+            elif coerce(params[a.param]) not in a.allow:
+                deny(a.name, f"parameter {a.param!r} of {tool!r} is not an allowed value")
+        for index, m in enumerate(rules.deny_tool_param_matching):
+            if m.tool != tool:
+                continue
+            pattern = self._patterns[index]
+            if pattern is None:
+                deny(
+                    m.name,
+                    f"the pattern for {tool!r}.{m.param} does not compile: every call is denied",
+                )
+            elif m.param in params:
+                text = coerce(params[m.param])
+                if len(text) * int(pattern.programsize) > MAX_MATCH_WORK:
+                    deny(
+                        m.name,
+                        f"parameter {m.param!r} of {tool!r} is too long ({len(text):,} "
+                        "characters) to match the rule's pattern within its work bound: "
+                        "denied (fails closed)",
+                    )
+                elif pattern.search(text):
+                    deny(m.name, f"parameter {m.param!r} of {tool!r} matches a denied pattern")
+        for c in rules.deny_command:
+            if tool is None or tool.casefold() != c.tool.casefold() or c.param not in params:
+                continue
+            from .shell_words import ShellError, commands
+
+            try:
+                ran = commands(coerce(params[c.param]))
+            except ShellError as err:
+                deny(
+                    c.name,
+                    f"parameter {c.param!r} of {tool!r} cannot be read as a shell command "
+                    f"line ({err}): denied (fails closed)",
+                )
+                continue
+            if any(r.program == c.program and c.flags_in(r.flags) for r in ran):
+                with_flags = f" with {' '.join(c.flags)}" if c.flags else ""
+                deny(c.name, f"parameter {c.param!r} of {tool!r} runs {c.program}{with_flags}")
+        # Last: a call denied only by this rule consumes no budget; any other call does.
+        for index, r in enumerate(rules.rate_limit_tool):
+            if r.tool != tool:
+                continue
+            if self._over_limit(index, r):
+                deny(
+                    r.name,
+                    f"{tool!r} may be called at most {r.max_calls} times in {r.interval_secs:g} s",
+                )
+        return out
+
+    def _check_registered(
+        self,
+        rule: Registered,
+        tool: str | None,
+        params: Mapping[str, Any],
+        action: Action | None,
+        state: Mapping[str, Any] | None,
+        deny: Callable[[str, str], None],
+    ) -> None:
+        if rule.kind == "deny_tool" and tool == rule.target:
+            deny(rule.name, f"tool {tool!r} is denied")
+        elif rule.kind == "deny_tool_param" and tool == rule.target:
+            assert rule.key is not None and rule.pattern is not None
+            if rule.key in params and rule.pattern in coerce(params[rule.key]):
+                deny(rule.name, f"param {rule.key!r} matches denied pattern {rule.pattern!r}")
+        elif rule.kind == "require_state":
+            actual = (state or {}).get(rule.key or "", ABSENT)
+            if actual is ABSENT or not json_equal(actual, rule.value):
+                deny(rule.name, f"requires state {rule.key!r} == {json.dumps(rule.value)}")
+        elif rule.kind == "deny_tool_callback" and rule.callback is not None:
+            if rule.target is not None and tool != rule.target:
+                return
+            if action is None:
+                from ..ir.model import Action
+
+                action = Action(id="call", type="tool_call", tool=tool, parameters=dict(params))
+            verdict = rule.callback(tool or "", params, action)
+            if verdict:
+                reason = verdict if isinstance(verdict, str) else "denied by callback"
+                deny(rule.name, reason)
+
+    def _over_limit(self, index: int, rule: RateRule) -> bool:
+        """Admit (and take a slot) or deny (taking nothing): the sliding window."""
+        now = self.clock()
+        window = self._windows.setdefault(index, deque())
+        while window and now - window[0] >= rule.interval_secs:
+            window.popleft()
+        if len(window) >= rule.max_calls:
+            return True
+        window.append(now)
+        return False
+
+
+#: The largest compiled RE2 program a policy pattern may have. RE2 is linear in the
+#: input, but its DFA runs out of memory on large programs and falls back to the
+#: NFA, whose cost is the program size times the input. The bound keeps a match on
+#: 100 kB near 10 ms (the measurements are in docs/security.md).
+MAX_PATTERN_PROGRAM = 1000
+#: The most work one match may do: the pattern's program size times the length of
+#: the text (RE2 runs in time linear in both; ``(.*a){40}``, 444 instructions, took
+#: 14.5 s on a 5 MB command). Past it the call is denied, never let through unread.
+MAX_MATCH_WORK = 100_000_000
+
+
+@functools.lru_cache(maxsize=1024)
+def compile_pattern(pattern: str) -> Any:
+    """RE2 (linear time, no backtracking); None when the pattern does not compile.
+    RE2 writes nothing to stderr (``log_errors`` off). Compiled once per pattern:
+    the engine, the load-time cost check and the schema ``pattern`` keyword (which
+    checks every value it is given) share it; a compiled pattern is immutable."""
+    import re2
+
+    options = re2.Options()
+    options.log_errors = False
+    try:
+        return re2.compile(pattern, options=options)
+    except Exception:
+        return None
+
+
+def pattern_cost(pattern: str) -> int | None:
+    """The size of ``pattern``'s compiled RE2 program; None if it does not compile."""
+    compiled = compile_pattern(pattern)
+    return None if compiled is None else int(compiled.programsize)
+
+
+# --- loading files ------------------------------------------------------------------------------
+
+_KEYS = {
+    "deny_tool",
+    "deny_keyword",
+    "deny_tool_param",
+    "allow_tool_param",
+    "deny_tool_param_matching",
+    "deny_command",
+    "rate_limit_tool",
+    "trace_rule",
+}
+
+#: The kinds of rule whose names are finding codes (``deny_tool:rm``): the file keys
+#: and the registered ``require_state``.
+RULE_KINDS = frozenset({*_KEYS, "require_state"})
+
+
+class _Reader:
+    """Strict typed access to one parsed TOML file; every error names the file and key."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.source = str(path)
+
+    def fail(self, where: Sequence[str | int], problem: str) -> InputError:
+        return InputError(problem, list(where), source=self.source)
+
+    def strings(self, value: Any, where: Sequence[str | int]) -> list[str]:
+        if not isinstance(value, list):
+            raise self.fail(where, "expected an array of strings")
+        for i, item in enumerate(value):
+            if not isinstance(item, str):
+                raise self.fail([*where, i], "expected a string")
+        return list(value)
+
+    def tables(
+        self,
+        value: Any,
+        where: str,
+        required: dict[str, type | tuple[type, ...]],
+        optional: dict[str, type | tuple[type, ...] | None],
+    ) -> list[dict[str, Any]]:
+        if not isinstance(value, list):
+            raise self.fail([where], f"expected an array of tables ([[{where}]])")
+        out = []
+        for i, table in enumerate(value):
+            if not isinstance(table, dict):
+                raise self.fail([where, i], "expected a table")
+            for key in table:
+                if key not in required and key not in optional:
+                    known = ", ".join(sorted([*required, *optional]))
+                    raise self.fail([where, i, key], f"unknown key (expected one of {known})")
+            for key in required:
+                if key not in table:
+                    raise self.fail([where, i], f"missing required key {key!r}")
+            for key, kind in {**required, **optional}.items():
+                if key in table and kind is not None:
+                    self.check_type(table[key], kind, [where, i, key])
+            out.append(table)
+        return out
+
+    def check_type(self, value: Any, kind: type | tuple[type, ...], where: list[str | int]) -> None:
+        if (
+            isinstance(value, bool)
+            and kind is not bool
+            and bool not in (kind if isinstance(kind, tuple) else (kind,))
+        ):
+            raise self.fail(where, f"expected {_type_name(kind)}, got a boolean")
+        if not isinstance(value, kind):
+            raise self.fail(where, f"expected {_type_name(kind)}, got {type(value).__name__}")
+
+
+def _type_name(kind: type | tuple[type, ...]) -> str:
+    names = {
+        str: "a string",
+        int: "an integer",
+        float: "a number",
+        list: "an array",
+        bool: "a boolean",
+    }
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join(names.get(k, k.__name__) for k in kinds)
+
+
+def _json_value(reader: _Reader, value: Any, where: list[str | int]) -> Any:
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise reader.fail(where, "expected a finite number")
+        return value
+    if isinstance(value, list):
+        return [_json_value(reader, v, [*where, i]) for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        return {k: _json_value(reader, v, [*where, k]) for k, v in value.items()}
+    raise reader.fail(where, f"a {type(value).__name__} is not a JSON value")
+
+
+def load_policy_file(path: str | os.PathLike[str]) -> PolicySet:
+    """Read one policy file strictly: malformed TOML, an unknown key or a wrong type
+    raises InputError naming the file (and the key)."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise InputError(f"cannot read policy file: {err}", source=str(file)) from None
+    return load_policy_text(text, source=str(file))
+
+
+def load_policy_text(text: str, *, source: str = "<policies>") -> PolicySet:
+    """Read policy TOML text strictly (errors name ``source`` and the key)."""
+    import tomllib
+
+    file = Path(source)
+    reader = _Reader(file)
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise InputError(f"not valid TOML: {err}", source=str(file)) from None
+    rules = PolicySet()
+    for key in doc:
+        if key not in _KEYS:
+            raise reader.fail([key], f"unknown key (expected one of {', '.join(sorted(_KEYS))})")
+    if "deny_tool" in doc:
+        rules.deny_tool = reader.strings(doc["deny_tool"], ["deny_tool"])
+    if "deny_keyword" in doc:
+        rules.deny_keyword = reader.strings(doc["deny_keyword"], ["deny_keyword"])
+    for i, t in enumerate(
+        reader.tables(
+            doc.get("deny_tool_param", []),
+            "deny_tool_param",
+            {"tool": str, "param": str},
+            {"equals": None, "contains": str},
+        )
+    ):
+        equals = (
+            _json_value(reader, t["equals"], ["deny_tool_param", i, "equals"])
+            if "equals" in t
+            else ABSENT
+        )
+        rules.deny_tool_param.append(ParamRule(t["tool"], t["param"], equals, t.get("contains")))
+    for i, t in enumerate(
+        reader.tables(
+            doc.get("allow_tool_param", []),
+            "allow_tool_param",
+            {"tool": str, "param": str},
+            {"allow": list},
+        )
+    ):
+        allow = reader.strings(t.get("allow", []), ["allow_tool_param", i, "allow"])
+        rules.allow_tool_param.append(AllowRule(t["tool"], t["param"], tuple(allow)))
+    for t in reader.tables(
+        doc.get("deny_tool_param_matching", []),
+        "deny_tool_param_matching",
+        {"tool": str, "param": str, "matches": str},
+        {},
+    ):
+        cost = pattern_cost(t["matches"])
+        if cost is not None and cost > MAX_PATTERN_PROGRAM:
+            index = len(rules.deny_tool_param_matching)
+            raise reader.fail(
+                ["deny_tool_param_matching", index, "matches"],
+                f"the pattern compiles to {cost:,} RE2 instructions, over the bound of "
+                f"{MAX_PATTERN_PROGRAM:,}: matching it could take seconds per value",
+            )
+        rules.deny_tool_param_matching.append(MatchRule(t["tool"], t["param"], t["matches"]))
+    for i, t in enumerate(
+        reader.tables(
+            doc.get("deny_command", []),
+            "deny_command",
+            {"program": str},
+            {"flags": list, "tool": str, "param": str},
+        )
+    ):
+        flags = reader.strings(t.get("flags", []), ["deny_command", i, "flags"])
+        for n, flag in enumerate(flags):
+            if not flag.startswith("-") or flag in ("-", "--"):
+                raise reader.fail(["deny_command", i, "flags", n], "expected a flag: -r, --force")
+        split = [f"-{c}" for f in flags if not f.startswith("--") for c in f[1:]]
+        split += [f for f in flags if f.startswith("--")]  # -rf as -r and -f, as matched
+        rules.deny_command.append(
+            CommandRule(
+                t["program"],
+                tuple(dict.fromkeys(split)),
+                t.get("tool", "Bash"),
+                t.get("param", "command"),
+            )
+        )
+    for i, t in enumerate(
+        reader.tables(
+            doc.get("rate_limit_tool", []),
+            "rate_limit_tool",
+            {"tool": str, "max_calls": int, "interval_secs": (int, float)},
+            {},
+        )
+    ):
+        if t["max_calls"] < 0:
+            raise reader.fail(["rate_limit_tool", i, "max_calls"], "must not be negative")
+        if not math.isfinite(t["interval_secs"]) or t["interval_secs"] < 0:
+            raise reader.fail(
+                ["rate_limit_tool", i, "interval_secs"], "must be a non-negative number"
+            )
+        rules.rate_limit_tool.append(RateRule(t["tool"], t["max_calls"], float(t["interval_secs"])))
+    for i, t in enumerate(
+        reader.tables(doc.get("trace_rule", []), "trace_rule", {"rule": str}, {"name": str})
+    ):
+        try:
+            rules.trace_rule.append(
+                parse_trace_rule(t["rule"], name=t.get("name", ""), source=str(file))
+            )
+        except InputError as err:
+            where = f"trace_rule[{i}].rule"
+            start = _position_of(text, t["rule"])
+            if start is None:  # written with escapes: only the rule's own position is known
+                problem = f"{where}, line {err.line} column {err.column} of the rule: {err.problem}"
+                raise InputError(problem, source=str(file)) from None
+            line, column = start
+            at_line = err.line or 1
+            raise InputError(
+                f"{where}: {err.problem}",
+                source=str(file),
+                line=line + at_line - 1,
+                column=(column if at_line == 1 else 1) + (err.column or 1) - 1,
+            ) from None
+    return rules
+
+
+def _position_of(text: str, needle: str) -> tuple[int, int] | None:
+    """The file line and column where a rule's text starts (TOML gives no positions:
+    found by its text, so a rule written with escapes is not found)."""
+    index = text.find(needle)
+    if index < 0:
+        return None
+    line_start = text.rfind("\n", 0, index) + 1
+    return text.count("\n", 0, index) + 1, index - line_start + 1
+
+
+@dataclass(slots=True)
+class LoadedPolicies:
+    """What was loaded and from where (``directory`` None: no policy directory found)."""
+
+    directory: Path | None
+    files: list[Path]
+    rules: PolicySet
+    searched: list[Path] = field(default_factory=list)
+
+    def describe(self) -> str:
+        if self.directory is None:
+            where = ", ".join(str(p) for p in self.searched[:3])
+            more = " ..." if len(self.searched) > 3 else ""
+            return f"no .car/policies directory found (searched {where}{more})"
+        count = len(self.files)
+        return (
+            f"loaded {plural(self.rules.count(), 'rule')} from {plural(count, 'file')} "
+            f"in {self.directory}"
+        )
+
+    def engine(self, *, clock: Callable[[], float] = time.monotonic) -> PolicyEngine:
+        return PolicyEngine(self.rules, clock=clock)
+
+
+def load_policies(directory: str | os.PathLike[str] | None = None) -> LoadedPolicies:
+    """Load every ``*.toml`` of a policies directory in sorted filename order.
+
+    ``directory`` may be the policies directory itself or a project directory that
+    holds ``.car/policies``; without it, the nearest ``.car/policies`` walking up
+    from the working directory is used (:func:`policies_folder`). A missing
+    directory is not an error; a malformed file fails the whole load, naming the file.
+    """
+    folder, searched = policies_folder(directory)
+    if folder is None:
+        return LoadedPolicies(None, [], PolicySet(), searched)
+    files = _policy_files(folder)
+    rules = PolicySet()
+    for file in files:
+        rules.extend(load_policy_file(file))
+    return LoadedPolicies(folder.resolve(), files, rules, searched)
+
+
+def policies_to_check(
+    directory: str | os.PathLike[str] | None, start: str | os.PathLike[str], *, name_them: str
+) -> LoadedPolicies:
+    """The policies a policy check applies: those of ``directory`` when given, else
+    the nearest ``.car/policies`` at or above ``start``. No folder, or one that holds
+    no rule, would check nothing: each is a :class:`UsageError` (``name_them`` says
+    how to name the policies instead)."""
+    if directory is not None:
+        loaded = load_policies(directory)
+    else:
+        folder, _ = find_policies(start)
+        if folder is None:
+            raise UsageError(
+                f"no .car/policies at or above {start}: nothing was checked ({name_them})"
+            )
+        loaded = load_policies(folder)
+    if loaded.directory is None or not loaded.rules.count():
+        raise UsageError(
+            f"{loaded.describe()}: the policy set holds no rule, so nothing was checked"
+        )
+    return loaded
+
+
+def policies_folder(
+    directory: str | os.PathLike[str] | None = None,
+) -> tuple[Path | None, list[Path]]:
+    """The policies directory :func:`load_policies` reads for ``directory`` (None:
+    there is none) and the places it looked, without reading a rule."""
+    if directory is not None:
+        given = Path(directory)
+        if not given.is_dir():
+            raise InputError("no such policies directory", source=str(given))
+        nested = given / ".car" / "policies"
+        if not nested.is_dir() and (nested.exists() or nested.is_symlink()):
+            raise InputError(
+                "is not a directory: the policies cannot be read (fails closed)",
+                source=str(nested),
+            )
+        chosen = nested if nested.is_dir() else given
+        return chosen, [chosen]
+    return find_policies()
+
+
+def _policy_files(folder: Path) -> list[Path]:
+    """The ``*.toml`` files of a policies directory, sorted. Anything in it that is not
+    a readable regular file (a directory, a dangling symlink, a symlink loop, a
+    socket) fails the load naming it: a rule that cannot be read must not vanish."""
+    import stat
+
+    files = []
+    for entry in sorted(folder.iterdir()):
+        try:
+            mode = entry.stat().st_mode
+        except OSError as err:
+            why = (
+                "a symlink loop"
+                if err.errno == 40
+                else "a dangling symlink"
+                if entry.is_symlink()
+                else err.strerror
+            )
+            raise InputError(
+                f"cannot be read ({why}): the policies fail closed", source=str(entry)
+            ) from None
+        if not stat.S_ISREG(mode):
+            kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+            raise InputError(
+                f"is {kind}, not a policy file: the policies fail closed", source=str(entry)
+            )
+        if entry.suffix == ".toml":
+            if not os.access(entry, os.R_OK):
+                raise InputError("is not readable: the policies fail closed", source=str(entry))
+            files.append(entry)
+    return files
+
+
+def policy_engine(policies: Any) -> PolicyEngine:
+    """A PolicyEngine from an engine, loaded policies, a PolicySet or a directory."""
+    if isinstance(policies, PolicyEngine):
+        return policies
+    if isinstance(policies, LoadedPolicies):
+        return policies.engine()
+    if isinstance(policies, PolicySet):
+        return PolicyEngine(policies)
+    if isinstance(policies, (str, os.PathLike)):
+        return load_policies(policies).engine()
+    raise UsageError("policies must be a PolicyEngine, a PolicySet, loaded policies or a directory")

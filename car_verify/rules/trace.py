@@ -1,0 +1,717 @@
+"""Trace rules: a small past-time temporal language over a run's tool calls.
+
+The upstream runtime refuses to load ``trace_rule``; car-verify enforces it twice:
+
+* :class:`TraceGate` decides at dispatch time from the trace so far, in O(1) per
+  event and rule (an incremental monitor: one flag or counter per rule);
+* :func:`check_schedules` checks a proposal statically against the schedules
+  the executor can run (``schedules="levels"``: the levels in order, any
+  interleaving inside a level; ``"any"``: every order the DAG allows), each call
+  succeeding or failing where a failure does not stop the run, exploring
+  (finished actions, failed actions, monitor state) with memoization up to a
+  budget; every action that some schedule makes break a rule is reported, each
+  with a schedule that shows it.
+
+The grammar is ``grammars/trace_rules.lark``; see ``docs/policies.md`` for the
+language reference. Rules read aloud::
+
+    never send_email after read_secret
+    deploy where env == "prod" only after run_tests succeeded
+    at most 3 http_request
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+from ..base.errors import InputError
+from ..base.schedules import Schedules
+from ..base.values import ABSENT, evaluate, json_equal
+
+if TYPE_CHECKING:  # the schedule check loads them; the gate (the agent hook) never does
+    from ..ir.model import ActionProposal
+    from ..semantics.dag import Dag
+
+__all__ = [
+    "Call",
+    "Counterexample",
+    "ScheduleCheck",
+    "Test",
+    "TraceGate",
+    "TraceRule",
+    "check_schedules",
+    "parse_trace_rule",
+    "unwound",
+]
+
+Outcome = Literal["succeeded", "failed"]
+
+#: A path kept as a linked list, its last step and the path before it (None: no
+#: step): a breadth-first search that extends a path copies nothing, so searches
+#: whose paths run long (``at most 100000``) stay linear.
+LinkedPath = tuple[Any, Any] | None
+
+
+def unwound(path: LinkedPath) -> tuple[Any, ...]:
+    """A linked path's steps, first to last."""
+    steps: list[Any] = []
+    while path is not None:
+        steps.append(path[0])
+        path = path[1]
+    return tuple(reversed(steps))
+
+
+@dataclass(frozen=True, slots=True)
+class Test:
+    """A condition on one parameter: ``==``, ``!=``, ``contains`` or ``exists``.
+
+    Values are compared as docs/semantics.md §2 says: ``==`` is deep JSON equality
+    (numbers by value, exactly, however large); ``contains`` is a substring test
+    on a string parameter and deep-equal membership in an array parameter."""
+
+    param: str
+    op: Literal["equals", "differs", "contains", "present"]
+    value: Any = None
+
+    def holds(self, params: Mapping[str, Any]) -> bool:
+        actual = params.get(self.param, ABSENT)
+        if self.op == "present":
+            return actual is not ABSENT
+        if self.op == "equals":
+            return actual is not ABSENT and json_equal(actual, self.value)
+        if self.op == "differs":
+            return actual is ABSENT or not json_equal(actual, self.value)
+        return evaluate("contains", actual, self.value)
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A tool call pattern: a tool (None: any tool), parameter tests, an outcome."""
+
+    tool: str | None
+    tests: tuple[Test, ...] = ()
+    outcome: Outcome | None = None
+
+    def matches(self, tool: str, params: Mapping[str, Any]) -> bool:
+        return (self.tool is None or self.tool == tool) and all(t.holds(params) for t in self.tests)
+
+
+@dataclass(frozen=True, slots=True)
+class TraceRule:
+    """One parsed rule. ``kind``: ``never``, ``never_after``, ``only_after``, ``at_most``."""
+
+    kind: Literal["never", "never_after", "only_after", "at_most"]
+    call: Call
+    event: Call | None = None
+    limit: int = 0
+    text: str = ""
+    name: str = ""
+
+    @property
+    def policy_name(self) -> str:
+        return f"trace_rule:{self.name or self.text}"
+
+    def to_text(self) -> str:
+        """The rule in canonical text (parses back to an equal rule)."""
+        if self.kind == "never":
+            return f"never {_call_text(self.call)}"
+        if self.kind == "at_most":
+            return f"at most {self.limit} {_call_text(self.call)}"
+        assert self.event is not None
+        joint = "after" if self.kind == "never_after" else "only after"
+        head = (
+            f"never {_call_text(self.call)}"
+            if self.kind == "never_after"
+            else _call_text(self.call)
+        )
+        return f"{head} {joint} {_call_text(self.event)}"
+
+    def mentions(self, tool: str) -> bool:
+        return any(
+            c is not None and (c.tool is None or c.tool == tool) for c in (self.call, self.event)
+        )
+
+    def reads(self, tool: str) -> set[str]:
+        """The parameters the rule's tests read of a call of ``tool``."""
+        return {
+            t.param
+            for c in (self.call, self.event)
+            if c is not None and (c.tool is None or c.tool == tool)
+            for t in c.tests
+        }
+
+
+def _call_text(call: Call) -> str:
+    text = call.tool or "any tool"
+    if call.tests:
+        parts = []
+        for t in call.tests:
+            if t.op == "present":
+                parts.append(f"{t.param} exists")
+            elif t.op == "contains":
+                parts.append(f"{t.param} contains {json.dumps(t.value)}")
+            else:
+                parts.append(
+                    f"{t.param} {'==' if t.op == 'equals' else '!='} {json.dumps(t.value)}"
+                )
+        text += " where " + " and ".join(parts)
+    if call.outcome:
+        text += f" {call.outcome}"
+    return text
+
+
+@lru_cache(maxsize=1)
+def _parser() -> Any:
+    """The rule parser, as used: built without lark's ``strict`` collision check,
+    which proves no two terminals can match the same text but costs about 0.6 s per
+    process (too much for a hook run once per tool call). :func:`_strict_parser` is
+    the checked build; a test parses the same rules with both."""
+    from lark import Lark
+
+    return Lark(_grammar_text(), **_OPTIONS, cache=True)
+
+
+def _strict_parser() -> Any:
+    """The same parser with lark's ``strict`` terminal-collision check (the tests)."""
+    from lark import Lark
+
+    return Lark(_grammar_text(), **_OPTIONS, strict=True)
+
+
+_OPTIONS: dict[str, Any] = {
+    "parser": "lalr",
+    "propagate_positions": True,
+    "maybe_placeholders": False,
+}
+
+
+def _grammar_text() -> str:
+    """The grammar, installed as ``car_verify.grammars`` from the top-level ``grammars/``."""
+    from importlib.resources import files
+
+    return (files("car_verify.grammars") / "trace_rules.lark").read_text(encoding="utf-8")
+
+
+#: Rules known already, by (text, name): :func:`remember` fills it (the agent hook,
+#: from its cache, so that a hook call parses nothing and never imports lark).
+_KNOWN: dict[tuple[str, str], TraceRule] = {}
+
+
+def remember(rules: Iterable[TraceRule]) -> None:
+    """Let :func:`parse_trace_rule` answer these rules without parsing them again."""
+    for rule in rules:
+        _KNOWN[(rule.text, rule.name)] = rule
+
+
+def remembered(rule: TraceRule) -> bool:
+    """Whether :func:`parse_trace_rule` answers ``rule`` without parsing it."""
+    return _KNOWN.get((rule.text, rule.name)) == rule
+
+
+def rule_to_dict(rule: TraceRule) -> dict[str, Any]:
+    """A parsed rule as JSON (:func:`rule_from_dict` reads it back, equal)."""
+
+    def call(c: Call | None) -> dict[str, Any] | None:
+        if c is None:
+            return None
+        tests = [{"param": t.param, "op": t.op, "value": t.value} for t in c.tests]
+        return {"tool": c.tool, "tests": tests, "outcome": c.outcome}
+
+    return {
+        "kind": rule.kind,
+        "call": call(rule.call),
+        "event": call(rule.event),
+        "limit": rule.limit,
+        "text": rule.text,
+        "name": rule.name,
+    }
+
+
+def rule_from_dict(doc: Mapping[str, Any]) -> TraceRule:
+    """The rule :func:`rule_to_dict` wrote."""
+
+    def call(c: Mapping[str, Any] | None) -> Call | None:
+        if c is None:
+            return None
+        tests = tuple(Test(t["param"], t["op"], t["value"]) for t in c["tests"])
+        return Call(c["tool"], tests, c["outcome"])
+
+    head = call(doc["call"])
+    assert head is not None
+    return TraceRule(
+        doc["kind"], head, call(doc["event"]), int(doc["limit"]), doc["text"], doc["name"]
+    )
+
+
+def parse_trace_rule(text: str, *, name: str = "", source: str | None = None) -> TraceRule:
+    """Parse one rule; a syntax error is an InputError with the line and column."""
+    known = _KNOWN.get((text, name))
+    if known is not None:
+        return known
+    from lark.exceptions import (
+        UnexpectedCharacters,
+        UnexpectedEOF,
+        UnexpectedInput,
+        UnexpectedToken,
+    )
+
+    try:
+        tree = _parser().parse(text)
+    except UnexpectedInput as err:
+        if isinstance(err, UnexpectedEOF):
+            problem = "the rule ends too early"
+        elif isinstance(err, UnexpectedToken):
+            problem = (
+                f"unexpected {err.token!s}"
+                if err.token.type != "$END"
+                else "the rule ends too early"
+            )
+        elif isinstance(err, UnexpectedCharacters):
+            at = err.pos_in_stream or 0
+            problem = f"unexpected character {text[at : at + 1]!r}"
+        else:  # pragma: no cover - lark's other UnexpectedInput kinds
+            problem = "cannot read the rule"
+        expected = sorted(_friendly(t) for t in (getattr(err, "expected", None) or ()))
+        hint = f"; expected {', '.join(expected)}" if expected else ""
+        raise InputError(
+            f"trace rule {text!r}: {problem}{hint}",
+            source=source,
+            line=getattr(err, "line", None),
+            column=getattr(err, "column", None),
+        ) from None
+
+    def string(token: Any) -> str:
+        try:
+            return str(json.loads(str(token)))
+        except ValueError:
+            raise InputError(
+                f"trace rule {text!r}: {token!s} is not a valid string literal",
+                source=source,
+                line=token.line,
+                column=token.column,
+            ) from None
+
+    def number(token: Any) -> int | float:
+        """An integer exactly (Python's are unbounded), anything else as a float."""
+        digits = str(token).lstrip("+")
+        if digits.lstrip("-").isdigit():
+            return int(digits)
+        parsed = float(digits)
+        if not math.isfinite(parsed):
+            raise InputError(
+                f"trace rule {text!r}: {token!s} is too large for a number",
+                source=source,
+                line=token.line,
+                column=token.column,
+            )
+        return parsed
+
+    def value(tree: Any) -> Any:
+        kind = tree.data
+        if kind == "string":
+            return string(tree.children[0])
+        if kind == "number":
+            return number(tree.children[0])
+        return {"true": True, "false": False, "null": None}[str(kind)]
+
+    def call(tree: Any) -> Call:
+        tool: str | None = None
+        tests: list[Test] = []
+        outcome: Outcome | None = None
+        for child in tree.children:
+            if child.data == "named_tool":
+                tool = str(child.children[0])
+            elif child.data == "condition":
+                for t in child.children:
+                    param = str(t.children[0])
+                    if t.data == "present":
+                        tests.append(Test(param, "present"))
+                    elif t.data == "contains":
+                        tests.append(Test(param, "contains", value(t.children[1])))
+                    else:
+                        same = t.data == "equals"
+                        tests.append(
+                            Test(param, "equals" if same else "differs", value(t.children[1]))
+                        )
+            elif child.data == "succeeded":
+                outcome = "succeeded"
+            elif child.data == "failed":
+                outcome = "failed"
+        return Call(tool, tuple(tests), outcome)
+
+    rule = tree.children[0]
+    kind = str(rule.data)
+    if kind == "at_most":
+        return TraceRule(
+            "at_most", call(rule.children[1]), limit=int(rule.children[0]), text=text, name=name
+        )
+    event = call(rule.children[1]) if len(rule.children) > 1 else None
+    return TraceRule(kind, call(rule.children[0]), event, text=text, name=name)  # type: ignore[arg-type]
+
+
+_TERMINALS = {"NAME": "a tool or parameter name", "$END": "the end of the rule", "INT": "a number"}
+
+
+def _friendly(terminal: str) -> str:
+    return _TERMINALS.get(terminal, f'"{terminal.lower()}"' if terminal.isupper() else terminal)
+
+
+# --- the incremental monitor ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TraceViolation:
+    policy_name: str
+    reason: str
+
+
+class TraceGate:
+    """Decides at dispatch time whether a call may run, given the trace so far.
+
+    ``check`` asks without changing anything; ``dispatch`` checks and, when the
+    call is admitted, records it (an ``at most`` budget is taken at admission);
+    ``record`` adds a call's outcome. The monitor keeps one flag or counter per
+    rule, so each event costs O(number of rules). ``state`` / ``restore`` expose it
+    as a hashable value (the static checker memoizes on it).
+    """
+
+    def __init__(self, rules: Sequence[TraceRule]) -> None:
+        self.rules = tuple(rules)
+        self._state = [0] * len(self.rules)
+
+    @property
+    def state(self) -> tuple[int, ...]:
+        return tuple(self._state)
+
+    def restore(self, state: tuple[int, ...]) -> None:
+        self._state = list(state)
+
+    def check(self, tool: str, params: Mapping[str, Any]) -> list[TraceViolation]:
+        out = []
+        for rule, seen in zip(self.rules, self._state, strict=True):
+            if not rule.call.matches(tool, params):
+                continue
+            tool = _head(rule, tool)  # with the rule's where-tests: what it refuses
+            if rule.kind == "never":
+                out.append(TraceViolation(rule.policy_name, f"{tool} is never allowed"))
+            elif rule.kind == "never_after" and seen:
+                out.append(
+                    TraceViolation(rule.policy_name, f"{tool} is not allowed after {_event(rule)}")
+                )
+            elif rule.kind == "only_after" and not seen:
+                out.append(
+                    TraceViolation(rule.policy_name, f"{tool} is allowed only after {_event(rule)}")
+                )
+            elif rule.kind == "at_most" and seen >= rule.limit:
+                out.append(
+                    TraceViolation(
+                        rule.policy_name, f"{tool} is allowed at most {rule.limit} times in a run"
+                    )
+                )
+        return out
+
+    def dispatch(self, tool: str, params: Mapping[str, Any]) -> list[TraceViolation]:
+        violations = self.check(tool, params)
+        if not violations:
+            self._observe(tool, params, None)
+        return violations
+
+    def record(self, tool: str, params: Mapping[str, Any], outcome: Outcome) -> None:
+        self._observe(tool, params, outcome)
+
+    def _observe(self, tool: str, params: Mapping[str, Any], outcome: Outcome | None) -> None:
+        for index, rule in enumerate(self.rules):
+            if rule.kind == "at_most":
+                if outcome is None and rule.call.matches(tool, params):
+                    self._state[index] += 1
+            elif (
+                rule.event is not None
+                and not self._state[index]
+                and rule.event.outcome == outcome
+                and rule.event.matches(tool, params)
+            ):
+                self._state[index] = 1
+
+
+def _head(rule: TraceRule, tool: str) -> str:
+    """The refused call as the rule names it: the tool, with the rule's tests."""
+    call = rule.call
+    return _call_text(Call(tool, call.tests)) if call.tests else tool
+
+
+def _event(rule: TraceRule) -> str:
+    """The rule's event as its text says it, tests and outcome included."""
+    event = rule.event
+    assert event is not None
+    return _call_text(event)
+
+
+# --- the schedules of a run ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Counterexample:
+    """An action that breaks a rule, and a schedule that shows it: the calls
+    dispatched, in order, ending with the refused one; ``failed`` names those of
+    them that failed (a failure that does not stop the run); ``refused`` those an
+    earlier refusal of the same rule turned away."""
+
+    action_id: str
+    index: int
+    schedule: tuple[str, ...]
+    failed: tuple[str, ...]
+    violation: TraceViolation
+    refused: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """The schedule as a reader follows it: ``fetch (failed), send``."""
+        failed, refused = set(self.failed), set(self.refused)
+        return ", ".join(
+            f"{a} (failed)" if a in failed else f"{a} (refused)" if a in refused else a
+            for a in self.schedule
+        )
+
+
+@dataclass(slots=True)
+class ScheduleCheck:
+    """The outcome of checking one rule against a proposal's schedules.
+
+    ``violations``: every action that some schedule makes break the rule, in
+    proposal order, each with one such schedule. ``complete`` is False when the
+    budget ran out first: then ``explored`` states were checked, the violations
+    found are real, and their absence elsewhere is a sample, not a decision.
+    """
+
+    rule: TraceRule
+    violations: list[Counterexample]
+    explored: int
+    complete: bool
+    schedules: Schedules = "levels"
+
+    @property
+    def schedule(self) -> list[str] | None:
+        """The first violation's schedule (None: no schedule breaks the rule)."""
+        return list(self.violations[0].schedule) if self.violations else None
+
+    @property
+    def violation(self) -> TraceViolation | None:
+        return self.violations[0].violation if self.violations else None
+
+
+def check_schedules(
+    proposal: ActionProposal,
+    rules: Iterable[TraceRule],
+    *,
+    budget: int = 100_000,
+    dag: Dag | None = None,
+    schedules: Schedules = "levels",
+) -> list[ScheduleCheck]:
+    """Check each rule against the schedules a run of the proposal can take
+    (``dag``: the proposal's DAG when the caller has it already).
+
+    ``schedules="levels"`` (the default) explores what the executor runs: the
+    levels in order, the actions of a level in any interleaving; ``"any"`` every
+    order the DAG allows. In both, a call may fail: a failure under
+    ``failure_behavior: skip`` lets the run go on without the call's dependents
+    (which are rejected, never dispatched); any other failure stops the run once
+    its level is done (``"any"``: at once). A refused call is not recorded, as at
+    dispatch, and the check goes on past it, so every action that can break the
+    rule is found, not just the first. ``budget`` bounds the (finished actions,
+    monitor state) pairs explored over all the rules together.
+    """
+    from ..semantics.dag import Dag
+
+    dag = dag or Dag(proposal)
+    rules = list(rules)
+    if not rules:
+        return []
+    plan = _Plan(proposal, dag)
+    # One budget for the whole check, shared by the rules in turn: ten rules on one
+    # plan cost what one costs, not ten times it; a rule reached with nothing left
+    # is reported unchecked (incomplete), never silently passed.
+    out, left = [], budget
+    for rule in rules:
+        result = _check_rule(plan, rule, left, schedules)
+        out.append(result)
+        left = max(0, left - result.explored)
+    return out
+
+
+class _Plan:
+    """What every rule's exploration shares: the call events, who waits for whom,
+    which actions can fail and what a failure does, the levels."""
+
+    __slots__ = (
+        "dag",
+        "dependents",
+        "detached",
+        "events",
+        "fails",
+        "levels",
+        "readiness",
+        "skip",
+        "waits",
+    )
+
+    def __init__(self, proposal: ActionProposal, dag: Dag) -> None:
+        from ..ir.model import FailureBehavior, ToolInvocationMode
+
+        actions = proposal.actions
+        from ..semantics.dag import Readiness
+
+        self.dag = dag
+        self.readiness = Readiness(dag)
+        self.events = [
+            (a.tool, a.parameters) if a.type == "tool_call" and a.tool is not None else None
+            for a in actions
+        ]
+        #: Per action, the actions it waits for (a bitmask): one that did not succeed
+        #: gets it rejected (the executor's blocked dependency).
+        self.waits = [sum(1 << t for t in set(dag.waits_for(i))) for i in range(dag.n)]
+        waited = 0
+        for mask in self.waits:
+            waited |= mask
+        self.dependents = [bool(waited >> i & 1) for i in range(dag.n)]
+        self.fails = [a.type in ("tool_call", "assertion") for a in actions]
+        self.skip = [a.failure_behavior is FailureBehavior.SKIP for a in actions]
+        #: A streaming or long-running call's outcome is its stream's terminal status,
+        #: known at some later point of the run, or not within it.
+        self.detached = [a.invocation_mode is not ToolInvocationMode.ONE_SHOT for a in actions]
+        self.levels = [tuple(level) for level in dag.levels]
+
+
+#: A schedule as a linked list, last step first: (action, 0 succeeded | 1 failed |
+#: 2 refused, the steps before), so that a step copies nothing.
+_Path: TypeAlias = "tuple[int, int, _Path] | None"
+#: (finished, not succeeded, stopping, monitor, level, ready before, last action, path)
+_Entry: TypeAlias = "tuple[int, int, bool, tuple[int, ...], int, tuple[int, ...], int, _Path]"
+
+
+def _check_rule(plan: _Plan, rule: TraceRule, budget: int, mode: Schedules) -> ScheduleCheck:
+    events, readiness, levels = plan.events, plan.readiness, plan.levels
+    relevant = [e is not None and rule.mentions(e[0]) for e in events]
+    # Whose outcome the rule reads (``... after fetch failed``, ``only after x succeeded``).
+    watched = rule.event if rule.event is not None and rule.event.outcome is not None else None
+    sees = [e is not None and watched is not None and watched.tool in (None, e[0]) for e in events]
+    full = readiness.walkable_mask
+    gate = TraceGate([rule])
+    found: dict[int, Counterexample] = {}
+    seen: set[tuple[int, int, bool, tuple[int, ...]]] = set()
+    stack: list[_Entry] = [(0, 0, False, gate.state, 0, (), -1, None)]
+    explored = 0
+    while stack:
+        done, failed, halt, state, level, before, last, path = stack.pop()
+        key = (done, failed, halt, state)
+        if key in seen:
+            continue
+        seen.add(key)
+        explored += 1
+        if explored > budget:
+            return _result(plan, rule, found, explored - 1, False, mode)
+        if mode == "levels":
+            while level < len(levels) and all(done >> i & 1 for i in levels[level]):
+                level = len(levels) if halt else level + 1  # a stopped run ends with its level
+            if level == len(levels):
+                continue
+            ready = tuple(i for i in levels[level] if not done >> i & 1)
+        else:
+            if halt or done == full:
+                continue
+            ready = readiness.first() if last < 0 else readiness.after(before, last, full & ~done)
+        # A rejected action or a call the rule never mentions commutes with everything
+        # the rule watches: take one of them first, and only it.
+        quiet = next((i for i in ready if not relevant[i] or plan.waits[i] & failed), -1)
+        for i in (quiet,) if quiet >= 0 else reversed(ready):
+            bit = 1 << i
+            if plan.waits[i] & failed:  # a dependency did not succeed: rejected, not sent
+                stack.append((done | bit, failed | bit, halt, state, level, ready, i, path))
+                continue
+            event = events[i]
+            after_dispatch = state
+            if event is not None:
+                gate.restore(state)
+                violations = gate.dispatch(*event)
+                if violations:
+                    if i not in found:
+                        found[i] = _counterexample(plan, i, path, violations[0])
+                    stack.append((done | bit, failed, halt, state, level, ready, i, (i, 2, path)))
+                    continue
+                after_dispatch = gate.state
+            for recorded, lost in _outcomes(plan, i, sees[i]):
+                now = after_dispatch
+                if event is not None and recorded is not None:
+                    gate.restore(after_dispatch)
+                    gate.record(event[0], event[1], recorded)
+                    now = gate.state
+                stack.append(
+                    (
+                        done | bit,
+                        failed | bit if lost else failed,
+                        halt or (lost and not plan.skip[i]),
+                        now,
+                        level,
+                        ready,
+                        i,
+                        (i, 1 if recorded == "failed" else 0, path),
+                    )
+                )
+    return _result(plan, rule, found, explored, True, mode)
+
+
+def _outcomes(plan: _Plan, i: int, seen: bool) -> list[tuple[Outcome | None, bool]]:
+    """How action ``i`` can end, as the branches that differ for the rule: (what the
+    monitor records, None for nothing yet; whether the action did not succeed),
+    successes first. ``seen``: whether the rule reads this call's outcome.
+
+    A failure matters where the rule reads it, or where it rejects dependents; a
+    failure that stops the run only cuts a schedule short (its trace is a prefix of
+    the same schedule's without the failure), so it needs no branch of its own. A
+    detached call (streaming, long-running) succeeds as an action when it starts;
+    its outcome for the rule is the stream's terminal status, recorded at once or
+    not within the run (for a flag that, once set, stays set, a time in between
+    gives no other verdict), and a stream's failure rejects nothing.
+    """
+    branches: list[tuple[Outcome | None, bool]] = [("succeeded", False)]
+    if plan.fails[i] and (seen or (plan.skip[i] and plan.dependents[i])):
+        branches.append(("failed", True))  # it failed outright (or failed to start)
+    if seen and plan.detached[i]:
+        branches += [("failed", False), (None, False)]
+    return branches[::-1]  # the stack pops the last first
+
+
+def _counterexample(plan: _Plan, i: int, path: _Path, violation: TraceViolation) -> Counterexample:
+    steps = _unwind(path)
+    ids = plan.dag.ids
+    return Counterexample(
+        ids[i],
+        i,
+        tuple([ids[j] for j, _ in steps] + [ids[i]]),
+        tuple(ids[j] for j, how in steps if how == 1),
+        violation,
+        tuple(ids[j] for j, how in steps if how == 2),
+    )
+
+
+def _result(
+    plan: _Plan,
+    rule: TraceRule,
+    found: dict[int, Counterexample],
+    explored: int,
+    complete: bool,
+    mode: Schedules,
+) -> ScheduleCheck:
+    return ScheduleCheck(rule, [found[i] for i in sorted(found)], explored, complete, mode)
+
+
+def _unwind(path: _Path) -> list[tuple[int, int]]:
+    """The steps of a linked path, first to last: (action, how it ended)."""
+    out: list[tuple[int, int]] = []
+    while path is not None:
+        out.append((path[0], path[1]))
+        path = path[2]
+    return out[::-1]

@@ -1,0 +1,371 @@
+"""The one level-by-level interpreter of a proposal, for either profile.
+
+The :class:`~car_verify.semantics.base.Semantics` it is given (``strict`` unless
+told) decides what an action's turn checks, what each operator means, which
+effects it applies and what it sees inside its level:
+
+* level-synchronous (``strict``, docs/semantics.md §4): every action of level L is
+  checked against the state as it stood when level L began; the effects of level L
+  are applied after the whole level, in proposal order;
+* sequential (``car``, the runtime's walk): inside a level, in proposal order, each
+  action sees the effects of those before it.
+
+In ``verify`` mode blocked actions' effects are applied anyway (one pass, no
+cascades); in ``simulate`` mode they are skipped and an action that waits for a
+blocked one (``Dag.waits_for``: ``strict``'s explicit and output-reference
+dependencies; nothing under ``car``) is blocked too.
+
+What an action needs when its level begins is defined here once: its predicate
+(an assertion's, else its preconditions: :func:`checks`), the state keys it
+depends on (``Dag.keys``) and the actions it waits for (``Dag.waits_for``).
+:func:`blockers` judges those needs on a concrete JSON state, and
+:func:`apply_level` applies a level's effects. Three readers share them:
+
+- :func:`walk`, over JSON values (``verify`` and ``simulate``);
+- the executor, over live calls: it judges each action with :func:`blockers` on
+  its level's start state and applies what its dispatch returned with
+  :func:`apply_level`;
+- :mod:`car_verify.semantics.symbolic`, over z3 terms: the same :func:`checks`, keys,
+  waits and :func:`level_effects`, each made a term.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Container, Iterator, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..base.values import ABSENT, KNOWN_OPERATORS
+from ..ir.model import Action, Precondition
+from .base import Semantics
+from .dag import Dag
+from .strict import STRICT
+
+__all__ = [
+    "ActionTrace",
+    "Cause",
+    "Walk",
+    "apply_level",
+    "blockers",
+    "checks",
+    "describe",
+    "level_effects",
+    "walk",
+]
+
+Where = tuple[str | int, ...]
+
+CauseKind = Literal[
+    "precondition", "unknown-operator", "missing-key", "assertion", "blocked-dependency"
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Cause:
+    """Why an action is blocked.
+
+    ``precondition`` and ``unknown-operator`` carry the precondition and its position;
+    ``missing-key`` the absent key; ``assertion`` the failed parts of the predicate;
+    ``blocked-dependency`` the position of the blocked action it waits for.
+    """
+
+    kind: CauseKind
+    key: str | None = None
+    precondition: Precondition | None = None
+    where: tuple[str | int, ...] = ()
+    actual: Any = ABSENT
+    failed: tuple[tuple[Precondition, tuple[str | int, ...], Any], ...] = ()
+    dependency: int | None = None
+    dependency_id: str | None = None
+
+
+@dataclass(slots=True)
+class ActionTrace:
+    """What the walk did with one action.
+
+    ``supplied`` maps each precondition key and depended-on key that held to the
+    action that supplied its value (``None``: the initial state); ``after`` lists
+    the explicit and output-reference dependencies that ran (simulate mode only).
+    """
+
+    index: int
+    action_id: str
+    level: int
+    blocked: bool
+    causes: list[Cause]
+    supplied: dict[str, str | None] = field(default_factory=dict)
+    after: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "action_id": self.action_id,
+            "level": self.level,
+            "runs": not self.blocked,
+            "blocked_by": [describe(c) for c in self.causes],
+            "supplied_by": dict(self.supplied),
+            "after": list(self.after),
+        }
+
+
+@dataclass(slots=True)
+class Walk:
+    """The end state and one trace per walked action (``None`` for unlevelled ones;
+    in verify mode also for the actions that are not blocked)."""
+
+    state: dict[str, Any]
+    traces: list[ActionTrace | None]
+    mode: Literal["verify", "simulate"]
+    dag: Dag
+    #: The state the walk began in (the caller's; read, never written).
+    initial_state: Mapping[str, Any]
+    #: The semantics it walked under.
+    semantics: Semantics = STRICT
+
+    def action_states(self) -> Iterator[tuple[int, Mapping[str, Any]]]:
+        """Each walked action with the state it saw at its turn, as this walk saw it,
+        replayed from the initial state (one state, updated in place: read it before
+        asking for the next action)."""
+        state = dict(self.initial_state)
+        skip = self._skipped()
+        sem = self.semantics
+        actions = self.dag.actions
+        for members in self.dag.levels:
+            for i in members:
+                yield i, state
+                if sem.sequential and i not in skip:
+                    state.update(sem.effects(actions[i]))
+            if not sem.sequential:
+                apply_level(state, actions, members, skip, semantics=sem)
+
+    def _skipped(self) -> Container[int]:
+        if self.mode == "verify":
+            return ()
+        return {t.index for t in self.traces if t is not None and t.blocked}
+
+
+def checks(action: Action, semantics: Semantics = STRICT) -> list[tuple[Precondition, Where]]:
+    """What an action's turn must satisfy, with where each part is in the action
+    (``strict``: an assertion's predicate, its preconditions and the one its
+    parameters spell, else its preconditions)."""
+    return semantics.checks(action)
+
+
+def blockers(
+    dag: Dag,
+    i: int,
+    state: Mapping[str, Any],
+    blocked: Callable[[int], bool] | None = None,
+    semantics: Semantics = STRICT,
+) -> list[Cause]:
+    """Why action ``i`` cannot run on ``state``, the state at its turn: each false
+    part of its predicate, each absent key it depends on, and (when ``blocked(t)``
+    says whether action ``t`` did not run) each action it waits for that did not."""
+    causes: list[Cause] = []
+    action = dag.actions[i]
+    if action.type == "assertion":
+        failed = _failed(action, state, semantics)
+        if failed:
+            causes.append(Cause("assertion", failed=failed))
+    elif action.preconditions:
+        _preconditions(action, state, causes, semantics)
+    for key in dag.keys[i]:
+        if key not in state:
+            causes.append(Cause("missing-key", key=key))
+    if blocked is not None:
+        causes.extend(_waits(dag.waits_for(i), blocked, dag.ids)[0])
+    return causes
+
+
+def _failed(
+    action: Action, state: Mapping[str, Any], semantics: Semantics
+) -> tuple[tuple[Precondition, Where, Any], ...]:
+    out = []
+    holds = semantics.holds
+    for pre, where in semantics.checks(action):
+        actual = state.get(pre.key, ABSENT)
+        if not holds(pre.operator, actual, pre.value):
+            out.append((pre, where, actual))
+    return tuple(out)
+
+
+def _preconditions(
+    action: Action, state: Mapping[str, Any], causes: list[Cause], semantics: Semantics
+) -> None:
+    holds = semantics.holds
+    for j, pre in enumerate(action.preconditions):
+        actual = state.get(pre.key, ABSENT)
+        if not holds(pre.operator, actual, pre.value):
+            known = pre.operator in KNOWN_OPERATORS
+            causes.append(
+                Cause(
+                    "precondition" if known else "unknown-operator",
+                    key=pre.key,
+                    precondition=pre,
+                    where=("preconditions", j),
+                    actual=actual,
+                )
+            )
+
+
+def level_effects(
+    actions: Sequence[Action],
+    members: Sequence[int],
+    skip: Container[int] = (),
+    semantics: Semantics = STRICT,
+) -> Iterator[tuple[int, Mapping[str, Any]]]:
+    """The effects a level applies once it has run: each member's (not in ``skip``),
+    in proposal order."""
+    effects = semantics.effects
+    for i in members:
+        if i not in skip:
+            change = effects(actions[i])
+            if change:
+                yield i, change
+
+
+def apply_level(
+    state: MutableMapping[str, Any],
+    actions: Sequence[Action],
+    members: Sequence[int],
+    skip: Container[int] = (),
+    effects: Mapping[int, Mapping[str, Any]] | None = None,
+    semantics: Semantics = STRICT,
+) -> None:
+    """Apply a level's effects to ``state`` (see :func:`level_effects`); ``effects``:
+    what each member actually produced (the executor's dispatch), instead of its
+    declared effects."""
+    if effects is None:
+        for _, change in level_effects(actions, members, skip, semantics):
+            state.update(change)
+        return
+    for i in members:
+        if i not in skip and i in effects:
+            state.update(effects[i])
+
+
+def walk(
+    dag: Dag,
+    initial_state: Mapping[str, Any] | None = None,
+    *,
+    mode: Literal["verify", "simulate"] = "verify",
+    semantics: Semantics = STRICT,
+) -> Walk:
+    """Walk the levels over JSON values (see the module's docstring for the modes);
+    ``dag``: the proposal's DAG under ``semantics`` (``semantics.order``)."""
+    actions, ids = dag.actions, dag.ids
+    state: dict[str, Any] = dict(initial_state or {})
+    simulate = mode == "simulate"
+    sequential = semantics.sequential
+    effects_of = semantics.effects
+    supplier: dict[str, int] = {}
+    blocked = [False] * dag.n
+    traces: list[ActionTrace | None] = [None] * dag.n
+    shared: dict[str, tuple[list[Cause], list[str]]] = {}  # see Dag.waits_shared_with
+
+    def apply(i: int) -> None:
+        change = effects_of(actions[i])
+        if change:
+            state.update(change)
+            if simulate:
+                for key in change:
+                    supplier[key] = i
+
+    for level_no, members in enumerate(dag.levels):
+        for i in members:
+            causes = blockers(dag, i, state, None, semantics)
+            if simulate:
+                waited, after = _waits_of(dag, i, blocked, shared)
+                causes.extend(waited)
+                blocked[i] = bool(causes)
+                supplied = _supplied(dag, i, state, supplier, causes, semantics)
+                traces[i] = ActionTrace(i, ids[i], level_no, bool(causes), causes, supplied, after)
+            elif causes:  # verify needs only the blocked actions' traces
+                blocked[i] = True
+                traces[i] = ActionTrace(i, ids[i], level_no, True, causes)
+            if sequential and not (simulate and blocked[i]):
+                apply(i)  # the next action of the level sees it
+        if not sequential:
+            for i in members:
+                if not (simulate and blocked[i]):
+                    apply(i)
+    return Walk(state, traces, mode, dag, initial_state or {}, semantics)
+
+
+def _waits_of(
+    dag: Dag, i: int, blocked: list[bool], shared: dict[str, tuple[list[Cause], list[str]]]
+) -> tuple[list[Cause], list[str]]:
+    """:func:`_waits` of action ``i``, once per duplicated id it shares them with."""
+    name = dag.waits_shared_with(i)
+    if name is None:
+        return _waits(dag.waits_for(i), blocked.__getitem__, dag.ids)
+    found = shared.get(name)
+    if found is None:
+        found = shared[name] = _waits(dag.waits_for(i), blocked.__getitem__, dag.ids)
+    return list(found[0]), list(found[1])
+
+
+def _supplied(
+    dag: Dag,
+    i: int,
+    state: Mapping[str, Any],
+    supplier: dict[str, int],
+    causes: list[Cause],
+    semantics: Semantics,
+) -> dict[str, str | None]:
+    """Each precondition key and depended-on key that held (no cause of ``causes``
+    names it), with the action that supplied its value (None: the initial state)."""
+    ids = dag.ids
+    failed = {c.where for c in causes if c.precondition is not None}
+    failed.update(where for c in causes for _, where, _ in c.failed)
+    out: dict[str, str | None] = {}
+    for pre, where in semantics.checks(dag.actions[i]):
+        if where not in failed:
+            out[pre.key] = _who(supplier, ids, pre.key, state.get(pre.key, ABSENT))
+    for key in dag.keys[i]:
+        if key in state:
+            out[key] = _who(supplier, ids, key, state[key])
+    return out
+
+
+def _waits(
+    needs: Sequence[int], blocked: Callable[[int], bool], ids: list[str]
+) -> tuple[list[Cause], list[str]]:
+    """The blocked-dependency causes of an action waiting for ``needs``, and the ids
+    of those that ran (in order, once each). Every one of ``needs`` is on an earlier
+    level, so the answer holds for every action waiting for the same list."""
+    causes: list[Cause] = []
+    after: dict[str, None] = {}
+    for t in needs:
+        if blocked(t):
+            causes.append(Cause("blocked-dependency", dependency=t, dependency_id=ids[t]))
+        else:
+            after[ids[t]] = None
+    return causes, list(after)
+
+
+def _who(supplier: dict[str, int], ids: list[str], key: str, actual: Any) -> str | None:
+    if actual is ABSENT:
+        return None
+    position = supplier.get(key)
+    return None if position is None else ids[position]
+
+
+def describe(cause: Cause) -> str:
+    """A one-line, human description of a cause (used by traces and reporters)."""
+    from ..base.values import format_predicate, format_value
+
+    if cause.kind in ("precondition", "unknown-operator") and cause.precondition is not None:
+        pre = cause.precondition
+        head = f"precondition {format_predicate(pre.key, pre.operator, pre.value)}"
+        if cause.kind == "unknown-operator":
+            return f"{head}: unknown operator {pre.operator!r}"
+        return f"{head} is false ({pre.key} is {format_value(cause.actual)})"
+    if cause.kind == "missing-key":
+        return f"state key {cause.key!r} is absent"
+    if cause.kind == "assertion":
+        parts = ", ".join(
+            f"{format_predicate(p.key, p.operator, p.value)} ({p.key} is {format_value(actual)})"
+            for p, _, actual in cause.failed
+        )
+        return f"assertion is false: {parts}"
+    return f"depends on {cause.dependency_id!r}, which is blocked"
