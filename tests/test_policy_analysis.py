@@ -203,6 +203,23 @@ def test_an_untranslatable_pattern_is_unknown_not_a_guess() -> None:
     assert any("deny_tool_param_matching:a.p" in u for u in diff.unknown)
 
 
+def test_a_solver_out_of_time_says_so_and_names_the_inexact_rules(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On a busy machine z3 may give no answer in its time limit: the diff is unknown,
+    says why, and still names the rule it holds only approximately."""
+    import z3
+
+    monkeypatch.setattr(z3.Solver, "check", lambda self, *args: z3.unknown)
+    old = load_policy_text(
+        '[[deny_tool_param_matching]]\ntool = "a"\nparam = "p"\nmatches = "\\\\bx"\n'
+    )
+    diff = policy_diff(old, load_policy_text(""))
+    assert diff.verdict == "unknown" and not diff.newly_allowed
+    said = [u for u in diff.unknown if "time limit" in u]
+    assert said and all("deny_tool_param_matching:a.p" in u for u in said)
+
+
 def test_rate_limits_compared_as_caps() -> None:
     two = load_policy_text(
         '[[rate_limit_tool]]\ntool = "send"\nmax_calls = 2\ninterval_secs = 10\n'

@@ -782,11 +782,8 @@ def _letters(
     solver.add(model.domain(), z3.Not(z3.And(deny_old, deny_new)))
     solver.add(*(m == f for m, f in zip(marks, flags, strict=True)))
     found = _Letters([], [])
-    if model.free or model.approximate:
-        names = sorted({*(k.split(" ", 1)[0] for k in model.free), *model.approximate})
-        found.inexact.append(
-            "depends on rules the analysis cannot express exactly: " + ", ".join(names)
-        )
+    if inexact := _inexact(model):
+        found.inexact.append(inexact)
     # An array is modelled by the needles it holds (for trace rules' ``contains``)
     # and by its own text (for rules of one call on the text), never both at once.
     both = sorted(p for p, n in needles.items() if n and model.reads_text(p))
@@ -976,7 +973,8 @@ def _split(
         if answer == z3.unsat:
             return None
         if answer != z3.sat:
-            return "z3 gave no answer within its time limit"
+            inexact = _inexact(model)
+            return "z3 gave no answer within its time limit" + (f" ({inexact})" if inexact else "")
         tool, params, state = model.call(solver.model())
         denied = _denials(denies, tool, params, state)
         if denied and not _denials(allows, tool, params, state):
@@ -984,7 +982,15 @@ def _split(
         if not model.free and not model.approximate:  # pragma: no cover - the model is exact
             return f"the model's call {tool}({params}) did not split the engines"
         solver.add(_not_this(model, solver.model()))
+    return _inexact(model)
+
+
+def _inexact(model: _Model) -> str:
+    """Which rules the model holds only approximately, said for an unknown answer
+    ("" when it holds them all exactly)."""
     names = sorted({*(k.split(" ", 1)[0] for k in model.free), *model.approximate})
+    if not names:
+        return ""
     return "depends on rules the analysis cannot express exactly: " + ", ".join(names)
 
 
