@@ -573,21 +573,36 @@ def test_rates_from_proposal_results_need_the_proposal_they_ran(tmp_path: Any) -
 
 
 @RUNS
-@given(known_types, car_states, rate_maps, st.booleans(), st.sampled_from([0, 16]))
+@given(
+    st.one_of(
+        known_types, proposals_any.filter(lambda p: all(a["type"] != "shell" for a in p["actions"]))
+    ),
+    car_states,
+    rate_maps,
+    st.booleans(),
+    st.sampled_from([0, 16]),
+    st.sampled_from(["car", "strict"]),
+)
 def test_the_memoised_sampler_counts_what_the_plain_one_does(
     proposal: dict[str, Any],
     state: dict[str, Any] | None,
     rates: dict[str, float],
     behaviour: bool,
     full_trie: int,
+    profile: str,
 ) -> None:
-    """The trie of trials (grown whole, or a branch per trial) against walking every
-    trial from the start: the same trials, the same counts, the same bytes."""
+    """The trie of trials (grown whole, or a branch per trial), risk's compiled walk,
+    against the one walk (``car_verify.semantics.walk``) run from the start for every
+    trial with a seeded draw per call as its outcome source: the same trials, the
+    same counts, the same bytes, under either profile."""
+    from car_verify.semantics import semantics_of
+
     module = importlib.import_module("car_verify.plan.risk")
 
     model = load(proposal)
     goal = module._Goal(None)
-    plan = module._compile(model, {t: 0.5 for t in rates} | rates, goal, behaviour)
+    rates = {t: 0.5 for t in rates} | rates
+    plan = module._compile(model, rates, goal, behaviour, semantics=semantics_of(profile))
     config = module.RiskConfig.of({"trials": 300, "seed": 7})
     start = dict(state or {})
     plain = module._trials_plain(plan, start, goal, config, None)
@@ -595,7 +610,9 @@ def test_the_memoised_sampler_counts_what_the_plain_one_does(
     module._FULL_TRIE = full_trie  # type: ignore[misc]
     try:
         memo = module._trials_memo(plan, start, goal, config, None)
-        fast = risk(proposal, state, rates, config={"trials": 300}, method="sampled")
+        fast = risk(
+            proposal, state, rates, config={"trials": 300}, method="sampled", profile=profile
+        )
     finally:
         module._FULL_TRIE = old  # type: ignore[misc]
     assert memo == plain
@@ -604,7 +621,9 @@ def test_the_memoised_sampler_counts_what_the_plain_one_does(
     assert vars_of(tallies[0]) == vars_of(tallies[1])
     assert (
         fast.to_json()
-        == risk(proposal, state, rates, config={"trials": 300}, method="sampled").to_json()
+        == risk(
+            proposal, state, rates, config={"trials": 300}, method="sampled", profile=profile
+        ).to_json()
     )
 
 

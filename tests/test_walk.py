@@ -218,3 +218,61 @@ def test_messages_say_a_presence_test_without_a_value_and_agree_in_number() -> N
         "precondition token exists is false (token is absent)",
         "precondition lock not_exists is false (lock is 1)",
     ]
+
+
+# --- outcome sources: the same walk with calls that fail, stop the run, or are refused
+
+
+def _walk(doc: dict[str, Any], profile: str, **kw: Any) -> Any:
+    from car_verify.ir.model import load
+    from car_verify.semantics import semantics_of
+    from car_verify.semantics.walk import walk
+
+    sem = semantics_of(profile)
+    model = load(doc)
+    return walk(sem.order(model), {}, mode="simulate", semantics=sem, **kw)
+
+
+CHAIN: dict[str, Any] = {
+    "actions": [
+        {"id": "a", "type": "tool_call", "tool": "t", "expected_effects": {"x": 1}},
+        {"id": "b", "type": "tool_call", "tool": "t", "dependencies": ["a"],
+         "expected_effects": {"y": 1}},
+        {"id": "c", "type": "tool_call", "tool": "t", "state_dependencies": ["y"],
+         "expected_effects": {"z": 1}},
+    ]
+}  # fmt: skip
+
+
+def test_a_failed_call_lands_nothing_and_its_waiters_say_it_failed() -> None:
+    import pytest
+
+    from car_verify.semantics.walk import describe
+
+    plain = _walk(CHAIN, "strict")
+    every = _walk(CHAIN, "strict", dispatch=lambda i: True)
+    assert plain.state == every.state == {"x": 1, "y": 1, "z": 1} and every.failed == []
+    failed = _walk(CHAIN, "strict", dispatch=lambda i: i != 0)
+    assert failed.failed == [0] and failed.state == {}
+    assert not failed.traces[0].blocked  # it ran, and failed
+    assert [describe(c) for c in failed.traces[1].causes] == ["depends on 'a', whose call failed"]
+    assert [describe(c) for c in failed.traces[2].causes] == ["state key 'y' is absent"]
+    # under car, `dependencies` order nothing: b runs although a failed
+    assert _walk(CHAIN, "car", dispatch=lambda i: i != 0).state == {"y": 1, "z": 1}
+    with pytest.raises(ValueError, match="simulate mode only"):
+        car_verify.semantics.walk.walk(plain.dag, {}, dispatch=lambda i: True)
+
+
+def test_an_aborting_action_that_does_not_succeed_stops_the_run() -> None:
+    from car_verify.semantics.walk import describe
+
+    for profile in ("car", "strict"):
+        stopped = _walk(CHAIN, profile, dispatch=lambda i: i != 0, aborts={0})
+        assert stopped.state == {} and stopped.failed == [0]
+        said = [describe(c) for t in stopped.traces[1:] for c in t.causes]
+        assert "the run stopped when 'a' did not succeed" in said
+        refused = _walk(CHAIN, profile, dispatch=lambda i: "no such tool" if i == 0 else True)
+        assert [describe(c) for c in refused.traces[0].causes] == [
+            "its call was refused: no such tool"
+        ]
+        assert refused.traces[0].blocked and refused.failed == []

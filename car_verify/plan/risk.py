@@ -54,7 +54,7 @@ import math
 import os
 import random
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -68,6 +68,7 @@ from ..semantics import semantics_of
 from ..semantics.base import Semantics
 from ..semantics.car import CAR
 from ..semantics.dag import Dag
+from ..semantics.walk import Dispatch, Walk, walk
 
 __all__ = ["DEFAULT_SEED", "History", "RiskConfig", "RiskResult", "rates_from_history", "risk"]
 
@@ -695,19 +696,66 @@ def _finish(plan: _Plan, run: _Run, goal: _Goal) -> _Trial:
 def _trials_plain(
     plan: _Plan, state: dict[str, Any], goal: _Goal, config: RiskConfig, shown: Progress | None
 ) -> dict[_Trial, int]:
-    """Every trial walked from the start: one draw per dispatched tool call, in walk
-    order, from the seeded stream. The reference for :func:`_trials_memo`."""
+    """Every trial walked from the start by the one walk (:func:`walk`), its outcome
+    source a draw per dispatched tool call, in walk order, from the seeded stream.
+    The reference for :func:`_trials_memo`, the compiled walk."""
     rng = random.Random(config.seed)
+    dispatch = _dispatch(plan, lambda step: rng.random() < step.rate)
     counts: dict[_Trial, int] = defaultdict(int)
     for _ in range(config.trials):
         if shown is not None:
             shown.update()
-        run = _Run(dict(state))
-        n = _advance(plan, run, 0)
-        while n is not None:
-            n = _advance(plan, run, _decide(plan, run, n, rng.random() < plan.steps[n].rate))
-        counts[_finish(plan, run, goal)] += 1
+        counts[_trial_of(plan, _walked(plan, state, dispatch), goal)] += 1
     return counts
+
+
+def _walked(plan: _Plan, state: Mapping[str, Any], dispatch: Dispatch) -> Walk:
+    """One run of the plan by the one walk: its outcomes from ``dispatch``, and with
+    ``failure_behavior`` modelled, a step that stops the run stopping it."""
+    aborts = {step.index for step in plan.steps if step.stops}
+    return walk(
+        plan.order,
+        state,
+        mode="simulate",
+        semantics=plan.semantics,
+        dispatch=dispatch,
+        aborts=aborts,
+    )
+
+
+def _dispatch(plan: _Plan, outcome: Callable[[_Step], bool]) -> Dispatch:
+    """The walk's outcome source for ``outcome`` (per step): a tool call that names
+    no tool is never dispatched (the runtime rejects it)."""
+    step_of = {step.index: step for step in plan.steps}
+
+    def dispatch(i: int) -> bool | str:
+        step = step_of[i]
+        return "it names no tool" if step.tool == "" else outcome(step)
+
+    return dispatch
+
+
+def _trial_of(plan: _Plan, walked: Walk, goal: _Goal) -> _Trial:
+    """What the result counts about one walked run (see :class:`_Trial`)."""
+    rejected, failed, landed = [], [], []
+    did_fail = set(walked.failed)
+    for n, step in enumerate(plan.steps):
+        trace = walked.traces[step.index]
+        if trace is not None and trace.blocked:
+            rejected.append(n)
+        elif step.index in did_fail:
+            failed.append(n)
+        else:
+            landed.append(n)
+    mask = 0
+    for n in rejected:
+        mask |= 1 << plan.steps[n].index
+    blast = tuple((plan.descendants[plan.steps[n].index] & mask).bit_count() for n in failed)
+    calls = len(failed) + sum(plan.steps[n].tool is not None for n in landed)
+    end = tuple((k, _canon(v)) for k, v in walked.state.items())
+    return _Trial(
+        tuple(rejected), tuple(failed), tuple(landed), calls, goal.holds(walked.state), end, blast
+    )
 
 
 class _Node:
@@ -1091,18 +1139,10 @@ def risk(
 
 
 def _walk_once(plan: _Plan, state: dict[str, Any], failing: int | None) -> dict[str, Any]:
-    """One run with every tool call succeeding but the step at ``failing``."""
-    run = _Run(dict(state))
-    for n, step in enumerate(plan.steps):
-        if _blocked(plan, step, run.state, run.notok) or (n == failing and step.tool is not None):
-            run.notok |= 1 << step.index
-            if step.stops:
-                break
-        else:
-            run.pending.update(step.effects)
-        run.end_of(step)
-    run.state.update(run.pending)
-    return run.state
+    """The end state of one run with every tool call succeeding but the step at
+    position ``failing``."""
+    index = None if failing is None else plan.steps[failing].index
+    return _walked(plan, state, _dispatch(plan, lambda step: step.index != index)).state
 
 
 def _critical(plan: _Plan, state: dict[str, Any], goal: _Goal) -> list[str]:

@@ -21,7 +21,10 @@ depends on (``Dag.keys``) and the actions it waits for (``Dag.waits_for``).
 :func:`blockers` judges those needs on a concrete JSON state, and
 :func:`apply_level` applies a level's effects. Three readers share them:
 
-- :func:`walk`, over JSON values (``verify`` and ``simulate``);
+- :func:`walk`, over JSON values (``verify`` and ``simulate``), with its tool
+  calls' outcomes from a source (:data:`Dispatch`): every call succeeds (verify,
+  simulate), or a seeded draw per call (risk's reference trials), or chosen calls
+  fail (risk's critical calls);
 - the executor, over live calls: it judges each action with :func:`blockers` on
   its level's start state and applies what its dispatch returned with
   :func:`apply_level`;
@@ -44,6 +47,7 @@ from .strict import STRICT
 __all__ = [
     "ActionTrace",
     "Cause",
+    "Dispatch",
     "Walk",
     "apply_level",
     "blockers",
@@ -56,8 +60,16 @@ __all__ = [
 Where = tuple[str | int, ...]
 
 CauseKind = Literal[
-    "precondition", "unknown-operator", "missing-key", "assertion", "blocked-dependency"
-]
+    "precondition", "unknown-operator", "missing-key", "assertion", "blocked-dependency",
+    "failed-dependency", "aborted", "refused",
+]  # fmt: skip
+
+#: An outcome source: what the tool call of action ``i`` did when the walk
+#: dispatched it (a tool call no cause blocks). True: it succeeded, and its effects
+#: land; False: it failed, its effects do not land, and an action waiting for it is
+#: blocked; a string: it was refused before it ran (it counts as blocked; the
+#: string says why). Without one, every call succeeds.
+Dispatch = Callable[[int], "bool | str"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +78,9 @@ class Cause:
 
     ``precondition`` and ``unknown-operator`` carry the precondition and its position;
     ``missing-key`` the absent key; ``assertion`` the failed parts of the predicate;
-    ``blocked-dependency`` the position of the blocked action it waits for.
+    ``blocked-dependency`` and ``failed-dependency`` the position of the action it
+    waits for, blocked or failed; ``aborted`` the position of the action whose not
+    succeeding stopped the run; ``refused`` the reason its dispatch was refused.
     """
 
     kind: CauseKind
@@ -77,6 +91,7 @@ class Cause:
     failed: tuple[tuple[Precondition, tuple[str | int, ...], Any], ...] = ()
     dependency: int | None = None
     dependency_id: str | None = None
+    reason: str | None = None
 
 
 @dataclass(slots=True)
@@ -120,6 +135,8 @@ class Walk:
     initial_state: Mapping[str, Any]
     #: The semantics it walked under.
     semantics: Semantics = STRICT
+    #: The actions whose dispatched call failed (simulate mode, from the outcome source).
+    failed: list[int] = field(default_factory=list)
 
     def action_states(self) -> Iterator[tuple[int, Mapping[str, Any]]]:
         """Each walked action with the state it saw at its turn, as this walk saw it,
@@ -140,7 +157,7 @@ class Walk:
     def _skipped(self) -> Container[int]:
         if self.mode == "verify":
             return ()
-        return {t.index for t in self.traces if t is not None and t.blocked}
+        return {*(t.index for t in self.traces if t is not None and t.blocked), *self.failed}
 
 
 def checks(action: Action, semantics: Semantics = STRICT) -> list[tuple[Precondition, Where]]:
@@ -249,16 +266,27 @@ def walk(
     *,
     mode: Literal["verify", "simulate"] = "verify",
     semantics: Semantics = STRICT,
+    dispatch: Dispatch | None = None,
+    aborts: Container[int] = (),
 ) -> Walk:
     """Walk the levels over JSON values (see the module's docstring for the modes);
-    ``dag``: the proposal's DAG under ``semantics`` (``semantics.order``)."""
+    ``dag``: the proposal's DAG under ``semantics`` (``semantics.order``).
+
+    In ``simulate`` mode, ``dispatch`` gives each dispatched tool call's outcome
+    (every call succeeds without it), and an action of ``aborts`` that is blocked or
+    fails stops the run: every action after it, in walk order, is blocked
+    (``failure_behavior`` modelled, as the executor does)."""
+    if mode != "simulate" and (dispatch is not None or aborts):
+        raise ValueError("outcomes and aborts are walked in simulate mode only")
     actions, ids = dag.actions, dag.ids
     state: dict[str, Any] = dict(initial_state or {})
     simulate = mode == "simulate"
     sequential = semantics.sequential
     effects_of = semantics.effects
     supplier: dict[str, int] = {}
-    blocked = [False] * dag.n
+    blocked = [False] * dag.n  # in simulate mode: blocked, or its call failed
+    failed: list[int] = []
+    stopped: Cause | None = None
     traces: list[ActionTrace | None] = [None] * dag.n
     shared: dict[str, tuple[list[Cause], list[str]]] = {}  # see Dag.waits_shared_with
 
@@ -274,9 +302,18 @@ def walk(
         for i in members:
             causes = blockers(dag, i, state, None, semantics)
             if simulate:
-                waited, after = _waits_of(dag, i, blocked, shared)
+                waited, after = _waits_of(dag, i, blocked, shared, failed)
                 causes.extend(waited)
-                blocked[i] = bool(causes)
+                if stopped is not None:
+                    causes.append(stopped)
+                outcome = _outcome(dispatch, i, actions[i]) if not causes else True
+                if isinstance(outcome, str):
+                    causes.append(Cause("refused", reason=outcome))
+                elif not outcome:
+                    failed.append(i)
+                blocked[i] = bool(causes) or not outcome
+                if blocked[i] and i in aborts and stopped is None:
+                    stopped = Cause("aborted", dependency=i, dependency_id=ids[i])
                 supplied = _supplied(dag, i, state, supplier, causes, semantics)
                 traces[i] = ActionTrace(i, ids[i], level_no, bool(causes), causes, supplied, after)
             elif causes:  # verify needs only the blocked actions' traces
@@ -288,19 +325,30 @@ def walk(
             for i in members:
                 if not (simulate and blocked[i]):
                     apply(i)
-    return Walk(state, traces, mode, dag, initial_state or {}, semantics)
+    return Walk(state, traces, mode, dag, initial_state or {}, semantics, failed)
+
+
+def _outcome(dispatch: Dispatch | None, i: int, action: Action) -> bool | str:
+    """A tool call's outcome from the source (True for any other action: it runs)."""
+    if dispatch is None or action.type != "tool_call":
+        return True
+    return dispatch(i)
 
 
 def _waits_of(
-    dag: Dag, i: int, blocked: list[bool], shared: dict[str, tuple[list[Cause], list[str]]]
+    dag: Dag,
+    i: int,
+    blocked: list[bool],
+    shared: dict[str, tuple[list[Cause], list[str]]],
+    failed: Container[int] = (),
 ) -> tuple[list[Cause], list[str]]:
     """:func:`_waits` of action ``i``, once per duplicated id it shares them with."""
     name = dag.waits_shared_with(i)
     if name is None:
-        return _waits(dag.waits_for(i), blocked.__getitem__, dag.ids)
+        return _waits(dag.waits_for(i), blocked.__getitem__, dag.ids, failed)
     found = shared.get(name)
     if found is None:
-        found = shared[name] = _waits(dag.waits_for(i), blocked.__getitem__, dag.ids)
+        found = shared[name] = _waits(dag.waits_for(i), blocked.__getitem__, dag.ids, failed)
     return list(found[0]), list(found[1])
 
 
@@ -328,16 +376,21 @@ def _supplied(
 
 
 def _waits(
-    needs: Sequence[int], blocked: Callable[[int], bool], ids: list[str]
+    needs: Sequence[int],
+    blocked: Callable[[int], bool],
+    ids: list[str],
+    failed: Container[int] = (),
 ) -> tuple[list[Cause], list[str]]:
-    """The blocked-dependency causes of an action waiting for ``needs``, and the ids
-    of those that ran (in order, once each). Every one of ``needs`` is on an earlier
-    level, so the answer holds for every action waiting for the same list."""
+    """The causes of an action waiting for ``needs`` (each one blocked, or in
+    ``failed``), and the ids of those that ran (in order, once each). Every one of
+    ``needs`` is on an earlier level, so the answer holds for every action waiting
+    for the same list."""
     causes: list[Cause] = []
     after: dict[str, None] = {}
     for t in needs:
         if blocked(t):
-            causes.append(Cause("blocked-dependency", dependency=t, dependency_id=ids[t]))
+            kind: CauseKind = "failed-dependency" if t in failed else "blocked-dependency"
+            causes.append(Cause(kind, dependency=t, dependency_id=ids[t]))
         else:
             after[ids[t]] = None
     return causes, list(after)
@@ -368,4 +421,10 @@ def describe(cause: Cause) -> str:
             for p, _, actual in cause.failed
         )
         return f"assertion is false: {parts}"
+    if cause.kind == "failed-dependency":
+        return f"depends on {cause.dependency_id!r}, whose call failed"
+    if cause.kind == "aborted":
+        return f"the run stopped when {cause.dependency_id!r} did not succeed"
+    if cause.kind == "refused":
+        return f"its call was refused: {cause.reason}"
     return f"depends on {cause.dependency_id!r}, which is blocked"
