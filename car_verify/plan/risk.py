@@ -682,15 +682,28 @@ def _decide(plan: _Plan, run: _Run, n: int, ok: bool) -> int:
 
 
 def _finish(plan: _Plan, run: _Run, goal: _Goal) -> _Trial:
+    return _trial(plan, run.rejected, run.failed, run.landed, run.calls, run.state, goal)
+
+
+def _trial(
+    plan: _Plan,
+    rejected: list[int],
+    failed: list[int],
+    landed: list[int],
+    calls: int,
+    state: Mapping[str, Any],
+    goal: _Goal,
+) -> _Trial:
+    """The trial of a finished run: its step positions by outcome, its dispatched
+    calls and its end state."""
     mask = 0
-    for n in run.rejected:
+    for n in rejected:
         mask |= 1 << plan.steps[n].index
-    blast = tuple((plan.descendants[plan.steps[n].index] & mask).bit_count() for n in run.failed)
-    end = tuple((k, _canon(v)) for k, v in run.state.items())
+    blast = tuple((plan.descendants[plan.steps[n].index] & mask).bit_count() for n in failed)
+    end = tuple((k, _canon(v)) for k, v in state.items())
     return _Trial(
-        tuple(run.rejected), tuple(run.failed), tuple(run.landed), run.calls,
-        goal.holds(run.state), end, blast,
-    )  # fmt: skip
+        tuple(rejected), tuple(failed), tuple(landed), calls, goal.holds(state), end, blast
+    )
 
 
 def _trials_plain(
@@ -747,15 +760,8 @@ def _trial_of(plan: _Plan, walked: Walk, goal: _Goal) -> _Trial:
             failed.append(n)
         else:
             landed.append(n)
-    mask = 0
-    for n in rejected:
-        mask |= 1 << plan.steps[n].index
-    blast = tuple((plan.descendants[plan.steps[n].index] & mask).bit_count() for n in failed)
     calls = len(failed) + sum(plan.steps[n].tool is not None for n in landed)
-    end = tuple((k, _canon(v)) for k, v in walked.state.items())
-    return _Trial(
-        tuple(rejected), tuple(failed), tuple(landed), calls, goal.holds(walked.state), end, blast
-    )
+    return _trial(plan, rejected, failed, landed, calls, walked.state, goal)
 
 
 class _Node:
