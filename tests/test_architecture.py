@@ -40,7 +40,7 @@ or runs by its path."""
 
 INSIDE: dict[str, list[set[str]]] = {
     "semantics": [
-        {"semantics.value_domain"},
+        {"semantics.value_domain", "semantics.solving"},
         {"semantics._reach"},
         {"semantics.dag"},
         {"semantics", "semantics.profiles", "semantics.base", "semantics.strict", "semantics.car"},

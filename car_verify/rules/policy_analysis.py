@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from ..base.errors import UsageError
 from ..base.findings import Severity
 from ..base.values import ABSENT, json_equal
+from ..semantics.solving import check
 from ..semantics.value_domain import (
     Local,
     Slot,
@@ -84,6 +85,9 @@ from .trace import TraceGate
 if TYPE_CHECKING:
     from .trace import Call
     from .trace_automata import Letter
+
+#: Each question's time limit (see :func:`car_verify.semantics.solving.check`).
+_LIMIT_MS = 10_000
 
 __all__ = [
     "Counterexample",
@@ -778,7 +782,6 @@ def _letters(
     flags += [deny_old, deny_new]
     marks = [z3.Bool(f"letter:{n}") for n in range(len(flags))]
     solver = z3.Solver()
-    solver.set("timeout", 10_000)
     solver.add(model.domain(), z3.Not(z3.And(deny_old, deny_new)))
     solver.add(*(m == f for m, f in zip(marks, flags, strict=True)))
     found = _Letters([], [])
@@ -793,7 +796,7 @@ def _letters(
             "a rule of one call: an array's elements and its text are not modelled together"
         )
     while True:
-        answer = solver.check()
+        answer = check(solver, _LIMIT_MS)
         if answer == z3.unsat:
             return found
         if answer != z3.sat:
@@ -936,9 +939,8 @@ def _admitted_call(
     """Parameters (and a state) of a call of ``tool`` that none of ``denials`` deny."""
     z3 = model.z3
     solver = z3.Solver()
-    solver.set("timeout", 10_000)
     solver.add(model.domain(), model.tool == literal(z3, tool), *(z3.Not(d) for d in denials))
-    if solver.check() != z3.sat:
+    if check(solver, _LIMIT_MS) != z3.sat:
         return None
     _, params, state = model.call(solver.model())
     return params, state
@@ -966,10 +968,9 @@ def _split(
     call can split them; a reason when only an unchecked answer was found."""
     z3 = model.z3
     solver = z3.Solver()
-    solver.set("timeout", 10_000)
     solver.add(model.domain(), formula)
     for _ in range(16):  # a free boolean may give calls the engines do not split: block them
-        answer = solver.check()
+        answer = check(solver, _LIMIT_MS)
         if answer == z3.unsat:
             return None
         if answer != z3.sat:
@@ -1127,9 +1128,8 @@ class _Judge:
         # A fresh solver per question: z3's incremental mode is far slower on strings
         # and regular expressions (seconds, or its time limit, where this takes ms).
         solver = self.z3.Solver()
-        solver.set("timeout", 10_000)
         solver.add(self._domain, *formulas)
-        return solver, solver.check()
+        return solver, check(solver, _LIMIT_MS)
 
     def never(self, *formulas: Any) -> bool:
         """Decided unsatisfiable (an undecided question reports nothing)."""

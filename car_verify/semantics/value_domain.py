@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..base.values import ABSENT
+from .solving import check
 
 __all__ = [
     "Local",
@@ -147,9 +148,8 @@ class Slot:
             return True
         z3 = self.z3
         solver = z3.SimpleSolver()
-        solver.set("timeout", 10_000)
         solver.add(z3.InRe(z3.String("text"), local.strings))
-        answer = solver.check()
+        answer = check(solver, 10_000)
         return None if answer == z3.unknown else answer == z3.sat
 
     def value(self, model: Any) -> Any:
