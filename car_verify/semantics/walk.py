@@ -306,7 +306,7 @@ def walk(
                 causes.extend(waited)
                 if stopped is not None:
                     causes.append(stopped)
-                outcome = _outcome(dispatch, i, actions[i]) if not causes else True
+                outcome = True if causes or dispatch is None else _outcome(dispatch, i, actions[i])
                 if isinstance(outcome, str):
                     causes.append(Cause("refused", reason=outcome))
                 elif not outcome:
@@ -328,11 +328,9 @@ def walk(
     return Walk(state, traces, mode, dag, initial_state or {}, semantics, failed)
 
 
-def _outcome(dispatch: Dispatch | None, i: int, action: Action) -> bool | str:
+def _outcome(dispatch: Dispatch, i: int, action: Action) -> bool | str:
     """A tool call's outcome from the source (True for any other action: it runs)."""
-    if dispatch is None or action.type != "tool_call":
-        return True
-    return dispatch(i)
+    return dispatch(i) if action.type == "tool_call" else True
 
 
 def _waits_of(
