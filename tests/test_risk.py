@@ -534,6 +534,28 @@ def test_failure_behavior_modelled_beyond_car() -> None:
     assert risk(doc, failure_behavior=True).action_outcomes[1]["p_rejected"] == 0.0
 
 
+def test_under_strict_a_stop_leaves_the_rest_of_its_level_dispatched() -> None:
+    """Under strict a level is dispatched at once (as the executor runs it): a
+    failing call that aborts stops the levels after it, not its own level."""
+    doc = {
+        "actions": [
+            {"id": "a", "type": "tool_call", "tool": "t", "failure_behavior": "abort"},
+            {"id": "b", "type": "tool_call", "tool": "sure", "expected_effects": {"y": 1}},
+            {"id": "c", "type": "tool_call", "tool": "sure", "dependencies": ["b"]},
+        ]
+    }
+    rates = {"t": 0.0, "sure": 1.0}
+    for method in ("exact", "sampled"):
+        strict = risk(doc, tool_success_rates=rates, failure_behavior=True, profile="strict",
+                      method=method)  # fmt: skip
+        rows = {r["action_id"]: r for r in strict.action_outcomes}
+        assert rows["b"]["p_effects_landed"] == 1.0, method
+        assert rows["c"]["p_rejected"] == 1.0, method
+        car = risk(doc, tool_success_rates=rates, failure_behavior=True, profile="car",
+                   method=method)  # fmt: skip
+        assert {r["action_id"]: r for r in car.action_outcomes}["b"]["p_rejected"] == 1.0
+
+
 def test_rates_from_proposal_results_need_the_proposal_they_ran(tmp_path: Any) -> None:
     from car_verify.plan.risk import rates_from_history
 

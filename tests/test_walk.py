@@ -276,3 +276,61 @@ def test_an_aborting_action_that_does_not_succeed_stops_the_run() -> None:
             "its call was refused: no such tool"
         ]
         assert refused.traces[0].blocked and refused.failed == []
+
+
+def test_a_stop_takes_effect_at_the_next_turn() -> None:
+    """A turn is one action under car and a whole level under strict: an aborting
+    call that fails stops every later turn, but not the rest of a strict level,
+    which was dispatched with it."""
+    from car_verify.semantics.walk import describe
+
+    level = {
+        "actions": [
+            {"id": "a", "type": "tool_call", "tool": "t", "expected_effects": {"x": 1}},
+            {"id": "b", "type": "tool_call", "tool": "t", "expected_effects": {"y": 1}},
+            {"id": "c", "type": "tool_call", "tool": "t", "dependencies": ["b"]},
+        ]
+    }  # fmt: skip
+    strict = _walk(level, "strict", dispatch=lambda i: i != 0, aborts={0})
+    assert [t.blocked for t in strict.traces] == [False, False, True]
+    assert strict.state == {"y": 1}
+    assert [describe(c) for c in strict.traces[2].causes] == [
+        "the run stopped when 'a' did not succeed"
+    ]
+    car = _walk(level, "car", dispatch=lambda i: i != 0, aborts={0})
+    assert [t.blocked for t in car.traces] == [False, True, True] and car.state == {}
+
+
+def test_turns_hands_each_turn_to_its_driver_and_lands_what_it_says() -> None:
+    """The coroutine under the walk: a turn per action under car, per level under
+    strict, each with its members' causes and the state they see; the effects a
+    driver reports land instead of the declared ones."""
+    import pytest
+
+    from car_verify.ir.model import load
+    from car_verify.semantics import semantics_of
+    from car_verify.semantics.walk import RAN, Outcome, turns
+
+    doc = {
+        "actions": [
+            {"id": "a", "type": "tool_call", "tool": "t", "expected_effects": {"x": 1}},
+            {"id": "b", "type": "tool_call", "tool": "t",
+             "preconditions": [{"key": "x", "operator": "eq", "value": 1}]},
+        ]
+    }  # fmt: skip
+    for profile, shape in (("car", [[0], [1]]), ("strict", [[0, 1]])):
+        sem = semantics_of(profile)
+        run = turns(sem.order(load(doc)), {}, semantics=sem)
+        seen: list[list[int]] = []
+        turn = next(run)
+        with pytest.raises(StopIteration) as end:
+            while True:
+                seen.append(list(turn.members))
+                said = [Outcome(True, effects={"x": 2}) if i == 0 else RAN for i in turn.members]
+                turn = run.send(said)
+        assert seen == shape, profile
+        walked = end.value.value
+        assert walked.state == {"x": 2}
+        assert walked.traces[1].blocked  # it saw x = 2 (car), or the level's start (strict)
+    with pytest.raises(StopIteration):  # verify mode dispatches nothing
+        next(turns(semantics_of("car").order(load(doc)), {}, mode="verify"))

@@ -42,7 +42,8 @@ mean number of actions it orders (directly or not) that were rejected.
 Beyond the runtime, on request: ``failure_behavior=True`` models each action's
 ``failure_behavior`` (``abort``, the default, and ``retry`` once its
 ``max_retries`` more draws have failed, stop the run at a failure or a rejection:
-every later action in the walk is rejected; ``skip`` goes on); ``sensitivity``
+every action of a later turn is rejected, the next action under ``car``, the next
+level under ``strict``, as the executor runs them; ``skip`` goes on); ``sensitivity``
 gives the exact derivative of ``p_goal_reached`` in each tool's rate; and with a
 goal, ``critical_actions`` names the calls whose failure alone loses it.
 """
@@ -614,7 +615,9 @@ class _Trial:
 class _Run:
     """A trial part-way through the walk."""
 
-    __slots__ = ("calls", "failed", "landed", "notok", "pending", "rejected", "state", "stopped")
+    __slots__ = (
+        "calls", "failed", "landed", "notok", "pending", "rejected", "state", "stopped", "stopping",
+    )  # fmt: skip
 
     def __init__(self, state: dict[str, Any]) -> None:
         self.state = state
@@ -626,7 +629,10 @@ class _Run:
         #: The actions that did not succeed (a mask by action position).
         self.notok = 0
         self.calls = 0
+        #: The run has stopped: every later step is rejected. A step that stops it
+        #: sets ``stopping``, which stops it at the end of its turn (see end_of).
         self.stopped = False
+        self.stopping = False
 
     def copy(self) -> _Run:
         run = _Run(dict(self.state))
@@ -637,13 +643,18 @@ class _Run:
             list(self.landed),
         )
         run.calls, run.stopped, run.notok = self.calls, self.stopped, self.notok
+        run.stopping = self.stopping
         return run
 
     def end_of(self, step: _Step) -> None:
-        """The step's turn is over: what landed takes effect when the step flushes."""
-        if step.flush and self.pending:
-            self.state.update(self.pending)
-            self.pending.clear()
+        """The step is done: when it ends its turn (it flushes), what landed takes
+        effect, and a stop stops the run (the rest of a strict level was dispatched
+        with the step that stopped it)."""
+        if step.flush:
+            if self.pending:
+                self.state.update(self.pending)
+                self.pending.clear()
+            self.stopped = self.stopped or self.stopping
 
 
 def _advance(plan: _Plan, run: _Run, n: int) -> int | None:
@@ -655,7 +666,7 @@ def _advance(plan: _Plan, run: _Run, n: int) -> int | None:
         if run.stopped or _blocked(plan, step, run.state, run.notok):
             run.rejected.append(n)
             run.notok |= 1 << step.index
-            run.stopped = run.stopped or step.stops
+            run.stopping = run.stopping or step.stops
         elif step.tool is not None:
             return n
         else:
@@ -676,7 +687,7 @@ def _decide(plan: _Plan, run: _Run, n: int, ok: bool) -> int:
     else:
         run.failed.append(n)
         run.notok |= 1 << step.index
-        run.stopped = step.stops
+        run.stopping = run.stopping or step.stops
     run.end_of(step)
     return n + 1
 
@@ -867,6 +878,10 @@ def _sampled(
     return tally
 
 
+#: A run of the exact programme goes on, stops at the end of this turn, or stopped.
+_GOING, _STOPPING, _STOPPED = 0, 1, 2
+
+
 def _exact(
     plan: _Plan, state: dict[str, Any], goal: _Goal, work: _Work, forced: int | None = None
 ) -> _Tally:
@@ -894,9 +909,10 @@ def _exact(
     kept = tuple(sorted((k, t) for k, t in start.items() if k in first_live))
     # (live state, effects landed but not yet in effect, the actions later steps wait
     # for that did not succeed, tool calls so far, landed so far, all landed,
-    # descendants of the forced step rejected so far, stopped) -> probability
-    State = tuple[tuple[Any, ...], tuple[Any, ...], int, int, int, bool, int, bool]
-    states: dict[State, float] = {(kept, (), 0, 0, 0, True, 0, False): 1.0}
+    # descendants of the forced step rejected so far, stopped: _GOING, _STOPPING or
+    # _STOPPED) -> probability
+    State = tuple[tuple[Any, ...], tuple[Any, ...], int, int, int, bool, int, int]
+    states: dict[State, float] = {(kept, (), 0, 0, 0, True, 0, _GOING): 1.0}
     forced_desc = plan.descendants[plan.steps[forced].index] if forced is not None else 0
     for n, step in enumerate(plan.steps):
         nxt: dict[tuple[Any, ...], float] = defaultdict(float)
@@ -905,17 +921,18 @@ def _exact(
         for (items, pend, notok, calls, landed, all_landed, hit, stopped), p in states.items():
             texts, pending = dict(items), dict(pend)
             current = {k: values[t] for k, t in items}
-            if stopped or _blocked(plan, step, current, notok):
+            stops = max(stopped, _STOPPING if step.stops else _GOING)
+            if stopped == _STOPPED or _blocked(plan, step, current, notok):
                 tally.rejected[n] += p
                 if forced is not None and n == forced:
                     continue  # the forced step did not fail here: not one of its runs
                 more = (forced_desc >> step.index) & 1
-                counts = (calls, landed, False, hit + more, stopped or step.stops)
+                counts = (calls, landed, False, hit + more, stops)
                 push(texts, pending, notok | bit, counts, p)
                 continue
             if step.tool is None:
                 tally.landed[n] += p
-                counts = (calls, landed + 1, all_landed, hit, False)
+                counts = (calls, landed + 1, all_landed, hit, stopped)
                 push(texts, {**pending, **effects[n]}, notok, counts, p)
                 continue
             ok, bad = step.rate, 1.0 - step.rate
@@ -923,11 +940,11 @@ def _exact(
                 ok = 0.0
             if ok > 0.0:
                 tally.landed[n] += p * ok
-                counts = (calls + 1, landed + 1, all_landed, hit, False)
+                counts = (calls + 1, landed + 1, all_landed, hit, stopped)
                 push(texts, {**pending, **effects[n]}, notok, counts, p * ok)
             if bad > 0.0:
                 tally.failed[n] += p * bad
-                counts = (calls + 1, landed, False, hit, step.stops)
+                counts = (calls + 1, landed, False, hit, stops)
                 push(texts, pending, notok | bit, counts, p * bad)
         states = nxt
         pass_name = "the outcome pass" if forced is None else "a blast-radius pass"
@@ -974,7 +991,7 @@ class _Layer:
         items: dict[str, str],
         pending: dict[str, str],
         notok: int,
-        counts: tuple[int, int, bool, int, bool],
+        counts: tuple[int, int, bool, int, int],
         p: float,
     ) -> None:
         """Add a run's state, tallying (and dropping) the keys no later action reads
@@ -983,6 +1000,8 @@ class _Layer:
         the actions that did not succeed, only those a later step waits for."""
         if self.flush and pending:  # what landed takes effect now
             items, pending = {**items, **pending}, {}
+        if self.flush and counts[-1] == _STOPPING:  # and a stop stops the run
+            counts = (*counts[:-1], _STOPPED)
         out = []
         for k, t in items.items():
             if k in self.live:

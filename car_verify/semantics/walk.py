@@ -19,23 +19,37 @@ What an action needs when its level begins is defined here once: its predicate
 (an assertion's, else its preconditions: :func:`checks`), the state keys it
 depends on (``Dag.keys``) and the actions it waits for (``Dag.waits_for``).
 :func:`blockers` judges those needs on a concrete JSON state, and
-:func:`apply_level` applies a level's effects. Three readers share them:
+:func:`apply_level` applies a level's effects.
 
-- :func:`walk`, over JSON values (``verify`` and ``simulate``), with its tool
-  calls' outcomes from a source (:data:`Dispatch`): every call succeeds (verify,
-  simulate), or a seeded draw per call (risk's reference trials), or chosen calls
-  fail (risk's critical calls);
-- the executor, over live calls: it judges each action with :func:`blockers` on
-  its level's start state and applies what its dispatch returned with
-  :func:`apply_level`;
-- :mod:`car_verify.semantics.symbolic`, over z3 terms: the same :func:`checks`, keys,
-  waits and :func:`level_effects`, each made a term.
+:func:`turns` is the interpreter over JSON values, written once as a coroutine:
+it yields each turn (one action under a sequential semantics, a whole level under
+a level-synchronous one) with why each member cannot run, and takes back what
+each member did (:class:`Outcome`). Its drivers are the sources of outcomes:
+
+- :func:`walk` (``verify`` and ``simulate``), with its tool calls' outcomes from
+  a :data:`Dispatch`: every call succeeds (verify, simulate), or a seeded draw
+  per call (risk's reference trials), or chosen calls fail (risk's critical
+  calls);
+- the executor, with live calls: it dispatches a turn's members at once with
+  ``asyncio.gather`` and answers with what each call did and produced.
+
+:mod:`car_verify.semantics.symbolic` reads the same :func:`checks`, keys, waits and
+:func:`level_effects` over z3 terms, each made a term.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import (
+    Callable,
+    Container,
+    Generator,
+    Iterator,
+    Mapping,
+    MutableMapping,
+    Sequence,
+)
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Literal
 
 from ..base.values import ABSENT, KNOWN_OPERATORS
@@ -48,12 +62,15 @@ __all__ = [
     "ActionTrace",
     "Cause",
     "Dispatch",
+    "Outcome",
+    "Turn",
     "Walk",
     "apply_level",
     "blockers",
     "checks",
     "describe",
     "level_effects",
+    "turns",
     "walk",
 ]
 
@@ -160,6 +177,46 @@ class Walk:
         return {*(t.index for t in self.traces if t is not None and t.blocked), *self.failed}
 
 
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """Actions that take their turn together (:func:`turns`): one action under a
+    sequential semantics (``car``), a whole level under a level-synchronous one
+    (``strict``), dispatched at once."""
+
+    level: int
+    members: Sequence[int]
+    #: Per member, why it cannot run on ``state`` (empty: nothing blocks it).
+    causes: Sequence[list[Cause]]
+    #: The state the members see: the walk's own, read-only, until the driver answers.
+    state: Mapping[str, Any]
+    #: Whether this is the first, and whether the last, turn of its level.
+    opens: bool
+    closes: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What a member of a turn did, as its driver answers :func:`turns`.
+
+    ``ran``: it succeeded, and its effects land (``effects``: what it produced, when
+    not its declared effects); else it did not run: ``failed`` if it was dispatched
+    and failed (an action waiting for it says so), ``refused`` the reason it was
+    refused before it ran. ``stops``: the run stops once this turn is over."""
+
+    ran: bool
+    effects: Mapping[str, Any] | None = None
+    failed: bool = False
+    refused: str | None = None
+    stops: bool = False
+
+
+RAN = Outcome(True)
+BLOCKED = Outcome(False)
+BLOCKED_STOPS = Outcome(False, stops=True)
+FAILED = Outcome(False, failed=True)
+FAILED_STOPS = Outcome(False, failed=True, stops=True)
+
+
 def checks(action: Action, semantics: Semantics = STRICT) -> list[tuple[Precondition, Where]]:
     """What an action's turn must satisfy, with where each part is in the action
     (``strict``: an assertion's predicate, its preconditions and the one its
@@ -260,6 +317,95 @@ def apply_level(
             state.update(effects[i])
 
 
+def turns(
+    dag: Dag,
+    initial_state: Mapping[str, Any] | None = None,
+    *,
+    mode: Literal["verify", "simulate"] = "simulate",
+    semantics: Semantics = STRICT,
+) -> Generator[Turn, Sequence[Outcome], Walk]:
+    """The walk as a coroutine: the one interpreter every reader over JSON values
+    drives (see the module's docstring for the modes).
+
+    In ``simulate`` mode it yields each :class:`Turn` (one action under a sequential
+    semantics, a whole level under a level-synchronous one), with why each member
+    cannot run on the state at its turn, and takes back one :class:`Outcome` per
+    member: what the driver made of it (it ran, it was dispatched and failed, it was
+    blocked or refused), the effects that landed, and whether the run stops. After a
+    turn with a stopping outcome every member of every later turn carries an
+    ``aborted`` cause. It returns the :class:`Walk`.
+
+    In ``verify`` mode nothing is dispatched: it yields no turn (every blocked
+    action's effects are applied anyway) and returns the walk at the first ``next``.
+    """
+    actions, ids = dag.actions, dag.ids
+    state: dict[str, Any] = dict(initial_state or {})
+    sequential = semantics.sequential
+    effects_of = semantics.effects
+    traces: list[ActionTrace | None] = [None] * dag.n
+    if mode != "simulate":
+        for level_no, members in enumerate(dag.levels):
+            for i in members:
+                causes = blockers(dag, i, state, None, semantics)
+                if causes:  # verify needs only the blocked actions' traces
+                    traces[i] = ActionTrace(i, ids[i], level_no, True, causes)
+                if sequential:  # the next action of the level sees it
+                    state.update(effects_of(actions[i]))
+            if not sequential:
+                apply_level(state, actions, members, semantics=semantics)
+        return Walk(state, traces, mode, dag, initial_state or {}, semantics)
+
+    view = MappingProxyType(state)
+    supplier: dict[str, int] = {}
+    blocked = [False] * dag.n  # it did not run: blocked, refused, or its call failed
+    failed: list[int] = []
+    stopped: Cause | None = None
+    shared: dict[str, tuple[list[Cause], list[str]]] = {}  # see Dag.waits_shared_with
+
+    def land(i: int, change: Mapping[str, Any]) -> None:
+        state.update(change)
+        for key in change:
+            supplier[key] = i
+
+    for level_no, members in enumerate(dag.levels):
+        groups = [(i,) for i in members] if sequential else [members]
+        held: list[tuple[int, Mapping[str, Any]]] = []  # lands when the level is over
+        for g, group in enumerate(groups):
+            judged: list[tuple[list[Cause], list[str]]] = []
+            for i in group:
+                causes = blockers(dag, i, state, None, semantics)
+                waited, after = _waits_of(dag, i, blocked, shared, failed)
+                causes.extend(waited)
+                if stopped is not None:
+                    causes.append(stopped)
+                judged.append((causes, after))
+            said = yield Turn(
+                level_no, group, [c for c, _ in judged], view, g == 0, g == len(groups) - 1
+            )
+            stops: Cause | None = None
+            for i, (causes, after), outcome in zip(group, judged, said, strict=True):
+                if outcome.refused is not None:
+                    causes.append(Cause("refused", reason=outcome.refused))
+                if outcome.failed:
+                    failed.append(i)
+                blocked[i] = not outcome.ran
+                if outcome.stops and stops is None:
+                    stops = Cause("aborted", dependency=i, dependency_id=ids[i])
+                supplied = _supplied(dag, i, state, supplier, causes, semantics)
+                traces[i] = ActionTrace(i, ids[i], level_no, bool(causes), causes, supplied, after)
+                if outcome.ran:
+                    change = effects_of(actions[i]) if outcome.effects is None else outcome.effects
+                    if sequential:
+                        land(i, change)  # the next action of the level sees it
+                    else:
+                        held.append((i, change))
+            if stopped is None:
+                stopped = stops
+        for i, change in held:  # in proposal order, as apply_level
+            land(i, change)
+    return Walk(state, traces, mode, dag, initial_state or {}, semantics, failed)
+
+
 def walk(
     dag: Dag,
     initial_state: Mapping[str, Any] | None = None,
@@ -269,63 +415,37 @@ def walk(
     dispatch: Dispatch | None = None,
     aborts: Container[int] = (),
 ) -> Walk:
-    """Walk the levels over JSON values (see the module's docstring for the modes);
-    ``dag``: the proposal's DAG under ``semantics`` (``semantics.order``).
+    """Walk the levels over JSON values: :func:`turns`, driven here with the tool
+    calls' outcomes from ``dispatch`` (every call succeeds without it); ``dag``: the
+    proposal's DAG under ``semantics`` (``semantics.order``).
 
-    In ``simulate`` mode, ``dispatch`` gives each dispatched tool call's outcome
-    (every call succeeds without it), and an action of ``aborts`` that is blocked or
-    fails stops the run: every action after it, in walk order, is blocked
-    (``failure_behavior`` modelled, as the executor does)."""
+    In ``simulate`` mode an action of ``aborts`` that is blocked or fails stops the
+    run: every action of a later turn is blocked (``failure_behavior`` modelled, as
+    the executor does: under a level-synchronous semantics the rest of its level was
+    dispatched with it)."""
     if mode != "simulate" and (dispatch is not None or aborts):
         raise ValueError("outcomes and aborts are walked in simulate mode only")
-    actions, ids = dag.actions, dag.ids
-    state: dict[str, Any] = dict(initial_state or {})
-    simulate = mode == "simulate"
-    sequential = semantics.sequential
-    effects_of = semantics.effects
-    supplier: dict[str, int] = {}
-    blocked = [False] * dag.n  # in simulate mode: blocked, or its call failed
-    failed: list[int] = []
-    stopped: Cause | None = None
-    traces: list[ActionTrace | None] = [None] * dag.n
-    shared: dict[str, tuple[list[Cause], list[str]]] = {}  # see Dag.waits_shared_with
-
-    def apply(i: int) -> None:
-        change = effects_of(actions[i])
-        if change:
-            state.update(change)
-            if simulate:
-                for key in change:
-                    supplier[key] = i
-
-    for level_no, members in enumerate(dag.levels):
-        for i in members:
-            causes = blockers(dag, i, state, None, semantics)
-            if simulate:
-                waited, after = _waits_of(dag, i, blocked, shared, failed)
-                causes.extend(waited)
-                if stopped is not None:
-                    causes.append(stopped)
-                outcome = True if causes or dispatch is None else _outcome(dispatch, i, actions[i])
-                if isinstance(outcome, str):
-                    causes.append(Cause("refused", reason=outcome))
-                elif not outcome:
-                    failed.append(i)
-                blocked[i] = bool(causes) or not outcome
-                if blocked[i] and i in aborts and stopped is None:
-                    stopped = Cause("aborted", dependency=i, dependency_id=ids[i])
-                supplied = _supplied(dag, i, state, supplier, causes, semantics)
-                traces[i] = ActionTrace(i, ids[i], level_no, bool(causes), causes, supplied, after)
-            elif causes:  # verify needs only the blocked actions' traces
-                blocked[i] = True
-                traces[i] = ActionTrace(i, ids[i], level_no, True, causes)
-            if sequential and not (simulate and blocked[i]):
-                apply(i)  # the next action of the level sees it
-        if not sequential:
-            for i in members:
-                if not (simulate and blocked[i]):
-                    apply(i)
-    return Walk(state, traces, mode, dag, initial_state or {}, semantics, failed)
+    actions = dag.actions
+    run = turns(dag, initial_state, mode=mode, semantics=semantics)
+    try:
+        turn = next(run)
+        while True:
+            said = []
+            for i, causes in zip(turn.members, turn.causes, strict=True):
+                if causes:
+                    said.append(BLOCKED_STOPS if i in aborts else BLOCKED)
+                    continue
+                outcome = True if dispatch is None else _outcome(dispatch, i, actions[i])
+                if outcome is True:
+                    said.append(RAN)
+                elif outcome is False:
+                    said.append(FAILED_STOPS if i in aborts else FAILED)
+                else:
+                    said.append(Outcome(False, refused=outcome, stops=i in aborts))
+            turn = run.send(said)
+    except StopIteration as end:
+        result: Walk = end.value
+        return result
 
 
 def _outcome(dispatch: Dispatch, i: int, action: Action) -> bool | str:
