@@ -4,13 +4,16 @@
   (unknown tool, parameter schema, cycle, duplicate id, budget, ...) reject the
   whole proposal before anything runs; the walk's precondition and dependency
   findings are advisory, as upstream, unless the caller makes them blocking.
-* **Execution**: level by level (the levels verify computes), the actions of a
-  level concurrently. Before each dispatch: live preconditions and dependencies
-  against the state as the level began, every policy, and the trace rules
-  (:class:`~car_verify.rules.trace.TraceGate`). Then ``$id.output[.path]``
-  interpolation, the tool's rate limit and result cache, ``timeout_ms``, retries,
-  ``returns`` validation. Effects are applied after the level, in proposal order,
-  as :func:`car_verify.simulate` does, and recorded as ``state_changes``.
+* **Execution**: the one walk (:func:`car_verify.semantics.walk.turns`) driven
+  with live calls, turn by turn in the levels verify computes: under ``strict`` a
+  whole level at once, concurrently, on the state as the level began; under
+  ``car`` one action at a time, seeing those before it. Before each dispatch: the
+  live preconditions and dependencies the walk judged at that turn, every policy,
+  and the trace rules (:class:`~car_verify.rules.trace.TraceGate`). Then
+  ``$id.output[.path]`` interpolation, the tool's rate limit and result cache,
+  ``timeout_ms``, retries, ``returns`` validation. What succeeded lands as the
+  walk lands it (after the level, in proposal order, under ``strict``), as
+  :func:`car_verify.simulate` does, and is recorded as ``state_changes``.
 * **Rollback**: on abort the state map is restored to what it was before the
   proposal and the declared compensations of the succeeded compensable actions
   run in reverse completion order; the report says what was compensated, what
@@ -70,7 +73,7 @@ from .ir.model import (
 )
 from .passes import Context, Options
 from .rules.tools import ToolRegistry
-from .semantics.walk import Cause, apply_level, blockers
+from .semantics.walk import Cause, Outcome, turns
 
 __all__ = [
     "DEFAULT_BLOCKING",
@@ -90,6 +93,9 @@ __all__ = [
 #: Admission findings that reject the whole proposal by default: the code table's
 #: blocking codes, and the cost budget's own check.
 DEFAULT_BLOCKING = BLOCKING | {"budget-exceeded"}
+
+#: The causes that reject an action for a dependency that did not succeed.
+_DEPENDENCY = ("blocked-dependency", "failed-dependency")
 
 _REF = re.compile(r"\$([^.]+)\.output(?:\.(.+))?")
 
@@ -459,7 +465,6 @@ class Executor:
 
         dag = admitting.dag
         actions = proposal.actions
-        state = dict(self.initial_state)
         results: dict[int, ActionResult] = {}
         outputs: dict[str, Any] = {}
         status: list[ActionStatus | None] = [None] * dag.n
@@ -473,46 +478,48 @@ class Executor:
             trace_gate = TraceGate(self.policy_engine.trace_rules)
         self.trace_gate = trace_gate  # dispatch and the rollback's compensations pass it
         aborted_by: str | None = None
-        run = _Run(self, dag, state, outputs, status, cost, violations)
+        run = _Run(self, dag, outputs, status, cost, violations)
+        # The one walk, driven with live calls: it says who may run at each turn (a
+        # whole level under strict, one action under car) on which state, and lands
+        # what the calls produced.
+        walking = turns(dag, self.initial_state, mode="simulate", semantics=sem)
+        state: Mapping[str, Any] = self.initial_state
+        said: list[Outcome] | None = None
+        finished: list[int] = []  # the order the level's actions ended in
+        succeeded: dict[int, dict[str, Any]] = {}  # the level's, with their effects
         try:
-            for members in dag.levels:
-                if aborted_by is not None:
+            while aborted_by is None:
+                try:
+                    turn = next(walking) if said is None else walking.send(said)
+                except StopIteration as end:
+                    state = end.value.state
                     break
-                if self._over_time(started):
-                    aborted_by = "budget: max_duration_ms reached"
-                    break
-                level_start = dict(state)
-                self._event("level_started", actions=[dag.ids[i] for i in members])
-                finished: list[int] = []  # the order the level's actions ended in
+                state = turn.state
+                if turn.opens:
+                    if self._over_time(started):
+                        aborted_by = "budget: max_duration_ms reached"
+                        break
+                    level = dag.levels[turn.level]
+                    self._event("level_started", actions=[dag.ids[i] for i in level])
+                    finished, succeeded = [], {}
 
                 async def ended(
-                    i: int, start: dict[str, Any] = level_start, done: list[int] = finished
-                ) -> Any:
+                    i: int, causes: list[Cause], seen: Mapping[str, Any], done: list[int]
+                ) -> tuple[ActionResult, dict[str, Any]]:
                     try:
-                        return await run.action(i, start)
+                        return await run.action(i, causes, seen)
                     finally:
                         done.append(i)
 
-                changes: dict[int, dict[str, Any]] = {}
-                if sem.sequential:  # each action at its turn, seeing those before it
-                    outcomes: list[Any] = []
-                    for i in members:
-                        outcome = (
-                            await asyncio.gather(ended(i, dict(state)), return_exceptions=True)
-                        )[0]
-                        outcomes.append(outcome)
-                        if not isinstance(outcome, BaseException):
-                            result, effects = outcome
-                            if result.status is ActionStatus.SUCCEEDED:
-                                state.update(effects)
-                            elif run.aborts(actions[i], result):
-                                break  # the rest of the level is not attempted
-                else:  # the whole level at once, on its start state
-                    outcomes = await asyncio.gather(
-                        *(ended(i) for i in members), return_exceptions=True
-                    )
-                succeeded: set[int] = set()
-                for i, outcome in zip(members[: len(outcomes)], outcomes, strict=True):
+                outcomes = await asyncio.gather(
+                    *(
+                        ended(i, causes, turn.state, finished)
+                        for i, causes in zip(turn.members, turn.causes, strict=True)
+                    ),
+                    return_exceptions=True,
+                )
+                said = []
+                for i, outcome in zip(turn.members, outcomes, strict=True):
                     if isinstance(outcome, asyncio.CancelledError):
                         raise outcome
                     if isinstance(outcome, BaseException):  # a bug in a tool adapter
@@ -522,27 +529,31 @@ class Executor:
                     status[i] = result.status
                     if result.status is ActionStatus.SUCCEEDED:
                         outputs[actions[i].id] = result.output
-                        succeeded.add(i)
-                        changes[i] = effects
-                    elif aborted_by is None and run.aborts(actions[i], result):
+                        succeeded[i] = effects
+                        said.append(Outcome(True, effects=effects))
+                        continue
+                    stops = run.aborts(actions[i], result)
+                    if stops and aborted_by is None:
                         aborted_by = f"{actions[i].id}: {result.error}"
-                completion.extend(i for i in finished if i in succeeded)
-                self._event(
-                    "level_finished",
-                    statuses=[results[i].status.value for i in members if i in results],
-                )
-                if not sem.sequential:
-                    apply_level(state, actions, members, effects=changes)  # as the walk does
-                for i, change in changes.items():
-                    results[i].state_changes = {
-                        k: {"op": "set", "value": v} for k, v in change.items()
-                    }
-                spent = (
-                    self.budget.max_tool_calls is not None
-                    and run.calls >= self.budget.max_tool_calls
-                )
-                if spent and aborted_by is None and any(s is None for s in status):
-                    aborted_by = "budget: max_tool_calls reached"
+                    rejected = result.status is ActionStatus.REJECTED
+                    said.append(Outcome(False, failed=not rejected, stops=stops))
+                if turn.closes or aborted_by is not None:  # the level is over
+                    completion.extend(i for i in finished if i in succeeded)
+                    level = dag.levels[turn.level]
+                    self._event(
+                        "level_finished",
+                        statuses=[results[i].status.value for i in level if i in results],
+                    )
+                    for i, change in succeeded.items():
+                        results[i].state_changes = {
+                            k: {"op": "set", "value": v} for k, v in change.items()
+                        }
+                    spent = (
+                        self.budget.max_tool_calls is not None
+                        and run.calls >= self.budget.max_tool_calls
+                    )
+                    if spent and aborted_by is None and any(s is None for s in status):
+                        aborted_by = "budget: max_tool_calls reached"
         except asyncio.CancelledError:
             aborted_by = "cancelled"
             current = asyncio.current_task()
@@ -567,7 +578,7 @@ class Executor:
         final = ProposalResult(proposal_id=proposal.id, results=ordered, cost=cost)
         self._event("proposal_finished", cost=cost.to_dict(), aborted_by=aborted_by)
         # The end state holds the effects' values, which are the proposal's own.
-        detached = copy_json(state)
+        detached = copy_json(dict(state))
         return ExecutionResult(
             final, detached, admission, [], violations, aborted_by, rollback, self
         )
@@ -887,7 +898,6 @@ class _Run:
         self,
         executor: Executor,
         dag: Any,
-        state: dict[str, Any],
         outputs: dict[str, Any],
         status: list[ActionStatus | None],
         cost: CostSummary,
@@ -895,15 +905,12 @@ class _Run:
     ) -> None:
         self.x = executor
         self.dag = dag
-        self.state = state
         self.outputs = outputs
         self.status = status
         self.cost = cost
         self.violations = violations
         #: Actions rejected only because a dependency did not succeed.
         self.cascaded: set[str] = set()
-        #: What the walk's rules found against each assertion of the running level.
-        self.causes: dict[int, list[Cause]] = {}
         #: Actions whose tool failed for good (TerminalToolError).
         self.terminal: set[str] = set()
         #: Actions rejected before they ran, for what the state or the outputs lacked
@@ -915,11 +922,15 @@ class _Run:
         #: cost's ``tool_calls`` counts the calls that succeeded, as the runtime does).
         self.calls = 0
 
-    async def action(self, i: int, state: Mapping[str, Any]) -> tuple[ActionResult, dict[str, Any]]:
+    async def action(
+        self, i: int, causes: list[Cause], state: Mapping[str, Any]
+    ) -> tuple[ActionResult, dict[str, Any]]:
+        """Run action ``i`` at its turn: ``causes``, why the walk says it cannot run on
+        ``state``, the state it sees."""
         x, action = self.x, self.x.proposal.actions[i]
         started = time.perf_counter()
         x._event("action_started", action.id, tool=action.tool)
-        why = self._blocked(i, action, state)
+        why = self._blocked(action, causes)
         if why is not None:
             x._event("action_rejected", action.id, reason=why)
             self.unmet.add(action.id)
@@ -940,7 +951,7 @@ class _Run:
                 return _result(action, ActionStatus.REJECTED, error=reason), {}
         effects = self.x.semantics.effects(action)
         if action.type != "tool_call":
-            return self._local(i, action, state, params, started), dict(effects)
+            return self._local(action, causes, state, started), dict(effects)
         output, error = await self._dispatch(action, params)
         duration = (time.perf_counter() - started) * 1e3
         # A detached call that started records its outcome when its stream ends.
@@ -984,25 +995,22 @@ class _Run:
             return sem.spent_retry_aborts
         return action.failure_behavior is not FailureBehavior.SKIP
 
-    def _blocked(self, i: int, action: Action, state: Mapping[str, Any]) -> str | None:
-        """Why action ``i`` is rejected on its level's start state, judged by the
-        walk's own rules (:func:`car_verify.semantics.walk.blockers`): first a dependency
-        that did not succeed, then an absent key, then a false precondition. An
-        assertion's predicate is its work: it fails when run, it is not rejected."""
-        causes = blockers(self.dag, i, state, self._did_not_succeed, self.x.semantics)
-        if action.type == "assertion":
-            self.causes[i] = causes  # read when it runs (_local)
-        for kind in ("blocked-dependency", "missing-key", "precondition"):
+    def _blocked(self, action: Action, causes: list[Cause]) -> str | None:
+        """Why an action is rejected at its turn, of the causes the walk found
+        (:func:`car_verify.semantics.walk.turns`): first a dependency that did not
+        succeed, then an absent key, then a false precondition. An assertion's
+        predicate is its work: it fails when run, it is not rejected."""
+        for kinds in (_DEPENDENCY, ("missing-key",)):
             for cause in causes:
-                if cause.kind == kind or (kind == "precondition" and cause.precondition):
+                if cause.kind in kinds:
                     return self._reason(action, cause)
+        for cause in causes:
+            if cause.precondition is not None:
+                return self._reason(action, cause)
         return None
 
-    def _did_not_succeed(self, t: int) -> bool:
-        return self.status[t] is not ActionStatus.SUCCEEDED
-
     def _reason(self, action: Action, cause: Cause) -> str:
-        if cause.kind == "blocked-dependency":
+        if cause.kind in _DEPENDENCY:
             self.cascaded.add(action.id)
             return f"dependency {cause.dependency_id!r} did not succeed"
         if cause.kind == "missing-key":
@@ -1012,16 +1020,11 @@ class _Run:
         return f"precondition {format_predicate(pre.key, pre.operator, pre.value)} is false"
 
     def _local(
-        self,
-        i: int,
-        action: Action,
-        state: Mapping[str, Any],
-        params: dict[str, Any],
-        started: float,
+        self, action: Action, causes: list[Cause], state: Mapping[str, Any], started: float
     ) -> ActionResult:
         duration = (time.perf_counter() - started) * 1e3
         if action.type == "assertion":
-            for cause in self.causes.pop(i, []):
+            for cause in causes:
                 if cause.kind == "assertion":
                     pre = cause.failed[0][0]
                     predicate = format_predicate(pre.key, pre.operator, pre.value)

@@ -708,6 +708,89 @@ def test_after_abort_and_rollback_the_state_is_the_initial_one(
     )
 
 
+_REFUSED_PLANS = (
+    "unknown-dependency",
+    "duplicate-id",
+    "unknown-action-type",
+    "state-write-without-key",
+)
+
+
+@settings(max_examples=80, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    proposals(max_actions=6, cycles=False), states, st.sampled_from(["car", "strict"]), st.data()
+)
+def test_the_executor_ends_each_action_as_the_walk_does_with_the_same_outcomes(
+    doc: dict[str, Any], state: dict[str, Any], profile: str, data: st.DataObject
+) -> None:
+    """The executor is the one walk driven with live calls: given calls that fail
+    where the walk's outcome source says they fail, every action ends as the walk
+    says (ran, failed, blocked) and the end state is the walk's, under both profiles."""
+    from car_verify.ir.model import load
+    from car_verify.semantics import semantics_of
+    from car_verify.semantics.walk import walk
+
+    doc = _skippable(doc)
+    if profile == "car":  # an output not yet there rejects the call: no walk models it
+        for action in doc["actions"]:
+            action["parameters"].pop("ref", None)
+    verdict = car_verify.verify(doc, initial_state=state, profile=profile)
+    if any(i.code in _REFUSED_PLANS for i in verdict.issues):
+        return
+    ids = [a["id"] for a in doc["actions"]]
+    failing = set(data.draw(st.lists(st.sampled_from(ids or ["-"]), max_size=3)))
+    for action in doc["actions"]:
+        action["parameters"]["_id"] = action["id"]
+
+    def dispatch(tool: str, params: dict[str, Any]) -> Any:
+        if params["_id"] in failing:
+            raise RuntimeError("injected failure")
+        return {}
+
+    result = execute_sync(
+        doc, dispatch, initial_state=state, profile=profile, gate=Gate(blocking=frozenset())
+    )
+    sem = semantics_of(profile)
+    walked = walk(
+        sem.order(load(doc)),
+        state,
+        mode="simulate",
+        semantics=sem,
+        dispatch=lambda i: ids[i] not in failing,
+    )
+    expected = {}
+    for i, trace in enumerate(walked.traces):
+        assert trace is not None
+        if trace.blocked and all(c.kind == "assertion" for c in trace.causes):
+            expected[ids[i]] = "failed"  # a false assertion is its work failing
+        elif trace.blocked:
+            expected[ids[i]] = "rejected"
+        elif i in walked.failed:
+            expected[ids[i]] = "skipped"  # failure_behavior skip
+        else:
+            expected[ids[i]] = "succeeded"
+    assert result.statuses == expected
+    assert result.state == walked.state
+
+
+def test_an_aborting_failure_stops_the_next_turn_not_the_rest_of_a_strict_level() -> None:
+    """Under strict a level is dispatched at once: a call that fails and aborts does
+    not stop its level's other calls, only the levels after it (then the rollback
+    undoes them); under car the turn is one action, and the next one is not tried."""
+    doc = {
+        "actions": [
+            tc("a", "boom", failure_behavior="abort"),
+            tc("b"),
+            tc("c", dependencies=["b"]),
+        ]
+    }
+    strict = execute_sync(doc, TOOLS, profile="strict")
+    assert strict.statuses == {"a": "failed", "b": "succeeded", "c": "skipped"}
+    assert strict.rollback is not None and strict.rollback.restored_state == {}
+    car = execute_sync(doc, TOOLS, profile="car")
+    assert car.statuses == {"a": "failed", "b": "skipped", "c": "skipped"}
+
+
 # --- the CLI ----------
 
 
