@@ -177,7 +177,7 @@ class Walk:
         return {*(t.index for t in self.traces if t is not None and t.blocked), *self.failed}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Turn:
     """Actions that take their turn together (:func:`turns`): one action under a
     sequential semantics (``car``), a whole level under a level-synchronous one
@@ -369,21 +369,25 @@ def turns(
 
     for level_no, members in enumerate(dag.levels):
         groups = [(i,) for i in members] if sequential else [members]
+        last = len(groups) - 1
         held: list[tuple[int, Mapping[str, Any]]] = []  # lands when the level is over
         for g, group in enumerate(groups):
-            judged: list[tuple[list[Cause], list[str]]] = []
+            causes_of: list[list[Cause]] = []
+            afters: list[list[str]] = []
             for i in group:
                 causes = blockers(dag, i, state, None, semantics)
                 waited, after = _waits_of(dag, i, blocked, shared, failed)
                 causes.extend(waited)
                 if stopped is not None:
                     causes.append(stopped)
-                judged.append((causes, after))
-            said = yield Turn(
-                level_no, group, [c for c, _ in judged], view, g == 0, g == len(groups) - 1
-            )
+                causes_of.append(causes)
+                afters.append(after)
+            said = yield Turn(level_no, group, causes_of, view, g == 0, g == last)
+            if len(said) != len(group):
+                raise ValueError(f"a turn of {len(group)} actions was answered with {len(said)}")
             stops: Cause | None = None
-            for i, (causes, after), outcome in zip(group, judged, said, strict=True):
+            for k, i in enumerate(group):
+                outcome, causes = said[k], causes_of[k]
                 if outcome.refused is not None:
                     causes.append(Cause("refused", reason=outcome.refused))
                 if outcome.failed:
@@ -392,7 +396,9 @@ def turns(
                 if outcome.stops and stops is None:
                     stops = Cause("aborted", dependency=i, dependency_id=ids[i])
                 supplied = _supplied(dag, i, state, supplier, causes, semantics)
-                traces[i] = ActionTrace(i, ids[i], level_no, bool(causes), causes, supplied, after)
+                traces[i] = ActionTrace(
+                    i, ids[i], level_no, bool(causes), causes, supplied, afters[k]
+                )
                 if outcome.ran:
                     change = effects_of(actions[i]) if outcome.effects is None else outcome.effects
                     if sequential:
@@ -430,9 +436,9 @@ def walk(
     try:
         turn = next(run)
         while True:
-            said = []
-            for i, causes in zip(turn.members, turn.causes, strict=True):
-                if causes:
+            said: list[Outcome] = []
+            for k, i in enumerate(turn.members):
+                if turn.causes[k]:
                     said.append(BLOCKED_STOPS if i in aborts else BLOCKED)
                     continue
                 outcome = True if dispatch is None else _outcome(dispatch, i, actions[i])
