@@ -334,3 +334,8 @@ def test_turns_hands_each_turn_to_its_driver_and_lands_what_it_says() -> None:
         assert walked.traces[1].blocked  # it saw x = 2 (car), or the level's start (strict)
     with pytest.raises(StopIteration):  # verify mode dispatches nothing
         next(turns(semantics_of("car").order(load(doc)), {}, mode="verify"))
+    strict = semantics_of("strict")
+    run = turns(strict.order(load(doc)), {}, semantics=strict)
+    next(run)
+    with pytest.raises(ValueError, match="a turn of 2 actions was answered with 1"):
+        run.send([RAN])
