@@ -328,13 +328,14 @@ class _Step:
     depends: list[str]
     effects: dict[str, Any]
     #: With ``failure_behavior`` modelled: a failure or a rejection here stops the
-    #: run (every later action is rejected). Never, in CAR's model.
+    #: run (every action of a later turn is rejected). Never, in CAR's model.
     stops: bool = False
     #: The actions (a bit mask by position) whose not succeeding rejects this one:
     #: ``strict``'s explicit and output-reference dependencies; none under ``car``.
     waits: int = 0
-    #: The effects that landed so far take effect after this step: after every step
-    #: under ``car`` (each action sees those before it), after a level's last under
+    #: The step is the last of its turn (``Semantics.turns``): the effects that
+    #: landed so far take effect after it, and a stop stops the run. Every step
+    #: under ``car`` (each action sees those before it), a level's last under
     #: ``strict`` (a level sees the state it began with).
     flush: bool = True
 
@@ -365,30 +366,31 @@ def _compile(
     walk_order = [i for level in order.levels for i in level]
     steps = []
     for members in order.levels:
-        for place, index in enumerate(members):
-            action = proposal.actions[index]
-            tool = _tool(action) if action.type == "tool_call" else None
-            rate = rates.get(tool, 1.0) if tool else 1.0
-            behaviour = action.failure_behavior.value
-            if failure_behavior and behaviour == "retry" and tool:
-                rate = effective_rate(rate, action.max_retries)  # then, failing, it aborts
-            waits = 0
-            for t in order.waits_for(index):
-                waits |= 1 << t
-            steps.append(
-                _Step(
-                    index,
-                    action.id,
-                    tool,
-                    rate,
-                    [(p.key, p.operator, p.value) for p, _ in semantics.checks(action)],
-                    list(order.keys[index]),
-                    dict(semantics.effects(action)),
-                    stops=failure_behavior and behaviour in ("abort", "retry"),
-                    waits=waits,
-                    flush=semantics.sequential or place == len(members) - 1,
+        for turn in semantics.turns(members):
+            for place, index in enumerate(turn):
+                action = proposal.actions[index]
+                tool = _tool(action) if action.type == "tool_call" else None
+                rate = rates.get(tool, 1.0) if tool else 1.0
+                behaviour = action.failure_behavior.value
+                if failure_behavior and behaviour == "retry" and tool:
+                    rate = effective_rate(rate, action.max_retries)  # then, failing, it aborts
+                waits = 0
+                for t in order.waits_for(index):
+                    waits |= 1 << t
+                steps.append(
+                    _Step(
+                        index,
+                        action.id,
+                        tool,
+                        rate,
+                        [(p.key, p.operator, p.value) for p, _ in semantics.checks(action)],
+                        list(order.keys[index]),
+                        dict(semantics.effects(action)),
+                        stops=failure_behavior and behaviour in ("abort", "retry"),
+                        waits=waits,
+                        flush=place == len(turn) - 1,
+                    )
                 )
-            )
     live_after: list[set[str]] = [set() for _ in steps]
     live = set(goal.keys)
     for n in range(len(steps) - 1, -1, -1):

@@ -28,7 +28,7 @@ Semantics and never branch on the profile's name.
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -102,6 +102,13 @@ class Semantics(abc.ABC):
     @abc.abstractmethod
     def order(self, proposal: ActionProposal) -> Dag:
         """The proposal's DAG under this profile's ordering rule."""
+
+    def turns(self, members: Sequence[int]) -> Sequence[Sequence[int]]:
+        """The turns a level's ``members`` (in proposal order) are walked in: the
+        actions of a turn see the state as the turn began and are dispatched at once,
+        and their effects land when it is over, in proposal order. Each action alone
+        under a sequential semantics, the whole level at once otherwise."""
+        return [(i,) for i in members] if self.sequential else [members]
 
     def conflicts(self, proposal: ActionProposal, dag: Dag) -> list[tuple[int, int, str]]:
         """The write conflicts ``verify`` reports, as ``(first, second, key)`` by action

@@ -276,20 +276,18 @@ class Encoder:
         # "none of these ran blocked", once per duplicated id waited for (Dag.waits_shared_with)
         shared: dict[str, Any] = {}
         for members in dag.levels:
-            for i in members:  # the walk's needs (car_verify.semantics.walk), each made a term
-                ok = []
-                for pre, _ in sem.checks(actions[i]):
-                    present, value = state[pre.key]
-                    ok.append(self.holds(pre, present, value))
-                for key in dag.keys[i]:
-                    ok.append(state[key][0])
-                if not assume_unblocked:
-                    ok.extend(self._ran(dag, i, blocked, shared))
-                blocked[i] = self.z3.Not(self.z3.And(*ok)) if ok else self.false
-                if sem.sequential:  # the next action of the level sees this one's effects
-                    self._apply(state, i, sem.effects(actions[i]), blocked, assume_unblocked)
-            if not sem.sequential:  # the level's effects, after the whole level
-                for i in members:
+            for turn in sem.turns(members):  # the walk's turns (car_verify.semantics.walk)
+                for i in turn:  # the walk's needs, each made a term
+                    ok = []
+                    for pre, _ in sem.checks(actions[i]):
+                        present, value = state[pre.key]
+                        ok.append(self.holds(pre, present, value))
+                    for key in dag.keys[i]:
+                        ok.append(state[key][0])
+                    if not assume_unblocked:
+                        ok.extend(self._ran(dag, i, blocked, shared))
+                    blocked[i] = self.z3.Not(self.z3.And(*ok)) if ok else self.false
+                for i in turn:  # the turn is over: its effects land, in proposal order
                     self._apply(state, i, sem.effects(actions[i]), blocked, assume_unblocked)
         return SymbolicRun(state, blocked, dag)
 

@@ -2,24 +2,25 @@
 
 The :class:`~car_verify.semantics.base.Semantics` it is given (``strict`` unless
 told) decides what an action's turn checks, what each operator means, which
-effects it applies and what it sees inside its level:
+effects it applies and what a turn is (``Semantics.turns``). The actions of a turn
+see the state as the turn began, and their effects land when it is over, in
+proposal order:
 
-* level-synchronous (``strict``, docs/semantics.md §4): every action of level L is
-  checked against the state as it stood when level L began; the effects of level L
-  are applied after the whole level, in proposal order;
-* sequential (``car``, the runtime's walk): inside a level, in proposal order, each
-  action sees the effects of those before it.
+* level-synchronous (``strict``, docs/semantics.md §4): a turn is a whole level,
+  so every action of level L is checked against the state as level L began and
+  the effects of level L are applied after the whole level;
+* sequential (``car``, the runtime's walk): a turn is one action, so inside a
+  level each action sees the effects of those before it.
 
 In ``verify`` mode blocked actions' effects are applied anyway (one pass, no
 cascades); in ``simulate`` mode they are skipped and an action that waits for a
 blocked one (``Dag.waits_for``: ``strict``'s explicit and output-reference
 dependencies; nothing under ``car``) is blocked too.
 
-What an action needs when its level begins is defined here once: its predicate
-(an assertion's, else its preconditions: :func:`checks`), the state keys it
-depends on (``Dag.keys``) and the actions it waits for (``Dag.waits_for``).
-:func:`blockers` judges those needs on a concrete JSON state, and
-:func:`apply_level` applies a level's effects.
+What an action needs at its turn is defined here once: its predicate (an
+assertion's, else its preconditions: :func:`checks`), the state keys it depends
+on (``Dag.keys``) and the actions it waits for (``Dag.waits_for``).
+:func:`blockers` judges those needs on a concrete JSON state.
 
 :func:`turns` is the interpreter over JSON values, written once as a coroutine:
 it yields each turn (one action under a sequential semantics, a whole level under
@@ -33,8 +34,8 @@ each member did (:class:`Outcome`). Its drivers are the sources of outcomes:
 - the executor, with live calls: it dispatches a turn's members at once with
   ``asyncio.gather`` and answers with what each call did and produced.
 
-:mod:`car_verify.semantics.symbolic` reads the same :func:`checks`, keys, waits and
-:func:`level_effects` over z3 terms, each made a term.
+:mod:`car_verify.semantics.symbolic` reads the same :func:`checks`, keys, waits,
+turns and effects over z3 terms, each made a term.
 """
 
 from __future__ import annotations
@@ -45,7 +46,6 @@ from collections.abc import (
     Generator,
     Iterator,
     Mapping,
-    MutableMapping,
     Sequence,
 )
 from dataclasses import dataclass, field
@@ -65,11 +65,9 @@ __all__ = [
     "Outcome",
     "Turn",
     "Walk",
-    "apply_level",
     "blockers",
     "checks",
     "describe",
-    "level_effects",
     "turns",
     "walk",
 ]
@@ -164,12 +162,12 @@ class Walk:
         sem = self.semantics
         actions = self.dag.actions
         for members in self.dag.levels:
-            for i in members:
-                yield i, state
-                if sem.sequential and i not in skip:
-                    state.update(sem.effects(actions[i]))
-            if not sem.sequential:
-                apply_level(state, actions, members, skip, semantics=sem)
+            for turn in sem.turns(members):
+                for i in turn:
+                    yield i, state
+                for i in turn:  # the turn is over: its effects land, in proposal order
+                    if i not in skip:
+                        state.update(sem.effects(actions[i]))
 
     def _skipped(self) -> Container[int]:
         if self.mode == "verify":
@@ -281,42 +279,6 @@ def _preconditions(
             )
 
 
-def level_effects(
-    actions: Sequence[Action],
-    members: Sequence[int],
-    skip: Container[int] = (),
-    semantics: Semantics = STRICT,
-) -> Iterator[tuple[int, Mapping[str, Any]]]:
-    """The effects a level applies once it has run: each member's (not in ``skip``),
-    in proposal order."""
-    effects = semantics.effects
-    for i in members:
-        if i not in skip:
-            change = effects(actions[i])
-            if change:
-                yield i, change
-
-
-def apply_level(
-    state: MutableMapping[str, Any],
-    actions: Sequence[Action],
-    members: Sequence[int],
-    skip: Container[int] = (),
-    effects: Mapping[int, Mapping[str, Any]] | None = None,
-    semantics: Semantics = STRICT,
-) -> None:
-    """Apply a level's effects to ``state`` (see :func:`level_effects`); ``effects``:
-    what each member actually produced (the executor's dispatch), instead of its
-    declared effects."""
-    if effects is None:
-        for _, change in level_effects(actions, members, skip, semantics):
-            state.update(change)
-        return
-    for i in members:
-        if i not in skip and i in effects:
-            state.update(effects[i])
-
-
 def turns(
     dag: Dag,
     initial_state: Mapping[str, Any] | None = None,
@@ -340,19 +302,17 @@ def turns(
     """
     actions, ids = dag.actions, dag.ids
     state: dict[str, Any] = dict(initial_state or {})
-    sequential = semantics.sequential
     effects_of = semantics.effects
     traces: list[ActionTrace | None] = [None] * dag.n
     if mode != "simulate":
         for level_no, members in enumerate(dag.levels):
-            for i in members:
-                causes = blockers(dag, i, state, None, semantics)
-                if causes:  # verify needs only the blocked actions' traces
-                    traces[i] = ActionTrace(i, ids[i], level_no, True, causes)
-                if sequential:  # the next action of the level sees it
+            for turn in semantics.turns(members):
+                for i in turn:
+                    causes = blockers(dag, i, state, None, semantics)
+                    if causes:  # verify needs only the blocked actions' traces
+                        traces[i] = ActionTrace(i, ids[i], level_no, True, causes)
+                for i in turn:  # the turn is over: its effects land, in proposal order
                     state.update(effects_of(actions[i]))
-            if not sequential:
-                apply_level(state, actions, members, semantics=semantics)
         return Walk(state, traces, mode, dag, initial_state or {}, semantics)
 
     view = MappingProxyType(state)
@@ -368,9 +328,8 @@ def turns(
             supplier[key] = i
 
     for level_no, members in enumerate(dag.levels):
-        groups = [(i,) for i in members] if sequential else [members]
+        groups = semantics.turns(members)
         last = len(groups) - 1
-        held: list[tuple[int, Mapping[str, Any]]] = []  # lands when the level is over
         for g, group in enumerate(groups):
             causes_of: list[list[Cause]] = []
             afters: list[list[str]] = []
@@ -386,6 +345,7 @@ def turns(
             if len(said) != len(group):
                 raise ValueError(f"a turn of {len(group)} actions was answered with {len(said)}")
             stops: Cause | None = None
+            landed: list[tuple[int, Mapping[str, Any]]] = []
             for k, i in enumerate(group):
                 outcome, causes = said[k], causes_of[k]
                 if outcome.refused is not None:
@@ -401,14 +361,11 @@ def turns(
                 )
                 if outcome.ran:
                     change = effects_of(actions[i]) if outcome.effects is None else outcome.effects
-                    if sequential:
-                        land(i, change)  # the next action of the level sees it
-                    else:
-                        held.append((i, change))
+                    landed.append((i, change))
+            for i, change in landed:  # the turn is over: its effects land, in proposal order
+                land(i, change)
             if stopped is None:
                 stopped = stops
-        for i, change in held:  # in proposal order, as apply_level
-            land(i, change)
     return Walk(state, traces, mode, dag, initial_state or {}, semantics, failed)
 
 
