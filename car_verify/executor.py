@@ -39,10 +39,10 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from .api import ProposalLike, VerificationResult, _state, verify_context
 from .base.codes import BLOCKING
@@ -93,6 +93,8 @@ __all__ = [
 #: Admission findings that reject the whole proposal by default: the code table's
 #: blocking codes, and the cost budget's own check.
 DEFAULT_BLOCKING = BLOCKING | {"budget-exceeded"}
+
+_T = TypeVar("_T")
 
 #: The causes that reject an action for a dependency that did not succeed.
 _DEPENDENCY = ("blocked-dependency", "failed-dependency")
@@ -511,12 +513,11 @@ class Executor:
                     finally:
                         done.append(i)
 
-                outcomes = await asyncio.gather(
-                    *(
+                outcomes = await _together(
+                    [
                         ended(i, causes, turn.state, finished)
                         for i, causes in zip(turn.members, turn.causes, strict=True)
-                    ),
-                    return_exceptions=True,
+                    ]
                 )
                 said = []
                 for i, outcome in zip(turn.members, outcomes, strict=True):
@@ -1126,6 +1127,18 @@ class _Run:
                     f"{first.json_path}: {first.message}"
                 )
         return output
+
+
+async def _together(runs: list[Coroutine[Any, Any, _T]]) -> list[_T | BaseException]:
+    """Run a turn's actions at once: ``asyncio.gather(..., return_exceptions=True)``.
+    A turn of one action (every turn under car) is awaited in place, without a task
+    of its own, for the same answer: its result, or the exception it raised."""
+    if len(runs) != 1:
+        return await asyncio.gather(*runs, return_exceptions=True)
+    try:
+        return [await runs[0]]
+    except Exception as err:  # as gather gives it back; a cancellation propagates
+        return [err]
 
 
 def _as_sent(action: Action, params: dict[str, Any]) -> Action:

@@ -943,3 +943,26 @@ def test_a_terminal_tool_error_fails_at_once_and_says_so() -> None:
         "failed", True, 1, 0,
     )  # fmt: skip
     assert run.result.to_dict()["results"][0]["terminal"] is True
+
+
+def test_a_turn_of_one_action_is_awaited_in_place_with_gathers_answer() -> None:
+    """The executor awaits a one-action turn (every turn under car) without a task
+    of its own; it gives what ``asyncio.gather(..., return_exceptions=True)`` gives."""
+    from car_verify.executor import _together
+
+    async def value() -> int:
+        await asyncio.sleep(0)
+        return 7
+
+    async def fails() -> int:
+        await asyncio.sleep(0)
+        raise ValueError("tool bug")
+
+    async def both(make: Any) -> tuple[Any, Any]:
+        plain = await asyncio.gather(make(), return_exceptions=True)
+        return plain, await _together([make()])
+
+    for make in (value, fails):
+        plain, fast = asyncio.run(both(make))
+        assert [repr(x) for x in plain] == [repr(x) for x in fast]
+    assert asyncio.run(both(value))[1] == [7]
