@@ -489,6 +489,17 @@ class Executor:
         said: list[Outcome] | None = None
         finished: list[int] = []  # the order the level's actions ended in
         succeeded: dict[int, dict[str, Any]] = {}  # the level's, with their effects
+
+        def level_over(level_no: int) -> None:
+            completion.extend(i for i in finished if i in succeeded)
+            level = dag.levels[level_no]
+            self._event(
+                "level_finished",
+                statuses=[results[i].status.value for i in level if i in results],
+            )
+            for i, change in succeeded.items():
+                results[i].state_changes = {k: {"op": "set", "value": v} for k, v in change.items()}
+
         try:
             while aborted_by is None:
                 try:
@@ -497,10 +508,12 @@ class Executor:
                     state = end.value.state
                     break
                 state = turn.state
+                if self._over_time(started):  # at every turn: under car, between actions
+                    aborted_by = "budget: max_duration_ms reached"
+                    if not turn.opens:
+                        level_over(turn.level)
+                    break
                 if turn.opens:
-                    if self._over_time(started):
-                        aborted_by = "budget: max_duration_ms reached"
-                        break
                     level = dag.levels[turn.level]
                     self._event("level_started", actions=[dag.ids[i] for i in level])
                     finished, succeeded = [], {}
@@ -539,16 +552,7 @@ class Executor:
                     rejected = result.status is ActionStatus.REJECTED
                     said.append(Outcome(False, failed=not rejected, stops=stops))
                 if turn.closes or aborted_by is not None:  # the level is over
-                    completion.extend(i for i in finished if i in succeeded)
-                    level = dag.levels[turn.level]
-                    self._event(
-                        "level_finished",
-                        statuses=[results[i].status.value for i in level if i in results],
-                    )
-                    for i, change in succeeded.items():
-                        results[i].state_changes = {
-                            k: {"op": "set", "value": v} for k, v in change.items()
-                        }
+                    level_over(turn.level)
                     spent = (
                         self.budget.max_tool_calls is not None
                         and run.calls >= self.budget.max_tool_calls

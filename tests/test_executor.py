@@ -413,6 +413,11 @@ def test_budgets_reject_statically_and_stop_at_run_time() -> None:
 
     timed = execute_sync(doc, {"ok": slow}, budget=CostBudget(max_duration_ms=60))
     assert "skipped" in statuses(timed).values() and "max_duration_ms" in (timed.aborted_by or "")
+    # under car a level runs one action a turn, and the budget holds between them
+    level = {"actions": [tc(f"a{i}") for i in range(4)]}
+    car = execute_sync(level, {"ok": slow}, budget=CostBudget(max_duration_ms=60), profile="car")
+    assert "max_duration_ms" in (car.aborted_by or "")
+    assert list(statuses(car).values())[-1] == "skipped"
 
 
 # --- rollback ----------
