@@ -204,38 +204,38 @@ def _linear_pattern(validator: Any, pattern: str, instance: Any, schema: Any) ->
 
 
 def _jsonschema() -> Any:
-    """The jsonschema package, imported without the optional format checkers.
+    """The jsonschema package, imported without ``rfc3987_syntax``.
 
-    When those optional packages are installed (Jupyter's dependencies bring
-    them), importing jsonschema imports them too: ``rfc3987_syntax`` builds a
-    grammar for 1.6 to 3 s, ``isoduration`` brings ``arrow`` (20 ms of the 59 ms
-    jsonschema took to import, against 25 ms without them), and each serves only
-    a ``format`` that car-verify never asserts (it checks no ``format``; the
-    metaschemas use none). So for the one import they are hidden, and then put
-    back as they were: code that imports one later gets it."""
+    When that optional package is installed (Jupyter's dependencies bring it),
+    importing jsonschema imports it too, and it builds a grammar for 1.6 to 3 s,
+    only to check the ``iri`` formats, which car-verify never asserts (it checks
+    no ``format``; the metaschemas use none of those). So for the one import it
+    is hidden, and then put back as it was: code that imports it later gets it.
+
+    Only that one: jsonschema registers its format checkers at its import, so a
+    package hidden then is lost to every later user of jsonschema in the process
+    (here the ``iri`` checkers, when ``rfc3987_syntax`` is their only provider).
+    Hiding the other optional checkers saved about 15 ms and took ``uri`` and
+    ``date`` from code that checks formats after a verify; it was undone."""
     import sys
 
     if "jsonschema" not in sys.modules:
-        hidden = [name for name in _FORMAT_CHECKERS if name not in sys.modules]
-        for name in hidden:
-            sys.modules[name] = None  # type: ignore[assignment, unused-ignore]  # ImportError
+        hidden = "rfc3987_syntax"
+        before = sys.modules.get(hidden, _MISSING)
+        if before is _MISSING:
+            sys.modules[hidden] = None  # type: ignore[assignment, unused-ignore]  # ImportError
         try:
             import jsonschema.exceptions
             import jsonschema.validators
         finally:
-            for name in hidden:
-                del sys.modules[name]
+            if before is _MISSING:
+                del sys.modules[hidden]
     import jsonschema
 
     return jsonschema
 
 
-#: The optional packages jsonschema imports at its own import for its ``format``
-#: checkers (jsonschema/_format.py), each guarded there by ``except ImportError``.
-_FORMAT_CHECKERS = (
-    "fqdn", "idna", "isoduration", "jsonpointer", "rfc3339_validator", "rfc3986_validator",
-    "rfc3987", "rfc3987_syntax", "uri_template", "webcolors",
-)  # fmt: skip
+_MISSING = object()
 
 
 #: jsonschema quotes the value it rejects, and the schema's value, whole; in a
