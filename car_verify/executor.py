@@ -467,9 +467,8 @@ class Executor:
 
         dag = admitting.dag
         actions = proposal.actions
-        results: dict[int, ActionResult] = {}
+        results: dict[int, ActionResult] = {}  # by position, as each action ends
         outputs: dict[str, Any] = {}
-        status: list[ActionStatus | None] = [None] * dag.n
         cost = CostSummary()
         violations: list[PolicyViolation] = []
         completion: list[int] = []
@@ -480,11 +479,13 @@ class Executor:
             trace_gate = TraceGate(self.policy_engine.trace_rules)
         self.trace_gate = trace_gate  # dispatch and the rollback's compensations pass it
         aborted_by: str | None = None
-        run = _Run(self, dag, outputs, status, cost, violations)
+        run = _Run(self, outputs, cost, violations)
         # The one walk, driven with live calls: it says who may run at each turn (a
         # whole level under strict, one action under car) on which state, and lands
         # what the calls produced.
         walking = turns(dag, self.initial_state, mode="simulate", semantics=sem)
+        # The end state: the walk's when it finishes; a run that ends early is aborted,
+        # and the rollback gives it.
         state: Mapping[str, Any] = self.initial_state
         said: list[Outcome] | None = None
         finished: list[int] = []  # the order the level's actions ended in
@@ -500,6 +501,14 @@ class Executor:
             for i, change in succeeded.items():
                 results[i].state_changes = {k: {"op": "set", "value": v} for k, v in change.items()}
 
+        async def ended(
+            i: int, causes: list[Cause], seen: Mapping[str, Any], done: list[int]
+        ) -> tuple[ActionResult, dict[str, Any]]:
+            try:
+                return await run.action(i, causes, seen)
+            finally:
+                done.append(i)
+
         try:
             while aborted_by is None:
                 try:
@@ -507,7 +516,6 @@ class Executor:
                 except StopIteration as end:
                     state = end.value.state
                     break
-                state = turn.state
                 if self._over_time(started):  # at every turn: under car, between actions
                     aborted_by = "budget: max_duration_ms reached"
                     if not turn.opens:
@@ -517,14 +525,6 @@ class Executor:
                     level = dag.levels[turn.level]
                     self._event("level_started", actions=[dag.ids[i] for i in level])
                     finished, succeeded = [], {}
-
-                async def ended(
-                    i: int, causes: list[Cause], seen: Mapping[str, Any], done: list[int]
-                ) -> tuple[ActionResult, dict[str, Any]]:
-                    try:
-                        return await run.action(i, causes, seen)
-                    finally:
-                        done.append(i)
 
                 outcomes = await _together(
                     [
@@ -540,7 +540,6 @@ class Executor:
                         outcome = _failed(actions[i], f"executor error: {outcome!r}", 0.0)
                     result, effects = outcome
                     results[i] = result
-                    status[i] = result.status
                     if result.status is ActionStatus.SUCCEEDED:
                         outputs[actions[i].id] = result.output
                         succeeded[i] = effects
@@ -557,7 +556,7 @@ class Executor:
                         self.budget.max_tool_calls is not None
                         and run.calls >= self.budget.max_tool_calls
                     )
-                    if spent and aborted_by is None and any(s is None for s in status):
+                    if spent and aborted_by is None and len(results) < dag.n:
                         aborted_by = "budget: max_tool_calls reached"
         except asyncio.CancelledError:
             aborted_by = "cancelled"
@@ -565,9 +564,6 @@ class Executor:
             if current is not None:
                 current.uncancel()  # finish the rollback, then report
             await self._cancel_all()
-            for i, action in enumerate(actions):
-                if i not in results and status[i] is None:
-                    results[i] = _result(action, ActionStatus.SKIPPED, error="cancelled")
         for i, action in enumerate(actions):
             if i not in results:
                 results[i] = _result(action, ActionStatus.SKIPPED, error=aborted_by or "not walked")
@@ -902,16 +898,12 @@ class _Run:
     def __init__(
         self,
         executor: Executor,
-        dag: Any,
         outputs: dict[str, Any],
-        status: list[ActionStatus | None],
         cost: CostSummary,
         violations: list[PolicyViolation],
     ) -> None:
         self.x = executor
-        self.dag = dag
         self.outputs = outputs
-        self.status = status
         self.cost = cost
         self.violations = violations
         #: Actions rejected only because a dependency did not succeed.
