@@ -57,6 +57,12 @@ Outcome = Literal["succeeded", "failed"]
 LinkedPath = tuple[Any, Any] | None
 
 
+def reads_outcome(rule: TraceRule) -> bool:
+    """Whether the rule's monitor changes when a call's outcome is reported: its
+    event names an outcome, or it is an ``only after`` rule (counted at the report)."""
+    return rule.event is not None and (rule.event.outcome is not None or rule.kind == "only_after")
+
+
 def unwound(path: LinkedPath) -> tuple[Any, ...]:
     """A linked path's steps, first to last."""
     steps: list[Any] = []
@@ -111,10 +117,29 @@ class TraceRule:
     limit: int = 0
     text: str = ""
     name: str = ""
+    #: Where the rule was written (``file:line``), when it came from a file.
+    origin: str = ""
+
+    @property
+    def has_literals(self) -> bool:
+        """Whether the rule's tests compare with a value written in the rule (a
+        literal, which may be a secret: ``body contains "sk-live-..."``)."""
+        return any(
+            t.op != "present" for c in (self.call, self.event) if c is not None for t in c.tests
+        )
 
     @property
     def policy_name(self) -> str:
-        return f"trace_rule:{self.name or self.text}"
+        """The rule's stable name, never holding a literal of the rule: its ``name``;
+        else its text when the text holds no literal; else where it was written;
+        else its canonical text with each literal shown as ``…``."""
+        if self.name:
+            return f"trace_rule:{self.name}"
+        if not self.has_literals:
+            return f"trace_rule:{self.text or self.to_text()}"
+        if self.origin:
+            return f"trace_rule:{self.origin}"
+        return f"trace_rule:{_masked_text(self)}"
 
     def to_text(self) -> str:
         """The rule in canonical text (parses back to an equal rule)."""
@@ -146,23 +171,37 @@ class TraceRule:
         }
 
 
-def _call_text(call: Call) -> str:
+def _call_text(call: Call, *, masked: bool = False) -> str:
+    """A call pattern as the rule language writes it (``masked``: each literal as ``…``)."""
     text = call.tool or "any tool"
     if call.tests:
         parts = []
         for t in call.tests:
+            literal = "…" if masked else json.dumps(t.value)
             if t.op == "present":
                 parts.append(f"{t.param} exists")
             elif t.op == "contains":
-                parts.append(f"{t.param} contains {json.dumps(t.value)}")
+                parts.append(f"{t.param} contains {literal}")
             else:
-                parts.append(
-                    f"{t.param} {'==' if t.op == 'equals' else '!='} {json.dumps(t.value)}"
-                )
+                parts.append(f"{t.param} {'==' if t.op == 'equals' else '!='} {literal}")
         text += " where " + " and ".join(parts)
     if call.outcome:
         text += f" {call.outcome}"
     return text
+
+
+def _masked_text(rule: TraceRule) -> str:
+    """The rule's canonical text with every literal shown as ``…``."""
+    call = _call_text(rule.call, masked=True)
+    if rule.kind == "never":
+        return f"never {call}"
+    if rule.kind == "at_most":
+        return f"at most {rule.limit} {call}"
+    assert rule.event is not None
+    event = _call_text(rule.event, masked=True)
+    if rule.kind == "never_after":
+        return f"never {call} after {event}"
+    return f"{call} only after {event}"
 
 
 @lru_cache(maxsize=1)
@@ -229,6 +268,7 @@ def rule_to_dict(rule: TraceRule) -> dict[str, Any]:
         "limit": rule.limit,
         "text": rule.text,
         "name": rule.name,
+        "origin": rule.origin,
     }
 
 
@@ -244,7 +284,13 @@ def rule_from_dict(doc: Mapping[str, Any]) -> TraceRule:
     head = call(doc["call"])
     assert head is not None
     return TraceRule(
-        doc["kind"], head, call(doc["event"]), int(doc["limit"]), doc["text"], doc["name"]
+        doc["kind"],
+        head,
+        call(doc["event"]),
+        int(doc["limit"]),
+        doc["text"],
+        doc["name"],
+        str(doc.get("origin", "")),
     )
 
 
@@ -375,9 +421,16 @@ class TraceGate:
 
     ``check`` asks without changing anything; ``dispatch`` checks and, when the
     call is admitted, records it (an ``at most`` budget is taken at admission);
-    ``record`` adds a call's outcome. The monitor keeps one flag or counter per
-    rule, so each event costs O(number of rules). ``state`` / ``restore`` expose it
-    as a hashable value (the static checker memoizes on it).
+    ``record`` adds a call's reported outcome. The monitor keeps one flag or
+    counter per rule, so each event costs O(number of rules). ``state`` /
+    ``restore`` expose it as a hashable value (the static checker memoizes on it).
+
+    The events of a trace are a call's dispatch and, later, its reported outcome.
+    ``never X after Y`` counts ``Y`` from its dispatch (a dispatched call may run:
+    while it is pending, ``X`` is refused), ``never X after Y succeeded`` from the
+    report of that outcome. ``X only after Y`` counts ``Y`` only once its outcome
+    is reported (any outcome; ``Y succeeded``: that one): a call the gate admitted
+    but that never ran, or has not finished, does not open the way for ``X``.
     """
 
     def __init__(self, rules: Sequence[TraceRule]) -> None:
@@ -392,11 +445,12 @@ class TraceGate:
         self._state = list(state)
 
     def check(self, tool: str, params: Mapping[str, Any]) -> list[TraceViolation]:
+        """The rules that refuse a call of ``tool`` with ``params`` now, each with a
+        reason that names the tools and never a value (of the rule or the call)."""
         out = []
         for rule, seen in zip(self.rules, self._state, strict=True):
             if not rule.call.matches(tool, params):
                 continue
-            tool = _head(rule, tool)  # with the rule's where-tests: what it refuses
             if rule.kind == "never":
                 out.append(TraceViolation(rule.policy_name, f"{tool} is never allowed"))
             elif rule.kind == "never_after" and seen:
@@ -422,33 +476,36 @@ class TraceGate:
         return violations
 
     def record(self, tool: str, params: Mapping[str, Any], outcome: Outcome) -> None:
+        """A dispatched call's outcome, as reported."""
         self._observe(tool, params, outcome)
 
     def _observe(self, tool: str, params: Mapping[str, Any], outcome: Outcome | None) -> None:
+        """``outcome`` None: the call was dispatched; else its outcome was reported."""
         for index, rule in enumerate(self.rules):
             if rule.kind == "at_most":
                 if outcome is None and rule.call.matches(tool, params):
                     self._state[index] += 1
-            elif (
-                rule.event is not None
-                and not self._state[index]
-                and rule.event.outcome == outcome
-                and rule.event.matches(tool, params)
-            ):
+                continue
+            event = rule.event
+            if event is None or self._state[index]:
+                continue
+            if rule.kind == "only_after":  # counted once an outcome is reported
+                fires = outcome is not None and event.outcome in (None, outcome)
+            else:  # never ... after: at dispatch, or at the named outcome's report
+                fires = event.outcome == outcome
+            if fires and event.matches(tool, params):
                 self._state[index] = 1
 
 
-def _head(rule: TraceRule, tool: str) -> str:
-    """The refused call as the rule names it: the tool, with the rule's tests."""
-    call = rule.call
-    return _call_text(Call(tool, call.tests)) if call.tests else tool
-
-
 def _event(rule: TraceRule) -> str:
-    """The rule's event as its text says it, tests and outcome included."""
+    """The rule's event in words: its tool and outcome, never a literal of its tests."""
     event = rule.event
     assert event is not None
-    return _call_text(event)
+    tool = event.tool or "any tool"
+    if event.tests:
+        text = f"a {tool} call that the rule selects" if event.tool else "a call the rule selects"
+        return f"{text}, {event.outcome}" if event.outcome else text
+    return f"{tool} {event.outcome}" if event.outcome else tool
 
 
 # --- the schedules of a run ------------------------------------------------------------------
@@ -596,7 +653,7 @@ def _check_rule(plan: _Plan, rule: TraceRule, budget: int, mode: Schedules) -> S
     events, readiness, levels = plan.events, plan.readiness, plan.levels
     relevant = [e is not None and rule.mentions(e[0]) for e in events]
     # Whose outcome the rule reads (``... after fetch failed``, ``only after x succeeded``).
-    watched = rule.event if rule.event is not None and rule.event.outcome is not None else None
+    watched = rule.event if rule.event is not None and reads_outcome(rule) else None
     sees = [e is not None and watched is not None and watched.tool in (None, e[0]) for e in events]
     full = readiness.walkable_mask
     gate = TraceGate([rule])

@@ -37,7 +37,7 @@ from typing import Any
 
 from ..base.values import evaluate, json_equal
 from ..semantics.value_domain import Slot, contains, equals, literal
-from .trace import Call, LinkedPath, Outcome, TraceGate, TraceRule, unwound
+from .trace import Call, LinkedPath, Outcome, TraceGate, TraceRule, reads_outcome, unwound
 
 __all__ = [
     "MAX_LETTERS",
@@ -137,7 +137,7 @@ def trace_containment(
         for i, letter in enumerate(letters)
         if any(
             r.event is not None
-            and r.event.outcome is not None
+            and reads_outcome(r)
             and r.event.matches(letter.tool, letter.parameters)
             for r in (*a, *b)
         )
