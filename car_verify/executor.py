@@ -362,8 +362,9 @@ class Executor:
         self.semantics.refuse(self.proposal)
         #: The bound on a compensation whose action has no ``timeout_ms``.
         self.compensation_timeout_ms = compensation_timeout_ms
-        #: The run's TraceGate (None without trace rules), set when the run starts.
-        self.trace_gate: Any = None
+        #: The run's gate (car_verify.plan.gate.CallGate), set when the run starts:
+        #: every attempt of every call and every compensation asks it.
+        self.call_gate: Any = None
         self.progress = progress
         self.tools = _Tools(tools)
         if schemas is not None:
@@ -472,12 +473,11 @@ class Executor:
         cost = CostSummary()
         violations: list[PolicyViolation] = []
         completion: list[int] = []
-        trace_gate = None
-        if self.policy_engine is not None and self.policy_engine.trace_rules:
-            from .rules.trace import TraceGate
+        if self.policy_engine is not None:
+            from .plan.gate import CallGate
 
-            trace_gate = TraceGate(self.policy_engine.trace_rules)
-        self.trace_gate = trace_gate  # dispatch and the rollback's compensations pass it
+            # A fresh trace per run; the engine (and its rate windows) is the executor's.
+            self.call_gate = CallGate(self.policy_engine)
         aborted_by: str | None = None
         run = _Run(self, outputs, cost, violations)
         # The one walk, driven with live calls: it says who may run at each turn (a
@@ -713,13 +713,18 @@ class Executor:
                 if not self.tools.has(tool):
                     raise ToolError(f"compensation tool {tool!r} is not available")
                 resolved = _interpolate(params, outputs)
-                self._admit_compensation(action, tool, resolved)
+                sent = self._admit_compensation(action, tool, resolved)
                 timeout_ms = action.timeout_ms or self.compensation_timeout_ms
-                call = self.tools.call(tool, resolved, bounded=timeout_ms is not None)
+                call = self.tools.call(tool, sent, bounded=timeout_ms is not None)
                 try:
                     await (call if timeout_ms is None else asyncio.wait_for(call, timeout_ms / 1e3))
                 except TimeoutError:
+                    self._report(tool, resolved, failed=True)
                     raise ToolError(f"compensation timed out after {timeout_ms} ms") from None
+                except Exception:
+                    self._report(tool, resolved, failed=True)
+                    raise
+                self._report(tool, resolved, failed=False)
                 report.compensated.append(action.id)
                 self._event("compensated", action.id, tool=tool)
             except Exception as err:  # a compensation that fails is reported, not raised
@@ -728,33 +733,48 @@ class Executor:
         self._event("rollback_finished", **report.to_dict())
         return report
 
-    def _denials(
-        self, call: Action, state: Mapping[str, Any] | None
-    ) -> tuple[list[PolicyViolation], bool]:
-        """Why the policies, else the trace rules, deny a call with the parameters it
-        will be sent (each logged), and whether the trace rules were the ones."""
-        found = [] if self.policy_engine is None else self.policy_engine.check(call, state)
-        by_trace = False
-        if not found and self.trace_gate is not None:
-            assert call.tool is not None
-            found = [
-                PolicyViolation(policy_name=v.policy_name, action_id=call.id, reason=v.reason)
-                for v in self.trace_gate.dispatch(call.tool, call.parameters)
-            ]
-            by_trace = True
-        for v in found:
-            self._event("policy_violation", call.id, policy_name=v.policy_name, reason=v.reason)
-        return found, by_trace
+    @property
+    def trace_gate(self) -> Any:
+        """The run's trace monitor (None without policies)."""
+        return None if self.call_gate is None else self.call_gate.trace
 
-    def _admit_compensation(self, action: Action, tool: str, params: dict[str, Any]) -> None:
-        """A compensation is a call like any other: the policies and trace rules
-        decide it, with the parameters it will be sent."""
-        call = Action(id=action.id, type="tool_call", tool=tool, parameters=params)
-        found, _ = self._denials(call, None)
+    def _decide(
+        self, action: Action, tool: str, params: dict[str, Any], state: Mapping[str, Any] | None
+    ) -> tuple[list[PolicyViolation], dict[str, Any]]:
+        """Ask the gate about one attempt of a call: the violations (each logged) and
+        the frozen parameters it checked, which are what is sent. Without policies,
+        a copy of the parameters (a tool that changes what it was sent changes no
+        later attempt)."""
+        if self.call_gate is None:
+            return [], copy_json(params)
+        call = _as_sent(action, params) if action.tool == tool else None
+        verdict = self.call_gate.decide(tool, params, state, action=call)
+        found = [
+            PolicyViolation(policy_name=d.rule, action_id=action.id, reason=d.reason)
+            for d in verdict.objections
+        ]
+        for v in found:
+            self._event("policy_violation", action.id, policy_name=v.policy_name, reason=v.reason)
+        return found, verdict.sent
+
+    def _report(self, tool: str, params: Mapping[str, Any], failed: bool) -> None:
+        """A dispatched call's outcome, for the trace rules."""
+        if self.call_gate is not None:
+            self.call_gate.report(tool, params, "failed" if failed else "succeeded")
+
+    def _admit_compensation(
+        self, action: Action, tool: str, params: dict[str, Any]
+    ) -> dict[str, Any]:
+        """A compensation is a call like any other: the gate decides it. Returns the
+        frozen parameters it checked, which are what is sent."""
+        found, sent = self._decide(
+            Action(id=action.id, type="tool_call", tool=tool), tool, params, None
+        )
         if found:
             raise ToolError(
                 "compensation denied: " + "; ".join(f"{v.policy_name}: {v.reason}" for v in found)
             )
+        return sent
 
     # --- detached tools --------------------------------------------------------------------------
 
@@ -802,6 +822,7 @@ class Executor:
     async def _start_detached(self, action: Action, params: dict[str, Any]) -> dict[str, Any]:
         assert action.tool is not None
         tool = action.tool
+        checked = copy_json(params)  # what the stream's outcome is reported for
         stream = await self.tools.call(tool, params)
         handle = uuid.uuid4().hex[:16]
         record = _Detached(handle, action.tool, action.id)
@@ -826,10 +847,8 @@ class Executor:
                 record.status = ToolStatus.CANCELLED
             except Exception as err:
                 record.status, record.error = ToolStatus.FAILED, _message(err)
-            finally:
-                if self.trace_gate is not None:  # its outcome is its terminal status
-                    done = record.status is ToolStatus.SUCCEEDED
-                    self.trace_gate.record(tool, params, "succeeded" if done else "failed")
+            finally:  # its outcome is its terminal status
+                self._report(tool, checked, failed=record.status is not ToolStatus.SUCCEEDED)
                 close = getattr(iterator, "close", None)
                 if close is not None:  # a cancelled generator stops at its next yield
                     with contextlib.suppress(Exception):
@@ -937,26 +956,21 @@ class _Run:
         except ToolError as err:
             self.unmet.add(action.id)
             return _result(action, ActionStatus.REJECTED, error=str(err)), {}
+        sent: dict[str, Any] = params
         if action.type == "tool_call":
-            # The parameters as they will be sent, output references replaced.
-            found, by_trace = x._denials(_as_sent(action, params), state)
+            assert action.tool is not None
+            # The parameters as they will be sent, output references replaced: the
+            # gate checks a frozen copy, and that copy is what the first attempt sends.
+            found, sent = x._decide(action, action.tool, params, state)
             if found:
                 self.violations.extend(found)
-                reason = "; ".join(
-                    v.reason if by_trace else f"{v.policy_name}: {v.reason}" for v in found
-                )
+                reason = "; ".join(f"{v.policy_name}: {v.reason}" for v in found)
                 return _result(action, ActionStatus.REJECTED, error=reason), {}
         effects = self.x.semantics.effects(action)
         if action.type != "tool_call":
             return self._local(action, causes, state, started), dict(effects)
-        output, error = await self._dispatch(action, params)
+        output, error = await self._dispatch(action, params, sent, state)
         duration = (time.perf_counter() - started) * 1e3
-        # A detached call that started records its outcome when its stream ends.
-        started_detached = (
-            error is None and action.invocation_mode is not ToolInvocationMode.ONE_SHOT
-        )
-        if x.trace_gate is not None and action.tool is not None and not started_detached:
-            x.trace_gate.record(action.tool, params, "failed" if error else "succeeded")
         if error is not None:
             x._event("action_failed", action.id, error=error)
             # failure_behavior skip: "mark this action skipped and continue" (the spec)
@@ -1034,7 +1048,18 @@ class _Run:
             return _result(action, ActionStatus.SUCCEEDED, output=output, duration=duration)
         return _result(action, ActionStatus.SUCCEEDED, output=None, duration=duration)
 
-    async def _dispatch(self, action: Action, params: dict[str, Any]) -> tuple[Any, str | None]:
+    async def _dispatch(
+        self,
+        action: Action,
+        params: dict[str, Any],
+        sent: dict[str, Any],
+        state: Mapping[str, Any] | None,
+    ) -> tuple[Any, str | None]:
+        """The call's attempts: the first sends ``sent`` (what the gate checked);
+        each retry asks the gate again about ``params`` and sends its new frozen
+        copy, so a tool that changed what it was sent changes no retry. Each
+        attempt's outcome is reported to the gate (a detached call's when its
+        stream ends)."""
         x = self.x
         tool = action.tool
         assert tool is not None
@@ -1052,6 +1077,7 @@ class _Run:
             if hit is not None and hit[0] > time.monotonic():
                 x._event("cache_hit", action.id, tool=tool)
                 self.cached.add(action.id)
+                x._report(tool, params, failed=False)
                 return hit[1], None
         attempts = 1 + (
             action.max_retries if action.failure_behavior is FailureBehavior.RETRY else 0
@@ -1061,22 +1087,31 @@ class _Run:
             if attempt:
                 self.cost.retries += 1
                 x._event("retry", action.id, attempt=attempt, error=error)
+                found, sent = x._decide(action, tool, params, state)
+                if found:  # every attempt is a call the gate decides
+                    self.violations.extend(found)
+                    why = "; ".join(f"{v.policy_name}: {v.reason}" for v in found)
+                    return None, f"{error}; its retry was refused: {why}"
             if x.budget.max_tool_calls is not None and self.calls >= x.budget.max_tool_calls:
                 return None, "budget: max_tool_calls reached"
             self.calls += 1
             try:
-                output = await self._attempt(action, tool, params, schema, detached)
+                output = await self._attempt(action, tool, sent, schema, detached)
             except asyncio.CancelledError:
                 if _being_cancelled():
                     raise
                 error = f"tool {tool!r} raised CancelledError"
+                x._report(tool, params, failed=True)
                 continue
             except Exception as err:
                 error = _message(err)
+                x._report(tool, params, failed=True)
                 if _is_terminal(err):  # failed for good: no retry
                     self.terminal.add(action.id)
                     break
                 continue
+            if not detached:  # a detached call's outcome is its stream's end
+                x._report(tool, params, failed=False)
             if cache_key is not None and schema is not None and schema.cache_ttl_secs is not None:
                 x._cache[cache_key] = (time.monotonic() + schema.cache_ttl_secs, output)
             return output, None

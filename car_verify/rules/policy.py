@@ -14,6 +14,7 @@ text a pattern matched: violation reasons are written to event logs.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
@@ -44,6 +45,9 @@ __all__ = [
     "load_policy_text",
     "policies_folder",
     "policy_engine",
+    "policy_set_from_dict",
+    "policy_set_to_dict",
+    "rule_identities",
 ]
 
 Callback = Callable[[str, Mapping[str, Any], "Action"], Any]
@@ -120,6 +124,11 @@ class CommandRule:
     def flags_in(self, given: frozenset[str]) -> bool:
         return all(flag in given for flag in self.flags)
 
+    def runs(self, command: Any) -> bool:
+        """Whether a command the shell line runs (a ``shell_words.Command``) is this
+        rule's program with every one of its flags."""
+        return bool(command.program == self.program and self.flags_in(command.flags))
+
 
 @dataclass(frozen=True, slots=True)
 class RateRule:
@@ -153,6 +162,71 @@ class PolicySet:
         return sum(len(getattr(self, name)) for name in self.__dataclass_fields__)
 
 
+def _rule_doc(rule: Any) -> Any:
+    """One file rule as JSON (a string rule as it is)."""
+    if isinstance(rule, str):
+        return rule
+    if isinstance(rule, TraceRule):
+        from .trace import rule_to_dict
+
+        doc = rule_to_dict(rule)
+        doc.pop("origin", None)  # where it was written is not what it says
+        return doc
+    out: dict[str, Any] = {}
+    for name in rule.__dataclass_fields__:
+        value = getattr(rule, name)
+        if value is ABSENT:
+            continue
+        out[name] = list(value) if isinstance(value, tuple) else value
+    return out
+
+
+def _rule_of(kind: str, doc: Any) -> Any:
+    """The rule :func:`_rule_doc` wrote, for a rule of ``kind``."""
+    if kind in ("deny_tool", "deny_keyword"):
+        if not isinstance(doc, str):
+            raise ValueError(f"a {kind} entry is a string")
+        return doc
+    if kind == "trace_rule":
+        from .trace import rule_from_dict
+
+        return rule_from_dict(doc)
+    cls = _RULE_CLASSES[kind]
+    if not isinstance(doc, dict):
+        raise ValueError(f"a {kind} entry is an object")
+    values = {k: tuple(v) if isinstance(v, list) and k != "equals" else v for k, v in doc.items()}
+    return cls(**values)
+
+
+def policy_set_to_dict(rules: PolicySet) -> dict[str, list[Any]]:
+    """Every file rule of ``rules`` as JSON, by kind (:func:`policy_set_from_dict`
+    reads it back equal, but for where each trace rule was written)."""
+    return {
+        kind: [_rule_doc(r) for r in getattr(rules, kind)] for kind in rules.__dataclass_fields__
+    }
+
+
+def policy_set_from_dict(doc: Mapping[str, Any]) -> PolicySet:
+    """The rules :func:`policy_set_to_dict` wrote; ValueError (or KeyError, TypeError)
+    for anything else."""
+    rules = PolicySet()
+    for kind, items in doc.items():
+        if kind not in rules.__dataclass_fields__ or not isinstance(items, list):
+            raise ValueError(f"unknown rule kind {kind!r}")
+        getattr(rules, kind).extend(_rule_of(kind, item) for item in items)
+    return rules
+
+
+def rule_identities(rules: PolicySet) -> list[tuple[str, str]]:
+    """Each file rule as (kind, its content as canonical JSON): two rules that say
+    the same thing have the same identity, wherever they were written."""
+    return [
+        (kind, json.dumps(_rule_doc(r), sort_keys=True, ensure_ascii=False))
+        for kind in rules.__dataclass_fields__
+        for r in getattr(rules, kind)
+    ]
+
+
 # --- registered rules (the FFI's registerPolicy) ------------------------------------------
 
 
@@ -165,6 +239,15 @@ class Registered:
     pattern: str | None = None
     value: Any = None
     callback: Callback | None = None
+
+
+_RULE_CLASSES: dict[str, type] = {
+    "deny_tool_param": ParamRule,
+    "allow_tool_param": AllowRule,
+    "deny_tool_param_matching": MatchRule,
+    "deny_command": CommandRule,
+    "rate_limit_tool": RateRule,
+}
 
 
 class PolicyEngine:
@@ -209,7 +292,9 @@ class PolicyEngine:
     ) -> list[tuple[str, str]]:
         """Why a call is refused at dispatch, as (rule name, reason) pairs: this
         engine's rules first, then, for a call they all allow, the trace rules of
-        ``gate``, which record it as dispatched when they admit it too."""
+        ``gate``, which record it as dispatched when they admit it too. The order
+        the run-time gate (:class:`car_verify.plan.gate.CallGate`) keeps; the
+        analyses of rule sets model a run with it."""
         found = self.check_call(tool, params, state)
         if not found and gate is not None:
             found = [(v.policy_name, v.reason) for v in gate.dispatch(tool, params)]
@@ -280,9 +365,26 @@ class PolicyEngine:
         action: Action | None = None,
     ) -> list[tuple[str, str]]:
         """Every violation of a call of ``tool`` with ``params``, as (rule name,
-        reason) pairs: :meth:`check` without an action. A callback rule is handed
-        ``action``, or a ``tool_call`` action made from the call when there is none."""
+        reason) pairs: :meth:`check` without an action. A rule that cannot be
+        decided on the call counts as a violation here (fails closed); the run-time
+        gate (:class:`car_verify.plan.gate.CallGate`) tells the two apart."""
+        denied, undecided = self.judge(tool, params, state, action=action)
+        return [*denied, *undecided]
+
+    def judge(
+        self,
+        tool: str | None,
+        params: Mapping[str, Any],
+        state: Mapping[str, Any] | None = None,
+        *,
+        action: Action | None = None,
+    ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+        """The rules that deny a call of ``tool`` with ``params`` and those that
+        cannot be decided on it, each as (rule name, reason) pairs. A callback rule
+        is handed ``action``, or a ``tool_call`` action made from the call when there
+        is none. A rate limit takes a slot of its window when it admits the call."""
         out: list[tuple[str, str]] = []
+        undecided: list[tuple[str, str]] = []
 
         def deny(name: str, reason: str) -> None:
             out.append((name, reason))
@@ -342,10 +444,10 @@ class PolicyEngine:
         for c in rules.deny_command:
             if tool is None or tool.casefold() != c.tool.casefold() or c.param not in params:
                 continue
-            from .shell_words import ShellError, commands
+            from .shell_words import ShellError, read_commands
 
             try:
-                ran = commands(coerce(params[c.param]))
+                reading = read_commands(coerce(params[c.param]))
             except ShellError as err:
                 deny(
                     c.name,
@@ -353,9 +455,19 @@ class PolicyEngine:
                     f"line ({err}): denied (fails closed)",
                 )
                 continue
-            if any(r.program == c.program and c.flags_in(r.flags) for r in ran):
+            if any(c.runs(r) for r in reading.commands):
                 with_flags = f" with {' '.join(c.flags)}" if c.flags else ""
                 deny(c.name, f"parameter {c.param!r} of {tool!r} runs {c.program}{with_flags}")
+                continue
+            why = [u.reason for u in reading.undecided if u.program in (None, c.program)]
+            if why:
+                undecided.append(
+                    (
+                        c.name,
+                        f"parameter {c.param!r} of {tool!r} may run {c.program}: "
+                        f"{'; '.join(dict.fromkeys(why))} cannot be resolved before it runs",
+                    )
+                )
         # Last: a call denied only by this rule consumes no budget; any other call does.
         for index, r in enumerate(rules.rate_limit_tool):
             if r.tool != tool:
@@ -365,7 +477,7 @@ class PolicyEngine:
                     r.name,
                     f"{tool!r} may be called at most {r.max_calls} times in {r.interval_secs:g} s",
                 )
-        return out
+        return out, undecided
 
     def _check_registered(
         self,
@@ -381,11 +493,11 @@ class PolicyEngine:
         elif rule.kind == "deny_tool_param" and tool == rule.target:
             assert rule.key is not None and rule.pattern is not None
             if rule.key in params and rule.pattern in coerce(params[rule.key]):
-                deny(rule.name, f"param {rule.key!r} matches denied pattern {rule.pattern!r}")
+                deny(rule.name, f"param {rule.key!r} matches a denied pattern")
         elif rule.kind == "require_state":
             actual = (state or {}).get(rule.key or "", ABSENT)
             if actual is ABSENT or not json_equal(actual, rule.value):
-                deny(rule.name, f"requires state {rule.key!r} == {json.dumps(rule.value)}")
+                deny(rule.name, f"requires state {rule.key!r} to hold the rule's value")
         elif rule.kind == "deny_tool_callback" and rule.callback is not None:
             if rule.target is not None and tool != rule.target:
                 return
@@ -563,6 +675,8 @@ def load_policy_text(text: str, *, source: str = "<policies>") -> PolicySet:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise InputError(f"not valid TOML: {err}", source=str(file)) from None
+    except RecursionError:
+        raise InputError("not valid TOML: nested too deeply", source=str(file)) from None
     rules = PolicySet()
     for key in doc:
         if key not in _KEYS:
@@ -651,9 +765,10 @@ def load_policy_text(text: str, *, source: str = "<policies>") -> PolicySet:
         reader.tables(doc.get("trace_rule", []), "trace_rule", {"rule": str}, {"name": str})
     ):
         try:
-            rules.trace_rule.append(
-                parse_trace_rule(t["rule"], name=t.get("name", ""), source=str(file))
-            )
+            parsed = parse_trace_rule(t["rule"], name=t.get("name", ""), source=str(file))
+            at = _position_of(text, t["rule"])
+            origin = f"{file.name}:{at[0]}" if at is not None else f"{file.name}:trace_rule[{i}]"
+            rules.trace_rule.append(dataclasses.replace(parsed, origin=origin))
         except InputError as err:
             where = f"trace_rule[{i}].rule"
             start = _position_of(text, t["rule"])
@@ -754,7 +869,16 @@ def policies_folder(
     if directory is not None:
         given = Path(directory)
         if not given.is_dir():
-            raise InputError("no such policies directory", source=str(given))
+            why = "is not a directory" if given.exists() else "no such policies directory"
+            raise InputError(
+                f"{why}: --policies names a folder (a policies folder or a project "
+                "holding .car/policies)",
+                source=str(given),
+            )
+        if is_policies_folder(given):
+            # It is the policies folder itself: a .car/policies created inside it
+            # (by anyone who can write there) is never read in its place.
+            return given, [given]
         nested = given / ".car" / "policies"
         if not nested.is_dir() and (nested.exists() or nested.is_symlink()):
             raise InputError(
@@ -766,14 +890,45 @@ def policies_folder(
     return find_policies()
 
 
+def is_policies_folder(path: Path) -> bool:
+    """Whether ``path`` is named as a policies folder is (``.car/policies``)."""
+    return path.name == "policies" and path.parent.name == ".car"
+
+
+#: The most entries a policies folder may hold, the largest policy file and the
+#: most policy text in all: past any of them the load fails naming the bound, at
+#: once (a folder flooded with files must not make every check slow, nor pass).
+MAX_POLICY_ENTRIES = 1_000
+MAX_POLICY_FILE_BYTES = 1_000_000
+MAX_POLICY_BYTES = 4_000_000
+
+
 def _policy_files(folder: Path) -> list[Path]:
     """The ``*.toml`` files of a policies directory, sorted. Anything in it that is not
     a readable regular file (a directory, a dangling symlink, a symlink loop, a
-    socket) fails the load naming it: a rule that cannot be read must not vanish."""
+    socket) fails the load naming it: a rule that cannot be read must not vanish.
+    A folder past the bounds above fails the load too, after reading at most one
+    entry more than :data:`MAX_POLICY_ENTRIES`."""
     import stat
 
+    entries: list[Path] = []
+    try:
+        with os.scandir(folder) as listing:
+            for item in listing:
+                if len(entries) >= MAX_POLICY_ENTRIES:
+                    raise InputError(
+                        f"holds more than {MAX_POLICY_ENTRIES:,} entries: too many to be a "
+                        "policies folder; the policies fail closed",
+                        source=str(folder),
+                    )
+                entries.append(Path(item.path))
+    except OSError as err:
+        raise InputError(
+            f"cannot be listed ({err.strerror}): the policies fail closed", source=str(folder)
+        ) from None
     files = []
-    for entry in sorted(folder.iterdir()):
+    total = 0
+    for entry in sorted(entries):
         try:
             mode = entry.stat().st_mode
         except OSError as err:
@@ -795,6 +950,20 @@ def _policy_files(folder: Path) -> list[Path]:
         if entry.suffix == ".toml":
             if not os.access(entry, os.R_OK):
                 raise InputError("is not readable: the policies fail closed", source=str(entry))
+            size = entry.stat().st_size
+            total += size
+            if size > MAX_POLICY_FILE_BYTES:
+                raise InputError(
+                    f"is {size:,} bytes, over the bound of {MAX_POLICY_FILE_BYTES:,} for a "
+                    "policy file: the policies fail closed",
+                    source=str(entry),
+                )
+            if total > MAX_POLICY_BYTES:
+                raise InputError(
+                    f"the policy files hold over {MAX_POLICY_BYTES:,} bytes in all: the "
+                    "policies fail closed",
+                    source=str(folder),
+                )
             files.append(entry)
     return files
 

@@ -24,7 +24,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
-__all__ = ["Command", "ShellError", "commands"]
+__all__ = ["Command", "Reading", "ShellError", "Undecided", "commands", "read_commands"]
 
 #: The words that run the command after them (their own options skipped).
 WRAPPERS = frozenset({"sudo", "env", "command", "exec", "nohup", "time", "nice", "xargs"})
@@ -45,6 +45,28 @@ class Command:
     program: str
     flags: frozenset[str]
     words: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Undecided:
+    """A part of a line that cannot be resolved before it runs, and the program it
+    concerns (None: any program)."""
+
+    reason: str
+    program: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """What a line runs: the commands resolved, and what could not be."""
+
+    commands: tuple[Command, ...]
+    undecided: tuple[Undecided, ...] = ()
+
+
+def read_commands(line: str) -> Reading:
+    """The commands ``line`` runs, and what of it cannot be resolved."""
+    return Reading(tuple(commands(line)))
 
 
 def commands(line: str, depth: int = 0) -> list[Command]:
