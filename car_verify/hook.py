@@ -61,7 +61,7 @@ AGENTS = ("claude", "codex")
 #: Code reports a failed call as PostToolUseFailure).
 EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
 #: The state file's format: each rule's state, keyed by the rule's content.
-STATE_FORMAT = 2
+STATE_FORMAT = 3
 
 
 class _BadState(Exception):
@@ -171,54 +171,69 @@ def decide(
     # what can be decided of a call whose input is no object: its tool, rules on absence
     params: dict[str, Any] = given if isinstance(given, dict) else {}
     from .base.errors import CarVerifyError
-    from .rules.policy import load_policies, policies_folder
+    from .rules.policy import LoadedPolicies, PolicySet, load_policies
 
-    where = _policy_root(policies)
+    where, configured = _policy_root(policies)
+    folder = _state_folder(where, state_dir)
     try:
-        directory, _ = policies_folder(where)
-        folder = None if directory is None else _state_folder(directory, state_dir)
         cache = _rule_cache(folder)  # before the load: what it holds is not parsed again
-        loaded = load_policies(where)
+        if where is not None and not configured and not os.path.lexists(where):
+            # The project has no policies folder: nothing to load (the session may
+            # still remember rules it had, below).
+            loaded = LoadedPolicies(None, [], PolicySet(), [Path(where)])
+        else:
+            loaded = load_policies(where)
     except (CarVerifyError, OSError) as err:  # a rule that cannot be read must not vanish
         reason = f"car-verify: the policies cannot be loaded ({err}): denied (fail closed)"
         return HookAnswer("deny" if before else None, reason, warnings=[reason])
-    if loaded.directory is None:
-        warning = f"car-verify: warning: {loaded.describe()}: the call is not checked"
-        return HookAnswer("allow" if before else None, warnings=[warning])
-    assert folder is not None  # the directory that was just loaded
     session = str(payload.get("session_id") or "no-session")
     try:
         _save_rules(cache, loaded)
-        with _session(folder, session, loaded) as state:
+        with _session(folder, session, loaded, on_unknown) as state:
+            if state.gate is None:  # no rules now, and none remembered by the session
+                if not before:
+                    return HookAnswer(None)
+                warning = f"car-verify: warning: {loaded.describe()}: the call is not checked"
+                return HookAnswer(None, warnings=[warning])
             if not before:
-                outcome = "failed" if event == "PostToolUseFailure" else None
-                state.record(tool, params, outcome or _outcome(payload.get("tool_response")))
+                failed = event == "PostToolUseFailure"
+                state.gate.report(
+                    tool, params, "failed" if failed else _outcome(payload.get("tool_response"))
+                )
                 return HookAnswer(None, warnings=state.warnings)
-            denied = state.check(tool, params)
+            verdict = state.gate.decide(tool, params)
     except (_BadState, OSError) as err:
         reason = f"car-verify: the session state cannot be used ({err}): denied (fail closed)"
         return HookAnswer("deny" if before else None, reason, warnings=[reason])
-    if not denied:
+    warnings = list(state.warnings)
+    if verdict.undecided:
+        warnings.append(
+            f"car-verify: warning: {verdict.reason()} (answered {verdict.decision})"
+            if not verdict.denied
+            else "car-verify: warning: also undecided: "
+            + "; ".join(d.text() for d in verdict.undecided)
+        )
+    if verdict.decision == "allow":
         if unreadable:
             return _unknown(on_unknown, "tool_input is not a JSON object (no rule denies it empty)")
-        return HookAnswer("allow", warnings=state.warnings)
-    names = list(dict.fromkeys(name for name, _ in denied))
-    why = "; ".join(f"{name}: {reason}" for name, reason in denied)
-    decision: Decision = (
-        "ask" if ask and all(any(n.startswith(a) for a in ask) for n in names) else "deny"
-    )
-    return HookAnswer(decision, f"car-verify policy: {why}", names, state.warnings)
+        return HookAnswer("allow", warnings=warnings)
+    names = verdict.rules
+    decision: Decision = verdict.decision
+    if decision == "deny" and ask and all(any(n.startswith(a) for a in ask) for n in names):
+        decision = "ask"
+    return HookAnswer(decision, f"car-verify policy: {verdict.reason()}", names, warnings)
 
 
-def _policy_root(policies: str | os.PathLike[str] | None) -> str | None:
+def _policy_root(policies: str | os.PathLike[str] | None) -> tuple[str | None, bool]:
     """The policies the hook applies, from its own configuration (see the module
-    docs): never from the payload, whose ``cwd`` the agent controls."""
+    docs), never from the payload, whose ``cwd`` the agent controls; and whether
+    the user named them (``--policies``: a folder that must be there)."""
     if policies is not None:
-        return os.fspath(policies)
+        return os.path.abspath(os.fspath(policies)), True
     project = os.environ.get("CLAUDE_PROJECT_DIR")
     if project:
-        return os.path.join(project, ".car", "policies")
-    return None  # the nearest .car/policies above the hook's own working directory
+        return os.path.abspath(os.path.join(project, ".car", "policies")), False
+    return None, False  # the nearest .car/policies above the hook's own working directory
 
 
 def _state_root() -> Path:
@@ -228,28 +243,30 @@ def _state_root() -> Path:
     return Path(base) / "car-verify" / "hook"
 
 
-def _state_folder(directory: Path, state_dir: Any) -> Path:
+def _state_folder(where: str | None, state_dir: Any) -> Path:
     """Where the sessions' state and the rule cache live: ``state_dir``, else a folder
-    of the project's own (named by its policies directory) under :func:`_state_root`."""
+    of the project's own under :func:`_state_root`, named by where the hook was told
+    to find its policies (the flag, the project, else the folder it was started
+    in): never by what it found there, so a session keeps its memory of the rules
+    when the folder it read is emptied, removed or shadowed."""
     if state_dir is not None:
         return Path(state_dir)
     import hashlib
 
-    project = hashlib.sha256(os.fsencode(directory.resolve())).hexdigest()[:16]
+    key = where if where is not None else "cwd:" + os.path.abspath(os.getcwd())
+    project = hashlib.sha256(os.fsencode(key)).hexdigest()[:16]
     return _state_root() / project
 
 
-def _rule_cache(folder: Path | None) -> Path | None:
+def _rule_cache(folder: Path) -> Path:
     """The file of parsed trace rules (one parse per rule text, not one per call: the
     parser alone costs a hook call about 90 ms); what it holds is remembered, so
     loading the policies parses only rules it does not hold. The plain path is the
     same load with nothing remembered; a test checks that both give equal rules."""
-    if folder is None:
-        return None
     path = folder / "trace-rules.json"
     try:
         docs = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return path
     if isinstance(docs, list):
         from .rules.trace import remember, rule_from_dict
@@ -270,10 +287,8 @@ def _words(text: str) -> list[str]:
     return text.split()
 
 
-def _save_rules(path: Path | None, loaded: Any) -> None:
+def _save_rules(path: Path, loaded: Any) -> None:
     """Write the trace rules just loaded to the cache (atomically), when it lacks any."""
-    if path is None:
-        return
     from .rules.trace import remembered, rule_to_dict
 
     rules = loaded.rules.trace_rule
@@ -297,22 +312,55 @@ def _outcome(response: Any) -> Literal["succeeded", "failed"]:
 
 
 class _State:
-    """One session's monitors, restored from and saved to its state file: each rule's
-    own state, keyed by the rule's content (see :func:`_rule_keys`)."""
+    """One session's gate, restored from and saved to its state file: the rules the
+    session has seen (those loaded now, and those it remembers that are gone: a
+    session's rules only grow), and each rule's own trace and rate-limit state,
+    keyed by the rule's content (see :func:`_rule_keys`)."""
 
-    def __init__(self, loaded: Any, saved: dict[str, Any] | None) -> None:
-        from .rules.policy import PolicyEngine
-        from .rules.trace import TraceGate
+    def __init__(self, loaded: Any, saved: dict[str, Any] | None, on_unknown: Decision) -> None:
+        from .plan.gate import CallGate
+        from .rules.policy import PolicyEngine, policy_set_from_dict, rule_identities
 
         self.warnings: list[str] = []
-        self.engine = PolicyEngine(loaded.rules, clock=time.time)  # windows span processes
-        self.gate = TraceGate(self.engine.trace_rules)
-        self.trace_keys, self.rate_keys = _rule_keys(loaded.rules)
+        rules = loaded.rules
+        if saved is not None and saved.get("in_force"):
+            try:
+                remembered = policy_set_from_dict(saved["in_force"])
+            except (KeyError, TypeError, ValueError, AssertionError):
+                raise _BadState("the session's rules cannot be read") from None
+            now = set(rule_identities(rules))
+            gone = [
+                (kind, rule)
+                for (kind, identity), rule in zip(
+                    rule_identities(remembered), _rules_of(remembered), strict=True
+                )
+                if (kind, identity) not in now
+            ]
+            if gone:
+                from .rules.policy import PolicySet
+
+                kept = PolicySet()
+                kept.extend(rules)
+                for kind, rule in gone:
+                    getattr(kept, kind).append(rule)
+                rules = kept
+                self.warnings.append(
+                    f"car-verify: warning: {len(gone)} rule(s) this session was started with "
+                    "are no longer in the policies folder: they stay in force until the "
+                    "session ends (start a new session to apply the edited rules)"
+                )
+        self.rules = rules
+        self.gate: CallGate | None = None
+        if not rules.count():
+            return
+        engine = PolicyEngine(rules, clock=time.time)  # windows span processes
+        self.gate = CallGate(engine, on_unknown=on_unknown)
+        self.trace_keys, self.rate_keys = _rule_keys(rules)
         if saved is None:
             return
         trace, windows = saved["trace"], saved["windows"]
-        self.gate.restore(tuple(int(trace.get(key, 0)) for key in self.trace_keys))
-        self.engine.restore_windows(
+        self.gate.trace.restore(tuple(int(trace.get(key, 0)) for key in self.trace_keys))
+        engine.restore_windows(
             {
                 i: [float(t) for t in windows[key]]
                 for i, key in enumerate(self.rate_keys)
@@ -321,28 +369,36 @@ class _State:
         )
         known = {*trace, *windows, *saved.get("rules", [])}
         new = [k for k in [*self.trace_keys, *self.rate_keys] if k not in known]
-        if new:
+        if new and saved.get("rules"):
             self.warnings.append(
                 f"car-verify: warning: {len(new)} rule(s) are new to this session (added or "
                 "changed): their trace and rate-limit state starts empty"
             )
 
-    def check(self, tool: str, params: dict[str, Any]) -> list[tuple[str, str]]:
-        """The rules that deny the call; an admitted call is recorded, as at dispatch
-        (the policies first; the trace rules only for a call they all allow)."""
-        return self.engine.admit(self.gate, tool, params)
-
-    def record(self, tool: str, params: dict[str, Any], outcome: Any) -> None:
-        self.gate.record(tool, params, outcome)
-
     def saved(self) -> dict[str, Any]:
-        windows = self.engine.windows
-        return {
+        from .rules.policy import policy_set_to_dict
+
+        doc: dict[str, Any] = {
             "format": STATE_FORMAT,
-            "rules": [*self.trace_keys, *self.rate_keys],
-            "trace": {k: n for k, n in zip(self.trace_keys, self.gate.state, strict=True) if n},
-            "windows": {k: list(windows[i]) for i, k in enumerate(self.rate_keys) if i in windows},
+            "in_force": policy_set_to_dict(self.rules),
+            "rules": [],
+            "trace": {},
+            "windows": {},
         }
+        if self.gate is None:
+            return doc
+        windows = self.gate.engine.windows
+        doc["rules"] = [*self.trace_keys, *self.rate_keys]
+        doc["trace"] = {
+            k: n for k, n in zip(self.trace_keys, self.gate.trace.state, strict=True) if n
+        }
+        doc["windows"] = {k: list(windows[i]) for i, k in enumerate(self.rate_keys) if i in windows}
+        return doc
+
+
+def _rules_of(rules: Any) -> list[Any]:
+    """Every file rule of a PolicySet, in :func:`rule_identities`' order."""
+    return [r for kind in rules.__dataclass_fields__ for r in getattr(rules, kind)]
 
 
 def _rule_keys(rules: Any) -> tuple[list[str], list[str]]:
@@ -362,7 +418,12 @@ def _rule_keys(rules: Any) -> tuple[list[str], list[str]]:
             out.append(f"{digest}:{seen[digest]}")
         return out
 
-    trace = [json.dumps(rule_to_dict(r), sort_keys=True) for r in rules.trace_rule]
+    def content(rule: Any) -> str:
+        doc = rule_to_dict(rule)
+        doc.pop("origin", None)  # moving a rule in its file keeps its state
+        return json.dumps(doc, sort_keys=True)
+
+    trace = [content(r) for r in rules.trace_rule]
     rates = [f"{r.tool}\0{r.max_calls}\0{r.interval_secs!r}" for r in rules.rate_limit_tool]
     return keys(trace), keys(rates)
 
@@ -386,6 +447,7 @@ def _read_state(path: Path) -> dict[str, Any] | None:
         and isinstance(doc.get("trace"), dict)
         and isinstance(doc.get("windows"), dict)
         and isinstance(doc.get("rules", []), list)
+        and isinstance(doc.get("in_force", {}), dict)
         and all(type(n) is int and n >= 0 for n in doc["trace"].values())
         and all(
             isinstance(w, list) and all(type(t) in (int, float) for t in w)
@@ -399,20 +461,26 @@ def _read_state(path: Path) -> dict[str, Any] | None:
 
 
 @contextlib.contextmanager
-def _session(folder: Path, session: str, loaded: Any) -> Iterator[_State]:
+def _session(
+    folder: Path, session: str, loaded: Any, on_unknown: Decision = "allow"
+) -> Iterator[_State]:
     """The session's state, under an exclusive lock, saved on the way out."""
     import fcntl
     import hashlib  # here, not at the top: the CLI loads this module for its options
 
-    folder.mkdir(parents=True, exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     name = hashlib.sha256(session.encode("utf-8", "surrogatepass")).hexdigest()[:24]
     path = folder / f"{name}.json"
     with open(folder / f"{name}.lock", "a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        state = _State(loaded, _read_state(path))
+        state = _State(loaded, _read_state(path), on_unknown)
         yield state
+        if state.gate is None and not path.exists():
+            return  # nothing to remember
         temporary = path.with_suffix(".tmp")
-        temporary.write_text(json.dumps(state.saved()), encoding="utf-8")
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(json.dumps(state.saved()))
         os.replace(temporary, path)
 
 

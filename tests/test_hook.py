@@ -310,7 +310,8 @@ def test_policies_or_state_that_cannot_be_used_deny(project: Path, tmp_path: Pat
 
 def test_a_failed_call_reported_after_it_reaches_the_trace_rules(project: Path) -> None:
     """Claude Code reports a failed tool as PostToolUseFailure: ``never X after Y
-    failed`` can fire, and the deny reason keeps the rule's where-tests."""
+    failed`` can fire, and the deny reason names the rule by its file and line,
+    never by a literal of its where-tests (which may be a secret)."""
     (project / ".car" / "policies" / "rules.toml").write_text(
         "[[trace_rule]]\nrule = 'never Bash where command contains \"deploy\" after Bash failed'\n"
     )
@@ -319,5 +320,5 @@ def test_a_failed_call_reported_after_it_reaches_the_trace_rules(project: Path) 
     assert out == {} and result.decision is None  # nothing to decide after a call
     out, _ = ask(project, claude("Bash", {"command": "make deploy"}))
     reason = out["hookSpecificOutput"]["permissionDecisionReason"]
-    assert decision(out) == "deny" and 'where command contains "deploy"' in reason
-    assert "after Bash failed" in reason
+    assert decision(out) == "deny" and "deploy" not in reason
+    assert "trace_rule:rules.toml:2" in reason and "after Bash failed" in reason
