@@ -11,6 +11,7 @@ __all__ = [
     "TOO_DEEP",
     "CarVerifyError",
     "InputError",
+    "OutputError",
     "PassError",
     "UsageError",
     "deep_values_are_input_errors",
@@ -129,6 +130,16 @@ def reject_unknown_fields(
         if name not in known:
             listed = expected or f"one of {', '.join(known)}"
             raise InputError(f"unknown field {name!r} (expected {listed})", [*where, name])
+
+
+class OutputError(CarVerifyError):
+    """A file car-verify writes could not be written whole (a full disk, say): what
+    was asked was not done, and nothing half written was left behind."""
+
+    def __init__(self, problem: str, *, source: str | None = None) -> None:
+        self.problem = problem
+        self.source = source
+        super().__init__(f"{source}: {problem}" if source else problem)
 
 
 class UsageError(CarVerifyError):

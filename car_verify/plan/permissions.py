@@ -39,6 +39,8 @@ a recorded rejection is a ``deny``. An operation is named by its fingerprint
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import math
 import os
@@ -49,7 +51,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from ..base.errors import InputError, UsageError, deep_values_are_input_errors
+from ..base.errors import InputError, OutputError, UsageError, deep_values_are_input_errors
 from ..ir.model import Action, ActionProposal, Reversibility, load
 
 TIERS: Final = ("read_only", "sandbox_edit", "full_access")
@@ -538,17 +540,44 @@ class Ledger:
             None if exact == fingerprint else exact,
         )
         line = json.dumps(entry.to_dict(), ensure_ascii=False, separators=(",", ":")) + "\n"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._append(line)
+        return entry
+
+    def _append(self, line: str) -> None:
+        """Append one record, all or nothing: a short write or a failed flush takes
+        the partial record back off the file (under the file's lock, so no other
+        writer's record is touched) and raises OutputError; a record is never left
+        half written by a full disk."""
+        import fcntl
+
         try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as error:
+            raise OutputError(
+                f"cannot open the ledger: {error.strerror}", source=str(self.path)
+            ) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
             size = os.fstat(fd).st_size
             if size and _last_byte(self.path, size) != b"\n":
                 line = "\n" + line  # a killed writer's unfinished line stays on its own
-            os.write(fd, line.encode("utf-8"))
-            os.fsync(fd)
+            data = line.encode("utf-8")
+            try:
+                written = os.write(fd, data)
+                if written != len(data):
+                    raise OSError(errno.ENOSPC, f"wrote {written} of {len(data)} bytes")
+                os.fsync(fd)
+            except OSError as error:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, size)  # the record goes whole or not at all
+                    os.fsync(fd)
+                raise OutputError(
+                    f"the decision was not recorded: {error.strerror or error}",
+                    source=str(self.path),
+                ) from None
         finally:
             os.close(fd)
-        return entry
 
 
 def _last_byte(path: Path, size: int) -> bytes:
