@@ -1,11 +1,13 @@
 """The cold start of one ``car-verify hook`` call (target: under 150 ms), next to
 ``python -c pass`` in the same run, alternating the two:
 
-    python benchmarks/bench_hook.py [REPEATS]
+    python benchmarks/bench_hook.py [REPEATS] [RULES]
 
 The hook reads a Claude Code PreToolUse payload for a project with a policy
-file (deny rules, a rate limit, a trace rule) and a session state file, as it
-does once per tool call.
+file of RULES rules (50 by default: deny rules, parameter rules, patterns,
+shell commands, rate limits and trace rules) and a session state file, as it
+does once per tool call. A denied call is tried first: the run stops unless the
+hook denies it, so the rules are known to be in force.
 
 Run it with the interpreter of a regular install (``pip install .``, which also
 writes the bytecode): an editable install puts its import finder in front of every
@@ -22,19 +24,34 @@ import tempfile
 import time
 from pathlib import Path
 
-POLICY = """deny_tool = ["rm"]
-[[deny_tool_param]]
-tool = "Bash"
-param = "command"
-contains = "rm -rf"
-[[rate_limit_tool]]
-tool = "WebFetch"
-max_calls = 30
-interval_secs = 60
-[[trace_rule]]
-name = "no-push-after-env"
-rule = 'never Bash where command contains "git push" after Read where file_path contains ".env"'
-"""
+
+def policy(rules: int = 50) -> str:
+    """A policy file of ``rules`` rules of every kind, as a project might keep."""
+    kinds = ["deny_tool", "param", "matching", "command", "rate", "trace", "trace", "trace"]
+    lines: list[str] = []
+    for n in range(rules):
+        kind = kinds[n % len(kinds)]
+        if kind == "deny_tool":
+            if n == 0:  # a top-level key: before every table
+                lines.append(f'deny_tool = ["tool{n}"]')
+            else:
+                lines += ["[[deny_tool_param]]", f'tool = "tool{n}"', 'param = "p"']
+        elif kind == "param":
+            lines += ["[[deny_tool_param]]", 'tool = "Bash"', 'param = "command"',
+                      f'contains = "secret{n}"']  # fmt: skip
+        elif kind == "matching":
+            lines += ["[[deny_tool_param_matching]]", 'tool = "WebFetch"', 'param = "url"',
+                      f'matches = "169\\\\.254\\\\.{n}"']  # fmt: skip
+        elif kind == "command":
+            lines += ["[[deny_command]]", f'program = "prog{n}"', 'flags = ["-rf"]']
+        elif kind == "rate":
+            lines += ["[[rate_limit_tool]]", f'tool = "tool{n}"', "max_calls = 30",
+                      "interval_secs = 60"]  # fmt: skip
+        else:
+            lines += ["[[trace_rule]]", f'name = "rule{n}"',
+                      f"rule = 'never Bash where command contains \"push{n}\" after Read where "
+                      f"file_path contains \".env{n}\"'"]  # fmt: skip
+    return "\n".join(x for x in lines if x) + "\n"
 
 
 def timed(command: list[str], stdin: str) -> float:
@@ -58,27 +75,35 @@ def main() -> None:
     if editable():
         print("note: an editable install; the numbers include its import finder")
     repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 20
+    rules = int(sys.argv[2]) if len(sys.argv) > 2 else 50
     hook = str(Path(sys.executable).with_name("car-verify"))
     with tempfile.TemporaryDirectory() as tmp:
         project = Path(tmp)
         (project / ".git").mkdir()
         (project / ".car" / "policies").mkdir(parents=True)
-        (project / ".car" / "policies" / "rules.toml").write_text(POLICY)
+        folder = project / ".car" / "policies"
+        folder.joinpath("rules.toml").write_text(policy(rules))
+        command = [hook, "hook", "--policies", str(folder), "--state-dir", str(project / "state")]
         payload = json.dumps({
             "session_id": "bench", "transcript_path": "/x", "cwd": str(project),
             "permission_mode": "default", "hook_event_name": "PreToolUse",
             "tool_name": "Bash", "tool_input": {"command": "ls -la"}, "tool_use_id": "t",
         })  # fmt: skip
-        timed([hook, "hook"], payload)  # warm the file cache and the state file
+        denied = json.loads(payload)
+        denied["tool_input"] = {"command": "prog3 -rf /"}
+        answer = subprocess.run(command, input=json.dumps(denied), capture_output=True, text=True)
+        if '"deny"' not in answer.stdout:  # the rules must be in force, or this times nothing
+            raise SystemExit(f"the hook did not deny a denied call: {answer.stdout}{answer.stderr}")
+        timed(command, payload)  # warm the file cache and the state file
         hooks, bare = [], []
         for _ in range(repeats):
-            hooks.append(timed([hook, "hook"], payload))
+            hooks.append(timed(command, payload))
             bare.append(timed([sys.executable, "-c", "pass"], ""))
     h, b = statistics.median(hooks), statistics.median(bare)
     print(f"car-verify hook: median {h * 1e3:.0f} ms (min {min(hooks) * 1e3:.0f}, "
           f"max {max(hooks) * 1e3:.0f}); python -c pass: median {b * 1e3:.0f} ms "
           f"(min {min(bare) * 1e3:.0f}, max {max(bare) * 1e3:.0f}); ratio {h / b:.1f}x; "
-          f"{repeats} pairs")  # fmt: skip
+          f"{repeats} pairs; {rules} rules")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -74,6 +74,32 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+#: Variables of the machine that change what car-verify does: none reaches a test
+#: unless the test sets it.
+_OUTSIDE = (
+    "CAR_VERIFY_PROFILE",
+    "CAR_VERIFY_DOCS_URL",
+    "CAR_VERIFY_DEBUG",
+    "CLAUDE_PROJECT_DIR",
+    "NO_COLOR",
+    "FORCE_COLOR",
+)
+
+
+@pytest.fixture(autouse=True)
+def _hermetic(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing above a test's own temporary folder changes its result: the folder
+    that holds every test's temporary folders is marked as a repository root (the
+    searches for ``.car/policies`` and configuration stop there, so a
+    ``.car/policies`` in ``/tmp`` or the home folder is never found), the hook's
+    state goes to a folder of the run's own, and the variables above are unset."""
+    base = tmp_path_factory.getbasetemp()
+    (base / ".git").mkdir(exist_ok=True)
+    monkeypatch.setenv("XDG_STATE_HOME", str(base / "xdg-state"))
+    for name in _OUTSIDE:
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture
 def strict_cli(monkeypatch: pytest.MonkeyPatch) -> None:
     """The command line under the strict profile (docs/semantics.md §1-8): the tests
