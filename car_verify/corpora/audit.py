@@ -238,19 +238,31 @@ def _engine(settings: AuditSettings, directory: str | None = None) -> Any:
 
 
 def _held(trajectory: Any, engine: Any, profile: str) -> dict[str, list[str]]:
-    """Action id -> the rules that hold it back (the policy pass alone)."""
-    from ..api import verify
-    from ..ir.model import load_parsed
+    """Action id -> the rules that hold it back: the run's calls replayed in order
+    through the gate (a fresh one per trajectory; every call in one rate window),
+    each admitted call reporting the outcome the run recorded. ``profile`` is not
+    read: the gate decides a call the same way under both profiles."""
+    from ..plan.gate import CallGate
+    from ..rules.policy import PolicyEngine
 
     if engine is None:
         return {}
-    result = verify(
-        load_parsed(trajectory.proposal()), policies=engine, profile=profile, passes=["policies"]
-    )
+    fresh = PolicyEngine(engine.rules, clock=lambda: 0.0)
+    fresh.registered = list(engine.registered)
+    gate = CallGate(fresh)
+    calls = [
+        (
+            call.tool,
+            call.arguments if isinstance(call.arguments, dict) else {},
+            "failed" if call.failed else "succeeded",
+        )
+        for call in trajectory.calls
+    ]
     held: dict[str, list[str]] = {}
-    for issue in result.issues:
-        if issue.severity.value == "error" and issue.action_id:
-            held.setdefault(issue.action_id, []).append(issue.code)
+    for n, (call, verdict) in enumerate(zip(trajectory.calls, gate.replay(calls), strict=True), 1):
+        if verdict.decision == "deny":
+            action = f"c{n}" if trajectory.written is None else str(call.call_id)
+            held[action] = verdict.rules
     return held
 
 

@@ -31,7 +31,7 @@ the rule (which may be a secret) nor a value of the call.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -169,6 +169,20 @@ class CallGate:
             admitted = self.trace.dispatch(tool, sent)
             assert not admitted  # checked just above, on the same state
         return Verdict(decision, tuple(objections), unknown, tuple(approval), sent)
+
+    def replay(
+        self, calls: Iterable[tuple[str, Mapping[str, Any], Outcome | None]]
+    ) -> list[Verdict]:
+        """Decide the calls of a recorded run in order, as they would have been
+        decided at run time: each admitted call's recorded outcome (None: none was
+        recorded) is reported before the next call comes."""
+        out = []
+        for tool, params, outcome in calls:
+            verdict = self.decide(tool, params)
+            if verdict.decision != "deny" and outcome is not None:
+                self.report(tool, params, outcome)
+            out.append(verdict)
+        return out
 
     def report(self, tool: str, params: Mapping[str, Any], outcome: Outcome) -> None:
         """A dispatched call's outcome, once it is known (``succeeded``/``failed``)."""
