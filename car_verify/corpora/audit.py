@@ -40,7 +40,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ..base.errors import InputError, UsageError
 
@@ -250,7 +250,7 @@ def _held(trajectory: Any, engine: Any, profile: str) -> dict[str, list[str]]:
     fresh = PolicyEngine(engine.rules, clock=lambda: 0.0)
     fresh.registered = list(engine.registered)
     gate = CallGate(fresh)
-    calls = [
+    calls: list[tuple[str, dict[str, Any], Literal["succeeded", "failed"] | None]] = [
         (
             call.tool,
             call.arguments if isinstance(call.arguments, dict) else {},
