@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import importlib
 import sys
-import types
 from typing import TYPE_CHECKING, Any
 
-from . import _moved
 from ._version import __version__
 from .base import display as _display
 
@@ -154,21 +152,6 @@ _LAZY = {
         ["check_workflow_policies", "verify_workflow", "verify_workflow_graph"], "deciders.workflow"
     ),
 }
-
-
-class _Package(types.ModuleType):
-    """The package module, keeping the function ``optimize`` when its submodule of
-    the same name is imported (the import system would set the attribute to the
-    submodule; ``sys.modules['car_verify.optimize']`` still holds it)."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in _LAZY and isinstance(value, types.ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
-sys.meta_path.append(_moved.OldPaths())  # `import car_verify.model`, the old paths
 
 
 class _SourceTree:

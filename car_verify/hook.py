@@ -441,6 +441,11 @@ def _read_state(path: Path) -> dict[str, Any] | None:
         doc = json.loads(text)
     except (ValueError, RecursionError):
         raise _BadState(f"{path} is not JSON") from None
+    if isinstance(doc, dict) and type(doc.get("format")) is int and doc["format"] < STATE_FORMAT:
+        raise _BadState(
+            f"{path} was written by an older car-verify (state format {doc['format']}): "
+            "start a new session"
+        )
     ok = (
         isinstance(doc, dict)
         and doc.get("format") == STATE_FORMAT

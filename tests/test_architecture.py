@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import importlib.util
-import sys
 from pathlib import Path
 
 import networkx as nx
@@ -31,7 +30,6 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("corpora", {"importers", "corpora"}),
     ("the command line and the package's faces", {
         "cli", "hook", "runtime", "testing", "pytest_plugin", "_launch", "__main__", "__init__",
-        "_moved",
     }),
 ]  # fmt: skip
 """Bottom first, one folder each (``grammars``, ``analyses`` and ``importers`` share
@@ -200,7 +198,7 @@ def test_inside_a_layer_imports_point_down_its_order() -> None:
 
 
 FACES = {
-    "__init__", "__main__", "_launch", "_version", "_moved",
+    "__init__", "__main__", "_launch", "_version",
     "api", "executor", "hook", "runtime", "testing", "pytest_plugin",
 }  # fmt: skip
 """The modules at the package's root: what a user imports or runs by its path."""
@@ -300,27 +298,6 @@ def test_every_subpackage_of_the_source_tree_is_installed() -> None:
     for init in (root / "car_verify").rglob("__init__.py"):
         name = ".".join(init.parent.relative_to(root).parts)
         assert name in listed, f"{name} is not in [tool.setuptools] packages"
-
-
-def test_an_old_path_imports_the_moved_module_and_says_where_it_went() -> None:
-    from car_verify._moved import MOVED
-
-    files = _package_files()
-    assert all(new in files and old not in files for old, new in MOVED.items())
-    sys.modules.pop("car_verify.dag", None)
-    with pytest.warns(
-        DeprecationWarning, match="car_verify.dag moved to car_verify.semantics.dag"
-    ) as said:
-        import car_verify.dag as old
-    import car_verify.semantics.dag as new
-
-    assert old is new and new.__spec__.name == "car_verify.semantics.dag"
-    assert said[0].filename == __file__  # the warning points at the importing line
-    sys.modules.pop("car_verify.optimize", None)
-    with pytest.warns(DeprecationWarning, match="moved to car_verify.deciders.optimize"):
-        import car_verify.optimize
-    assert callable(car_verify.optimize)  # the package keeps the function of that name
-    assert sys.modules["car_verify.optimize"] is sys.modules["car_verify.deciders.optimize"]
 
 
 def test_a_module_new_to_an_ordered_layer_must_be_placed() -> None:

@@ -671,13 +671,6 @@ class ActionProposal(Wire, HtmlDisplay):
                 worst = action.reversibility
         return worst
 
-    def action_index(self) -> dict[str, int]:
-        """Id -> position of the first action carrying it."""
-        index: dict[str, int] = {}
-        for position, action in enumerate(self.actions):
-            index.setdefault(action.id, position)
-        return index
-
 
 # --- tools ------------------------------------------------------------------------------
 

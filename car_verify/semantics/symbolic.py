@@ -381,9 +381,3 @@ class Encoder:
         if any(self.semantics.equal(plain, known) for known in self.known):
             return marked
         return plain
-
-
-def describe_state(state: Mapping[str, Any]) -> str:
-    import json
-
-    return json.dumps(state, sort_keys=True)
