@@ -322,6 +322,7 @@ _WHY = {
 }
 _DQ_ESCAPES = re.compile(r"\\([\\$`\"\n])")
 _BRACE = re.compile(r"\{[^{}\x00]*(,|\.\.)[^{}\x00]*\}")
+_PLAIN = re.compile(r"[^\\*?\[{]*")  # a word with nothing to unquote or expand
 _GLOB = re.compile(r"[*?]|\[[^\]]+\]")
 _ANSI = re.compile(
     r"\\(x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|[0-7]{1,3}|c.|.)", re.DOTALL
@@ -415,6 +416,10 @@ class _Source:
         return [p for p in out if not (isinstance(p, tuple) and p[0] == "")]
 
     def word(self, node: Node) -> _Word:
+        if node.type == "word":
+            text = self.text(node)
+            if _PLAIN.fullmatch(text):
+                return _Word(text, text, text, text, "")
         pieces = self.pieces(node)
         # Unquoted text as written, anything quoted or computed masked: what a glob
         # or a brace expansion is looked for in.
@@ -710,7 +715,7 @@ class _Reader:
                     self.walk(sub, ctx, nest, depth + 1)
         fed = _feeding(self.found[start:])
         here, more, redirected = self.redirections([*own_redirects, *redirects], ctx, nest, depth)
-        here = replace(here, inputs=here.inputs | fed | more)
+        here = _Ctx(here.inputs | fed | more, here.stdin, here.text)
         first = len(self.found)
         out = self.simple(words, here, nest, 0)
         self.read_output([*writes, *redirected], _feeding(self.found[first:]), nest, depth)
@@ -790,8 +795,10 @@ class _Reader:
             self.undecide("a shell reads computed commands", None)
 
 
-def _feeding(found: Iterable[Command]) -> frozenset[str]:
+def _feeding(found: Sequence[Command]) -> frozenset[str]:
     """The programs whose output leaves these commands: theirs and their inputs."""
+    if not found:
+        return frozenset()
     out: set[str] = set()
     for c in found:
         out.add(c.program)
@@ -801,6 +808,8 @@ def _feeding(found: Iterable[Command]) -> frozenset[str]:
 
 def _substitutions(node: Node) -> Iterable[Node]:
     """The substitutions in a word (not those nested in them)."""
+    if node.child_count == 0:
+        return
     stack = [node]
     while stack:
         current = stack.pop()
