@@ -313,6 +313,13 @@ def test_nesting_is_bounded() -> None:
         read_commands(line)
     with pytest.raises(ShellError, match="nests too deeply"):
         read_commands("(" * 400 + "ls" + ")" * 400)
+    line = "( " * 190 + "rm -rf x" + " )" * 190  # deep in every re-read string
+    for _ in range(MAX_NESTING):
+        line = f"sh -c {shlex.quote(line)}"
+    try:
+        assert any(c.program == "rm" for c in commands(line))
+    except ShellError as err:
+        assert "nest" in str(err)
 
 
 def test_a_line_over_the_bound_is_refused() -> None:

@@ -156,7 +156,10 @@ def read_commands(line: str) -> Reading:
     if len(line) > MAX_LINE:
         raise ShellError(f"the command line is over {MAX_LINE:,} characters")
     reader = _Reader()
-    reader.line(line, _Ctx(), 0)
+    try:
+        reader.line(line, _Ctx(), 0)
+    except RecursionError:  # each re-read string may nest again: bounded as a whole
+        raise ShellError("the command line nests too deeply") from None
     return Reading(tuple(reader.found), tuple(dict.fromkeys(reader.undecided)))
 
 
