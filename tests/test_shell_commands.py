@@ -343,7 +343,7 @@ def test_100_kb_is_read_within_a_bound(line: str) -> None:
     start = time.perf_counter()
     with contextlib.suppress(ShellError):
         read_commands(line)
-    assert time.perf_counter() - start < 5.0
+    assert time.perf_counter() - start < 20.0  # about 3 s on a loaded 2-core machine
 
 
 SHELLISH = st.text(alphabet="()$`'\"\\;&|<>{}[]*?!#~=-+ \n\t\x00\x07abcfmrsh", max_size=200)
