@@ -33,6 +33,7 @@ from .trace import TraceGate, TraceRule, parse_trace_rule
 
 if TYPE_CHECKING:  # the agent hook checks calls without loading the model
     from ..ir.model import Action, PolicyViolation
+    from .shell_words import Command
 
 __all__ = [
     "LoadedPolicies",
@@ -109,13 +110,18 @@ class MatchRule:
 @dataclass(frozen=True, slots=True)
 class CommandRule:
     """``deny_command``: a shell command line that runs ``program`` with every one of
-    ``flags``, read as a shell splits it (:mod:`car_verify.rules.shell_words`); the tool's
-    name compared without case (``Bash``, ``bash``)."""
+    ``flags`` (in any spelling :data:`~car_verify.rules.shell_words.FLAG_ALIASES`
+    holds), every one of ``args`` among its words, and, when ``input_from`` is given,
+    the output of one of those programs reaching it (``curl x | sh``); read as a shell
+    parses it (:mod:`car_verify.rules.shell_words`); the tool's name compared without
+    case (``Bash``, ``bash``)."""
 
     program: str
     flags: tuple[str, ...] = ()
     tool: str = "Bash"
     param: str = "command"
+    args: tuple[str, ...] = ()
+    input_from: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -124,10 +130,16 @@ class CommandRule:
     def flags_in(self, given: frozenset[str]) -> bool:
         return all(flag in given for flag in self.flags)
 
-    def runs(self, command: Any) -> bool:
-        """Whether a command the shell line runs (a ``shell_words.Command``) is this
-        rule's program with every one of its flags."""
-        return bool(command.program == self.program and self.flags_in(command.flags))
+    def matches(self, command: Command) -> bool:
+        """Whether ``command`` is one this rule denies."""
+        from .shell_words import has_flags
+
+        return (
+            command.program == self.program
+            and has_flags(command, self.flags)
+            and all(arg in command.words[1:] for arg in self.args)
+            and (not self.input_from or any(p in command.inputs for p in self.input_from))
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -455,17 +467,19 @@ class PolicyEngine:
                     f"line ({err}): denied (fails closed)",
                 )
                 continue
-            if any(c.runs(r) for r in reading.commands):
+            if any(c.matches(r) for r in reading.commands):
                 with_flags = f" with {' '.join(c.flags)}" if c.flags else ""
-                deny(c.name, f"parameter {c.param!r} of {tool!r} runs {c.program}{with_flags}")
+                fed = f" fed by {' or '.join(c.input_from)}" if c.input_from else ""
+                ran_what = " ".join((c.program, *c.args))
+                deny(c.name, f"parameter {c.param!r} of {tool!r} runs {ran_what}{with_flags}{fed}")
                 continue
             why = [u.reason for u in reading.undecided if u.program in (None, c.program)]
             if why:
                 undecided.append(
                     (
                         c.name,
-                        f"parameter {c.param!r} of {tool!r} may run {c.program}: "
-                        f"{'; '.join(dict.fromkeys(why))} cannot be resolved before it runs",
+                        f"parameter {c.param!r} of {tool!r} may run {c.program}, which cannot "
+                        f"be decided before it runs ({'; '.join(dict.fromkeys(why))})",
                     )
                 )
         # Last: a call denied only by this rule consumes no budget; any other call does.
@@ -729,10 +743,12 @@ def load_policy_text(text: str, *, source: str = "<policies>") -> PolicySet:
             doc.get("deny_command", []),
             "deny_command",
             {"program": str},
-            {"flags": list, "tool": str, "param": str},
+            {"flags": list, "tool": str, "param": str, "args": list, "input_from": list},
         )
     ):
         flags = reader.strings(t.get("flags", []), ["deny_command", i, "flags"])
+        args = reader.strings(t.get("args", []), ["deny_command", i, "args"])
+        input_from = reader.strings(t.get("input_from", []), ["deny_command", i, "input_from"])
         for n, flag in enumerate(flags):
             if not flag.startswith("-") or flag in ("-", "--"):
                 raise reader.fail(["deny_command", i, "flags", n], "expected a flag: -r, --force")
@@ -744,6 +760,8 @@ def load_policy_text(text: str, *, source: str = "<policies>") -> PolicySet:
                 tuple(dict.fromkeys(split)),
                 t.get("tool", "Bash"),
                 t.get("param", "command"),
+                tuple(args),
+                tuple(input_from),
             )
         )
     for i, t in enumerate(
