@@ -456,3 +456,73 @@ def test_a_record_whose_calls_make_no_proposal_is_a_malformed_row(tmp_path: Path
     rows = pq.read_table(tmp_path / "out" / "shards" / "000000.trajectories.parquet").to_pylist()
     assert [r["status"] for r in rows] == ["malformed", "malformed"]
     assert "do not make a proposal" in rows[1]["problem"]
+
+
+def gzip_bomb(path: Path, mebibytes: int, prefix: bytes = b'{"messages": "') -> None:
+    """One line of ``mebibytes`` MiB, gzipped to about a thousandth of that: one
+    member of 1 MiB compressed once and repeated (gzip reads members one after the
+    other), so that making it costs nothing."""
+    first = gzip.compress(prefix + b"a" * ((1 << 20) - len(prefix)), 9)
+    member = gzip.compress(b"a" * (1 << 20), 9)
+    path.write_bytes(first + member * (mebibytes - 1) + gzip.compress(b'"}\n', 9))
+
+
+def test_a_gzip_bomb_is_cut_off_at_the_bounds_in_seconds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A record past the record bound is a malformed row, said as soon as it is seen
+    and skipped a block at a time; a compressed file past the file bound is cut off,
+    said as a row of its own; the good records before the bomb are audited."""
+    import time
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    good = (json.dumps(openai_record()) + "\n").encode()
+    bomb = corpus / "bomb.jsonl.gz"
+    gzip_bomb(tmp_path / "part.gz", 2048)  # 2 GiB in one line
+    bomb.write_bytes(gzip.compress(good) + (tmp_path / "part.gz").read_bytes())
+    assert bomb.stat().st_size < 4 << 20
+    clock = time.monotonic()
+    code = run(str(corpus), "-o", str(tmp_path / "out"), "--max-record-size", "1",
+               "--max-file-size", "16")  # fmt: skip
+    elapsed = time.monotonic() - clock
+    assert code == 0 and elapsed < 10, elapsed
+    said = capsys.readouterr()
+    assert said.out.startswith("1 trajectories, 2 malformed records")
+    rows = pq.read_table(tmp_path / "out" / "trajectories.parquet").to_pylist()
+    problems = [(r["line"], r["problem"]) for r in rows if r["status"] == "malformed"]
+    assert problems == [
+        (2, "the record is longer than 1 MiB decompressed (the record bound, "
+            "--max-record-size): not read"),
+        (None, "the file is longer than 16 MiB decompressed (the file bound, "
+               "--max-file-size): cut off there, the rest not read"),
+    ]  # fmt: skip
+    assert "bomb.jsonl.gz:2: the record is longer than 1 MiB" in said.err
+
+
+def test_the_bounds_are_named_constants_and_a_line_is_never_held_whole(tmp_path: Path) -> None:
+    """The defaults are the documented constants; a line far past the record bound
+    is read a block at a time (what is held stays near the bound); bad UTF-8 in one
+    line of a .gz is that line's problem, and the lines after it are read."""
+    import tracemalloc
+
+    from car_verify.corpora.audit import AuditSettings
+    from car_verify.importers.base import MAX_FILE, MAX_RECORD, Bounds, records
+
+    assert (MAX_RECORD, MAX_FILE) == (64 << 20, 512 << 20)
+    assert AuditSettings().bounds() == Bounds(MAX_RECORD, MAX_FILE)
+    long = tmp_path / "long.jsonl.gz"
+    gzip_bomb(long, 64)
+    tracemalloc.start()
+    try:
+        found = list(records(long, Bounds(record=1 << 20, file=1 << 30)))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert [(line, type(r).__name__) for line, r in found] == [(1, "InputError")]
+    assert peak < 8 << 20, peak
+    mixed = tmp_path / "mixed.jsonl.gz"
+    good = json.dumps(openai_record()).encode()
+    mixed.write_bytes(gzip.compress(b'{"id": "\xff"}\n' + good + b"\n"))
+    (first, bad), (second, record) = records(mixed)
+    assert first == 1 and "not UTF-8" in str(bad) and second == 2 and record["id"] == "run-1"

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from ..base.errors import InputError, UsageError
+from ..importers.base import MAX_FILE, MAX_RECORD, Bounds, count_records
 
 #: ``tool_rates.json``'s ``format``: ``car-verify risk --history OUT/`` reads it.
 RATES_FORMAT = "car-verify tool rates"
@@ -63,6 +64,13 @@ class AuditSettings:
     flow_policy: Mapping[str, Any] | None = None
     #: Seconds one trajectory may take; past it the row says ``unknown``.
     budget: float = 10.0
+    #: Bytes of one record, and of one compressed file, read decompressed (see
+    #: :data:`car_verify.importers.base.MAX_RECORD` and ``MAX_FILE``).
+    max_record: int = MAX_RECORD
+    max_file: int = MAX_FILE
+
+    def bounds(self) -> Bounds:
+        return Bounds(self.max_record, self.max_file)
 
 
 @dataclass(frozen=True)
@@ -104,18 +112,23 @@ def sources_of(given: Iterable[str]) -> list[Path]:
     return list(found)
 
 
-def plan_shards(files: Sequence[Path], shard_size: int) -> list[Shard]:
+def plan_shards(
+    files: Sequence[Path], shard_size: int, bounds: Bounds | None = None
+) -> list[Shard]:
     """Cut each plain JSON-lines file into shards of ``shard_size`` lines (found in
     one pass over its bytes); any other file (a JSON array, ``.gz``, Parquet) is
-    one shard."""
+    one shard. ``bounds``: how much of a record and of a compressed file is read."""
     from ..importers import importers
     from ..importers.base import merging as merging_of
 
+    limits = bounds or Bounds()
     merging = merging_of(importers())
     shards: list[Shard] = []
     for path in files:
-        if not path.name.endswith((".jsonl", ".ndjson")) or _merges_across_lines(path, merging):
-            shards.append(Shard(len(shards), str(path), None, 0, _records_in(path)))
+        if not path.name.endswith((".jsonl", ".ndjson")) or _merges_across_lines(
+            path, merging, limits
+        ):
+            shards.append(Shard(len(shards), str(path), None, 0, count_records(path, limits)))
             continue
         start, lines, position, physical, first = 0, 0, 0, 0, 1
         with path.open("rb") as stream:
@@ -134,7 +147,7 @@ def plan_shards(files: Sequence[Path], shard_size: int) -> list[Shard]:
     return shards
 
 
-def _merges_across_lines(path: Path, merging: Sequence[Any]) -> bool:
+def _merges_across_lines(path: Path, merging: Sequence[Any], bounds: Bounds) -> bool:
     """Whether the file's first record is of a format whose records merge by id (the
     spans of one trace on several lines: ``merging``): such a file is one shard, so
     that no trace is cut in two."""
@@ -142,19 +155,13 @@ def _merges_across_lines(path: Path, merging: Sequence[Any]) -> bool:
         return False
     from ..importers import records
 
-    stream = records(path)
+    stream = records(path, bounds)
     first = next(stream, None)
     getattr(stream, "close", lambda: None)()  # the file is closed, not left to the collector
     return first is not None and any(i.sniff(first[1]) for i in merging)
 
 
-def _records_in(path: Path) -> int:
-    from ..importers import records
-
-    return sum(1 for _ in records(path))
-
-
-def _shard_items(shard: Shard) -> Iterator[Any]:
+def _shard_items(shard: Shard, bounds: Bounds) -> Iterator[Any]:
     """The trajectories (and import problems) of one shard."""
     from ..importers import importers
     from ..importers.base import read_lines
@@ -163,9 +170,9 @@ def _shard_items(shard: Shard) -> Iterator[Any]:
     if shard.offset is None:
         from ..importers import read_file
 
-        yield from read_file(shard.path, formats)
+        yield from read_file(shard.path, formats, bounds)
         return
-    yield from read_lines(shard.path, shard.offset, shard.lines, formats, shard.first_line)
+    yield from read_lines(shard.path, shard.offset, shard.lines, formats, shard.first_line, bounds)
 
 
 class _Timeout(Exception):
@@ -294,7 +301,7 @@ def audit_shard(shard: Shard, settings: AuditSettings, out: str) -> str:
     replay: list[dict[str, Any]] = []
     tools: dict[str, list[int]] = {}  # tool -> [calls, failed]
     spent = {"read": 0.0, "lift": 0.0, "check": 0.0, "write": 0.0}
-    items = iter(_shard_items(shard))
+    items = iter(_shard_items(shard, settings.bounds()))
     while True:
         clock = time.perf_counter()
         item = next(items, None)
@@ -592,8 +599,10 @@ def audit(
     if not files:
         raise UsageError("no corpus files found in the sources given (outside the output folder)")
     _claim(target, _manifest(files, chosen, shard_size), fresh)
-    shards = plan_shards(files, shard_size)
+    shards = plan_shards(files, shard_size, chosen.bounds())
     planned = time.perf_counter()
+    if progress is not None:
+        getattr(progress, "total", lambda _n: None)(sum(s.count for s in shards))
     done_before = sum(
         (target / "shards" / f"{s.number:06d}.trajectories.parquet").exists() for s in shards
     )
@@ -746,6 +755,8 @@ def _manifest(files: Sequence[Path], settings: AuditSettings, shard_size: int) -
         "labels": json.dumps(settings.labels, sort_keys=True),
         "flow_policy": json.dumps(settings.flow_policy, sort_keys=True),
         "budget": settings.budget,
+        "max_record": settings.max_record,
+        "max_file": settings.max_file,
     }
 
 
