@@ -84,3 +84,40 @@ def test_audit_reads_a_trace_export_as_it_reads_tau_bench(tmp_path: Path) -> Non
         ["5b8efff798038103d269b633813fc60c", "11", "22"]
     )
     assert {r["format"] for r in table} == {"otel"}
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_without_the_otel_extra_an_otlp_source_is_one_clear_error(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    workers: str,
+) -> None:
+    """Without the conventions' packages an OTLP source fails the audit once, naming
+    the extra (exit 2), not record by record and then as "no readable trajectory";
+    so does a span met in the middle of a file of another format."""
+    pytest.importorskip("pyarrow")
+    import sys
+
+    from samples import openai_record
+
+    from car_verify.cli import main
+    from car_verify.importers import otel
+
+    mixed = tmp_path / "mixed" / "runs.jsonl"
+    mixed.parent.mkdir()
+    span = (HERE / "openinference-spans.jsonl").read_text().splitlines()[0]
+    mixed.write_text(json.dumps(openai_record()) + "\n" + span + "\n")
+    monkeypatch.setitem(sys.modules, "openinference.semconv.trace", None)  # not installed
+    otel._names.cache_clear()
+    try:
+        for source in (HERE, mixed.parent):
+            out = tmp_path / f"out-{source.name}"
+            assert main(["audit", str(source), "-o", str(out), "--workers", workers]) == 2
+            said = capsys.readouterr()
+            assert said.out == "" and said.err.count("\n") == 1, said.err
+            assert "needs the [otel] extra" in said.err
+            assert "pip install 'car-verify[otel]'" in said.err
+            assert "malformed" not in said.err and "skipped a record" not in said.err
+    finally:
+        otel._names.cache_clear()

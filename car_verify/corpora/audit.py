@@ -119,15 +119,13 @@ def plan_shards(
     one pass over its bytes); any other file (a JSON array, ``.gz``, Parquet) is
     one shard. ``bounds``: how much of a record and of a compressed file is read."""
     from ..importers import importers
-    from ..importers.base import merging as merging_of
 
     limits = bounds or Bounds()
-    merging = merging_of(importers())
+    formats = importers()
     shards: list[Shard] = []
     for path in files:
-        if not path.name.endswith((".jsonl", ".ndjson")) or _merges_across_lines(
-            path, merging, limits
-        ):
+        format = _first_format(path, formats, limits)
+        if not path.name.endswith((".jsonl", ".ndjson")) or getattr(format, "merges_by_id", False):
             shards.append(Shard(len(shards), str(path), None, 0, count_records(path, limits)))
             continue
         start, lines, position, physical, first = 0, 0, 0, 0, 1
@@ -147,18 +145,22 @@ def plan_shards(
     return shards
 
 
-def _merges_across_lines(path: Path, merging: Sequence[Any], bounds: Bounds) -> bool:
-    """Whether the file's first record is of a format whose records merge by id (the
-    spans of one trace on several lines: ``merging``): such a file is one shard, so
-    that no trace is cut in two."""
-    if not merging:
-        return False
+def _first_format(path: Path, formats: Sequence[Any], bounds: Bounds) -> Any:
+    """The importer of the file's first record (None when it cannot be read or no
+    importer knows it). An importer that cannot read its format here (a missing
+    extra) fails the audit now, once, rather than each of its records."""
     from ..importers import records
+    from ..importers.base import require
 
     stream = records(path, bounds)
     first = next(stream, None)
     getattr(stream, "close", lambda: None)()  # the file is closed, not left to the collector
-    return first is not None and any(i.sniff(first[1]) for i in merging)
+    if first is None or isinstance(first[1], InputError):
+        return None
+    found = next((i for i in formats if i.sniff(first[1])), None)
+    if found is not None:
+        require(found)
+    return found
 
 
 def _shard_items(shard: Shard, bounds: Bounds) -> Iterator[Any]:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..base.errors import InputError
+from ..base.errors import InputError, UsageError
 from ..ir.model import loads_finite
 
 
@@ -184,6 +184,12 @@ class ImportProblem:
         return f"{where}{what}: {self.message}"
 
 
+class MissingExtra(UsageError):
+    """A record's format is known, but reading it needs packages that are not
+    installed: one error for the whole run (naming what to install), not a
+    problem per record."""
+
+
 class Importer(Protocol):
     """One format: whether a record is in it, and its trajectories."""
 
@@ -203,6 +209,14 @@ class MergingImporter(Importer, Protocol):
     merges_by_id: bool
 
     def merge(self, parts: Sequence[Trajectory]) -> Trajectory: ...
+
+
+def require(importer: Importer) -> None:
+    """Raise :class:`MissingExtra` when ``importer`` cannot read its format here (an
+    importer with a ``require()`` method says what it lacks)."""
+    check = getattr(importer, "require", None)
+    if check is not None:
+        check()
 
 
 def merging(formats: Iterable[Importer]) -> list[MergingImporter]:

@@ -29,7 +29,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..base.errors import InputError
-from .base import Call, Trajectory, parse_arguments, scalar_metadata, string_or_none
+from .base import (
+    Call,
+    MissingExtra,
+    Trajectory,
+    parse_arguments,
+    scalar_metadata,
+    string_or_none,
+)
 
 __all__ = ["OtelImporter"]
 
@@ -45,10 +52,10 @@ def _names() -> Any:
         from openinference.semconv.trace import SpanAttributes as OI
         from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
         from opentelemetry.semconv.attributes import error_attributes, service_attributes
-    except ImportError:
-        raise InputError(
-            "reading OpenTelemetry traces needs the conventions' packages: "
-            "pip install 'car-verify[otel]'"
+    except ImportError as err:
+        raise MissingExtra(
+            "reading OpenTelemetry traces needs the [otel] extra (the semantic conventions' "
+            f"packages; {err.name or 'one'} is missing): pip install 'car-verify[otel]'"
         ) from None
 
     @dataclass(frozen=True)
@@ -195,6 +202,10 @@ class OtelImporter:
     #: A trace's spans may sit in several records: the file's partial trajectories
     #: are merged by id (:meth:`merge`).
     merges_by_id = True
+
+    def require(self) -> None:
+        """Raise :class:`MissingExtra` without the ``[otel]`` extra."""
+        _names()
 
     def sniff(self, record: Any) -> bool:
         if isinstance(record, Mapping) and isinstance(record.get("resourceSpans"), list):
