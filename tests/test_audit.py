@@ -526,3 +526,59 @@ def test_the_bounds_are_named_constants_and_a_line_is_never_held_whole(tmp_path:
     mixed.write_bytes(gzip.compress(b'{"id": "\xff"}\n' + good + b"\n"))
     (first, bad), (second, record) = records(mixed)
     assert first == 1 and "not UTF-8" in str(bad) and second == 2 and record["id"] == "run-1"
+
+
+def test_one_audit_at_a_time_per_output_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A second audit into a folder being written exits 2 at once, naming the holder
+    (pid, host, start, command); the first finishes untouched. A lock whose holder
+    is gone is taken over, and that is said."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    from car_verify.corpora.audit import audit
+
+    source = corpus_lines(tmp_path)
+    out = tmp_path / "out"
+    second: list[tuple[int, str, float]] = []
+
+    class Meanwhile:
+        """After the first shard, another audit into the same folder."""
+
+        def update(self, _done: int) -> None:
+            if second:
+                return
+            clock = time.monotonic()
+            ran = subprocess.run(
+                [sys.executable, "-m", "car_verify", "audit", str(source), "-o", str(out),
+                 "--no-progress", "--shard-size", "10"],
+                capture_output=True, text=True, timeout=120,
+            )  # fmt: skip
+            second.append((ran.returncode, ran.stderr, time.monotonic() - clock))
+
+    summary = audit([str(source)], out, shard_size=10, progress=Meanwhile())
+    assert summary.trajectories == 45
+    ((code, err, seconds),) = second
+    assert code == 2 and seconds < 30, (code, err)
+    assert f"{out} is being written by another audit (pid {os.getpid()} on" in err
+    assert socket.gethostname() in err and "started 20" in err
+    assert (out / "findings.partial").exists() is False
+    assert pq.read_table(out / "trajectories.parquet").num_rows == 46
+    # a killed holder: its lock file says who, but nobody holds the lock
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    holder = {"pid": int(dead.stdout), "host": "elsewhere", "started": "2026-01-01T00:00:00",
+              "command": "car-verify audit runs.jsonl -o out"}  # fmt: skip
+    (out / "audit.lock").write_text(json.dumps(holder))
+    capsys.readouterr()
+    assert run(str(source), "-o", str(out), "--shard-size", "10") == 0
+    err = capsys.readouterr().err
+    assert f"the audit that held it is no longer running (pid {holder['pid']} on elsewhere" in err
+    assert "taking it over" in err
+    assert (out / "audit.lock").read_text() == ""  # released cleanly: nothing to take over
+    assert run(str(source), "-o", str(out), "--shard-size", "10") == 0
+    assert "taking it over" not in capsys.readouterr().err

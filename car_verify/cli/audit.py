@@ -139,6 +139,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
             fresh=args.fresh,
             engine=args.engine,
             address=args.address or args.scheduler,
+            say=lambda text: _note(args, text),
         )
     for problem in summary.problems:
         _note(args, f"skipped a record: {problem}")

@@ -31,13 +31,14 @@ worker and one row group at a time while assembling.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import os
 import signal
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -566,6 +567,78 @@ class AuditSummary:
     work: dict[str, float] = field(default_factory=dict)
 
 
+#: The file in an output folder that says which audit writes there now: one at a
+#: time. It is locked (``flock``) while an audit runs and holds who runs it.
+LOCK = "audit.lock"
+
+#: The descriptor of the lock this process holds, if any: a worker forked from it
+#: closes its copy, so that the lock lives and dies with the audit itself.
+_held_lock: int | None = None
+
+
+def _holder(fd: int) -> str:
+    """Who the lock file says holds it, as words ('' when it says nothing)."""
+    os.lseek(fd, 0, os.SEEK_SET)
+    raw = os.read(fd, 1 << 16)
+    try:
+        who = json.loads(raw) if raw.strip() else None
+    except ValueError:
+        who = None
+    if not isinstance(who, dict):
+        return raw.decode("utf-8", "replace").strip()[:200]
+    return (
+        f"pid {who.get('pid')} on {who.get('host')}, started {who.get('started')}: "
+        f"{who.get('command')}"
+    )
+
+
+@contextlib.contextmanager
+def _locked(out: Path, say: Callable[[str], None] | None) -> Iterator[None]:
+    """Hold ``out``'s lock for the block: another audit holding it is a usage error
+    naming it, at once; a lock whose holder is gone (killed) is taken over, said.
+    Without ``fcntl`` (not POSIX) there is no lock."""
+    global _held_lock
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    import socket
+    import sys
+    from datetime import UTC, datetime
+
+    path = out / LOCK
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise UsageError(
+                f"{out} is being written by another audit ({_holder(fd) or 'unknown'}): "
+                "wait for it to end, or give another output folder"
+            ) from None
+        before = _holder(fd)
+        if before and say is not None:
+            say(f"{path}: the audit that held it is no longer running ({before}): taking it over")
+        holder = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "started": datetime.now(UTC).isoformat(timespec="seconds"),
+            "command": " ".join(sys.argv),
+        }
+        os.ftruncate(fd, 0)
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.write(fd, json.dumps(holder).encode())
+        _held_lock = fd
+        try:
+            yield
+        finally:
+            _held_lock = None
+            os.ftruncate(fd, 0)  # released cleanly: nobody to take over from
+    finally:
+        os.close(fd)  # closing it releases the lock
+
+
 def audit(
     sources: Iterable[str],
     out: str | os.PathLike[str],
@@ -577,8 +650,11 @@ def audit(
     fresh: bool = False,
     engine: str = "local",
     address: str | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> AuditSummary:
-    """Audit the corpus in ``sources`` into ``out`` (see the module docs)."""
+    """Audit the corpus in ``sources`` into ``out`` (see the module docs). One audit
+    at a time writes to ``out`` (:data:`LOCK`); ``say`` is told what is worth
+    saying at once (a stale lock taken over)."""
     _pyarrow()
     if workers < 1 or shard_size < 1:
         raise UsageError("workers and shard_size must be at least 1")
@@ -595,6 +671,14 @@ def audit(
         _engine(chosen, chosen.compare_policies)
     target = Path(out)
     target.mkdir(parents=True, exist_ok=True)
+    with _locked(target, say):
+        return _audit(sources, target, chosen, workers, shard_size, progress, fresh, engine,
+                      address)  # fmt: skip
+
+
+def _audit(sources: Iterable[str], target: Path, chosen: AuditSettings, workers: int,
+           shard_size: int, progress: Any, fresh: bool, engine: str,
+           address: str | None) -> AuditSummary:  # fmt: skip
     started = time.perf_counter()
     inside = target.resolve()
     files = [f for f in sources_of(sources) if inside not in f.resolve().parents]  # not our output
