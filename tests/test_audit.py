@@ -582,3 +582,81 @@ def test_one_audit_at_a_time_per_output_folder(
     assert (out / "audit.lock").read_text() == ""  # released cleanly: nothing to take over
     assert run(str(source), "-o", str(out), "--shard-size", "10") == 0
     assert "taking it over" not in capsys.readouterr().err
+
+
+def children_of(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (from /proc), zombies left out."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        state, ppid = stat.rsplit(")", 1)[1].split()[:2]
+        if int(ppid) == pid and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def running(pid: int) -> bool:
+    try:
+        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc")
+def test_workers_end_with_a_killed_audit_and_its_resume_writes_the_same_bytes(
+    tmp_path: Path,
+) -> None:
+    """``kill -9`` of ``audit --workers 2``: its workers are gone within seconds (they
+    stayed, idle, for good); the rerun takes the lock over, resumes, and writes the
+    tables an uninterrupted run writes, byte for byte."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    source = tmp_path / "runs.jsonl"
+    with source.open("w") as stream:
+        for n in range(400):
+            record = openai_record()
+            record["id"], record["reward"] = f"run-{n}", n % 2
+            stream.write(json.dumps(record) + "\n")
+    killed, whole = tmp_path / "killed", tmp_path / "whole"
+    command = [sys.executable, "-m", "car_verify", "audit", str(source), "--shard-size", "5",
+               "--no-progress"]  # fmt: skip
+    audit = subprocess.Popen([*command, "-o", str(killed), "--workers", "2"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        workers: list[int] = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and audit.poll() is None:
+            workers = children_of(audit.pid)
+            if len(workers) >= 2 and list((killed / "shards").glob("*.trajectories.parquet")):
+                break
+            time.sleep(0.05)
+        assert len(workers) >= 2 and audit.poll() is None, "the audit ended before the kill"
+        os.kill(audit.pid, signal.SIGKILL)
+        audit.wait()
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and any(running(w) for w in workers):
+            time.sleep(0.05)
+        assert not [w for w in workers if running(w)], "the workers outlived the audit"
+    finally:
+        if audit.poll() is None:
+            audit.kill()
+            audit.wait()
+        assert audit.stderr is not None
+        audit.stderr.close()
+    assert not (killed / "trajectories.parquet").exists()  # it was cut short
+    resumed = subprocess.run([*command, "-o", str(killed)], capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "no longer running" in resumed.stderr and "shards done before" in resumed.stdout
+    assert run(str(source), "-o", str(whole), "--shard-size", "5") == 0
+    for table in ("findings.parquet", "trajectories.parquet", "tool_rates.json"):
+        assert (killed / table).read_bytes() == (whole / table).read_bytes(), table

@@ -755,12 +755,60 @@ def _local(shards: Sequence[Shard], settings: AuditSettings, out: str, workers: 
         return
     from concurrent.futures import ProcessPoolExecutor
 
-    with ProcessPoolExecutor(workers) as pool:
+    with ProcessPoolExecutor(workers, initializer=_worker_start, initargs=(os.getpid(),)) as pool:
         futures = [pool.submit(audit_shard, s, settings, out) for s in shards]
         for shard, future in zip(shards, futures, strict=True):
             future.result()
             if progress is not None:
                 progress.update(shard.count)
+
+
+#: How often a worker of the local pool looks whether the audit is still there.
+WATCH_SECONDS = 0.5
+
+#: ``prctl``'s option that has the kernel signal a process when its parent dies.
+_PR_SET_PDEATHSIG = 1
+
+
+def _worker_start(audit_pid: int) -> None:
+    """Each worker of the local pool ends with the audit that started it, however the
+    audit ends (``kill -9`` included): on Linux the kernel kills it when its parent
+    dies (``prctl(PR_SET_PDEATHSIG)``), and everywhere a thread of the worker looks
+    every :data:`WATCH_SECONDS` whether its parent is still the one it had. A worker
+    forked with the audit's lock closes its copy: the lock is the audit's alone."""
+    global _held_lock
+    if _held_lock is not None:
+        os.close(_held_lock)
+        _held_lock = None
+    import sys
+    import threading
+
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    parent = os.getppid()
+    if parent != audit_pid and not _alive(audit_pid):
+        os._exit(1)  # the audit ended before this worker was ready
+
+    def watch() -> None:
+        while True:
+            time.sleep(WATCH_SECONDS)
+            if os.getppid() != parent or (parent != audit_pid and not _alive(audit_pid)):
+                os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="car-verify-audit-watch").start()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _ray(shards: Sequence[Shard], settings: AuditSettings, out: str, workers: int,
