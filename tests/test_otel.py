@@ -121,3 +121,88 @@ def test_without_the_otel_extra_an_otlp_source_is_one_clear_error(
             assert "malformed" not in said.err and "skipped a record" not in said.err
     finally:
         otel._names.cache_clear()
+
+
+def genai_span(trace: str, span: str, tool: str, start: int, **extra: Any) -> dict[str, Any]:
+    """An OTLP span of a GenAI tool call, as the Collector's exporter writes it."""
+    attributes = [
+        {"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+        {"key": "gen_ai.tool.name", "value": {"stringValue": tool}},
+        {"key": "gen_ai.tool.call.arguments", "value": {"stringValue": json.dumps(extra)}},
+    ]
+    return {"traceId": trace, "spanId": span, "parentSpanId": "a0", "name": tool,
+            "startTimeUnixNano": str(start), "attributes": attributes}  # fmt: skip
+
+
+def export_line(spans: list[dict[str, Any]]) -> str:
+    """One Collector export (a batch of spans) as one JSON line."""
+    resource = {"attributes": [{"key": "service.name", "value": {"stringValue": "agent"}}]}
+    return json.dumps({"resourceSpans": [{"resource": resource, "scopeSpans": [{"spans": spans}]}]})
+
+
+def test_a_trace_split_across_the_files_of_a_rotated_export_is_one_trajectory(
+    tmp_path: Path,
+) -> None:
+    """A rotated Collector export: trace T's read is in the first file, its send in
+    the second. It is one trajectory (id: the trace id), its calls in start order,
+    and ``never send after read`` finds it once (it found nothing: two
+    trajectories of one id); the traces of one file stay in that file's shard, and
+    two workers write the bytes one does."""
+    pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    from car_verify.cli import main
+    from car_verify.importers import read
+
+    corpus = tmp_path / "export"
+    corpus.mkdir()
+    t, u, v = "aa" * 16, "bb" * 16, "cc" * 16
+    (corpus / "traces-1.jsonl").write_text(
+        export_line([genai_span(u, "u1", "read", 5), genai_span(t, "t1", "read", 10)]) + "\n"
+    )
+    (corpus / "traces-2.jsonl").write_text(
+        export_line([genai_span(t, "t3", "send", 30), genai_span(v, "v1", "send", 1)]) + "\n"
+        + export_line([genai_span(t, "t2", "lookup", 20)]) + "\n"
+    )  # fmt: skip
+    (tmp_path / "pol").mkdir()
+    (tmp_path / "pol" / "p.toml").write_text(
+        '[[trace_rule]]\nname = "no-leak"\nrule = "never send after read"\n'
+    )
+    found = {i.id: i for i in read(sorted(corpus.iterdir())) if isinstance(i, Trajectory)}
+    assert set(found) == {t, u, v}
+    assert [c.tool for c in found[t].calls] == ["read", "lookup", "send"]
+    shards = plan_shards(sorted(corpus.iterdir()), shard_size=1)
+    assert [(s.drop, s.keep) for s in shards] == [
+        (frozenset({t}), None), (frozenset({t}), None), (frozenset(), frozenset({t})),
+    ]  # fmt: skip
+    outs = []
+    for workers in ("1", "2"):
+        out = tmp_path / f"out-{workers}"
+        outs.append(out)
+        args = ["audit", str(corpus), "-o", str(out), "--policies", str(tmp_path / "pol")]
+        assert main([*args, "--workers", workers, "--no-progress"]) in (0, 1)
+    rows = pq.read_table(outs[0] / "trajectories.parquet").to_pylist()
+    assert sorted((r["trajectory_id"], r["calls"]) for r in rows) == [(t, 3), (u, 1), (v, 1)]
+    findings = pq.read_table(outs[0] / "findings.parquet").to_pylist()
+    leaks = [(f["trajectory_id"], f["tool"]) for f in findings if f["code"] == "trace_rule:no-leak"]
+    assert leaks == [(t, "send")]
+    for table in ("findings.parquet", "trajectories.parquet"):
+        assert (outs[0] / table).read_bytes() == (outs[1] / table).read_bytes()
+
+
+def test_a_span_sent_twice_is_one_call_and_ties_in_time_keep_one_order(tmp_path: Path) -> None:
+    """A batch the Collector sent again (the same span ids) adds no call; spans that
+    start at the same time are ordered by span id, whichever file or line each
+    sits in."""
+    from car_verify.importers import read
+
+    t = "dd" * 16
+    spans = [genai_span(t, "s2", "b", 7), genai_span(t, "s1", "a", 7), genai_span(t, "s3", "c", 9)]
+    one = tmp_path / "one.jsonl"
+    one.write_text(export_line(spans) + "\n")
+    split = [tmp_path / "x.jsonl", tmp_path / "y.jsonl"]
+    split[0].write_text(export_line(spans[:1]) + "\n" + export_line(spans[2:]) + "\n")
+    split[1].write_text(export_line(spans[1:]) + "\n")  # s3 again
+    for paths in ([one], split):
+        (t_,) = [i for i in read(paths) if isinstance(i, Trajectory)]
+        assert [c.tool for c in t_.calls] == ["a", "b", "c"], paths

@@ -87,6 +87,15 @@ class Shard:
     lines: int
     count: int
     first_line: int = 1
+    #: More files read with ``path`` as one, their parts merged by id (the files
+    #: that share the spans of a trace).
+    also: tuple[str, ...] = ()
+    #: Only the merged trajectories of these ids (those split across files), or
+    #: None: all.
+    keep: frozenset[str] | None = None
+    #: Not the merged trajectories of these ids (a shard that reads every file they
+    #: sit in has them).
+    drop: frozenset[str] = frozenset()
 
 
 def sources_of(given: Iterable[str]) -> list[Path]:
@@ -113,20 +122,42 @@ def sources_of(given: Iterable[str]) -> list[Path]:
     return list(found)
 
 
+#: The most distinct trajectory ids the planner keeps while it finds which traces
+#: have spans in more than one file: past it, the files of a format that merges by
+#: id are read as one shard (correct, and no longer spread over the workers).
+MAX_MERGE_IDS = 1_000_000
+
+
 def plan_shards(
     files: Sequence[Path], shard_size: int, bounds: Bounds | None = None
 ) -> list[Shard]:
     """Cut each plain JSON-lines file into shards of ``shard_size`` lines (found in
     one pass over its bytes); any other file (a JSON array, ``.gz``, Parquet) is
-    one shard. ``bounds``: how much of a record and of a compressed file is read."""
+    one shard. A file of a format whose records merge by id (a trace's spans) is
+    one shard less the ids it shares with other files, and those shared ids are
+    one more shard, last, that reads them from every file they sit in: so the
+    spans of one trace meet in one shard however the files split them.
+    ``bounds``: how much of a record and of a compressed file is read."""
     from ..importers import importers
 
     limits = bounds or Bounds()
     formats = importers()
+    kinds = [_first_format(path, formats, limits) for path in files]
+    merging = [path for path, kind in zip(files, kinds, strict=True) if _merges(kind)]
+    split = _split_ids(merging, formats, limits)
     shards: list[Shard] = []
-    for path in files:
-        format = _first_format(path, formats, limits)
-        if not path.name.endswith((".jsonl", ".ndjson")) or getattr(format, "merges_by_id", False):
+    for path, kind in zip(files, kinds, strict=True):
+        if _merges(kind):
+            if split is None:  # too many ids to keep: every such file in one shard
+                if path == merging[0]:
+                    count = sum(count_records(m, limits) for m in merging)
+                    also = tuple(str(m) for m in merging[1:])
+                    shards.append(Shard(len(shards), str(path), None, 0, count, also=also))
+                continue
+            count, drop = split.files[path]
+            shards.append(Shard(len(shards), str(path), None, 0, count, drop=drop))
+            continue
+        if not path.name.endswith((".jsonl", ".ndjson")):
             shards.append(Shard(len(shards), str(path), None, 0, count_records(path, limits)))
             continue
         start, lines, position, physical, first = 0, 0, 0, 0, 1
@@ -143,7 +174,62 @@ def plan_shards(
                         lines = 0
         if lines:
             shards.append(Shard(len(shards), str(path), start, lines, lines, first))
+    if split is not None and split.shared:
+        where = [str(path) for path in merging if split.files[path][1]]
+        shared = frozenset(split.shared)
+        shards.append(
+            Shard(len(shards), where[0], None, 0, len(shared), also=tuple(where[1:]), keep=shared)
+        )
     return shards
+
+
+def _merges(kind: Any) -> bool:
+    return bool(getattr(kind, "merges_by_id", False))
+
+
+@dataclass
+class _Split:
+    """Which ids of a merging format sit in more than one file: per file, its records
+    and the shared ids it holds; and every shared id."""
+
+    files: dict[Path, tuple[int, frozenset[str]]]
+    shared: list[str]
+
+
+def _split_ids(files: Sequence[Path], formats: Sequence[Any], bounds: Bounds) -> _Split | None:
+    """One streamed pass over ``files``, asking each record's importer which ids it
+    has parts of (``ids``, no lifting): the ids found in more than one file. None
+    past :data:`MAX_MERGE_IDS` distinct ids (the memory this pass may take)."""
+    from ..importers import records
+
+    first: dict[str, int] = {}
+    shared: dict[str, list[int]] = {}
+    counts: list[int] = []
+    for n, path in enumerate(files):
+        seen = 0
+        for _, record in records(path, bounds):
+            seen += 1
+            if isinstance(record, InputError):
+                continue
+            importer = next((i for i in formats if i.sniff(record)), None)
+            if importer is None or not _merges(importer):
+                continue
+            for key in importer.ids(record):
+                at = first.setdefault(key, n)
+                if at != n:
+                    where = shared.setdefault(key, [at])
+                    if where[-1] != n:
+                        where.append(n)
+            if len(first) > MAX_MERGE_IDS:
+                return None
+        counts.append(seen)
+    held: list[list[str]] = [[] for _ in files]
+    for key, where in shared.items():
+        for n in where:
+            held[n].append(key)
+    return _Split(
+        {path: (counts[n], frozenset(held[n])) for n, path in enumerate(files)}, list(shared)
+    )
 
 
 def _first_format(path: Path, formats: Sequence[Any], bounds: Bounds) -> Any:
@@ -170,6 +256,12 @@ def _shard_items(shard: Shard, bounds: Bounds) -> Iterator[Any]:
     from ..importers.base import read_lines
 
     formats = importers()
+    if shard.also or shard.keep is not None or shard.drop:
+        from ..importers.base import read_merged
+
+        paths = [shard.path, *shard.also]
+        yield from read_merged(paths, formats, bounds, keep=shard.keep, drop=shard.drop)
+        return
     if shard.offset is None:
         from ..importers import read_file
 

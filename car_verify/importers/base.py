@@ -27,7 +27,7 @@ import functools
 import inspect
 import os
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -204,9 +204,14 @@ class Importer(Protocol):
 
 class MergingImporter(Importer, Protocol):
     """A format whose trajectory may sit in several records (a trace's spans on
-    several lines): its importer lifts each part and merges the parts of one id."""
+    several lines, or files): its importer lifts each part, merges the parts of one
+    id, and says which ids a record has parts of without lifting it (``ids``: every
+    id its lift gives, so that the audit puts all of a trajectory's parts in one
+    shard)."""
 
     merges_by_id: bool
+
+    def ids(self, record: Any) -> Iterable[str]: ...
 
     def merge(self, parts: Sequence[Trajectory]) -> Trajectory: ...
 
@@ -504,6 +509,40 @@ def read_file(
 ) -> Iterator[Trajectory | ImportProblem]:
     """Every trajectory of one file, and a problem for each record that fails: each
     record goes to the first of ``formats`` that knows it."""
+    return _parts(path, formats, bounds)
+
+
+def read_merged(
+    paths: Iterable[str | os.PathLike[str]],
+    formats: Sequence[Importer],
+    bounds: Bounds | None = None,
+    *,
+    keep: Collection[str] | None = None,
+    drop: Collection[str] = (),
+) -> Iterator[Trajectory | ImportProblem]:
+    """The trajectories of several files, those of a format that ``merges_by_id``
+    merged by id across the files (a trace whose spans sit in two files of a
+    rotated export is one trajectory). ``keep``: only the merged trajectories of
+    these ids (and nothing else: the problems and the other formats are the files'
+    own); ``drop``: not the merged trajectories of these ids."""
+    names = {i.name for i in merging(formats)}
+
+    def parts() -> Iterator[Trajectory | ImportProblem]:
+        for path in paths:
+            for item in _parts(path, formats, bounds):
+                if isinstance(item, Trajectory) and item.format in names:
+                    if (keep is None or item.id in keep) and item.id not in drop:
+                        yield item
+                elif keep is None:
+                    yield item
+
+    return merged(parts(), formats)
+
+
+def _parts(
+    path: str | os.PathLike[str], formats: Sequence[Importer], bounds: Bounds | None
+) -> Iterator[Trajectory | ImportProblem]:
+    """:func:`read_file`'s items before the parts of one id are merged."""
     source = str(path)
     for index, (line, record) in enumerate(records(path, bounds)):
         if isinstance(record, InputError):
@@ -605,9 +644,10 @@ def _newlines_before(stream: Any, offset: int, block: int = 1 << 20) -> int:
 def read(
     paths: Iterable[str | os.PathLike[str]], formats: Sequence[Importer]
 ) -> Iterator[Trajectory | ImportProblem]:
-    """:func:`read_file` over many files, in the order given."""
-    for path in paths:
-        yield from read_file(path, formats)
+    """:func:`read_file` over many files, in the order given; a trajectory whose
+    parts sit in several of the files (a trace's spans) is merged across them, and
+    comes once the files are read (:func:`read_merged`)."""
+    return read_merged(paths, formats)
 
 
 def _record_id(record: Any) -> str | None:
