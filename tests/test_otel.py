@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("opentelemetry.semconv", reason="the [otel] extra is not installed")
 pytest.importorskip("openinference.semconv", reason="the [otel] extra is not installed")
@@ -206,3 +208,116 @@ def test_a_span_sent_twice_is_one_call_and_ties_in_time_keep_one_order(tmp_path:
     for paths in ([one], split):
         (t_,) = [i for i in read(paths) if isinstance(i, Trajectory)]
         assert [c.tool for c in t_.calls] == ["a", "b", "c"], paths
+
+
+FINDING = ("trajectory_id", "code", "step", "action_id", "tool", "severity", "message")
+
+
+def findings_of(out: Path) -> list[tuple[Any, ...]]:
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(out / "findings.parquet").to_pylist()
+    return sorted(tuple(r[k] for k in FINDING) for r in rows)
+
+
+span_specs = st.lists(
+    st.tuples(
+        st.integers(0, 2),  # which trace
+        st.sampled_from(["read", "send", "lookup"]),
+        st.integers(0, 6),  # start: ties happen
+        st.integers(0, 3),  # the file it lands in
+        st.booleans(),  # sent twice (the second copy in another file)
+    ),
+    min_size=1,
+    max_size=10,
+)
+hostile = st.lists(
+    st.sampled_from(["empty", "empty.gz", "truncated.gz", "not-gzip.gz", "huge", "huge.gz"]),
+    max_size=3,
+)
+
+
+@settings(deadline=None, max_examples=30, suppress_health_check=[HealthCheck.too_slow])
+@given(specs=span_specs, junk=hostile, gz=st.lists(st.booleans(), min_size=4, max_size=4),
+       batch=st.integers(1, 3))  # fmt: skip
+def test_hostile_splits_of_a_trace_audit_as_the_same_spans_in_one_file(
+    tmp_path_factory: pytest.TempPathFactory,
+    specs: list[tuple[int, str, int, int, bool]],
+    junk: list[str],
+    gz: list[bool],
+    batch: int,
+) -> None:
+    """The spans of a few traces, split at random over files (some gzipped, some
+    spans sent twice, ``batch`` spans per export line) beside hostile files (empty,
+    truncated or non-gzip .gz, lines past the record bound), give the findings of
+    the same spans in one file: never a crash, within a time bound, each trace one
+    trajectory."""
+    pytest.importorskip("pyarrow")
+    import gzip
+    import time
+
+    import pyarrow.parquet as pq
+
+    from car_verify.cli import main
+
+    base = tmp_path_factory.mktemp("split")
+    traces = [f"{n:032x}" for n in (0xA1, 0xB2, 0xC3)]
+    spans = [
+        (where, twice, genai_span(traces[t], f"{n:016x}", tool, start, n=n))
+        for n, (t, tool, start, where, twice) in enumerate(specs)
+    ]
+    whole = base / "whole"
+    whole.mkdir()
+    (whole / "one.jsonl").write_text(export_line([s for _, _, s in spans]) + "\n")
+    files: list[list[dict[str, Any]]] = [[] for _ in range(4)]
+    for where, twice, span in spans:
+        files[where].append(span)
+        if twice:
+            files[(where + 1) % 4].append(span)
+    corpus = base / "corpus"
+    corpus.mkdir()
+    for n, part in enumerate(files):
+        text = "".join(export_line(part[i : i + batch]) + "\n" for i in range(0, len(part), batch))
+        name = corpus / f"spans-{n}.jsonl"
+        if gz[n]:
+            Path(f"{name}.gz").write_bytes(gzip.compress(text.encode()))
+        else:
+            name.write_text(text)
+    for n, kind in enumerate(junk):
+        name = corpus / f"junk-{n}.jsonl{'.gz' if kind.endswith('.gz') else ''}"
+        huge = ("x" * 40_000 + "\n").encode()
+        data = {"empty": b"", "empty.gz": gzip.compress(b""), "huge": huge,
+                "huge.gz": gzip.compress(huge), "not-gzip.gz": b"not gzip at all\n",
+                "truncated.gz": gzip.compress(huge * 3)[:200]}[kind]  # fmt: skip
+        name.write_bytes(data)
+    results = []
+    for source in (whole, corpus):
+        out = base / f"out-{source.name}"
+        clock = time.monotonic()
+        code = main(["audit", str(source), "-o", str(out), "--no-progress",
+                     "--max-record-size", "0.02", "--shard-size", "2"])  # fmt: skip
+        assert code in (0, 1) and time.monotonic() - clock < 60
+        rows = pq.read_table(out / "trajectories.parquet").to_pylist()
+        checked = sorted(r["trajectory_id"] for r in rows if r["status"] == "checked")
+        assert checked == sorted({traces[t] for t, *_ in specs})  # each trace once
+        results.append(findings_of(out))
+    assert results[0] == results[1]
+
+
+def test_past_the_id_bound_the_files_of_a_split_trace_are_one_shard(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With more ids than the planner keeps, the files of a merging format are read
+    as one shard: the split trace is still one trajectory."""
+    from car_verify.corpora import audit as audit_module
+
+    t = "ee" * 16
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    first.write_text(export_line([genai_span(t, "1", "read", 1)]) + "\n")
+    second.write_text(export_line([genai_span(t, "2", "send", 2)]) + "\n")
+    monkeypatch.setattr(audit_module, "MAX_MERGE_IDS", 0)
+    (shard,) = plan_shards([first, second], shard_size=1)
+    assert (shard.path, shard.also, shard.keep, shard.drop) == (str(first), (str(second),),
+                                                                 None, frozenset())  # fmt: skip
+    items = list(audit_module._shard_items(shard, audit_module.Bounds()))
+    assert [(i.id, [c.tool for c in i.calls]) for i in items] == [(t, ["read", "send"])]

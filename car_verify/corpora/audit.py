@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import itertools
 import json
 import os
 import signal
@@ -232,19 +233,34 @@ def _split_ids(files: Sequence[Path], formats: Sequence[Any], bounds: Bounds) ->
     )
 
 
+#: How many records that cannot be read the planner passes over to find a file's
+#: format (a corrupted first line must not hide it).
+_SNIFF_RECORDS = 64
+
+
 def _first_format(path: Path, formats: Sequence[Any], bounds: Bounds) -> Any:
-    """The importer of the file's first record (None when it cannot be read or no
-    importer knows it). An importer that cannot read its format here (a missing
-    extra) fails the audit now, once, rather than each of its records."""
+    """The importer of the file's first readable record (None when there is none
+    among its first :data:`_SNIFF_RECORDS`, or no importer knows it). An importer
+    that cannot read its format here (a missing extra) fails the audit now, once,
+    rather than each of its records."""
     from ..importers import records
     from ..importers.base import require
 
     stream = records(path, bounds)
-    first = next(stream, None)
-    getattr(stream, "close", lambda: None)()  # the file is closed, not left to the collector
-    if first is None or isinstance(first[1], InputError):
+    try:
+        first = next(
+            (
+                r
+                for _, r in itertools.islice(stream, _SNIFF_RECORDS)
+                if not isinstance(r, InputError)
+            ),
+            None,
+        )
+    finally:
+        getattr(stream, "close", lambda: None)()  # closed now, not left to the collector
+    if first is None:
         return None
-    found = next((i for i in formats if i.sniff(first[1])), None)
+    found = next((i for i in formats if i.sniff(first)), None)
     if found is not None:
         require(found)
     return found
