@@ -26,7 +26,12 @@ engine runs (the local process pool here), and its rows are written to
 skips the shards already done and a killed run leaves no half shard. The two
 tables are then assembled from the shards in shard order: the same rows and the
 same bytes whatever the number of workers. Memory is bounded by one shard per
-worker and one row group at a time while assembling.
+worker and one row group at a time while assembling. A trace whose spans sit in
+several files is one trajectory (:func:`plan_shards` puts its spans in one shard).
+
+**One audit per folder, and workers that end with it.** ``out/audit.lock`` is
+locked while an audit runs (:data:`LOCK`); the local pool's workers end when the
+audit does, ``kill -9`` included (:func:`_worker_start`).
 """
 
 from __future__ import annotations

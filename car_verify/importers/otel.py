@@ -16,9 +16,14 @@ else an LLM span's) and the metadata (its scalar attributes and the resource's).
 
 The attribute names are the conventions' own, read from their published
 packages (``opentelemetry-semantic-conventions``, ``openinference-semantic-
-conventions``: the ``[otel]`` extra), not retyped here. The spans of one trace
-may sit in several records of a file: the partial trajectories are merged by
-trace id once the file (or its shard: a file of spans is one shard) is read.
+conventions``: the ``[otel]`` extra), not retyped here; without them
+:meth:`OtelImporter.require` (and the first record lifted) raises
+:class:`~car_verify.importers.base.MissingExtra` naming the extra. The spans of
+one trace may sit in several records, or several files (a rotated export): the
+partial trajectories are merged by trace id (:meth:`OtelImporter.merge`: calls in
+start order, a tie by span id, a span sent twice once) once every file they sit in
+is read; :meth:`OtelImporter.ids` gives a record's trace ids without lifting it, so
+the audit's planner can put each trace in one shard.
 """
 
 from __future__ import annotations
