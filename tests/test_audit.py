@@ -456,3 +456,207 @@ def test_a_record_whose_calls_make_no_proposal_is_a_malformed_row(tmp_path: Path
     rows = pq.read_table(tmp_path / "out" / "shards" / "000000.trajectories.parquet").to_pylist()
     assert [r["status"] for r in rows] == ["malformed", "malformed"]
     assert "do not make a proposal" in rows[1]["problem"]
+
+
+def gzip_bomb(path: Path, mebibytes: int, prefix: bytes = b'{"messages": "') -> None:
+    """One line of ``mebibytes`` MiB, gzipped to about a thousandth of that: one
+    member of 1 MiB compressed once and repeated (gzip reads members one after the
+    other), so that making it costs nothing."""
+    first = gzip.compress(prefix + b"a" * ((1 << 20) - len(prefix)), 9)
+    member = gzip.compress(b"a" * (1 << 20), 9)
+    path.write_bytes(first + member * (mebibytes - 1) + gzip.compress(b'"}\n', 9))
+
+
+def test_a_gzip_bomb_is_cut_off_at_the_bounds_in_seconds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A record past the record bound is a malformed row, said as soon as it is seen
+    and skipped a block at a time; a compressed file past the file bound is cut off,
+    said as a row of its own; the good records before the bomb are audited."""
+    import time
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    good = (json.dumps(openai_record()) + "\n").encode()
+    bomb = corpus / "bomb.jsonl.gz"
+    gzip_bomb(tmp_path / "part.gz", 2048)  # 2 GiB in one line
+    bomb.write_bytes(gzip.compress(good) + (tmp_path / "part.gz").read_bytes())
+    assert bomb.stat().st_size < 4 << 20
+    clock = time.monotonic()
+    code = run(str(corpus), "-o", str(tmp_path / "out"), "--max-record-size", "1",
+               "--max-file-size", "16")  # fmt: skip
+    elapsed = time.monotonic() - clock
+    assert code == 0 and elapsed < 10, elapsed
+    said = capsys.readouterr()
+    assert said.out.startswith("1 trajectories, 2 malformed records")
+    rows = pq.read_table(tmp_path / "out" / "trajectories.parquet").to_pylist()
+    problems = [(r["line"], r["problem"]) for r in rows if r["status"] == "malformed"]
+    assert problems == [
+        (2, "the record is longer than 1 MiB decompressed (the record bound, "
+            "--max-record-size): not read"),
+        (None, "the file is longer than 16 MiB decompressed (the file bound, "
+               "--max-file-size): cut off there, the rest not read"),
+    ]  # fmt: skip
+    assert "bomb.jsonl.gz:2: the record is longer than 1 MiB" in said.err
+
+
+def test_the_bounds_are_named_constants_and_a_line_is_never_held_whole(tmp_path: Path) -> None:
+    """The defaults are the documented constants; a line far past the record bound
+    is read a block at a time (what is held stays near the bound); bad UTF-8 in one
+    line of a .gz is that line's problem, and the lines after it are read."""
+    import tracemalloc
+
+    from car_verify.corpora.audit import AuditSettings
+    from car_verify.importers.base import MAX_FILE, MAX_RECORD, Bounds, records
+
+    assert (MAX_RECORD, MAX_FILE) == (64 << 20, 512 << 20)
+    assert AuditSettings().bounds() == Bounds(MAX_RECORD, MAX_FILE)
+    long = tmp_path / "long.jsonl.gz"
+    gzip_bomb(long, 64)
+    tracemalloc.start()
+    try:
+        found = list(records(long, Bounds(record=1 << 20, file=1 << 30)))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert [(line, type(r).__name__) for line, r in found] == [(1, "InputError")]
+    assert peak < 8 << 20, peak
+    mixed = tmp_path / "mixed.jsonl.gz"
+    good = json.dumps(openai_record()).encode()
+    mixed.write_bytes(gzip.compress(b'{"id": "\xff"}\n' + good + b"\n"))
+    (first, bad), (second, record) = records(mixed)
+    assert first == 1 and "not UTF-8" in str(bad) and second == 2 and record["id"] == "run-1"
+
+
+def test_one_audit_at_a_time_per_output_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A second audit into a folder being written exits 2 at once, naming the holder
+    (pid, host, start, command); the first finishes untouched. A lock whose holder
+    is gone is taken over, and that is said."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    from car_verify.corpora.audit import audit
+
+    source = corpus_lines(tmp_path)
+    out = tmp_path / "out"
+    second: list[tuple[int, str, float]] = []
+
+    class Meanwhile:
+        """After the first shard, another audit into the same folder."""
+
+        def update(self, _done: int) -> None:
+            if second:
+                return
+            clock = time.monotonic()
+            ran = subprocess.run(
+                [sys.executable, "-m", "car_verify", "audit", str(source), "-o", str(out),
+                 "--no-progress", "--shard-size", "10"],
+                capture_output=True, text=True, timeout=120,
+            )  # fmt: skip
+            second.append((ran.returncode, ran.stderr, time.monotonic() - clock))
+
+    summary = audit([str(source)], out, shard_size=10, progress=Meanwhile())
+    assert summary.trajectories == 45
+    ((code, err, seconds),) = second
+    assert code == 2 and seconds < 30, (code, err)
+    assert f"{out} is being written by another audit (pid {os.getpid()} on" in err
+    assert socket.gethostname() in err and "started 20" in err
+    assert (out / "findings.partial").exists() is False
+    assert pq.read_table(out / "trajectories.parquet").num_rows == 46
+    # a killed holder: its lock file says who, but nobody holds the lock
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    holder = {"pid": int(dead.stdout), "host": "elsewhere", "started": "2026-01-01T00:00:00",
+              "command": "car-verify audit runs.jsonl -o out"}  # fmt: skip
+    (out / "audit.lock").write_text(json.dumps(holder))
+    capsys.readouterr()
+    assert run(str(source), "-o", str(out), "--shard-size", "10") == 0
+    err = capsys.readouterr().err
+    assert f"the audit that held it is no longer running (pid {holder['pid']} on elsewhere" in err
+    assert "taking it over" in err
+    assert (out / "audit.lock").read_text() == ""  # released cleanly: nothing to take over
+    assert run(str(source), "-o", str(out), "--shard-size", "10") == 0
+    assert "taking it over" not in capsys.readouterr().err
+
+
+def children_of(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (from /proc), zombies left out."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        state, ppid = stat.rsplit(")", 1)[1].split()[:2]
+        if int(ppid) == pid and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def running(pid: int) -> bool:
+    try:
+        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc")
+def test_workers_end_with_a_killed_audit_and_its_resume_writes_the_same_bytes(
+    tmp_path: Path,
+) -> None:
+    """``kill -9`` of ``audit --workers 2``: its workers are gone within seconds (they
+    stayed, idle, for good); the rerun takes the lock over, resumes, and writes the
+    tables an uninterrupted run writes, byte for byte."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    source = tmp_path / "runs.jsonl"
+    with source.open("w") as stream:
+        for n in range(400):
+            record = openai_record()
+            record["id"], record["reward"] = f"run-{n}", n % 2
+            stream.write(json.dumps(record) + "\n")
+    killed, whole = tmp_path / "killed", tmp_path / "whole"
+    command = [sys.executable, "-m", "car_verify", "audit", str(source), "--shard-size", "5",
+               "--no-progress"]  # fmt: skip
+    audit = subprocess.Popen([*command, "-o", str(killed), "--workers", "2"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        workers: list[int] = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and audit.poll() is None:
+            workers = children_of(audit.pid)
+            if len(workers) >= 2 and list((killed / "shards").glob("*.trajectories.parquet")):
+                break
+            time.sleep(0.05)
+        assert len(workers) >= 2 and audit.poll() is None, "the audit ended before the kill"
+        os.kill(audit.pid, signal.SIGKILL)
+        audit.wait()
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and any(running(w) for w in workers):
+            time.sleep(0.05)
+        assert not [w for w in workers if running(w)], "the workers outlived the audit"
+    finally:
+        if audit.poll() is None:
+            audit.kill()
+            audit.wait()
+        assert audit.stderr is not None
+        audit.stderr.close()
+    assert not (killed / "trajectories.parquet").exists()  # it was cut short
+    resumed = subprocess.run([*command, "-o", str(killed)], capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "no longer running" in resumed.stderr and "shards done before" in resumed.stdout
+    assert run(str(source), "-o", str(whole), "--shard-size", "5") == 0
+    for table in ("findings.parquet", "trajectories.parquet", "tool_rates.json"):
+        assert (killed / table).read_bytes() == (whole / table).read_bytes(), table

@@ -23,6 +23,12 @@ class Progress:
         if self._bar is not None:
             self._bar.update(done)
 
+    def total(self, count: int) -> None:
+        """The work's size, once known (the bar was started without it)."""
+        if self._bar is not None:
+            self._bar.total = count
+            self._bar.refresh()
+
     def note(self, text: str) -> None:
         """What is being done now, beside the bar."""
         if self._bar is not None:

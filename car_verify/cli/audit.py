@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from ..base.errors import UsageError
@@ -63,6 +62,20 @@ def add(sub: Any, profiled: Any) -> None:
         metavar="SECONDS",
         help="per trajectory; past it the row says unknown (default 10)",
     )
+    p.add_argument(
+        "--max-record-size",
+        type=_mebibytes,
+        metavar="MiB",
+        help="one record (a line, a .json document), decompressed; past it the record is "
+        "a malformed row (default 64)",
+    )
+    p.add_argument(
+        "--max-file-size",
+        type=_mebibytes,
+        metavar="MiB",
+        help="one compressed file, decompressed; past it the file is cut off, said as a "
+        "malformed row (default 512)",
+    )
     p.add_argument("--top", type=_positive, default=15, metavar="N", help="codes in the summary")
     p.add_argument(
         "--report", metavar="REPORT.html", help="a self-contained HTML report (plots: matplotlib)"
@@ -76,11 +89,23 @@ def add(sub: Any, profiled: Any) -> None:
     p.set_defaults(run=cmd_audit)
 
 
+def _mebibytes(text: str) -> int:
+    """A size in MiB (a positive number, fractions allowed) as bytes."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value * 1024 * 1024 >= 1 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive size in MiB, got {text!r}")
+    return int(value * 1024 * 1024)
+
+
 def cmd_audit(args: argparse.Namespace) -> int:
     from collections import Counter
 
     from ..base.progress import progress
-    from ..corpora.audit import AuditSettings, audit, plan_shards, rates_by_outcome, sources_of
+    from ..corpora.audit import AuditSettings, audit, rates_by_outcome
+    from ..importers.base import MAX_FILE, MAX_RECORD
 
     labels = flow_policy = None
     if args.labels is not None:
@@ -100,11 +125,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
         labels=labels,
         flow_policy=flow_policy,
         budget=args.budget,
+        max_record=args.max_record_size or MAX_RECORD,
+        max_file=args.max_file_size or MAX_FILE,
     )
-    inside = Path(args.output).resolve()
-    files = [f for f in sources_of(args.sources) if inside not in f.resolve().parents]
-    total = sum(s.count for s in plan_shards(files, args.shard_size))
-    with progress(None if args.no_progress else total, "audit", "trajectories") as bar:
+    with progress(None, "audit", "trajectories", show=False if args.no_progress else None) as bar:
         summary = audit(
             args.sources,
             args.output,
@@ -115,6 +139,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
             fresh=args.fresh,
             engine=args.engine,
             address=args.address or args.scheduler,
+            say=lambda text: _note(args, text),
         )
     for problem in summary.problems:
         _note(args, f"skipped a record: {problem}")

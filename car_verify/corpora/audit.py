@@ -26,23 +26,31 @@ engine runs (the local process pool here), and its rows are written to
 skips the shards already done and a killed run leaves no half shard. The two
 tables are then assembled from the shards in shard order: the same rows and the
 same bytes whatever the number of workers. Memory is bounded by one shard per
-worker and one row group at a time while assembling.
+worker and one row group at a time while assembling. A trace whose spans sit in
+several files is one trajectory (:func:`plan_shards` puts its spans in one shard).
+
+**One audit per folder, and workers that end with it.** ``out/audit.lock`` is
+locked while an audit runs (:data:`LOCK`); the local pool's workers end when the
+audit does, ``kill -9`` included (:func:`_worker_start`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import glob
+import itertools
 import json
 import os
 import signal
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from ..base.errors import InputError, UsageError
+from ..importers.base import MAX_FILE, MAX_RECORD, Bounds, count_records
 
 #: ``tool_rates.json``'s ``format``: ``car-verify risk --history OUT/`` reads it.
 RATES_FORMAT = "car-verify tool rates"
@@ -63,6 +71,13 @@ class AuditSettings:
     flow_policy: Mapping[str, Any] | None = None
     #: Seconds one trajectory may take; past it the row says ``unknown``.
     budget: float = 10.0
+    #: Bytes of one record, and of one compressed file, read decompressed (see
+    #: :data:`car_verify.importers.base.MAX_RECORD` and ``MAX_FILE``).
+    max_record: int = MAX_RECORD
+    max_file: int = MAX_FILE
+
+    def bounds(self) -> Bounds:
+        return Bounds(self.max_record, self.max_file)
 
 
 @dataclass(frozen=True)
@@ -78,6 +93,15 @@ class Shard:
     lines: int
     count: int
     first_line: int = 1
+    #: More files read with ``path`` as one, their parts merged by id (the files
+    #: that share the spans of a trace).
+    also: tuple[str, ...] = ()
+    #: Only the merged trajectories of these ids (those split across files), or
+    #: None: all.
+    keep: frozenset[str] | None = None
+    #: Not the merged trajectories of these ids (a shard that reads every file they
+    #: sit in has them).
+    drop: frozenset[str] = frozenset()
 
 
 def sources_of(given: Iterable[str]) -> list[Path]:
@@ -104,18 +128,43 @@ def sources_of(given: Iterable[str]) -> list[Path]:
     return list(found)
 
 
-def plan_shards(files: Sequence[Path], shard_size: int) -> list[Shard]:
+#: The most distinct trajectory ids the planner keeps while it finds which traces
+#: have spans in more than one file: past it, the files of a format that merges by
+#: id are read as one shard (correct, and no longer spread over the workers).
+MAX_MERGE_IDS = 1_000_000
+
+
+def plan_shards(
+    files: Sequence[Path], shard_size: int, bounds: Bounds | None = None
+) -> list[Shard]:
     """Cut each plain JSON-lines file into shards of ``shard_size`` lines (found in
     one pass over its bytes); any other file (a JSON array, ``.gz``, Parquet) is
-    one shard."""
+    one shard. A file of a format whose records merge by id (a trace's spans) is
+    one shard less the ids it shares with other files, and those shared ids are
+    one more shard, last, that reads them from every file they sit in: so the
+    spans of one trace meet in one shard however the files split them.
+    ``bounds``: how much of a record and of a compressed file is read."""
     from ..importers import importers
-    from ..importers.base import merging as merging_of
 
-    merging = merging_of(importers())
+    limits = bounds or Bounds()
+    formats = importers()
+    kinds = [_first_format(path, formats, limits) for path in files]
+    merging = [path for path, kind in zip(files, kinds, strict=True) if _merges(kind)]
+    split = _split_ids(merging, formats, limits)
     shards: list[Shard] = []
-    for path in files:
-        if not path.name.endswith((".jsonl", ".ndjson")) or _merges_across_lines(path, merging):
-            shards.append(Shard(len(shards), str(path), None, 0, _records_in(path)))
+    for path, kind in zip(files, kinds, strict=True):
+        if _merges(kind):
+            if split is None:  # too many ids to keep: every such file in one shard
+                if path == merging[0]:
+                    count = sum(count_records(m, limits) for m in merging)
+                    also = tuple(str(m) for m in merging[1:])
+                    shards.append(Shard(len(shards), str(path), None, 0, count, also=also))
+                continue
+            count, drop = split.files[path]
+            shards.append(Shard(len(shards), str(path), None, 0, count, drop=drop))
+            continue
+        if not path.name.endswith((".jsonl", ".ndjson")):
+            shards.append(Shard(len(shards), str(path), None, 0, count_records(path, limits)))
             continue
         start, lines, position, physical, first = 0, 0, 0, 0, 1
         with path.open("rb") as stream:
@@ -131,41 +180,115 @@ def plan_shards(files: Sequence[Path], shard_size: int) -> list[Shard]:
                         lines = 0
         if lines:
             shards.append(Shard(len(shards), str(path), start, lines, lines, first))
+    if split is not None and split.shared:
+        where = [str(path) for path in merging if split.files[path][1]]
+        shared = frozenset(split.shared)
+        shards.append(
+            Shard(len(shards), where[0], None, 0, len(shared), also=tuple(where[1:]), keep=shared)
+        )
     return shards
 
 
-def _merges_across_lines(path: Path, merging: Sequence[Any]) -> bool:
-    """Whether the file's first record is of a format whose records merge by id (the
-    spans of one trace on several lines: ``merging``): such a file is one shard, so
-    that no trace is cut in two."""
-    if not merging:
-        return False
+def _merges(kind: Any) -> bool:
+    return bool(getattr(kind, "merges_by_id", False))
+
+
+@dataclass
+class _Split:
+    """Which ids of a merging format sit in more than one file: per file, its records
+    and the shared ids it holds; and every shared id."""
+
+    files: dict[Path, tuple[int, frozenset[str]]]
+    shared: list[str]
+
+
+def _split_ids(files: Sequence[Path], formats: Sequence[Any], bounds: Bounds) -> _Split | None:
+    """One streamed pass over ``files``, asking each record's importer which ids it
+    has parts of (``ids``, no lifting): the ids found in more than one file. None
+    past :data:`MAX_MERGE_IDS` distinct ids (the memory this pass may take)."""
     from ..importers import records
 
-    stream = records(path)
-    first = next(stream, None)
-    getattr(stream, "close", lambda: None)()  # the file is closed, not left to the collector
-    return first is not None and any(i.sniff(first[1]) for i in merging)
+    first: dict[str, int] = {}
+    shared: dict[str, list[int]] = {}
+    counts: list[int] = []
+    for n, path in enumerate(files):
+        seen = 0
+        for _, record in records(path, bounds):
+            seen += 1
+            if isinstance(record, InputError):
+                continue
+            importer = next((i for i in formats if i.sniff(record)), None)
+            if importer is None or not _merges(importer):
+                continue
+            for key in importer.ids(record):
+                at = first.setdefault(key, n)
+                if at != n:
+                    where = shared.setdefault(key, [at])
+                    if where[-1] != n:
+                        where.append(n)
+            if len(first) > MAX_MERGE_IDS:
+                return None
+        counts.append(seen)
+    held: list[list[str]] = [[] for _ in files]
+    for key, where in shared.items():
+        for n in where:
+            held[n].append(key)
+    return _Split(
+        {path: (counts[n], frozenset(held[n])) for n, path in enumerate(files)}, list(shared)
+    )
 
 
-def _records_in(path: Path) -> int:
+#: How many records that cannot be read the planner passes over to find a file's
+#: format (a corrupted first line must not hide it).
+_SNIFF_RECORDS = 64
+
+
+def _first_format(path: Path, formats: Sequence[Any], bounds: Bounds) -> Any:
+    """The importer of the file's first readable record (None when there is none
+    among its first :data:`_SNIFF_RECORDS`, or no importer knows it). An importer
+    that cannot read its format here (a missing extra) fails the audit now, once,
+    rather than each of its records."""
     from ..importers import records
+    from ..importers.base import require
 
-    return sum(1 for _ in records(path))
+    stream = records(path, bounds)
+    try:
+        first = next(
+            (
+                r
+                for _, r in itertools.islice(stream, _SNIFF_RECORDS)
+                if not isinstance(r, InputError)
+            ),
+            None,
+        )
+    finally:
+        getattr(stream, "close", lambda: None)()  # closed now, not left to the collector
+    if first is None:
+        return None
+    found = next((i for i in formats if i.sniff(first)), None)
+    if found is not None:
+        require(found)
+    return found
 
 
-def _shard_items(shard: Shard) -> Iterator[Any]:
+def _shard_items(shard: Shard, bounds: Bounds) -> Iterator[Any]:
     """The trajectories (and import problems) of one shard."""
     from ..importers import importers
     from ..importers.base import read_lines
 
     formats = importers()
+    if shard.also or shard.keep is not None or shard.drop:
+        from ..importers.base import read_merged
+
+        paths = [shard.path, *shard.also]
+        yield from read_merged(paths, formats, bounds, keep=shard.keep, drop=shard.drop)
+        return
     if shard.offset is None:
         from ..importers import read_file
 
-        yield from read_file(shard.path, formats)
+        yield from read_file(shard.path, formats, bounds)
         return
-    yield from read_lines(shard.path, shard.offset, shard.lines, formats, shard.first_line)
+    yield from read_lines(shard.path, shard.offset, shard.lines, formats, shard.first_line, bounds)
 
 
 class _Timeout(Exception):
@@ -306,7 +429,7 @@ def audit_shard(shard: Shard, settings: AuditSettings, out: str) -> str:
     replay: list[dict[str, Any]] = []
     tools: dict[str, list[int]] = {}  # tool -> [calls, failed]
     spent = {"read": 0.0, "lift": 0.0, "check": 0.0, "write": 0.0}
-    items = iter(_shard_items(shard))
+    items = iter(_shard_items(shard, settings.bounds()))
     while True:
         clock = time.perf_counter()
         item = next(items, None)
@@ -569,6 +692,78 @@ class AuditSummary:
     work: dict[str, float] = field(default_factory=dict)
 
 
+#: The file in an output folder that says which audit writes there now: one at a
+#: time. It is locked (``flock``) while an audit runs and holds who runs it.
+LOCK = "audit.lock"
+
+#: The descriptor of the lock this process holds, if any: a worker forked from it
+#: closes its copy, so that the lock lives and dies with the audit itself.
+_held_lock: int | None = None
+
+
+def _holder(fd: int) -> str:
+    """Who the lock file says holds it, as words ('' when it says nothing)."""
+    os.lseek(fd, 0, os.SEEK_SET)
+    raw = os.read(fd, 1 << 16)
+    try:
+        who = json.loads(raw) if raw.strip() else None
+    except ValueError:
+        who = None
+    if not isinstance(who, dict):
+        return raw.decode("utf-8", "replace").strip()[:200]
+    return (
+        f"pid {who.get('pid')} on {who.get('host')}, started {who.get('started')}: "
+        f"{who.get('command')}"
+    )
+
+
+@contextlib.contextmanager
+def _locked(out: Path, say: Callable[[str], None] | None) -> Iterator[None]:
+    """Hold ``out``'s lock for the block: another audit holding it is a usage error
+    naming it, at once; a lock whose holder is gone (killed) is taken over, said.
+    Without ``fcntl`` (not POSIX) there is no lock."""
+    global _held_lock
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    import socket
+    import sys
+    from datetime import UTC, datetime
+
+    path = out / LOCK
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise UsageError(
+                f"{out} is being written by another audit ({_holder(fd) or 'unknown'}): "
+                "wait for it to end, or give another output folder"
+            ) from None
+        before = _holder(fd)
+        if before and say is not None:
+            say(f"{path}: the audit that held it is no longer running ({before}): taking it over")
+        holder = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "started": datetime.now(UTC).isoformat(timespec="seconds"),
+            "command": " ".join(sys.argv),
+        }
+        os.ftruncate(fd, 0)
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.write(fd, json.dumps(holder).encode())
+        _held_lock = fd
+        try:
+            yield
+        finally:
+            _held_lock = None
+            os.ftruncate(fd, 0)  # released cleanly: nobody to take over from
+    finally:
+        os.close(fd)  # closing it releases the lock
+
+
 def audit(
     sources: Iterable[str],
     out: str | os.PathLike[str],
@@ -580,8 +775,11 @@ def audit(
     fresh: bool = False,
     engine: str = "local",
     address: str | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> AuditSummary:
-    """Audit the corpus in ``sources`` into ``out`` (see the module docs)."""
+    """Audit the corpus in ``sources`` into ``out`` (see the module docs). One audit
+    at a time writes to ``out`` (:data:`LOCK`); ``say`` is told what is worth
+    saying at once (a stale lock taken over)."""
     _pyarrow()
     if workers < 1 or shard_size < 1:
         raise UsageError("workers and shard_size must be at least 1")
@@ -598,14 +796,24 @@ def audit(
         _engine(chosen, chosen.compare_policies)
     target = Path(out)
     target.mkdir(parents=True, exist_ok=True)
+    with _locked(target, say):
+        return _audit(sources, target, chosen, workers, shard_size, progress, fresh, engine,
+                      address)  # fmt: skip
+
+
+def _audit(sources: Iterable[str], target: Path, chosen: AuditSettings, workers: int,
+           shard_size: int, progress: Any, fresh: bool, engine: str,
+           address: str | None) -> AuditSummary:  # fmt: skip
     started = time.perf_counter()
     inside = target.resolve()
     files = [f for f in sources_of(sources) if inside not in f.resolve().parents]  # not our output
     if not files:
         raise UsageError("no corpus files found in the sources given (outside the output folder)")
     _claim(target, _manifest(files, chosen, shard_size), fresh)
-    shards = plan_shards(files, shard_size)
+    shards = plan_shards(files, shard_size, chosen.bounds())
     planned = time.perf_counter()
+    if progress is not None:
+        getattr(progress, "total", lambda _n: None)(sum(s.count for s in shards))
     done_before = sum(
         (target / "shards" / f"{s.number:06d}.trajectories.parquet").exists() for s in shards
     )
@@ -672,12 +880,60 @@ def _local(shards: Sequence[Shard], settings: AuditSettings, out: str, workers: 
         return
     from concurrent.futures import ProcessPoolExecutor
 
-    with ProcessPoolExecutor(workers) as pool:
+    with ProcessPoolExecutor(workers, initializer=_worker_start, initargs=(os.getpid(),)) as pool:
         futures = [pool.submit(audit_shard, s, settings, out) for s in shards]
         for shard, future in zip(shards, futures, strict=True):
             future.result()
             if progress is not None:
                 progress.update(shard.count)
+
+
+#: How often a worker of the local pool looks whether the audit is still there.
+WATCH_SECONDS = 0.5
+
+#: ``prctl``'s option that has the kernel signal a process when its parent dies.
+_PR_SET_PDEATHSIG = 1
+
+
+def _worker_start(audit_pid: int) -> None:
+    """Each worker of the local pool ends with the audit that started it, however the
+    audit ends (``kill -9`` included): on Linux the kernel kills it when its parent
+    dies (``prctl(PR_SET_PDEATHSIG)``), and everywhere a thread of the worker looks
+    every :data:`WATCH_SECONDS` whether its parent is still the one it had. A worker
+    forked with the audit's lock closes its copy: the lock is the audit's alone."""
+    global _held_lock
+    if _held_lock is not None:
+        os.close(_held_lock)
+        _held_lock = None
+    import sys
+    import threading
+
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    parent = os.getppid()
+    if parent != audit_pid and not _alive(audit_pid):
+        os._exit(1)  # the audit ended before this worker was ready
+
+    def watch() -> None:
+        while True:
+            time.sleep(WATCH_SECONDS)
+            if os.getppid() != parent or (parent != audit_pid and not _alive(audit_pid)):
+                os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="car-verify-audit-watch").start()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _ray(shards: Sequence[Shard], settings: AuditSettings, out: str, workers: int,
@@ -758,6 +1014,8 @@ def _manifest(files: Sequence[Path], settings: AuditSettings, shard_size: int) -
         "labels": json.dumps(settings.labels, sort_keys=True),
         "flow_policy": json.dumps(settings.flow_policy, sort_keys=True),
         "budget": settings.budget,
+        "max_record": settings.max_record,
+        "max_file": settings.max_file,
     }
 
 

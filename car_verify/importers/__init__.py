@@ -21,9 +21,10 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 
 from . import base
-from .base import Call, Importer, ImportProblem, Trajectory, records
+from .base import Bounds, Call, Importer, ImportProblem, Trajectory, records
 
 __all__ = [
+    "Bounds",
     "Call",
     "ImportProblem",
     "Importer",
@@ -61,11 +62,14 @@ def importers() -> list[Importer]:
 
 
 def read_file(
-    path: str | os.PathLike[str], formats: Sequence[Importer] | None = None
+    path: str | os.PathLike[str],
+    formats: Sequence[Importer] | None = None,
+    bounds: Bounds | None = None,
 ) -> Iterator[Trajectory | ImportProblem]:
     """Every trajectory of one file (the registered importers by default), and a
-    problem for each record that fails; see :mod:`car_verify.importers.base`."""
-    return base.read_file(path, importers() if formats is None else formats)
+    problem for each record that fails; see :mod:`car_verify.importers.base`.
+    ``bounds``: how much of a record and of a compressed file is read."""
+    return base.read_file(path, importers() if formats is None else formats, bounds)
 
 
 def read(

@@ -24,15 +24,15 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import gzip
 import inspect
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+import zlib
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..base.errors import InputError
+from ..base.errors import InputError, UsageError
 from ..ir.model import loads_finite
 
 
@@ -184,6 +184,12 @@ class ImportProblem:
         return f"{where}{what}: {self.message}"
 
 
+class MissingExtra(UsageError):
+    """A record's format is known, but reading it needs packages that are not
+    installed: one error for the whole run (naming what to install), not a
+    problem per record."""
+
+
 class Importer(Protocol):
     """One format: whether a record is in it, and its trajectories."""
 
@@ -198,11 +204,24 @@ class Importer(Protocol):
 
 class MergingImporter(Importer, Protocol):
     """A format whose trajectory may sit in several records (a trace's spans on
-    several lines): its importer lifts each part and merges the parts of one id."""
+    several lines, or files): its importer lifts each part, merges the parts of one
+    id, and says which ids a record has parts of without lifting it (``ids``: every
+    id its lift gives, so that the audit puts all of a trajectory's parts in one
+    shard)."""
 
     merges_by_id: bool
 
+    def ids(self, record: Any) -> Iterable[str]: ...
+
     def merge(self, parts: Sequence[Trajectory]) -> Trajectory: ...
+
+
+def require(importer: Importer) -> None:
+    """Raise :class:`MissingExtra` when ``importer`` cannot read its format here (an
+    importer with a ``require()`` method says what it lacks)."""
+    check = getattr(importer, "require", None)
+    if check is not None:
+        check()
 
 
 def merging(formats: Iterable[Importer]) -> list[MergingImporter]:
@@ -214,51 +233,159 @@ def merging(formats: Iterable[Importer]) -> list[MergingImporter]:
 
 
 #: The longest record (a line, or a whole ``.json`` document) read, decompressed:
-#: past it a record is malformed, so a compression bomb ends as one bad row.
+#: past it the record is a malformed row, so one huge line costs one bad row. Lines
+#: are read a block at a time: no more than this is ever held for one record.
 MAX_RECORD = 64 * 1024 * 1024
 
+#: The most a compressed file (``.gz``) is read, decompressed: past it the file is
+#: cut off with a malformed row that says so, so a compression bomb (a few MB
+#: that inflate to gigabytes) costs seconds. A plain file is read as it is on disk.
+MAX_FILE = 512 * 1024 * 1024
+
+#: How much is decompressed (or read) at a time.
+_BLOCK = 1 << 20
+
 #: What reading a damaged file raises: a truncated or non-gzip ``.gz``, bad UTF-8
-#: inside it, a read error.
-_UNREADABLE = (OSError, EOFError, UnicodeDecodeError, ValueError)
+#: inside a whole document, a read error.
+_UNREADABLE = (OSError, EOFError, UnicodeDecodeError, ValueError, zlib.error)
 
 
-def records(path: str | os.PathLike[str]) -> Iterator[tuple[int | None, Any]]:
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """How much is read of one record and of one compressed file, decompressed."""
+
+    record: int = MAX_RECORD
+    file: int = MAX_FILE
+
+    def __post_init__(self) -> None:
+        if self.record < 1 or self.file < 1:
+            raise ValueError("the record and file bounds must be at least one byte")
+
+
+def _mib(size: int) -> str:
+    return f"{size / (1024 * 1024):g} MiB"
+
+
+class _Blocks:
+    """A file's bytes a block at a time: a ``.gz`` decompressed (every member) and
+    cut off past ``limit`` bytes (``cut`` then says so), a plain file as it is."""
+
+    def __init__(self, file: Path, limit: int) -> None:
+        self.file, self.limit = file, limit
+        self.cut = False
+        self.read = 0  # bytes given out, decompressed
+
+    def __iter__(self) -> Iterator[bytes]:
+        with open(self.file, "rb") as stream:
+            if not self.file.name.endswith(".gz"):
+                while block := stream.read(_BLOCK):
+                    self.read += len(block)
+                    yield block
+                return
+            inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)  # a gzip member
+            pending, started = b"", False
+            while True:
+                if not pending:
+                    pending = stream.read(_BLOCK // 16)
+                    if not pending:
+                        break
+                if not started and not pending.strip(b"\0"):
+                    pending = b""  # zeros after the last member: padding, as gzip allows
+                    continue
+                started = True
+                block = inflate.decompress(pending, _BLOCK)
+                if inflate.eof:  # a member ended; another may follow
+                    pending = inflate.unused_data
+                    inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                    started = False
+                else:
+                    pending = inflate.unconsumed_tail
+                if block:
+                    room = self.limit - self.read
+                    if len(block) > room:
+                        self.read += room
+                        self.cut = True
+                        if room:
+                            yield block[:room]
+                        return
+                    self.read += len(block)
+                    yield block
+            if started and not inflate.eof:
+                raise EOFError("the compressed file ended before its end-of-stream marker")
+
+
+def _lines(blocks: Iterable[bytes], limit: int) -> Iterator[tuple[int, bytes | None]]:
+    """``(line number, its bytes)`` per line of ``blocks``, without the newline; None
+    in place of a line longer than ``limit``, said as soon as it is seen (its rest
+    is then skipped a block at a time, never held)."""
+    held = bytearray()
+    line, skipping = 1, False
+    for block in blocks:
+        start = 0
+        while True:
+            end = block.find(b"\n", start)
+            if end < 0:
+                if not skipping:
+                    held += block[start:]
+                    if len(held) > limit:
+                        held.clear()
+                        skipping = True
+                        yield line, None
+                break
+            if skipping:
+                skipping = False
+            elif held:
+                held += block[start:end]
+                yield line, (bytes(held) if len(held) <= limit else None)
+                held.clear()
+            else:
+                yield line, (block[start:end] if end - start <= limit else None)
+            line += 1
+            start = end + 1
+    if held and not skipping:
+        yield line, bytes(held)
+
+
+def records(
+    path: str | os.PathLike[str], bounds: Bounds | None = None
+) -> Iterator[tuple[int | None, Any]]:
     """The records of one file, streamed: a ``.jsonl`` line each (``line`` its
     number), the elements of a ``.json`` array (or the one object), a ``.parquet``
-    row each (as a dict); ``.gz`` decompressed on the way. A record that is not
-    JSON, is nested too deeply or is longer than :data:`MAX_RECORD` yields an
-    :class:`InputError` in its place; a file that cannot be read further (a
-    truncated ``.gz``, bad UTF-8, a corrupt Parquet file) yields one and ends, so
+    row each (as a dict); ``.gz`` decompressed on the way, a block at a time. A
+    record that is not JSON or UTF-8, is nested too deeply or is longer than
+    ``bounds.record`` (:data:`MAX_RECORD`) yields an :class:`InputError` in its
+    place; a compressed file is cut off past ``bounds.file`` (:data:`MAX_FILE`)
+    decompressed, with an InputError that says so; a file that cannot be read
+    further (a truncated ``.gz``, a corrupt Parquet file) yields one and ends, so
     that the audit goes on with the next file."""
+    limits = bounds or Bounds()
     file = Path(path)
     name = file.name[:-3] if file.name.endswith(".gz") else file.name
     if name.endswith(".parquet"):
         yield from _parquet_rows(file)
         return
-    opener: Any = gzip.open if file.name.endswith(".gz") else open
+    blocks = _Blocks(file, limits.file)
     line = 0
     try:
-        if name.endswith(".jsonl") or name.endswith(".ndjson"):
-            with opener(file, "rt", encoding="utf-8") as stream:
-                while True:
-                    text = stream.readline(MAX_RECORD + 1)
-                    if not text:
-                        return
-                    line += 1
-                    if len(text) > MAX_RECORD and not text.endswith("\n"):
-                        while (rest := stream.readline(MAX_RECORD)) and not rest.endswith("\n"):
-                            pass  # the rest of an over-long line, dropped a block at a time
-                        yield line, _too_long(file, line)
-                        continue
-                    if not text.strip():
-                        continue
-                    yield line, _decoded(text, file, line)
-        with opener(file, "rt", encoding="utf-8") as stream:
-            text = stream.read(MAX_RECORD + 1)
-        if len(text) > MAX_RECORD:
-            yield None, _too_long(file, None)
+        if name.endswith((".jsonl", ".ndjson")):
+            for line, raw in _lines(blocks, limits.record):
+                if raw is None:
+                    yield line, _too_long(file, line, limits)
+                elif raw.strip():
+                    yield line, _decoded_bytes(raw, file, line)
+            if blocks.cut:
+                yield None, _cut_off(file, limits)
             return
-        doc = _decoded(text, file, None)
+        text = bytearray()
+        for block in blocks:
+            text += block
+            if len(text) > limits.record:
+                yield None, _too_long(file, None, limits)
+                return
+        if blocks.cut:
+            yield None, _cut_off(file, limits)
+            return
+        doc = _decoded_bytes(bytes(text), file, None)
     except _UNREADABLE as err:
         yield (
             (line or None),
@@ -276,6 +403,37 @@ def records(path: str | os.PathLike[str]) -> Iterator[tuple[int | None, Any]]:
         yield None, doc
 
 
+def count_records(path: str | os.PathLike[str], bounds: Bounds | None = None) -> int:
+    """How many records :func:`records` gives for a file, found cheaply: a JSON-lines
+    file's non-empty lines (undecoded), a Parquet file's rows from its footer."""
+    limits = bounds or Bounds()
+    file = Path(path)
+    name = file.name[:-3] if file.name.endswith(".gz") else file.name
+    if name.endswith((".jsonl", ".ndjson")):
+        blocks = _Blocks(file, limits.file)
+        try:
+            found = sum(1 for _, raw in _lines(blocks, limits.record) if raw is None or raw.strip())
+        except _UNREADABLE:
+            return 1
+        return found + blocks.cut
+    if name.endswith(".parquet") and not file.name.endswith(".gz"):
+        try:
+            import pyarrow.parquet as pq
+
+            return int(pq.ParquetFile(file).metadata.num_rows)
+        except Exception:  # a corrupt footer: the reader says so, as one record
+            return 1
+    return sum(1 for _ in records(file, limits))
+
+
+def _decoded_bytes(raw: bytes, file: Path, line: int | None) -> Any:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        return InputError(f"not UTF-8: {err}", source=str(file), line=line)
+    return _decoded(text, file, line)
+
+
 def _decoded(text: str, file: Path, line: int | None) -> Any:
     """A record's JSON, or the InputError that says why it is none."""
     try:
@@ -286,11 +444,20 @@ def _decoded(text: str, file: Path, line: int | None) -> Any:
         return InputError("the record is nested too deeply to read", source=str(file), line=line)
 
 
-def _too_long(file: Path, line: int | None) -> InputError:
+def _too_long(file: Path, line: int | None, bounds: Bounds) -> InputError:
     return InputError(
-        f"the record is longer than {MAX_RECORD // (1024 * 1024)} MiB decompressed: not read",
+        f"the record is longer than {_mib(bounds.record)} decompressed (the record bound, "
+        "--max-record-size): not read",
         source=str(file),
         line=line,
+    )
+
+
+def _cut_off(file: Path, bounds: Bounds) -> InputError:
+    return InputError(
+        f"the file is longer than {_mib(bounds.file)} decompressed (the file bound, "
+        "--max-file-size): cut off there, the rest not read",
+        source=str(file),
     )
 
 
@@ -338,12 +505,46 @@ def _merging(
 
 @_merging
 def read_file(
-    path: str | os.PathLike[str], formats: Sequence[Importer]
+    path: str | os.PathLike[str], formats: Sequence[Importer], bounds: Bounds | None = None
 ) -> Iterator[Trajectory | ImportProblem]:
     """Every trajectory of one file, and a problem for each record that fails: each
     record goes to the first of ``formats`` that knows it."""
+    return _parts(path, formats, bounds)
+
+
+def read_merged(
+    paths: Iterable[str | os.PathLike[str]],
+    formats: Sequence[Importer],
+    bounds: Bounds | None = None,
+    *,
+    keep: Collection[str] | None = None,
+    drop: Collection[str] = (),
+) -> Iterator[Trajectory | ImportProblem]:
+    """The trajectories of several files, those of a format that ``merges_by_id``
+    merged by id across the files (a trace whose spans sit in two files of a
+    rotated export is one trajectory). ``keep``: only the merged trajectories of
+    these ids (and nothing else: the problems and the other formats are the files'
+    own); ``drop``: not the merged trajectories of these ids."""
+    names = {i.name for i in merging(formats)}
+
+    def parts() -> Iterator[Trajectory | ImportProblem]:
+        for path in paths:
+            for item in _parts(path, formats, bounds):
+                if isinstance(item, Trajectory) and item.format in names:
+                    if (keep is None or item.id in keep) and item.id not in drop:
+                        yield item
+                elif keep is None:
+                    yield item
+
+    return merged(parts(), formats)
+
+
+def _parts(
+    path: str | os.PathLike[str], formats: Sequence[Importer], bounds: Bounds | None
+) -> Iterator[Trajectory | ImportProblem]:
+    """:func:`read_file`'s items before the parts of one id are merged."""
     source = str(path)
-    for index, (line, record) in enumerate(records(path)):
+    for index, (line, record) in enumerate(records(path, bounds)):
         if isinstance(record, InputError):
             yield ImportProblem(source, line, None, record.problem)
             continue
@@ -390,11 +591,13 @@ def read_lines(
     count: int,
     formats: Sequence[Importer],
     first_line: int | None = None,
+    bounds: Bounds | None = None,
 ) -> Iterator[Trajectory | ImportProblem]:
     """The trajectories of ``count`` non-empty lines of a JSON-lines file, from byte
     ``offset`` (a shard of it): as :func:`read_file`, line numbers included.
     ``first_line``: the line number at ``offset`` when the caller knows it (else the
     lines before are counted, a block at a time)."""
+    limits = bounds or Bounds()
     source = str(path)
     with open(path, "rb") as stream:
         if first_line is not None:
@@ -403,27 +606,22 @@ def read_lines(
         else:
             line = 1 + _newlines_before(stream, offset)
         seen = 0
-        while raw := stream.readline(MAX_RECORD + 1):
+        while raw := stream.readline(limits.record + 1):
             n, line = line, line + 1
-            if len(raw) > MAX_RECORD and not raw.endswith(b"\n"):
-                while (rest := stream.readline(MAX_RECORD)) and not rest.endswith(b"\n"):
+            if len(raw) > limits.record and not raw.endswith(b"\n"):
+                while (rest := stream.readline(_BLOCK)) and not rest.endswith(b"\n"):
                     pass  # the rest of an over-long line, dropped a block at a time
                 if seen == count:
                     break
                 seen += 1
-                yield ImportProblem(source, n, None, _too_long(Path(path), n).problem)
+                yield ImportProblem(source, n, None, _too_long(Path(path), n, limits).problem)
                 continue
             if not raw.strip():
                 continue
             if seen == count:
                 break
             seen += 1
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as err:
-                yield ImportProblem(source, n, None, f"not UTF-8: {err}")
-                continue
-            record = _decoded(text, Path(path), n)
+            record = _decoded_bytes(raw, Path(path), n)
             if isinstance(record, InputError):
                 yield ImportProblem(source, n, None, record.problem)
                 continue
@@ -446,9 +644,10 @@ def _newlines_before(stream: Any, offset: int, block: int = 1 << 20) -> int:
 def read(
     paths: Iterable[str | os.PathLike[str]], formats: Sequence[Importer]
 ) -> Iterator[Trajectory | ImportProblem]:
-    """:func:`read_file` over many files, in the order given."""
-    for path in paths:
-        yield from read_file(path, formats)
+    """:func:`read_file` over many files, in the order given; a trajectory whose
+    parts sit in several of the files (a trace's spans) is merged across them, and
+    comes once the files are read (:func:`read_merged`)."""
+    return read_merged(paths, formats)
 
 
 def _record_id(record: Any) -> str | None:

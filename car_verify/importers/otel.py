@@ -16,25 +16,40 @@ else an LLM span's) and the metadata (its scalar attributes and the resource's).
 
 The attribute names are the conventions' own, read from their published
 packages (``opentelemetry-semantic-conventions``, ``openinference-semantic-
-conventions``: the ``[otel]`` extra), not retyped here. The spans of one trace
-may sit in several records of a file: the partial trajectories are merged by
-trace id once the file (or its shard: a file of spans is one shard) is read.
+conventions``: the ``[otel]`` extra), not retyped here; without them
+:meth:`OtelImporter.require` (and the first record lifted) raises
+:class:`~car_verify.importers.base.MissingExtra` naming the extra. The spans of
+one trace may sit in several records, or several files (a rotated export): the
+partial trajectories are merged by trace id (:meth:`OtelImporter.merge`: calls in
+start order, a tie by span id, a span sent twice once) once every file they sit in
+is read; :meth:`OtelImporter.ids` gives a record's trace ids without lifting it, so
+the audit's planner can put each trace in one shard.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..base.errors import InputError
-from .base import Call, Trajectory, parse_arguments, scalar_metadata, string_or_none
+from .base import (
+    Call,
+    MissingExtra,
+    Trajectory,
+    parse_arguments,
+    scalar_metadata,
+    string_or_none,
+)
 
 __all__ = ["OtelImporter"]
 
-#: Where each partial trajectory keeps its calls' start times until merged.
+#: Where each partial trajectory keeps its calls' start times and span ids until
+#: merged.
 _STARTS = "otel.start_times"
+_SPAN_IDS = "otel.span_ids"
 
 
 @functools.cache
@@ -45,10 +60,10 @@ def _names() -> Any:
         from openinference.semconv.trace import SpanAttributes as OI
         from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
         from opentelemetry.semconv.attributes import error_attributes, service_attributes
-    except ImportError:
-        raise InputError(
-            "reading OpenTelemetry traces needs the conventions' packages: "
-            "pip install 'car-verify[otel]'"
+    except ImportError as err:
+        raise MissingExtra(
+            "reading OpenTelemetry traces needs the [otel] extra (the semantic conventions' "
+            f"packages; {err.name or 'one'} is missing): pip install 'car-verify[otel]'"
         ) from None
 
     @dataclass(frozen=True)
@@ -144,10 +159,14 @@ def _hex(value: Any) -> str | None:
     return value[2:] if value.startswith("0x") else value
 
 
+def _trace_id(raw: Mapping[str, Any]) -> str | None:
+    return _hex(raw.get("traceId")) or _hex(_mapping(raw.get("context")).get("trace_id"))
+
+
 def _span(raw: Mapping[str, Any], resource: Mapping[str, Any]) -> _Span:
     """An OTLP span (camelCase) or an SDK span's ``to_json()`` (snake_case)."""
     context = _mapping(raw.get("context"))
-    trace_id = _hex(raw.get("traceId")) or _hex(context.get("trace_id"))
+    trace_id = _trace_id(raw)
     span_id = _hex(raw.get("spanId")) or _hex(context.get("span_id")) or ""
     if trace_id is None:
         raise InputError("a span without a trace id", ["traceId"])
@@ -167,17 +186,25 @@ def _span(raw: Mapping[str, Any], resource: Mapping[str, Any]) -> _Span:
     )
 
 
-def _spans_of_export(record: Mapping[str, Any]) -> list[_Span]:
-    spans: list[_Span] = []
+def _raw_spans(record: Mapping[str, Any]) -> Iterator[tuple[Mapping[str, Any], Mapping[str, Any]]]:
+    """``(span, its resource)`` for each span of an OTLP export."""
     for n, rs in enumerate(record["resourceSpans"]):
         if not isinstance(rs, Mapping):
             raise InputError("expected a ResourceSpans object", ["resourceSpans", n])
         resource = _mapping(rs.get("resource"))
-        resource_attributes = _attributes(resource.get("attributes"))
         for scope in rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans") or []:
             for raw in (scope.get("spans") if isinstance(scope, Mapping) else None) or []:
                 if isinstance(raw, Mapping):
-                    spans.append(_span(raw, resource_attributes))
+                    yield raw, resource
+
+
+def _spans_of_export(record: Mapping[str, Any]) -> list[_Span]:
+    resources: dict[int, dict[str, Any]] = {}
+    spans: list[_Span] = []
+    for raw, resource in _raw_spans(record):
+        if id(resource) not in resources:
+            resources[id(resource)] = _attributes(resource.get("attributes"))
+        spans.append(_span(raw, resources[id(resource)]))
     return spans
 
 
@@ -196,10 +223,27 @@ class OtelImporter:
     #: are merged by id (:meth:`merge`).
     merges_by_id = True
 
+    def require(self) -> None:
+        """Raise :class:`MissingExtra` without the ``[otel]`` extra."""
+        _names()
+
     def sniff(self, record: Any) -> bool:
         if isinstance(record, Mapping) and isinstance(record.get("resourceSpans"), list):
             return True
         return _is_span(record)
+
+    def ids(self, record: Any) -> set[str]:
+        """The trace ids a record has spans of (those :meth:`lift` gives parts of),
+        read without lifting it."""
+        found: set[str] = set()
+        with contextlib.suppress(InputError, AttributeError, TypeError):
+            if isinstance(record, Mapping) and "resourceSpans" in record:
+                for raw, _ in _raw_spans(record):
+                    found.add(_trace_id(raw) or "")
+            elif isinstance(record, Mapping):
+                found.add(_trace_id(record) or "")
+        found.discard("")
+        return found
 
     def lift(self, record: Any, *, source: str, line: int | None, index: int) -> list[Trajectory]:
         if isinstance(record, Mapping) and "resourceSpans" in record:
@@ -213,23 +257,31 @@ class OtelImporter:
         return [_partial(tid, group, source, line) for tid, group in traces.items()]
 
     def merge(self, parts: Sequence[Trajectory]) -> Trajectory:
-        """One trace's partial trajectories as one: calls in start order, the first
-        model and metadata found."""
-        timed: list[tuple[int, int, Call]] = []
+        """One trace's partial trajectories (from one record, several, or several
+        files) as one: calls in span start order (a tie by span id, so the order
+        is the same however the spans were split), a span given twice (a re-sent
+        batch) once; the first model and metadata found."""
+        timed: list[tuple[int, str, int, Call]] = []
+        seen: set[str] = set()
         for part in parts:
             starts = part.metadata.get(_STARTS, [])
-            timed += [(s, len(timed), c) for s, c in zip(starts, part.calls, strict=True)]
-        timed.sort(key=lambda t: (t[0], t[1]))
+            spans = part.metadata.get(_SPAN_IDS, [""] * len(starts))
+            for start, span, call in zip(starts, spans, part.calls, strict=True):
+                if span and span in seen:
+                    continue
+                seen.add(span)
+                timed.append((start, span, len(timed), call))
+        timed.sort(key=lambda t: (t[0], t[1], t[2]))
         first = parts[0]
         metadata: dict[str, Any] = {}
         for part in parts:
             for key, value in part.metadata.items():
-                if key != _STARTS:
+                if key not in (_STARTS, _SPAN_IDS):
                     metadata.setdefault(key, value)
         return Trajectory(
             id=first.id,
             format=self.name,
-            calls=[c for _, _, c in timed],
+            calls=[c for *_, c in timed],
             model=next((p.model for p in parts if p.model), None),
             source=first.source,
             line=first.line,
@@ -240,7 +292,7 @@ class OtelImporter:
 
 def _partial(trace_id: str, spans: list[_Span], source: str, line: int | None) -> Trajectory:
     names = _names()
-    calls: list[tuple[int, Call]] = []
+    calls: list[tuple[int, str, Call]] = []
     notes: list[str] = []
     agent: _Span | None = None
     model: str | None = None
@@ -257,7 +309,7 @@ def _partial(trace_id: str, spans: list[_Span], source: str, line: int | None) -
             call_id = string_or_none(a.get(names.tool_call_id if gen_ai else names.oi_tool_id))
             result = a.get(names.tool_result if gen_ai else names.oi_output)
             call = Call(str(tool), arguments, call_id or span.span_id, result, span.error)
-            calls.append((span.start, call))
+            calls.append((span.start, span.span_id, call))
         elif operation == names.invoke_agent or kind == names.kind_agent:
             agent = agent or span
         if model is None:
@@ -273,11 +325,12 @@ def _partial(trace_id: str, spans: list[_Span], source: str, line: int | None) -
         service = root.resource.get(names.service)
         if isinstance(service, str):
             metadata.setdefault(names.service, service)
-    metadata[_STARTS] = [start for start, _ in calls]
+    metadata[_STARTS] = [start for start, _, _ in calls]
+    metadata[_SPAN_IDS] = [span for _, span, _ in calls]
     return Trajectory(
         id=trace_id,
         format="otel",
-        calls=[c for _, c in calls],
+        calls=[c for _, _, c in calls],
         model=model,
         source=source,
         line=line,
