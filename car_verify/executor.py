@@ -473,11 +473,15 @@ class Executor:
         cost = CostSummary()
         violations: list[PolicyViolation] = []
         completion: list[int] = []
-        if self.policy_engine is not None:
+        if self.policy_engine is not None or self.granted_tier is not None:
             from .plan.gate import CallGate
 
             # A fresh trace per run; the engine (and its rate windows) is the executor's.
-            self.call_gate = CallGate(self.policy_engine)
+            # The tier is checked again per call, on what is sent: the admission saw
+            # the plan's parameters, an output reference's value only arrives now.
+            self.call_gate = CallGate(
+                self.policy_engine, granted_tier=self.granted_tier, ledger=self.ledger
+            )
         aborted_by: str | None = None
         run = _Run(self, outputs, cost, violations)
         # The one walk, driven with live calls: it says who may run at each turn (a
@@ -749,10 +753,14 @@ class Executor:
             return [], copy_json(params)
         call = _as_sent(action, params) if action.tool == tool else None
         verdict = self.call_gate.decide(tool, params, state, action=call)
-        found = [
-            PolicyViolation(policy_name=d.rule, action_id=action.id, reason=d.reason)
-            for d in verdict.objections
-        ]
+        found = (
+            []
+            if verdict.allowed
+            else [
+                PolicyViolation(policy_name=d.rule, action_id=action.id, reason=d.reason)
+                for d in verdict.objections
+            ]
+        )
         for v in found:
             self._event("policy_violation", action.id, policy_name=v.policy_name, reason=v.reason)
         return found, verdict.sent

@@ -189,7 +189,7 @@ def decide(
     session = str(payload.get("session_id") or "no-session")
     try:
         _save_rules(cache, loaded)
-        with _session(folder, session, loaded, on_unknown) as state:
+        with _session(folder, session, loaded, on_unknown, ask) as state:
             if state.gate is None:  # no rules now, and none remembered by the session
                 if not before:
                     return HookAnswer(None)
@@ -217,11 +217,9 @@ def decide(
         if unreadable:
             return _unknown(on_unknown, "tool_input is not a JSON object (no rule denies it empty)")
         return HookAnswer("allow", warnings=warnings)
-    names = verdict.rules
-    decision: Decision = verdict.decision
-    if decision == "deny" and ask and all(any(n.startswith(a) for a in ask) for n in names):
-        decision = "ask"
-    return HookAnswer(decision, f"car-verify policy: {verdict.reason()}", names, warnings)
+    return HookAnswer(
+        verdict.decision, f"car-verify policy: {verdict.reason()}", verdict.rules, warnings
+    )
 
 
 def _policy_root(policies: str | os.PathLike[str] | None) -> tuple[str | None, bool]:
@@ -304,6 +302,7 @@ def _outcome(response: Any) -> Literal["succeeded", "failed"]:
     """A PostToolUse ``tool_response``'s outcome: failed when it says so."""
     if isinstance(response, dict) and (
         response.get("is_error") is True
+        or response.get("isError") is True
         or response.get("success") is False
         or response.get("error") not in (None, "", False)
     ):
@@ -317,7 +316,13 @@ class _State:
     session's rules only grow), and each rule's own trace and rate-limit state,
     keyed by the rule's content (see :func:`_rule_keys`)."""
 
-    def __init__(self, loaded: Any, saved: dict[str, Any] | None, on_unknown: Decision) -> None:
+    def __init__(
+        self,
+        loaded: Any,
+        saved: dict[str, Any] | None,
+        on_unknown: Decision,
+        ask: Sequence[str] = (),
+    ) -> None:
         from .plan.gate import CallGate
         from .rules.policy import PolicyEngine, policy_set_from_dict, rule_identities
 
@@ -354,7 +359,7 @@ class _State:
         if not rules.count():
             return
         engine = PolicyEngine(rules, clock=time.time)  # windows span processes
-        self.gate = CallGate(engine, on_unknown=on_unknown)
+        self.gate = CallGate(engine, on_unknown=on_unknown, ask=ask)
         self.trace_keys, self.rate_keys = _rule_keys(rules)
         if saved is None:
             return
@@ -465,9 +470,19 @@ def _read_state(path: Path) -> dict[str, Any] | None:
     return checked
 
 
+#: How long a hook waits for its session's lock (another hook of the session holds
+#: it for tens of milliseconds): past it the call is denied, never left to the
+#: agent's own hook timeout, after which some agents run the call.
+LOCK_SECONDS = 5.0
+
+
 @contextlib.contextmanager
 def _session(
-    folder: Path, session: str, loaded: Any, on_unknown: Decision = "allow"
+    folder: Path,
+    session: str,
+    loaded: Any,
+    on_unknown: Decision = "allow",
+    ask: Sequence[str] = (),
 ) -> Iterator[_State]:
     """The session's state, under an exclusive lock, saved on the way out."""
     import fcntl
@@ -477,8 +492,18 @@ def _session(
     name = hashlib.sha256(session.encode("utf-8", "surrogatepass")).hexdigest()[:24]
     path = folder / f"{name}.json"
     with open(folder / f"{name}.lock", "a+") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        state = _State(loaded, _read_state(path), on_unknown)
+        deadline = time.monotonic() + LOCK_SECONDS
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise _BadState(
+                        f"the session's lock was held for over {LOCK_SECONDS:g} s"
+                    ) from None
+                time.sleep(0.01)
+        state = _State(loaded, _read_state(path), on_unknown, ask)
         yield state
         if state.gate is None and not path.exists():
             return  # nothing to remember

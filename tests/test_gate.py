@@ -359,3 +359,129 @@ def test_a_ledger_append_on_a_full_disk_is_all_or_nothing(
     assert ledger.read_bytes() == before  # no torn line, the first record whole
     read = Ledger(ledger)
     assert [r.decision for r in read.records()] == ["approved"] and read.torn == []
+
+
+# --- found by a hostile agent -------------------------------------------------------------------
+
+
+def test_ask_is_never_a_way_around_a_trace_rule() -> None:
+    """With ``ask`` for rate limits, a call a rate limit and a trace rule both refuse
+    is refused, not asked; a call only the rate limit refuses is asked, and recorded
+    as dispatched (a person may let it run)."""
+    text = (
+        '[[rate_limit_tool]]\ntool = "send"\nmax_calls = 0\ninterval_secs = 60\n'
+        '[[rate_limit_tool]]\ntool = "read_secret"\nmax_calls = 0\ninterval_secs = 60\n'
+        '[[trace_rule]]\nname = "no-send"\nrule = "never send after read_secret"\n'
+    )
+    gate = CallGate(load_policy_text(text), ask=("rate_limit_tool:",))
+    assert gate.decide("read_secret", {}).decision == "ask"  # asked, and counted
+    verdict = gate.decide("send", {})
+    assert verdict.decision == "deny"
+
+
+def test_the_tier_is_checked_on_what_is_sent() -> None:
+    """An output reference hides the value from the admission; the gate checks the
+    tier of each call on the parameters it is sent."""
+    from car_verify import execute_sync
+
+    sent: list[Any] = []
+    plan = {
+        "actions": [
+            {"id": "g", "type": "tool_call", "tool": "generate"},
+            {"id": "t", "type": "tool_call", "tool": "terminal",
+             "parameters": {"command": "$g.output"}, "dependencies": ["g"]},
+        ]
+    }  # fmt: skip
+    tools = {"generate": lambda p: "rm -rf /", "terminal": lambda p: sent.append(p) or "ok"}
+    result = execute_sync(plan, tools, granted_tier="sandbox_edit")
+    assert sent == [] and result.statuses["t"] == "rejected"
+
+
+def test_a_frozen_copy_shares_nothing_with_a_mapping_or_a_tuple() -> None:
+    from collections import OrderedDict
+
+    from car_verify.base.values import copy_json
+
+    inner = OrderedDict(cmd="ls")
+    nested = ([1], inner)
+    copied = copy_json({"job": inner, "pair": nested})
+    inner["cmd"] = "rm -rf /"
+    nested[0].append(2)
+    assert copied == {"job": {"cmd": "ls"}, "pair": [[1], {"cmd": "ls"}]}
+    assert type(copied["job"]) is dict
+
+
+def test_content_rules_read_nested_strings_and_keys_as_they_are() -> None:
+    text = (
+        "deny_keyword = ['C:\\Windows\\System32', 'DROP TABLE \"users\"']\n"
+        '[[deny_tool_param]]\ntool = "sql"\nparam = "queries"\ncontains = \'DROP TABLE "users"\'\n'
+    )
+    gate = CallGate(load_policy_text(text))
+    for params in (
+        {"paths": ["C:\\Windows\\System32"]},
+        {"queries": ['DROP TABLE "users"']},
+        {"queries": [{"q": 'DROP TABLE "users"'}]},
+        {'DROP TABLE "users"': 1},
+    ):
+        assert gate.decide("sql", params).decision == "deny", params
+
+
+def test_content_rules_have_a_work_bound() -> None:
+    import time
+
+    keywords = ", ".join(f'"kw{n:05d}"' for n in range(20_000))
+    gate = CallGate(load_policy_text(f"deny_keyword = [{keywords}]\n"))
+    edits = [{"old_string": "x" * 100, "new_string": "y" * 100} for _ in range(1_000)]
+    start = time.perf_counter()
+    verdict = gate.decide("MultiEdit", {"edits": edits})
+    assert time.perf_counter() - start < 5
+    assert verdict.decision == "deny" and verdict.rules == ["deny_keyword:work-bound"]
+
+
+def test_an_outcome_without_a_dispatch_opens_nothing() -> None:
+    gate = CallGate(
+        load_policy_text('[[trace_rule]]\nname = "t"\nrule = "deploy only after run_tests"\n')
+    )
+    gate.report("run_tests", {}, "succeeded")  # a PostToolUse for a call never admitted
+    assert gate.decide("deploy", {}).decision == "deny"
+
+
+def test_a_forged_rule_cache_entry_is_refused() -> None:
+    from car_verify.rules.trace import parse_trace_rule, rule_from_dict, rule_to_dict
+
+    doc = rule_to_dict(parse_trace_rule('never deploy where env != "staging"'))
+    forgeries = [
+        {**doc, "kind": "bogus"},
+        {**doc, "call": {**doc["call"], "tool": "deploy after read_secret"}},
+        {**doc, "call": {**doc["call"], "tests": [{**doc["call"]["tests"][0], "op": "x"}]}},
+        {**doc, "limit": -1},
+        {**doc, "call": {**doc["call"], "tests": [{**doc["call"]["tests"][0], "value": [1]}]}},
+    ]
+    for forged in forgeries:
+        with pytest.raises(ValueError):
+            rule_from_dict(forged)
+
+
+def test_a_held_session_lock_denies_within_its_deadline(tmp_path: Path) -> None:
+    import fcntl
+    import time
+
+    from car_verify import hook
+
+    folder = tmp_path / "p" / ".car" / "policies"
+    folder.mkdir(parents=True)
+    (folder / "r.toml").write_text('deny_tool = ["x"]\n')
+    payload = {"hook_event_name": "PreToolUse", "session_id": "s", "tool_name": "ls",
+               "tool_input": {}}  # fmt: skip
+    state = tmp_path / "state"
+    hook.answer(json.dumps(payload), policies=folder, state_dir=state)
+    [lock] = state.glob("*.lock")
+    holder = os.open(lock, os.O_RDONLY)  # reading is enough to take an flock
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    try:
+        start = time.perf_counter()
+        _, answer = hook.answer(json.dumps(payload), policies=folder, state_dir=state)
+        assert answer.decision == "deny" and "lock" in answer.reason
+        assert time.perf_counter() - start < hook.LOCK_SECONDS + 3
+    finally:
+        os.close(holder)

@@ -316,7 +316,7 @@ def test_a_streaming_call_succeeds_for_the_rules_when_its_stream_ends() -> None:
     result, (before, after) = asyncio.run(scenario())
     statuses = {r.action_id: r.status.value for r in result.result.results}
     assert statuses == {"t": "succeeded", "d": "rejected"}  # started, not finished
-    assert before == (0,) and after == (1,)  # recorded when the stream ended
+    assert before == (2,) and after == (3,)  # dispatched; then reported when the stream ended
 
 
 def test_the_fast_parser_is_the_strict_one() -> None:

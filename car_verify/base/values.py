@@ -201,11 +201,19 @@ def evaluate(operator: str, actual: object, expected: object) -> bool:
 
 
 def copy_json(value: Any) -> Any:
-    """A deep copy of a JSON tree (dicts, lists and scalars), faster than ``copy.deepcopy``."""
+    """A deep copy of a JSON tree (dicts, lists and scalars), faster than ``copy.deepcopy``.
+    Any other mapping (an ``OrderedDict``, a ``defaultdict``) becomes a dict, and a
+    tuple a list: nothing of the copy is shared with the original."""
     t = type(value)
     if t is dict:
         return {k: copy_json(v) for k, v in value.items()}
     if t is list:
+        return [copy_json(v) for v in value]
+    if t is str or t is int or t is float or t is bool or value is None:
+        return value
+    if isinstance(value, Mapping):
+        return {k: copy_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
         return [copy_json(v) for v in value]
     return value
 

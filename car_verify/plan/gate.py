@@ -111,6 +111,7 @@ class CallGate:
         on_unknown: Decision = "deny",
         granted_tier: str | None = None,
         ledger: Any = None,
+        ask: Sequence[str] = (),
     ) -> None:
         if on_unknown not in DECISIONS:
             raise UsageError(f"on_unknown must be one of {', '.join(DECISIONS)}")
@@ -123,6 +124,9 @@ class CallGate:
             self.engine = PolicyEngine(built.rules, clock=clock)
         self.trace = TraceGate(self.engine.trace_rules)
         self.on_unknown: Decision = on_unknown
+        #: Rule-name prefixes whose objections put the call to a person (``ask``)
+        #: instead of refusing it, when every objection to it has one.
+        self.ask = tuple(ask)
         self.granted_tier = granted_tier
         self.ledger: Any = None
         if granted_tier is not None:
@@ -153,21 +157,28 @@ class CallGate:
         if not objections and self.granted_tier is not None:
             tier_denied, approval = self._tier(tool, sent, action)
             objections.extend(tier_denied)
+        # The trace rules are asked in any case (they record nothing here): a call
+        # the policy rules refuse is named by those alone, as the runtime names it,
+        # but it is put to a person only when the trace rules would let it run too.
+        tracing = [Denial(v.policy_name, v.reason) for v in self.trace.check(tool, sent)]
+        behind = tracing if objections else []
         if not objections:
-            objections.extend(Denial(v.policy_name, v.reason) for v in self.trace.check(tool, sent))
+            objections = tracing
         unknown = tuple(Denial(n, r) for n, r in undecided)
         decision: Decision
         if objections:
-            decision = "deny"
+            askable = self.ask and all(
+                d.rule.startswith(self.ask) for d in (*objections, *behind, *unknown)
+            )
+            decision = "ask" if askable else "deny"
         elif unknown and self.on_unknown != "allow":
             decision = self.on_unknown
         elif approval:
             decision = "ask"
         else:
             decision = "allow"
-        if decision != "deny":
-            admitted = self.trace.dispatch(tool, sent)
-            assert not admitted  # checked just above, on the same state
+        if decision != "deny":  # it may run: the trace counts it from now
+            self.trace.dispatched(tool, sent)
         return Verdict(decision, tuple(objections), unknown, tuple(approval), sent)
 
     def replay(
@@ -196,12 +207,13 @@ class CallGate:
         from .permissions import classify_action, decide, fingerprint, ledger_key
 
         assert self.granted_tier is not None
-        call = Action(
-            id=action.id if action is not None else "call",
-            type="tool_call",
-            tool=tool,
-            parameters=sent,
-        )
+        if action is not None:  # the plan's action, with what is sent
+            import copy
+
+            call = copy.copy(action)
+            call.tool, call.parameters = tool, sent
+        else:
+            call = Action(id="call", type="tool_call", tool=tool, parameters=sent)
         fp = fingerprint(call)
         row = decide(classify_action(call), fp, self.granted_tier, self.ledger, ledger_key(call))
         if row.decision == "allow":

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -272,14 +273,51 @@ def rule_to_dict(rule: TraceRule) -> dict[str, Any]:
     }
 
 
+_KINDS = ("never", "never_after", "only_after", "at_most")
+_OPS = ("equals", "differs", "contains", "present")
+#: A tool or parameter name as the grammar's NAME reads it (a keyword is none).
+_NAME = re.compile(
+    r"(?!(never|after|only|at|most|any|tool|where|and|contains|exists|succeeded|failed"
+    r"|true|false|null)(?![A-Za-z0-9_.\-]))[A-Za-z_][A-Za-z0-9_.\-]*"
+)
+
+
 def rule_from_dict(doc: Mapping[str, Any]) -> TraceRule:
-    """The rule :func:`rule_to_dict` wrote."""
+    """The rule :func:`rule_to_dict` wrote; ValueError for anything a parse of a
+    rule's text could not give (an unknown kind, operator or outcome, a tool or
+    parameter name the language cannot write, a value that is no literal)."""
+
+    def name(value: Any) -> str:
+        if not isinstance(value, str) or not _NAME.fullmatch(value):
+            raise ValueError(f"not a name the rule language writes: {value!r}")
+        return value
+
+    def literal(value: Any) -> Any:
+        if value is None or isinstance(value, (str, bool, int)):
+            return value
+        if isinstance(value, float) and math.isfinite(value):
+            return value
+        raise ValueError(f"not a literal of the rule language: {value!r}")
 
     def call(c: Mapping[str, Any] | None) -> Call | None:
         if c is None:
             return None
-        tests = tuple(Test(t["param"], t["op"], t["value"]) for t in c["tests"])
-        return Call(c["tool"], tests, c["outcome"])
+        tests = []
+        for t in c["tests"]:
+            if t["op"] not in _OPS:
+                raise ValueError(f"unknown test {t['op']!r}")
+            tests.append(Test(name(t["param"]), t["op"], literal(t["value"])))
+        if c["outcome"] not in (None, "succeeded", "failed"):
+            raise ValueError(f"unknown outcome {c['outcome']!r}")
+        tool = None if c["tool"] is None else name(c["tool"])
+        return Call(tool, tuple(tests), c["outcome"])
+
+    if doc["kind"] not in _KINDS:
+        raise ValueError(f"unknown rule kind {doc['kind']!r}")
+    if (doc["event"] is None) != (doc["kind"] in ("never", "at_most")):
+        raise ValueError("an event belongs to the after rules only")
+    if type(doc["limit"]) is not int or doc["limit"] < 0:
+        raise ValueError("a limit is a non-negative integer")
 
     head = call(doc["call"])
     assert head is not None
@@ -457,7 +495,7 @@ class TraceGate:
                 out.append(
                     TraceViolation(rule.policy_name, f"{tool} is not allowed after {_event(rule)}")
                 )
-            elif rule.kind == "only_after" and not seen:
+            elif rule.kind == "only_after" and not seen & 1:
                 out.append(
                     TraceViolation(rule.policy_name, f"{tool} is allowed only after {_event(rule)}")
                 )
@@ -475,6 +513,11 @@ class TraceGate:
             self._observe(tool, params, None)
         return violations
 
+    def dispatched(self, tool: str, params: Mapping[str, Any]) -> None:
+        """Record a call as dispatched whatever the rules say (one a person let run
+        after the rules asked them)."""
+        self._observe(tool, params, None)
+
     def record(self, tool: str, params: Mapping[str, Any], outcome: Outcome) -> None:
         """A dispatched call's outcome, as reported."""
         self._observe(tool, params, outcome)
@@ -487,13 +530,21 @@ class TraceGate:
                     self._state[index] += 1
                 continue
             event = rule.event
-            if event is None or self._state[index]:
+            state = self._state[index]
+            if event is None or state & 1:
                 continue
-            if rule.kind == "only_after":  # counted once an outcome is reported
-                fires = outcome is not None and event.outcome in (None, outcome)
-            else:  # never ... after: at dispatch, or at the named outcome's report
-                fires = event.outcome == outcome
-            if fires and event.matches(tool, params):
+            if rule.kind == "only_after":
+                # Counted once an outcome is reported of a call that was dispatched:
+                # bit 1 says a call of the event was dispatched, bit 0 that one
+                # reported (an outcome with no dispatch before it opens nothing).
+                if not event.matches(tool, params):
+                    continue
+                if outcome is None:
+                    self._state[index] = state | 2
+                elif state & 2 and event.outcome in (None, outcome):
+                    self._state[index] = state | 1
+            elif event.outcome == outcome and event.matches(tool, params):
+                # never ... after: at dispatch, or at the named outcome's report
                 self._state[index] = 1
 
 
