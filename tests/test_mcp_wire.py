@@ -439,3 +439,24 @@ def test_any_hostile_request_gets_exactly_one_answer_and_the_server_goes_on(
     assert wire.close() == 0
     assert "Traceback" not in wire.stderr_text()
     assert wire.stderr_text() == ""
+
+
+def test_an_answer_over_the_bound_keeps_its_text_cut_and_says_so(tmp_path: Path) -> None:
+    """250 actions writing one key: 31,125 write conflicts, 6 MB of JSON. The answer
+    leaves the JSON out and cuts the text, so no answer holds up the server."""
+    plan = {
+        "actions": [
+            {"id": f"a{i}", "type": "tool_call", "tool": "t", "expected_effects": {"k": i}}
+            for i in range(250)
+        ]
+    }
+    wire = Wire(tmp_path)
+    wire.request(1, "verify", {"proposal": plan})
+    result = wire.answer(60)["result"]
+    assert "structuredContent" not in result and result["isError"] is False
+    text = result["content"][0]["text"]
+    assert "warning[write-conflict]" in text and len(text) < 70_000
+    assert text.endswith("over the server's bound of 4,194,304: it is left out, and this text "
+                         "cut; the command line gives the whole]")  # fmt: skip
+    assert wire.close() == 0
+    assert wire.stderr_text() == ""

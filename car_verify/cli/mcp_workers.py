@@ -6,7 +6,9 @@ minutes on a large plan, and a thread cannot be stopped, so one that ran past it
 budget would go on burning a core. A worker is killed when its call's budget runs
 out (or the call is cancelled), and the call is answered with a tool error saying
 so; the next call starts a fresh worker. At most ``Settings.workers`` run at once;
-a call waiting for one spends its own budget waiting. ``codes`` (a table lookup)
+a call waiting for one spends its own budget waiting. An answer over
+:data:`MAX_ANSWER` bytes of JSON keeps only its text, cut, so that no answer holds
+up the server's loop. ``codes`` (a table lookup)
 and an unknown tool's error run in a thread of the server.
 
 A worker is ``python -P -c`` running :func:`work`: it reads one call a line (JSON)
@@ -34,6 +36,10 @@ __all__ = ["Pool", "work"]
 
 #: How often a worker looks whether the server that started it is still there.
 _WATCH_SECONDS: Final = 0.5
+#: The largest answer a call gets, in bytes of JSON (4 MiB): past it the result's
+#: JSON is left out and its text cut to :data:`MAX_TEXT` characters, saying so.
+MAX_ANSWER: Final = 4 * 1024 * 1024
+MAX_TEXT: Final = 64 * 1024
 
 
 def _budget_spent(seconds: float) -> tuple[Any, str, bool]:
@@ -190,6 +196,18 @@ def _watch(parent: int) -> None:
             os._exit(0)
 
 
+def _cut(answer: tuple[Any, str, bool], size: int) -> tuple[Any, str, bool]:
+    """An answer over :data:`MAX_ANSWER` bytes: its text, cut, without the JSON."""
+    _, text, failed = answer
+    note = (
+        f"[the result's JSON is {size:,} bytes, over the server's bound of {MAX_ANSWER:,}: "
+        "it is left out, and this text cut; the command line gives the whole]"
+    )
+    if len(text) > MAX_TEXT:
+        text = text[:MAX_TEXT] + " ..."
+    return None, f"{text}\n{note}", failed
+
+
 def work() -> None:
     """A worker's loop: one call a line on stdin, one answer a line on stdout."""
     import signal
@@ -210,6 +228,8 @@ def work() -> None:
             settings = Settings(**request["settings"])
             answer = call(request["tool"], request["arguments"], None, settings)
             out = json.dumps(list(answer), ensure_ascii=True)
+            if len(out) > MAX_ANSWER:
+                out = json.dumps(list(_cut(answer, len(out))), ensure_ascii=True)
         except BaseException as err:
             if isinstance(err, KeyboardInterrupt | SystemExit):
                 raise
