@@ -31,15 +31,14 @@ def add(sub: Any, profiled: Any) -> None:
         metavar="SECONDS",
         type=float,
         default=10.0,
-        help="each call's budget: past it the call is stopped and answered with a tool "
-        "error (default: 10)",
+        help="each call's budget: past it the call is stopped and answered with a tool error",
     )
     p.add_argument(
         "--workers",
         metavar="N",
         type=int,
         default=2,
-        help="how many worker processes run calls at once (default: 2)",
+        help="how many worker processes run calls at once",
     )
     p.set_defaults(run=cmd_mcp)
 
