@@ -63,7 +63,7 @@ class _Worker:
                 sys.executable,
                 "-P",
                 "-c",
-                "from car_verify.cli.mcp_workers import work; work()",
+                f"from car_verify.cli.mcp_workers import work; work({os.getpid()})",
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -188,8 +188,8 @@ class Pool:
 
 
 def _watch(parent: int) -> None:
-    """End this worker when the server that started it is gone (its parent changes),
-    so no call outlives the server."""
+    """End this worker when the server that started it is gone (it is no longer its
+    parent, even if it went before the worker got here), so no call outlives it."""
     while True:
         threading.Event().wait(_WATCH_SECONDS)
         if os.getppid() != parent:
@@ -208,8 +208,9 @@ def _cut(answer: tuple[Any, str, bool], size: int) -> tuple[Any, str, bool]:
     return None, f"{text}\n{note}", failed
 
 
-def work() -> None:
-    """A worker's loop: one call a line on stdin, one answer a line on stdout."""
+def work(server: int) -> None:
+    """A worker's loop: one call a line on stdin, one answer a line on stdout.
+    ``server``: the process id of the server that started it."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server answers an interrupt
@@ -219,7 +220,7 @@ def work() -> None:
     os.dup2(null, 0)
     os.close(null)
     os.dup2(2, 1)  # whatever else writes to stdout misses the answers
-    threading.Thread(target=_watch, args=(os.getppid(),), daemon=True).start()
+    threading.Thread(target=_watch, args=(server,), daemon=True).start()
     prepare()  # the checks load before the first call
 
     for line in wire_in:
