@@ -140,6 +140,12 @@ def test_every_request_line_the_sdk_dropped_gets_an_answer(tmp_path: Path) -> No
             -32602,
             "params.arguments.code: a lone surrogate",
         ),
+        (
+            b'{"jsonrpc":"2.0","id":12,"method":"ping","params":{"\xc3\xa9\\udc80":1}}',
+            12,
+            -32602,
+            "params.\u00e9\\udc80: a key holds a lone surrogate",
+        ),
         (b'{"jsonrpc":"2.0","id":4,', None, -32700, "Parse error"),
         (b"\xff\xfe", None, -32700, "not UTF-8"),
         (b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":[1]}', 5, -32602, "params"),

@@ -102,7 +102,7 @@ def _shown(part: str | int) -> str | int:
     return (
         part
         if isinstance(part, int) or _is_text(part)
-        else part.encode("utf-8", "backslashreplace").decode("ascii")
+        else part.encode("utf-8", "backslashreplace").decode("utf-8")
     )
 
 
@@ -343,7 +343,10 @@ async def serve_stdio(call_timeout: float) -> AsyncIterator[tuple[Any, Any]]:
                         _error(None, INVALID_REQUEST, f"Invalid request: over {MAX_LINE:,} bytes")
                     )
                     continue
-                message, answer = classify(line)
+                try:
+                    message, answer = classify(line)
+                except Exception:  # a line is answered, and the next one read, whatever it held
+                    message, answer = None, _error(None, INTERNAL_ERROR, "Internal error")
                 if answer is not None:
                     link.answer(answer)
                 if message is None:
