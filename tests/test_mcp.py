@@ -5,13 +5,16 @@ wire JSON and text, and bad input as a tool error while the server goes on."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from car_verify.cli.mcp_server import TOOLS, Declarations, call
+from car_verify.cli.mcp_server import TOOLS, Declarations, Settings, call
 from car_verify.ir.schema import json_schema
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,9 +70,19 @@ def test_the_server_lists_its_tools_with_the_models_schemas() -> None:
     assert set(tools) == {"verify", "simulate", "equivalent", "policy_check", "risk", "codes"}
     verify = tools["verify"]
     assert "as `car-verify verify`" in (verify.description or "")
-    proposal = verify.input_schema["properties"]["proposal"]
-    assert proposal["$defs"] == json_schema("proposal")["$defs"]
-    assert verify.input_schema["required"] == ["proposal"]
+    schema = verify.input_schema
+    assert schema["properties"]["proposal"]["type"] == "object"
+    # the model's definitions sit at the root, where the arguments' $refs look
+    assert json_schema("proposal")["$defs"].items() <= schema["$defs"].items()
+    assert schema["required"] == ["proposal"] and schema["additionalProperties"] is False
+    from jsonschema import Draft202012Validator
+
+    check = Draft202012Validator(schema)
+    assert not list(check.iter_errors({"proposal": GOOD}))
+    bad = {"proposal": {"actions": [{"id": 3, "type": "tool_call"}]}}
+    assert [list(e.absolute_path) for e in check.iter_errors(bad)] == [
+        ["proposal", "actions", 0, "id"]
+    ]
 
 
 def test_calls_return_wire_json_and_text_and_bad_input_is_a_tool_error(tmp_path: Path) -> None:
@@ -96,3 +109,92 @@ def test_calls_return_wire_json_and_text_and_bad_input_is_a_tool_error(tmp_path:
     policy = got["policy"]
     assert not policy.is_error and "deny_tool:u" in policy.content[0].text
     assert got["strict"].structured_content["profile"] == "strict"
+
+
+def test_string_arguments_are_never_paths(tmp_path: Path) -> None:
+    """A path given as an argument is a string, never opened: no file's existence,
+    keys or folder entries come back, and /dev/zero or a FIFO is answered at once."""
+    secret = tmp_path / "secret.json"
+    secret.write_text('{"api_key": "k", "db_password": "p"}')
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / "deny.toml").write_text('deny_tool = ["t"]\n')
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    plan = {"actions": []}
+    for path in (str(secret), str(tmp_path / "absent.json"), "/dev/zero", str(fifo)):
+        calls = [
+            ("verify", {"proposal": path}, "proposal: expected an object, got a string"),
+            ("verify", {"proposal": plan, "tools": path}, "tools: expected an array, got a string"),
+            (
+                "verify",
+                {"proposal": plan, "state": path},
+                "state: expected an object, got a string",
+            ),
+            ("simulate", {"proposal": path}, "proposal: expected an object, got a string"),
+            ("equivalent", {"a": plan, "b": path}, "b: expected an object, got a string"),
+            ("risk", {"proposal": path}, "proposal: expected an object, got a string"),
+            ("policy_check", {"proposal": path}, "proposal: expected an object, got a string"),
+        ]
+        for name, arguments, text in calls:
+            started = time.monotonic()
+            doc, said, failed = call(name, arguments)
+            assert (doc, failed, said) == (None, True, text), (name, arguments)
+            assert time.monotonic() - started < 2
+    # policies given a folder or a file: read as TOML text, never listed or opened
+    for path in (str(tmp_path / "rules"), str(secret), "/dev/zero", str(fifo)):
+        doc, said, failed = call("policy_check", {"proposal": plan, "policies": path})
+        assert failed and said.startswith("policies: not valid TOML"), said
+        assert "deny.toml" not in said and "api_key" not in said
+
+
+def test_policies_are_the_policy_files_content_or_the_servers_folder(tmp_path: Path) -> None:
+    plan = {"actions": [{"id": "a", "type": "tool_call", "tool": "rm"}]}
+    for policies in ('deny_tool = ["rm"]\n', {"deny_tool": ["rm"]}):
+        doc, said, failed = call("policy_check", {"proposal": plan, "policies": policies})
+        assert not failed and said.startswith("loaded 1 rule from the policies argument")
+        assert [i["code"] for i in doc["issues"]] == ["deny_tool:rm"]
+    doc, said, failed = call("policy_check", {"proposal": plan, "policies": {"deny_tool": [3]}})
+    assert failed and said == "policies.deny_tool[0]: expected a string"
+    doc, said, failed = call("policy_check", {"proposal": plan, "policies": {"nope": 1}})
+    assert failed and said.startswith("policies.nope: unknown key")
+    doc, said, failed = call("policy_check", {"proposal": plan, "policies": {}})
+    assert failed and "holds no rule" in said
+    # without the argument: the server's folder (its --policies), never one a call names
+    (tmp_path / "server").mkdir()
+    (tmp_path / "server" / "r.toml").write_text('deny_tool = ["rm"]\n')
+    settings = Settings(policies=str(tmp_path / "server"), start=str(tmp_path))
+    doc, said, failed = call("policy_check", {"proposal": plan}, settings=settings)
+    assert not failed and f"in {tmp_path / 'server'}" in said
+    doc, said, failed = call("policy_check", {"proposal": plan}, settings=Settings(start="/"))
+    assert failed and "give the policies argument" in said
+
+
+def test_importing_the_server_module_or_starting_the_cli_loads_no_sdk() -> None:
+    code = (
+        "import sys, car_verify, car_verify.cli.mcp_server; from car_verify.cli import main;"
+        "rc = main(['codes']); print('SDK', [m for m in ('mcp', 'anyio') if m in sys.modules])"
+    )
+    done = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0 and "SDK []" in done.stdout, done.stderr
+
+
+def test_the_sdk_client_gets_tool_errors_naming_the_argument(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.json"
+    secret.write_text('{"api_key": "k"}')
+
+    async def work(client: Any) -> Any:
+        out = {}
+        out["path"] = await client.call_tool("verify", {"proposal": str(secret)})
+        out["code"] = await client.call_tool("codes", {"code": {}})
+        out["rates"] = await client.call_tool("risk", {"proposal": GOOD, "rates": "x"})
+        out["fine"] = await client.call_tool("codes", {"code": "duplicate-id"})
+        return out
+
+    got = _run(work, tmp_path)
+    for name, text in (
+        ("path", "proposal: expected an object, got a string"),
+        ("code", "code: expected a string, got an object"),
+        ("rates", "rates: expected an object, got a string"),
+    ):
+        assert got[name].is_error and got[name].content[0].text == text
+    assert not got["fine"].is_error and got["fine"].structured_content["code"] == "duplicate-id"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import math
+import os
 from typing import Any
 
 from ..base.errors import UsageError
@@ -18,15 +20,51 @@ def add(sub: Any, profiled: Any) -> None:
         help="an MCP server on stdio: verify, simulate, equivalent, policy check, risk and "
         "codes as tools for an agent (needs the [mcp] extra)",
     )
+    p.add_argument(
+        "--policies",
+        metavar="DIR",
+        help="the policies folder policy_check applies when a call gives no policies "
+        "(default: the nearest .car/policies at or above the working directory)",
+    )
+    p.add_argument(
+        "--call-timeout",
+        metavar="SECONDS",
+        type=float,
+        default=10.0,
+        help="each call's budget: past it the call is stopped and answered with a tool error",
+    )
+    p.add_argument(
+        "--workers",
+        metavar="N",
+        type=int,
+        default=2,
+        help="how many worker processes run calls at once",
+    )
     p.set_defaults(run=cmd_mcp)
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
     if importlib.util.find_spec("mcp") is None:
         raise UsageError("car-verify mcp needs the MCP SDK: pip install 'car-verify[mcp]'")
+    if not (math.isfinite(args.call_timeout) and args.call_timeout > 0):
+        raise UsageError("--call-timeout: expected a number of seconds above 0")
+    if args.workers < 1:
+        raise UsageError("--workers: expected at least 1")
+    policies = None
+    if args.policies is not None:
+        if not os.path.isdir(args.policies):
+            raise UsageError(f"--policies: {args.policies}: no such directory")
+        policies = os.path.abspath(args.policies)
     from ._common import command_tree
-    from .mcp_server import Declarations, serve
+    from .mcp_server import Declarations, Settings
+    from .mcp_stdio import serve
 
-    # --profile is the server's default; each call may name its own.
-    serve(Declarations.of(command_tree(args._parser)), profile=getattr(args, "profile", None))
+    settings = Settings(
+        profile=getattr(args, "profile", None),  # each call's default; a call may name its own
+        policies=policies,
+        start=os.getcwd(),
+        call_timeout=args.call_timeout,
+        workers=args.workers,
+    )
+    serve(Declarations.of(command_tree(args._parser)), settings)
     return EXIT_OK

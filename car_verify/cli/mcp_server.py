@@ -1,25 +1,37 @@
-"""``car-verify mcp``: an MCP server (the official ``mcp`` SDK, stdio transport), so
-an agent in any MCP client can check its own plan before it acts.
+"""``car-verify mcp``: an MCP server (the official ``mcp`` SDK, over stdio), so an
+agent in any MCP client can check its own plan before it acts.
 
-Each tool takes a proposal object (and what the matching command takes) and
-returns the result's wire JSON (``structured_content``) and a short text a model
-can read (the command's own text). Descriptions come from the commands'
-declarations (:class:`Declarations`, read from the command line's parser by
-``car-verify mcp``) and the proposal, tools and state arguments are described by
-the JSON Schemas generated from the model (:mod:`car_verify.ir.schema`). Bad input
-is a tool error carrying the input error's message; the server goes on serving.
+Each tool takes JSON values, never paths: a proposal *object*, a state object, a
+tool registry array, the policy file's *content*. It returns the result's wire
+JSON (``structured_content``) and a short text a model can read (the command's
+own text). Descriptions come from the commands' declarations
+(:class:`Declarations`, read from the command line's parser by ``car-verify
+mcp``) and the proposal, tools and state arguments are described by the JSON
+Schemas generated from the model (:mod:`car_verify.ir.schema`).
 
-The SDK is an optional extra (``pip install 'car-verify[mcp]'``): nothing here is
-imported by the rest of car-verify.
+:func:`call` is the whole of a tool call and never raises: the arguments are
+checked against the tool's input schema, then read by car-verify's loaders, and
+whatever fails is a tool error whose text names the argument and the JSON path
+(``proposal.actions[2].id: expected a string, got an integer``).
+:func:`car_verify.cli.mcp_stdio.serve` serves it: off the event loop under a
+per-call budget, the tools that take a plan in worker processes
+(:mod:`.mcp_workers`, killed when the budget runs out), ``codes`` in a thread.
+
+The SDK is an optional extra (``pip install 'car-verify[mcp]'``): nothing here
+imports it, and nothing in the rest of car-verify imports these modules.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import json
+import math
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
-__all__ = ["TOOLS", "Declarations", "McpTool", "call", "serve"]
+__all__ = ["TOOLS", "Declarations", "McpTool", "Settings", "call", "check_arguments", "prepare"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,37 +54,69 @@ class Declarations:
         return cls(summaries, flags)
 
 
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """What the server was started with (``car-verify mcp``'s flags).
+
+    ``profile``: each call's default profile. ``policies``: the policies folder
+    ``policy_check`` reads when a call gives no ``policies`` (else the nearest
+    ``.car/policies`` at or above ``start``, the server's working directory).
+    ``call_timeout``: each call's budget in seconds. ``workers``: how many worker
+    processes run calls at once."""
+
+    profile: str | None = None
+    policies: str | None = None
+    start: str = "."
+    call_timeout: float = 10.0
+    workers: int = 2
+
+
 #: An argument: ("schema", file kind) (the JSON Schema generated from the model),
-#: ("profile",), or ("flag", JSON type, flag) (described by the command's declaration).
+#: ("profile",), ("flag", shape, flag) (a shape of :data:`_SHAPES`, described by the
+#: command's declaration of the flag), or ("policies",).
 Arg = tuple[str, ...]
+
+_SHAPES: dict[str, dict[str, Any]] = {
+    "string": {"type": "string"},
+    "object": {"type": "object"},
+    "rates": {"type": "object", "additionalProperties": {"type": "number"}},
+}
+
+_POLICIES = (
+    "the policy file's content: its TOML text, or the same tables as a JSON object "
+    '({"deny_tool": ["rm"]}); without it, the policies folder the server was started '
+    "with (a path here is read as TOML text, never opened)"
+)
 
 
 @dataclass(frozen=True, slots=True)
 class McpTool:
-    """One tool: the command it answers for, its arguments, and its work
-    (arguments -> (wire JSON, text))."""
+    """One tool: the command it answers for, its arguments, its work (arguments ->
+    (wire JSON, text)), and whether that work runs in a worker process (``heavy``:
+    it takes a plan, whose checks can run long) or in a thread of the server."""
 
     name: str
     command: str
     arguments: Mapping[str, Arg]
     required: tuple[str, ...]
-    run: Callable[[dict[str, Any]], tuple[Any, str]]
+    run: Callable[[dict[str, Any], Settings], tuple[Any, str]]
+    heavy: bool = True
 
     def input_schema(self, decl: Declarations) -> dict[str, Any]:
-        return {
-            "type": "object",
-            "properties": {
-                name: _argument(arg, self.command, decl) for name, arg in self.arguments.items()
-            },
-            "required": list(self.required),
-        }
+        schema = _bare_schema(self)
+        for name, arg in self.arguments.items():
+            schema["properties"][name] = {
+                **schema["properties"][name],
+                "description": _description(arg, self.command, decl),
+            }
+        return schema
 
     def description(self, decl: Declarations) -> str:
         summary = decl.summaries[self.command]
         return f"{summary} (as `{self.command}`; the result's JSON and a summary)"
 
 
-def _argument(arg: Arg, command: str, decl: Declarations) -> dict[str, Any]:
+def _shape(arg: Arg) -> dict[str, Any]:
     if arg[0] == "schema":
         from ..ir.schema import json_schema
 
@@ -80,69 +124,176 @@ def _argument(arg: Arg, command: str, decl: Declarations) -> dict[str, Any]:
         doc.pop("$schema", None)
         return doc
     if arg[0] == "profile":
-        return {"enum": ["car", "strict"], "description": decl.flags[(command, "--profile")]}
-    return {"type": arg[1], "description": decl.flags[(command, arg[2])]}
+        return {"enum": ["car", "strict"]}
+    if arg[0] == "policies":
+        return {"type": ["string", "object"]}
+    return dict(_SHAPES[arg[1]])
 
 
-def _verify(args: dict[str, Any]) -> tuple[Any, str]:
+def _description(arg: Arg, command: str, decl: Declarations) -> str:
+    if arg[0] == "schema":
+        return str(_shape(arg).get("description", ""))
+    if arg[0] == "profile":
+        return decl.flags[(command, "--profile")]
+    if arg[0] == "policies":
+        return _POLICIES
+    return decl.flags[(command, arg[2])]
+
+
+def _bare_schema(tool: McpTool) -> dict[str, Any]:
+    """The tool's input schema without the declarations' descriptions (what calls
+    are checked against). The model's definitions (``$defs``) move to its root,
+    where the arguments' ``#/$defs/...`` references find them."""
+    properties: dict[str, Any] = {}
+    defs: dict[str, Any] = {}
+    for name, arg in tool.arguments.items():
+        shape = _shape(arg)
+        for key, definition in shape.pop("$defs", {}).items():
+            if defs.setdefault(key, definition) != definition:
+                raise AssertionError(f"two definitions of {key} in {tool.name}'s schema")
+        properties[name] = shape
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": properties,
+        "required": list(tool.required),
+        "additionalProperties": False,
+    }
+    if defs:
+        schema["$defs"] = defs
+    return schema
+
+
+def _validator(tool: McpTool) -> Any:
+    return _validator_of(tool.name)
+
+
+@cache
+def _validator_of(name: str) -> Any:
+    from ..rules.tools import _jsonschema
+
+    tool = tool_named(name)
+    assert tool is not None
+    return _jsonschema().validators.Draft202012Validator(_bare_schema(tool))
+
+
+def prepare(heavy: bool = True) -> None:
+    """Load what the calls need before the first one comes: a worker, for the tools
+    that take a plan (``heavy``); the server, for the others."""
+    if heavy:
+        import car_verify.api  # noqa: F401
+    for tool in TOOLS:
+        if tool.heavy == heavy:
+            _validator(tool)
+    if not heavy:
+        from .docgen import explain_code
+
+        explain_code("duplicate-id")  # the passes' documentation
+
+
+# --- the tools' work ----------------------------------------------------------------
+
+
+def _proposal(args: dict[str, Any], name: str = "proposal") -> Any:
+    from ..ir.model import load
+
+    with _naming(name):
+        return load(args[name])
+
+
+@contextmanager
+def _naming(name: str) -> Iterator[None]:
+    """An :class:`InputError` raised inside is located under the argument ``name``."""
+    from ..base.errors import InputError
+
+    try:
+        yield
+    except InputError as err:
+        raise _under(name, err) from None
+
+
+def _under(name: str, err: Any) -> Any:
+    """``err`` (an InputError), located under the argument ``name`` (a policy file's
+    error names its source: here the argument is the source)."""
+    from ..base.errors import InputError
+
+    return InputError(err.problem, [name, *err.path], line=err.line, column=err.column)
+
+
+def _verify(args: dict[str, Any], settings: Settings) -> tuple[Any, str]:
     from ..api import verify
     from ..reporters.text import render_text
+    from ..rules.tools import ToolRegistry
 
-    result = verify(
-        args["proposal"],
-        tools=args.get("tools"),
-        initial_state=args.get("state"),
-        profile=args.get("profile"),
-    )
+    model = _proposal(args)
+    tools = None
+    if "tools" in args:
+        with _naming("tools"):
+            tools = ToolRegistry.coerce(args["tools"])
+    result = verify(model, tools=tools, initial_state=args.get("state"), profile=args["profile"])
     return result.to_dict(), render_text(result).strip()
 
 
-def _simulate(args: dict[str, Any]) -> tuple[Any, str]:
+def _simulate(args: dict[str, Any], settings: Settings) -> tuple[Any, str]:
     from ..api import simulate
 
-    sim = simulate(args["proposal"], args.get("state"), profile=args.get("profile"))
-    import json
-
+    sim = simulate(_proposal(args), args.get("state"), profile=args["profile"])
     doc = sim.to_dict()  # the end state
     return doc, f"end state: {json.dumps(doc, ensure_ascii=False)} (profile {sim.profile})"
 
 
-def _equivalent(args: dict[str, Any]) -> tuple[Any, str]:
+def _equivalent(args: dict[str, Any], settings: Settings) -> tuple[Any, str]:
     from ..deciders.equivalence import equivalent
 
-    result = equivalent(args["a"], args["b"], profile=args.get("profile"))
+    result = equivalent(_proposal(args, "a"), _proposal(args, "b"), profile=args["profile"])
     return result.to_dict(), result.explain()
 
 
-def _policy_check(args: dict[str, Any]) -> tuple[Any, str]:
-    import os
-
+def _policy_check(args: dict[str, Any], settings: Settings) -> tuple[Any, str]:
     from ..api import verify
+    from ..base.errors import UsageError
+    from ..base.values import plural
     from ..reporters.text import render_text
-    from ..rules.policy import policies_to_check
+    from ..rules.policy import load_policy_object, load_policy_text, policies_to_check
 
-    loaded = policies_to_check(
-        args.get("policies"), os.getcwd(), name_them="name the policies with the policies argument"
-    )
+    model = _proposal(args)
+    given = args.get("policies")
+    rules: Any
+    if given is None:
+        loaded = policies_to_check(
+            settings.policies,
+            settings.start,
+            name_them="give the policies argument (the policy file's content) or start the "
+            "server with --policies DIR",
+        )
+        rules, said = loaded, loaded.describe()
+    else:
+        with _naming("policies"):
+            if isinstance(given, str):
+                rules = load_policy_text(given, source="policies")
+            else:
+                rules = load_policy_object(given, source="policies")
+        if not rules.count():
+            raise UsageError("policies: the policy set holds no rule, so nothing was checked")
+        said = f"loaded {plural(rules.count(), 'rule')} from the policies argument"
     result = verify(
-        args["proposal"],
+        model,
         initial_state=args.get("state"),
         passes=["policies"],
-        policies=loaded,
-        profile=args.get("profile"),
+        policies=rules,
+        profile=args["profile"],
     )
-    return result.to_dict(), f"{loaded.describe()}\n{render_text(result)}"
+    return result.to_dict(), f"{said}\n{render_text(result)}"
 
 
-def _risk(args: dict[str, Any]) -> tuple[Any, str]:
+def _risk(args: dict[str, Any], settings: Settings) -> tuple[Any, str]:
     from ..plan.risk import risk
 
     result = risk(
-        args["proposal"],
+        _proposal(args),
         args.get("state"),
         args.get("rates"),
         args.get("goal"),
-        profile=args.get("profile"),
+        profile=args["profile"],
     )
     doc = result.to_dict()
     goal = doc["p_goal_reached"]
@@ -151,7 +302,7 @@ def _risk(args: dict[str, Any]) -> tuple[Any, str]:
     return doc, f"{reached}; {landed} ({doc['method']}, tier {doc['tier']})"
 
 
-def _codes(args: dict[str, Any]) -> tuple[Any, str]:
+def _codes(args: dict[str, Any], settings: Settings) -> tuple[Any, str]:
     from ..base.codes import CODES
     from .docgen import explain_code
 
@@ -163,7 +314,7 @@ def _codes(args: dict[str, Any]) -> tuple[Any, str]:
     if text is None:
         from ..base.errors import UsageError
 
-        raise UsageError(f"unknown code {code!r} (the tool without a code lists them)")
+        raise UsageError(f"code: unknown code {code!r} (the tool without a code lists them)")
     return {"code": code, "explanation": text}, text
 
 
@@ -207,7 +358,7 @@ TOOLS: tuple[McpTool, ...] = (
         "car-verify policy check",
         {
             "proposal": ("schema", "proposal"),
-            "policies": ("flag", "string", "--policies"),
+            "policies": ("policies",),
             "state": ("schema", "state"),
             "profile": ("profile",),
         },
@@ -220,7 +371,7 @@ TOOLS: tuple[McpTool, ...] = (
         {
             "proposal": ("schema", "proposal"),
             "state": ("schema", "state"),
-            "rates": ("flag", "object", "--rates"),
+            "rates": ("flag", "rates", "--rates"),
             "goal": ("flag", "object", "--goal"),
             "profile": ("profile",),
         },
@@ -233,76 +384,174 @@ TOOLS: tuple[McpTool, ...] = (
         {"code": ("flag", "string", "code")},
         (),
         _codes,
+        heavy=False,
     ),
 )
 
+#: What the analyses call an argument, where their errors name it.
+_RENAMED = {"tool_success_rates": "rates", "initial_state": "state"}
+
+
+def tool_named(name: str) -> McpTool | None:
+    return next((t for t in TOOLS if t.name == name), None)
+
 
 def call(
-    name: str, arguments: dict[str, Any] | None, profile: str | None = None
+    name: str,
+    arguments: Mapping[str, Any] | None,
+    profile: str | None = None,
+    settings: Settings | None = None,
 ) -> tuple[Any, str, bool]:
-    """Run a tool: ``(wire JSON, text, is_error)``. An input or usage error is the
-    tool's error (its message), not the server's failure. ``profile``: the server's
-    default, where a call names none."""
-    from ..base.errors import CarVerifyError
+    """Run a tool: ``(wire JSON, text, is_error)``; never raises. Bad arguments,
+    input and usage errors are the tool's error, naming the argument and the JSON
+    path; so is anything unforeseen (one line, never a traceback). ``profile``: the
+    server's default, where a call names none."""
+    settings = settings or Settings(profile=profile)
+    try:
+        return _call(name, arguments, profile or settings.profile, settings)
+    except RecursionError:
+        from ..base.errors import TOO_DEEP
 
-    tool = next((t for t in TOOLS if t.name == name), None)
+        return None, TOO_DEEP, True
+    except MemoryError:
+        return None, "the call ran out of memory", True
+    except Exception as err:  # never a traceback: the server goes on serving
+        from ..reporters.text import one_line
+
+        return None, f"internal error: {type(err).__name__}: {one_line(str(err))}", True
+
+
+def _call(
+    name: str, arguments: Mapping[str, Any] | None, profile: str | None, settings: Settings
+) -> tuple[Any, str, bool]:
+    from ..base.errors import CarVerifyError, InputError
+
+    tool = tool_named(name)
     if tool is None:
         return None, f"unknown tool {name!r}: one of {', '.join(t.name for t in TOOLS)}", True
     args = dict(arguments or {})
-    missing = [r for r in tool.required if r not in args]
-    if missing:
-        return None, f"missing argument {', '.join(missing)}", True
-    unknown = sorted(set(args) - set(tool.arguments))
-    if unknown:
-        return (
-            None,
-            f"unknown argument {', '.join(unknown)} (takes {', '.join(tool.arguments)})",
-            True,
-        )
+    problem = check_arguments(tool, args)
+    if problem is not None:
+        return None, problem, True
     try:
         if "profile" in tool.arguments:  # resolved as the command line resolves it
             from ..semantics.profiles import resolve_profile
 
             args["profile"] = resolve_profile(args.get("profile") or profile)[0].value
-        doc, text = tool.run(args)
+        doc, text = tool.run(args, settings)
+    except InputError as err:
+        head = err.path[0] if err.path else None
+        if isinstance(head, str) and head in _RENAMED:
+            err = InputError(err.problem, [_RENAMED[head], *err.path[1:]], source=err.source)
+        return None, str(err), True
     except CarVerifyError as err:
         return None, str(err), True
     return doc, text, False
 
 
-def serve(decl: Declarations, profile: str | None = None) -> None:
-    """Serve the tools over stdio until the client closes the connection; ``profile``
-    is the default of every call (else resolved as the command line resolves it)."""
-    import anyio
-    import mcp.types as types
-    from mcp.server.lowlevel import Server
-    from mcp.server.stdio import stdio_server
+def check_arguments(tool: McpTool, args: Mapping[str, Any]) -> str | None:
+    """The first thing wrong with a call's arguments, as a tool error's text naming
+    the argument and the JSON path in it; None when they fit the tool's schema."""
+    from ..base.errors import format_path, too_deep
+    from ..base.values import MAX_DEPTH, deepest, nesting_depth
+    from ..rules.tools import _jsonschema
 
-    from .._version import __version__
+    missing = [r for r in tool.required if r not in args]
+    if missing:
+        return f"missing argument {', '.join(missing)}"
+    unknown = sorted(set(args) - set(tool.arguments))
+    if unknown:
+        return f"unknown argument {', '.join(unknown)} (takes {', '.join(tool.arguments)})"
+    for name, value in args.items():  # before the schema: its checks recurse
+        if nesting_depth(value) > MAX_DEPTH:
+            path, depth = deepest(value)
+            return str(_under(name, too_deep(path, depth)))
+    errors = _validator(tool).iter_errors(dict(args))
+    error = _jsonschema().exceptions.best_match(errors, key=_deepest_first)
+    if error is None:
+        return None
+    path, problem = _schema_problem(error)
+    return f"{format_path(path)}: {problem}"
 
-    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(
-            tools=[
-                types.Tool(
-                    name=t.name, description=t.description(decl), input_schema=t.input_schema(decl)
-                )
-                for t in TOOLS
-            ]
-        )
 
-    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        doc, text, failed = call(params.name, params.arguments, profile)
-        structured = doc if isinstance(doc, dict) else None
-        return types.CallToolResult(
-            content=[types.TextContent(text=text)], structured_content=structured, is_error=failed
-        )
+def _deepest_first(error: Any) -> tuple[int, bool]:
+    """Which schema error a call's answer names: the deepest in the value (the most
+    precise place), a definite one before an "any of" that lists alternatives."""
+    return len(error.absolute_path), error.validator not in ("anyOf", "oneOf")
 
-    server: Any = Server(
-        "car-verify", version=__version__, on_list_tools=list_tools, on_call_tool=call_tool
-    )
 
-    async def main() -> None:
-        async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+_JSON_TYPES = {
+    "string": "a string",
+    "object": "an object",
+    "array": "an array",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "a boolean",
+    "null": "null",
+}
 
-    anyio.run(main)
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return "null"
+
+
+def _schema_problem(error: Any) -> tuple[list[str | int], str]:
+    """A JSON Schema error as (path, problem), in car-verify's words (the validator's
+    own message quotes the whole value)."""
+    path: list[str | int] = list(error.absolute_path)
+    kind, expected, value = error.validator, error.validator_value, error.instance
+    if kind == "type":
+        kinds = [expected] if isinstance(expected, str) else list(expected)
+        wanted = " or ".join(_JSON_TYPES.get(k, k) for k in kinds)
+        return path, f"expected {wanted}, got {_json_type(value)}"
+    if kind == "required":
+        absent = [k for k in expected if isinstance(value, dict) and k not in value]
+        return path, f"missing required field {(absent or expected)[0]!r}"
+    if kind == "additionalProperties" and isinstance(value, dict):
+        known = set(error.schema.get("properties", {}))
+        extra = [k for k in value if k not in known]
+        if extra:
+            listed = ", ".join(sorted(known))
+            return [*path, extra[0]], f"unknown field (expected one of {listed})"
+    if kind == "enum":
+        return path, f"expected one of {', '.join(json.dumps(v) for v in expected)}"
+    if kind in ("anyOf", "oneOf"):
+        alone = [s.get("required") for s in expected if isinstance(s, dict)]
+        if alone and all(isinstance(r, list) and len(r) == 1 for r in alone):
+            fields = ", ".join(r[0] for r in alone if r is not None)
+            return path, f"expected at least one of the fields {fields}"
+        kinds = [s.get("type") for s in expected if isinstance(s, dict)]
+        if kinds and all(isinstance(k, str) for k in kinds):
+            wanted = " or ".join(_JSON_TYPES.get(k, k) for k in kinds if isinstance(k, str))
+            return path, f"expected {wanted}, got {_json_type(value)}"
+        if error.context:  # the alternative that came nearest
+            return _schema_problem(max(error.context, key=_deepest_first))
+    if kind == "minimum":
+        return path, f"expected at least {expected}, got {_number(value)}"
+    if kind == "maximum":
+        return path, f"expected at most {expected}, got {_number(value)}"
+    if kind == "minLength":
+        return path, f"expected at least {expected} characters"
+    if kind == "minItems":
+        return path, f"expected at least {expected} items"
+    if kind == "const":
+        return path, f"expected {json.dumps(expected)}"
+    return path, f"does not match the schema's {kind!r}"
+
+
+def _number(value: Any) -> str:
+    if isinstance(value, float) and math.isfinite(value):
+        return repr(value)
+    return str(value) if isinstance(value, int) else _json_type(value)

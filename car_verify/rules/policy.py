@@ -43,6 +43,7 @@ __all__ = [
     "keyword_rule_name",
     "load_policies",
     "load_policy_file",
+    "load_policy_object",
     "load_policy_text",
     "policies_folder",
     "policy_engine",
@@ -738,14 +739,27 @@ def load_policy_text(text: str, *, source: str = "<policies>") -> PolicySet:
     """Read policy TOML text strictly (errors name ``source`` and the key)."""
     import tomllib
 
-    file = Path(source)
-    reader = _Reader(file)
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
-        raise InputError(f"not valid TOML: {err}", source=str(file)) from None
+        raise InputError(f"not valid TOML: {err}", source=str(Path(source))) from None
     except RecursionError:
-        raise InputError("not valid TOML: nested too deeply", source=str(file)) from None
+        raise InputError("not valid TOML: nested too deeply", source=str(Path(source))) from None
+    return _policy_set(doc, _Reader(Path(source)), text)
+
+
+def load_policy_object(doc: Mapping[str, Any], *, source: str = "<policies>") -> PolicySet:
+    """Read a policy file's content given as a JSON object (the shape its TOML
+    parses to) as strictly as :func:`load_policy_text` reads the text."""
+    if not isinstance(doc, Mapping):
+        raise InputError("expected an object (the policy file's tables)", source=source)
+    return _policy_set(doc, _Reader(Path(source)), None)
+
+
+def _policy_set(doc: Mapping[str, Any], reader: _Reader, text: str | None) -> PolicySet:
+    """The rules of one parsed policy file (``text``: its TOML, to place a trace
+    rule's error in it; None for a JSON object)."""
+    file = reader.path
     rules = PolicySet()
     for key in doc:
         if key not in _KEYS:
@@ -839,12 +853,12 @@ def load_policy_text(text: str, *, source: str = "<policies>") -> PolicySet:
     ):
         try:
             parsed = parse_trace_rule(t["rule"], name=t.get("name", ""), source=str(file))
-            at = _position_of(text, t["rule"])
+            at = None if text is None else _position_of(text, t["rule"])
             origin = f"{file.name}:{at[0]}" if at is not None else f"{file.name}:trace_rule[{i}]"
             rules.trace_rule.append(dataclasses.replace(parsed, origin=origin))
         except InputError as err:
             where = f"trace_rule[{i}].rule"
-            start = _position_of(text, t["rule"])
+            start = None if text is None else _position_of(text, t["rule"])
             if start is None:  # written with escapes: only the rule's own position is known
                 problem = f"{where}, line {err.line} column {err.column} of the rule: {err.problem}"
                 raise InputError(problem, source=str(file)) from None
