@@ -29,7 +29,8 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("reporters", {"reporters"}),
     ("corpora", {"importers", "corpora"}),
     ("the command line and the package's faces", {
-        "cli", "hook", "runtime", "testing", "pytest_plugin", "_launch", "__main__", "__init__",
+        "cli", "integrations", "hook", "runtime", "testing", "pytest_plugin", "_launch", "__main__",
+        "__init__",
     }),
 ]  # fmt: skip
 """Bottom first, one folder each (``grammars``, ``analyses`` and ``importers`` share

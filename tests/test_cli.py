@@ -282,6 +282,43 @@ def test_console_script_runs_and_does_not_import_heavy_dependencies(tmp_path: Pa
     assert "HEAVY []" in done.stdout
 
 
+FRAMEWORKS = (
+    "mcp",
+    "opentelemetry",
+    "agents",
+    "openai",
+    "langchain",
+    "langchain_core",
+    "langgraph",
+)
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import car_verify, car_verify.integrations",
+        "from car_verify.cli import main; main(['--version'])",
+        "from car_verify.cli import main; main(['policy', 'lint', '.'])",
+        "from car_verify.cli import main; main(['workflow', 'graph.json'])",
+    ],
+)
+def test_start_up_loads_no_framework(tmp_path: Path, code: str) -> None:
+    """``import car_verify`` and the command line load none of the frameworks the
+    integrations, the MCP server and the trace importer use: each is loaded by the
+    module (or the command) that needs it."""
+    (tmp_path / "graph.json").write_text(
+        '{"entry": "a", "terminals": ["a"], "stages": ["a"], "edges": []}', encoding="utf-8"
+    )
+    probe = (
+        f"import sys\ntry:\n    {code}\nexcept SystemExit:\n    pass\n"
+        f"print('LOADED', sorted(m for m in {FRAMEWORKS!r} if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-P", "-c", probe], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert "LOADED []" in done.stdout, done.stdout + done.stderr
+
+
 def test_the_first_schema_check_leaves_the_iri_grammar_unbuilt() -> None:
     """Issue 37: jsonschema imports rfc3987_syntax when it is installed (Jupyter
     brings it), which builds a grammar for about 3 s at the first schema check,

@@ -59,6 +59,28 @@ def add(sub: Any, profiled: Any) -> None:
     q.add_argument("new", metavar="NEW", help="the policy directory after")
     format_option(q, ("text", "json"))
     q.set_defaults(run=cmd_policy_diff)
+    q = policy.add_parser(
+        "impact",
+        parents=[profiled],
+        help="replay real runs under OLD and NEW: calls newly denied, no longer denied",
+    )
+    q.add_argument("old", metavar="OLD", help="the policies before (a folder or a policy file)")
+    q.add_argument("new", metavar="NEW", help="the policies after (a folder or a policy file)")
+    q.add_argument(
+        "sources",
+        metavar="SOURCE",
+        nargs="+",
+        help="agent runs, read as the audit reads them (files, folders, globs)",
+    )
+    q.add_argument("-o", "--output", metavar="OUT.parquet", help="write one row per call (Parquet)")
+    q.add_argument(
+        "--on-unknown",
+        choices=("deny", "allow", "ask"),
+        default="deny",
+        help="the answer to a rule that cannot be decided on a call (default: deny)",
+    )
+    format_option(q, ("text", "json"))
+    q.set_defaults(run=cmd_policy_impact)
 
 
 def cmd_policy_check(args: argparse.Namespace) -> int:
@@ -160,3 +182,48 @@ def cmd_policy_diff(args: argparse.Namespace) -> int:
     emit(args, diff.to_dict(), text)
     covers = diff.new_covers_old
     return EXIT_OK if covers else EXIT_UNKNOWN if covers is None else EXIT_FINDINGS
+
+
+def cmd_policy_impact(args: argparse.Namespace) -> int:
+    from ..base.values import plural
+    from ..corpora.impact import impact, write_parquet
+
+    found = impact(args.old, args.new, args.sources, on_unknown=args.on_unknown)
+    if args.output:
+        write_parquet(found, args.output)
+    doc = found.to_dict()
+
+    def text() -> None:
+        calls, runs = doc["calls"], doc["trajectories"]
+        _write(
+            f"{plural(calls, 'call')} in {plural(runs, 'trajectory')} replayed under both sets\n"
+        )
+        for change, label in (
+            ("newly_denied", "newly denied"),
+            ("no_longer_denied", "no longer denied"),
+            ("still_denied", "still denied"),
+        ):
+            c = doc["changes"][change]
+            low, high = c["calls_ci95"]
+            t_low, t_high = c["trajectories_ci95"]
+            _write(
+                f"{label}: {plural(c['calls'], 'call')} ({c['calls_share']:.1%}, 95% CI "
+                f"{low:.1%}-{high:.1%} of calls), in {c['trajectories']} of {runs} "
+                f"trajectories (95% CI {t_low:.1%}-{t_high:.1%})\n"
+            )
+            for rule, n in c["by_rule"].items():
+                _write(f"  {rule}: {n}\n")
+            if c["example"] is not None:
+                e = c["example"]
+                rules = ", ".join(e["new_rules"] if change == "newly_denied" else e["old_rules"])
+                _write(
+                    f"  e.g. trajectory {e['trajectory']} call {e['index']} ({e['tool']}): "
+                    f"{rules}\n"
+                )
+        if doc["unreadable_records"]:
+            _write(f"{plural(len(doc['unreadable_records']), 'record')} could not be read\n")
+        if args.output:
+            _write(f"one row per call written to {args.output}\n")
+
+    emit(args, doc, text)
+    return EXIT_FINDINGS if doc["changes"]["no_longer_denied"]["calls"] else EXIT_OK

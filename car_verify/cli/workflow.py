@@ -30,10 +30,11 @@ def add(sub: Any, profiled: Any) -> None:
     )
     p.add_argument(
         "graph",
-        metavar="GRAPH.json",
+        metavar="GRAPH",
         nargs="?",
-        help="{entry, terminals, stages, edges}, or the runtime's workflow format "
-        "(default: each .car/workflows/*.json, with .car/workflow-policies.json)",
+        help="a JSON file {entry, terminals, stages, edges}, or the runtime's workflow "
+        "format; or module:attr, a LangGraph StateGraph (compiled or not) in an importable "
+        "module (default: each .car/workflows/*.json, with .car/workflow-policies.json)",
     )
     p.add_argument(
         "--policies", metavar="POLICIES.json", help="[{kind: precedes, earlier, later, name?}]"
@@ -106,12 +107,15 @@ def cmd_workflow(args: argparse.Namespace) -> int:
         check_workflow_policies,
         check_workflow_trace_rules,
         parse_graph,
+        unreachable_paths,
         verify_workflow_graph,
     )
 
     if args.graph is None:
         return _found_workflows(args)
-    doc = _read_file(args.graph, dict, "workflow graph")
+    doc = _graph_object(args.graph)
+    if doc is None:
+        doc = _read_file(args.graph, dict, "workflow graph")
     if "start" in doc:  # the runtime's workflow format (stages with steps)
         return _runtime_workflow(args, doc)
     with _named_inputs({"graph": args.graph, "policies": args.policies}):
@@ -155,6 +159,9 @@ def cmd_workflow(args: argparse.Namespace) -> int:
         title = "sound" if ok else "first witness in red"
         write(workflow_to_dot(graph, witness=witness, title=title), args.output)
     out: dict[str, Any] = report.to_dict()
+    unreached = unreachable_paths(graph) if report.defects else {}
+    if unreached:
+        out["unreachable_paths"] = {k: list(v) for k, v in unreached.items()}
     if policies is not None:
         out["policies"] = policies.to_dict()
     if traced is not None:
@@ -163,6 +170,13 @@ def cmd_workflow(args: argparse.Namespace) -> int:
     def text() -> None:
         for d in report.defects:
             path = f" (path: {' -> '.join(d.witness)})" if d.witness else ""
+            if d.kind == "unreachable_stage":
+                led = unreached.get(d.subject, (d.subject,))
+                path = (
+                    f" (only from: {' -> '.join(led)})"
+                    if len(led) > 1
+                    else " (no edge leads to it)"
+                )
             _write(f"{d.kind}: {d.explanation}{path}\n")
         for v in policies.violations if policies else []:
             _write(f"policy {v.policy!r}: {v.explanation} (path: {' -> '.join(v.witness)})\n")
@@ -185,6 +199,33 @@ def cmd_workflow(args: argparse.Namespace) -> int:
 
     emit(args, out, text)
     return EXIT_OK if ok else EXIT_FINDINGS
+
+
+def _graph_object(given: str) -> dict[str, Any] | None:
+    """``module:attr`` that names no file: the LangGraph graph that module holds, as
+    a workflow graph; None for a file (or anything else, read as a file)."""
+    import os
+
+    module, colon, attr = given.partition(":")
+    if not colon or os.path.exists(given) or not module or not attr:
+        return None
+    import importlib
+    import sys
+
+    from ..importers.langgraph import graph_document
+
+    sys.path.insert(0, os.getcwd())  # a module of the project the command runs in
+    try:
+        found: Any = importlib.import_module(module)
+    except ImportError as err:
+        raise UsageError(f"GRAPH {given}: cannot import {module!r} ({err})") from None
+    finally:
+        sys.path.remove(os.getcwd())
+    for part in attr.split("."):
+        if not hasattr(found, part):
+            raise UsageError(f"GRAPH {given}: {module!r} has no attribute {attr!r}")
+        found = getattr(found, part)
+    return graph_document(found)
 
 
 def _path_text(path: Sequence[str], ends: int = 12) -> str:

@@ -17,6 +17,10 @@ A graph is ``{entry, terminals, stages, edges: [{from, to, condition?}]}``
   loop with no way out); each with the shortest path from the entry;
 - ``no_exit_reachable`` on the entry when the graph declares no terminal at all.
 
+:func:`unreachable_paths` (beyond the runtime, whose unreachable stages carry no
+witness) gives each unreachable stage the path that leads to it from a stage
+nothing leads to.
+
 :func:`check_workflow_policies` checks ``{kind: "precedes", earlier, later,
 name?}``: every path from the entry to ``later`` visits ``earlier`` first. A
 violation's witness is the shortest path that reaches ``later`` without it.
@@ -235,6 +239,42 @@ def verify_workflow_graph(graph: Any) -> WorkflowVerifyReport:
             )
         )
     return WorkflowVerifyReport(not defects, defects)
+
+
+def unreachable_paths(graph: Any) -> dict[str, tuple[str, ...]]:
+    """Beyond the runtime: a witness for each declared stage the entry cannot reach,
+    the shortest path that leads to it from a stage nothing leads to (every stage
+    on it unreachable too, so no path from the entry enters it); when only a loop
+    of unreachable stages leads to it, the path from the loop stage farthest back.
+    ``(stage,)``: nothing leads to the stage at all."""
+    g = graph if isinstance(graph, WorkflowGraph) else parse_graph(graph)
+    successors = g.successors()
+    reached = _paths(g, successors) if g.entry in g.declared else {}
+    preds: dict[str, list[str]] = {s: [] for s in successors}
+    for a, nexts in successors.items():
+        for b in nexts:
+            preds[b].append(a)
+    out: dict[str, tuple[str, ...]] = {}
+    for stage in dict.fromkeys(g.stages):
+        if stage in reached:
+            continue
+        onward: dict[str, str | None] = {stage: None}  # a stage -> the next stage toward ``stage``
+        queue = deque([stage])
+        start = stage
+        while queue:
+            current = queue.popleft()
+            start = current
+            if not preds[current]:
+                break
+            for p in preds[current]:
+                if p not in onward:
+                    onward[p] = current
+                    queue.append(p)
+        path = [start]
+        while (step := onward[path[-1]]) is not None:
+            path.append(step)
+        out[stage] = tuple(path)
+    return out
 
 
 # --- precedence policies --------------------------------------------------------------

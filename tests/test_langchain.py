@@ -1,0 +1,236 @@
+"""The gate in LangChain 1.x agents (create_agent with PolicyMiddleware), driven by
+a scripted chat model (no network): refused calls never run and the agent goes
+on, trace rules and rate limits see the run's calls in order with their
+outcomes, an error in the gate fails closed, and each run (an invocation, or a
+thread with a checkpointer) has its own gate."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langchain.agents", reason="the [langchain] extra is not installed")
+
+from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import StructuredTool, ToolException
+from langgraph.checkpoint.memory import InMemorySaver
+
+from car_verify.integrations.langchain import PolicyMiddleware
+from car_verify.rules.policy import PolicyEngine, load_policy_text
+
+Turn = str | Sequence[tuple[str, dict[str, Any]]]
+
+
+class ScriptedChat(BaseChatModel):
+    """Answers each model call with the next turn: tool calls, or a final text."""
+
+    turns: list[Any]
+    at: int = 0
+
+    def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any) -> Any:
+        turn = self.turns[self.at]
+        self.at += 1
+        if isinstance(turn, str):
+            message = AIMessage(content=turn)
+        else:
+            calls = [
+                {"name": n, "args": a, "id": f"call{self.at}_{i}", "type": "tool_call"}
+                for i, (n, a) in enumerate(turn)
+            ]
+            message = AIMessage(content="", tool_calls=calls)
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def bind_tools(self, tools: Any, **kw: Any) -> Any:
+        return self
+
+
+class Tools:
+    """Tools that record their calls; ``fail``: those that fail as a handled
+    ``ToolException`` (an error ToolMessage); ``crash``: those that raise."""
+
+    def __init__(self, *names: str, fail: Sequence[str] = (), crash: Sequence[str] = ()) -> None:
+        self.ran: list[tuple[str, dict[str, Any]]] = []
+        self.tools = [self._tool(n, n in fail, n in crash) for n in names]
+
+    def _tool(self, name: str, fails: bool, crashes: bool) -> StructuredTool:
+        def body(to: str | None = None, q: int | None = None, n: float | None = None) -> str:
+            given = {"to": to, "q": q, "n": n}
+            self.ran.append((name, {k: v for k, v in given.items() if v is not None}))
+            if fails:
+                raise ToolException("the tool broke")
+            if crashes:
+                raise RuntimeError("the tool crashed")
+            return f"{name} done"
+
+        return StructuredTool.from_function(
+            body, name=name, description=name, handle_tool_error=fails
+        )
+
+
+def answers(result: dict[str, Any]) -> dict[str, ToolMessage]:
+    return {m.tool_call_id: m for m in result["messages"] if isinstance(m, ToolMessage)}
+
+
+def run(
+    tools: Tools, policy: str | PolicyEngine, turns: Sequence[Turn], *, extra: Sequence[Any] = (),
+    **options: Any,
+) -> dict[str, ToolMessage]:  # fmt: skip
+    rules = load_policy_text(policy) if isinstance(policy, str) else policy
+    model = ScriptedChat(turns=[*turns, "finished"])
+    agent = create_agent(
+        model, tools.tools, middleware=[*extra, PolicyMiddleware(policies=rules, **options)]
+    )
+    result = agent.invoke({"messages": [{"role": "user", "content": "go"}]})
+    assert result["messages"][-1].content == "finished"  # the agent went on to its end
+    assert "car_verify_run" not in result  # private to the middleware
+    return answers(result)
+
+
+def test_a_denied_call_never_runs_and_the_model_gets_an_error_naming_the_rule() -> None:
+    tools = Tools("send", "read")
+    policy = '[[deny_tool_param]]\ntool = "send"\nparam = "to"\ncontains = "evil"\n'
+    got = run(
+        tools, policy, [[("send", {"to": "evil.com"})], [("read", {})], [("send", {"to": "ok"})]]
+    )
+    assert tools.ran == [("read", {}), ("send", {"to": "ok"})]
+    refused = got["call1_0"]
+    assert refused.status == "error" and "deny_tool_param:send.to" in refused.content
+    assert "evil" not in refused.content
+    assert got["call3_0"].status == "success"
+
+
+def test_a_trace_rule_sees_the_runs_calls_in_order() -> None:
+    tools = Tools("read_secret", "send")
+    policy = '[[trace_rule]]\nrule = "never send after read_secret"\nname = "exfil"\n'
+    got = run(tools, policy, [[("send", {})], [("read_secret", {})], [("send", {})]])
+    assert [t for t, _ in tools.ran] == ["send", "read_secret"]
+    assert "trace_rule:exfil" in got["call3_0"].content
+
+
+POLICY_OUTCOMES = (
+    '[[trace_rule]]\nrule = "deploy only after test succeeded"\nname = "tested"\n'
+    '[[trace_rule]]\nrule = "never deploy after test failed"\nname = "red"\n'
+)
+
+
+def test_an_error_tool_message_is_a_failed_outcome() -> None:
+    failing = Tools("test", "deploy", fail=["test"])
+    got = run(failing, POLICY_OUTCOMES, [[("test", {})], [("deploy", {})]])
+    assert got["call1_0"].status == "error" and [t for t, _ in failing.ran] == ["test"]
+    assert "trace_rule:red" in got["call2_0"].content
+    passing = Tools("test", "deploy")
+    run(passing, POLICY_OUTCOMES, [[("test", {})], [("deploy", {})]])
+    assert [t for t, _ in passing.ran] == ["test", "deploy"]
+
+
+class Catch(AgentMiddleware[Any, Any]):
+    """A middleware outside the gate that turns a raised tool error into an error
+    message, so the agent goes on."""
+
+    def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+        try:
+            return handler(request)
+        except RuntimeError as err:
+            return ToolMessage(
+                content=str(err), tool_call_id=request.tool_call["id"], status="error"
+            )
+
+
+def test_a_raised_error_is_a_failed_outcome_and_is_raised_on() -> None:
+    crashing = Tools("test", "deploy", crash=["test"])
+    got = run(crashing, POLICY_OUTCOMES, [[("test", {})], [("deploy", {})]], extra=[Catch()])
+    assert "trace_rule:red" in got["call2_0"].content
+    alone = Tools("test", crash=["test"])
+    agent = create_agent(
+        ScriptedChat(turns=[[("test", {})], "finished"]), alone.tools,
+        middleware=[PolicyMiddleware(policies=load_policy_text(POLICY_OUTCOMES))],
+    )  # fmt: skip
+    with pytest.raises(RuntimeError, match="crashed"):
+        agent.invoke({"messages": [{"role": "user", "content": "go"}]})
+
+
+def test_a_rate_limit_counts_the_runs_calls() -> None:
+    tools = Tools("search")
+    policy = '[[rate_limit_tool]]\ntool = "search"\nmax_calls = 2\ninterval_secs = 60\n'
+    got = run(tools, policy, [[("search", {"q": i})] for i in range(3)], clock=lambda: 0.0)
+    assert [p for _, p in tools.ran] == [{"q": 0}, {"q": 1}]
+    assert "rate_limit_tool:search" in got["call3_0"].content
+
+
+def test_the_tool_runs_with_the_checked_arguments() -> None:
+    seen: list[Any] = []
+
+    class Inner(AgentMiddleware[Any, Any]):
+        def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+            seen.append(request.tool_call["args"])
+            return handler(request)
+
+    tools = Tools("send")
+    rules = load_policy_text('deny_tool = ["x"]\n')
+    middleware = PolicyMiddleware(policies=rules)
+    model = ScriptedChat(turns=[[("send", {"to": "a", "n": 1.0})], "finished"])
+    agent = create_agent(model, tools.tools, middleware=[middleware, Inner()])
+    agent.invoke({"messages": [{"role": "user", "content": "go"}]})
+    assert seen == [{"to": "a", "n": 1.0}] and tools.ran == [("send", {"to": "a", "n": 1.0})]
+    assert middleware.runs == {}  # the invocation's gate went with it
+
+
+def test_an_error_in_the_gate_refuses_this_call_and_the_rest_of_the_run() -> None:
+    engine = PolicyEngine()
+
+    def broken(tool: str, params: Any, action: Any) -> bool:
+        raise ValueError("the callback broke")
+
+    engine.register_callback("cb", broken, target="send")
+    tools = Tools("send", "read")
+    got = run(tools, engine, [[("send", {})], [("read", {})]])
+    assert tools.ran == []
+    assert "policy check failed (ValueError)" in got["call1_0"].content
+    assert got["call2_0"].status == "error"
+
+
+def test_each_invocation_is_a_run_and_a_thread_is_one_run() -> None:
+    tools = Tools("send")
+    middleware = PolicyMiddleware(
+        policies=load_policy_text('[[trace_rule]]\nrule = "at most 1 send"\n')
+    )
+    model = ScriptedChat(turns=[[("send", {})], "one", [("send", {})], "two"] * 3)
+    agent = create_agent(model, tools.tools, middleware=[middleware])
+    for _ in range(2):
+        agent.invoke({"messages": [{"role": "user", "content": "go"}]})
+    assert len(tools.ran) == 2  # a send in each invocation
+    threaded = create_agent(
+        model, tools.tools, middleware=[middleware], checkpointer=InMemorySaver()
+    )
+    config: Any = {"configurable": {"thread_id": "t1"}}
+    threaded.invoke({"messages": [{"role": "user", "content": "go"}]}, config)
+    result = threaded.invoke({"messages": [{"role": "user", "content": "again"}]}, config)
+    assert len(tools.ran) == 3  # the thread's second send is refused
+    assert "at most 1 send" in answers(result)["call7_0"].content
+    other: Any = {"configurable": {"thread_id": "t2"}}
+    threaded.invoke({"messages": [{"role": "user", "content": "go"}]}, other)
+    assert len(tools.ran) == 4
+    assert len(middleware.runs) == 2  # the threads' gates are kept
+
+
+def test_the_async_path_decides_and_reports_as_the_sync_one() -> None:
+    tools = Tools("read_secret", "send")
+    policy = '[[trace_rule]]\nrule = "never send after read_secret"\n'
+    model = ScriptedChat(turns=[[("read_secret", {})], [("send", {})], "finished"])
+    agent = create_agent(
+        model, tools.tools, middleware=[PolicyMiddleware(policies=load_policy_text(policy))]
+    )
+    result = asyncio.run(agent.ainvoke({"messages": [{"role": "user", "content": "go"}]}))
+    assert [t for t, _ in tools.ran] == ["read_secret"]
+    assert "never send after read_secret" in answers(result)["call2_0"].content
