@@ -7,9 +7,13 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from car_verify.cli import main
 
@@ -56,3 +60,93 @@ def test_an_installed_pass_that_cannot_be_built_is_a_usage_error_naming_it(
     assert done.returncode == 2, done.stderr
     assert "internal error" not in done.stderr
     assert "entry point 'half' (half_pass:Half)" in done.stderr
+
+
+# --- tool schemas: patternProperties matched by RE2 -------------------------------------
+
+_NESTED = "^(a+)+$"
+
+
+def test_a_hostile_pattern_properties_key_answers_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    schema = {"type": "object", "patternProperties": {_NESTED: {"type": "string"}}}
+    tools = write(
+        tmp_path / "tools.json",
+        json.dumps([{"name": "t", "description": "d", "parameters": schema}]),
+    )
+    params = {"a" * 40 + "!": 1, "a" * 40: 2}  # Python's re: days for the first key
+    plan = {"actions": [{"id": "x", "type": "tool_call", "tool": "t", "parameters": params}]}
+    proposal = write(tmp_path / "p.json", json.dumps(plan))
+    started = time.monotonic()
+    code, out, _ = run(
+        [
+            "verify",
+            str(proposal),
+            "--tools",
+            str(tools),
+            "--no-policies",
+            "--profile",
+            "strict",
+            "--format",
+            "json",
+        ],
+        capsys,
+    )
+    assert time.monotonic() - started < 5
+    assert code == 1
+    messages = [i["message"] for i in json.loads(out)["issues"]]
+    assert len(messages) == 1 and "is not of type" in messages[0]
+
+
+def test_a_pattern_properties_key_re2_cannot_compile_is_an_input_error(tmp_path: Path) -> None:
+    from car_verify.base.errors import InputError
+    from car_verify.rules.tools import ToolRegistry
+
+    schema = {"type": "object", "patternProperties": {"(?=a)": {}}}
+    registry = ToolRegistry.coerce([{"name": "t", "description": "d", "parameters": schema}])
+    with pytest.raises(InputError, match="RE2"):
+        registry.check()
+
+
+_KEYED = [
+    {"type": "object", "patternProperties": {"^a": {"type": "string"}, "b$": {"type": "integer"}}},
+    {"patternProperties": {"^a": {"type": "string"}}, "additionalProperties": False},
+    {"patternProperties": {"a+": {"minLength": 2}}, "additionalProperties": {"type": "integer"}},
+    {"patternProperties": {"^a": {"type": "string"}}, "unevaluatedProperties": False},
+    {
+        "allOf": [{"patternProperties": {"^a": {"type": "string"}, "a": {"minLength": 2}}}],
+        "unevaluatedProperties": {"type": "integer"},
+    },
+    {
+        "$schema": "https://json-schema.org/draft/2019-09/schema",
+        "patternProperties": {"b": {"type": "string"}},
+        "unevaluatedProperties": False,
+    },
+    {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "patternProperties": {"^a": {"type": "string"}},
+        "additionalProperties": {"type": "integer"},
+    },
+]
+
+
+@given(
+    schema=st.sampled_from(_KEYED),
+    value=st.dictionaries(
+        st.text("ab.", max_size=4), st.one_of(st.integers(0, 3), st.text("ab", max_size=3))
+    ),
+)
+@settings(max_examples=60)
+def test_re2_pattern_keys_find_what_jsonschema_finds(schema: Any, value: Any) -> None:
+    import jsonschema
+
+    from car_verify.rules.tools import ToolRegistry
+
+    registry = ToolRegistry.coerce([{"name": "t", "description": "d", "parameters": schema}])
+    mine = sorted(e.json_path for e in registry.check_parameters("t", value))
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    theirs = sorted(
+        "$" + "".join(f".{p}" for p in e.absolute_path) for e in cls(schema).iter_errors(value)
+    )
+    assert mine == theirs
