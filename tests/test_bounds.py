@@ -150,3 +150,89 @@ def test_re2_pattern_keys_find_what_jsonschema_finds(schema: Any, value: Any) ->
         "$" + "".join(f".{p}" for p in e.absolute_path) for e in cls(schema).iter_errors(value)
     )
     assert mine == theirs
+
+
+# --- dot: the layout is bounded ---------------------------------------------------------
+
+
+def banded(actions: int, width: int) -> dict[str, Any]:
+    return {
+        "id": "p",
+        "source": "s",
+        "actions": [
+            {
+                "id": f"a{i}",
+                "type": "tool_call",
+                "tool": "t",
+                "parameters": {},
+                "dependencies": [f"a{j}" for j in range(max(0, i - width), i)],
+            }
+            for i in range(actions)
+        ],
+    }
+
+
+def test_dot_refuses_a_layout_past_its_edge_bound_before_graphviz_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    proposal = write(tmp_path / "dag.json", json.dumps(banded(400, 60)))
+    out = tmp_path / "dag.svg"
+    started = time.monotonic()
+    code, _, err = run(["dot", str(proposal), "--no-policies", "-o", str(out)], capsys)
+    assert time.monotonic() - started < 20
+    assert code == 2 and not out.exists()
+    assert "too large to lay out" in err and "max_layout_edges=600" in err
+    assert "--max-nodes" in err and "--max-edges" in err
+    # the DOT text itself is no layout: it is written whatever its size
+    code, _, _ = run(["dot", str(proposal), "--no-policies", "-o", str(tmp_path / "d.dot")], capsys)
+    assert code == 0 and (tmp_path / "d.dot").stat().st_size > 100_000
+
+
+def test_the_edge_bound_is_a_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    proposal = write(tmp_path / "dag.json", json.dumps(banded(30, 3)))
+    code, _, err = run(
+        ["dot", str(proposal), "--no-policies", "--max-edges", "10", "-o", str(tmp_path / "x.svg")],
+        capsys,
+    )
+    assert code == 2 and "max_layout_edges=10" in err
+
+
+@st.composite
+def dags(draw: Any) -> dict[str, Any]:
+    n = draw(st.integers(1, 40))
+    actions = []
+    for i in range(n):
+        earlier = [f"a{j}" for j in range(max(0, i - 8), i)]
+        deps = draw(st.lists(st.sampled_from(earlier), unique=True)) if earlier else []
+        actions.append(
+            {
+                "id": f"a{i}",
+                "type": "tool_call",
+                "tool": "t",
+                "parameters": {},
+                "dependencies": deps,
+            }
+        )
+    return {"id": "p", "source": "s", "actions": actions}
+
+
+@pytest.mark.skipif(not __import__("shutil").which("dot"), reason="needs Graphviz")
+@given(proposal=dags(), max_edges=st.integers(1, 60))
+@settings(max_examples=15)
+def test_a_drawing_is_laid_out_or_refused_naming_its_bound(
+    proposal: dict[str, Any], max_edges: int
+) -> None:
+    from car_verify.base.errors import TooLarge
+    from car_verify.reporters.dot import render, to_dot
+
+    graph = to_dot(proposal)
+    edges = graph.to_string().count(" -> ")
+    started = time.monotonic()
+    try:
+        svg = render(graph, "svg", max_edges=max_edges)
+    except TooLarge as err:
+        assert (err.bound, err.value, err.count) == ("max_layout_edges", max_edges, edges)
+        assert edges > max_edges
+    else:
+        assert edges <= max_edges and svg.lstrip().startswith(b"<")
+    assert time.monotonic() - started < 30
