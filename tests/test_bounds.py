@@ -3,6 +3,7 @@ slow input answers within seconds, decided or naming the bound that stopped it."
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -236,3 +237,120 @@ def test_a_drawing_is_laid_out_or_refused_naming_its_bound(
     else:
         assert edges <= max_edges and svg.lstrip().startswith(b"<")
     assert time.monotonic() - started < 30
+
+
+# --- workflow: trace rules over every path ----------------------------------------------
+
+
+def ring(n: int, exit_at: int = 50) -> dict[str, Any]:
+    stages = [f"s{i}" for i in range(n)]
+    edges = [{"from": stages[i], "to": stages[(i + 1) % n]} for i in range(n)]
+    edges.append({"from": stages[exit_at], "to": "end"})
+    return {"entry": "s0", "terminals": ["end"], "stages": [*stages, "end"], "edges": edges}
+
+
+def replays(graph: dict[str, Any], rule: str, path: Any) -> bool:
+    """The path follows the graph's edges from its entry, the rule admits every
+    stage of it but the last, and refuses the last."""
+    from car_verify.rules.trace import TraceGate, parse_trace_rule
+
+    edges = {(e["from"], e["to"]) for e in graph["edges"]}
+    stages = list(path)
+    if stages[0] != graph["entry"] or any(p not in edges for p in itertools.pairwise(stages)):
+        return False
+    gate = TraceGate([parse_trace_rule(rule)])
+    for stage in stages[:-1]:
+        if gate.dispatch(stage, {}):
+            return False
+        gate.record(stage, {}, "succeeded")
+    return bool(gate.dispatch(stages[-1], {}))
+
+
+def test_at_most_on_a_ring_is_decided_whatever_the_limit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    graph = write(tmp_path / "ring.json", json.dumps(ring(100)))
+    started = time.monotonic()
+    code, out, _ = run(
+        ["workflow", str(graph), "--rule", "at most 100000 s3", "--format", "json"], capsys
+    )
+    assert time.monotonic() - started < 10
+    assert code == 1
+    (found,) = json.loads(out)["trace_rules"]["counterexamples"]
+    # the path to s3, then the loop walked 100,000 times: 100,001 calls of s3
+    assert found["path"] == [f"s{i}" for i in range(4)]
+    assert found["loop"] == [*(f"s{i}" for i in range(4, 100)), *(f"s{i}" for i in range(4))]
+    assert (found["laps"], found["length"]) == (100_000, 4 + 100 * 100_000)
+
+
+def test_a_loop_witness_replays_on_the_gate() -> None:
+    from car_verify.deciders.workflow import check_workflow_trace_rules
+
+    graph = ring(30, exit_at=7)
+    for rule in ("at most 1000 s3", "at most 999 any tool", "at most 0 s29"):
+        report = check_workflow_trace_rules(graph, [rule], max_states=1)  # no search at all
+        (found,) = report.counterexamples
+        assert replays(graph, rule, found.path), rule
+
+
+def test_the_search_bound_answers_unknown_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    graph = write(tmp_path / "ring.json", json.dumps(ring(100)))
+    argv = ["workflow", str(graph), "--rule", "never s7 after s90", "--max-states", "50"]
+    code, out, _ = run(argv, capsys)
+    assert code == 3
+    assert "unknown" in out and "max_states=50" in out
+    code, out, _ = run([*argv, "--format", "json"], capsys)
+    assert code == 3
+    (unknown,) = json.loads(out)["trace_rules"]["unknown"]
+    assert unknown["bound"] == {"name": "max_states", "value": 50}
+    code, _, _ = run(argv[:-2], capsys)  # within the default bound: decided, broken
+    assert code == 1
+
+
+@st.composite
+def workflow_graphs(draw: Any) -> dict[str, Any]:
+    n = draw(st.integers(1, 7))
+    stages = [f"s{i}" for i in range(n)]
+    pairs = draw(st.lists(st.tuples(st.sampled_from(stages), st.sampled_from(stages)), max_size=12))
+    edges = [{"from": a, "to": b} for a, b in dict.fromkeys(pairs)]
+    return {"entry": "s0", "terminals": [stages[-1]], "stages": stages, "edges": edges}
+
+
+rule_texts = st.one_of(
+    st.builds(
+        "at most {} {}".format,
+        st.one_of(st.integers(0, 4), st.integers(5, 10**6)),
+        st.sampled_from(["s0", "s1", "s2", "any tool"]),
+    ),
+    st.builds(
+        "never {} after {}".format, st.sampled_from(["s1", "s2"]), st.sampled_from(["s0", "s3"])
+    ),
+    st.builds("{} only after {}".format, st.sampled_from(["s1", "s4"]), st.sampled_from(["s2"])),
+)
+
+
+@given(graph=workflow_graphs(), rule=rule_texts, max_states=st.integers(1, 40))
+@settings(max_examples=60)
+def test_workflow_rules_are_decided_as_the_plain_search_does_or_name_the_bound(
+    graph: dict[str, Any], rule: str, max_states: int
+) -> None:
+    from car_verify.deciders.workflow import check_workflow_trace_rules, parse_graph
+
+    started = time.monotonic()
+    report = check_workflow_trace_rules(graph, [rule], max_states=max_states)
+    assert time.monotonic() - started < 10
+    if report.unknown:
+        (unknown,) = report.unknown
+        assert unknown.bound == "max_states" and unknown.value == max_states
+        assert not report.holds
+        return
+    # the plain search, with room for every state when the limit is small
+    limit = int(rule.split()[2]) if rule.startswith("at most") else 0
+    if limit <= 10:
+        plain = check_workflow_trace_rules(parse_graph(graph), [rule], max_states=10**6)
+        assert report.holds == plain.holds
+    for found in report.counterexamples:
+        if len(found.path) <= 10_000:
+            assert replays(graph, rule, found.path)
