@@ -354,3 +354,96 @@ def test_workflow_rules_are_decided_as_the_plain_search_does_or_name_the_bound(
     for found in report.counterexamples:
         if len(found.path) <= 10_000:
             assert replays(graph, rule, found.path)
+
+
+# --- policy diff: the trace rules' product ----------------------------------------------
+
+
+def policy_dirs(tmp_path: Path, old: list[str], new: list[str]) -> tuple[str, str]:
+    write(tmp_path / "old" / "p.toml", trace_rules(*old))
+    write(tmp_path / "new" / "p.toml", trace_rules(*new))
+    return str(tmp_path / "old"), str(tmp_path / "new")
+
+
+def test_two_counters_on_different_tools_are_compared_apart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old, new = policy_dirs(tmp_path, ["at most 30000 s3"], ["at most 30000 s4"])
+    started = time.process_time()
+    code, out, _ = run(["policy", "diff", old, new, "--format", "json"], capsys)
+    assert time.process_time() - started < 10
+    assert code == 1
+    doc = json.loads(out)
+    assert doc["verdict"] == "incomparable" and not doc["unknown"]
+    (allowed,) = doc["newly_allowed"]
+    assert allowed["tool"] == "s3" and len(allowed["trace"]) == 30_000
+
+
+def test_unrelated_never_after_pairs_are_searched_one_by_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old_rules = [f"never x{i} after y{i}" for i in range(14)]
+    new_rules = [f"never x{i} after y{i} {o}" for i in range(14) for o in ("succeeded", "failed")]
+    old, new = policy_dirs(tmp_path, old_rules, new_rules)
+    started = time.process_time()
+    code, out, _ = run(["policy", "diff", old, new], capsys)
+    assert time.process_time() - started < 10
+    assert code == 1 and out.startswith("looser")
+    assert "awaiting its outcome" in out  # the call made while y awaits its outcome
+
+
+def test_the_state_bound_answers_unknown_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old, new = policy_dirs(tmp_path, ["at most 5000 s3"], ["at most 4999 s3"])
+    code, out, _ = run(["policy", "diff", old, new, "--max-states", "100"], capsys)
+    assert code == 3
+    assert out.startswith("unknown") and "max_states=100" in out
+    code, out, _ = run(
+        ["policy", "diff", old, new, "--max-states", "100", "--format", "json"], capsys
+    )
+    assert code == 3 and json.loads(out)["bounds"] == [{"name": "max_states", "value": 100}]
+    code, out, _ = run(["policy", "diff", new, old], capsys)  # within the default bound
+    assert code == 1 and out.startswith("looser")
+
+
+_TOOLS = ["a", "b", "c"]
+trace_rule_texts = st.one_of(
+    st.builds("at most {} {}".format, st.integers(0, 3), st.sampled_from(_TOOLS)),
+    st.builds(
+        "never {} after {}{}".format,
+        st.sampled_from(_TOOLS),
+        st.sampled_from(_TOOLS),
+        st.sampled_from(["", " succeeded", " failed"]),
+    ),
+    st.builds("{} only after {}".format, st.sampled_from(_TOOLS), st.sampled_from(_TOOLS)),
+    st.builds("never {}".format, st.sampled_from(_TOOLS)),
+)
+
+
+@given(
+    old=st.lists(trace_rule_texts, max_size=3),
+    new=st.lists(trace_rule_texts, max_size=3),
+    max_states=st.sampled_from([5, 50, 10**6]),
+)
+@settings(max_examples=40)
+def test_the_split_search_agrees_with_one_product_search_or_names_its_bound(
+    old: list[str], new: list[str], max_states: int
+) -> None:
+    from car_verify.rules import trace_automata as ta
+    from car_verify.rules.trace import parse_trace_rule
+
+    a = [parse_trace_rule(r) for r in old]
+    b = [parse_trace_rule(r) for r in new]
+    letters = [ta.Letter(t, {}) for t in [*_TOOLS, "other"]]
+    started = time.monotonic()
+    found = ta.trace_containment(a, b, letters, max_states=max_states)
+    assert time.monotonic() - started < 20
+    # the plain reading: one search over the whole product, every letter judged
+    plain = ta._search(a, b, letters, frozenset(range(len(letters))), [10**6], 10**6)
+    if isinstance(found, str):
+        assert f"max_states={max_states:,}" in found
+        return
+    assert (found is None) == (plain is None)
+    if found is not None:
+        assert len(found.steps) == len(plain.steps)  # both shortest
