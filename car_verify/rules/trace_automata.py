@@ -28,12 +28,10 @@ answer is ``unknown``.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import itertools
 import json
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -149,8 +147,7 @@ def trace_containment(
     for part_a, part_b, judged in _cones(a, b, letters):
         if not part_a and not any(letters[i].denied[0] for i in judged):
             continue  # A refuses nothing this part decides
-        with _no_collection():
-            found = _search(part_a, part_b, letters, judged, budget, max_states)
+        found = _search(part_a, part_b, letters, judged, budget, max_states)
         if isinstance(found, Split):
             if best is None or len(found.steps) < len(best.steps):
                 best = found
@@ -159,20 +156,6 @@ def trace_containment(
     if best is not None:
         return best
     return undecided
-
-
-@contextlib.contextmanager
-def _no_collection() -> Iterator[None]:
-    """The cyclic garbage collector paused: the search allocates a tuple or two per
-    state and frees none until it ends, so each collection would walk every state
-    kept so far (at 20,000 states, most of the search's time)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _cones(
