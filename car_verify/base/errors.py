@@ -146,6 +146,18 @@ class UsageError(CarVerifyError):
     """The caller asked for something that does not exist (an unknown pass, a bad option)."""
 
 
+class TooLarge(CarVerifyError):
+    """An input past a bound of the work asked for it (laying out a picture):
+    refused before that work starts, naming the bound (``bound``, its ``value``)
+    and how much the input has (``count``). The command line exits 2."""
+
+    def __init__(self, message: str, *, bound: str, value: int, count: int) -> None:
+        super().__init__(message)
+        self.bound = bound
+        self.value = value
+        self.count = count
+
+
 class PassError(CarVerifyError):
     """An analysis pass failed internally; the message names the pass."""
 

@@ -47,6 +47,14 @@ def add(sub: Any, profiled: Any) -> None:
         "(default 250)",
     )
     p.add_argument(
+        "--max-edges",
+        metavar="N",
+        type=_positive,
+        default=None,
+        help="with -o OUT.svg/.png/.pdf: refuse, before layout, a picture of more than N "
+        "edges (default 600; Graphviz takes minutes past it)",
+    )
+    p.add_argument(
         "--risk",
         action="store_true",
         help="colour by each action's chance that its effects land (car-verify risk)",
@@ -64,7 +72,7 @@ def add(sub: Any, profiled: Any) -> None:
 def cmd_dot(args: argparse.Namespace) -> int:
     from ..base.progress import progress
     from ..ir.model import ProposalResult
-    from ..reporters.dot import to_dot, write
+    from ..reporters.dot import MAX_LAYOUT_EDGES, to_dot, write
 
     execution: Any = None
     if args.result is not None:
@@ -100,7 +108,7 @@ def cmd_dot(args: argparse.Namespace) -> int:
         if args.output is None:
             _write(graph.to_string())
         else:
-            write(graph, args.output)
+            write(graph, args.output, max_edges=args.max_edges or MAX_LAYOUT_EDGES)
         bar.update()
     if len(proposal.actions) > args.max_nodes:
         _note(

@@ -16,6 +16,7 @@ from ._common import (
     _load_state,
     _load_tools,
     _Parser,
+    _positive,
     _profile,
     _schedules_option,
     _write,
@@ -57,6 +58,14 @@ def add(sub: Any, profiled: Any) -> None:
     )
     q.add_argument("old", metavar="OLD", help="the policy directory before")
     q.add_argument("new", metavar="NEW", help="the policy directory after")
+    q.add_argument(
+        "--max-states",
+        metavar="N",
+        type=_positive,
+        default=None,
+        help="the most states of the two sets' trace-rule monitors the search visits in "
+        "each direction; past it that direction is unknown, exit 3 (default 1,000,000)",
+    )
     format_option(q, ("text", "json"))
     q.set_defaults(run=cmd_policy_diff)
     q = policy.add_parser(
@@ -159,7 +168,7 @@ def cmd_policy_diff(args: argparse.Namespace) -> int:
     from ..rules.policy_analysis import policy_diff
 
     old, new = load_policies(args.old), load_policies(args.new)
-    diff = policy_diff(old, new)
+    diff = policy_diff(old, new, max_states=args.max_states)
 
     def text() -> None:
         meaning = {
@@ -178,6 +187,8 @@ def cmd_policy_diff(args: argparse.Namespace) -> int:
                 _write(f"  {label}: {c.describe()}\n")
         for reason in diff.unknown:
             _write(f"  unknown: {reason}\n")
+        for bound in diff.bounds:
+            _write(f"  bound: {bound['name']}={bound['value']:,} (--max-states N)\n")
 
     emit(args, diff.to_dict(), text)
     covers = diff.new_covers_old

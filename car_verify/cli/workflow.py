@@ -11,8 +11,10 @@ from ..base.errors import UsageError
 from ._common import (
     EXIT_FINDINGS,
     EXIT_OK,
+    EXIT_UNKNOWN,
     _named_inputs,
     _note,
+    _positive,
     _profile,
     _read_file,
     _write,
@@ -45,6 +47,14 @@ def add(sub: Any, profiled: Any) -> None:
         action="append",
         help="a trace rule checked over every path from the entry, loops included "
         "(entering a stage is a call of its name; repeatable)",
+    )
+    p.add_argument(
+        "--max-states",
+        metavar="N",
+        type=_positive,
+        default=None,
+        help="the most (stage, monitor state) pairs the search of one --rule visits; past "
+        "it the rule is unknown, exit 3 (default 1,000,000)",
     )
     p.add_argument(
         "-o", "--output", metavar="OUT.svg", help="draw the graph (.dot/.svg/.png), the witness red"
@@ -104,6 +114,8 @@ def _runtime_workflow(args: argparse.Namespace, doc: dict[str, Any]) -> int:
 
 def cmd_workflow(args: argparse.Namespace) -> int:
     from ..deciders.workflow import (
+        MAX_WORKFLOW_STATES,
+        Lasso,
         check_workflow_policies,
         check_workflow_trace_rules,
         parse_graph,
@@ -138,7 +150,9 @@ def cmd_workflow(args: argparse.Namespace) -> int:
                     f"--rule {rule.text!r}: no stage is named {', '.join(map(repr, missing))}, "
                     f"so nothing was checked (stages: {', '.join(sorted(graph.stages))})"
                 )
-        traced = check_workflow_trace_rules(graph, rules)
+        traced = check_workflow_trace_rules(
+            graph, rules, max_states=args.max_states or MAX_WORKFLOW_STATES
+        )
     witness: tuple[str, ...] = ()
     for found in (
         *(d.witness for d in report.defects),
@@ -146,7 +160,10 @@ def cmd_workflow(args: argparse.Namespace) -> int:
         *(c.path for c in (traced.counterexamples if traced else [])),
     ):
         if found:
-            witness = found
+            # a loop walked many times is drawn once
+            witness = tuple(
+                found[: len(found.prefix) + len(found.loop)] if isinstance(found, Lasso) else found
+            )
             break
     ok = (
         report.sound
@@ -182,6 +199,8 @@ def cmd_workflow(args: argparse.Namespace) -> int:
             _write(f"policy {v.policy!r}: {v.explanation} (path: {' -> '.join(v.witness)})\n")
         for c in traced.counterexamples if traced else []:
             _write(f"trace rule {c.rule!r}: {c.message} (path: {_path_text(c.path)})\n")
+        for u in traced.unknown if traced else []:
+            _write(f"trace rule {u.rule!r}: {u.message}\n")
         parts = ["sound" if report.sound else f"unsound: {len(report.defects)} defects"]
         if policies is not None:
             parts.append(
@@ -190,15 +209,21 @@ def cmd_workflow(args: argparse.Namespace) -> int:
                 else f"{len(policies.violations)} policy violations"
             )
         if traced is not None:
-            parts.append(
-                "trace rules hold"
-                if traced.holds
-                else f"{len(traced.counterexamples)} trace rules broken"
-            )
+            if traced.holds:
+                parts.append("trace rules hold")
+            if traced.counterexamples:
+                parts.append(f"{len(traced.counterexamples)} trace rules broken")
+            if traced.unknown:
+                parts.append(f"{len(traced.unknown)} trace rules unknown")
         _write("; ".join(parts) + f" (profile {_profile(args)})\n")
 
     emit(args, out, text)
-    return EXIT_OK if ok else EXIT_FINDINGS
+    if ok:
+        return EXIT_OK
+    decided = not (traced is not None and traced.unknown and not traced.counterexamples)
+    if decided or not report.sound or (policies is not None and not policies.compliant):
+        return EXIT_FINDINGS
+    return EXIT_UNKNOWN
 
 
 def _graph_object(given: str) -> dict[str, Any] | None:

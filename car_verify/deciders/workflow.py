@@ -35,9 +35,9 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, overload
 
 from ..base.errors import InputError, deep_values_are_input_errors, reject_unknown_fields
 
@@ -358,65 +358,261 @@ def check_workflow_policies(graph: Any, policies: Any) -> WorkflowPolicyReport:
 # --- trace rules over the graph's paths (beyond the runtime) --------------------------
 
 
+#: A witness path longer than this many stages is written in JSON as a lasso: the path
+#: to a loop, the loop, how many laps, and the length it is cut to.
+MAX_WITNESS_STAGES = 10_000
+
+
+class Lasso(Sequence[str]):
+    """A long path without its copies: ``prefix``, then ``loop`` walked ``laps``
+    times, cut to ``length`` stages (a loop walked 100,000 times is 10 million)."""
+
+    def __init__(self, prefix: tuple[str, ...], loop: tuple[str, ...], laps: int, length: int):
+        self.prefix, self.loop, self.laps, self.length = prefix, loop, laps, length
+
+    def __len__(self) -> int:
+        return self.length
+
+    def _at(self, i: int) -> str:
+        if i < len(self.prefix):
+            return self.prefix[i]
+        return self.loop[(i - len(self.prefix)) % len(self.loop)]
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[str, ...]: ...
+    def __getitem__(self, index: int | slice) -> str | tuple[str, ...]:
+        if isinstance(index, slice):
+            return tuple(self._at(i) for i in range(*index.indices(self.length)))
+        if index < 0:
+            index += self.length
+        if not 0 <= index < self.length:
+            raise IndexError(index)
+        return self._at(index)
+
+    def __iter__(self) -> Iterator[str]:
+        return (self._at(i) for i in range(self.length))
+
+
 @dataclass(frozen=True, slots=True)
 class TraceCounterexample:
     rule: str
-    path: tuple[str, ...]
+    path: Sequence[str]
     message: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"rule": self.rule, "path": list(self.path), "message": self.message}
+        out: dict[str, Any] = {"rule": self.rule, "message": self.message}
+        path = self.path
+        if isinstance(path, Lasso) and len(path) > MAX_WITNESS_STAGES:
+            # the whole path is path + loop * laps, cut to length
+            out.update(path=list(path.prefix), loop=list(path.loop), laps=path.laps)
+            out["length"] = len(path)
+        else:
+            out["path"] = list(path)
+        return out
+
+
+#: The most (stage, monitor state) pairs the search of one trace rule visits; past
+#: it the rule is *unknown* (an ``at most N`` rule on a loop is decided without the
+#: search, whatever N: see :func:`check_workflow_trace_rules`).
+MAX_WORKFLOW_STATES = 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class TraceUnknown:
+    """A rule the search could not decide within ``bound`` (its ``value``)."""
+
+    rule: str
+    message: str
+    bound: str = "max_states"
+    value: int = MAX_WORKFLOW_STATES
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "message": self.message,
+            "bound": {"name": self.bound, "value": self.value},
+        }
 
 
 @dataclass(slots=True)
 class WorkflowTraceReport:
     holds: bool
     counterexamples: list[TraceCounterexample] = field(default_factory=list)
+    #: Rules neither shown broken nor shown to hold, each naming the bound that stopped it.
+    unknown: list[TraceUnknown] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"holds": self.holds, "counterexamples": [c.to_dict() for c in self.counterexamples]}
+        out: dict[str, Any] = {
+            "holds": self.holds,
+            "counterexamples": [c.to_dict() for c in self.counterexamples],
+        }
+        if self.unknown:
+            out["unknown"] = [u.to_dict() for u in self.unknown]
+        return out
 
 
-def check_workflow_trace_rules(graph: Any, rules: Iterable[Any]) -> WorkflowTraceReport:
+def check_workflow_trace_rules(
+    graph: Any, rules: Iterable[Any], *, max_states: int = MAX_WORKFLOW_STATES
+) -> WorkflowTraceReport:
     """Each trace rule (a ``TraceRule`` or its text) over every path of the graph from
     its entry (see the module docs). Entering a stage is a call of a tool of its name
     that succeeds. A breadth-first search over (stage, the rule's monitor state)
-    covers loops, and its first violation is on a shortest path."""
-    from ..rules.trace import TraceGate, TraceRule, parse_trace_rule, unwound
+    covers loops, and its first violation is on a shortest path.
+
+    The search visits at most ``max_states`` pairs; past them the rule is reported
+    *unknown*, naming the bound (``holds`` is then False: nothing undecided passes).
+    An ``at most N`` rule whose search could be that large is decided on the graph
+    instead: a stage it counts that lies on a loop the entry reaches breaks it for
+    every N (the witness walks the loop as often as it takes), and otherwise no path
+    visits a counted stage twice, so it breaks only when N is less than their number,
+    where the search is small."""
+    from ..rules.trace import TraceRule, parse_trace_rule
 
     g = graph if isinstance(graph, WorkflowGraph) else parse_graph(graph)
     successors = g.successors()
-    out = []
+    out: list[TraceCounterexample] = []
+    unknown: list[TraceUnknown] = []
     for given in rules:
         rule = given if isinstance(given, TraceRule) else parse_trace_rule(str(given))
+        found: Any = None
+        if rule.kind == "at_most" and len(successors) * (rule.limit + 1) > max_states:
+            found = _at_most_on_loops(g, successors, rule)
+        if found is None:
+            found = _search_rule(g, successors, rule, max_states)
+        if isinstance(found, TraceCounterexample):
+            out.append(found)
+        elif isinstance(found, TraceUnknown):
+            unknown.append(found)
+    return WorkflowTraceReport(not out and not unknown, out, unknown)
+
+
+def _search_rule(
+    g: WorkflowGraph, successors: Mapping[str, list[str]], rule: Any, max_states: int
+) -> TraceCounterexample | TraceUnknown | bool:
+    """The breadth-first search of one rule: its counterexample, True when it holds, or
+    unknown past ``max_states`` visited pairs."""
+    from ..rules.trace import TraceGate, unwound
+
+    gate = TraceGate([rule])
+    # A path is a linked list (stage, the path before): a step copies nothing, so a
+    # rule whose monitor counts far (``at most 100000 s``) walks long paths in
+    # time linear in the states it visits, never quadratic in their length.
+    Path_ = tuple[str, Any] | None
+    queue: deque[tuple[str, tuple[int, ...], Path_]] = deque(
+        [(g.entry, gate.state, (g.entry, None))]
+    )
+    seen: set[tuple[str, tuple[int, ...]]] = set()
+    while queue:
+        stage, state, path = queue.popleft()
+        if (stage, state) in seen:
+            continue
+        if len(seen) >= max_states:
+            return TraceUnknown(
+                rule.to_text(),
+                f"unknown: the search visited {max_states:,} (stage, monitor state) pairs, "
+                f"the bound max_states={max_states:,}, without deciding the rule",
+                value=max_states,
+            )
+        seen.add((stage, state))
+        gate.restore(state)
+        violations = gate.dispatch(stage, {})
+        if violations:
+            return TraceCounterexample(rule.to_text(), unwound(path), violations[0].reason)
+        gate.record(stage, {}, "succeeded")
+        after = gate.state
+        for nxt in successors.get(stage, ()):
+            if (nxt, after) not in seen:
+                queue.append((nxt, after, (nxt, path)))
+    return True
+
+
+def _at_most_on_loops(
+    g: WorkflowGraph, successors: Mapping[str, list[str]], rule: Any
+) -> TraceCounterexample | bool | None:
+    """``at most N`` decided on the graph's loops (see
+    :func:`check_workflow_trace_rules`): a counterexample, True when it holds, or
+    None when no counted stage is on a loop and N is less than their number (the
+    search then decides it, over few states)."""
+    from ..rules.trace import TraceGate
+
+    counted = {s for s in successors if rule.call.matches(s, {})}
+    before = _bfs_parents(g.entry, successors)
+    reached = [s for s in before if s in counted]
+    for stage in reached:
+        loop = _shortest_loop(stage, successors)
+        if loop is None:
+            continue
+        # The entry to ``stage``, then the loop back to it, as often as it takes to
+        # make the limit + 1-th counted call; cut at that call.
+        prefix = _path_to(stage, before)
+        lap = loop[1:]
+        needed = rule.limit + 1
+        have = sum(1 for s in prefix if s in counted)
+        per_lap = sum(1 for s in lap if s in counted)
+        laps = max(0, -(-(needed - have) // per_lap))
+        # Cut at the needed-th counted stage: within the last lap walked.
+        length = len(prefix) + len(lap) * laps
+        extra = have + per_lap * laps - needed  # counted stages past it
+        while extra >= 0 and length > 0:
+            length -= 1
+            last = (
+                prefix[length] if length < len(prefix) else lap[(length - len(prefix)) % len(lap)]
+            )
+            if last in counted:
+                extra -= 1
+        path = Lasso(prefix, lap, laps, length + 1)
         gate = TraceGate([rule])
-        # A path is a linked list (stage, the path before): a step copies nothing, so a
-        # rule whose monitor counts far (``at most 100000 s``) walks long paths in
-        # time linear in the states it visits, never quadratic in their length.
-        Path_ = tuple[str, Any] | None
-        queue: deque[tuple[str, tuple[int, ...], Path_]] = deque(
-            [(g.entry, gate.state, (g.entry, None))]
-        )
-        seen: set[tuple[str, tuple[int, ...]]] = set()
-        broken: tuple[tuple[str, ...], str] | None = None
-        while queue and broken is None:
-            stage, state, path = queue.popleft()
-            if (stage, state) in seen:
-                continue
-            seen.add((stage, state))
-            gate.restore(state)
-            violations = gate.dispatch(stage, {})
-            if violations:
-                broken = (unwound(path), violations[0].reason)
-                break
-            gate.record(stage, {}, "succeeded")
-            after = gate.state
-            for nxt in successors.get(stage, ()):
-                if (nxt, after) not in seen:
-                    queue.append((nxt, after, (nxt, path)))
-        if broken is not None:
-            out.append(TraceCounterexample(rule.to_text(), broken[0], broken[1]))
-    return WorkflowTraceReport(not out, out)
+        gate.restore((rule.limit,))
+        reason = gate.dispatch(path[-1], {})[0].reason
+        return TraceCounterexample(rule.to_text(), path, reason)
+    if rule.limit >= len(reached):
+        return True  # no loop repeats a counted stage: a path counts each at most once
+    return None
+
+
+def _bfs_parents(entry: str, successors: Mapping[str, list[str]]) -> dict[str, str | None]:
+    """Each stage the entry reaches, with its parent on a shortest path."""
+    parents: dict[str, str | None] = {entry: None}
+    queue = deque([entry])
+    while queue:
+        stage = queue.popleft()
+        for nxt in successors.get(stage, ()):
+            if nxt not in parents:
+                parents[nxt] = stage
+                queue.append(nxt)
+    return parents
+
+
+def _path_to(stage: str, parents: Mapping[str, str | None]) -> tuple[str, ...]:
+    path: list[str] = []
+    at: str | None = stage
+    while at is not None:
+        path.append(at)
+        at = parents[at]
+    return tuple(reversed(path))
+
+
+def _shortest_loop(stage: str, successors: Mapping[str, list[str]]) -> tuple[str, ...] | None:
+    """The shortest path from ``stage`` back to it (both ends included), or None."""
+    parents: dict[str, str | None] = {}
+    queue: deque[str] = deque()
+    for nxt in successors.get(stage, ()):
+        if nxt == stage:
+            return (stage, stage)
+        if nxt not in parents:
+            parents[nxt] = None
+            queue.append(nxt)
+    while queue:
+        at = queue.popleft()
+        for nxt in successors.get(at, ()):
+            if nxt == stage:
+                return (stage, *_path_to(at, parents), stage)
+            if nxt not in parents:
+                parents[nxt] = at
+                queue.append(nxt)
+    return None
 
 
 def to_json(report: Any) -> str:

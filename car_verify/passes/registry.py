@@ -21,6 +21,8 @@ __all__ = ["ENTRY_POINT_GROUP", "available_passes", "default_passes", "resolve_p
 ENTRY_POINT_GROUP = "car_verify.passes"
 
 _registry: dict[str, type[Pass]] | None = None
+#: Each installed pass class: the entry point that declared it (``name (value)``).
+_declared_by: dict[type[Pass], str] = {}
 
 
 @functools.cache
@@ -63,6 +65,7 @@ def _entry_points() -> list[type[Pass]]:
             ) from err
         if not (isinstance(loaded, type) and issubclass(loaded, Pass)):
             raise UsageError(f"entry point {ep.name!r} ({ep.value}) is not a car_verify Pass")
+        _declared_by[loaded] = f"{ep.name!r} ({ep.value})"
         found.append(loaded)
     return found
 
@@ -142,8 +145,16 @@ def available_passes() -> dict[str, type[Pass]]:
         for cls in found:
             if cls.name in registry and registry[cls.name] is not cls:
                 raise UsageError(f"two passes are called {cls.name!r}")
-            if cls.new_codes:
-                register_codes(cls.new_codes, owner=cls.name)
+            try:
+                if cls.new_codes:
+                    register_codes(cls.new_codes, owner=cls.name)
+            except Exception as err:
+                if cls not in _declared_by:
+                    raise
+                raise UsageError(
+                    f"pass entry point {_declared_by[cls]} declares codes that cannot be "
+                    f"registered: {type(err).__name__}: {err}"
+                ) from err
             registry[cls.name] = cls
         _registry = registry
     return dict(_registry)
@@ -180,7 +191,7 @@ def resolve_passes(
     if selection is None:
         profile = "strict" if ctx is None else ctx.profile
         given = (lambda _: False) if ctx is None else ctx.has
-        return [cls() for cls in default_passes(profile, given)]
+        return [_built(cls) for cls in default_passes(profile, given)]
     chosen: list[Pass] = []
     for item in selection:
         if isinstance(item, Pass):
@@ -190,8 +201,23 @@ def resolve_passes(
                 register_codes(item.new_codes, owner=item.name)
             chosen.append(item())
         elif isinstance(item, str) and item in registry:
-            chosen.append(registry[item]())
+            chosen.append(_built(registry[item]))
         else:
             known = ", ".join(sorted(registry))
             raise UsageError(f"unknown pass {item!r}; known passes: {known}")
     return chosen
+
+
+def _built(cls: type[Pass]) -> Pass:
+    """An instance of ``cls``. A pass an installed distribution declares that cannot
+    be built (an abstract method left out, a constructor that wants arguments or
+    raises) is a usage error naming its entry point, not an internal error."""
+    if cls not in _declared_by:
+        return cls()
+    try:
+        return cls()
+    except Exception as err:
+        raise UsageError(
+            f"cannot build pass {cls.__name__} of entry point {_declared_by[cls]}: "
+            f"{type(err).__name__}: {err}"
+        ) from err

@@ -333,6 +333,9 @@ class PolicyDiff:
     newly_denied: list[Counterexample] = field(default_factory=list)
     newly_allowed: list[Counterexample] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)
+    #: The bounds that stopped a direction (``{"name", "value"}``): a reason in
+    #: ``unknown`` says which.
+    bounds: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def new_covers_old(self) -> bool | None:
@@ -351,6 +354,7 @@ class PolicyDiff:
             "newly_denied": [c.to_dict() for c in self.newly_denied],
             "newly_allowed": [c.to_dict() for c in self.newly_allowed],
             "unknown": self.unknown,
+            "bounds": self.bounds,
         }
 
 
@@ -680,10 +684,15 @@ def _denials(engine: PolicyEngine, tool: str, params: dict[str, Any], state: Any
 # --- diff ------------------------------------------------------------------------------------
 
 
-def policy_diff(old: Any, new: Any) -> PolicyDiff:
+def policy_diff(old: Any, new: Any, *, max_states: int | None = None) -> PolicyDiff:
     """Compare two policy sets over every possible tool call (see the module docs):
-    a directory, loaded policies, a PolicySet or an engine each."""
-    from .trace_automata import call_patterns, pattern_values
+    a directory, loaded policies, a PolicySet or an engine each. The search of the
+    trace rules' monitors visits at most ``max_states`` states in each direction
+    (default :data:`~car_verify.rules.trace_automata.MAX_STATES`); past them that
+    direction is unknown and ``bounds`` names the bound."""
+    from .trace_automata import MAX_STATES, call_patterns, pattern_values
+
+    states = MAX_STATES if max_states is None else max_states
 
     old_refs, old_engine = _rules(old)
     new_refs, new_engine = _rules(new)
@@ -746,11 +755,13 @@ def policy_diff(old: Any, new: Any) -> PolicyDiff:
     if apart is not None and not isinstance(letters, str):
         letters.inexact.append(apart)
     for label, a, b, _, _, found in needed:
-        answer = _trace_split(letters, a, b, swapped=label == "newly denied")
+        answer = _trace_split(letters, a, b, swapped=label == "newly denied", max_states=states)
         if isinstance(answer, Counterexample):
             found.append(answer)
         elif answer is not None:
             result.unknown.append(f"{label}: {answer}")
+            if "max_states=" in answer and not result.bounds:
+                result.bounds.append({"name": "max_states", "value": states})
     result.verdict = _verdict(result)
     return result
 
@@ -851,7 +862,7 @@ def _rates_apart(old: PolicyEngine, new: PolicyEngine) -> str | None:
 
 
 def _trace_split(
-    letters: Any, refuses: PolicyEngine, admits: PolicyEngine, *, swapped: bool
+    letters: Any, refuses: PolicyEngine, admits: PolicyEngine, *, swapped: bool, max_states: int
 ) -> Counterexample | str | None:
     """The shortest trace and call ``refuses`` refuses and ``admits`` admits,
     replayed on both engines; None when there is none; a reason when undecided.
@@ -866,7 +877,9 @@ def _trace_split(
         dataclasses.replace(c, denied=(c.denied[1], c.denied[0])) if swapped else c
         for c in letters.letters
     ]
-    split = trace_containment(refuses.trace_rules, admits.trace_rules, judged)
+    split = trace_containment(
+        refuses.trace_rules, admits.trace_rules, judged, max_states=max_states
+    )
     if split is None:
         return letters.inexact[0] if letters.inexact else None
     if isinstance(split, str):

@@ -130,7 +130,7 @@ class ToolRegistry(Mapping[str, ToolSchema]):
                     )
             from ..base._accept import accepter
 
-            linear = validators.extend(cls, {"pattern": _linear_pattern})
+            linear = validators.extend(cls, _linear_keywords(cls))
             checker = self._validators[key] = (linear(schema), accepter(schema))
         return checker
 
@@ -163,7 +163,8 @@ class ToolRegistry(Mapping[str, ToolSchema]):
 def _patterns(
     schema: Any, at: tuple[str | int, ...] = ()
 ) -> list[tuple[tuple[str | int, ...], str]]:
-    """Every ``pattern`` keyword's regex in a schema, with where it is."""
+    """Every regex in a schema, with where it is: each ``pattern`` keyword's and
+    each key of a ``patternProperties``."""
     found: list[tuple[tuple[str | int, ...], str]] = []
     stack: list[tuple[tuple[str | int, ...], Any]] = [(at, schema)]
     while stack:
@@ -171,6 +172,9 @@ def _patterns(
         if isinstance(node, dict):
             if isinstance(node.get("pattern"), str):
                 found.append(((*where, "pattern"), node["pattern"]))
+            keyed = node.get("patternProperties")
+            if isinstance(keyed, dict):  # each key is a regex too
+                found.extend(((*where, "patternProperties", k), k) for k in keyed)
             stack.extend(((*where, k), v) for k, v in node.items() if k != "pattern")
         elif isinstance(node, list):
             stack.extend(((*where, i), v) for i, v in enumerate(node))
@@ -201,6 +205,110 @@ def _linear_pattern(validator: Any, pattern: str, instance: Any, schema: Any) ->
 
     if validator.is_type(instance, "string") and not compile_pattern(pattern).search(instance):
         yield _jsonschema().exceptions.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _linear_pattern_properties(validator: Any, patterns: Any, instance: Any, schema: Any) -> Any:
+    """``patternProperties`` with each key matched by RE2, not Python's ``re`` (whose
+    backtracking takes seconds per character on ``^(a+)+$``)."""
+    from .policy import compile_pattern
+
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        compiled = compile_pattern(pattern)
+        for key, value in instance.items():
+            if compiled is not None and compiled.search(key):
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+def _additional(instance: Any, schema: Any) -> list[str]:
+    """The keys of ``instance`` that neither ``properties`` nor (by RE2)
+    ``patternProperties`` of ``schema`` names."""
+    from .policy import compile_pattern
+
+    properties = schema.get("properties", {})
+    compiled = [compile_pattern(p) for p in schema.get("patternProperties", {})]
+    return [
+        key
+        for key in instance
+        if key not in properties and not any(c is not None and c.search(key) for c in compiled)
+    ]
+
+
+def _linear_additional_properties(validator: Any, extra: Any, instance: Any, schema: Any) -> Any:
+    """``additionalProperties`` as jsonschema words it, the ``patternProperties``
+    keys matched by RE2."""
+    if not validator.is_type(instance, "object"):
+        return
+    extras = _additional(instance, schema)
+    error = _jsonschema().exceptions.ValidationError
+    if validator.is_type(extra, "object"):
+        for key in extras:
+            yield from validator.descend(instance[key], extra, path=key)
+    elif not extra and extras:
+        if "patternProperties" in schema:
+            verb = "does" if len(extras) == 1 else "do"
+            joined = ", ".join(repr(each) for each in sorted(extras))
+            patterns = ", ".join(repr(each) for each in sorted(schema["patternProperties"]))
+            yield error(f"{joined} {verb} not match any of the regexes: {patterns}")
+        else:
+            names = sorted(extras, key=str)
+            listed = ", ".join(repr(n) for n in names)
+            verb = "was" if len(names) == 1 else "were"
+            yield error(f"Additional properties are not allowed ({listed} {verb} unexpected)")
+
+
+def _linear_keywords(cls: Any) -> dict[str, Any]:
+    """The keywords that match a regex, each with RE2 (linear time), for the draft
+    validator ``cls``: ``pattern``, ``patternProperties``, ``additionalProperties``
+    and (in the drafts that have it) ``unevaluatedProperties``."""
+    keywords: dict[str, Any] = {
+        "pattern": _linear_pattern,
+        "patternProperties": _linear_pattern_properties,
+        "additionalProperties": _linear_additional_properties,
+    }
+    own = cls.VALIDATORS.get("unevaluatedProperties")
+    if own is not None:
+
+        def unevaluated_properties(
+            validator: Any, unevaluated: Any, instance: Any, schema: Any
+        ) -> Any:
+            # The draft's own keyword over a copy of the schema in which each
+            # patternProperties is spelt for this instance's keys (a key RE2 finds
+            # the pattern in becomes the literal ^key$): no pattern reaches ``re``.
+            if not validator.is_type(instance, "object"):
+                return
+            spelt = _spelt(schema, list(instance))
+            yield from own(validator.evolve(schema=spelt), unevaluated, instance, spelt)
+
+        keywords["unevaluatedProperties"] = unevaluated_properties
+    return keywords
+
+
+def _spelt(node: Any, keys: list[str]) -> Any:
+    """``node`` with each ``patternProperties`` written for ``keys``: a key RE2 finds
+    the pattern in is matched by the escaped literal ``^key$`` instead."""
+    import re
+
+    from .policy import compile_pattern
+
+    if isinstance(node, list):
+        return [_spelt(v, keys) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _spelt(v, keys) for k, v in node.items()}
+    keyed = node.get("patternProperties")
+    if isinstance(keyed, dict):
+        literal: dict[str, Any] = {}
+        for pattern, subschema in keyed.items():
+            compiled = compile_pattern(pattern)
+            for key in keys:
+                if compiled is not None and compiled.search(key):
+                    spelt, name = _spelt(subschema, keys), f"^{re.escape(key)}$"
+                    # Two patterns that match one key: both subschemas apply.
+                    literal[name] = {"allOf": [literal[name], spelt]} if name in literal else spelt
+        out["patternProperties"] = literal
+    return out
 
 
 def _jsonschema() -> Any:
