@@ -447,3 +447,24 @@ def test_the_split_search_agrees_with_one_product_search_or_names_its_bound(
     assert (found is None) == (plain is None)
     if found is not None:
         assert len(found.steps) == len(plain.steps)  # both shortest
+
+
+def test_policy_lint_of_400_rules_answers_within_its_budget(tmp_path: Path) -> None:
+    """400 patterns on one parameter: the questions about shadowing and
+    contradictions past the time budget are not asked, and a finding says so."""
+    import time
+
+    from car_verify.rules.policy import load_policy_text
+    from car_verify.rules.policy_analysis import LINT_SECONDS, lint_policies
+
+    lines = []
+    for n in range(400):
+        lines += ["[[deny_tool_param_matching]]", 'tool = "Bash"', 'param = "command"',
+                  f'matches = "a{n}(b|c)*d{n % 7}"']  # fmt: skip
+    rules = load_policy_text("\n".join(lines) + "\n")
+    start = time.perf_counter()
+    found = lint_policies(rules)
+    took = time.perf_counter() - start
+    assert took < LINT_SECONDS + 20  # the budget, and the rest on a loaded machine
+    [incomplete] = [f for f in found if f.code == "policy-lint-incomplete"]
+    assert f"lint_seconds={LINT_SECONDS:g}" in incomplete.message

@@ -385,6 +385,15 @@ _TABLE = [
         about="policy",
     ),
     Code(
+        "policy-lint-incomplete",
+        W,
+        Tier.SAMPLED,
+        "the rules' analysis ran out of its time budget: the rules not reached were not "
+        "checked for shadowing or contradictions (the finding names the bound)",
+        W,
+        about="policy",
+    ),
+    Code(
         "policy-contradiction",
         W,
         D,

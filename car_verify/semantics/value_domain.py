@@ -142,14 +142,15 @@ class Slot:
         )
         return z3.If(self.present, present, z3.BoolVal(local.absent))
 
-    def can_hold(self, local: Local) -> bool | None:
-        """Whether some value of the slot meets ``local`` (None: z3 gave no answer)."""
+    def can_hold(self, local: Local, limit_ms: int = 10_000) -> bool | None:
+        """Whether some value of the slot meets ``local`` (None: z3 gave no answer
+        within ``limit_ms``)."""
         if local.absent or local.variants:
             return True
         z3 = self.z3
         solver = z3.SimpleSolver()
         solver.add(z3.InRe(z3.String("text"), local.strings))
-        answer = check(solver, 10_000)
+        answer = check(solver, limit_ms)
         return None if answer == z3.unknown else answer == z3.sat
 
     def value(self, model: Any) -> Any:
