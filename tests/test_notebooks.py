@@ -92,3 +92,12 @@ def test_the_audit_notebook_asks_its_question_of_the_corpus() -> None:
     assert "duplicate-call: 2.4% of successful, 9.5% of failed runs" in said
     kinds = {k for c in book["cells"] for o in c.get("outputs", []) for k in o.get("data", {})}
     assert "image/png" in kinds
+    # its conclusion is the report's statistics: the duplicate call's higher rate is
+    # not a difference Fisher's exact test supports, and the text claims none
+    assert "2 of 84 (0.7% to 8.3%) against 11 of 116 (5.4% to 16.2%)" in said
+    assert "Fisher's exact p = 0.0775: none shown (p >= 0.05)" in said
+    assert "a difference shown at p < 0.05: none" in said
+    prose = "\n".join("".join(c["source"]) for c in book["cells"] if c["cell_type"] == "markdown")
+    assert "better predictor" not in prose and "does not support a difference" in prose
+    audit_doc = (NOTEBOOKS[0].parents[1] / "docs" / "audit.md").read_text()
+    assert "better predictor" not in audit_doc and "p = 0.0775" in audit_doc
