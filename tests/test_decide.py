@@ -813,6 +813,36 @@ def test_cli_equivalent_optimize_wp_txcheck(
     assert code == 1 and "write-write [z]" in out
 
 
+def test_wp_under_car_prints_keys_and_values_and_the_profile_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Under car the condition was z3's own terms (``If(And(Not(i(value[k]) <= ...``),
+    over several lines, with ``(profile car)`` spliced into it; and a plain
+    ``coverage >= 0.8`` was unknown (its example, an integer beyond 2**53, did not
+    replay)."""
+    plan = tmp_path / "p.json"
+    pre = [
+        {"key": "tests_passed", "value": True},
+        {"key": "coverage", "operator": "gte", "value": 0.8},
+        {"key": "tags", "operator": "contains", "value": "x"},
+    ]
+    plan.write_text(json.dumps({"actions": [{"id": "d", "type": "tool_call", "tool": "t",
+                                             "preconditions": pre}]}))  # fmt: skip
+    code, out, _ = run(["wp", str(plan), "--profile", "car"], capsys)
+    lines = out.splitlines()
+    assert code == 0 and lines[0] == "(profile car)" and out.count("profile") == 1
+    assert lines[1] == (
+        "every action runs unblocked iff: tests_passed == true and coverage >= 0.8 "
+        'and tags contains "x"'
+    )
+    assert lines[2] == 'for example: {"coverage": 0.8, "tags": "x", "tests_passed": true}'
+    assert lines[3].startswith("note: an integer coverage beyond ±2**53 is compared as CAR")
+    for term in ("If(", "ToReal", "value[", "text_contains"):
+        assert term not in out
+    code, out, _ = run(["wp", str(plan), "--profile", "strict"], capsys)
+    assert out.splitlines()[0] == "(profile strict)" and "note:" not in out
+
+
 def test_several_proposals_are_checked_together_under_car_on_cars_order() -> None:
     """Issue 36: under car, transaction_check refused several proposals ("use the
     strict profile"). They are checked together as under strict, each on CAR's
