@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -71,6 +72,43 @@ def test_the_risk_notebook_audits_a_plan_end_to_end() -> None:
     assert "exact 0.6840; sampled" in said and "critical: build, test, deploy" in said
     kinds = {k for c in book["cells"] for o in c.get("outputs", []) for k in o.get("data", {})}
     assert {"text/html", "image/svg+xml"} <= kinds  # the outcome bars and the picture
+
+
+def test_the_risk_notebook_says_what_it_needs_first() -> None:
+    import json
+
+    book = json.loads((NOTEBOOKS[0].parent / "05-risk-of-a-plan.ipynb").read_text())
+    first = "".join(book["cells"][0]["source"])
+    assert "Graphviz" in first and "DOT text" in first
+
+
+@pytest.mark.slow
+def test_the_risk_notebook_runs_without_graphviz(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 38: notebook 05 died without Graphviz, with the command line's advice
+    (``-o out.dot``). Without ``dot`` on PATH it shows the DOT text instead."""
+    import shutil
+    import sys
+
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{tmp_path}")
+    assert shutil.which("dot") is None
+    path = NOTEBOOKS[0].parent / "05-risk-of-a-plan.ipynb"
+    book = nbformat.read(path, as_version=4)
+    client = nbclient.NotebookClient(
+        book, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    )
+    client.execute()
+    said = "\n".join(
+        "".join(out.get("text", ""))
+        for cell in book.cells
+        if cell.cell_type == "code"
+        for out in cell.get("outputs", [])
+    )
+    assert "here is the picture's DOT text" in said and "digraph proposal {" in said
+    assert "-o out.dot" not in said
 
 
 def test_the_audit_notebook_asks_its_question_of_the_corpus() -> None:
