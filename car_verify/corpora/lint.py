@@ -664,6 +664,15 @@ RAISED_NOTES: dict[str, str] = {
 }
 
 
+def lint_column(name: str, profile: str) -> str:
+    """The severity ``lint`` gives code ``name`` under ``profile`` by default (``-``:
+    not reported), as a table cell: verify's, except the notes ``RAISED_NOTES``
+    raises."""
+    code = CODES[name]
+    verify = code.column(profile)
+    return RAISED_NOTES.get(name, verify) if verify == "info" else verify
+
+
 def _action_pointer(pointer: str) -> str:
     parts = pointer.split("/")
     return "/".join(parts[:3]) if len(parts) > 2 and parts[1] == "actions" else ""
