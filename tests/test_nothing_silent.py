@@ -102,7 +102,9 @@ def test_an_unknown_code_is_an_error(
         args += [where, "write-conflit"]
     assert main(args) == 2
     assert "unknown code 'write-conflit'" in capsys.readouterr().err
-    if where != "config":  # a known code and a policy rule name are accepted
+    if where != "config":  # a known code and a loaded policy's rule name are accepted
+        (tmp_path / ".car" / "policies").mkdir(parents=True)
+        (tmp_path / ".car" / "policies" / "p.toml").write_text('deny_tool = ["rm"]\n')
         assert main(["lint", "p.json", "--select", "deny_tool:rm,write-conflict"]) == 0
 
 
@@ -195,6 +197,33 @@ def test_the_projects_policies_are_found_and_said(
     main([command, "p.json", "--no-policies"])
     out, err = capsys.readouterr()
     assert "deny_tool:rm" not in out and "policies:" not in err
+
+
+def test_a_utf16_file_is_read_alike_everywhere_and_its_bad_bytes_are_named_in_characters(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A UTF-16 file (with its byte order mark) was read by verify and refused by
+    lint and the YAML reader as "not UTF-8 text: byte ff" at 1:1; one that ends
+    inside a character was placed by its byte offset (column 30 for the 15th
+    character) and called "not UTF-8"."""
+    from car_verify.corpora.lint import LintConfig, lint_file
+
+    text = '{"actions": [\n  {"id": "a", "type": "tool_call", "tool": "t"}]}'
+    good = tmp_path / "good.json"
+    good.write_bytes(text.encode("utf-16"))
+    assert car_verify.load(good).actions[0].id == "a"
+    assert lint_file(good, LintConfig()).findings == []
+    yaml_file = tmp_path / "good.yaml"
+    yaml_file.write_bytes("actions:\n  - {id: a, type: tool_call, tool: t}\n".encode("utf-16"))
+    assert main(["verify", str(yaml_file), "--no-policies"]) == 0
+    cut = tmp_path / "cut.json"
+    cut.write_bytes('{"actions": [\n  {"id": "a"}]}'.encode("utf-16")[:-1])
+    with pytest.raises(InputError) as err:
+        car_verify.load(cut)
+    assert (err.value.line, err.value.column) == (2, 15)
+    assert err.value.problem == "not UTF-16 text: the file ends inside a character (byte 7d)"
+    (finding,) = lint_file(cut, LintConfig()).findings
+    assert (finding.line, finding.column, finding.code) == (2, 15, "invalid-file")
 
 
 def test_a_huge_integer_and_non_utf8_bytes_are_named_by_line_and_column(

@@ -93,10 +93,11 @@ def proposal_input(name: str, *, what: str = "proposal") -> Source:
 
 def _json_positions(name: str) -> dict[str, tuple[int, int]]:
     from ..base.locate import json_positions
+    from ..ir.model import read_text_file
 
     try:
-        return json_positions(Path(name).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+        return json_positions(read_text_file(name))
+    except (OSError, InputError, ValueError):
         return {}
 
 
@@ -105,14 +106,10 @@ def _yaml_proposal(name: str) -> Source:
     import yaml
 
     from ..base.locate import yaml_documents
-    from ..ir.model import load_parsed
+    from ..ir.model import load_parsed, read_text_file
 
     try:
-        text = Path(name).read_text(encoding="utf-8")
-    except UnicodeDecodeError as err:
-        from ..ir.model import not_utf8
-
-        raise not_utf8(err, Path(name).read_bytes(), name) from None
+        text = read_text_file(name)
     except OSError as err:
         raise InputError(f"cannot read file: {err.strerror or err}", source=name) from None
     try:

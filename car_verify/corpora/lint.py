@@ -373,12 +373,11 @@ def lint_file(path: str | Path, config: LintConfig) -> FileResult:
         found = Issue(code, spec.worst, spec.tier, message)
         _file(result, found, Location(relative, line, column), config, None)
 
-    try:
-        text = file.read_text(encoding="utf-8")
-    except UnicodeDecodeError as err:  # named by its line and column, as verify names it
-        from ..ir.model import not_utf8
+    from ..ir.model import read_text_file
 
-        bad = not_utf8(err, file.read_bytes(), None)
+    try:
+        text = read_text_file(file)
+    except InputError as bad:  # named by its line and column, as verify names it
         file_finding("invalid-file", bad.problem, bad.line or 1, bad.column or 1)
         return result
     except OSError as err:
