@@ -587,3 +587,37 @@ def test_optimize_prints_the_users_own_document_with_only_the_removed_entries_go
         "id": "a", "type": "tool_call", "tool": "t", "x-note": 1,
         "state_dependencies": ["k"], "read_set": ["k"],
     }  # fmt: skip
+
+
+def test_api_arguments_are_named_and_take_what_the_command_line_takes(tmp_path: Path) -> None:
+    """A newcomer's first hour: `tools=[names]` said `[0]: expected an object`
+    without naming `tools`; `load("x.yaml")` refused YAML the command line reads;
+    `initial_state=` took no path though `tools=` did; `--rates` had no Python
+    name of its own."""
+    plan = {"actions": [{"id": "a", "type": "tool_call", "tool": "deploy"}]}
+    with pytest.raises(InputError) as err:
+        car_verify.verify(plan, tools=["deploy"])
+    assert str(err.value).startswith("tools[0]: expected an object, got a string")
+    assert "not of names" in str(err.value)
+    with pytest.raises(InputError, match=r"^tools\[0\]\.parameters: expected an object"):
+        car_verify.verify(plan, tools=[{"name": "deploy", "parameters": 5}])
+    yaml_plan = tmp_path / "plan.yaml"
+    yaml_plan.write_text("actions:\n  - id: a\n    type: tool_call\n    tool: deploy\n")
+    assert car_verify.load(str(yaml_plan)).actions[0].tool == "deploy"
+    assert car_verify.verify(yaml_plan).valid
+    bad_yaml = tmp_path / "bad.yml"
+    bad_yaml.write_text("actions:\n  - id: a\n    type: 5\n")
+    with pytest.raises(InputError) as err:
+        car_verify.load(bad_yaml)
+    assert (err.value.source, err.value.line) == (str(bad_yaml), 2)
+    state = tmp_path / "state.json"
+    state.write_text('{"env": "staging"}')
+    assert car_verify.verify(plan, initial_state=state).simulated_state == {"env": "staging"}
+    assert car_verify.simulate(plan, str(state)) == {"env": "staging"}
+    state.write_text("[1]")
+    with pytest.raises(InputError, match=r"state\.json: initial_state: expected an object"):
+        car_verify.verify(plan, initial_state=state)
+    given = car_verify.risk(plan, rates={"deploy": 0.25})
+    assert given.to_dict() == car_verify.risk(plan, None, {"deploy": 0.25}).to_dict()
+    with pytest.raises(car_verify.UsageError, match="once"):
+        car_verify.risk(plan, None, {"deploy": 1}, rates={"deploy": 0.5})

@@ -1297,13 +1297,66 @@ def _looks_like_json_text(text: str) -> bool:
     return True
 
 
+#: A path with one of these suffixes is a YAML document (as the command line reads it).
+YAML_SUFFIXES = (".yaml", ".yml")
+
+
+def load_yaml(
+    path: str | os.PathLike[str],
+) -> tuple[ActionProposal, dict[str, tuple[int, int]]]:
+    """The proposal in a YAML file (one document), and the line and column of its
+    values by JSON pointer. An error names the file and the line."""
+    import yaml
+
+    from ..base.locate import yaml_documents
+
+    name = str(path)
+    try:
+        text = read_text_file(path, name)
+    except OSError as err:
+        raise InputError(f"cannot read file: {err.strerror or err}", source=name) from None
+    try:
+        documents = yaml_documents(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        problem = getattr(err, "problem", None) or str(err)
+        raise InputError(
+            f"not valid YAML: {problem}",
+            source=name,
+            line=mark.line + 1 if mark is not None else None,
+            column=mark.column + 1 if mark is not None else None,
+        ) from None
+    if len(documents) != 1:
+        raise InputError(
+            f"holds {len(documents)} YAML documents; a command takes one proposal per file "
+            "(`car-verify lint` reads every document)",
+            source=name,
+        )
+    data, positions = documents[0]
+    try:
+        proposal = load_parsed(data)
+    except InputError as err:
+        line, column = _nearest(positions, err.path)
+        raise InputError(err.problem, err.path, source=name, line=line, column=column) from None
+    return proposal, positions
+
+
+def _nearest(positions: dict[str, tuple[int, int]], path: list[str | int]) -> tuple[int, int]:
+    for depth in range(len(path), -1, -1):
+        found = positions.get(json_pointer(path[:depth]))
+        if found is not None:
+            return found
+    return positions.get("", (1, 1))
+
+
 def load(
     source: ActionProposal | Mapping[str, Any] | str | bytes | os.PathLike[str] | Readable,
 ) -> ActionProposal:
     """Model a proposal from a dict, JSON text, bytes, a path, or an open file.
 
     A ``str`` is JSON text when it starts with ``{``, ``[`` or ``"`` (after white
-    space) or is a JSON scalar as a whole, otherwise a path.
+    space) or is a JSON scalar as a whole, otherwise a path. A path ending in
+    ``.yaml`` or ``.yml`` is read as YAML, one document, as the command line reads it.
     Raises :class:`InputError` naming the JSON path (and file) of what is wrong;
     nothing is half-read.
     """
@@ -1321,6 +1374,11 @@ def _load(
     if not _is_document_source(source):
         # A JSON array or scalar, say: decode says what was expected.
         return _model(source, is_json=False)
+    path = source if isinstance(source, os.PathLike) else None
+    if isinstance(source, str) and not _looks_like_json_text(source):
+        path = Path(source)
+    if path is not None and str(path).lower().endswith(YAML_SUFFIXES):
+        return load_yaml(path)[0]
     data, label, repeats = _read_source(source)
     proposal = _model(data, is_json=True, label=label)
     if repeats:

@@ -1071,9 +1071,17 @@ def risk(
     sensitivity: bool = False,
     failure_behavior: bool = False,
     progress: Progress | None = None,
+    rates: Mapping[str, Any] | None = None,
 ) -> RiskResult:
     """The chance of reaching ``goal`` and where it is lost (see the module docs),
-    over the walk of the profile's semantics (``car`` by default, or ``strict``)."""
+    over the walk of the profile's semantics (``car`` by default, or ``strict``).
+
+    ``tool_success_rates`` (the runtime's name; ``rates=``, as the command line's
+    ``--rates``, is the same argument): tool name -> success rate in [0, 1]."""
+    if rates is not None:
+        if tool_success_rates is not None:
+            raise UsageError("give the success rates once: rates= or tool_success_rates=")
+        tool_success_rates = rates
     sem = semantics_of(profile)
     if method not in ("auto", "exact", "sampled"):
         raise UsageError(f"unknown method {method!r}; expected auto, exact or sampled")
