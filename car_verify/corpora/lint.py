@@ -377,8 +377,10 @@ def lint_file(path: str | Path, config: LintConfig) -> FileResult:
 
     try:
         text = read_text_file(file)
-    except InputError as bad:  # named by its line and column, as verify names it
-        file_finding("invalid-file", bad.problem, bad.line or 1, bad.column or 1)
+    except InputError as undecodable:  # named by its line and column, as verify names it
+        file_finding(
+            "invalid-file", undecodable.problem, undecodable.line or 1, undecodable.column or 1
+        )
         return result
     except OSError as err:
         file_finding("invalid-file", f"cannot read the file: {err}")

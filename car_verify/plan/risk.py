@@ -1096,7 +1096,7 @@ def risk(
         caller[name] = float(rate)
     tools = sorted({_tool(a) for a in model.actions if a.type == "tool_call" and a.tool})
     provenance: dict[str, dict[str, Any]] = {}
-    rates: dict[str, float] = {}
+    effective: dict[str, float] = {}
     clamped: list[str] = []
     for tool in tools:  # the caller's rate wins, then the history's, then the default
         given = caller.get(tool)
@@ -1116,10 +1116,10 @@ def risk(
         if not 0.0 <= raw <= 1.0:  # clamped, as the runtime clamps it: but said
             entry["clamped_from"] = raw
             clamped.append(f"{tool} {raw:g} -> {_clamp(raw):g} ({entry['source']})")
-        rates[tool] = effective_rate(raw, settings.retry_attempts)
-        provenance[tool] = {"rate": _round(rates[tool]), **entry}
+        effective[tool] = effective_rate(raw, settings.retry_attempts)
+        provenance[tool] = {"rate": _round(effective[tool]), **entry}
     compiled_goal = _Goal(goal)
-    plan = _compile(model, rates, compiled_goal, failure_behavior, sem)
+    plan = _compile(model, effective, compiled_goal, failure_behavior, sem)
     reason = None
     tally = None
     if method in ("auto", "exact"):
