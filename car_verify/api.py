@@ -155,9 +155,10 @@ class Simulation(dict[str, Any], HtmlDisplay):
         return [t.to_dict() for t in self.trace]
 
     def explain(self) -> str:
-        """The trace as readable text, one line per action."""
+        """The trace as readable text, one line per action, level by level (in
+        proposal order within a level)."""
         lines = []
-        for t in self.trace:
+        for t in sorted(self.trace, key=lambda t: t.level):
             if t.blocked:
                 why = "; ".join(describe(c) for c in t.causes)
                 lines.append(f"level {t.level}  {t.action_id}: blocked: {why}")

@@ -208,6 +208,17 @@ def test_simulate_prints_the_end_state(capsys: pytest.CaptureFixture[str]) -> No
     }
 
 
+def test_simulate_explains_level_by_level(capsys: pytest.CaptureFixture[str]) -> None:
+    """--explain listed the actions in document order, so the levels jumped
+    (0, 1, 0, 1, 0 for the gated deploy under car)."""
+    plan = str(EXAMPLES / "gated-deploy" / "proposal.json")
+    code, out, _ = run(["simulate", plan, "--explain", "--profile", "car"], capsys)
+    lines = [line for line in out.splitlines() if line.startswith("level ")]
+    levels = [int(line.split()[1]) for line in lines]
+    assert code == 0 and levels == sorted(levels) == [0, 0, 1, 1, 2]
+    assert [line.split()[2] for line in lines] == ["build:", "notify:", "test:", "deploy:", "gate:"]
+
+
 def test_simulate_explains_and_traces(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     p = write(tmp_path, "p.json", BAD)
     code, out, _ = run(["simulate", p, "--explain"], capsys)
