@@ -155,9 +155,10 @@ class Simulation(dict[str, Any], HtmlDisplay):
         return [t.to_dict() for t in self.trace]
 
     def explain(self) -> str:
-        """The trace as readable text, one line per action."""
+        """The trace as readable text, one line per action, level by level (in
+        proposal order within a level)."""
         lines = []
-        for t in self.trace:
+        for t in sorted(self.trace, key=lambda t: t.level):
             if t.blocked:
                 why = "; ".join(describe(c) for c in t.causes)
                 lines.append(f"level {t.level}  {t.action_id}: blocked: {why}")
@@ -172,6 +173,44 @@ class Simulation(dict[str, Any], HtmlDisplay):
         for action_id in self.unwalked:
             lines.append(f"no level  {action_id}: not walked (on or after a dependency cycle)")
         return "\n".join(lines)
+
+
+#: An initial state: a JSON object, or the path of a file that holds one.
+StateLike = Mapping[str, Any] | str | os.PathLike[str] | None
+
+
+def _state_file(initial_state: StateLike) -> Mapping[str, Any] | None:
+    """``initial_state=`` as ``tools=`` takes it: a path (``str`` or ``PathLike``)
+    is a JSON (or YAML, by its suffix) file holding an object, read here; errors
+    name the file. Anything else is returned as given."""
+    if not isinstance(initial_state, (str, os.PathLike)):
+        return initial_state
+    from pathlib import Path
+
+    from .ir.model import YAML_SUFFIXES, read_json
+
+    path = Path(initial_state)
+    if path.suffix.lower() in YAML_SUFFIXES:
+        import yaml
+
+        from .base.locate import yaml_documents
+        from .ir.model import read_text_file
+
+        try:
+            documents = yaml_documents(read_text_file(path))
+        except OSError as err:
+            raise InputError(f"cannot read file: {err.strerror or err}", source=str(path)) from None
+        except yaml.YAMLError as err:
+            raise InputError(f"not valid YAML: {err}", source=str(path)) from None
+        data = documents[0][0] if len(documents) == 1 else None
+    else:
+        data = read_json(path, name=str(path))
+    if not isinstance(data, dict):
+        raise InputError(expected("an object", data).problem, ["initial_state"], source=str(path))
+    try:
+        return dict(d_json(data))
+    except Bad as bad:
+        raise InputError(bad.problem, bad.path, source=str(path)) from None
 
 
 def _state(initial_state: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -190,7 +229,7 @@ def verify(
     proposal: ProposalLike,
     *,
     tools: Any = None,
-    initial_state: Mapping[str, Any] | None = None,
+    initial_state: StateLike = None,
     max_actions: int | None = None,
     passes: Iterable[str | Pass | type[Pass]] | None = None,
     repeat_threshold: int = 3,
@@ -205,7 +244,8 @@ def verify(
 
     ``proposal``: anything :func:`car_verify.load` accepts. ``tools``: a tool
     registry (a list of ToolSchema objects or dicts, a mapping, a path or open file, or a
-    :class:`ToolRegistry`); without one the tool checks do not run. ``passes``:
+    :class:`ToolRegistry`); without one the tool checks do not run. ``initial_state``:
+    a JSON object, or the path of a file holding one. ``passes``:
     names (or Pass classes / instances) of the passes to run; all by default.
     ``policies``: a PolicyEngine, a PolicySet, loaded policies or a policies
     directory; their violations become issues named after the rule.
@@ -221,13 +261,14 @@ def verify(
     """
     flow = _flow_inputs(labels, flow_policy)
     declared = _intent_input(intent)
+    initial_state = _state_file(initial_state)
     sem = semantics_of(profile)
     model = load(proposal)
     sem.refuse(model)
     options = Options(
         max_actions=max_actions, repeat_threshold=repeat_threshold, schedules=schedules
     )
-    registry = None if tools is None else ToolRegistry.coerce(tools)
+    registry = None if tools is None else _registry(tools)
     engine = None
     if policies is not None:
         from .rules.policy import policy_engine
@@ -248,6 +289,29 @@ def verify(
     if _shares_values(proposal, initial_state):
         result.simulated_state = copy_json(result.simulated_state)
     return result
+
+
+def _registry(tools: Any) -> ToolRegistry:
+    """``tools=`` as a registry; an error in a Python value names the argument
+    (``tools[0]: expected an object``), one in a file names the file."""
+    try:
+        return ToolRegistry.coerce(tools)
+    except InputError as err:
+        if err.source is not None:
+            raise
+        problem = err.problem
+        names_only = (
+            len(err.path) == 1
+            and isinstance(tools, (list, tuple))
+            and isinstance(err.path[0], int)
+            and isinstance(tools[err.path[0]], str)
+        )
+        if names_only:
+            problem += (
+                " (a tool registry is a list of ToolSchema objects, "
+                '[{"name": "deploy", "parameters": {...}}], not of names)'
+            )
+        raise InputError(problem, ["tools", *err.path]) from None
 
 
 def _intent_input(intent: Any) -> Any:
@@ -322,7 +386,7 @@ def assess(
 @deep_values_are_input_errors
 def simulate(
     proposal: ProposalLike,
-    initial_state: Mapping[str, Any] | None = None,
+    initial_state: StateLike = None,
     *,
     profile: str | Profile | Semantics | None = None,
 ) -> Simulation:
@@ -330,6 +394,7 @@ def simulate(
 
     ``profile``: ``"car"`` (the default) walks as the runtime does; ``"strict"``
     as docs/semantics.md §4 says. One walk serves both (:mod:`car_verify.semantics.walk`)."""
+    initial_state = _state_file(initial_state)
     sem = semantics_of(profile)
     model = load(proposal)
     sem.refuse(model)

@@ -55,7 +55,8 @@ def main() -> None:
     images.mkdir(exist_ok=True)
     for name, path in IMAGES.items():
         try:
-            svg = render(to_dot(_proposal(path)), "svg")
+            # the guide's pictures are of the strict profile, as its text is
+            svg = render(to_dot(_proposal(path), profile="strict"), "svg")
         except GraphvizMissing as err:
             print(f"skipped docs/images: {err}")
             return

@@ -247,6 +247,10 @@ def test_the_report_is_one_self_contained_page(
     assert book["in_success"].endswith(f"of {book['in_success'].split()[-1]}")
     assert book["difference"] == "none shown (p >= 0.05)" and float(book["p"]) == 1.0
     assert "Where this comes from" in page and "profile" in page and "sha256" in page
+    # the budget is a duration, not a share; the interval and the test are named
+    assert "<td>budget</td><td>10 s per trajectory</td>" in page and "1000.0%" not in page
+    assert "95% Wilson score interval" in page and "scipy.stats.fisher_exact" in page
+    assert "<th>p (Fisher&#x27;s exact test, two-sided)</th>" in page
 
 
 def test_a_difference_the_counts_do_not_support_is_said_to_be_none() -> None:

@@ -208,6 +208,17 @@ def test_simulate_prints_the_end_state(capsys: pytest.CaptureFixture[str]) -> No
     }
 
 
+def test_simulate_explains_level_by_level(capsys: pytest.CaptureFixture[str]) -> None:
+    """--explain listed the actions in document order, so the levels jumped
+    (0, 1, 0, 1, 0 for the gated deploy under car)."""
+    plan = str(EXAMPLES / "gated-deploy" / "proposal.json")
+    code, out, _ = run(["simulate", plan, "--explain", "--profile", "car"], capsys)
+    lines = [line for line in out.splitlines() if line.startswith("level ")]
+    levels = [int(line.split()[1]) for line in lines]
+    assert code == 0 and levels == sorted(levels) == [0, 0, 1, 1, 2]
+    assert [line.split()[2] for line in lines] == ["build:", "notify:", "test:", "deploy:", "gate:"]
+
+
 def test_simulate_explains_and_traces(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     p = write(tmp_path, "p.json", BAD)
     code, out, _ = run(["simulate", p, "--explain"], capsys)
@@ -247,6 +258,39 @@ def test_codes_and_passes_listings(capsys: pytest.CaptureFixture[str]) -> None:
         "    codes: policy-undecided, compensation-denied, "
         "the name of each rule (deny_tool:rm, ...)"
     )
+
+
+def test_codes_and_the_lint_page_show_lints_severity_beside_verifys(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """duplicate-id is info in verify and a warning in lint under car: said only in
+    compat.md before. Every code whose lint severity differs is shown as such, and
+    the shown severity is what lint reports."""
+    from car_verify.corpora.lint import RAISED_NOTES
+
+    out = run(["codes", "--format", "json"], capsys)[1]
+    doc = {c["code"]: c for c in json.loads(out)}
+    assert doc["duplicate-id"]["severity"]["car"] == "info"
+    assert doc["duplicate-id"]["lint_severity"] == {"strict": "error", "car": "warning"}
+    assert doc["write-conflict"]["lint_severity"] == doc["write-conflict"]["severity"]
+    out = run(["codes"], capsys)[1]
+    header, *rows = out.splitlines()
+    assert "car lint" in header
+    for name, raised in RAISED_NOTES.items():
+        row = next(r for r in rows if r.split()[:1] == [name])
+        assert row.split()[2:4] == ["info", raised], row
+    assert run(["codes", "unknown-field"], capsys)[1].startswith(
+        "unknown-field (strict error, car info (lint: warning), "
+    )
+    page = (Path(__file__).resolve().parents[1] / "docs" / "lint.md").read_text()
+    for name, raised in RAISED_NOTES.items():
+        assert f"| `{name}` | info | {raised} |" in page
+    plan = write(tmp_path, "p.json", {"actions": [{"id": "a", "type": "tool_call", "tool": "t",
+                                                   "colour": "blue"}]})  # fmt: skip
+    out = run(["lint", plan, "--profile", "car", "--fail-on", "never"], capsys)[1]
+    assert "warning[unknown-field]" in out
+    out = run(["verify", plan, "--profile", "car"], capsys)[1]
+    assert "info[unknown-field]" in out
 
 
 def test_codes_explains_one_code(capsys: pytest.CaptureFixture[str]) -> None:

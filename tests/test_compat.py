@@ -200,7 +200,7 @@ ROWS = [
                 }
             ]
         },
-        lambda r: r.valid,
+        lambda r: r.valid and codes(r) == ["extension-ignored"],
         lambda r: codes(r) == ["assertion-fails"],
         state={"k": 2},
     ),

@@ -42,6 +42,34 @@ def write_z(value: Any, gate: dict[str, Any] | None = None) -> dict[str, Any]:
 # --- equivalent ----------------------------------------------------------------------------
 
 
+def test_named_probes_try_the_constants_the_plans_name_and_their_neighbours() -> None:
+    from car_verify.deciders.equivalence import named_probes
+
+    a = write_z(1, {"key": "n", "operator": "gt", "value": 5})
+    b = write_z(True, {"key": "mode", "operator": "exists"})
+    probes = named_probes([a, b])
+    for state in ({"n": 5}, {"n": 4}, {"n": 6}, {"n": 5.0}, {"z": 2}, {"z": False}):
+        assert state in probes
+    assert any(set(state) == {"n", "z", "mode"} for state in probes)  # every key at once
+    assert probes == named_probes([a, b])  # the same probes every time
+    assert len({json.dumps(s, sort_keys=True) for s in probes}) == len(probes)
+
+
+def test_sampling_keeps_the_runtimes_probes_unless_asked_for_the_constants() -> None:
+    """Sampled equivalent is the runtime's answer (docs/semantics.md §6, §9): its two
+    probes. The command line, and ``probe_constants=True``, add the plans' constants."""
+    a = write_z(1, {"key": "n", "operator": "eq", "value": 7})
+    b = write_z(1, {"key": "n", "operator": "eq", "value": 8})
+    for profile in ("car", "strict"):
+        runtime_probes = equivalent(a, b, method="sampled", profile=profile)
+        assert runtime_probes.equivalent is True and runtime_probes.probes == 2
+        named = equivalent(a, b, method="sampled", profile=profile, probe_constants=True)
+        assert named.equivalent is False and named.tier is Tier.SAMPLED
+        assert named.counterexample in ({"n": 7}, {"n": 8})
+        given = equivalent(a, b, [{}], method="sampled", profile=profile, probe_constants=True)
+        assert given.equivalent is True and given.probes == 1  # the caller's probes only
+
+
 def test_the_specs_example_sampled_equal_but_z3_not() -> None:
     """Two proposals writing different values to a key no probe state reaches."""
     a = write_z(1, {"key": "mode", "value": "blue"})
@@ -94,7 +122,7 @@ def test_explain_says_how_far_the_answer_goes_and_shows_each_differing_key() -> 
     b = write_z(2, {"key": "mode", "value": "blue"})
     assert (
         equivalent(a, b, method="sampled", profile="strict").explain()
-        == "equivalent on every probe state (tier sampled)"
+        == "no difference on 2 probe states (not a proof; --method z3 decides) (tier sampled)"
     )
     assert equivalent(a, a, method="z3", profile="strict").explain() == (
         "equivalent for every initial state (tier decision_procedure)"
@@ -718,10 +746,23 @@ def test_cli_equivalent_optimize_wp_txcheck(
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     a.write_text(json.dumps(write_z(1, {"key": "mode", "value": "blue"})))
     b.write_text(json.dumps(write_z(2, {"key": "mode", "value": "blue"})))
-    # The default, --method auto, decides: they differ when mode is blue, which no
-    # probe state sets (issue 25); sampling alone says equal on the probes.
+    # The default, --method auto, decides: they differ when mode is blue, which
+    # neither of the runtime's probe states sets (issue 25). The command line's
+    # sampling also probes the constants the plans name, so it finds mode = blue.
     assert run(["equivalent", str(a), str(b)], capsys)[0] == 1
-    assert run(["equivalent", str(a), str(b), "--method", "sampled"], capsys)[0] == 0
+    code, out, _ = run(["equivalent", str(a), str(b), "--method", "sampled"], capsys)
+    assert code == 1 and 'counterexample initial state: {"mode": "blue"}' in out
+    # given only the runtime's probes, sampling finds no difference, and says it is no proof
+    states = tmp_path / "probes.json"
+    states.write_text('[{}, {"x": 1, "y": 2}]')
+    code, out, _ = run(
+        ["equivalent", str(a), str(b), "--method", "sampled", "--states", str(states)], capsys
+    )
+    assert (code, out) == (
+        0,
+        "no difference on 2 probe states (not a proof; --method z3 decides) (tier sampled) "
+        "(profile strict)\n",
+    )
     code, out, _ = run(["equivalent", str(a), str(b), "--method", "z3", "--format", "json"], capsys)
     assert code == 1 and set(json.loads(out)) == {
         "equivalent",
@@ -770,6 +811,36 @@ def test_cli_equivalent_optimize_wp_txcheck(
     assert json.loads(out)["satisfiable"] is True
     code, out, _ = run(["txcheck", str(a), str(b)], capsys)
     assert code == 1 and "write-write [z]" in out
+
+
+def test_wp_under_car_prints_keys_and_values_and_the_profile_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Under car the condition was z3's own terms (``If(And(Not(i(value[k]) <= ...``),
+    over several lines, with ``(profile car)`` spliced into it; and a plain
+    ``coverage >= 0.8`` was unknown (its example, an integer beyond 2**53, did not
+    replay)."""
+    plan = tmp_path / "p.json"
+    pre = [
+        {"key": "tests_passed", "value": True},
+        {"key": "coverage", "operator": "gte", "value": 0.8},
+        {"key": "tags", "operator": "contains", "value": "x"},
+    ]
+    plan.write_text(json.dumps({"actions": [{"id": "d", "type": "tool_call", "tool": "t",
+                                             "preconditions": pre}]}))  # fmt: skip
+    code, out, _ = run(["wp", str(plan), "--profile", "car"], capsys)
+    lines = out.splitlines()
+    assert code == 0 and lines[0] == "(profile car)" and out.count("profile") == 1
+    assert lines[1] == (
+        "every action runs unblocked iff: tests_passed == true and coverage >= 0.8 "
+        'and tags contains "x"'
+    )
+    assert lines[2] == 'for example: {"coverage": 0.8, "tags": "x", "tests_passed": true}'
+    assert lines[3].startswith("note: an integer coverage beyond ±2**53 is compared as CAR")
+    for term in ("If(", "ToReal", "value[", "text_contains"):
+        assert term not in out
+    code, out, _ = run(["wp", str(plan), "--profile", "strict"], capsys)
+    assert out.splitlines()[0] == "(profile strict)" and "note:" not in out
 
 
 def test_several_proposals_are_checked_together_under_car_on_cars_order() -> None:

@@ -172,6 +172,23 @@ def test_html_reprs_are_valid_and_hold_the_findings() -> None:
     assert "succeeded" in html
 
 
+def test_permission_transaction_and_ranking_answers_show_themselves() -> None:
+    """PermissionReport, TransactionReport and ScoredProposal printed as their
+    dataclass repr in a notebook: no text and no HTML of their own."""
+    plan = proposal("data-pipeline")
+    report = car_verify.permission_classify(plan)
+    text = str(report)
+    assert text.splitlines()[-1].startswith("declared rollback contract: ")
+    assert "PermissionReport(" not in text and "extract_orders: " in text
+    assert "extract_orders" in "".join(well_formed(report._repr_html_()).itertext())
+    tx = car_verify.transaction_check(plan)
+    assert str(tx).splitlines()[-1] == "inconsistent: 1 hazard in 1 proposal"
+    assert "staging_table" in "".join(well_formed(tx._repr_html_()).itertext())
+    (scored,) = car_verify.rank_proposals([plan])
+    assert str(scored).startswith("candidate 0: score ")
+    assert "token_estimate" in "".join(well_formed(scored._repr_html_()).itertext())
+
+
 @pytest.mark.parametrize("graphviz", [True, False], ids=["graphviz", "no-graphviz"])
 def test_large_proposals_collapse_and_say_so(
     graphviz: bool, monkeypatch: pytest.MonkeyPatch

@@ -678,7 +678,7 @@ def test_what_car_only_notes_lint_shows_as_a_warning(
     assert "warning[duplicate-id]" in out and "warning[unknown-field]" in out
 
 
-def test_selection_adds_up_takes_all_and_prefixes_and_a_misspelled_rule_is_said(
+def test_selection_adds_up_takes_all_and_prefixes_and_a_misspelled_rule_is_a_usage_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / ".git").mkdir()
@@ -699,9 +699,23 @@ def test_selection_adds_up_takes_all_and_prefixes_and_a_misspelled_rule_is_said(
     assert "missing-dependency" in capsys.readouterr().out
     main([*base, "--select", "missing-"])
     assert "missing-dependency" in capsys.readouterr().out
-    main([*base, "--select", "trace_rule:tested-befor-deploy"])
-    err = capsys.readouterr().err
-    assert "no rule of that name" in err and "tested-before-deploy" in err
+    # a rule name no loaded policy has, selected or ignored, is a usage error naming
+    # it and the closest rule there is, as a misspelled built-in code is
+    for option in ("--select", "--ignore"):
+        assert main([*base, option, "trace_rule:tested-befor-deploy"]) == 2
+        out, err = capsys.readouterr()
+        assert out == ""
+        assert f"{option} trace_rule:tested-befor-deploy: no rule of that name" in err
+        assert "the closest is 'trace_rule:tested-before-deploy'" in err
+    assert main([*base, "--select", "trace_rule:tested-before-deploy", "--no-policies"]) == 2
+    assert "no policies were loaded" in capsys.readouterr().err
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.car-verify]\nselect = ["trace_rule:tested-befor-deploy"]\n'
+    )
+    assert main([*base]) == 2
+    assert "`select` in " in capsys.readouterr().err
+    assert main([*base, "--select", "missing-dependenc"]) == 2
+    assert "the closest is 'missing-dependency'" in capsys.readouterr().err
 
 
 def test_the_configuration_names_only_known_codes_and_baselines_hide_no_broken_file(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -73,6 +74,43 @@ def test_the_risk_notebook_audits_a_plan_end_to_end() -> None:
     assert {"text/html", "image/svg+xml"} <= kinds  # the outcome bars and the picture
 
 
+def test_the_risk_notebook_says_what_it_needs_first() -> None:
+    import json
+
+    book = json.loads((NOTEBOOKS[0].parent / "05-risk-of-a-plan.ipynb").read_text())
+    first = "".join(book["cells"][0]["source"])
+    assert "Graphviz" in first and "DOT text" in first
+
+
+@pytest.mark.slow
+def test_the_risk_notebook_runs_without_graphviz(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 38: notebook 05 died without Graphviz, with the command line's advice
+    (``-o out.dot``). Without ``dot`` on PATH it shows the DOT text instead."""
+    import shutil
+    import sys
+
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{tmp_path}")
+    assert shutil.which("dot") is None
+    path = NOTEBOOKS[0].parent / "05-risk-of-a-plan.ipynb"
+    book = nbformat.read(path, as_version=4)
+    client = nbclient.NotebookClient(
+        book, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    )
+    client.execute()
+    said = "\n".join(
+        "".join(out.get("text", ""))
+        for cell in book.cells
+        if cell.cell_type == "code"
+        for out in cell.get("outputs", [])
+    )
+    assert "here is the picture's DOT text" in said and "digraph proposal {" in said
+    assert "-o out.dot" not in said
+
+
 def test_the_audit_notebook_asks_its_question_of_the_corpus() -> None:
     """Issue 28, item 3: the tau-bench corpus audited, a trace rule's rate in
     successful and failed runs, and a chart."""
@@ -92,3 +130,12 @@ def test_the_audit_notebook_asks_its_question_of_the_corpus() -> None:
     assert "duplicate-call: 2.4% of successful, 9.5% of failed runs" in said
     kinds = {k for c in book["cells"] for o in c.get("outputs", []) for k in o.get("data", {})}
     assert "image/png" in kinds
+    # its conclusion is the report's statistics: the duplicate call's higher rate is
+    # not a difference Fisher's exact test supports, and the text claims none
+    assert "2 of 84 (0.7% to 8.3%) against 11 of 116 (5.4% to 16.2%)" in said
+    assert "Fisher's exact p = 0.0775: none shown (p >= 0.05)" in said
+    assert "a difference shown at p < 0.05: none" in said
+    prose = "\n".join("".join(c["source"]) for c in book["cells"] if c["cell_type"] == "markdown")
+    assert "better predictor" not in prose and "does not support a difference" in prose
+    audit_doc = (NOTEBOOKS[0].parents[1] / "docs" / "audit.md").read_text()
+    assert "better predictor" not in audit_doc and "p = 0.0775" in audit_doc

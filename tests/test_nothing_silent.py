@@ -72,8 +72,10 @@ def test_equivalent_defaults_to_auto_and_never_passes_a_sample_off_as_a_proof(
     for profile in ("car", "strict"):
         assert main(["equivalent", str(a), str(b), "--profile", profile]) == 1
         assert capsys.readouterr().out.startswith("not equivalent (tier decision_procedure)")
-    assert main(["equivalent", str(a), str(b), "--method", "sampled", "--format", "json"]) == 0
-    assert json.loads(capsys.readouterr().out)["tier"] == "sampled"
+    # sampling on the command line probes the constants the plans name, too
+    assert main(["equivalent", str(a), str(b), "--method", "sampled", "--format", "json"]) == 1
+    found = json.loads(capsys.readouterr().out)
+    assert found["tier"] == "sampled" and found["equivalent"] is False
 
 
 def test_a_broken_pyproject_is_an_error_naming_it(
@@ -100,7 +102,9 @@ def test_an_unknown_code_is_an_error(
         args += [where, "write-conflit"]
     assert main(args) == 2
     assert "unknown code 'write-conflit'" in capsys.readouterr().err
-    if where != "config":  # a known code and a policy rule name are accepted
+    if where != "config":  # a known code and a loaded policy's rule name are accepted
+        (tmp_path / ".car" / "policies").mkdir(parents=True)
+        (tmp_path / ".car" / "policies" / "p.toml").write_text('deny_tool = ["rm"]\n')
         assert main(["lint", "p.json", "--select", "deny_tool:rm,write-conflict"]) == 0
 
 
@@ -193,6 +197,33 @@ def test_the_projects_policies_are_found_and_said(
     main([command, "p.json", "--no-policies"])
     out, err = capsys.readouterr()
     assert "deny_tool:rm" not in out and "policies:" not in err
+
+
+def test_a_utf16_file_is_read_alike_everywhere_and_its_bad_bytes_are_named_in_characters(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A UTF-16 file (with its byte order mark) was read by verify and refused by
+    lint and the YAML reader as "not UTF-8 text: byte ff" at 1:1; one that ends
+    inside a character was placed by its byte offset (column 30 for the 15th
+    character) and called "not UTF-8"."""
+    from car_verify.corpora.lint import LintConfig, lint_file
+
+    text = '{"actions": [\n  {"id": "a", "type": "tool_call", "tool": "t"}]}'
+    good = tmp_path / "good.json"
+    good.write_bytes(text.encode("utf-16"))
+    assert car_verify.load(good).actions[0].id == "a"
+    assert lint_file(good, LintConfig()).findings == []
+    yaml_file = tmp_path / "good.yaml"
+    yaml_file.write_bytes("actions:\n  - {id: a, type: tool_call, tool: t}\n".encode("utf-16"))
+    assert main(["verify", str(yaml_file), "--no-policies"]) == 0
+    cut = tmp_path / "cut.json"
+    cut.write_bytes('{"actions": [\n  {"id": "a"}]}'.encode("utf-16")[:-1])
+    with pytest.raises(InputError) as err:
+        car_verify.load(cut)
+    assert (err.value.line, err.value.column) == (2, 15)
+    assert err.value.problem == "not UTF-16 text: the file ends inside a character (byte 7d)"
+    (finding,) = lint_file(cut, LintConfig()).findings
+    assert (finding.line, finding.column, finding.code) == (2, 15, "invalid-file")
 
 
 def test_a_huge_integer_and_non_utf8_bytes_are_named_by_line_and_column(
@@ -556,3 +587,37 @@ def test_optimize_prints_the_users_own_document_with_only_the_removed_entries_go
         "id": "a", "type": "tool_call", "tool": "t", "x-note": 1,
         "state_dependencies": ["k"], "read_set": ["k"],
     }  # fmt: skip
+
+
+def test_api_arguments_are_named_and_take_what_the_command_line_takes(tmp_path: Path) -> None:
+    """A newcomer's first hour: `tools=[names]` said `[0]: expected an object`
+    without naming `tools`; `load("x.yaml")` refused YAML the command line reads;
+    `initial_state=` took no path though `tools=` did; `--rates` had no Python
+    name of its own."""
+    plan = {"actions": [{"id": "a", "type": "tool_call", "tool": "deploy"}]}
+    with pytest.raises(InputError) as err:
+        car_verify.verify(plan, tools=["deploy"])
+    assert str(err.value).startswith("tools[0]: expected an object, got a string")
+    assert "not of names" in str(err.value)
+    with pytest.raises(InputError, match=r"^tools\[0\]\.parameters: expected an object"):
+        car_verify.verify(plan, tools=[{"name": "deploy", "parameters": 5}])
+    yaml_plan = tmp_path / "plan.yaml"
+    yaml_plan.write_text("actions:\n  - id: a\n    type: tool_call\n    tool: deploy\n")
+    assert car_verify.load(str(yaml_plan)).actions[0].tool == "deploy"
+    assert car_verify.verify(yaml_plan).valid
+    bad_yaml = tmp_path / "bad.yml"
+    bad_yaml.write_text("actions:\n  - id: a\n    type: 5\n")
+    with pytest.raises(InputError) as err:
+        car_verify.load(bad_yaml)
+    assert (err.value.source, err.value.line) == (str(bad_yaml), 2)
+    state = tmp_path / "state.json"
+    state.write_text('{"env": "staging"}')
+    assert car_verify.verify(plan, initial_state=state).simulated_state == {"env": "staging"}
+    assert car_verify.simulate(plan, str(state)) == {"env": "staging"}
+    state.write_text("[1]")
+    with pytest.raises(InputError, match=r"state\.json: initial_state: expected an object"):
+        car_verify.verify(plan, initial_state=state)
+    given = car_verify.risk(plan, rates={"deploy": 0.25})
+    assert given.to_dict() == car_verify.risk(plan, None, {"deploy": 0.25}).to_dict()
+    with pytest.raises(car_verify.UsageError, match="once"):
+        car_verify.risk(plan, None, {"deploy": 1}, rates={"deploy": 0.5})

@@ -251,21 +251,22 @@ def test_a_schema_message_quotes_at_most_quote_limit_characters_of_a_value(value
 @pytest.mark.parametrize(
     ("tools", "message"),
     [
-        ({"t": 5}, "expected an array of tool schemas, got an object"),
+        ({"t": 5}, "tools: expected an array of tool schemas, got an object"),
         (
             {"name": "t", "parameters": {}},
-            "expected an array of tool schemas (or an object of them by name), "
+            "tools: expected an array of tool schemas (or an object of them by name), "
             "got one tool schema: put it in an array",
         ),
-        (3, "expected an array of tool schemas, got a number"),
-        ({"t": {"parameters": 3}}, "t.parameters: expected an object"),
-        ({"t": {"name": "u"}}, "t.name: the name 'u' differs from its key 't'"),
-        ({"t": car_verify.ToolSchema(name="u")}, "t.name: the name 'u' differs from its key"),
-        ([{"name": "t"}, 4], "[1]: expected an object, got a number"),
+        (3, "tools: expected an array of tool schemas, got a number"),
+        ({"t": {"parameters": 3}}, "tools.t.parameters: expected an object"),
+        ({"t": {"name": "u"}}, "tools.t.name: the name 'u' differs from its key 't'"),
+        ({"t": car_verify.ToolSchema(name="u")}, "tools.t.name: the name 'u' differs from its key"),
+        ([{"name": "t"}, 4], "tools[1]: expected an object, got a number"),
     ],
 )
 def test_a_bad_tool_registry_is_named_by_index_or_name(tools: object, message: str) -> None:
-    """A registry given as {name: schema} locates its errors by name, an array by index."""
+    """A registry given as {name: schema} locates its errors by name, an array by
+    index, each under the argument's name (`tools`)."""
     doc = {"actions": [{"id": "a", "type": "tool_call", "tool": "t"}]}
     with pytest.raises(car_verify.InputError) as caught:
         car_verify.verify(doc, tools=tools, profile="strict")

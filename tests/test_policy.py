@@ -280,8 +280,8 @@ def test_loading_is_sorted_merged_and_strict(tmp_path: Path) -> None:
     ("text", "needle"),
     [
         ('deny_tools = ["x"]\n', "deny_tools: unknown key"),
-        ('deny_tool = "x"\n', "deny_tool: expected an array of strings"),
-        ("deny_tool = [1]\n", "deny_tool[0]: expected a string"),
+        ('deny_tool = "x"\n', 'deny_tool: expected an array of strings (deny_tool = ["rm"])'),
+        ("deny_tool = [1]\n", 'deny_tool[0]: expected a string (deny_tool = ["rm"])'),
         ('[[deny_tool_param]]\ntool = "t"\n', "missing required key 'param'"),
         (
             '[[deny_tool_param]]\ntool = "t"\nparam = "p"\nregex = "x"\n',
@@ -289,11 +289,11 @@ def test_loading_is_sorted_merged_and_strict(tmp_path: Path) -> None:
         ),
         (
             '[[allow_tool_param]]\ntool = "t"\nparam = "p"\nallow = "x"\n',
-            "allow_tool_param[0].allow",
+            'allow_tool_param[0].allow: expected an array, got str (allow = ["staging"])',
         ),
         (
             '[[rate_limit_tool]]\ntool = "t"\nmax_calls = "3"\ninterval_secs = 1\n',
-            "max_calls: expected an integer",
+            "max_calls: expected an integer, got str (max_calls = 3)",
         ),
         ('[[rate_limit_tool]]\ntool = "t"\nmax_calls = true\ninterval_secs = 1\n', "got a boolean"),
         (

@@ -50,6 +50,23 @@ def test_assert_finds_names_what_it_found_instead() -> None:
         assert_finds(RACY, "write-conflicts")
 
 
+@pytest.mark.parametrize("profile", ["car", "strict"])
+def test_the_docs_racy_plan_example_passes_under_either_profile(
+    pytester: pytest.Pytester, profile: str
+) -> None:
+    """docs/testing.md's write-conflict example named the earlier writer, which is
+    where car places the conflict; under --car-verify-profile strict it failed."""
+    import re
+
+    page = (ROOT / "docs" / "testing.md").read_text()
+    [example] = [b for b in re.findall(r"```python\n(.*?)```", page, re.S) if "RACY_PLAN =" in b]
+    pytester.makepyfile(test_racy=example)
+    outcome = pytester.runpytest_inprocess(
+        "--car-verify-profile", profile, "-p", "no:cacheprovider"
+    )
+    outcome.assert_outcomes(passed=2)
+
+
 def test_the_plugin_gives_a_fixture_and_a_profile_option(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         test_agent=f"""

@@ -118,16 +118,16 @@ def test_the_trace_says_who_supplied_each_value_and_what_blocks_each_action() ->
     assert sim.state == {"env": "prod", "x": 1}  # d is blocked: its y is not applied
 
 
-def test_explain_prints_one_line_per_action() -> None:
+def test_explain_prints_one_line_per_action_level_by_level() -> None:
     sim = car_verify.simulate(PLAN, initial_state={"env": "prod"}, profile="strict")
     assert sim.explain().splitlines() == [
         "level 0  a: runs",
-        "level 1  b: runs (x from a)",
-        "level 2  c: runs (env from the initial state; after b, a)",
         "level 0  d: blocked: state key 'missing' is absent",
         "level 0  e: blocked: assertion is false: x eq 2 (x is absent)",
-        "level 1  f: blocked: depends on 'd', which is blocked",
         "level 0  u: blocked: precondition env EQ \"prod\": unknown operator 'EQ'",
+        "level 1  b: runs (x from a)",
+        "level 1  f: blocked: depends on 'd', which is blocked",
+        "level 2  c: runs (env from the initial state; after b, a)",
         "no level  g: not walked (on or after a dependency cycle)",
         "no level  h: not walked (on or after a dependency cycle)",
     ]

@@ -127,7 +127,8 @@ _TABLE = [
         D,
         "an assertion's predicate is false in the walk",
         E,
-        "one finding per false precondition; an assertion's parameters are ignored",
+        "one finding per false precondition; an assertion's parameters are ignored "
+        "(an extension-ignored note says so)",
     ),
     Code(
         "write-conflict",
@@ -253,7 +254,8 @@ _TABLE = [
         "extension-ignored",
         NEVER,
         D,
-        "CAR ignores an action's `dependencies` or `$id.output` references: they order nothing",
+        "CAR ignores what car-verify reads: `dependencies` and `$id.output` references order "
+        "nothing, an assertion's `parameters` predicate is not evaluated",
         INFO,
         "car-verify's own note on what CAR will do instead",
     ),

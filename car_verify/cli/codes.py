@@ -24,6 +24,7 @@ def add(sub: Any, profiled: Any) -> None:
 
 def cmd_codes(args: argparse.Namespace) -> int:
     from ..base.codes import CODES
+    from ..corpora.lint import lint_column
 
     if args.code is not None:
         from .docgen import explain_code
@@ -38,6 +39,10 @@ def cmd_codes(args: argparse.Namespace) -> int:
         {
             "code": c.name,
             "severity": {"strict": c.column("strict"), "car": c.column("car")},
+            "lint_severity": {
+                "strict": lint_column(c.name, "strict"),
+                "car": lint_column(c.name, "car"),
+            },
             "tier": c.tier.value,
             "blocks": c.blocks,
             "summary": c.summary,
@@ -47,12 +52,23 @@ def cmd_codes(args: argparse.Namespace) -> int:
 
     def text() -> None:
         width = max(len(c) for c in codes)
-        # The two severity columns: under the strict profile, and under car ("-": not
-        # reported there); then the evidence tier.
-        _write(f"{'code':<{width}}  {'strict':<7}  {'car':<7}  {'tier':<18}  summary\n")
+        # The severity columns: under the strict profile, under car ("-": not reported
+        # there), and lint's under car where it differs from verify's; then the tier.
+        _write(
+            f"{'code':<{width}}  {'strict':<7}  {'car':<7}  {'car lint':<8}  {'tier':<18}  "
+            "summary\n"
+        )
         for c in codes.values():
-            severities = f"{c.column('strict'):<7}  {c.column('car'):<7}"
+            lint = lint_column(c.name, "car")
+            severities = (
+                f"{c.column('strict'):<7}  {c.column('car'):<7}  "
+                f"{lint if lint != c.column('car') else '':<8}"
+            )
             _write(f"{c.name:<{width}}  {severities}  {c.tier.value:<18}  {c.summary}\n")
+        _write(
+            "\ncar lint: what `car-verify lint` reports under car where verify says info "
+            "(docs/lint.md; [tool.car-verify.severity] sets it); blank: as verify.\n"
+        )
 
     emit(args, doc, text)
     return EXIT_OK

@@ -139,19 +139,26 @@ def render_codes_reference() -> str:
         "and how severe it is. `strict` is docs/semantics.md §1-8; `car` (the default) gives",
         "the runtime's own answers, where `-` means CAR does not report it (see",
         "[compat.md](compat.md)). Under `car`, the pass `car` (CAR's eight checks) reports",
-        "them, and each pass below says the profiles it runs under.",
+        "them, and each pass below says the profiles it runs under. `car-verify lint`",
+        "gives each code verify's severity, except where the `car` column says `(lint:",
+        "...)`: what CAR hides as a note, lint shows in review ([lint.md](lint.md)).",
         "",
         "`blocks`: the executor rejects a proposal with this finding at admission.",
         "",
         "| code | strict | car | tier | blocks | pass | under car |",
         "|---|---|---|---|---|---|---|",
     ]
+    from ..corpora.lint import lint_column
+
     owner = {code: cls.name for code, cls in _owners(passes.values()).items()}
     for code in CODES.values():
         if code.about != "plan":
             continue
+        car = code.column("car")
+        if lint_column(code.name, "car") != car:
+            car += f" (lint: {lint_column(code.name, 'car')})"
         out.append(
-            f"| [`{code.name}`](#{code.name}) | {code.column('strict')} | {code.column('car')} "
+            f"| [`{code.name}`](#{code.name}) | {code.column('strict')} | {car} "
             f"| {code.tier.value} | {'yes' if code.blocks else ''} "
             f"| `{owner.get(code.name, 'car')}` | {code.car_note} |"
         )
@@ -189,8 +196,12 @@ def explain_code(name: str) -> str | None:
     code = CODES.get(name)
     passes = available_passes().values()
     if code is not None:
+        from ..corpora.lint import lint_column
+
+        lint = lint_column(code.name, "car")
+        in_lint = f" (lint: {lint})" if lint != code.column("car") else ""
         head = (
-            f"{code.name} (strict {code.column('strict')}, car {code.column('car')}, "
+            f"{code.name} (strict {code.column('strict')}, car {code.column('car')}{in_lint}, "
             f"tier {code.tier.value}): {code.summary}"
         )
         if code.car_note:

@@ -28,13 +28,19 @@ def add(sub: Any, profiled: Any) -> None:
     )
     p.add_argument("a", metavar="A", help="first proposal (or -)")
     p.add_argument("b", metavar="B", help="second proposal")
-    p.add_argument("--states", metavar="STATES.json", help="probe states (sampled method)")
+    p.add_argument(
+        "--states",
+        metavar="STATES.json",
+        help='probe states (sampled method; default: {} and {"x": 1, "y": 2}, and '
+        "states built from the constants the plans name)",
+    )
     p.add_argument(
         "--method",
         choices=("auto", "sampled", "z3"),
         default="auto",
         help="auto (default): z3 where it can model the plans, else sampled, which is "
-        "then unknown (exit 3) when the probes agree",
+        "then unknown (exit 3) when the probes agree; sampled: the probes only (no "
+        "difference found exits 0, tier sampled: not a proof); z3: decide",
     )
     _timeout_option(p)
     format_option(p, ("text", "json"))
@@ -65,6 +71,7 @@ def cmd_equivalent(args: argparse.Namespace) -> int:
         method=args.method,
         timeout_ms=_timeout_ms(args),
         profile=_profile(args),
+        probe_constants=True,
     )
     if args.format == "json":
         _write(result.to_json() + "\n")

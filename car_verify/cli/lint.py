@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import os
 import sys
@@ -108,7 +107,13 @@ def _codes_arg(text: str | Sequence[str] | None) -> tuple[str, ...] | None:
     codes = tuple(c.strip() for part in given for c in part.split(",") if c.strip())
     unknown = unknown_codes(codes)
     if unknown:
-        raise UsageError(f"unknown code {unknown[0]!r}; `car-verify codes` lists them")
+        import difflib
+
+        from ..base.codes import CODES
+
+        near = difflib.get_close_matches(unknown[0], sorted(CODES), n=1)
+        hint = f" (the closest is {near[0]!r})" if near else ""
+        raise UsageError(f"unknown code {unknown[0]!r}{hint}; `car-verify codes` lists them")
     return codes
 
 
@@ -179,6 +184,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
     paths = args.paths or ["."]
     if args.show_settings:
         return _show_settings(args, _lint_settings(config, config_path, paths))
+    _check_rule_names(config, args)
     if args.fix or args.diff:
         candidates = lint.collect(paths, config).files
         state = None if config.state is None else _load_state(str(config.state))
@@ -215,7 +221,6 @@ def cmd_lint(args: argparse.Namespace) -> int:
         return EXIT_OK
     if args.baseline:
         lint.Baseline.read(args.baseline).apply(report)
-    _note_unmatched_rules(config, report)
     if args.statistics and args.format in ("text", "json"):
         _write_statistics(args, report.findings, lint.summary_line(report))
     elif args.format == "sarif":
@@ -255,32 +260,46 @@ def _lint_stdin(lint: Any, config: Any) -> Any:
     return lint.LintReport([result], config)
 
 
-def _note_unmatched_rules(config: Any, report: Any) -> None:
-    """A selected rule name (``trace_rule:tested``) is checked only against the rules
-    loaded; one that matched no finding of any file may be misspelled: said (even
-    under ``--quiet``), with the rules' names when the policies can be read."""
-    named = [c for c in config.select or () if ":" in c and not c.endswith(":")]
-    if not named:
+def _check_rule_names(config: Any, args: argparse.Namespace) -> None:
+    """A selected or ignored rule name (``trace_rule:tested``) that no loaded policy
+    has is a usage error naming it and the closest name there is: a misspelled rule
+    would otherwise select nothing, or ignore nothing, in silence. (Policies that do
+    not load are reported by the lint itself.)"""
+    config_file = config.source or "the configuration"
+    given = [
+        (option if given_here else f"`{option[2:]}` in {config_file}", code)
+        for option, codes, given_here in (
+            ("--select", config.select, args.select),
+            ("--ignore", config.ignore, args.ignore),
+        )
+        for code in codes or ()
+        if ":" in code and not code.endswith(":")
+    ]
+    if not given:
         return
-    seen = {f.code for r in report.files for f in (*r.findings, *r.suppressed)}
-    seen.update(f.code for f in report.baselined)
     known: list[str] = []
     if config.policies is not None:
-        with contextlib.suppress(CarVerifyError, OSError):
+        try:
             from ..rules.policy_analysis import rule_names
 
             known = rule_names(config.policies)
-    for code in named:
-        if code in seen or code in known:
+        except (CarVerifyError, OSError):
+            return
+    for option, code in given:
+        if code in known:
             continue
         import difflib
 
-        near = difflib.get_close_matches(code, known, n=1)
-        hint = f" (did you mean {near[0]!r}?)" if near else ""
-        sys.stderr.write(
-            f"car-verify: warning: --select {code}: no rule of that name was loaded and no "
-            f"finding has it{hint}; `car-verify policy lint` lists the rules\n"
-        )
+        near = difflib.get_close_matches(code, known, n=1, cutoff=0.5)
+        if config.policies is None:
+            where = "no policies were loaded (--policies DIR names a folder of them)"
+        else:
+            where = (
+                f"no rule of that name in {config.policies} "
+                "(`car-verify policy lint` lists the rules)"
+            )
+        hint = f"; the closest is {near[0]!r}" if near else ""
+        raise UsageError(f"{option} {code}: {where}{hint}")
 
 
 def _lint_settings(config: Any, source: Path | None, paths: list[str]) -> dict[str, Any]:

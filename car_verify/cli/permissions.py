@@ -80,12 +80,7 @@ def cmd_permissions(args: argparse.Namespace) -> int:
     if args.granted is None:
 
         def classified() -> None:
-            for row in report.classifications:
-                why = f" ({'; '.join(row.because)})" if row.because else ""
-                missing = ", compensable without a compensation" if row.missing_compensation else ""
-                _write(f"{row.action_id}: {row.required_tier}, {row.reversibility}{missing}{why}\n")
-            contract = report.declared_rollback_contract
-            _write(f"declared rollback contract: {contract} (profile {_profile(args)})\n")
+            _write(f"{report.explain()} (profile {_profile(args)})\n")
 
         emit(args, report.to_dict(), classified)
         return EXIT_OK

@@ -30,7 +30,12 @@ def add(sub: Any, profiled: Any) -> None:
     )
     proposal_argument(p)
     state_option(p)
-    p.add_argument("--rates", metavar="RATES.json", help="tool name -> success rate in [0, 1]")
+    p.add_argument(
+        "--rates",
+        metavar="RATES.json",
+        help="tool name -> success rate in [0, 1] (Python: rates=, or the runtime's "
+        "tool_success_rates=)",
+    )
     p.add_argument(
         "--history",
         metavar="PATH",

@@ -93,62 +93,20 @@ def proposal_input(name: str, *, what: str = "proposal") -> Source:
 
 def _json_positions(name: str) -> dict[str, tuple[int, int]]:
     from ..base.locate import json_positions
+    from ..ir.model import read_text_file
 
     try:
-        return json_positions(Path(name).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+        return json_positions(read_text_file(name))
+    except (OSError, InputError, ValueError):
         return {}
 
 
 def _yaml_proposal(name: str) -> Source:
     """One YAML document modelled as a proposal; an error names its line."""
-    import yaml
+    from ..ir.model import load_yaml
 
-    from ..base.locate import yaml_documents
-    from ..ir.model import load_parsed
-
-    try:
-        text = Path(name).read_text(encoding="utf-8")
-    except UnicodeDecodeError as err:
-        from ..ir.model import not_utf8
-
-        raise not_utf8(err, Path(name).read_bytes(), name) from None
-    except OSError as err:
-        raise InputError(f"cannot read file: {err.strerror or err}", source=name) from None
-    try:
-        documents = yaml_documents(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        problem = getattr(err, "problem", None) or str(err)
-        raise InputError(
-            f"not valid YAML: {problem}",
-            source=name,
-            line=mark.line + 1 if mark is not None else None,
-            column=mark.column + 1 if mark is not None else None,
-        ) from None
-    if len(documents) != 1:
-        raise InputError(
-            f"holds {len(documents)} YAML documents; a command takes one proposal per file "
-            "(`car-verify lint` reads every document)",
-            source=name,
-        )
-    data, positions = documents[0]
-    try:
-        proposal = load_parsed(data)
-    except InputError as err:
-        line, column = _nearest(positions, err.path)
-        raise InputError(err.problem, err.path, source=name, line=line, column=column) from None
+    proposal, positions = load_yaml(name)
     return Source(proposal, name, positions)
-
-
-def _nearest(positions: dict[str, tuple[int, int]], path: list[str | int]) -> tuple[int, int]:
-    from ..base.errors import json_pointer
-
-    for depth in range(len(path), -1, -1):
-        found = positions.get(json_pointer(path[:depth]))
-        if found is not None:
-            return found
-    return positions.get("", (1, 1))
 
 
 def json_input(name: str, kind: type, what: str) -> Any:

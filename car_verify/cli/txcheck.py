@@ -33,7 +33,6 @@ def add(sub: Any, profiled: Any) -> None:
 
 
 def cmd_txcheck(args: argparse.Namespace) -> int:
-    from ..base.values import plural
     from ..deciders.transactions import transaction_check
 
     versions = None if args.versions is None else _read_file(args.versions, dict, "versions")
@@ -50,10 +49,5 @@ def cmd_txcheck(args: argparse.Namespace) -> int:
     if args.format == "json":
         _write(report.to_json() + "\n")
     else:
-        for hazard in report.hazards:
-            _write(f"{hazard.kind} [{hazard.key}]: {hazard.message}\n")
-        verdict = "consistent" if report.consistent else "inconsistent"
-        count = plural(len(report.hazards), "hazard")
-        proposals = plural(len(report.proposals), "proposal")
-        _write(f"{verdict}: {count} in {proposals} (profile {report.profile.value})\n")
+        _write(f"{report.explain()} (profile {report.profile.value})\n")
     return EXIT_OK if report.clean else EXIT_FINDINGS

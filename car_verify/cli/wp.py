@@ -9,7 +9,6 @@ from ._common import (
     EXIT_FINDINGS,
     EXIT_OK,
     EXIT_UNKNOWN,
-    _first_line_names_profile,
     _load_proposal,
     _profile,
     _timeout_ms,
@@ -46,7 +45,7 @@ def cmd_wp(args: argparse.Namespace) -> int:
     emit(
         args,
         {**condition.to_dict(), "profile": profile},
-        lambda: _write(_first_line_names_profile(condition.explain(), profile) + "\n"),
+        lambda: _write(f"(profile {profile})\n{condition.explain()}\n"),
     )
     if condition.satisfiable is None:
         return EXIT_UNKNOWN

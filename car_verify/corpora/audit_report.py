@@ -109,8 +109,17 @@ def _provenance(folder: Path) -> list[dict[str, Any]]:
     rows.append({"what": "profile", "value": manifest.get("profile") or "car"})
     policies = manifest.get("policies")
     rows.append({"what": "policies", "value": f"sha256 {policies}" if policies else "none"})
-    rows.append({"what": "budget", "value": manifest.get("budget")})
+    rows.append({"what": "budget", "value": _seconds(manifest.get("budget"))})
     return rows
+
+
+def _seconds(budget: Any) -> str:
+    """The per-trajectory budget in seconds, as a duration (``10 s per trajectory``)."""
+    if isinstance(budget, bool) or not isinstance(budget, (int, float)):
+        return "not recorded" if budget is None else str(budget)
+    if budget <= 0:
+        return "none (no time limit)"
+    return f"{budget:g} s per trajectory"
 
 
 #: The columns of the per-code table.
@@ -118,6 +127,29 @@ CODE_COLUMNS = [
     "code", "findings", "trajectories", "success", "in_success", "success_ci",
     "failure", "in_failure", "failure_ci", "p", "difference",
 ]  # fmt: skip
+
+#: The per-code table's headings, each naming its statistic.
+CODE_HEADINGS = {
+    "success": "share of successful runs",
+    "in_success": "successful runs",
+    "success_ci": "95% Wilson interval",
+    "failure": "share of failed runs",
+    "in_failure": "failed runs",
+    "failure_ci": "95% Wilson interval",
+    "p": "p (Fisher's exact test, two-sided)",
+    "difference": "difference at p < 0.05",
+}
+
+#: What the statistics of the per-code table are, said under it.
+STATISTICS_NOTE = (
+    "Each share is found / checked trajectories with that outcome. Its interval is the "
+    "95% Wilson score interval of that proportion (scipy.stats.binomtest(k, n)"
+    ".proportion_ci(method='wilson')). p is the two-sided Fisher's exact test of the "
+    "2\u00d72 table (found or not, in successful or failed runs; scipy.stats.fisher_exact): "
+    "the chance of a split at least this uneven were the code found as often in both. A "
+    "difference is shown only when p < 0.05; otherwise the data show none, however far "
+    "apart the two shares look."
+)
 
 
 def _png(figure: Any) -> str:
@@ -160,13 +192,18 @@ def _charts(codes: list[dict[str, Any]]) -> list[tuple[str, str]]:
     return charts
 
 
-def _table(rows: list[dict[str, Any]], columns: list[str]) -> str:
+def _table(
+    rows: list[dict[str, Any]], columns: list[str], headings: dict[str, str] | None = None
+) -> str:
+    """An HTML table; a float cell is a share (``12.5%``): give other numbers as text."""
+
     def cell(value: Any) -> str:
         if isinstance(value, float):
             return f"{value:.1%}"
         return escape("-" if value is None else str(value))
 
-    head = "".join(f"<th>{escape(c)}</th>" for c in columns)
+    named = headings or {}
+    head = "".join(f"<th>{escape(named.get(c, c))}</th>" for c in columns)
     body = "".join(
         "<tr>" + "".join(f"<td>{cell(row.get(c))}</td>" for c in columns) + "</tr>" for row in rows
     )
@@ -206,8 +243,10 @@ def write_report(out: str | Path, path: str | Path) -> Path:
         "<p>For each code: its findings, the trajectories it was found in, and the share of "
         "the successful and of the failed trajectories it was found in. A heuristic found as "
         "often in successful runs as in failed ones predicts nothing.</p>",
-        _table(codes, CODE_COLUMNS),
+        _table(codes, CODE_COLUMNS, CODE_HEADINGS),
     ]
+    if codes and "p" in codes[0]:
+        parts.append(f"<p>{escape(STATISTICS_NOTE)}</p>")
     if codes and "p" not in codes[0]:
         parts.append(
             "<p><em>No intervals or tests: SciPy is not installed "

@@ -373,13 +373,14 @@ def lint_file(path: str | Path, config: LintConfig) -> FileResult:
         found = Issue(code, spec.worst, spec.tier, message)
         _file(result, found, Location(relative, line, column), config, None)
 
-    try:
-        text = file.read_text(encoding="utf-8")
-    except UnicodeDecodeError as err:  # named by its line and column, as verify names it
-        from ..ir.model import not_utf8
+    from ..ir.model import read_text_file
 
-        bad = not_utf8(err, file.read_bytes(), None)
-        file_finding("invalid-file", bad.problem, bad.line or 1, bad.column or 1)
+    try:
+        text = read_text_file(file)
+    except InputError as undecodable:  # named by its line and column, as verify names it
+        file_finding(
+            "invalid-file", undecodable.problem, undecodable.line or 1, undecodable.column or 1
+        )
         return result
     except OSError as err:
         file_finding("invalid-file", f"cannot read the file: {err}")
@@ -662,6 +663,15 @@ RAISED_NOTES: dict[str, str] = {
     "unknown-field": "warning",
     "param-schema-full": "warning",
 }
+
+
+def lint_column(name: str, profile: str) -> str:
+    """The severity ``lint`` gives code ``name`` under ``profile`` by default (``-``:
+    not reported), as a table cell: verify's, except the notes ``RAISED_NOTES``
+    raises."""
+    code = CODES[name]
+    verify = code.column(profile)
+    return RAISED_NOTES.get(name, verify) if verify == "info" else verify
 
 
 def _action_pointer(pointer: str) -> str:

@@ -3,8 +3,11 @@
 Under either profile (the walk compared is the active profile's ``simulate``):
 
 * ``method="sampled"`` (the spec's check): compare ``simulate`` end states over
-  probe states (default ``{}`` and ``{"x": 1, "y": 2}``). Tier ``sampled``: two
-  proposals that differ only where no probe reaches compare equal.
+  probe states (default ``{}`` and ``{"x": 1, "y": 2}``, the runtime's). Tier
+  ``sampled``: two proposals that differ only where no probe reaches compare
+  equal, and an equal answer is no proof. ``probe_constants=True`` (what the
+  command line does) adds car-verify's own probes, built from the constants the
+  plans name (:func:`named_probes`).
 * ``method="z3"``: decide the same question over **all** initial states
   (:mod:`car_verify.semantics.symbolic`, over the profile's semantics). Equivalent: tier
   ``decision_procedure``. Not equivalent: a concrete counterexample initial state,
@@ -18,6 +21,7 @@ Under either profile (the walk compared is the active profile's ``simulate``):
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -31,9 +35,17 @@ from ..ir.model import load
 from ..semantics import Profile, semantics_of
 from ..semantics.base import Semantics
 
-__all__ = ["DEFAULT_PROBES", "EquivalenceResult", "differing_keys", "equivalent"]
+__all__ = [
+    "DEFAULT_PROBES",
+    "EquivalenceResult",
+    "differing_keys",
+    "equivalent",
+    "named_probes",
+]
 
 DEFAULT_PROBES: tuple[dict[str, Any], ...] = ({}, {"x": 1, "y": 2})
+#: At most this many probe states are built from the plans' constants.
+MAX_NAMED_PROBES = 256
 Method = Literal["sampled", "z3", "auto"]
 
 
@@ -50,6 +62,8 @@ class EquivalenceResult(HtmlDisplay):
     end_states: tuple[dict[str, Any], dict[str, Any]] | None = None
     #: The profile whose walk was compared (docs/semantics.md §9).
     profile: str = "car"
+    #: How many probe states were compared (sampled answers).
+    probes: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """The wire object: ``{equivalent, tier, counterexample, differing_keys}``
@@ -72,8 +86,13 @@ class EquivalenceResult(HtmlDisplay):
         if self.equivalent is None:
             return f"unknown ({self.method}, tier {self.tier.value}): {self.reason}"
         if self.equivalent:
-            scope = "for every initial state" if self.method == "z3" else "on every probe state"
-            return f"equivalent {scope} (tier {self.tier.value})"
+            if self.method == "z3":
+                return f"equivalent for every initial state (tier {self.tier.value})"
+            states = "probe state" if self.probes == 1 else "probe states"
+            return (
+                f"no difference on {self.probes:,} {states} (not a proof; --method z3 "
+                f"decides) (tier {self.tier.value})"
+            )
         lines = [
             f"not equivalent (tier {self.tier.value}): they differ on "
             + ", ".join(self.differing_keys),
@@ -111,9 +130,15 @@ def equivalent(
     *,
     timeout_ms: int = 30_000,
     profile: str | Profile | Semantics | None = None,
+    probe_constants: bool = False,
 ) -> EquivalenceResult:
     """Compare the ``simulate`` end states of two proposals (see the module docs),
-    under the profile's semantics (``car``, the default, or ``strict``)."""
+    under the profile's semantics (``car``, the default, or ``strict``).
+
+    ``probe_constants=True`` adds, to the default probes, the states built from
+    the constants the plans name (:func:`named_probes`): sampling then tries the
+    values the plans test and write, where the runtime's two probes do not look.
+    It changes nothing when ``test_states`` is given, or when z3 decides."""
     sem = semantics_of(profile)
     if method not in ("auto", "sampled", "z3"):
         raise UsageError(f"unknown method {method!r}; expected 'auto', 'sampled' or 'z3'")
@@ -121,6 +146,8 @@ def equivalent(
     sem.refuse(a)
     sem.refuse(b)
     probes = _probes(test_states)  # checked whatever decides: bad input is never ignored
+    if probe_constants and test_states is None:
+        probes = _unique_states([*probes, *named_probes([a, b], sem)])
     if method == "sampled":
         result = _sampled(a, b, probes, sem)
     elif method == "z3":
@@ -144,7 +171,7 @@ def _auto(
     if sampled.equivalent is False:  # a probe that differs is a real difference
         return sampled
     sampled.equivalent = None
-    sampled.reason = f"equal on the probe states; not decided ({why})"
+    sampled.reason = f"equal on {sampled.probes:,} probe states; not decided ({why})"
     return sampled
 
 
@@ -168,14 +195,94 @@ def _probes(test_states: Sequence[Mapping[str, Any]] | None) -> list[dict[str, A
 
 
 def _sampled(a: Any, b: Any, probes: list[dict[str, Any]], sem: Semantics) -> EquivalenceResult:
-    for state in probes:
+    for tried, state in enumerate(probes, 1):
         end_a, end_b = _end_states(a, b, state, sem)
         keys = differing_keys(end_a, end_b, sem.equal)
         if keys:
             return EquivalenceResult(
-                False, Tier.SAMPLED, "sampled", dict(state), keys, end_states=(end_a, end_b)
+                False,
+                Tier.SAMPLED,
+                "sampled",
+                dict(state),
+                keys,
+                end_states=(end_a, end_b),
+                probes=tried,
             )
-    return EquivalenceResult(True, Tier.SAMPLED, "sampled")
+    return EquivalenceResult(True, Tier.SAMPLED, "sampled", probes=len(probes))
+
+
+def named_probes(proposals: Sequence[Any], profile: Any = None) -> list[dict[str, Any]]:
+    """Probe states built from the constants the proposals name: for every state
+    key they test, read or write, the values of their preconditions (an
+    assertion's too), assumptions and effects, and each number's and boolean's
+    neighbours (``n - 1``, ``n + 1``, ``n`` as a float or an integer, ``not b``).
+    One state per key and value (that key alone), then states that set every key
+    at once (its first value, its second, ...). Deterministic, at most
+    ``MAX_NAMED_PROBES`` states, none equal to another. These are car-verify's
+    own probes: the runtime's ``equivalent`` tries ``{}`` and ``{"x": 1, "y": 2}``
+    only."""
+    sem = semantics_of(profile)
+    values: dict[str, list[Any]] = {}
+
+    def offer(key: str, value: Any) -> None:
+        seen = values.setdefault(key, [])
+        for candidate in (value, *_neighbours(value)):
+            if _text(candidate) not in {_text(v) for v in seen}:
+                seen.append(candidate)
+
+    for proposal in proposals:
+        for action in load(proposal).actions:
+            for pre, _ in action.predicate():
+                if pre.operator in ("exists", "not_exists"):
+                    values.setdefault(pre.key, [])
+                elif pre.operator == "contains" and isinstance(pre.value, str):
+                    offer(pre.key, pre.value)
+                    offer(pre.key, [pre.value])
+                else:
+                    offer(pre.key, pre.value)
+            for assumption in action.assumptions:
+                if assumption.has_expected_value:
+                    offer(assumption.key, assumption.expected_value)
+                else:
+                    values.setdefault(assumption.key, [])
+            for key, value in sem.effects(action).items():
+                offer(key, value)
+            for key in (*action.depended_keys(), *action.reads(), *action.writes()):
+                values.setdefault(key, [])
+    for seen in values.values():
+        if not seen:
+            seen.append(True)  # a key tested for presence only: any value
+    states = [{key: value} for key, seen in values.items() for value in seen]
+    widest = max((len(seen) for seen in values.values()), default=0)
+    states.extend(
+        {key: seen[min(i, len(seen) - 1)] for key, seen in values.items()} for i in range(widest)
+    )
+    return _unique_states(states)[:MAX_NAMED_PROBES]
+
+
+def _neighbours(value: Any) -> list[Any]:
+    if type(value) is bool:
+        return [not value]
+    if type(value) is int:
+        return [value - 1, value + 1, float(value)]
+    if type(value) is float and math.isfinite(value):
+        return [value - 1, value + 1, *([int(value)] if value.is_integer() else [])]
+    return []
+
+
+def _text(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def _unique_states(states: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    seen: set[str] = set()
+    out = []
+    for state in states:
+        text = _text(state)
+        if text not in seen:
+            seen.add(text)
+            out.append(state)
+    return out
 
 
 def _end_states(

@@ -31,6 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..base.display import HtmlDisplay
 from ..base.errors import InputError
 from ..ir.model import ActionProposal, CostTarget, load, timestamp_utc, weighted_score
 from ..semantics.base import Semantics
@@ -51,7 +52,7 @@ _CLOCK_TIMESTAMP_BYTES = 30
 
 
 @dataclass(frozen=True, slots=True)
-class ScoredProposal:
+class ScoredProposal(HtmlDisplay):
     """The runtime's ``ScoredProposal``: one candidate, its score and what made it."""
 
     index: int
@@ -70,6 +71,22 @@ class ScoredProposal:
     token_estimate: int
     quality_per_token: float
     outcome_value: float
+
+    def explain(self) -> str:
+        """One line: the candidate, its score and what made it."""
+        from ..base.values import plural
+
+        verdict = "valid" if self.valid else "invalid"
+        return (
+            f"candidate {self.index}: score {self.score:.4f} ({verdict}; validity "
+            f"{self.validity:.2f}, cost efficiency {self.cost_efficiency:.4f}); "
+            f"{plural(self.error_count, 'error')}, {plural(self.warning_count, 'warning')}, "
+            f"{plural(self.action_count, 'action')} in {self.parallelism_levels} levels, "
+            f"{self.token_estimate:,} tokens"
+        )
+
+    def __str__(self) -> str:
+        return self.explain()
 
     def to_dict(self) -> dict[str, Any]:
         """The runtime's fields; a NaN (from a NaN ``cost_weight``) is ``null``."""

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..api import ProposalLike, _state
+from ..base.display import HtmlDisplay
 from ..base.errors import InputError, UsageError, deep_values_are_input_errors
 from ..base.values import ABSENT, format_value, json_equal
 from ..ir.model import ActionProposal, load
@@ -64,7 +65,7 @@ _WIRE_KIND: dict[str, str] = {
 
 
 @dataclass(slots=True)
-class TransactionReport:
+class TransactionReport(HtmlDisplay):
     """What ``transaction_check`` found, under either profile: the proposals checked
     and their hazards. ``consistent`` and ``conflicts`` are the same answer in the
     runtime's shape (``{consistent, conflicts: [{kind, key, actions, explanation,
@@ -113,6 +114,19 @@ class TransactionReport:
 
     def to_json(self, *, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+
+    def explain(self) -> str:
+        """One line per hazard, then the verdict: what ``car-verify txcheck`` prints."""
+        from ..base.values import plural
+
+        lines = [f"{h.kind} [{h.key}]: {h.message}" for h in self.hazards]
+        verdict = "consistent" if self.consistent else "inconsistent"
+        count = plural(len(self.hazards), "hazard")
+        lines.append(f"{verdict}: {count} in {plural(len(self.proposals), 'proposal')}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.explain()
 
 
 def _versions(versions: Mapping[str, Any] | None) -> dict[str, int]:

@@ -9,7 +9,7 @@ or ``never`` with the reason (the first action that can never run).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +34,9 @@ class Condition:
     formula: str
     example: dict[str, Any] | None = None
     reason: str | None = None
+    #: What the formula leaves open, in words (under ``car``: an integer beyond
+    #: 2**53 against an ordering, which CAR compares as its rounded f64).
+    notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -42,6 +45,7 @@ class Condition:
             "condition": self.formula,
             "example": self.example,
             "reason": self.reason,
+            "notes": list(self.notes),
         }
 
     def explain(self) -> str:
@@ -50,9 +54,12 @@ class Condition:
             return f"unknown: {self.reason}"
         if not self.satisfiable:
             return f"{who} runs unblocked: never ({self.reason})"
-        return (
-            f"{who} runs unblocked iff: {self.formula}\n"
-            f"for example: {json.dumps(self.example, sort_keys=True)}"
+        return "\n".join(
+            [
+                f"{who} runs unblocked iff: {self.formula}",
+                f"for example: {json.dumps(self.example, sort_keys=True)}",
+                *(f"note: {note}" for note in self.notes),
+            ]
         )
 
 
@@ -95,7 +102,13 @@ def runs_unblocked(
     runs = [z3.Not(run.blocked[i]) for i in targets]
     condition = z3.And(*runs) if runs else encoder.true
     questions = encoder.questions(timeout_ms)
-    answer = questions.ask(condition)
+    # An example is sought first where the model answers every comparison exactly
+    # (under car: no integer beyond 2**53 against an ordering), so that it replays.
+    exact = [sem.exact_region(encoder, value) for _, value in encoder.initial.values()]
+    exact = [part for part in exact if not z3.is_true(part)]
+    answer = questions.ask(condition, z3.And(*exact)) if exact else questions.ask(condition)
+    if exact and answer.verdict != z3.sat:
+        answer = questions.ask(condition)
     if answer.verdict == z3.unknown:
         return Condition(action, None, "unknown", reason=answer.reason)
     if answer.verdict == z3.unsat:
@@ -110,8 +123,9 @@ def runs_unblocked(
     if blocked & wanted:
         return Condition(action, None, "unknown", reason="the example did not replay")
     simple = _without_implied(z3, _simplify(z3, condition, encoder), encoder)
-    formula = Printer(encoder).render(simple)
-    return Condition(action, True, formula, example)
+    printer = Printer(encoder)
+    formula = printer.render(simple)
+    return Condition(action, True, formula, example, notes=printer.notes)
 
 
 def _never(z3: Any, questions: Questions, run: Any, targets: list[int], ids: list[str]) -> str:
@@ -219,10 +233,47 @@ class Printer:
         self.z3 = encoder.z3
         self.present = {str(p): k for k, (p, _) in encoder.initial.items()}
         self.values = {str(v): k for k, (_, v) in encoder.initial.items()}
+        #: What the rendered formula leaves open, said once each.
+        self.notes: list[str] = []
 
     def render(self, expr: Any) -> str:
-        text = self._expr(expr, top=True)
-        return text
+        """The formula on one line, over keys and JSON values (never z3's own terms)."""
+        return " ".join(self._expr(expr, top=True).split())
+
+    def _note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+
+    def _open_ordering(self, e: Any) -> tuple[str, str] | None:
+        """``(key, "k > 5")`` when ``e`` is the open answer of an ordering on an
+        integer beyond 2**53 (the car semantics leaves CAR's rounding open: an
+        uninterpreted predicate of the value, its needle ``[op, bound]``), else None."""
+        if str(e.decl().name()) != "text_contains" or not self.z3.is_int_value(e.arg(1)):
+            return None
+        key = self._key(e.arg(0))
+        needle = self.encoder.needles[e.arg(1).as_long()]
+        symbols = {"gt": ">", "lt": "<", "gte": ">=", "lte": "<="}
+        if key is None or not (isinstance(needle, list) and len(needle) == 2):
+            return None
+        op, bound = needle
+        if not isinstance(op, str) or op not in symbols:
+            return None
+        return key, f"{key} {symbols[op]} {json.dumps(bound)}"
+
+    def _ite(self, e: Any, top: bool) -> str:
+        """``If(c, a, b)``. CAR's ordering on an integer is ``If(|k| < 2**53, the
+        comparison, left open)``: printed as the comparison, with a note on what
+        is left open; any other as ``(if c then a else b)``."""
+        cond, then, other = e.children()
+        opened = self._open_ordering(other)
+        if opened is not None:
+            key, comparison = opened
+            self._note(
+                f"an integer {key} beyond ±2**53 is compared as CAR rounds it to a float; "
+                f"whether {comparison} holds for such a value is left open"
+            )
+            return self._expr(then, top)
+        return f"(if {self._expr(cond)} then {self._expr(then)} else {self._expr(other)})"
 
     def _key(self, term: Any) -> str | None:
         return self.values.get(str(term))
@@ -257,6 +308,9 @@ class Printer:
         if z3.is_false(e):
             return "never"
         if z3.is_and(e):
+            loose = self._loose_contains(e)
+            if loose is not None:
+                return loose
             parts = self._prune([c for c in e.children()])
             text = " and ".join(self._expr(c) for c in parts)
             return text if top or len(parts) == 1 else f"({text})"
@@ -274,7 +328,30 @@ class Printer:
             return f"not {self._expr(inner)}"
         if z3.is_implies(e):
             return f"(if {self._expr(e.arg(0))} then {self._expr(e.arg(1))})"
+        if z3.is_app_of(e, z3.Z3_OP_ITE):
+            return self._ite(e, top)
         return self._atom(e)
+
+    def _loose_contains(self, e: Any) -> str | None:
+        """``(k is an integer or k is a float or ...) and k contains "x"``: the car
+        semantics' ``contains`` on a value other than a string (its text, an open
+        predicate) beside the string case. CAR's ``contains`` is a test on the text
+        of any value, so this is ``k contains "x"``, as the string case prints."""
+        z3 = self.z3
+        needle = [c for c in e.children() if str(c.decl().name()) == "text_contains"]
+        if len(needle) != 1 or self._open_ordering(needle[0]) is not None:
+            return None
+        key = self._key(needle[0].arg(0))
+
+        def kinds_of_key(c: Any) -> bool:
+            if z3.is_or(c):
+                return all(kinds_of_key(d) for d in c.children())
+            return self._recognizer(c) is not None and self._key(c.arg(0)) == key
+
+        rest = [c for c in e.children() if not c.eq(needle[0])]
+        if key is None or not all(kinds_of_key(c) for c in rest):
+            return None
+        return self._atom(needle[0])
 
     def _prune(self, parts: list[Any]) -> list[Any]:
         """In a conjunction, drop ``k exists`` / ``k is a number`` implied by a comparison on k

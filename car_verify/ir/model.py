@@ -1132,16 +1132,14 @@ def read_json(
             f"expected JSON text, bytes, a path or an open file, got {type(source).__name__}",
             source=label,
         )
+    if not isinstance(text, str):  # as json.loads reads bytes
+        text = decode_bytes(text, label)
     try:
-        if not isinstance(text, str):  # as json.loads reads bytes
-            text = bytes(text).decode(json.detect_encoding(text), "surrogatepass")
         data, found = _decode(_DECODER, text)
     except json.JSONDecodeError as err:
         raise InputError(
             f"not valid JSON: {err.msg}", source=label, line=err.lineno, column=err.colno
         ) from None
-    except UnicodeDecodeError as err:  # bytes that are not UTF-8 text
-        raise not_utf8(err, text, label) from None
     except ValueError as err:  # NaN / Infinity, or an integer of thousands of digits
         raise unreadable_value(err, text, label) from None
     except RecursionError:
@@ -1162,18 +1160,55 @@ def _line_column(data: str | bytes | bytearray, offset: int) -> tuple[int, int]:
     return line, offset - (data.rfind(newline, 0, offset) + 1) + 1
 
 
-def not_utf8(
-    err: UnicodeDecodeError, text: str | bytes | bytearray, label: str | None
+#: The encodings a file may be in (JSON's rule: UTF-8, UTF-16 or UTF-32, told by
+#: the byte order mark or by where the zero bytes are), by their names in messages.
+_ENCODING_NAMES = {
+    "utf-8": "UTF-8",
+    "utf-8-sig": "UTF-8",
+    "utf-16": "UTF-16",
+    "utf-16-le": "UTF-16",
+    "utf-16-be": "UTF-16",
+    "utf-32": "UTF-32",
+    "utf-32-le": "UTF-32",
+    "utf-32-be": "UTF-32",
+}
+
+
+def decode_bytes(data: bytes | bytearray, label: str | None = None) -> str:
+    """The text of a file's bytes: UTF-8 (a byte order mark is dropped), or UTF-16 or
+    UTF-32 as its byte order mark or zero bytes say, as JSON is read. Bytes that do not
+    decode are an InputError naming their line and column in characters (counted
+    from the text before them, the mark left out) and the bytes themselves."""
+    raw = bytes(data)
+    encoding = json.detect_encoding(raw)
+    try:
+        return raw.decode(encoding, "surrogatepass")
+    except UnicodeDecodeError as err:
+        raise not_decodable(err, raw, encoding, label) from None
+
+
+def not_decodable(
+    err: UnicodeDecodeError, data: bytes, encoding: str, label: str | None
 ) -> InputError:
-    """Bytes that are not UTF-8, named by their line and column (not Python's codec text)."""
-    line, column = _line_column(text, err.start)
-    bad = bytes(err.object[err.start : err.end])
-    return InputError(
-        f"not UTF-8 text: byte {bad[:1].hex(' ')} cannot start or continue a character",
-        source=label,
-        line=line,
-        column=column,
-    )
+    """Bytes that do not decode in ``encoding``, named by their line and column in
+    characters and by the bytes (not Python's codec text)."""
+    before = data[: err.start].decode(encoding, "surrogatepass")
+    line = before.count("\n") + 1
+    column = len(before) - (before.rfind("\n") + 1) + 1
+    bad = data[err.start : err.end]
+    name = _ENCODING_NAMES.get(encoding, encoding)
+    shown = f"{'byte' if len(bad) == 1 else 'bytes'} {bad.hex(' ')}"
+    if "truncated" in err.reason or "unexpected end" in err.reason:
+        problem = f"not {name} text: the file ends inside a character ({shown})"
+    else:
+        problem = f"not {name} text: {shown} cannot start or continue a character"
+    return InputError(problem, source=label, line=line, column=column)
+
+
+def read_text_file(path: str | os.PathLike[str], label: str | None = None) -> str:
+    """A file's text, decoded as :func:`decode_bytes` decodes it (``OSError``
+    propagates: the caller says it cannot read the file)."""
+    return decode_bytes(Path(path).read_bytes(), label if label is not None else str(path))
 
 
 def unreadable_value(
@@ -1255,13 +1290,66 @@ def _looks_like_json_text(text: str) -> bool:
     return True
 
 
+#: A path with one of these suffixes is a YAML document (as the command line reads it).
+YAML_SUFFIXES = (".yaml", ".yml")
+
+
+def load_yaml(
+    path: str | os.PathLike[str],
+) -> tuple[ActionProposal, dict[str, tuple[int, int]]]:
+    """The proposal in a YAML file (one document), and the line and column of its
+    values by JSON pointer. An error names the file and the line."""
+    import yaml
+
+    from ..base.locate import yaml_documents
+
+    name = str(path)
+    try:
+        text = read_text_file(path, name)
+    except OSError as err:
+        raise InputError(f"cannot read file: {err.strerror or err}", source=name) from None
+    try:
+        documents = yaml_documents(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        problem = getattr(err, "problem", None) or str(err)
+        raise InputError(
+            f"not valid YAML: {problem}",
+            source=name,
+            line=mark.line + 1 if mark is not None else None,
+            column=mark.column + 1 if mark is not None else None,
+        ) from None
+    if len(documents) != 1:
+        raise InputError(
+            f"holds {len(documents)} YAML documents; a command takes one proposal per file "
+            "(`car-verify lint` reads every document)",
+            source=name,
+        )
+    data, positions = documents[0]
+    try:
+        proposal = load_parsed(data)
+    except InputError as err:
+        line, column = _nearest(positions, err.path)
+        raise InputError(err.problem, err.path, source=name, line=line, column=column) from None
+    return proposal, positions
+
+
+def _nearest(positions: dict[str, tuple[int, int]], path: list[str | int]) -> tuple[int, int]:
+    for depth in range(len(path), -1, -1):
+        found = positions.get(json_pointer(path[:depth]))
+        if found is not None:
+            return found
+    return positions.get("", (1, 1))
+
+
 def load(
     source: ActionProposal | Mapping[str, Any] | str | bytes | os.PathLike[str] | Readable,
 ) -> ActionProposal:
     """Model a proposal from a dict, JSON text, bytes, a path, or an open file.
 
     A ``str`` is JSON text when it starts with ``{``, ``[`` or ``"`` (after white
-    space) or is a JSON scalar as a whole, otherwise a path.
+    space) or is a JSON scalar as a whole, otherwise a path. A path ending in
+    ``.yaml`` or ``.yml`` is read as YAML, one document, as the command line reads it.
     Raises :class:`InputError` naming the JSON path (and file) of what is wrong;
     nothing is half-read.
     """
@@ -1279,6 +1367,11 @@ def _load(
     if not _is_document_source(source):
         # A JSON array or scalar, say: decode says what was expected.
         return _model(source, is_json=False)
+    path = source if isinstance(source, os.PathLike) else None
+    if isinstance(source, str) and not _looks_like_json_text(source):
+        path = Path(source)
+    if path is not None and str(path).lower().endswith(YAML_SUFFIXES):
+        return load_yaml(path)[0]
     data, label, repeats = _read_source(source)
     proposal = _model(data, is_json=True, label=label)
     if repeats:

@@ -48,7 +48,7 @@ from typing import Any
 from ..base.errors import InputError, json_pointer
 from ..base.findings import Issue, Severity, Tier
 from ..base.values import ABSENT as _ABSENT
-from ..base.values import KNOWN_OPERATORS, is_number
+from ..base.values import KNOWN_OPERATORS, format_predicate, is_number
 from ..ir.model import Action, ActionProposal, repeated_keys, unknown_fields
 from ..semantics.car import CAR, car_evaluate, car_order, show
 from ..semantics.dag import Dag
@@ -832,6 +832,21 @@ def _beyond_car(
                 f"CAR ignores {' and '.join(ignored)}: it orders {action.id} only by "
                 f"state_dependencies, so it runs in {where}",
                 index,
+            )
+    # An assertion's `parameters` predicate: CAR checks its preconditions only.
+    for index, action in enumerate(proposal.actions):
+        spelled = [pre for pre, where in action.predicate() if where == ("parameters",)]
+        if action.type == "assertion" and spelled:
+            pre = spelled[0]
+            found.add(
+                "extension-ignored",
+                I_,
+                f"CAR does not evaluate an assertion's `parameters` predicate "
+                f"({format_predicate(pre.key, pre.operator, pre.value)}): it checks "
+                f"{action.id}'s preconditions only, so this predicate gates nothing; "
+                "write it as a precondition",
+                index,
+                f"/actions/{index}/parameters",
             )
     # A conflict between actions CAR orders: one note per key, on the first such pair.
     ordered = order.reachable((a, b) for a, b, _ in verdict.conflicts)

@@ -51,6 +51,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from ..base.display import HtmlDisplay
 from ..base.errors import InputError, OutputError, UsageError, deep_values_are_input_errors
 from ..ir.model import Action, ActionProposal, Reversibility, load
 
@@ -380,7 +381,7 @@ def classify_action(action: Action) -> Classification:
 
 
 @dataclass(frozen=True, slots=True)
-class PermissionReport:
+class PermissionReport(HtmlDisplay):
     """``permission_classify``'s answer: the rows and the proposal's declared
     rollback contract (the worst *declared* reversibility; ``reversible`` for an
     empty batch), as the daemon's ``permission.classify`` returns it."""
@@ -393,6 +394,20 @@ class PermissionReport:
             "classifications": [c.to_dict() for c in self.classifications],
             "declared_rollback_contract": self.declared_rollback_contract,
         }
+
+    def explain(self) -> str:
+        """One line per action (its tier, its reversibility and why), then the
+        declared rollback contract: what ``car-verify permissions`` prints."""
+        lines = []
+        for row in self.classifications:
+            why = f" ({'; '.join(row.because)})" if row.because else ""
+            missing = ", compensable without a compensation" if row.missing_compensation else ""
+            lines.append(f"{row.action_id}: {row.required_tier}, {row.reversibility}{missing}{why}")
+        lines.append(f"declared rollback contract: {self.declared_rollback_contract}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.explain()
 
 
 @deep_values_are_input_errors

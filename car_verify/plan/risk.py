@@ -1071,9 +1071,17 @@ def risk(
     sensitivity: bool = False,
     failure_behavior: bool = False,
     progress: Progress | None = None,
+    rates: Mapping[str, Any] | None = None,
 ) -> RiskResult:
     """The chance of reaching ``goal`` and where it is lost (see the module docs),
-    over the walk of the profile's semantics (``car`` by default, or ``strict``)."""
+    over the walk of the profile's semantics (``car`` by default, or ``strict``).
+
+    ``tool_success_rates`` (the runtime's name; ``rates=``, as the command line's
+    ``--rates``, is the same argument): tool name -> success rate in [0, 1]."""
+    if rates is not None:
+        if tool_success_rates is not None:
+            raise UsageError("give the success rates once: rates= or tool_success_rates=")
+        tool_success_rates = rates
     sem = semantics_of(profile)
     if method not in ("auto", "exact", "sampled"):
         raise UsageError(f"unknown method {method!r}; expected auto, exact or sampled")
@@ -1088,7 +1096,7 @@ def risk(
         caller[name] = float(rate)
     tools = sorted({_tool(a) for a in model.actions if a.type == "tool_call" and a.tool})
     provenance: dict[str, dict[str, Any]] = {}
-    rates: dict[str, float] = {}
+    effective: dict[str, float] = {}
     clamped: list[str] = []
     for tool in tools:  # the caller's rate wins, then the history's, then the default
         given = caller.get(tool)
@@ -1108,10 +1116,10 @@ def risk(
         if not 0.0 <= raw <= 1.0:  # clamped, as the runtime clamps it: but said
             entry["clamped_from"] = raw
             clamped.append(f"{tool} {raw:g} -> {_clamp(raw):g} ({entry['source']})")
-        rates[tool] = effective_rate(raw, settings.retry_attempts)
-        provenance[tool] = {"rate": _round(rates[tool]), **entry}
+        effective[tool] = effective_rate(raw, settings.retry_attempts)
+        provenance[tool] = {"rate": _round(effective[tool]), **entry}
     compiled_goal = _Goal(goal)
-    plan = _compile(model, rates, compiled_goal, failure_behavior, sem)
+    plan = _compile(model, effective, compiled_goal, failure_behavior, sem)
     reason = None
     tally = None
     if method in ("auto", "exact"):

@@ -172,6 +172,51 @@ def execution_html(outcome: Any) -> str:
     return f'<div style="{_STYLE}">{header}{table}{graph}</div>'
 
 
+def permission_html(report: Any) -> str:
+    header = (
+        f"<p><strong>permissions</strong> declared rollback contract: "
+        f"{escape(report.declared_rollback_contract)}</p>"
+    )
+    rows = [
+        [
+            c.action_id,
+            c.tool or "",
+            c.required_tier,
+            c.reversibility + (" (no compensation)" if c.missing_compensation else ""),
+            "; ".join(c.because),
+        ]
+        for c in report.classifications
+    ]
+    table = _table(["action", "tool", "tier", "reversibility", "because"], rows)
+    return f'<div style="{_STYLE}">{header}{table}</div>'
+
+
+def transaction_html(report: Any) -> str:
+    verdict = "valid" if report.consistent else "invalid"
+    word = "consistent" if report.consistent else "inconsistent"
+    header = (
+        f"<p><strong>transaction check</strong> {_badge(word, _BADGES[verdict])} "
+        f"{plural(len(report.hazards), 'hazard')} in "
+        f"{plural(len(report.proposals), 'proposal')} (profile {escape(report.profile.value)})</p>"
+    )
+    rows = [
+        [h.kind, h.key, ", ".join(f"{p}:{a}" for p, a in h.actions), h.message]
+        for h in report.hazards
+    ]
+    table = _table(["kind", "key", "actions", "what"], rows) if rows else ""
+    return f'<div style="{_STYLE}">{header}{table}</div>'
+
+
+def scored_html(scored: Any) -> str:
+    verdict = "valid" if scored.valid else "invalid"
+    header = (
+        f"<p><strong>candidate {scored.index}</strong> score {scored.score:.4f} "
+        f"{_badge(verdict, _BADGES[verdict])}</p>"
+    )
+    rows = [[name, str(value)] for name, value in scored.to_dict().items()]
+    return f'<div style="{_STYLE}">{header}{_table(["field", "value"], rows)}</div>'
+
+
 def html_for(obj: Any) -> str:
     """The HTML of any displayable car-verify object."""
     view = html_view(obj)
@@ -187,5 +232,8 @@ for _name, _view in (
     ("car_verify.api.Simulation", simulation_html),
     ("car_verify.deciders.equivalence.EquivalenceResult", equivalence_html),
     ("car_verify.executor.ExecutionResult", execution_html),
+    ("car_verify.plan.permissions.PermissionReport", permission_html),
+    ("car_verify.deciders.transactions.TransactionReport", transaction_html),
+    ("car_verify.deciders.ranking.ScoredProposal", scored_html),
 ):
     register_html(_name, _view)

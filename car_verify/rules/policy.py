@@ -653,12 +653,26 @@ class _Reader:
     def fail(self, where: Sequence[str | int], problem: str) -> InputError:
         return InputError(problem, list(where), source=self.source)
 
+    #: A value of each array of strings, for the examples in the messages.
+    _SAMPLES = (
+        ("deny_tool", "rm"),
+        ("deny_keyword", "rm -rf"),
+        ("allow", "staging"),
+        ("flags", "--force"),
+    )
+
+    def _form(self, where: Sequence[str | int]) -> str:
+        """The expected form of the array of strings at ``where``, as an example:
+        ``deny_tool = ["rm"]``."""
+        key = str(where[-1]) if where else "key"
+        return f'{key} = ["{dict(self._SAMPLES).get(key, "...")}"]'
+
     def strings(self, value: Any, where: Sequence[str | int]) -> list[str]:
         if not isinstance(value, list):
-            raise self.fail(where, "expected an array of strings")
+            raise self.fail(where, f"expected an array of strings ({self._form(where)})")
         for i, item in enumerate(value):
             if not isinstance(item, str):
-                raise self.fail([*where, i], "expected a string")
+                raise self.fail([*where, i], f"expected a string ({self._form(where)})")
         return list(value)
 
     def tables(
@@ -673,7 +687,7 @@ class _Reader:
         out = []
         for i, table in enumerate(value):
             if not isinstance(table, dict):
-                raise self.fail([where, i], "expected a table")
+                raise self.fail([where, i], f"expected a table ([[{where}]] with its keys)")
             for key in table:
                 if key not in required and key not in optional:
                     known = ", ".join(sorted([*required, *optional]))
@@ -687,15 +701,31 @@ class _Reader:
             out.append(table)
         return out
 
+    def _sample(self, kind: type | tuple[type, ...], where: Sequence[str | int]) -> str:
+        """An example of the expected form of a table's key (`` (rule = "...")``)."""
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if list in kinds and where:
+            return f" ({self._form(where)})"
+        examples = {str: '"..."', int: "3", float: "0.5", bool: "true"}
+        first = next((examples[k] for k in kinds if k in examples), None)
+        if first is None or not where:
+            return ""
+        return f" ({where[-1]} = {first})"
+
     def check_type(self, value: Any, kind: type | tuple[type, ...], where: list[str | int]) -> None:
         if (
             isinstance(value, bool)
             and kind is not bool
             and bool not in (kind if isinstance(kind, tuple) else (kind,))
         ):
-            raise self.fail(where, f"expected {_type_name(kind)}, got a boolean")
+            raise self.fail(
+                where, f"expected {_type_name(kind)}, got a boolean{self._sample(kind, where)}"
+            )
         if not isinstance(value, kind):
-            raise self.fail(where, f"expected {_type_name(kind)}, got {type(value).__name__}")
+            got = type(value).__name__
+            raise self.fail(
+                where, f"expected {_type_name(kind)}, got {got}{self._sample(kind, where)}"
+            )
 
 
 def _type_name(kind: type | tuple[type, ...]) -> str:

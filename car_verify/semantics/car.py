@@ -449,6 +449,12 @@ class CarSemantics(Semantics):
         i = J.i(value)
         return z3.Implies(J.is_integer(value), z3.And(i >= -_I64, i < _U64))
 
+    def exact_region(self, encoder: Any, value: Any) -> Any:
+        # An integer beyond 2**53 against an ordering is left open (holds_term).
+        z3, J = encoder.z3, encoder.J
+        i = J.i(value)
+        return z3.Implies(J.is_integer(value), z3.And(i > -_EXACT, i < _EXACT))
+
     def holds_term(self, encoder: Any, pre: Precondition, present: Any, value: Any) -> Any:
         z3, J = encoder.z3, encoder.J
         op, expected = pre.operator, pre.value
