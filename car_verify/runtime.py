@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from .base.errors import CarVerifyError
+from .base.errors import CarVerifyError, InputError
 
 __all__ = [
     "analyze_concurrency",
@@ -436,5 +437,57 @@ def rank_proposals(
     if not isinstance(candidates, list):
         kind = "map" if isinstance(candidates, dict) else type(candidates).__name__
         raise ValueError(f"invalid type: {kind}, expected a sequence")
-    ranked = _answer("candidates", lambda: run(candidates, tools, cost_weight))
+    try:
+        ranked = run(candidates, tools, cost_weight)
+    except InputError as err:
+        unknown = _unknown_variant(err, candidates, candidates_json)
+        raise ValueError(unknown or f"invalid candidates JSON: {err}") from None
+    except CarVerifyError as err:
+        raise ValueError(f"invalid candidates JSON: {err}") from None
     return _text([scored.to_dict() for scored in ranked])
+
+
+#: The action types in the order the runtime's error message lists them.
+_ACTION_TYPES = ("tool_call", "state_write", "state_read", "assertion")
+
+
+def _unknown_variant(err: InputError, candidates: list[Any], text: str | bytes) -> str | None:
+    """The runtime's message when the first refusal in the candidates' text is an
+    unknown action type: it reads the text as proposals, so the error is its
+    reader's, at the line and (byte) column where the type's string ends. None when
+    car-verify's refusal ``err`` comes first in the text, or is of a candidate
+    without an unknown type."""
+    if not err.path or not isinstance(err.path[0], int):
+        return None
+    index = err.path[0]
+    actions = candidates[index].get("actions") if isinstance(candidates[index], dict) else None
+    unknown = next(
+        (
+            (position, action["type"])
+            for position, action in enumerate(actions if isinstance(actions, list) else [])
+            if isinstance(action, dict)
+            and isinstance(action.get("type"), str)
+            and action["type"] not in _ACTION_TYPES
+        ),
+        None,
+    )
+    if unknown is None:
+        return None
+    from .base.errors import json_pointer
+    from .base.locate import json_positions
+
+    position, kind = unknown
+    source = text if isinstance(text, str) else bytes(text).decode("utf-8")
+    where = json_positions(source, depth=max(4, len(err.path)))
+    at = where.get(f"/{index}/actions/{position}/type")
+    refused = where.get(json_pointer(err.path))
+    if at is None or (refused is not None and refused < at):
+        return None
+    line, column = at
+    row = source.split("\n")[line - 1]
+    token = re.match(r'"(?:[^"\\]|\\.)*"', row[column - 1 :])
+    if token is None:
+        return None
+    end = len(row[: column - 1 + len(token.group())].encode("utf-8"))
+    expected = ", ".join(f"`{name}`" for name in _ACTION_TYPES)
+    return f"unknown variant `{kind}`, expected one of {expected} at line {line} column {end}"
