@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import car_verify.runtime as drop_in
@@ -35,6 +35,8 @@ SETTINGS = settings(deadline=None, max_examples=300, suppress_health_check=[Heal
 @st.composite
 def graphs(draw: Any) -> dict[str, Any]:
     stages = draw(st.lists(st.sampled_from(NAMES), min_size=1, max_size=5, unique=True))
+    if draw(st.integers(0, 3)) == 0:  # a stage listed twice
+        stages.insert(draw(st.integers(0, len(stages))), draw(st.sampled_from(stages)))
     entry = draw(st.sampled_from(stages) | st.sampled_from(NAMES))
     edges = draw(
         st.lists(
@@ -42,7 +44,7 @@ def graphs(draw: Any) -> dict[str, Any]:
             max_size=7,
         )
     )
-    terminals = draw(st.lists(st.sampled_from(NAMES), max_size=2, unique=True))
+    terminals = draw(st.lists(st.sampled_from(NAMES), max_size=3))
     return {"entry": entry, "terminals": terminals, "stages": stages, "edges": edges}
 
 
@@ -53,7 +55,7 @@ policies = st.lists(
             "earlier": st.sampled_from(NAMES),
             "later": st.sampled_from(NAMES),
         },
-        optional={"name": st.just("gate")},
+        optional={"name": st.sampled_from(["gate", "", None])},
     ),
     max_size=3,
 )
@@ -82,15 +84,30 @@ def test_defects_by_hand() -> None:
 
 @SETTINGS
 @given(graphs(), policies)
+# a stage listed twice: its defects once per listing
+@example({"entry": "a", "terminals": ["c"], "stages": ["a", "b", "b", "c"], "edges": []}, [])
+# an empty policy name is the name
+@example(
+    {
+        "entry": "a",
+        "terminals": ["c"],
+        "stages": ["a", "b", "c"],
+        "edges": [{"from": "a", "to": "c"}],
+    },
+    [{"kind": "precedes", "earlier": "b", "later": "c", "name": ""}],
+)
 def test_graph_checks_agree_with_the_runtime(
     graph: dict[str, Any], rules: list[dict[str, Any]]
 ) -> None:
     rt = runtime()
-    assert verify_workflow_graph(graph).to_dict() == json.loads(
-        rt.verify_workflow_graph(json.dumps(graph))
-    )
+    theirs = json.loads(rt.verify_workflow_graph(json.dumps(graph)))
+    assert verify_workflow_graph(graph).to_dict() == theirs
+    assert json.loads(drop_in.verify_workflow_graph(json.dumps(graph))) == theirs
     theirs = json.loads(rt.check_workflow_policies(json.dumps(graph), json.dumps(rules)))
     assert check_workflow_policies(graph, rules).to_dict() == theirs
+    assert (
+        json.loads(drop_in.check_workflow_policies(json.dumps(graph), json.dumps(rules))) == theirs
+    )
 
 
 def walks(graph: dict[str, Any], limit: int) -> list[tuple[str, ...]]:

@@ -17,6 +17,9 @@ A graph is ``{entry, terminals, stages, edges: [{from, to, condition?}]}``
   loop with no way out); each with the shortest path from the entry;
 - ``no_exit_reachable`` on the entry when the graph declares no terminal at all.
 
+A stage or terminal listed twice has its defects reported once per listing, as
+the runtime reports them.
+
 :func:`check_workflow_policies` checks ``{kind: "precedes", earlier, later,
 name?}``: every path from the entry to ``later`` visits ``earlier`` first. A
 violation's witness is the shortest path that reaches ``later`` without it.
@@ -180,7 +183,7 @@ def verify_workflow_graph(graph: Any) -> WorkflowVerifyReport:
             defects.append(WorkflowDefect("dangling_edge", f"{a}->{b}", (), explanation))
     successors = g.successors()
     paths = _paths(g, successors)
-    for stage in dict.fromkeys(g.stages):
+    for stage in g.stages:  # a stage listed twice is reported twice, as the runtime does
         if stage not in paths:
             defects.append(
                 WorkflowDefect(
@@ -190,7 +193,7 @@ def verify_workflow_graph(graph: Any) -> WorkflowVerifyReport:
                     f"stage '{stage}' is not reachable from entry '{g.entry}'",
                 )
             )
-    for terminal in dict.fromkeys(g.terminals):
+    for terminal in g.terminals:
         if terminal in declared and terminal not in paths:
             defects.append(
                 WorkflowDefect(
@@ -202,7 +205,7 @@ def verify_workflow_graph(graph: Any) -> WorkflowVerifyReport:
             )
     terminals = set(g.terminals)
     exits = _can_exit(g, successors)
-    for stage in dict.fromkeys(g.stages):  # in declaration order
+    for stage in g.stages:  # in declaration order, each listing
         path = paths.get(stage)
         if path is None or stage in terminals:
             continue
@@ -286,9 +289,9 @@ def _policies(doc: Any) -> list[tuple[str, str, str]]:
         label = raw.get("name")
         if label is not None and not isinstance(label, str):
             raise InputError("expected a string", [*where, "name"])
-        out.append(
-            (raw["earlier"], raw["later"], label or f"{raw['earlier']} precedes {raw['later']}")
-        )
+        # an empty name is kept (the runtime's answer); an absent or null one is made up
+        made_up = f"{raw['earlier']} precedes {raw['later']}"
+        out.append((raw["earlier"], raw["later"], made_up if label is None else label))
     return out
 
 
