@@ -127,22 +127,24 @@ def verify(
 ) -> str:
     """``car_runtime.verify``: the verification result."""
     from .api import verify as run
+    from .semantics.car import runtime_words
 
     proposal = _proposal(proposal_json)
     state = _read(initial_state_json, "state")
     schemas = _read(tool_schemas_json, "tool schemas")
     if schemas is None and tool_names is not None:
         schemas = [{"name": name} for name in dict.fromkeys(tool_names)]  # a name twice is once
-    result = _answer(
-        "proposal",
-        lambda: run(
-            proposal,
-            tools=schemas,
-            initial_state=state,
-            max_actions=max_actions,
-            profile=PROFILE,
-        ),
-    )
+    with runtime_words():  # a failed precondition worded as the runtime words it
+        result = _answer(
+            "proposal",
+            lambda: run(
+                proposal,
+                tools=schemas,
+                initial_state=state,
+                max_actions=max_actions,
+                profile=PROFILE,
+            ),
+        )
     doc = result.to_dict()
     # The runtime's object: car-verify's own notes (its `info` findings) are
     # car-verify's, in car_verify.verify; `code` is kept, an added field.
@@ -346,9 +348,11 @@ def check_workflow_policies(graph_json: str, policies_json: str) -> str:
 def verify_workflow(workflow_json: str) -> str:
     """``car_runtime.verify_workflow``: the static check of a workflow definition."""
     from .deciders.workflow import verify_workflow as run
+    from .semantics.car import runtime_words
 
     workflow = _read(workflow_json, "workflow", RuntimeError)  # the runtime's own type here
-    with _rejected_as("workflow", RuntimeError):
+    # a nested proposal's errors are quoted as the runtime words them
+    with _rejected_as("workflow", RuntimeError), runtime_words():
         return _text(run(workflow).to_dict(runtime=True))
 
 

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from ..base.errors import InputError, deep_values_are_input_errors, reject_unknown_fields
+from ..semantics.car import rust_debug_str as _rust_debug
 
 
 @dataclass(frozen=True, slots=True)
@@ -423,25 +424,6 @@ class WorkflowIssue:
             f"WorkflowIssue {{ severity: {_rust_debug(self.severity)}, stage_id: {stage}, "
             f"message: {_rust_debug(self.message)} }}"
         )
-
-
-def _rust_debug(text: str) -> str:
-    """A string as Rust's ``{:?}`` writes it: quoted, with ``\\``, ``"`` and control
-    characters escaped."""
-    out = []
-    for ch in text:
-        if ch in '\\"':
-            out.append("\\" + ch)
-        elif ch in _RUST_ESCAPES:
-            out.append(_RUST_ESCAPES[ch])
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\u{{{ord(ch):x}}}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
-
-
-_RUST_ESCAPES: Final = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\0": "\\0"}
 
 
 @dataclass(slots=True)
