@@ -80,6 +80,38 @@ def _read(text: str | None, what: str, error: type[Exception] = ValueError) -> A
         raise error(f"invalid {what} JSON: {err}") from None
 
 
+def _map(text: str | None, what: str) -> Any:
+    """A JSON argument the runtime reads as an object (a state, a version map): any
+    other value, ``null`` included, is refused in its reader's words."""
+    doc = _read(text, what)
+    if text is None or isinstance(doc, dict):
+        return doc
+    from .semantics.car import rust_debug_str
+
+    source = text if isinstance(text, str) else bytes(text).decode("utf-8")
+    body = source.lstrip()
+    lead = source[: len(source) - len(body)]
+    line = 1 + lead.count("\n")
+    start = len(lead) - (lead.rfind("\n") + 1)  # the value's offset in its line
+    if isinstance(doc, list):
+        kind, column = "sequence", start
+    else:
+        if doc is None:
+            kind = "null"
+        elif isinstance(doc, bool):
+            kind = f"boolean `{'true' if doc else 'false'}`"
+        elif isinstance(doc, int):
+            kind = f"integer `{doc}`"
+        elif isinstance(doc, float):
+            kind = f"floating point `{doc!r}`"
+        else:
+            kind = f"string {rust_debug_str(str(doc))}"
+        column = start + len(body.rstrip())
+    raise ValueError(
+        f"invalid {what} JSON: invalid type: {kind}, expected a map at line {line} column {column}"
+    )
+
+
 def _proposal(text: str, what: str = "proposal") -> Any:
     """The proposal argument modelled as the runtime models it, first of all the
     arguments (the runtime reads it before the others)."""
@@ -130,10 +162,12 @@ def verify(
     from .semantics.car import runtime_words
 
     proposal = _proposal(proposal_json)
-    state = _read(initial_state_json, "state")
+    state = _map(initial_state_json, "state")
     schemas = _read(tool_schemas_json, "tool schemas")
-    if schemas is None and tool_names is not None:
-        schemas = [{"name": name} for name in dict.fromkeys(tool_names)]  # a name twice is once
+    if schemas is None and tool_names is not None:  # names without schemas: as the runtime,
+        from .rules.tools import ToolRegistry  # existence is checked, parameters are not
+
+        schemas = ToolRegistry.of_names(tool_names)
     with runtime_words():  # a failed precondition worded as the runtime words it
         result = _answer(
             "proposal",
@@ -157,7 +191,7 @@ def simulate(proposal_json: str, initial_state_json: str | None = None) -> str:
     from .api import simulate as run
 
     proposal = _proposal(proposal_json)
-    state = _read(initial_state_json, "state")
+    state = _map(initial_state_json, "state")
     end = _answer("proposal", lambda: run(proposal, initial_state=state, profile=PROFILE))
     return _text(end.to_dict())
 
@@ -192,7 +226,7 @@ def transaction_check(
     from .deciders.transactions import transaction_check as run
 
     proposal = _proposal(proposal_json)
-    versions, state = _read(versions_json, "versions"), _read(state_json, "state")
+    versions, state = _map(versions_json, "versions"), _map(state_json, "state")
     report = _answer(
         "proposal", lambda: run(proposal, versions=versions, state=state, profile=PROFILE)
     )
@@ -211,7 +245,7 @@ def simulate_monte_carlo(
     from .plan.risk import risk
 
     proposal = _proposal(proposal_json)
-    state = _read(initial_state_json, "state")
+    state = _map(initial_state_json, "state")
     rates = _read(tool_success_rates_json, "tool success rates")
     goal = _read(goal_json, "goal")
     config = _read(config_json, "monte carlo config")
@@ -401,7 +435,7 @@ def simulate_with_predictions(
 
     proposal = _proposal(proposal_json)
     predictions = _read(predictions_json, "predictions")
-    state = _read(initial_state_json, "state")
+    state = _map(initial_state_json, "initial_state")
     return _text(_answer("predictions", lambda: run(proposal, predictions, min_accuracy, state)))
 
 
@@ -417,7 +451,7 @@ def transaction_check_with_predictions(
 
     proposal = _proposal(proposal_json)
     predictions = _read(predictions_json, "predictions")
-    versions, state = _read(versions_json, "versions"), _read(state_json, "state")
+    versions, state = _map(versions_json, "versions"), _map(state_json, "state")
     report = _answer("predictions", lambda: run(proposal, predictions, versions, state))
     return _text(report.runtime_answer())
 
