@@ -429,6 +429,7 @@ class CarSemantics(Semantics):
     sequential: ClassVar[bool] = True
     rejection_aborts: ClassVar[bool] = False
     spent_retry_aborts: ClassVar[bool] = False
+    assertion_predicate_rejects: ClassVar[bool] = True
     optimize_rechecks: ClassVar[bool] = False
     summary: ClassVar[str] = (
         "only state_dependencies (the key's last earlier writer) and state_write chains "
@@ -521,6 +522,23 @@ class CarSemantics(Semantics):
 
     def effects(self, action: Action) -> Mapping[str, Any]:
         return car_effects(action)
+
+    def run_assertion(self, action: Action, state: Mapping[str, Any]) -> tuple[bool, Any]:
+        """The runtime's execute of an assertion whose preconditions hold: its
+        ``parameters.key`` (a string, or the assertion fails) must hold
+        ``parameters.expected`` (an absent key and an absent ``expected`` are
+        ``null``), compared as serde_json compares values."""
+        key = action.parameters.get("key") if isinstance(action.parameters, Mapping) else None
+        if not isinstance(key, str):
+            return False, "assertion requires 'key' parameter"
+        actual = state.get(key)
+        expected = action.parameters.get("expected")
+        if not car_equal(actual, expected):
+            return False, (
+                f"assertion failed: state[{key!r}] = {rust_debug(actual)}, "
+                f"expected {rust_debug(expected)}"
+            )
+        return True, {"asserted": key, "value": actual}
 
     # --- z3 -----------------------------------------------------------------------------
 
