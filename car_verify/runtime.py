@@ -252,7 +252,14 @@ def simulate_monte_carlo(
     result = _answer(
         "proposal", lambda: risk(proposal, state, rates, goal, config, profile=PROFILE)
     )
-    return _text(result.to_dict())
+    doc = result.to_dict()
+    for extra in _RISK_EXTRAS:  # car-verify's own, in car_verify.risk's result
+        doc.pop(extra, None)
+    return _text(doc)
+
+
+#: What ``car_verify.risk`` says beyond the runtime's ``simulate_monte_carlo``.
+_RISK_EXTRAS = ("rate_provenance", "method", "tier", "intervals", "critical_actions")
 
 
 # --- permissions -----------------------------------------------------------------------------

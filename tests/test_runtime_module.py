@@ -287,3 +287,23 @@ def test_tool_names_without_schemas_check_existence_only(
     theirs_alone, mine_alone = both("verify", text)
     if mine_alone["evidence"]["confidence"] == theirs_alone["evidence"]["confidence"]:
         assert mine["evidence"]["confidence"] == theirs["evidence"]["confidence"]
+
+
+@RUNS
+@given(proposals(), states, st.sampled_from([None, {"seed": 3}, {"retry_attempts": 1}]))
+def test_simulate_monte_carlo_gives_the_runtimes_fields_only(
+    proposal: dict[str, Any], state: Any, config: Any
+) -> None:
+    """The drop-in's answer has the runtime's fields, no more: what car-verify says
+    besides (the rates' provenance, the method, the tier) is car_verify.risk's."""
+    text = json.dumps(proposal)
+    state_text = None if state is None else json.dumps(state)
+    goal = json.dumps({"kind": "state_predicate", "key": "k", "equals": 1})
+    config_text = None if config is None else json.dumps(config)
+    theirs, mine = both("simulate_monte_carlo", text, state_text, None, goal, config_text)
+    if isinstance(theirs, tuple) or isinstance(mine, tuple):
+        assert (mine[0] if isinstance(mine, tuple) else "answered") == (
+            theirs[0] if isinstance(theirs, tuple) else "answered"
+        )
+        return
+    assert sorted(mine) == sorted(theirs)
