@@ -284,6 +284,8 @@ def test_tool_names_without_schemas_check_existence_only(
         assert ran[0] == ran[1], name
     # the coverage score is outside the parity promise (docs/semantics.md §9): where
     # car-verify's equals the runtime's without names, it equals it with them
+    if loops_nondeterministic(proposal):
+        return  # the runtime's warnings, so its score, vary from run to run here
     theirs_alone, mine_alone = both("verify", text)
     if mine_alone["evidence"]["confidence"] == theirs_alone["evidence"]["confidence"]:
         assert mine["evidence"]["confidence"] == theirs["evidence"]["confidence"]
