@@ -1043,18 +1043,38 @@ class _Run:
     ) -> ActionResult:
         duration = (time.perf_counter() - started) * 1e3
         if action.type == "assertion":
+            sem = self.x.semantics
             for cause in causes:
                 if cause.kind == "assertion":
                     pre = cause.failed[0][0]
                     predicate = format_predicate(pre.key, pre.operator, pre.value)
-                    error = f"assertion {predicate} is false"
-                    self.x._event("action_failed", action.id, error=error)
-                    return _result(action, ActionStatus.FAILED, error=error, duration=duration)
-            return _result(action, ActionStatus.SUCCEEDED, output=True, duration=duration)
+                    if sem.assertion_predicate_rejects:  # as any false precondition
+                        error = f"precondition {predicate} is false"
+                        self.x._event("action_rejected", action.id, reason=error)
+                        self.unmet.add(action.id)
+                        return _result(action, ActionStatus.REJECTED, error=error)
+                    return self._assertion_failed(
+                        action, f"assertion {predicate} is false", duration
+                    )
+            held, said = sem.run_assertion(action, state)
+            if not held:
+                return self._assertion_failed(action, str(said), duration)
+            return _result(action, ActionStatus.SUCCEEDED, output=said, duration=duration)
         if action.type == "state_read":
             output = {k: state.get(k) for k in action.state_read_keys()}
             return _result(action, ActionStatus.SUCCEEDED, output=output, duration=duration)
         return _result(action, ActionStatus.SUCCEEDED, output=None, duration=duration)
+
+    def _assertion_failed(self, action: Action, error: str, duration: float) -> ActionResult:
+        """A failed assertion ends as a failed tool call does: ``skipped`` under
+        ``failure_behavior: skip``, and under ``retry`` checked again ``max_retries``
+        times (each a retry), in vain, since nothing changed the state."""
+        self.x._event("action_failed", action.id, error=error)
+        if action.failure_behavior is FailureBehavior.RETRY:
+            self.cost.retries += action.max_retries
+        skip = action.failure_behavior is FailureBehavior.SKIP
+        status = ActionStatus.SKIPPED if skip else ActionStatus.FAILED
+        return _result(action, status, error=error, duration=duration)
 
     async def _dispatch(
         self,

@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from .base.errors import CarVerifyError
+from .base.errors import CarVerifyError, InputError
 
 __all__ = [
     "analyze_concurrency",
@@ -79,6 +80,38 @@ def _read(text: str | None, what: str, error: type[Exception] = ValueError) -> A
         raise error(f"invalid {what} JSON: {err}") from None
 
 
+def _map(text: str | None, what: str) -> Any:
+    """A JSON argument the runtime reads as an object (a state, a version map): any
+    other value, ``null`` included, is refused in its reader's words."""
+    doc = _read(text, what)
+    if text is None or isinstance(doc, dict):
+        return doc
+    from .semantics.car import rust_debug_str
+
+    source = text if isinstance(text, str) else bytes(text).decode("utf-8")
+    body = source.lstrip()
+    lead = source[: len(source) - len(body)]
+    line = 1 + lead.count("\n")
+    start = len(lead) - (lead.rfind("\n") + 1)  # the value's offset in its line
+    if isinstance(doc, list):
+        kind, column = "sequence", start
+    else:
+        if doc is None:
+            kind = "null"
+        elif isinstance(doc, bool):
+            kind = f"boolean `{'true' if doc else 'false'}`"
+        elif isinstance(doc, int):
+            kind = f"integer `{doc}`"
+        elif isinstance(doc, float):
+            kind = f"floating point `{doc!r}`"
+        else:
+            kind = f"string {rust_debug_str(str(doc))}"
+        column = start + len(body.rstrip())
+    raise ValueError(
+        f"invalid {what} JSON: invalid type: {kind}, expected a map at line {line} column {column}"
+    )
+
+
 def _proposal(text: str, what: str = "proposal") -> Any:
     """The proposal argument modelled as the runtime models it, first of all the
     arguments (the runtime reads it before the others)."""
@@ -126,22 +159,26 @@ def verify(
 ) -> str:
     """``car_runtime.verify``: the verification result."""
     from .api import verify as run
+    from .semantics.car import runtime_words
 
     proposal = _proposal(proposal_json)
-    state = _read(initial_state_json, "state")
+    state = _map(initial_state_json, "state")
     schemas = _read(tool_schemas_json, "tool schemas")
-    if schemas is None and tool_names is not None:
-        schemas = [{"name": name} for name in dict.fromkeys(tool_names)]  # a name twice is once
-    result = _answer(
-        "proposal",
-        lambda: run(
-            proposal,
-            tools=schemas,
-            initial_state=state,
-            max_actions=max_actions,
-            profile=PROFILE,
-        ),
-    )
+    if schemas is None and tool_names is not None:  # names without schemas: as the runtime,
+        from .rules.tools import ToolRegistry  # existence is checked, parameters are not
+
+        schemas = ToolRegistry.of_names(tool_names)
+    with runtime_words():  # a failed precondition worded as the runtime words it
+        result = _answer(
+            "proposal",
+            lambda: run(
+                proposal,
+                tools=schemas,
+                initial_state=state,
+                max_actions=max_actions,
+                profile=PROFILE,
+            ),
+        )
     doc = result.to_dict()
     # The runtime's object: car-verify's own notes (its `info` findings) are
     # car-verify's, in car_verify.verify; `code` is kept, an added field.
@@ -154,7 +191,7 @@ def simulate(proposal_json: str, initial_state_json: str | None = None) -> str:
     from .api import simulate as run
 
     proposal = _proposal(proposal_json)
-    state = _read(initial_state_json, "state")
+    state = _map(initial_state_json, "state")
     end = _answer("proposal", lambda: run(proposal, initial_state=state, profile=PROFILE))
     return _text(end.to_dict())
 
@@ -189,7 +226,7 @@ def transaction_check(
     from .deciders.transactions import transaction_check as run
 
     proposal = _proposal(proposal_json)
-    versions, state = _read(versions_json, "versions"), _read(state_json, "state")
+    versions, state = _map(versions_json, "versions"), _map(state_json, "state")
     report = _answer(
         "proposal", lambda: run(proposal, versions=versions, state=state, profile=PROFILE)
     )
@@ -208,14 +245,21 @@ def simulate_monte_carlo(
     from .plan.risk import risk
 
     proposal = _proposal(proposal_json)
-    state = _read(initial_state_json, "state")
+    state = _map(initial_state_json, "state")
     rates = _read(tool_success_rates_json, "tool success rates")
     goal = _read(goal_json, "goal")
     config = _read(config_json, "monte carlo config")
     result = _answer(
         "proposal", lambda: risk(proposal, state, rates, goal, config, profile=PROFILE)
     )
-    return _text(result.to_dict())
+    doc = result.to_dict()
+    for extra in _RISK_EXTRAS:  # car-verify's own, in car_verify.risk's result
+        doc.pop(extra, None)
+    return _text(doc)
+
+
+#: What ``car_verify.risk`` says beyond the runtime's ``simulate_monte_carlo``.
+_RISK_EXTRAS = ("rate_provenance", "method", "tier", "intervals", "critical_actions")
 
 
 # --- permissions -----------------------------------------------------------------------------
@@ -345,9 +389,11 @@ def check_workflow_policies(graph_json: str, policies_json: str) -> str:
 def verify_workflow(workflow_json: str) -> str:
     """``car_runtime.verify_workflow``: the static check of a workflow definition."""
     from .deciders.workflow import verify_workflow as run
+    from .semantics.car import runtime_words
 
     workflow = _read(workflow_json, "workflow", RuntimeError)  # the runtime's own type here
-    with _rejected_as("workflow", RuntimeError):
+    # a nested proposal's errors are quoted as the runtime words them
+    with _rejected_as("workflow", RuntimeError), runtime_words():
         return _text(run(workflow).to_dict(runtime=True))
 
 
@@ -396,7 +442,7 @@ def simulate_with_predictions(
 
     proposal = _proposal(proposal_json)
     predictions = _read(predictions_json, "predictions")
-    state = _read(initial_state_json, "state")
+    state = _map(initial_state_json, "initial_state")
     return _text(_answer("predictions", lambda: run(proposal, predictions, min_accuracy, state)))
 
 
@@ -412,7 +458,7 @@ def transaction_check_with_predictions(
 
     proposal = _proposal(proposal_json)
     predictions = _read(predictions_json, "predictions")
-    versions, state = _read(versions_json, "versions"), _read(state_json, "state")
+    versions, state = _map(versions_json, "versions"), _map(state_json, "state")
     report = _answer("predictions", lambda: run(proposal, predictions, versions, state))
     return _text(report.runtime_answer())
 
@@ -436,5 +482,57 @@ def rank_proposals(
     if not isinstance(candidates, list):
         kind = "map" if isinstance(candidates, dict) else type(candidates).__name__
         raise ValueError(f"invalid type: {kind}, expected a sequence")
-    ranked = _answer("candidates", lambda: run(candidates, tools, cost_weight))
+    try:
+        ranked = run(candidates, tools, cost_weight)
+    except InputError as err:
+        unknown = _unknown_variant(err, candidates, candidates_json)
+        raise ValueError(unknown or f"invalid candidates JSON: {err}") from None
+    except CarVerifyError as err:
+        raise ValueError(f"invalid candidates JSON: {err}") from None
     return _text([scored.to_dict() for scored in ranked])
+
+
+#: The action types in the order the runtime's error message lists them.
+_ACTION_TYPES = ("tool_call", "state_write", "state_read", "assertion")
+
+
+def _unknown_variant(err: InputError, candidates: list[Any], text: str | bytes) -> str | None:
+    """The runtime's message when the first refusal in the candidates' text is an
+    unknown action type: it reads the text as proposals, so the error is its
+    reader's, at the line and (byte) column where the type's string ends. None when
+    car-verify's refusal ``err`` comes first in the text, or is of a candidate
+    without an unknown type."""
+    if not err.path or not isinstance(err.path[0], int):
+        return None
+    index = err.path[0]
+    actions = candidates[index].get("actions") if isinstance(candidates[index], dict) else None
+    unknown = next(
+        (
+            (position, action["type"])
+            for position, action in enumerate(actions if isinstance(actions, list) else [])
+            if isinstance(action, dict)
+            and isinstance(action.get("type"), str)
+            and action["type"] not in _ACTION_TYPES
+        ),
+        None,
+    )
+    if unknown is None:
+        return None
+    from .base.errors import json_pointer
+    from .base.locate import json_positions
+
+    position, kind = unknown
+    source = text if isinstance(text, str) else bytes(text).decode("utf-8")
+    where = json_positions(source, depth=max(4, len(err.path)))
+    at = where.get(f"/{index}/actions/{position}/type")
+    refused = where.get(json_pointer(err.path))
+    if at is None or (refused is not None and refused < at):
+        return None
+    line, column = at
+    row = source.split("\n")[line - 1]
+    token = re.match(r'"(?:[^"\\]|\\.)*"', row[column - 1 :])
+    if token is None:
+        return None
+    end = len(row[: column - 1 + len(token.group())].encode("utf-8"))
+    expected = ", ".join(f"`{name}`" for name in _ACTION_TYPES)
+    return f"unknown variant `{kind}`, expected one of {expected} at line {line} column {end}"

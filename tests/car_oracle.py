@@ -163,8 +163,8 @@ def actions(draw: st.DrawFn, index: int, ids: list[str]) -> dict[str, Any]:
 
 
 @st.composite
-def proposals(draw: st.DrawFn, max_actions: int = 6) -> dict[str, Any]:
-    n = draw(st.integers(0, max_actions))
+def proposals(draw: st.DrawFn, max_actions: int = 6, min_actions: int = 0) -> dict[str, Any]:
+    n = draw(st.integers(min_actions, max_actions))
     ids = [f"a{i}" for i in range(n)]
     if n >= 2 and draw(st.integers(0, 9)) == 0:
         ids[draw(st.integers(1, n - 1))] = ids[0]  # a duplicate id

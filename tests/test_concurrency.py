@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import car_verify.runtime as drop_in
 from car_verify.base.errors import InputError
 from car_verify.cli import main
 from car_verify.plan.concurrency import analyze_concurrency, gate_concurrency, ops_from_proposal
@@ -58,6 +59,7 @@ def test_the_analysis_and_the_gate_agree_with_the_runtime(ops: list[dict[str, An
     theirs = json.loads(rt.analyze_concurrency(json.dumps(ops)))
     ours = analyze_concurrency(ops)
     assert norm(ours.to_dict()) == norm(theirs)
+    assert norm(json.loads(drop_in.analyze_concurrency(json.dumps(ops)))) == norm(theirs)
     for policy in (None, {"abort_at_or_below": "l1", "require_approval_at_or_below": "l3"}):
         expected = json.loads(
             rt.gate_concurrency(json.dumps(theirs), None if policy is None else json.dumps(policy))
@@ -163,3 +165,22 @@ def test_ops_that_share_nothing_cost_linear_work() -> None:
     ]  # fmt: skip
     report = analyze_concurrency(ops)
     assert report.serializable and not report.anomalies
+
+
+@SETTINGS
+@given(schedules(), st.data())
+def test_a_repeated_op_id_is_refused_where_the_runtime_answers(
+    ops: list[dict[str, Any]], data: st.DataObject
+) -> None:
+    """Deliberate (docs/compat.md): with two ops of one id, ``depends_on`` cannot say
+    which it names (the runtime follows the last one's dependencies, yet orders
+    both); car-verify refuses the ops, naming the repeat, where the runtime answers."""
+    if not ops:
+        return
+    ops = [*ops, {**data.draw(st.sampled_from(ops)), "agent": "z"}]
+    text = json.dumps(ops)
+    json.loads(runtime().analyze_concurrency(text))  # the runtime answers
+    with pytest.raises(ValueError, match=r"^invalid ops JSON: ops\[\d+\]\.id: op id '\w' is also"):
+        drop_in.analyze_concurrency(text)
+    with pytest.raises(InputError, match="is also"):
+        analyze_concurrency(ops)

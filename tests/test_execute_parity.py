@@ -1,7 +1,8 @@
 """The executor under ``car`` against the runtime's in-process ``execute`` (issue 39):
-on generated plans of tool calls and state writes, with tools that succeed, fail,
-or fail once and succeed on a retry, and preconditions that hold or not, each
-action ends as the runtime's does and the cost is counted as it counts it.
+on generated plans of tool calls, state writes and assertions, with tools that
+succeed, fail, or fail once and succeed on a retry, preconditions that hold or
+not, and assertions whose key holds what they expect or not, each action ends as
+the runtime's does and the cost is counted as it counts it.
 
 The results are compared in the shape of the runtime installed: 0.52.1's (an
 action rolled back is ``failed``) or the newest (``succeeded``, ``rolled_back``).
@@ -52,12 +53,22 @@ def plans(draw: Any) -> dict[str, Any]:
     actions = []
     for n in range(draw(st.integers(1, 5))):
         ident = f"x{n}"
-        if draw(st.integers(0, 4)) == 0:
+        kind = draw(st.integers(0, 5))
+        if kind == 0:
             action: dict[str, Any] = {
                 "id": ident,
                 "type": "state_write",
                 "parameters": {"key": f"k{n}", "value": n},
             }
+        elif kind == 1:
+            # an assertion: its key (an earlier write's, one never written, or none)
+            # must hold the value expected (absent: null)
+            params: dict[str, Any] = {}
+            if draw(st.integers(0, 4)) > 0:
+                params["key"] = draw(st.sampled_from([f"k{m}" for m in range(n)] + ["never"]))
+            if draw(st.booleans()):
+                params["expected"] = draw(st.sampled_from([None, 0, 1, 2, 1.0]))
+            action = {"id": ident, "type": "assertion", "parameters": params}
         else:
             action = {
                 "id": ident,
@@ -112,5 +123,37 @@ def tc(ident: str, tool: str, **fields: Any) -> dict[str, Any]:
 )
 # a retried call counts once, its retries apart
 @example({"actions": [tc("x", "flaky", failure_behavior="retry", max_retries=1), tc("y", "b")]})
+# an assertion whose predicate is false is rejected, and the run goes on
+@example(
+    {
+        "actions": [
+            tc("x", "a"),
+            {"id": "t", "type": "assertion", "preconditions": [{"key": "k", "operator": "exists"}]},
+            tc("y", "b"),
+        ]
+    }
+)
+# one that holds runs its check: the key must hold what it expects, or it fails
+@example(
+    {
+        "actions": [
+            {"id": "w", "type": "state_write", "parameters": {"key": "k", "value": 1}},
+            {"id": "t", "type": "assertion", "parameters": {"key": "k", "expected": 2}},
+            {"id": "u", "type": "assertion", "parameters": {"key": "k", "expected": 1}},
+            tc("y", "b"),
+        ]
+    }
+)
+@example({"actions": [{"id": "t", "type": "assertion"}, tc("y", "b")]})
+@example(
+    {
+        "actions": [
+            {"id": "t", "type": "assertion", "parameters": {"key": "k", "expected": 1},
+             "failure_behavior": "retry", "max_retries": 2},
+            {"id": "u", "type": "assertion", "failure_behavior": "skip"},
+            tc("y", "b"),
+        ]
+    }
+)  # fmt: skip
 def test_the_executor_ends_each_action_as_the_runtime_does(plan: dict[str, Any]) -> None:
     assert ours(plan) == theirs(plan)

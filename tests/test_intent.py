@@ -9,9 +9,10 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+import car_verify.runtime as drop_in
 from car_verify.base.errors import InputError
 from car_verify.cli import main
 from car_verify.plan.intent import check_intent, check_intent_plan, enforce_intent, gate_intent
@@ -108,9 +109,12 @@ def test_check_intent_gate_and_enforcement_agree_with_the_runtime(
 
 plan_actions = st.lists(
     st.fixed_dictionaries(
-        {"type": st.sampled_from(["tool_call", "tool_call", "state_write"])},
+        {"type": st.sampled_from(["tool_call", "tool_call", "state_write", "shell"])},
         optional={
             "tool": TOOLS,
+            # a target named only in write_set counts as one
+            "write_set": st.lists(st.sampled_from(["k", "secret/x", "src/z"]), max_size=2),
+            "parameters": st.fixed_dictionaries({"key": st.sampled_from(["k", "secret/w"])}),
             "state_dependencies": st.lists(
                 st.sampled_from(["k", "docs", "j"]), max_size=2, unique=True
             ),
@@ -133,18 +137,35 @@ plan_actions = st.lists(
     st.lists(TOOLS, max_size=2),
     st.lists(st.sampled_from(["a0", "a1", "a2"]), max_size=2),
 )
+# untrusted data steering a write outside the intent, named only in write_set: blocked
+@example(
+    {"allowed_resources": ["src/"]},
+    [{"type": "tool_call", "tool": "search", "write_set": ["secret/x"]}],
+    [],
+    ["a0"],
+)
+@example({}, [{"type": "shell"}], [], [])
 def test_check_intent_plan_agrees_with_the_runtime(
     intent: dict[str, Any], acts: list[dict[str, Any]], tools: list[str], ids: list[str]
 ) -> None:
     rt = runtime()
     request = {"intent": intent, "actions": [dict(a, id=f"a{i}") for i, a in enumerate(acts)],
                "untrusted_tools": tools, "untrusted_ids": ids}  # fmt: skip
-    theirs = json.loads(rt.check_intent_plan(json.dumps(request)))
-    ours = check_intent_plan(request).to_dict()
+    text = json.dumps(request)
+    try:
+        theirs = json.loads(rt.check_intent_plan(text))
+    except ValueError as err:  # an unknown action type: the request is refused
+        with pytest.raises(ValueError) as caught:
+            drop_in.check_intent_plan(text)
+        assert str(caught.value).split(":")[0] == str(err).split(":")[0]
+        with pytest.raises(InputError, match="unknown action type"):
+            check_intent_plan(request)
+        return
     # the runtime lists an action's targets from a hash map, in an order that varies
     # from run to run: the violations are compared as a multiset (docs/compat.md)
-    assert (ours["safe"], ours["commit_blocked"]) == (theirs["safe"], theirs["commit_blocked"])
-    assert Counter(map(_key, ours["violations"])) == Counter(map(_key, theirs["violations"]))
+    for ours in (check_intent_plan(request).to_dict(), json.loads(drop_in.check_intent_plan(text))):
+        assert (ours["safe"], ours["commit_blocked"]) == (theirs["safe"], theirs["commit_blocked"])
+        assert Counter(map(_key, ours["violations"])) == Counter(map(_key, theirs["violations"]))
 
 
 def _key(v: dict[str, Any]) -> str:

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+import car_verify.runtime as drop_in
 from car_verify.base.errors import UsageError
 from car_verify.executor import execute_sync
 from car_verify.plan.permissions import (
@@ -208,7 +209,7 @@ actions = st.fixed_dictionaries(
         "parameters": st.dictionaries(st.sampled_from(KEYS), values, max_size=3),
     },
     optional={
-        "tool": tool_names(),
+        "tool": tool_names() | st.just(""),  # an empty name is a name
         "reversibility": st.sampled_from(["reversible", "compensable", "irreversible"]),
     },
 )
@@ -221,6 +222,7 @@ def assert_agrees(rt: Any, doc: dict[str, Any], granted: str) -> None:
     assert ours == theirs
     theirs = json.loads(rt.permission_evaluate(text, granted))
     assert [d.to_dict() for d in permission_evaluate(text, granted)] == theirs
+    assert json.loads(drop_in.permission_evaluate(text, granted)) == theirs
 
 
 @settings(deadline=None, max_examples=400, suppress_health_check=[HealthCheck.too_slow])
@@ -228,6 +230,7 @@ def assert_agrees(rt: Any, doc: dict[str, Any], granted: str) -> None:
     st.lists(actions, min_size=1, max_size=4),
     st.sampled_from(["read_only", "sandbox_edit", "full_access"]),
 )
+@example([{"type": "tool_call", "tool": "", "parameters": {}}], "read_only")
 def test_classify_and_evaluate_agree_with_the_runtime_on_generated_calls(
     acts: list[dict[str, Any]], granted: str
 ) -> None:

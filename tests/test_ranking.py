@@ -71,17 +71,21 @@ def answers(candidates: list[dict[str, Any]], tools: Any, weight: Any) -> tuple[
     for module in (rt, drop_in):
         try:
             out.append(json.loads(module.rank_proposals(text, tools, weight)))
-        except ValueError:
-            out.append("rejected")
+        except ValueError as err:
+            # An unknown action type is refused in the runtime's words, where it is.
+            said = str(err)
+            out.append(("rejected", said if said.startswith("unknown variant") else None))
     return out[0], out[1]
 
 
 # Every candidate gives a timestamp: without one the runtime's clock writes it, and its
 # length (so the token estimate) varies from call to call (the clock test below).
 candidates = st.lists(
-    st.tuples(proposals(), st.sampled_from(TIMESTAMPS)).map(
-        lambda pair: {**pair[0], "timestamp": pair[1]}
-    ),
+    st.tuples(
+        # now and then over the runtime's budget of 30 actions, which its ranking ignores
+        st.one_of(proposals(), proposals(max_actions=33, min_actions=29)),
+        st.sampled_from(TIMESTAMPS),
+    ).map(lambda pair: {**pair[0], "timestamp": pair[1]}),
     max_size=4,
 )
 tool_names = st.none() | st.lists(st.sampled_from(["t", "u", "zz", "build"]), max_size=3)
@@ -96,6 +100,10 @@ weights = st.none() | st.floats(-0.5, 1.5) | st.just(math.nan)
 @example([plan(tc(0, expected_effects={"k": 1}), tc(1, expected_effects={"k": 2}))], ["t0"], None)
 @example([plan(*[tc(i, tool="t") for i in range(12)])], None, None)  # validity floors at 0.1
 @example([plan(tc(0))], None, math.nan)
+# more than 30 actions: no budget warning in the ranking (verify gives one)
+@example([plan(*[tc(i) for i in range(31)]), plan(tc(0))], None, None)
+# an unknown action type: the runtime's reader refuses the candidates, at its position
+@example([plan(tc(0)), plan(tc(0), {"id": "s", "type": "shell"})], None, None)
 def test_the_runtimes_scores_and_ranking_exactly(cands: list[Any], tools: Any, weight: Any) -> None:
     if any(loops_nondeterministic(c) for c in cands):
         return  # the runtime's loop rule is nondeterministic (docs/compat.md)

@@ -23,7 +23,7 @@ from car_oracle import (
     verify_projection,
     without_loops,
 )
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import car_verify.runtime as ours
@@ -232,3 +232,80 @@ def test_predicted_writes_give_the_runtimes_conflicts(
     )
     theirs, mine = (tx_projection(x) if isinstance(x, dict) else x[0] for x in (theirs, mine))
     assert mine == theirs
+
+
+NOT_A_MAP = [
+    (name, args)
+    for value in ("[1,2]", "5", '"x"', "null", "true", "1.5", " \n [1]")
+    for name, args in [
+        ("verify", ['{"actions": []}', value]),
+        ("simulate", ['{"actions": []}', value]),
+        ("transaction_check", ['{"actions": []}', value]),
+        ("transaction_check", ['{"actions": []}', None, value]),
+        ("simulate_monte_carlo", ['{"actions": []}', value]),
+        ("simulate_with_predictions", ['{"actions": []}', "{}", 0.5, value]),
+        ("transaction_check_with_predictions", ['{"actions": []}', "{}", None, value]),
+    ]
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "args"), NOT_A_MAP, ids=[f"{n}{i}" for i, (n, _) in enumerate(NOT_A_MAP)]
+)
+def test_a_state_or_version_map_that_is_no_object_is_refused_in_the_runtimes_words(
+    name: str, args: list[Any]
+) -> None:
+    said = []
+    for module in (rt, ours):
+        with pytest.raises(ValueError) as caught:
+            getattr(module, name)(*args)
+        said.append(str(caught.value))
+    assert said[1] == said[0]
+
+
+@RUNS
+@given(proposals(), st.lists(st.sampled_from(["t", "u", "v", "zz"]), max_size=3))
+@example({"actions": [{"id": "a", "type": "tool_call", "tool": "t"}]}, ["t"])
+def test_tool_names_without_schemas_check_existence_only(
+    proposal: dict[str, Any], names: list[str]
+) -> None:
+    """Tool names (no schemas): the tools' existence is checked, their parameters
+    are not, and the evidence says so, as the runtime's does."""
+    text = json.dumps(proposal)
+    theirs, mine = both("verify", text, None, names)
+    if isinstance(theirs, tuple) or isinstance(mine, tuple):
+        assert _verify(mine, proposal) == _verify(theirs, proposal)
+        return
+    assert _verify(mine, proposal) == _verify(theirs, proposal)
+    assert mine["evidence"]["assumptions"] == theirs["evidence"]["assumptions"]
+    checks = [(c, mine, theirs) for c in ("tool_existence", "param_schema")]
+    for name, *answers in checks:
+        ran = [next(c for c in a["evidence"]["checks"] if c["name"] == name) for a in answers]
+        assert ran[0] == ran[1], name
+    # the coverage score is outside the parity promise (docs/semantics.md §9): where
+    # car-verify's equals the runtime's without names, it equals it with them
+    if loops_nondeterministic(proposal):
+        return  # the runtime's warnings, so its score, vary from run to run here
+    theirs_alone, mine_alone = both("verify", text)
+    if mine_alone["evidence"]["confidence"] == theirs_alone["evidence"]["confidence"]:
+        assert mine["evidence"]["confidence"] == theirs["evidence"]["confidence"]
+
+
+@RUNS
+@given(proposals(), states, st.sampled_from([None, {"seed": 3}, {"retry_attempts": 1}]))
+def test_simulate_monte_carlo_gives_the_runtimes_fields_only(
+    proposal: dict[str, Any], state: Any, config: Any
+) -> None:
+    """The drop-in's answer has the runtime's fields, no more: what car-verify says
+    besides (the rates' provenance, the method, the tier) is car_verify.risk's."""
+    text = json.dumps(proposal)
+    state_text = None if state is None else json.dumps(state)
+    goal = json.dumps({"kind": "state_predicate", "key": "k", "equals": 1})
+    config_text = None if config is None else json.dumps(config)
+    theirs, mine = both("simulate_monte_carlo", text, state_text, None, goal, config_text)
+    if isinstance(theirs, tuple) or isinstance(mine, tuple):
+        assert (mine[0] if isinstance(mine, tuple) else "answered") == (
+            theirs[0] if isinstance(theirs, tuple) else "answered"
+        )
+        return
+    assert sorted(mine) == sorted(theirs)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import car_verify.runtime as drop_in
@@ -35,6 +35,8 @@ SETTINGS = settings(deadline=None, max_examples=300, suppress_health_check=[Heal
 @st.composite
 def graphs(draw: Any) -> dict[str, Any]:
     stages = draw(st.lists(st.sampled_from(NAMES), min_size=1, max_size=5, unique=True))
+    if draw(st.integers(0, 3)) == 0:  # a stage listed twice
+        stages.insert(draw(st.integers(0, len(stages))), draw(st.sampled_from(stages)))
     entry = draw(st.sampled_from(stages) | st.sampled_from(NAMES))
     edges = draw(
         st.lists(
@@ -42,7 +44,7 @@ def graphs(draw: Any) -> dict[str, Any]:
             max_size=7,
         )
     )
-    terminals = draw(st.lists(st.sampled_from(NAMES), max_size=2, unique=True))
+    terminals = draw(st.lists(st.sampled_from(NAMES), max_size=3))
     return {"entry": entry, "terminals": terminals, "stages": stages, "edges": edges}
 
 
@@ -53,7 +55,7 @@ policies = st.lists(
             "earlier": st.sampled_from(NAMES),
             "later": st.sampled_from(NAMES),
         },
-        optional={"name": st.just("gate")},
+        optional={"name": st.sampled_from(["gate", "", None])},
     ),
     max_size=3,
 )
@@ -82,15 +84,30 @@ def test_defects_by_hand() -> None:
 
 @SETTINGS
 @given(graphs(), policies)
+# a stage listed twice: its defects once per listing
+@example({"entry": "a", "terminals": ["c"], "stages": ["a", "b", "b", "c"], "edges": []}, [])
+# an empty policy name is the name
+@example(
+    {
+        "entry": "a",
+        "terminals": ["c"],
+        "stages": ["a", "b", "c"],
+        "edges": [{"from": "a", "to": "c"}],
+    },
+    [{"kind": "precedes", "earlier": "b", "later": "c", "name": ""}],
+)
 def test_graph_checks_agree_with_the_runtime(
     graph: dict[str, Any], rules: list[dict[str, Any]]
 ) -> None:
     rt = runtime()
-    assert verify_workflow_graph(graph).to_dict() == json.loads(
-        rt.verify_workflow_graph(json.dumps(graph))
-    )
+    theirs = json.loads(rt.verify_workflow_graph(json.dumps(graph)))
+    assert verify_workflow_graph(graph).to_dict() == theirs
+    assert json.loads(drop_in.verify_workflow_graph(json.dumps(graph))) == theirs
     theirs = json.loads(rt.check_workflow_policies(json.dumps(graph), json.dumps(rules)))
     assert check_workflow_policies(graph, rules).to_dict() == theirs
+    assert (
+        json.loads(drop_in.check_workflow_policies(json.dumps(graph), json.dumps(rules))) == theirs
+    )
 
 
 def walks(graph: dict[str, Any], limit: int) -> list[tuple[str, ...]]:
@@ -186,6 +203,23 @@ ISSUE = re.compile(
 
 
 KEYS = st.sampled_from(["k", "q", "r"])
+#: Values as the runtime's messages print them (Rust's debug text of each kind).
+VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-2, 2)
+    | st.sampled_from([1.0, 2.5, -0.0, 1e20, 2.5e-7, 1e-5, 12345678901234567890])
+    | st.sampled_from(["", "a", 'q"\\', "\n"]),
+    lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.sampled_from(["a", "b"]), inner),
+    max_leaves=3,
+)
+PRECONDITIONS = st.fixed_dictionaries(
+    {
+        "key": KEYS,
+        "operator": st.sampled_from(["eq", "neq", "gt", "lte", "contains", "exists", "foo"]),
+    },
+    optional={"value": VALUES},  # contains with object and array values too
+)
 
 
 @st.composite
@@ -195,8 +229,17 @@ def small_proposals(draw: Any) -> dict[str, Any]:
     actions = []
     for n in range(draw(st.integers(0, 3))):
         action: dict[str, Any] = {"id": f"x{n}", "type": "tool_call"}
-        if draw(st.booleans()):
+        if draw(st.integers(0, 3)) == 0:  # a value the preconditions below can see
+            key, value = draw(KEYS), draw(VALUES)
+            action = {
+                "id": f"x{n}",
+                "type": "state_write",
+                "parameters": {"key": key, "value": value},
+            }
+        elif draw(st.booleans()):
             action["tool"] = f"t{n}"
+        if draw(st.booleans()):
+            action["preconditions"] = draw(st.lists(PRECONDITIONS, max_size=2))
         if draw(st.booleans()):
             action["state_dependencies"] = draw(st.lists(KEYS, max_size=2))
         if draw(st.booleans()):
@@ -269,22 +312,67 @@ def _generated(message: str) -> str:
     return GENERATED_ID.sub("(generated)", message)
 
 
+RUST_ESCAPE = re.compile(r"\\(u\{([0-9a-f]+)\}|.)")
+
+
+def _rust_unescaped(text: str) -> str:
+    """The string a Rust debug text (without its quotes) stands for."""
+
+    def one(match: re.Match[str]) -> str:
+        if match[2]:
+            return chr(int(match[2], 16))
+        return {"n": "\n", "r": "\r", "t": "\t", "0": "\0"}.get(match[1], match[1])
+
+    return RUST_ESCAPE.sub(one, text)
+
+
 def _parsed(texts: list[str]) -> list[tuple[str, str | None, str]]:
     out = []
     for text in texts:
         match = ISSUE.fullmatch(text)
         assert match, text
-        out.append((match[1], match[2], _generated(match[3].replace('\\"', '"'))))
+        out.append((match[1], match[2], _generated(_rust_unescaped(match[3]))))
     return out
 
 
 @SETTINGS
 @given(workflows())
+# a nested proposal's failed preconditions: values, and an unknown operator on an absent key
+@example(
+    {
+        "id": "w",
+        "name": "w",
+        "start": "a",
+        "edges": [],
+        "stages": [
+            {
+                "id": "a",
+                "name": "A",
+                "step": {
+                    "type": "proposal",
+                    "proposal": {
+                        "actions": [
+                            {"id": "x", "type": "state_write",
+                             "parameters": {"key": "k", "value": 1}},
+                            {"id": "y", "type": "tool_call", "tool": "t", "preconditions": [
+                                {"key": "k", "operator": "eq", "value": "a"},
+                                {"key": "k", "operator": "neq", "value": 1},
+                                {"key": "q", "operator": "foo"},
+                                {"key": "k", "operator": "contains", "value": {"a": True}},
+                            ]},
+                        ]
+                    },
+                },
+            }
+        ],
+    }
+)  # fmt: skip
 def test_verify_workflow_agrees_with_the_runtime_in_plain_words(workflow: dict[str, Any]) -> None:
     """Every step type, loops, fan-outs, sinks and sub-workflows nested: the same
     verdict, issues and semantic findings (as multisets: the runtime lists the
     unreachable stages from a hash set, and a proposal's errors in its own order)."""
     from car_verify.deciders.workflow import verify_workflow
+    from car_verify.semantics.car import runtime_words
 
     rt = runtime()
     theirs = json.loads(rt.verify_workflow(json.dumps(workflow)))
@@ -292,8 +380,18 @@ def test_verify_workflow_agrees_with_the_runtime_in_plain_words(workflow: dict[s
     assert (ours.valid, ours.has_cycles) == (theirs["valid"], theirs["has_cycles"])
     assert set(ours.reachable_stages) == set(theirs["reachable_stages"])
     assert set(ours.unreachable_stages) == set(theirs["unreachable_stages"])
-    mine = Counter((i.severity, i.stage_id, _generated(i.message)) for i in ours.issues)
-    assert mine == Counter(_parsed(theirs["issues"]))
+    parsed = _parsed(theirs["issues"])
+    # the same issues; a nested proposal's values in plain JSON here, as Rust's debug
+    # text in the runtime's words
+    assert Counter((i.severity, i.stage_id) for i in ours.issues) == Counter(
+        (severity, stage) for severity, stage, _ in parsed
+    )
+    with runtime_words():
+        worded = verify_workflow(workflow)
+    mine = Counter((i.severity, i.stage_id, _generated(i.message)) for i in worded.issues)
+    assert mine == Counter(parsed)
+    for issue in ours.issues:
+        assert not re.search(r"\b(Number|String|Bool)\(|\bNull\b", issue.message), issue
     assert Counter(ours.semantic) == Counter(theirs["semantic"])
     for issue in ours.to_dict()["issues"]:  # plain words, not Rust's debug text
         assert "WorkflowIssue" not in issue and issue.split(":")[0] in ("error", "warning")

@@ -9,6 +9,8 @@ cost_weight) + cost_efficiency * cost_weight``, ``cost_weight`` clamped to [0, 1
 - ``validity`` (the success likelihood; no run history, so
   ``historical_confidence`` is 1): 0 with any error; else 1 less 0.25 for each
   write-conflict warning and 0.1 for each other warning, and never below 0.1.
+  The ranking's verify checks no action budget: a candidate of more than 30
+  actions has no ``too-many-actions`` warning here (``verify`` gives one).
 - ``cost_efficiency``, the sum of four terms, three of the plan's shape that
   share 0.75 and one of its size in tokens, 0.25. Each falls linearly to 0 and
   stays there: tool calls (0.4 of the shape's share at none, 0 at twice
@@ -137,6 +139,7 @@ def _score(
     result = verify(
         proposal,
         tools=None if tools is None else [{"name": name} for name in tools],
+        max_actions=len(proposal.actions),  # no action budget: never over its own size
         profile=profile,
     )
     errors, warnings = len(result.errors), len(result.warnings)

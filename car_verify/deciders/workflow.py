@@ -21,6 +21,9 @@ A graph is ``{entry, terminals, stages, edges: [{from, to, condition?}]}``
 witness) gives each unreachable stage the path that leads to it from a stage
 nothing leads to.
 
+A stage or terminal listed twice has its defects reported once per listing, as
+the runtime reports them.
+
 :func:`check_workflow_policies` checks ``{kind: "precedes", earlier, later,
 name?}``: every path from the entry to ``later`` visits ``earlier`` first. A
 violation's witness is the shortest path that reaches ``later`` without it.
@@ -40,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, overload
 
 from ..base.errors import InputError, deep_values_are_input_errors, reject_unknown_fields
+from ..semantics.car import rust_debug_str as _rust_debug
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +188,7 @@ def verify_workflow_graph(graph: Any) -> WorkflowVerifyReport:
             defects.append(WorkflowDefect("dangling_edge", f"{a}->{b}", (), explanation))
     successors = g.successors()
     paths = _paths(g, successors)
-    for stage in dict.fromkeys(g.stages):
+    for stage in g.stages:  # a stage listed twice is reported twice, as the runtime does
         if stage not in paths:
             defects.append(
                 WorkflowDefect(
@@ -194,7 +198,7 @@ def verify_workflow_graph(graph: Any) -> WorkflowVerifyReport:
                     f"stage '{stage}' is not reachable from entry '{g.entry}'",
                 )
             )
-    for terminal in dict.fromkeys(g.terminals):
+    for terminal in g.terminals:
         if terminal in declared and terminal not in paths:
             defects.append(
                 WorkflowDefect(
@@ -206,7 +210,7 @@ def verify_workflow_graph(graph: Any) -> WorkflowVerifyReport:
             )
     terminals = set(g.terminals)
     exits = _can_exit(g, successors)
-    for stage in dict.fromkeys(g.stages):  # in declaration order
+    for stage in g.stages:  # in declaration order, each listing
         path = paths.get(stage)
         if path is None or stage in terminals:
             continue
@@ -326,9 +330,9 @@ def _policies(doc: Any) -> list[tuple[str, str, str]]:
         label = raw.get("name")
         if label is not None and not isinstance(label, str):
             raise InputError("expected a string", [*where, "name"])
-        out.append(
-            (raw["earlier"], raw["later"], label or f"{raw['earlier']} precedes {raw['later']}")
-        )
+        # an empty name is kept (the runtime's answer); an absent or null one is made up
+        made_up = f"{raw['earlier']} precedes {raw['later']}"
+        out.append((raw["earlier"], raw["later"], made_up if label is None else label))
     return out
 
 
@@ -656,25 +660,6 @@ class WorkflowIssue:
             f"WorkflowIssue {{ severity: {_rust_debug(self.severity)}, stage_id: {stage}, "
             f"message: {_rust_debug(self.message)} }}"
         )
-
-
-def _rust_debug(text: str) -> str:
-    """A string as Rust's ``{:?}`` writes it: quoted, with ``\\``, ``"`` and control
-    characters escaped."""
-    out = []
-    for ch in text:
-        if ch in '\\"':
-            out.append("\\" + ch)
-        elif ch in _RUST_ESCAPES:
-            out.append(_RUST_ESCAPES[ch])
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\u{{{ord(ch):x}}}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
-
-
-_RUST_ESCAPES: Final = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\0": "\\0"}
 
 
 @dataclass(slots=True)

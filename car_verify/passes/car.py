@@ -430,7 +430,7 @@ def _verdict(ctx: Context) -> CarVerdict:
         counts[owner] = counts.get(owner, 0) + 1
     ran = {
         "tool_existence": tools is not None or counts.get("tool_existence", 0) > 0,
-        "param_schema": tools is not None,
+        "param_schema": tools is not None and not tools.names_only,
         "compensation_resolution": compensation_checkable
         or counts.get("compensation_resolution", 0) > 0,
     }
@@ -458,7 +458,8 @@ def _verdict(ctx: Context) -> CarVerdict:
         "supplied initial-state values are accurate",
         "tool implementations honor their declared effects and side effects",
     ]
-    if tool_calls and tools is None:
+    schemas = tools is not None and not tools.names_only
+    if tool_calls and not schemas:
         assumptions.append(
             "tool_call parameters are well-formed (no schemas supplied to check them)"
         )
@@ -485,7 +486,9 @@ def _verdict(ctx: Context) -> CarVerdict:
     # CAR's coverage score (outside the parity promise, matched where measured).
     confidence = 1.0
     if tool_calls and tools is None:
-        confidence = confidence - 0.15 - 0.2
+        confidence = confidence - 0.15  # existence unchecked
+    if tool_calls and not schemas:
+        confidence = confidence - 0.2  # parameters unchecked
     confidence = max(0.0, confidence - 0.02 * len(untested) - 0.05 * warnings)
     verdict = CarVerdict(
         found.issues,

@@ -21,13 +21,17 @@ Out-of-intent drift that no untrusted result influenced is reported but does not
 block: the gate (``gate_intent``) asks a human about it by default.
 
 ``check_intent_plan`` reads the actions from a proposal, as the runtime's function
-of that name does: targets are the keys an action writes (in document order; the
-runtime's order varies from run to run), ``depends_on`` its
+of that name does: targets are the keys an action writes: its ``write_set`` as
+listed (a key listed twice is a target twice), then each key its effects write
+that the ``write_set`` does not name (in document order; the runtime's order of
+those varies from run to run), ``depends_on`` its
 predecessors in the DAG, capabilities its ``metadata.capabilities``, and an action
 is untrusted when its tool is in ``untrusted_tools`` or its id in
 ``untrusted_ids``. Under ``car`` the DAG is CAR's (state dependencies only); under
 ``strict`` it is car-verify's, so taint also travels along ``dependencies`` and
-``$id.output`` references, which CAR ignores.
+``$id.output`` references, which CAR ignores. Under ``car`` an action ``type`` the
+runtime does not know refuses the request, as the runtime refuses it; ``strict``
+answers.
 """
 
 from __future__ import annotations
@@ -257,7 +261,9 @@ def plan_actions(
             IntentAction(
                 a.id,
                 a.tool,
-                tuple(car_writes(a)),
+                # what it writes: its write_set as listed, then each key its effects
+                # write that the write_set does not name (the runtime's targets)
+                (*a.write_set, *(k for k in car_writes(a) if k not in a.write_set)),
                 tuple(capabilities or ()),
                 tuple(dict.fromkeys(model.actions[p].id for p in preds[i])),
                 (a.tool is not None and a.tool in tools) or a.id in ids,
@@ -270,6 +276,7 @@ def plan_actions(
 def check_intent_plan(request: Any, *, profile: object = None) -> IntentReport:
     """The intent check over a proposal's actions (see the module docs)."""
     from ..ir.model import load
+    from ..semantics import semantics_of
 
     doc = _fields(_decoded(request), [], ("intent", "actions", "untrusted_tools", "untrusted_ids"))
     intent = parse_intent(doc.get("intent", {}))
@@ -277,6 +284,7 @@ def check_intent_plan(request: Any, *, profile: object = None) -> IntentReport:
     if not isinstance(raw, list):
         raise InputError("expected an array of actions", ["actions"])
     model = load({"id": "intent", "source": "intent", "actions": raw})
+    semantics_of(profile).refuse(model)  # car: an unknown action type, as the runtime
     actions = plan_actions(
         model,
         _strings(doc, "untrusted_tools", []),

@@ -258,14 +258,20 @@ def canonical_json(value: Any, exact: bool = False) -> str:
 def fingerprint(action: Action) -> str:
     """``tool_call|deploy|{"env":"prod"}``: what an approval is recorded against, as
     the runtime writes it (its numbers: an integer past 64 bits as a float)."""
-    return f"{action.type}|{action.tool or '-'}|{canonical_json(action.parameters)}"
+    return f"{action.type}|{_tool(action)}|{canonical_json(action.parameters)}"
 
 
 def ledger_key(action: Action) -> str:
     """What a recorded decision must match: the fingerprint with every integer
     exact, so that approving a payment to one 20-digit account approves no other
     (the runtime's fingerprint writes both as the same float)."""
-    return f"{action.type}|{action.tool or '-'}|{canonical_json(action.parameters, exact=True)}"
+    return f"{action.type}|{_tool(action)}|{canonical_json(action.parameters, exact=True)}"
+
+
+def _tool(action: Action) -> str:
+    """The tool as a fingerprint names it: ``-`` when there is none (an empty name
+    is written as it is, empty, as the runtime writes it)."""
+    return "-" if action.tool is None else action.tool
 
 
 def _leaves(value: Any) -> Iterator[str]:

@@ -56,6 +56,19 @@ class ToolRegistry(Mapping[str, ToolSchema]):
         #: Per ``field:name``: the schema's jsonschema validator, and its fast yes
         #: (car_verify.base._accept; None outside its subset), built together once.
         self._validators: dict[str, tuple[Any, Callable[[Any], bool] | None]] = {}
+        #: The tools are known by name only (the runtime's ``tool_names``): which
+        #: tools exist is known, their parameters are not.
+        self.names_only = False
+
+    @classmethod
+    def of_names(cls, names: Iterable[str]) -> ToolRegistry:
+        """The tools of these names, with no schema for their parameters (a name
+        given twice is one tool)."""
+        from ..ir.model import ToolSchema
+
+        registry = cls(ToolSchema(name=name) for name in dict.fromkeys(names))
+        registry.names_only = True
+        return registry
 
     @classmethod
     def coerce(cls, tools: Any) -> ToolRegistry:

@@ -78,6 +78,10 @@ class Semantics(abc.ABC):
     #: up to max_retries times before aborting"), or fails while the rest runs on
     #: (False: the runtime's execute).
     spent_retry_aborts: ClassVar[bool]
+    #: At run time, an assertion whose predicate (:meth:`checks`) is false is rejected
+    #: before it runs, as any action whose precondition is false (True: the runtime's
+    #: execute), or fails (False: the spec's "fail the proposal if not").
+    assertion_predicate_rejects: ClassVar[bool]
     #: One line for people: how this profile orders and walks.
     summary: ClassVar[str]
     #: What the z3 ``number`` constructor holds, in words (``x is a number``).
@@ -164,6 +168,12 @@ class Semantics(abc.ABC):
     @abc.abstractmethod
     def effects(self, action: Action) -> Mapping[str, Any]:
         """The effects the walk applies when the action runs."""
+
+    def run_assertion(self, action: Action, state: Mapping[str, Any]) -> tuple[bool, Any]:
+        """An assertion run on ``state`` once its predicate holds: ``(True, its
+        output)``, or ``(False, why it failed)``. By default it holds: its predicate
+        is all it checks."""
+        return True, True
 
     # --- repairs ------------------------------------------------------------------------
 

@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..base.errors import InputError
@@ -130,9 +132,98 @@ _compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 _ORDERED = {"gt": float.__gt__, "lt": float.__lt__, "gte": float.__ge__, "lte": float.__le__}
 
 
+#: Whether :func:`car_evaluate` words its answer as the runtime does (see
+#: :func:`runtime_words`) rather than in plain words.
+_RUNTIME_WORDS: ContextVar[bool] = ContextVar("car_verify_runtime_words", default=False)
+
+
+@contextmanager
+def runtime_words() -> Iterator[None]:
+    """Inside the block, :func:`car_evaluate` says why a precondition fails in the
+    runtime's own words: values in Rust's debug text (``Number(1)``,
+    ``String("a")``, ``Bool(true)``, ``Null``), an absent key found before an unknown
+    operator, and no note on what ``cannot compare`` needs. The drop-in module's
+    answers that carry such messages verbatim are computed in it."""
+    token = _RUNTIME_WORDS.set(True)
+    try:
+        yield
+    finally:
+        _RUNTIME_WORDS.reset(token)
+
+
+def rust_debug_str(text: str) -> str:
+    """A string as Rust's ``{:?}`` writes it: quoted, with ``\\``, ``"`` and control
+    characters escaped."""
+    out = []
+    for ch in text:
+        if ch in '\\"':
+            out.append("\\" + ch)
+        elif ch in _RUST_ESCAPES:
+            out.append(_RUST_ESCAPES[ch])
+        elif ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F:
+            out.append(f"\\u{{{ord(ch):x}}}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+_RUST_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\0": "\\0"}
+
+
+def _rust_float(number: float) -> str:
+    """An f64 as the runtime's messages write it: the shortest digits that read
+    back, in decimal from 1e-5 to below 1e16 (with ``.0`` when whole), otherwise
+    as ``1.5e+16`` / ``2.5e-7``."""
+    if number == 0:
+        return "-0.0" if math.copysign(1.0, number) < 0 else "0.0"
+    sign = "-" if number < 0 else ""
+    mantissa, _, exponent = repr(abs(number)).partition("e")  # the shortest round trip
+    whole, _, fraction = mantissa.partition(".")
+    written = whole + fraction
+    significant = written.lstrip("0")
+    # the value is 0.<significant> x 10**power
+    power = len(whole) + int(exponent or 0) - (len(written) - len(significant))
+    significant = significant.rstrip("0")
+    if -5 < power <= 16:
+        if power <= 0:
+            return f"{sign}0.{'0' * -power}{significant}"
+        if len(significant) <= power:
+            return f"{sign}{significant}{'0' * (power - len(significant))}.0"
+        return f"{sign}{significant[:power]}.{significant[power:]}"
+    body = significant[0] + ("." + significant[1:] if len(significant) > 1 else "")
+    return f"{sign}{body}e{'+' if power > 0 else '-'}{abs(power - 1)}"
+
+
+def rust_debug(value: object) -> str:
+    """A JSON value as the runtime's messages print it (``serde_json::Value`` in
+    Rust's debug text): ``Number(1)``, ``String("a")``, ``Bool(true)``, ``Null``,
+    ``Array [..]``, ``Object {"a": ..}`` with the keys sorted."""
+    if value is None:
+        return "Null"
+    if value is True or value is False:
+        return f"Bool({'true' if value else 'false'})"
+    if isinstance(value, int):
+        if -(2**63) <= value < 2**64:
+            return f"Number({value})"
+        return f"Number({_rust_float(float(value))})"
+    if isinstance(value, float):
+        return f"Number({_rust_float(value)})"
+    if isinstance(value, str):
+        return f"String({rust_debug_str(value)})"
+    if isinstance(value, list):
+        return "Array [" + ", ".join(rust_debug(item) for item in value) + "]"
+    if isinstance(value, dict):
+        items = sorted(value.items())
+        inner = ", ".join(f"{rust_debug_str(k)}: {rust_debug(v)}" for k, v in items)
+        return "Object {" + inner + "}"
+    return show(value)
+
+
 def car_evaluate(key: str, operator: str, expected: object, state: Mapping[str, Any]) -> str | None:
-    """``None`` if the precondition holds in ``state``, else why it fails, in plain words."""
-    if operator not in KNOWN_OPERATORS:
+    """``None`` if the precondition holds in ``state``, else why it fails, in plain words
+    (in the runtime's words inside :func:`runtime_words`)."""
+    runtime = _RUNTIME_WORDS.get()
+    if operator not in KNOWN_OPERATORS and not (runtime and key not in state):
         return f"unknown operator {operator!r}"
     if operator == "exists":
         return None if key in state else f"key {key!r} does not exist"
@@ -142,34 +233,34 @@ def car_evaluate(key: str, operator: str, expected: object, state: Mapping[str, 
         if operator == "contains":
             return f"key {key!r} has no value, cannot check contains"
         return f"key {key!r} has no value"
+    shown = rust_debug if runtime else show
     actual = state[key]
     if operator == "eq":
         return (
             None
             if car_equal(actual, expected)
-            else f"{key!r} is {show(actual)}, need {show(expected)}"
+            else f"{key!r} is {shown(actual)}, need {shown(expected)}"
         )
     if operator == "neq":
-        return (
-            f"{key!r} is {show(actual)}, need neq {show(expected)}"
-            if car_equal(actual, expected)
-            else None
-        )
+        if not car_equal(actual, expected):
+            return None
+        if runtime:
+            return f"{key!r} is {shown(actual)}, must not be"
+        return f"{key!r} is {shown(actual)}, need neq {shown(expected)}"
     if operator == "contains":
         return (
             None
             if _contains(actual, expected)
-            else f"key {key!r} does not contain {show(expected)}"
+            else f"key {key!r} does not contain {shown(expected)}"
         )
     left, right = _f64(actual), _f64(expected)
     if left is None or right is None:
-        return (
-            f"cannot compare {key!r}: {show(actual)} {operator} {show(expected)} "
-            "(both sides must be numbers)"
+        return f"cannot compare {key!r}: {shown(actual)} {operator} {shown(expected)}" + (
+            "" if runtime else " (both sides must be numbers)"
         )
     if _ORDERED[operator](left, right):
         return None
-    return f"{key!r} is {show(actual)}, need {operator} {show(expected)}"
+    return f"{key!r} is {shown(actual)}, need {operator} {shown(expected)}"
 
 
 def _text(value: object) -> str:
@@ -338,6 +429,7 @@ class CarSemantics(Semantics):
     sequential: ClassVar[bool] = True
     rejection_aborts: ClassVar[bool] = False
     spent_retry_aborts: ClassVar[bool] = False
+    assertion_predicate_rejects: ClassVar[bool] = True
     optimize_rechecks: ClassVar[bool] = False
     summary: ClassVar[str] = (
         "only state_dependencies (the key's last earlier writer) and state_write chains "
@@ -430,6 +522,23 @@ class CarSemantics(Semantics):
 
     def effects(self, action: Action) -> Mapping[str, Any]:
         return car_effects(action)
+
+    def run_assertion(self, action: Action, state: Mapping[str, Any]) -> tuple[bool, Any]:
+        """The runtime's execute of an assertion whose preconditions hold: its
+        ``parameters.key`` (a string, or the assertion fails) must hold
+        ``parameters.expected`` (an absent key and an absent ``expected`` are
+        ``null``), compared as serde_json compares values."""
+        key = action.parameters.get("key") if isinstance(action.parameters, Mapping) else None
+        if not isinstance(key, str):
+            return False, "assertion requires 'key' parameter"
+        actual = state.get(key)
+        expected = action.parameters.get("expected")
+        if not car_equal(actual, expected):
+            return False, (
+                f"assertion failed: state[{key!r}] = {rust_debug(actual)}, "
+                f"expected {rust_debug(expected)}"
+            )
+        return True, {"asserted": key, "value": actual}
 
     # --- z3 -----------------------------------------------------------------------------
 

@@ -51,6 +51,7 @@ class StrictSemantics(Semantics):
     sequential: ClassVar[bool] = False
     rejection_aborts: ClassVar[bool] = True
     spent_retry_aborts: ClassVar[bool] = True
+    assertion_predicate_rejects: ClassVar[bool] = False
     optimize_rechecks: ClassVar[bool] = True
     summary: ClassVar[str] = (
         "dependencies, output references and every earlier writer of a key order an "
