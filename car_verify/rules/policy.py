@@ -514,8 +514,22 @@ class PolicyEngine:
                 continue
             from .shell_words import ShellError, read_commands
 
+            line = params[c.param]
+            if isinstance(line, list) and line and all(isinstance(w, str) for w in line):
+                import shlex
+
+                line = shlex.join(line)  # an argv: the words as they are
+            elif not isinstance(line, str):
+                undecided.append(
+                    (
+                        c.name,
+                        f"parameter {c.param!r} of {tool!r} is no command line (a "
+                        f"{type(line).__name__}): what it runs cannot be decided",
+                    )
+                )
+                continue
             try:
-                reading = read_commands(coerce(params[c.param]))
+                reading = read_commands(line)
             except ShellError as err:
                 deny(
                     c.name,

@@ -79,6 +79,7 @@ __all__ = [
     "Undecided",
     "commands",
     "has_flags",
+    "hazards",
     "read_commands",
     "read_plain",
 ]
@@ -162,16 +163,20 @@ def read_commands(line: str) -> Reading:
         raise ShellError(f"the command line is over {MAX_LINE:,} characters")
     if not hasattr(os, "fork"):
         return read_plain(line)
-    return _isolated(line)
+    kind, value = _isolated(line)
+    if kind == "error":
+        raise ShellError(value)
+    reading: Reading = value
+    return reading
 
 
 #: How long a child reading one line may take before it is killed (the line is then
 #: refused, never let through unread).
-ISOLATED_SECONDS = 10.0
+ISOLATED_SECONDS = 5.0
 
 
 @lru_cache(maxsize=2048)
-def _isolated(line: str) -> Reading:
+def _isolated(line: str) -> tuple[str, Any]:
     """:func:`read_plain` in a child process (see :class:`_Child`). The bash
     grammar's parser is C code that, on some random inputs, corrupts memory and
     crashes the process it runs in (seen with tree-sitter 0.26.1 and
@@ -180,20 +185,17 @@ def _isolated(line: str) -> Reading:
     with it: a hook that dies answers nothing, and some agents then run the call.
     A child that crashes, or does not answer within :data:`ISOLATED_SECONDS`, makes
     the line a :class:`ShellError` (the rule fails closed), and the next line gets a
-    new child. A reading is cached per line (it is immutable)."""
+    new child. The answer (a reading, or why the line cannot be read) is cached per
+    line: a line is read once however many rules ask about it."""
     with _CHILD_LOCK:
         global _CHILD
         if _CHILD is None or os.getpid() != _CHILD.owner:  # none yet, or forked since
             _CHILD = _Child()
         try:
-            kind, value = _CHILD.ask(line)
-        except ShellError:
+            return _CHILD.ask(line)
+        except ShellError as err:
             _CHILD = None
-            raise
-    if kind == "error":
-        raise ShellError(value)
-    reading: Reading = value
-    return reading
+            return ("error", str(err))
 
 
 class _Child:
@@ -316,7 +318,58 @@ def read_plain(line: str) -> Reading:
         reader.line(line, _Ctx(), 0)
     except RecursionError:  # each re-read string may nest again: bounded as a whole
         raise ShellError("the command line nests too deeply") from None
-    return Reading(tuple(reader.found), tuple(dict.fromkeys(reader.undecided)))
+    undecided = [*reader.undecided, *hazards(line)]
+    return Reading(tuple(reader.found), tuple(dict.fromkeys(undecided)))
+
+
+#: Constructs the reader does not model, each of which can run a command or change
+#: what a name runs in ways a reading of the line's words does not see: a line
+#: holding one is undecided for every rule (answered by ``--on-unknown``, with a
+#: warning), never a silent allow. Found by testing the reader as an attacker; see
+#: docs/policies.md.
+HAZARDS: tuple[tuple[str, str], ...] = (
+    (r"\bcoproc\b", "a coprocess"),
+    (r"[\w.-]+\s*\(\s*\)\s*[{(]|\bfunction\s+[\w.-]+", "a function defined in the line"),
+    (r"\btrap\b", "trap runs a string later"),
+    (r"\blet\b|\(\(|\[\[\s*-v\b|\bprintf\s+-v\b", "arithmetic evaluates array subscripts"),
+    (r"\b(?:mapfile|readarray)\b", "mapfile runs a callback"),
+    (r"\bhash\s+-p\b|\bBASH_CMDS\b|\benable\b", "a name is bound to another program"),
+    (
+        r"\b(?:BASH_ENV|ENV|PS4|PROMPT_COMMAND|PS0|PS1|SHELLOPTS|BASHOPTS)=",
+        "a shell variable that runs code",
+    ),
+    (r"@[PEAKaQUuL]\}", "a parameter transformation"),
+    (
+        r"\bGIT_[A-Z_]+=|\bgit\b[^;&|\n]*\s-c\s|\bgit\s+config\b|\bgit-[a-z-]+\b",
+        "git's configuration or its subcommand programs",
+    ),
+    (r"\bexec\s+\d*[<>]|<&|>&\s*\d", "a redirection of the shell's own input or output"),
+    (r"\$\{[^}]*`", "a command substitution inside a parameter expansion"),
+    (r"\\`", "an escaped command substitution"),
+    (r"<<-?\s*[^\s'\"\\]*[A-Za-z_][\s\S]*(?:`|\$\(|\$\{)", "a here-document that expands"),
+    (r"\b(?:echo|printf)\b[^|;&\n]*\\[^|;&\n]*\|", "escapes in text piped on"),
+    (
+        r"(?<![\w./-])(?:chroot|flock|script|setpriv|unshare|nsenter|firejail|systemd-run"
+        r"|runuser|taskset|numactl|prlimit|parallel|ssh|expect|proot|bwrap|faketime"
+        r"|torsocks|proxychains4?|catchsegv|valgrind|gdb|awk|gawk|mawk)(?![\w./-])",
+        "a program that runs its arguments or a script of its own",
+    ),
+    (
+        r"\b(?:python[0-9.]*|perl|ruby|node|php|lua|tclsh)\s+-[A-Za-z]*[ceEr]\b"
+        r"|\bsed\b[^|;&\n]*(?:\be\b|/e\b)",
+        "code given to an interpreter",
+    ),
+)
+
+
+@lru_cache(maxsize=1)
+def _hazard_patterns() -> tuple[tuple[Any, str], ...]:
+    return tuple((re.compile(pattern), why) for pattern, why in HAZARDS)
+
+
+def hazards(line: str) -> list[Undecided]:
+    """The constructs of :data:`HAZARDS` in ``line``, each as undecided for any program."""
+    return [Undecided(why, None) for pattern, why in _hazard_patterns() if pattern.search(line)]
 
 
 def commands(line: str) -> list[Command]:
