@@ -121,7 +121,8 @@ class PolicyPass(Pass):
     )
 
     def run(self, ctx: Context) -> Iterator[Issue]:
-        from car_verify.rules.policy import PolicyEngine
+        from car_verify.plan.gate import CallGate
+        from car_verify.rules.policy import PolicyEngine, PolicySet
         from car_verify.rules.trace import check_schedules
 
         given = ctx.policies
@@ -129,17 +130,27 @@ class PolicyPass(Pass):
         # caller's rate-limit windows. Every call lands in one window (time 0).
         engine = PolicyEngine(given.rules, clock=lambda: 0.0)
         engine.registered = list(given.registered)
+        # Each call is asked of the run-time gate, with the rules of one call (the
+        # trace rules are checked below over every schedule, not in one order).
+        one_call = PolicySet()
+        one_call.extend(given.rules)
+        one_call.trace_rule = []
+        calls = PolicyEngine(one_call, clock=lambda: 0.0)
+        calls.registered = list(given.registered)
+        gate = CallGate(calls)
         actions = ctx.proposal.actions
         found: list[Issue] = []
 
         for i, state in ctx.walk.action_states():  # the state at each action's turn
-            if actions[i].type != "tool_call":
+            action = actions[i]
+            if action.type != "tool_call" or action.tool is None:
                 continue
-            for v in engine.check(actions[i], state):
+            verdict = gate.decide(action.tool, action.parameters, state, action=action)
+            for objection in verdict.objections:
                 found.append(
                     ctx.issue(
-                        v.policy_name,
-                        v.reason,
+                        objection.rule,
+                        objection.reason,
                         index=i,
                         severity=Severity.ERROR,
                         tier=Tier.DECISION_PROCEDURE,

@@ -154,7 +154,7 @@ def test_policies_are_the_policy_files_content_or_the_servers_folder(tmp_path: P
         assert not failed and said.startswith("loaded 1 rule from the policies argument")
         assert [i["code"] for i in doc["issues"]] == ["deny_tool:rm"]
     doc, said, failed = call("policy_check", {"proposal": plan, "policies": {"deny_tool": [3]}})
-    assert failed and said == "policies.deny_tool[0]: expected a string"
+    assert failed and said == 'policies.deny_tool[0]: expected a string (deny_tool = ["rm"])'
     doc, said, failed = call("policy_check", {"proposal": plan, "policies": {"nope": 1}})
     assert failed and said.startswith("policies.nope: unknown key")
     doc, said, failed = call("policy_check", {"proposal": plan, "policies": {}})
