@@ -557,3 +557,21 @@ def test_the_readme_python_example_runs_from_the_checkout_root(tmp_path: Path) -
     assert done.returncode == 0, done.stderr
     lines = done.stdout.split()
     assert lines[:2] == ["1", "never_after"] and lines[2].startswith(str(tmp_path))
+
+
+def test_a_large_proposal_is_announced_on_a_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A check of many actions takes seconds: on a terminal it is said, in a pipe not."""
+    import json as json_
+
+    from car_verify.cli import main
+
+    plan = tmp_path / "big.json"
+    actions = [{"id": f"a{n}", "type": "tool_call", "tool": "t"} for n in range(5_000)]
+    plan.write_text(json_.dumps({"actions": actions}))
+    assert main(["verify", str(plan), "-q", "--exit-zero", "--max-actions", "10000"]) == 0
+    assert "checking 5,000 actions" not in capsys.readouterr().err
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    main(["verify", str(plan), "-q", "--exit-zero", "--max-actions", "10000"])
+    assert "checking 5,000 actions" in capsys.readouterr().err

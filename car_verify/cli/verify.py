@@ -137,6 +137,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     shown = progress(len(sources), "verify", "files", show=None if len(sources) > 1 else False)
     for source in sources:
         shown.update()
+        _say_when_large(source.proposal, len(sources))
         result = verify(
             source.proposal,
             tools=tools,
@@ -253,3 +254,17 @@ def _verify_settings(args: argparse.Namespace, passes: list[str] | None) -> dict
 def _profile_source(args: argparse.Namespace) -> str:
     _profile(args)
     return str(args._resolved_profile[1])
+
+
+#: From how many actions a lone proposal's check is announced on a terminal: a
+#: check of 50,000 actions takes several seconds, which a silent prompt hides.
+LARGE_PROPOSAL = 5_000
+
+
+def _say_when_large(proposal: Any, files: int) -> None:
+    """On a terminal, say that a large lone proposal is being checked (several
+    files have their own progress bar)."""
+    count = len(getattr(proposal, "actions", ()))
+    if files == 1 and count >= LARGE_PROPOSAL and sys.stderr.isatty():
+        sys.stderr.write(f"car-verify: checking {count:,} actions ...\n")
+        sys.stderr.flush()
