@@ -120,7 +120,7 @@ def walks(graph: dict[str, Any], limit: int) -> list[tuple[str, ...]]:
         path = queue.popleft()
         out.append(path)
         if len(path) < limit:
-            for nxt in succ.get(path[-1], ()):
+            for nxt in dict.fromkeys(succ.get(path[-1], ())):  # an edge listed twice: once
                 queue.append((*path, nxt))
     return out
 
