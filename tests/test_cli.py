@@ -570,8 +570,15 @@ def test_a_large_proposal_is_announced_on_a_terminal(
     plan = tmp_path / "big.json"
     actions = [{"id": f"a{n}", "type": "tool_call", "tool": "t"} for n in range(5_000)]
     plan.write_text(json_.dumps({"actions": actions}))
+    import io
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
     assert main(["verify", str(plan), "-q", "--exit-zero", "--max-actions", "10000"]) == 0
     assert "checking 5,000 actions" not in capsys.readouterr().err
-    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
     main(["verify", str(plan), "-q", "--exit-zero", "--max-actions", "10000"])
-    assert "checking 5,000 actions" in capsys.readouterr().err
+    assert "checking 5,000 actions" in terminal.getvalue()
