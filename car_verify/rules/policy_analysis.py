@@ -1251,13 +1251,16 @@ def _sliceable(pieces: Sequence[_Piece]) -> bool:
     return all(p.local is not None or (p.slot is None and z3.is_true(p.formula)) for p in pieces)
 
 
-def _redundancy(refs: Sequence[RuleRef], *, sliced: bool = True) -> list[PolicyFinding]:
-    """Dead and shadowed rules, cancelled allow-list entries, contradictory pairs."""
+def _redundancy(
+    refs: Sequence[RuleRef], *, sliced: bool = True, seconds: float | None = LINT_SECONDS
+) -> list[PolicyFinding]:
+    """Dead and shadowed rules, cancelled allow-list entries, contradictory pairs
+    (``seconds``: the questions' time budget; None: no budget)."""
     rules = _one_call(refs)
     if not rules:
         return []
     model = _Model(rules)
-    judge = _Judge(model, sliced=sliced, seconds=LINT_SECONDS)
+    judge = _Judge(model, sliced=sliced, seconds=seconds)
     outright = {r.rule: r for r in rules if r.kind == "deny_tool"}
     found: list[PolicyFinding] = []
 
