@@ -20,7 +20,8 @@ from car_verify.importers import ImportProblem, Trajectory, read, read_file
 pq = pytest.importorskip("pyarrow.parquet")
 
 ROOT = Path(__file__).resolve().parent.parent
-CORPUS = ROOT.parent / "shared" / "corpora" / "tau-bench-airline" / "gpt-4o-airline.json"
+#: The tau-bench airline corpus (MIT), bundled gzipped with its licence.
+CORPUS = ROOT / "examples" / "tau-bench-airline" / "gpt-4o-airline.json.gz"
 
 
 def trajectories(path: Path) -> list[Trajectory]:
@@ -68,14 +69,13 @@ def test_anthropic_and_atif_records(tmp_path: Path) -> None:
     assert second.metadata == {"task": "t7", "agent_name": "a", "schema_version": "ATIF-v1.7"}
 
 
-@pytest.mark.skipif(not CORPUS.exists(), reason="the shared corpora are not beside the checkout")
 def test_the_tau_bench_corpus() -> None:
     found = trajectories(CORPUS)
     assert len(found) == 200
     assert sum(len(t.calls) for t in found) == 1164
     assert len({c.tool for t in found for c in t.calls}) == 14
     assert len({t.id for t in found}) == 200  # task and trial together
-    doc = json.loads(CORPUS.read_text(encoding="utf-8"))
+    doc = json.loads(gzip.decompress(CORPUS.read_bytes()))
     assert sum(t.outcome == "success" for t in found) == sum(r["reward"] >= 1 for r in doc)
     assert [(t.metadata["task_id"], t.metadata["trial"]) for t in found] == [
         (r["task_id"], r["trial"]) for r in doc
@@ -178,8 +178,6 @@ def test_the_audit_is_the_same_whatever_the_workers_and_resumes(
 
 
 def test_trace_rules_over_the_corpus(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    if not CORPUS.exists():
-        pytest.skip("the shared corpora are not beside the checkout")
     (tmp_path / "pol").mkdir()
     (tmp_path / "pol" / "auth.toml").write_text(
         '[[trace_rule]]\nname = "authenticate-first"\n'
@@ -406,7 +404,6 @@ def test_hostile_files_are_malformed_rows_naming_the_file_and_the_audit_goes_on(
     """A truncated or non-gzip .gz, bad UTF-8 inside one, a corrupt Parquet file, an
     over-nested record and a compression bomb each end as a malformed row naming
     the file; the good file is audited all the same."""
-    import gzip
 
     corpus = tmp_path / "corpus"
     corpus.mkdir()

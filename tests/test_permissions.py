@@ -8,6 +8,7 @@ killed writer.
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 import sys
@@ -34,7 +35,8 @@ from car_verify.plan.permissions import (
 from tests.car_oracle import runtime
 
 ROOT = Path(__file__).resolve().parent.parent
-CORPUS = ROOT.parent / "shared" / "corpora" / "tau-bench-airline" / "gpt-4o-airline.json"
+#: The tau-bench airline corpus (MIT), bundled gzipped with its licence.
+CORPUS = ROOT / "examples" / "tau-bench-airline" / "gpt-4o-airline.json.gz"
 
 
 def call(tool: str | None, params: dict[str, Any] | None = None, **fields: Any) -> dict[str, Any]:
@@ -266,11 +268,10 @@ def _corpus_calls() -> list[dict[str, Any]]:
             for v in node:
                 walk(v)
 
-    walk(json.loads(CORPUS.read_text(encoding="utf-8")))
+    walk(json.loads(gzip.decompress(CORPUS.read_bytes())))
     return calls
 
 
-@pytest.mark.skipif(not CORPUS.exists(), reason="the shared corpora are not beside the checkout")
 def test_classify_and_evaluate_agree_with_the_runtime_on_real_tool_calls() -> None:
     rt = runtime()
     calls = _corpus_calls()
