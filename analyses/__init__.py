@@ -19,7 +19,6 @@ from car_verify.analyses.strips import StripsPass
 from car_verify.analyses.structure import StructurePass
 from car_verify.analyses.tool_schema import ToolSchemaPass
 from car_verify.analyses.transactions import TransactionPass
-
 from car_verify.passes import Pass
 
 __all__ = [

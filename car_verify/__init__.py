@@ -9,7 +9,6 @@ True
 from __future__ import annotations
 
 import importlib
-import sys
 from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
@@ -152,42 +151,6 @@ _LAZY = {
         ["check_workflow_policies", "verify_workflow", "verify_workflow_graph"], "deciders.workflow"
     ),
 }
-
-
-class _SourceTree:
-    """Run from a source checkout (``python -c`` in the repository, after ``pip
-    install .``, imports this folder before the installed package), the built-in
-    passes and grammars are the checkout's top-level ``analyses/`` and
-    ``grammars/`` folders: this finder maps them to ``car_verify.analyses`` and
-    ``car_verify.grammars``, as the packaging configuration does at install time.
-    Installed, the subpackages are inside the package and this finder is not added."""
-
-    def __init__(self, root: str) -> None:
-        self.root = root
-
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name not in ("car_verify.analyses", "car_verify.grammars"):
-            return None
-        import importlib.util
-        import os
-
-        folder = os.path.join(self.root, name.rpartition(".")[2])
-        return importlib.util.spec_from_file_location(
-            name, os.path.join(folder, "__init__.py"), submodule_search_locations=[folder]
-        )
-
-
-def _map_source_tree() -> None:
-    import os
-
-    here = os.path.dirname(os.path.abspath(__file__))
-    root = os.path.dirname(here)
-    inside = os.path.isdir(os.path.join(here, "analyses"))
-    if not inside and os.path.isfile(os.path.join(root, "analyses", "__init__.py")):
-        sys.meta_path.append(_SourceTree(root))
-
-
-_map_source_tree()
 
 
 def _load_views() -> object:

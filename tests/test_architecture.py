@@ -301,6 +301,28 @@ def test_every_subpackage_of_the_source_tree_is_installed() -> None:
         assert name in listed, f"{name} is not in [tool.setuptools] packages"
 
 
+def test_the_checkout_links_the_folders_the_install_maps() -> None:
+    """pyproject.toml's package-dir installs the top-level analyses/ and grammars/ as
+    car_verify.analyses and car_verify.grammars; in the checkout car_verify/analyses
+    and car_verify/grammars are relative links to them, so that mypy --strict on
+    the source tree (``mypy`` in the checkout: [tool.mypy] files, run by .ci/run),
+    ruff and a ``python`` started in the checkout see the package the install has."""
+    import os
+    import tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    config = tomllib.loads((root / "pyproject.toml").read_text())
+    mapped = dict(config["tool"]["setuptools"]["package-dir"])
+    assert mapped.pop("car_verify") == "car_verify"
+    assert mapped == {"car_verify.analyses": "analyses", "car_verify.grammars": "grammars"}
+    for name, folder in mapped.items():
+        link = root.joinpath(*name.split("."))
+        assert link.is_symlink(), f"{link} is not a link to {folder}/"
+        assert os.readlink(link) == f"../{folder}"  # relative: a clone anywhere works
+        assert (link / "__init__.py").samefile(root / folder / "__init__.py")
+    assert config["tool"]["mypy"]["files"] == ["car_verify"]
+
+
 def test_a_module_new_to_an_ordered_layer_must_be_placed() -> None:
     with pytest.raises(AssertionError, match="no place inside its layer"):
         _rank_inside("car_verify.semantics.newcomer")

@@ -533,15 +533,22 @@ def test_output_file_and_exit_zero(tmp_path: Path, capsys: pytest.CaptureFixture
 
 def test_the_readme_python_example_runs_from_the_checkout_root(tmp_path: Path) -> None:
     """From a source checkout (the README's own folder), the checkout's package
-    shadows the installed one: it maps its top-level analyses/ and grammars/ as
-    the install does, so the passes and the trace-rule grammar are found."""
+    shadows the installed one: its links car_verify/analyses and car_verify/grammars
+    reach the top-level folders the install maps, so the passes and the trace-rule
+    grammar are found."""
     import shutil
     import subprocess
     import sys
 
     root = Path(__file__).resolve().parents[1]
     for name in ("car_verify", "analyses", "grammars"):
-        shutil.copytree(root / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(
+            root / name,
+            tmp_path / name,
+            symlinks=True,  # the links as they are in the checkout
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
+    assert (tmp_path / "car_verify" / "analyses").is_symlink()
     code = (
         "import car_verify\n"
         "p = {'actions': [{'id': 'a', 'type': 'tool_call', 'tool': 't', 'read_set': ['x'],"

@@ -478,7 +478,6 @@ def test_budget_exhaustion_is_reported_as_sampled_never_a_silent_pass() -> None:
     result_v = car_verify.verify(doc, policies=pe, passes=["policies"], profile="strict")
     assert result_v.issues == []  # the default budget covers 2^12 states
     from car_verify.analyses.policies import PolicyPass
-
     from car_verify.passes import Context, Options
 
     ctx = Context(car_verify.load(doc), options=Options(trace_budget=50), policies=pe)
