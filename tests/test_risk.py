@@ -697,7 +697,7 @@ def test_risks_compiled_rejection_rule_is_the_walks(
 
     sem = semantics_of(profile)
     model = load(proposal)
-    plan = _compile(model, {}, _Goal(None), semantics=sem)
+    plan = _compile(model, {}, _Goal(None), False, semantics=sem)
     current = dict(state or {})
     for step in plan.steps:
         plain = blockers(

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 import car_verify
+from tests.strategies import proposals
 
 # One action for each way to run or be blocked, and a cycle that is not walked.
 PLAN: dict[str, Any] = {
@@ -260,7 +264,9 @@ def test_a_failed_call_lands_nothing_and_its_waiters_say_it_failed() -> None:
     # under car, `dependencies` order nothing: b runs although a failed
     assert _walk(CHAIN, "car", dispatch=lambda i: i != 0).state == {"y": 1, "z": 1}
     with pytest.raises(ValueError, match="simulate mode only"):
-        car_verify.semantics.walk.walk(plain.dag, {}, dispatch=lambda i: True)
+        car_verify.semantics.walk.walk(
+            plain.dag, {}, semantics=plain.semantics, dispatch=lambda i: True
+        )
 
 
 def test_an_aborting_action_that_does_not_succeed_stops_the_run() -> None:
@@ -333,9 +339,111 @@ def test_turns_hands_each_turn_to_its_driver_and_lands_what_it_says() -> None:
         assert walked.state == {"x": 2}
         assert walked.traces[1].blocked  # it saw x = 2 (car), or the level's start (strict)
     with pytest.raises(StopIteration):  # verify mode dispatches nothing
-        next(turns(semantics_of("car").order(load(doc)), {}, mode="verify"))
+        car = semantics_of("car")
+        next(turns(car.order(load(doc)), {}, mode="verify", semantics=car))
     strict = semantics_of("strict")
     run = turns(strict.order(load(doc)), {}, semantics=strict)
     next(run)
     with pytest.raises(ValueError, match="a turn of 2 actions was answered with 1"):
         run.send([RAN])
+
+
+# --- the one skeleton: the order of turns and the stop rule ---------------------------
+
+SKELETON = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _plain_turns(levels: list[list[int]], profile: str) -> list[tuple[int, tuple[int, ...]]]:
+    """The order of turns as docs/semantics.md says it: level by level; a turn per
+    action under car (in proposal order), a turn per level under strict."""
+    if profile == "car":
+        return [(n, (i,)) for n, level in enumerate(levels) for i in level]
+    return [(n, tuple(level)) for n, level in enumerate(levels)]
+
+
+@SKELETON
+@given(proposals(), st.sampled_from(["car", "strict"]))
+def test_the_skeleton_gives_the_turns_of_the_plain_definition(
+    doc: dict[str, Any], profile: str
+) -> None:
+    """``schedule`` gives the plain order of turns, each turn's first and last of its
+    level marked; and every reader takes its turns from it: the walk's coroutine,
+    ``Walk.action_states``, risk's compiled steps (a step flushes at its turn's end)."""
+    from car_verify.ir.model import load
+    from car_verify.plan.risk import _compile, _Goal
+    from car_verify.semantics import semantics_of
+    from car_verify.semantics.walk import RAN, schedule, turns, walk
+
+    sem = semantics_of(profile)
+    dag = sem.order(load(doc))
+    slots = list(schedule(dag, sem))
+    plain = _plain_turns([list(level) for level in dag.levels], profile)
+    assert [(level, tuple(members)) for level, members, _, _ in slots] == plain
+    for k, (level, _, opens, closes) in enumerate(slots):
+        assert opens == (k == 0 or slots[k - 1][0] != level)
+        assert closes == (k == len(slots) - 1 or slots[k + 1][0] != level)
+
+    driven: list[tuple[int, tuple[int, ...], bool, bool]] = []
+    run = turns(dag, {}, semantics=sem)
+    try:
+        turn = next(run)
+        while True:
+            driven.append((turn.level, tuple(turn.members), turn.opens, turn.closes))
+            turn = run.send([RAN] * len(turn.members))
+    except StopIteration:
+        pass
+    assert driven == [(level, tuple(members), o, c) for level, members, o, c in slots]
+    walked = walk(dag, {}, mode="simulate", semantics=sem)
+    assert [i for i, _ in walked.action_states()] == [i for _, turn in plain for i in turn]
+    steps = _compile(load(doc), {}, _Goal(None), False, semantics=sem).steps
+    assert [(step.index, step.flush) for step in steps] == [
+        (i, k == len(turn) - 1) for _, turn in plain for k, i in enumerate(turn)
+    ]
+
+
+def test_the_stop_rule_takes_effect_when_the_turn_is_over() -> None:
+    from car_verify.semantics.walk import GOING, STOPPED, STOPPING, next_phase
+
+    assert next_phase(GOING, False, False) == next_phase(GOING, False, True) == GOING
+    assert next_phase(GOING, True, False) == STOPPING  # the rest of its turn still runs
+    assert next_phase(GOING, True, True) == STOPPED  # it was the turn's last member
+    assert next_phase(STOPPING, False, False) == STOPPING
+    assert next_phase(STOPPING, False, True) == STOPPED
+    assert next_phase(STOPPED, True, False) == next_phase(STOPPED, False, True) == STOPPED
+
+
+@SKELETON
+@given(proposals(), st.sampled_from(["car", "strict"]), st.data())
+def test_a_stop_aborts_every_later_turn_and_nothing_before(
+    doc: dict[str, Any], profile: str, data: st.DataObject
+) -> None:
+    """With calls that fail and actions whose not succeeding stops the run, an action
+    carries an ``aborted`` cause exactly when its turn comes after the turn of the
+    first action that stopped it (in the plain order of turns)."""
+    from car_verify.ir.model import load
+    from car_verify.semantics import semantics_of
+    from car_verify.semantics.walk import walk
+
+    sem = semantics_of(profile)
+    dag = sem.order(load(doc))
+    indices = list(range(dag.n))
+    failing = set(data.draw(st.lists(st.sampled_from(indices or [0]), max_size=3)))
+    aborts = set(data.draw(st.lists(st.sampled_from(indices or [0]), max_size=3)))
+    walked = walk(
+        dag, {}, mode="simulate", semantics=sem, dispatch=lambda i: i not in failing, aborts=aborts
+    )
+    plain = _plain_turns([list(level) for level in dag.levels], profile)
+    first = next(
+        (
+            k
+            for k, (_, turn) in enumerate(plain)
+            for i in turn
+            if i in aborts and (walked.traces[i].blocked or i in walked.failed)
+        ),
+        len(plain),
+    )
+    for k, (_, turn) in enumerate(plain):
+        for i in turn:
+            trace = walked.traces[i]
+            aborted = any(c.kind == "aborted" for c in trace.causes)
+            assert aborted == (k > first), (k, first, trace)

@@ -63,13 +63,12 @@ from typing import Any, Final
 from ..base.errors import InputError, UsageError, deep_values_are_input_errors
 from ..base.findings import Tier
 from ..base.progress import Progress
-from ..base.values import ABSENT, json_equal
+from ..base.values import json_equal
 from ..ir.model import ActionProposal, load
 from ..semantics import semantics_of
 from ..semantics.base import Semantics
-from ..semantics.car import CAR
 from ..semantics.dag import Dag
-from ..semantics.walk import Dispatch, Walk, walk
+from ..semantics.walk import GOING, STOPPED, Dispatch, Walk, blockers, next_phase, schedule, walk
 
 __all__ = ["DEFAULT_SEED", "History", "RiskConfig", "RiskResult", "rates_from_history", "risk"]
 
@@ -333,10 +332,10 @@ class _Step:
     #: The actions (a bit mask by position) whose not succeeding rejects this one:
     #: ``strict``'s explicit and output-reference dependencies; none under ``car``.
     waits: int = 0
-    #: The step is the last of its turn (``Semantics.turns``): the effects that
-    #: landed so far take effect after it, and a stop stops the run. Every step
-    #: under ``car`` (each action sees those before it), a level's last under
-    #: ``strict`` (a level sees the state it began with).
+    #: The step is the last of its turn (the walk's ``schedule``): the effects that
+    #: landed so far take effect after it, and a stop stops the run (``next_phase``).
+    #: Every step under ``car`` (each action sees those before it), a level's last
+    #: under ``strict`` (a level sees the state it began with).
     flush: bool = True
 
 
@@ -350,7 +349,7 @@ class _Plan:
     #: (bit j: action j), built in one sweep against the walk's order.
     descendants: list[int]
     #: The semantics the walk follows (its operators, order and levels).
-    semantics: Semantics = CAR
+    semantics: Semantics
     #: Per position in the walk: the actions some later step waits for (a mask).
     waited_after: list[int] = field(default_factory=list)
 
@@ -359,38 +358,37 @@ def _compile(
     proposal: ActionProposal,
     rates: Mapping[str, float],
     goal: _Goal,
-    failure_behavior: bool = False,
-    semantics: Semantics = CAR,
+    failure_behavior: bool,
+    semantics: Semantics,
 ) -> _Plan:
     order = semantics.order(proposal)
     walk_order = [i for level in order.levels for i in level]
     steps = []
-    for members in order.levels:
-        for turn in semantics.turns(members):
-            for place, index in enumerate(turn):
-                action = proposal.actions[index]
-                tool = _tool(action) if action.type == "tool_call" else None
-                rate = rates.get(tool, 1.0) if tool else 1.0
-                behaviour = action.failure_behavior.value
-                if failure_behavior and behaviour == "retry" and tool:
-                    rate = effective_rate(rate, action.max_retries)  # then, failing, it aborts
-                waits = 0
-                for t in order.waits_for(index):
-                    waits |= 1 << t
-                steps.append(
-                    _Step(
-                        index,
-                        action.id,
-                        tool,
-                        rate,
-                        [(p.key, p.operator, p.value) for p, _ in semantics.checks(action)],
-                        list(order.keys[index]),
-                        dict(semantics.effects(action)),
-                        stops=failure_behavior and behaviour in ("abort", "retry"),
-                        waits=waits,
-                        flush=place == len(turn) - 1,
-                    )
+    for _, turn, _, _ in schedule(order, semantics):  # the walk's order of turns
+        for place, index in enumerate(turn):
+            action = proposal.actions[index]
+            tool = _tool(action) if action.type == "tool_call" else None
+            rate = rates.get(tool, 1.0) if tool else 1.0
+            behaviour = action.failure_behavior.value
+            if failure_behavior and behaviour == "retry" and tool:
+                rate = effective_rate(rate, action.max_retries)  # then, failing, it aborts
+            waits = 0
+            for t in order.waits_for(index):
+                waits |= 1 << t
+            steps.append(
+                _Step(
+                    index,
+                    action.id,
+                    tool,
+                    rate,
+                    [(p.key, p.operator, p.value) for p, _ in semantics.checks(action)],
+                    list(order.keys[index]),
+                    dict(semantics.effects(action)),
+                    stops=failure_behavior and behaviour in ("abort", "retry"),
+                    waits=waits,
+                    flush=place == len(turn) - 1,
                 )
+            )
     live_after: list[set[str]] = [set() for _ in steps]
     live = set(goal.keys)
     for n in range(len(steps) - 1, -1, -1):
@@ -424,17 +422,14 @@ def _tool(action: Any) -> str:
 
 
 def _blocked(plan: _Plan, step: _Step, state: Mapping[str, Any], notok: int) -> bool:
-    """Whether the step is rejected at its turn: a tool call naming no tool, a false
-    part of its predicate, an absent key it depends on, or (``strict``) an action it
-    waits for that did not succeed (``notok``: a mask of those)."""
+    """Whether the step is rejected at its turn: a tool call naming no tool, or what
+    the walk says blocks an action (``blockers``): a false part of its predicate, an
+    absent key it depends on, or (``strict``) an action it waits for that did not
+    succeed (``notok``: a mask of those)."""
     if step.tool == "":  # a tool call naming no tool is never dispatched
         return True
-    if step.waits & notok:
-        return True
-    holds = plan.semantics.holds
-    if any(not holds(op, state.get(key, ABSENT), value) for key, op, value in step.preconditions):
-        return True
-    return any(key not in state for key in step.depends)
+    waited = (lambda t: notok >> t & 1 == 1) if step.waits else None
+    return bool(blockers(plan.order, step.index, state, waited, plan.semantics))
 
 
 # --- the result ----------------------------------------------------------------------
@@ -618,7 +613,7 @@ class _Run:
     """A trial part-way through the walk."""
 
     __slots__ = (
-        "calls", "failed", "landed", "notok", "pending", "rejected", "state", "stopped", "stopping",
+        "calls", "failed", "landed", "notok", "pending", "phase", "rejected", "state",
     )  # fmt: skip
 
     def __init__(self, state: dict[str, Any]) -> None:
@@ -631,10 +626,9 @@ class _Run:
         #: The actions that did not succeed (a mask by action position).
         self.notok = 0
         self.calls = 0
-        #: The run has stopped: every later step is rejected. A step that stops it
-        #: sets ``stopping``, which stops it at the end of its turn (see end_of).
-        self.stopped = False
-        self.stopping = False
+        #: The walk's stop rule (``next_phase``): once ``STOPPED``, every later step is
+        #: rejected; a step that stops the run stops it at the end of its turn.
+        self.phase = GOING
 
     def copy(self) -> _Run:
         run = _Run(dict(self.state))
@@ -644,8 +638,7 @@ class _Run:
             list(self.failed),
             list(self.landed),
         )
-        run.calls, run.stopped, run.notok = self.calls, self.stopped, self.notok
-        run.stopping = self.stopping
+        run.calls, run.phase, run.notok = self.calls, self.phase, self.notok
         return run
 
     def end_of(self, step: _Step) -> None:
@@ -656,7 +649,7 @@ class _Run:
             if self.pending:
                 self.state.update(self.pending)
                 self.pending.clear()
-            self.stopped = self.stopped or self.stopping
+            self.phase = next_phase(self.phase, False, True)
 
 
 def _advance(plan: _Plan, run: _Run, n: int) -> int | None:
@@ -665,10 +658,10 @@ def _advance(plan: _Plan, run: _Run, n: int) -> int | None:
     steps = plan.steps
     while n < len(steps):
         step = steps[n]
-        if run.stopped or _blocked(plan, step, run.state, run.notok):
+        if run.phase == STOPPED or _blocked(plan, step, run.state, run.notok):
             run.rejected.append(n)
             run.notok |= 1 << step.index
-            run.stopping = run.stopping or step.stops
+            run.phase = next_phase(run.phase, step.stops, False)
         elif step.tool is not None:
             return n
         else:
@@ -689,7 +682,7 @@ def _decide(plan: _Plan, run: _Run, n: int, ok: bool) -> int:
     else:
         run.failed.append(n)
         run.notok |= 1 << step.index
-        run.stopping = run.stopping or step.stops
+        run.phase = next_phase(run.phase, step.stops, False)
     run.end_of(step)
     return n + 1
 
@@ -880,10 +873,6 @@ def _sampled(
     return tally
 
 
-#: A run of the exact programme goes on, stops at the end of this turn, or stopped.
-_GOING, _STOPPING, _STOPPED = 0, 1, 2
-
-
 def _exact(
     plan: _Plan, state: dict[str, Any], goal: _Goal, work: _Work, forced: int | None = None
 ) -> _Tally:
@@ -911,10 +900,10 @@ def _exact(
     kept = tuple(sorted((k, t) for k, t in start.items() if k in first_live))
     # (live state, effects landed but not yet in effect, the actions later steps wait
     # for that did not succeed, tool calls so far, landed so far, all landed,
-    # descendants of the forced step rejected so far, stopped: _GOING, _STOPPING or
-    # _STOPPED) -> probability
+    # descendants of the forced step rejected so far, the phase under the walk's stop
+    # rule: GOING, STOPPING or STOPPED) -> probability
     State = tuple[tuple[Any, ...], tuple[Any, ...], int, int, int, bool, int, int]
-    states: dict[State, float] = {(kept, (), 0, 0, 0, True, 0, _GOING): 1.0}
+    states: dict[State, float] = {(kept, (), 0, 0, 0, True, 0, GOING): 1.0}
     forced_desc = plan.descendants[plan.steps[forced].index] if forced is not None else 0
     for n, step in enumerate(plan.steps):
         nxt: dict[tuple[Any, ...], float] = defaultdict(float)
@@ -923,8 +912,8 @@ def _exact(
         for (items, pend, notok, calls, landed, all_landed, hit, stopped), p in states.items():
             texts, pending = dict(items), dict(pend)
             current = {k: values[t] for k, t in items}
-            stops = max(stopped, _STOPPING if step.stops else _GOING)
-            if stopped == _STOPPED or _blocked(plan, step, current, notok):
+            stops = next_phase(stopped, step.stops, False)
+            if stopped == STOPPED or _blocked(plan, step, current, notok):
                 tally.rejected[n] += p
                 if forced is not None and n == forced:
                     continue  # the forced step did not fail here: not one of its runs
@@ -1002,8 +991,10 @@ class _Layer:
         the actions that did not succeed, only those a later step waits for."""
         if self.flush and pending:  # what landed takes effect now
             items, pending = {**items, **pending}, {}
-        if self.flush and counts[-1] == _STOPPING:  # and a stop stops the run
-            counts = (*counts[:-1], _STOPPED)
+        if self.flush:  # the turn is over: a stop takes effect (the walk's next_phase)
+            phase = next_phase(counts[-1], False, True)
+            if phase != counts[-1]:
+                counts = (*counts[:-1], phase)
         out = []
         for k, t in items.items():
             if k in self.live:

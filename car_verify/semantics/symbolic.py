@@ -37,6 +37,7 @@ from . import semantics_of
 from .base import Semantics
 from .dag import Dag
 from .value_domain import constant_text, literal
+from .walk import schedule
 
 __all__ = [
     "OPAQUE_MARKER",
@@ -275,20 +276,19 @@ class Encoder:
         blocked: list[Any] = [self.false] * dag.n
         # "none of these ran blocked", once per duplicated id waited for (Dag.waits_shared_with)
         shared: dict[str, Any] = {}
-        for members in dag.levels:
-            for turn in sem.turns(members):  # the walk's turns (car_verify.semantics.walk)
-                for i in turn:  # the walk's needs, each made a term
-                    ok = []
-                    for pre, _ in sem.checks(actions[i]):
-                        present, value = state[pre.key]
-                        ok.append(self.holds(pre, present, value))
-                    for key in dag.keys[i]:
-                        ok.append(state[key][0])
-                    if not assume_unblocked:
-                        ok.extend(self._ran(dag, i, blocked, shared))
-                    blocked[i] = self.z3.Not(self.z3.And(*ok)) if ok else self.false
-                for i in turn:  # the turn is over: its effects land, in proposal order
-                    self._apply(state, i, sem.effects(actions[i]), blocked, assume_unblocked)
+        for _, turn, _, _ in schedule(dag, sem):  # the walk's order of turns
+            for i in turn:  # the walk's needs, each made a term
+                ok = []
+                for pre, _ in sem.checks(actions[i]):
+                    present, value = state[pre.key]
+                    ok.append(self.holds(pre, present, value))
+                for key in dag.keys[i]:
+                    ok.append(state[key][0])
+                if not assume_unblocked:
+                    ok.extend(self._ran(dag, i, blocked, shared))
+                blocked[i] = self.z3.Not(self.z3.And(*ok)) if ok else self.false
+            for i in turn:  # the turn is over: its effects land, in proposal order
+                self._apply(state, i, sem.effects(actions[i]), blocked, assume_unblocked)
         return SymbolicRun(state, blocked, dag)
 
     def _apply(

@@ -17,10 +17,17 @@ cascades); in ``simulate`` mode they are skipped and an action that waits for a
 blocked one (``Dag.waits_for``: ``strict``'s explicit and output-reference
 dependencies; nothing under ``car``) is blocked too.
 
+The order of turns is defined here once (:func:`schedule`): level by level, each
+level's members in the turns its semantics makes of them (``Semantics.turns``),
+with the stop rule (:func:`next_phase`): a stop takes effect at the next turn.
+Every reader of the walk takes its turns from :func:`schedule`: :func:`turns`,
+:meth:`Walk.action_states`, the symbolic walk and risk's compiled walk.
+
 What an action needs at its turn is defined here once: its predicate (an
 assertion's, else its preconditions: :func:`checks`), the state keys it depends
 on (``Dag.keys``) and the actions it waits for (``Dag.waits_for``).
-:func:`blockers` judges those needs on a concrete JSON state.
+:func:`blockers` judges those needs on a concrete JSON state (risk's walk asks it
+too).
 
 :func:`turns` is the interpreter over JSON values, written once as a coroutine:
 it yields each turn (one action under a sequential semantics, a whole level under
@@ -50,24 +57,29 @@ from collections.abc import (
 )
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from ..base.values import ABSENT, KNOWN_OPERATORS
 from ..ir.model import Action, Precondition
 from .base import Semantics
 from .dag import Dag
-from .strict import STRICT
 
 __all__ = [
+    "GOING",
+    "STOPPED",
+    "STOPPING",
     "ActionTrace",
     "Cause",
     "Dispatch",
     "Outcome",
+    "Slot",
     "Turn",
     "Walk",
     "blockers",
     "checks",
     "describe",
+    "next_phase",
+    "schedule",
     "turns",
     "walk",
 ]
@@ -85,6 +97,45 @@ CauseKind = Literal[
 #: blocked; a string: it was refused before it ran (it counts as blocked; the
 #: string says why). Without one, every call succeeds.
 Dispatch = Callable[[int], "bool | str"]
+
+#: One turn of the walk's order (:func:`schedule`): its level, its members (in
+#: proposal order), and whether it is the first, and whether the last, turn of its level.
+Slot = tuple[int, Sequence[int], bool, bool]
+
+#: A run's phase under the stop rule (:func:`next_phase`): it goes on, it stops when
+#: the current turn is over, or it has stopped (every member of a later turn is
+#: rejected: ``aborted``).
+GOING: Final = 0
+STOPPING: Final = 1
+STOPPED: Final = 2
+
+
+def schedule(dag: Dag, semantics: Semantics) -> Iterator[Slot]:
+    """The order of turns the profile gives, the one skeleton of every walk: level
+    by level, and inside a level the turns ``semantics.turns`` makes of its members
+    (one per action under a sequential semantics, ``car``; the whole level under a
+    level-synchronous one, ``strict``).
+
+    The rules every reader follows with it: a turn's members see the state as the
+    turn began; their effects land when it is over, in proposal order; and a stop
+    takes effect at the next turn (:func:`next_phase`)."""
+    turns_of = semantics.turns
+    for level, members in enumerate(dag.levels):
+        groups = turns_of(members)
+        last = len(groups) - 1
+        for g, group in enumerate(groups):
+            yield level, group, g == 0, g == last
+
+
+def next_phase(phase: int, stops: bool, turn_over: bool) -> int:
+    """The stop rule: the run's phase once a member of a turn is done. A member that
+    stops the run (``stops``) makes a going run ``STOPPING``; when its turn is over
+    (``turn_over``: it was the turn's last member), a stopping run has ``STOPPED``.
+    So a stop takes effect at the next turn: under ``strict`` the rest of the level
+    was dispatched with the member that stopped it."""
+    if stops and phase == GOING:
+        phase = STOPPING
+    return STOPPED if turn_over and phase == STOPPING else phase
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +200,7 @@ class Walk:
     #: The state the walk began in (the caller's; read, never written).
     initial_state: Mapping[str, Any]
     #: The semantics it walked under.
-    semantics: Semantics = STRICT
+    semantics: Semantics
     #: The actions whose dispatched call failed (simulate mode, from the outcome source).
     failed: list[int] = field(default_factory=list)
 
@@ -159,15 +210,14 @@ class Walk:
         asking for the next action)."""
         state = dict(self.initial_state)
         skip = self._skipped()
-        sem = self.semantics
+        effects_of = self.semantics.effects
         actions = self.dag.actions
-        for members in self.dag.levels:
-            for turn in sem.turns(members):
-                for i in turn:
-                    yield i, state
-                for i in turn:  # the turn is over: its effects land, in proposal order
-                    if i not in skip:
-                        state.update(sem.effects(actions[i]))
+        for _, turn, _, _ in schedule(self.dag, self.semantics):
+            for i in turn:
+                yield i, state
+            for i in turn:  # the turn is over: its effects land, in proposal order
+                if i not in skip:
+                    state.update(effects_of(actions[i]))
 
     def _skipped(self) -> Container[int]:
         if self.mode == "verify":
@@ -215,7 +265,7 @@ FAILED = Outcome(False, failed=True)
 FAILED_STOPS = Outcome(False, failed=True, stops=True)
 
 
-def checks(action: Action, semantics: Semantics = STRICT) -> list[tuple[Precondition, Where]]:
+def checks(action: Action, semantics: Semantics) -> list[tuple[Precondition, Where]]:
     """What an action's turn must satisfy, with where each part is in the action
     (``strict``: an assertion's predicate, its preconditions and the one its
     parameters spell, else its preconditions)."""
@@ -226,8 +276,8 @@ def blockers(
     dag: Dag,
     i: int,
     state: Mapping[str, Any],
-    blocked: Callable[[int], bool] | None = None,
-    semantics: Semantics = STRICT,
+    blocked: Callable[[int], bool] | None,
+    semantics: Semantics,
 ) -> list[Cause]:
     """Why action ``i`` cannot run on ``state``, the state at its turn: each false
     part of its predicate, each absent key it depends on, and (when ``blocked(t)``
@@ -284,7 +334,7 @@ def turns(
     initial_state: Mapping[str, Any] | None = None,
     *,
     mode: Literal["verify", "simulate"] = "simulate",
-    semantics: Semantics = STRICT,
+    semantics: Semantics,
 ) -> Generator[Turn, Sequence[Outcome], Walk]:
     """The walk as a coroutine: the one interpreter every reader over JSON values
     drives (see the module's docstring for the modes).
@@ -295,7 +345,7 @@ def turns(
     member: what the driver made of it (it ran, it was dispatched and failed, it was
     blocked or refused), the effects that landed, and whether the run stops. After a
     turn with a stopping outcome every member of every later turn carries an
-    ``aborted`` cause. It returns the :class:`Walk`.
+    ``aborted`` cause (:func:`next_phase`). It returns the :class:`Walk`.
 
     In ``verify`` mode nothing is dispatched: it yields no turn (every blocked
     action's effects are applied anyway) and returns the walk at the first ``next``.
@@ -305,21 +355,21 @@ def turns(
     effects_of = semantics.effects
     traces: list[ActionTrace | None] = [None] * dag.n
     if mode != "simulate":
-        for level_no, members in enumerate(dag.levels):
-            for turn in semantics.turns(members):
-                for i in turn:
-                    causes = blockers(dag, i, state, None, semantics)
-                    if causes:  # verify needs only the blocked actions' traces
-                        traces[i] = ActionTrace(i, ids[i], level_no, True, causes)
-                for i in turn:  # the turn is over: its effects land, in proposal order
-                    state.update(effects_of(actions[i]))
+        for level_no, turn, _, _ in schedule(dag, semantics):
+            for i in turn:
+                causes = blockers(dag, i, state, None, semantics)
+                if causes:  # verify needs only the blocked actions' traces
+                    traces[i] = ActionTrace(i, ids[i], level_no, True, causes)
+            for i in turn:  # the turn is over: its effects land, in proposal order
+                state.update(effects_of(actions[i]))
         return Walk(state, traces, mode, dag, initial_state or {}, semantics)
 
     view = MappingProxyType(state)
     supplier: dict[str, int] = {}
     blocked = [False] * dag.n  # it did not run: blocked, refused, or its call failed
     failed: list[int] = []
-    stopped: Cause | None = None
+    phase = GOING
+    stopper: Cause | None = None  # the first member that stopped the run, as a cause
     shared: dict[str, tuple[list[Cause], list[str]]] = {}  # see Dag.waits_shared_with
 
     def land(i: int, change: Mapping[str, Any]) -> None:
@@ -327,45 +377,39 @@ def turns(
         for key in change:
             supplier[key] = i
 
-    for level_no, members in enumerate(dag.levels):
-        groups = semantics.turns(members)
-        last = len(groups) - 1
-        for g, group in enumerate(groups):
-            causes_of: list[list[Cause]] = []
-            afters: list[list[str]] = []
-            for i in group:
-                causes = blockers(dag, i, state, None, semantics)
-                waited, after = _waits_of(dag, i, blocked, shared, failed)
-                causes.extend(waited)
-                if stopped is not None:
-                    causes.append(stopped)
-                causes_of.append(causes)
-                afters.append(after)
-            said = yield Turn(level_no, group, causes_of, view, g == 0, g == last)
-            if len(said) != len(group):
-                raise ValueError(f"a turn of {len(group)} actions was answered with {len(said)}")
-            stops: Cause | None = None
-            landed: list[tuple[int, Mapping[str, Any]]] = []
-            for k, i in enumerate(group):
-                outcome, causes = said[k], causes_of[k]
-                if outcome.refused is not None:
-                    causes.append(Cause("refused", reason=outcome.refused))
-                if outcome.failed:
-                    failed.append(i)
-                blocked[i] = not outcome.ran
-                if outcome.stops and stops is None:
-                    stops = Cause("aborted", dependency=i, dependency_id=ids[i])
-                supplied = _supplied(dag, i, state, supplier, causes, semantics)
-                traces[i] = ActionTrace(
-                    i, ids[i], level_no, bool(causes), causes, supplied, afters[k]
-                )
-                if outcome.ran:
-                    change = effects_of(actions[i]) if outcome.effects is None else outcome.effects
-                    landed.append((i, change))
-            for i, change in landed:  # the turn is over: its effects land, in proposal order
-                land(i, change)
-            if stopped is None:
-                stopped = stops
+    for level_no, group, opens, closes in schedule(dag, semantics):
+        causes_of: list[list[Cause]] = []
+        afters: list[list[str]] = []
+        for i in group:
+            causes = blockers(dag, i, state, None, semantics)
+            waited, after = _waits_of(dag, i, blocked, shared, failed)
+            causes.extend(waited)
+            if stopper is not None and phase == STOPPED:
+                causes.append(stopper)
+            causes_of.append(causes)
+            afters.append(after)
+        said = yield Turn(level_no, group, causes_of, view, opens, closes)
+        if len(said) != len(group):
+            raise ValueError(f"a turn of {len(group)} actions was answered with {len(said)}")
+        landed: list[tuple[int, Mapping[str, Any]]] = []
+        last = len(group) - 1
+        for k, i in enumerate(group):
+            outcome, causes = said[k], causes_of[k]
+            if outcome.refused is not None:
+                causes.append(Cause("refused", reason=outcome.refused))
+            if outcome.failed:
+                failed.append(i)
+            blocked[i] = not outcome.ran
+            if outcome.stops and phase == GOING:
+                stopper = Cause("aborted", dependency=i, dependency_id=ids[i])
+            phase = next_phase(phase, outcome.stops, k == last)
+            supplied = _supplied(dag, i, state, supplier, causes, semantics)
+            traces[i] = ActionTrace(i, ids[i], level_no, bool(causes), causes, supplied, afters[k])
+            if outcome.ran:
+                change = effects_of(actions[i]) if outcome.effects is None else outcome.effects
+                landed.append((i, change))
+        for i, change in landed:  # the turn is over: its effects land, in proposal order
+            land(i, change)
     return Walk(state, traces, mode, dag, initial_state or {}, semantics, failed)
 
 
@@ -374,7 +418,7 @@ def walk(
     initial_state: Mapping[str, Any] | None = None,
     *,
     mode: Literal["verify", "simulate"] = "verify",
-    semantics: Semantics = STRICT,
+    semantics: Semantics,
     dispatch: Dispatch | None = None,
     aborts: Container[int] = (),
 ) -> Walk:
