@@ -410,7 +410,7 @@ def evaluate_goal(request_json: str) -> str:
     from .plan.claims import evaluate_goal as run
 
     request = _read(request_json, "request")
-    return _text(_answer("request", lambda: run(request)).to_dict())
+    return _text(_answer("request", lambda: run(request, profile=PROFILE)).to_dict())
 
 
 def verify_tool_receipts(claims_json: str, receipts_json: str, window_complete: bool = True) -> str:

@@ -50,6 +50,23 @@ def levels(r: Any) -> list[list[str]]:
     return r.execution_levels  # type: ignore[no-any-return]
 
 
+GOAL_PLAN = {
+    "actions": [{"id": "w", "type": "state_write", "parameters": {"key": "x", "value": [1]}}]
+}
+
+
+def _goal_reached(profile: str) -> tuple[float | None, float | None]:
+    """C21: ``risk``'s p_goal_reached for the goals ``x == [1.0]`` (the row's plan) and
+    ``x == 1.0`` (the plan writing ``1``)."""
+    one = {"actions": [{"id": "w", "type": "state_write", "parameters": {"key": "x", "value": 1}}]}
+    return (
+        cv.risk(GOAL_PLAN, goal={"kind": "state_predicate", "key": "x", "equals": [1.0]},
+                profile=profile).p_goal_reached,
+        cv.risk(one, goal={"kind": "state_predicate", "key": "x", "equals": 1.0},
+                profile=profile).p_goal_reached,
+    )  # fmt: skip
+
+
 ROWS = [
     Row(
         "C1",
@@ -241,6 +258,13 @@ ROWS = [
         {"timestamp": "yesterday", "actions": []},
         lambda r: r == "rejected",
         lambda r: r.valid,
+    ),
+    Row(  # a goal's equality: the row's plan under risk (test_the_goal_check_is_the_runtimes
+        # in tests/test_risk.py holds evaluate_goal and risk to the runtime's)
+        "C21",
+        GOAL_PLAN,
+        lambda r: _goal_reached("car") == (0.0, 1.0),
+        lambda r: _goal_reached("strict") == (1.0, 1.0),
     ),
 ]
 

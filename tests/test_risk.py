@@ -413,6 +413,123 @@ def test_the_runtimes_estimate_lies_within_its_interval_of_the_exact_value(
     ) or any(r["p_present"] < 0.01 for r in ours.state_distribution)
 
 
+# --- the goal check: the runtime's, through the profile's semantics ----------
+
+#: Numbers where equalities part: an int and the float of its value, integers past
+#: f64's exact range and past 64 bits (a float to serde_json), signed zeros.
+EDGE_NUMBERS = [
+    *(0, 1, -1, 0.0, -0.0, 1.0, -1.0, 1.5, 1e20, -(2**63)),
+    *(2**53, 2**53 + 1, float(2**53), 2**63, 2**63 + 1, float(2**63)),
+    *(2**64, 2**64 + 1, float(2**64)),
+]
+goal_scalars = (
+    st.sampled_from(EDGE_NUMBERS)
+    | st.integers(-(2**66), 2**66)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.booleans()
+    | st.none()
+    | st.sampled_from(["", "1", "1.0", "true", "a"])
+)
+goal_values = st.recursive(
+    goal_scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from("ab"), inner),
+    max_leaves=5,
+)
+
+
+def _retyped(value: Any, flips: list[bool]) -> Any:
+    """``value`` with some of its numbers retyped (an int as a float, an integral float
+    as an int), ``flips`` saying which, in document order: a twin that one equality
+    calls equal and another does not."""
+    if isinstance(value, list):
+        return [_retyped(v, flips) for v in value]
+    if isinstance(value, dict):
+        return {k: _retyped(v, flips) for k, v in value.items()}
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not flips:
+        return value
+    if not flips.pop():
+        return value
+    if isinstance(value, int):
+        return float(value) if abs(value) < 2**1000 else value
+    return int(value) if value.is_integer() else value
+
+
+@st.composite
+def goal_pairs(draw: st.DrawFn) -> tuple[Any, Any]:
+    """A state value and a goal's ``equals``: unrelated, the same, or a retyped twin."""
+    actual = draw(goal_values)
+    how = draw(st.sampled_from(["other", "same", "twin", "twin"]))
+    if how == "other":
+        return actual, draw(goal_values)
+    if how == "same":
+        return actual, actual
+    return actual, _retyped(actual, draw(st.lists(st.booleans(), min_size=1, max_size=8)))
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=300)
+@given(goal_pairs(), st.booleans())
+def test_the_goal_check_is_the_runtimes_in_evaluate_goal_and_risk(
+    pair: tuple[Any, Any], written: bool
+) -> None:
+    """The runtime's evaluate_goal and simulate_monte_carlo judge a state_predicate
+    alike: two numbers by their f64 value at the top (``1`` meets ``1.0``), anything
+    else as serde_json compares (``[1]`` does not meet ``[1.0]``). Under car,
+    car-verify's evaluate_goal and risk give the same verdicts (one evaluator,
+    ``Semantics.goal_equal``); risk's, whether the value was in the initial state
+    or written by the plan."""
+    from car_verify.plan.claims import evaluate_goal
+
+    rt = pytest.importorskip("car_runtime")
+    actual, expected = pair
+    goal = goal_key("x", expected)
+    request = {"condition": goal, "inputs": {"state": {"x": actual}}}
+    theirs = json.loads(rt.evaluate_goal(json.dumps(request)))
+    assert evaluate_goal(request).met == theirs["met"], (actual, expected)
+    if written:
+        plan = {"actions": [{"id": "w", "type": "state_write",
+                             "parameters": {"key": "x", "value": actual}}]}  # fmt: skip
+        state = None
+    else:
+        plan, state = {"actions": []}, {"x": actual}
+    sampled = json.loads(
+        rt.simulate_monte_carlo(
+            json.dumps(plan),
+            None if state is None else json.dumps(state),
+            None,
+            json.dumps(goal),
+            json.dumps({"trials": 10}),
+        )
+    )
+    assert sampled["p_goal_reached"] == (1.0 if theirs["met"] else 0.0)  # the runtime's two agree
+    assert risk(plan, state, goal=goal).p_goal_reached == sampled["p_goal_reached"]
+
+
+def test_a_goal_compares_values_as_the_profile_does() -> None:
+    """Under car the runtime's goal check; under strict docs/semantics.md §2's
+    equality (numbers by value at any depth). Plans writing ``1`` and ``1.0`` are
+    not equivalent under car, yet both meet ``equals: 1.0``: the runtime's answers."""
+    from car_verify.plan.claims import evaluate_goal
+
+    def met(actual: Any, expected: Any, profile: str) -> tuple[bool, float | None]:
+        request = {"condition": goal_key("x", expected), "inputs": {"state": {"x": actual}}}
+        writes = {"actions": [{"id": "w", "type": "state_write",
+                               "parameters": {"key": "x", "value": actual}}]}  # fmt: skip
+        p = risk(writes, goal=goal_key("x", expected), profile=profile).p_goal_reached
+        return evaluate_goal(request, profile=profile).met, p
+
+    assert met(1, 1.0, "car") == met(1, 1.0, "strict") == (True, 1.0)
+    assert met([1], [1.0], "car") == (False, 0.0)
+    assert met([1], [1.0], "strict") == (True, 1.0)
+    assert met(2**53 + 1, float(2**53), "car") == (True, 1.0)  # f64 values
+    assert met(2**53 + 1, float(2**53), "strict") == (False, 0.0)  # exact values
+    assert met(True, 1, "car") == met(True, 1, "strict") == (False, 0.0)
+    one, other = (
+        {"actions": [{"id": "w", "type": "state_write", "parameters": {"key": "x", "value": v}}]}
+        for v in (1, 1.0)
+    )
+    assert not car_verify.equivalent(one, other, profile="car").equivalent
+
+
 # --- the command line ----------
 
 
@@ -622,9 +739,10 @@ def test_the_memoised_sampler_counts_what_the_plain_one_does(
     module = importlib.import_module("car_verify.plan.risk")
 
     model = load(proposal)
-    goal = module._Goal(None)
+    sem = semantics_of(profile)
+    goal = module._Goal(None, sem)
     rates = {t: 0.5 for t in rates} | rates
-    plan = module._compile(model, rates, goal, behaviour, semantics=semantics_of(profile))
+    plan = module._compile(model, rates, goal, behaviour, semantics=sem)
     config = module.RiskConfig.of({"trials": 300, "seed": 7})
     start = dict(state or {})
     plain = module._trials_plain(plan, start, goal, config, None)
@@ -697,7 +815,7 @@ def test_risks_compiled_rejection_rule_is_the_walks(
 
     sem = semantics_of(profile)
     model = load(proposal)
-    plan = _compile(model, {}, _Goal(None), False, semantics=sem)
+    plan = _compile(model, {}, _Goal(None, sem), False, semantics=sem)
     current = dict(state or {})
     for step in plan.steps:
         plain = blockers(

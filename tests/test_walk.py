@@ -395,7 +395,7 @@ def test_the_skeleton_gives_the_turns_of_the_plain_definition(
     assert driven == [(level, tuple(members), o, c) for level, members, o, c in slots]
     walked = walk(dag, {}, mode="simulate", semantics=sem)
     assert [i for i, _ in walked.action_states()] == [i for _, turn in plain for i in turn]
-    steps = _compile(load(doc), {}, _Goal(None), False, semantics=sem).steps
+    steps = _compile(load(doc), {}, _Goal(None, sem), False, semantics=sem).steps
     assert [(step.index, step.flush) for step in steps] == [
         (i, k == len(turn) - 1) for _, turn in plain for k, i in enumerate(turn)
     ]

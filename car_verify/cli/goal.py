@@ -31,7 +31,9 @@ def cmd_goal(args: argparse.Namespace) -> int:
     from ..plan.claims import evaluate_goal
 
     with _named_inputs({"request": args.request}):
-        verdict = evaluate_goal(_read_file(args.request, dict, "goal request"))
+        verdict = evaluate_goal(
+            _read_file(args.request, dict, "goal request"), profile=_profile(args)
+        )
 
     def text() -> None:
         grounded = "" if verdict.grounded else " (ungrounded: it rests on a model judge)"

@@ -16,7 +16,10 @@ runtime does not know is an input error here (the runtime ignores it).
   ``model_judge``, ``tool_receipts_grounded``, ``plan_achieved``,
   ``state_consistent``), each leaf judged on the gathered inputs; a leaf whose
   input was not gathered fails closed. ``grounded`` is false when a met verdict
-  rests on a model judge alone.
+  rests on a model judge alone. A ``state_predicate``'s ``equals`` is compared as
+  the profile reads a goal (``Semantics.goal_equal``: under ``car`` the
+  runtime's check). :func:`judge_goal` is the one evaluator: risk judges each
+  end state with it.
 - :func:`verify_tool_receipts`: each claim (``invoked`` / ``count`` /
   ``absence``) is matched with a receipt, by ``call_id`` when it names one (any
   tool), else the first receipt of its tool. No receipt: a
@@ -31,10 +34,14 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ..base.errors import InputError, deep_values_are_input_errors, reject_unknown_fields
-from ..base.values import json_equal
+from ..semantics import semantics_of
+
+if TYPE_CHECKING:
+    from ..semantics.base import Semantics
+    from ..semantics.profiles import Profile
 
 
 def _object(
@@ -215,10 +222,15 @@ def _canonical(value: Any) -> str:
     return canonical_json(value)
 
 
-def _judge(node: Mapping[str, Any], inputs: Mapping[str, Any]) -> GoalVerdict:
+def judge_goal(
+    node: Mapping[str, Any], inputs: Mapping[str, Any], semantics: Semantics
+) -> GoalVerdict:
+    """The verdict of the goal condition ``node`` on the gathered ``inputs``, a
+    ``state_predicate``'s ``equals`` compared by ``semantics.goal_equal``. A leaf
+    whose input was not gathered, or of a kind it cannot judge, fails closed."""
     kind = node["kind"]
     if kind == "all_of":
-        children = [_judge(c, inputs) for c in node["conditions"]]
+        children = [judge_goal(c, inputs, semantics) for c in node["conditions"]]
         if not children:
             return GoalVerdict(True, True, "no conditions (vacuously met)")
         for child in children:
@@ -227,7 +239,7 @@ def _judge(node: Mapping[str, Any], inputs: Mapping[str, Any]) -> GoalVerdict:
         grounded = all(c.grounded for c in children)
         return GoalVerdict(True, grounded, f"all {len(children)} conditions met")
     if kind == "any_of":
-        children = [_judge(c, inputs) for c in node["conditions"]]
+        children = [judge_goal(c, inputs, semantics) for c in node["conditions"]]
         if not children:
             return GoalVerdict(False, True, "no conditions (vacuously unmet)")
         met = [c for c in children if c.met]
@@ -247,22 +259,24 @@ def _judge(node: Mapping[str, Any], inputs: Mapping[str, Any]) -> GoalVerdict:
         if key not in state:
             return GoalVerdict(False, True, f"state key '{key}' is not present")
         actual = state[key]
-        if json_equal(actual, expected):
+        if semantics.goal_equal(actual, expected):
             return GoalVerdict(True, True, f"state['{key}'] == {_canonical(expected)}")
         return GoalVerdict(
             False, True, f"state['{key}'] is {_canonical(actual)}, expected {_canonical(expected)}"
         )
     if kind == "command":
         exits = inputs.get("command_exits") or {}
-        ident, want = node["id"], node["expect_exit"]
+        ident, want = node.get("id"), node.get("expect_exit")
         if ident not in exits:
             return GoalVerdict(False, True, f"command check '{ident}' was not run")
         got = exits[ident]
         if got == want:
             return GoalVerdict(True, True, f"command '{ident}' exited {got}")
         return GoalVerdict(False, True, f"command '{ident}' exited {got}, expected {want}")
-    verdicts = inputs.get("model_verdicts") or {}  # model_judge
-    ident = node["id"]
+    if kind != "model_judge":
+        return GoalVerdict(False, True, f"a {kind!r} condition cannot be judged here")
+    verdicts = inputs.get("model_verdicts") or {}
+    ident = node.get("id")
     if ident not in verdicts:
         return GoalVerdict(False, True, f"model judge '{ident}' returned no verdict")
     if verdicts[ident]:
@@ -273,8 +287,11 @@ def _judge(node: Mapping[str, Any], inputs: Mapping[str, Any]) -> GoalVerdict:
 
 
 @deep_values_are_input_errors
-def evaluate_goal(request: Any) -> GoalVerdict:
-    """A goal condition's verdict on gathered inputs (see the module docs)."""
+def evaluate_goal(request: Any, *, profile: str | Profile | Semantics | None = None) -> GoalVerdict:
+    """A goal condition's verdict on gathered inputs (see the module docs), its
+    values compared as ``profile`` reads a goal (``car``, the default: as the
+    runtime's ``evaluate_goal`` does)."""
+    sem = semantics_of(profile)
     doc = _object(_decoded(request), [], ("condition", "inputs"), ("condition", "inputs"))
     _check_condition(doc["condition"], ["condition"])
     inputs = _object(doc["inputs"], ["inputs"], _INPUT_FIELDS)
@@ -290,7 +307,7 @@ def evaluate_goal(request: Any) -> GoalVerdict:
     for ident, verdict in (inputs.get("model_verdicts") or {}).items():
         if not isinstance(verdict, bool):
             raise InputError("expected true or false", ["inputs", "model_verdicts", ident])
-    return _judge(doc["condition"], inputs)
+    return judge_goal(doc["condition"], inputs, sem)
 
 
 # --- verify_tool_receipts -----------------------------------------------------------------

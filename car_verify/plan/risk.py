@@ -63,12 +63,12 @@ from typing import Any, Final
 from ..base.errors import InputError, UsageError, deep_values_are_input_errors
 from ..base.findings import Tier
 from ..base.progress import Progress
-from ..base.values import json_equal
 from ..ir.model import ActionProposal, load
 from ..semantics import semantics_of
 from ..semantics.base import Semantics
 from ..semantics.dag import Dag
 from ..semantics.walk import GOING, STOPPED, Dispatch, Walk, blockers, next_phase, schedule, walk
+from .claims import judge_goal
 
 __all__ = ["DEFAULT_SEED", "History", "RiskConfig", "RiskResult", "rates_from_history", "risk"]
 
@@ -269,10 +269,13 @@ def _tools_by_action(proposal: ActionProposal) -> dict[str, str]:
 
 
 class _Goal:
-    """A ``GoalCondition`` compiled: which keys it reads, and its value in a state."""
+    """A ``GoalCondition`` compiled: which keys it reads, and its value in a state
+    (judged by ``evaluate_goal``'s evaluator, its values compared as the profile
+    reads a goal)."""
 
-    def __init__(self, goal: Mapping[str, Any] | None) -> None:
+    def __init__(self, goal: Mapping[str, Any] | None, semantics: Semantics) -> None:
         self.goal = goal
+        self.semantics = semantics
         self.keys: set[str] = set()
         self.underivable: list[str] = []
         if goal is not None:
@@ -299,19 +302,11 @@ class _Goal:
             self.underivable.append(f"{kind}:{ident}" if isinstance(ident, str) else kind)
 
     def holds(self, state: Mapping[str, Any]) -> bool:
-        return self.goal is not None and _holds(self.goal, state)
-
-
-def _holds(node: Mapping[str, Any], state: Mapping[str, Any]) -> bool:
-    kind = node["kind"]
-    if kind == "all_of":
-        return all(_holds(c, state) for c in node["conditions"])
-    if kind == "any_of":
-        return any(_holds(c, state) for c in node["conditions"])
-    if kind == "state_predicate":
-        key = node["key"]
-        return key in state and json_equal(state[key], node["equals"])
-    return False
+        """Whether the goal is met in ``state``: the one goal evaluator's verdict, with
+        the state as the only input gathered (every other leaf fails closed)."""
+        if self.goal is None:
+            return False
+        return judge_goal(self.goal, {"state": state}, self.semantics).met
 
 
 # --- the plan, compiled for the walk ----------------------------------------------------
@@ -893,7 +888,7 @@ def _exact(
 
     effects = [{k: text_of(v) for k, v in step.effects.items()} for step in plan.steps]
     start = {k: text_of(v) for k, v in state.items()}
-    first_live = (_reads_or_writes(plan.steps[0]) | plan.live_after[0]) if plan.steps else set()
+    first_live = (_reads_or_writes(plan.steps[0]) | plan.live_after[0]) if plan.steps else goal.keys
     for k, text in start.items():
         if k not in first_live:
             tally.end_text(k, text, values[text], 1.0)
@@ -1109,7 +1104,7 @@ def risk(
             clamped.append(f"{tool} {raw:g} -> {_clamp(raw):g} ({entry['source']})")
         effective[tool] = effective_rate(raw, settings.retry_attempts)
         provenance[tool] = {"rate": _round(effective[tool]), **entry}
-    compiled_goal = _Goal(goal)
+    compiled_goal = _Goal(goal, sem)
     plan = _compile(model, effective, compiled_goal, failure_behavior, sem)
     reason = None
     tally = None

@@ -7,8 +7,8 @@ A :class:`Semantics` answers every question on which the two profiles differ:
   action needs present, the actions whose blocking blocks it), and which writers
   of a key conflict (:meth:`Semantics.conflicts`);
 * **values**: what equality and each precondition operator mean
-  (:meth:`holds`, :meth:`equal`, :meth:`canonical`), concretely and as z3 terms
-  (:meth:`holds_term`);
+  (:meth:`holds`, :meth:`equal`, :meth:`canonical`, and a goal's ``equals``:
+  :meth:`goal_equal`), concretely and as z3 terms (:meth:`holds_term`);
 * **effects**: what an action does to the state (:meth:`effects`);
 * **the walk inside a level**: whether an action sees the effects of the actions
   before it in its level (:attr:`sequential`: CAR's walk) or the level's start
@@ -130,6 +130,12 @@ class Semantics(abc.ABC):
     @abc.abstractmethod
     def equal(self, a: object, b: object) -> bool:
         """Whether two JSON values are equal (end states are compared with it)."""
+
+    def goal_equal(self, actual: object, expected: object) -> bool:
+        """Whether a goal's ``state_predicate`` holds: the state's value ``actual``
+        against its ``equals`` (``evaluate_goal`` and risk ask it). :meth:`equal`,
+        unless the profile reads goals otherwise."""
+        return self.equal(actual, expected)
 
     @abc.abstractmethod
     def canonical(self, value: object) -> str:

@@ -5,7 +5,8 @@ than sections 1-8 do:
 
 * **values** as serde_json compares them: ``1`` and ``1.0`` differ, an integer
   outside the 64-bit range is a float, ``neq`` on an absent key is false, and
-  ``contains`` asks whether the needle's text is inside the value's text;
+  ``contains`` asks whether the needle's text is inside the value's text; a goal's
+  ``equals`` compares two numbers by their f64 value (:meth:`CarSemantics.goal_equal`);
 * **order**: a reader of a key in ``state_dependencies`` follows the key's *last*
   writer in the proposal, and only when that writer comes earlier; a
   ``state_write`` follows the previous ``state_write`` of its key; ``write_set``,
@@ -512,6 +513,15 @@ class CarSemantics(Semantics):
 
     def equal(self, a: object, b: object) -> bool:
         return car_equal(a, b)
+
+    def goal_equal(self, actual: object, expected: object) -> bool:
+        """The runtime's goal check (``evaluate_goal``, ``simulate_monte_carlo``): two
+        numbers are equal when their f64 values are (``1`` meets ``1.0``, at the top
+        only); anything else as serde_json compares (``[1]`` does not meet ``[1.0]``)."""
+        a, b = _f64(actual), _f64(expected)
+        if a is not None and b is not None:
+            return a == b
+        return car_equal(actual, expected)
 
     def canonical(self, value: object) -> str:
         return car_canonical(value)
