@@ -64,10 +64,11 @@ elif mode.startswith("upto:"):  # verify's stages, up to and with this one
     import gc
     from car_verify.passes import Context, Options
     from car_verify.passes.registry import resolve_passes
+    from car_verify.semantics.profiles import DEFAULT_PROFILE
     stop = mode[5:]
     model = car_verify.load(text)
     gc.disable()  # as inside verify
-    ctx = Context(model, initial_state=state, options=Options())
+    ctx = Context(model, initial_state=state, options=Options(), semantics=DEFAULT_PROFILE)
     stages = {"dag": lambda: ctx.dag, "walk": lambda: ctx.walk}
     for p in resolve_passes(None, ctx):
         if all(ctx.has(r) for r in p.requires):

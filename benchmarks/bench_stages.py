@@ -23,6 +23,7 @@ from shapes import INITIAL_STATE, sequential, wide_dag
 from car_verify.ir.model import load
 from car_verify.passes import Context, Options
 from car_verify.passes.registry import resolve_passes
+from car_verify.semantics.profiles import DEFAULT_PROFILE
 
 
 def stage_times(text: str) -> dict[str, float]:
@@ -40,7 +41,10 @@ def stage_times(text: str) -> dict[str, float]:
         start = time.perf_counter()
         model = load(text)
         times["decode"] = time.perf_counter() - start - times["json.loads"]
-        ctx = Context(model, initial_state=INITIAL_STATE, options=Options())
+        # verify's stages under verify's default profile
+        ctx = Context(
+            model, initial_state=INITIAL_STATE, options=Options(), semantics=DEFAULT_PROFILE
+        )
         timed("dag", lambda: ctx.dag)
         timed("walk", lambda: ctx.walk)
         for p in resolve_passes(None, ctx):

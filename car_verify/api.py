@@ -27,6 +27,7 @@ from .rules.tools import ToolRegistry
 from .semantics import Profile, semantics_of
 from .semantics.base import Semantics
 from .semantics.dag import Dag
+from .semantics.profiles import DEFAULT_PROFILE
 from .semantics.walk import ActionTrace, describe, walk
 
 __all__ = ["Evidence", "Simulation", "VerificationResult", "simulate", "verify"]
@@ -81,7 +82,7 @@ class VerificationResult(HtmlDisplay):
     proposal: ActionProposal = field(repr=False)
     _dag: Dag | None = field(default=None, repr=False, compare=False)
     #: The profile whose answers these are (docs/semantics.md §9).
-    profile: Profile = Profile.STRICT
+    profile: Profile = DEFAULT_PROFILE
 
     @property
     def dag(self) -> Dag:
@@ -137,7 +138,7 @@ class Simulation(dict[str, Any], HtmlDisplay):
     trace: list[ActionTrace]
     unwalked: list[str]
     #: The profile whose walk this is.
-    profile: str = "car"
+    profile: str = DEFAULT_PROFILE.value
 
     @property
     def state(self) -> dict[str, Any]:

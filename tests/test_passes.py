@@ -388,7 +388,7 @@ def test_pointer_tokens_escape_tilde_and_slash() -> None:
 
     assert json_pointer(["actions", 3, "a/b~c"]) == "/actions/3/a~1b~0c"
     assert json_pointer([]) == ""
-    ctx = Context(car_verify.load({"actions": [{"id": "a", "type": "t"}]}))
+    ctx = Context(car_verify.load({"actions": [{"id": "a", "type": "t"}]}), semantics="strict")
     issue = ctx.issue("unknown-action-type", "m", index=0, where=("parameters", "x/y"))
     assert issue.pointer == "/actions/0/parameters/x~1y"
 

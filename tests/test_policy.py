@@ -480,7 +480,9 @@ def test_budget_exhaustion_is_reported_as_sampled_never_a_silent_pass() -> None:
     from car_verify.analyses.policies import PolicyPass
     from car_verify.passes import Context, Options
 
-    ctx = Context(car_verify.load(doc), options=Options(trace_budget=50), policies=pe)
+    ctx = Context(
+        car_verify.load(doc), options=Options(trace_budget=50), policies=pe, semantics="strict"
+    )
     (issue,) = list(PolicyPass().run(ctx))
     assert (
         issue.tier == "sampled" and issue.severity == "warning" and "explored 50" in issue.message

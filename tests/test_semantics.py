@@ -431,3 +431,31 @@ def test_a_backslash_in_a_string_is_itself_to_the_solver(profile: str) -> None:
     result = cv.equivalent(gate("\\u0041"), gate("A"), method="z3", profile=profile)
     assert result.equivalent is False and result.counterexample in ({"k": "A"}, {"k": "\\u0041"})
     assert cv.equivalent(gate("\\u0041"), gate("\\u0041"), method="z3", profile=profile).equivalent
+
+
+def test_the_default_profile_is_one_constant() -> None:
+    """docs/semantics.md §9: ``car`` is the default. It is written once
+    (``DEFAULT_PROFILE``); every result that names a profile defaults to it, and the
+    internals take their semantics from their callers."""
+    import dataclasses
+
+    from car_verify.api import Simulation, VerificationResult
+    from car_verify.corpora.audit import AuditSettings
+    from car_verify.deciders.equivalence import EquivalenceResult
+    from car_verify.deciders.transactions import TransactionReport
+    from car_verify.passes import Context
+    from car_verify.plan.flow import FlowReport
+    from car_verify.semantics import profile_of
+    from car_verify.semantics.profiles import DEFAULT_PROFILE
+
+    assert DEFAULT_PROFILE is Profile.CAR
+    assert profile_of(None) is DEFAULT_PROFILE and semantics_of(None) is CAR
+    for result in (VerificationResult, TransactionReport, EquivalenceResult, FlowReport):
+        (field,) = (f for f in dataclasses.fields(result) if f.name == "profile")
+        assert field.default == DEFAULT_PROFILE, result.__name__
+    assert AuditSettings().profile == Simulation().profile == DEFAULT_PROFILE
+    plan = {"actions": [{"id": "a", "type": "tool_call", "tool": "t"}]}
+    assert cv.verify(plan).profile is DEFAULT_PROFILE
+    assert cv.simulate(plan).profile == DEFAULT_PROFILE
+    with pytest.raises(TypeError, match="semantics"):
+        Context(cv.load(plan))  # type: ignore[call-arg]

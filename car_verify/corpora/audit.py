@@ -51,6 +51,7 @@ from typing import Any, Literal
 
 from ..base.errors import InputError, UsageError
 from ..importers.base import MAX_FILE, MAX_RECORD, Bounds, count_records
+from ..semantics.profiles import DEFAULT_PROFILE
 
 #: ``tool_rates.json``'s ``format``: ``car-verify risk --history OUT/`` reads it.
 RATES_FORMAT = "car-verify tool rates"
@@ -63,7 +64,7 @@ SUFFIXES = (".json", ".jsonl", ".ndjson", ".parquet", ".json.gz", ".jsonl.gz", "
 class AuditSettings:
     """What each trajectory is checked with (picklable: it travels to workers)."""
 
-    profile: str = "car"
+    profile: str = DEFAULT_PROFILE.value
     policies: str | None = None  # a policy directory
     #: A second policy directory: what changing ``policies`` to it would do.
     compare_policies: str | None = None

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..base.errors import UsageError
+from ..semantics.profiles import DEFAULT_PROFILE
 
 
 def _tables(out: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -106,7 +107,7 @@ def _provenance(folder: Path) -> list[dict[str, Any]]:
         return rows
     for source in manifest.get("sources", []):
         rows.append({"what": "source", "value": f"{source[0]} ({source[1]:,} bytes)"})
-    rows.append({"what": "profile", "value": manifest.get("profile") or "car"})
+    rows.append({"what": "profile", "value": manifest.get("profile") or DEFAULT_PROFILE.value})
     policies = manifest.get("policies")
     rows.append({"what": "policies", "value": f"sha256 {policies}" if policies else "none"})
     rows.append({"what": "budget", "value": _seconds(manifest.get("budget"))})

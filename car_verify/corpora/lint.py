@@ -28,6 +28,7 @@ from ..base.codes import CODES
 from ..base.config import find_config, read_settings, setting_profile
 from ..base.errors import InputError, format_path, is_too_deep, json_pointer, too_deep
 from ..base.findings import Issue, Location, Severity
+from ..semantics.profiles import DEFAULT_PROFILE
 from .discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, Discovery, Selection, discover
 
 __all__ = [
@@ -253,7 +254,7 @@ class LintReport:
             "info": by_severity.get("info", 0),
             "suppressed": dict(sorted(Counter(f.code for f in self.suppressed).items())),
             "baselined": len(self.baselined),
-            "profile": self.config.profile or "car",
+            "profile": self.config.profile or DEFAULT_PROFILE.value,
             "companions": dict(
                 sorted(Counter(r.companion for r in self.files if r.companion).items())
             ),

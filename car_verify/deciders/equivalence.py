@@ -34,6 +34,7 @@ from ..base.values import ABSENT, json_equal
 from ..ir.model import load
 from ..semantics import Profile, semantics_of
 from ..semantics.base import Semantics
+from ..semantics.profiles import DEFAULT_PROFILE
 
 __all__ = [
     "DEFAULT_PROBES",
@@ -61,7 +62,7 @@ class EquivalenceResult(HtmlDisplay):
     reason: str | None = None
     end_states: tuple[dict[str, Any], dict[str, Any]] | None = None
     #: The profile whose walk was compared (docs/semantics.md §9).
-    profile: str = "car"
+    profile: str = DEFAULT_PROFILE.value
     #: How many probe states were compared (sampled answers).
     probes: int = 0
 

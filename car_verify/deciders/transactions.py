@@ -26,6 +26,7 @@ from ..base.values import ABSENT, format_value, json_equal
 from ..ir.model import ActionProposal, load
 from ..semantics import Profile, semantics_of
 from ..semantics.base import TxConflict
+from ..semantics.profiles import DEFAULT_PROFILE
 
 __all__ = ["Hazard", "TransactionReport", "transaction_check"]
 
@@ -74,7 +75,7 @@ class TransactionReport(HtmlDisplay):
     proposals: list[str]
     hazards: list[Hazard]
     #: The profile whose answer this is.
-    profile: Profile = Profile.STRICT
+    profile: Profile = DEFAULT_PROFILE
 
     @property
     def clean(self) -> bool:

@@ -153,7 +153,7 @@ class Context:
         labels: Mapping[str, Any] | None = None,
         flow_policy: Any = None,
         intent: Any = None,
-        semantics: Semantics | str | None = "strict",
+        semantics: Semantics | str | None,
     ) -> None:
         self.proposal = proposal
         self.tools = tools

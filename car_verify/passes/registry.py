@@ -177,21 +177,17 @@ def default_passes(
     ]
 
 
-def resolve_passes(
-    selection: Iterable[str | Pass | type[Pass]] | None, ctx: Context | None = None
-) -> list[Pass]:
+def resolve_passes(selection: Iterable[str | Pass | type[Pass]] | None, ctx: Context) -> list[Pass]:
     """Pass instances for a selection of names, classes or instances. None: the default
-    passes of ``ctx``'s profile (strict without one), plus those whose ``when_given``
-    input ``ctx`` has. A pass named under a profile it does not declare is skipped,
-    and its evidence record says why. A ``str`` is one name
-    or several separated by commas (``"strips,loops"``), as ``--passes`` takes them."""
+    passes of ``ctx``'s profile, plus those whose ``when_given`` input ``ctx`` has. A
+    pass named under a profile it does not declare is skipped, and its evidence record
+    says why. A ``str`` is one name or several separated by commas (``"strips,loops"``),
+    as ``--passes`` takes them."""
     registry = available_passes()
     if isinstance(selection, str):
         selection = [name.strip() for name in selection.split(",") if name.strip()]
     if selection is None:
-        profile = "strict" if ctx is None else ctx.profile
-        given = (lambda _: False) if ctx is None else ctx.has
-        return [_built(cls) for cls in default_passes(profile, given)]
+        return [_built(cls) for cls in default_passes(ctx.profile, ctx.has)]
     chosen: list[Pass] = []
     for item in selection:
         if isinstance(item, Pass):

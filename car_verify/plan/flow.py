@@ -62,6 +62,7 @@ from ..ir.model import ActionProposal, load
 from ..semantics import semantics_of
 from ..semantics.base import Semantics
 from ..semantics.car import car_writes
+from ..semantics.profiles import DEFAULT_PROFILE
 
 LEVELS: Final = ("public", "internal", "secret")
 _RANK: Final = {level: rank for rank, level in enumerate(LEVELS)}
@@ -224,7 +225,7 @@ class FlowReport:
     safe: bool
     violations: list[FlowViolation]
     beyond_car: list[FlowViolation] = field(default_factory=list)
-    profile: str = "car"
+    profile: str = DEFAULT_PROFILE.value
 
     def to_dict(self, *, extras: bool = False) -> dict[str, Any]:
         doc: dict[str, Any] = {
@@ -523,12 +524,12 @@ def flow_violations(
     labels: Mapping[str, Label],
     policy: FlowPolicy | None = None,
     *,
-    semantics: Semantics | str | None = None,
+    semantics: Semantics,
 ) -> tuple[list[FlowViolation], list[FlowViolation]]:
     """The runtime's violations, and car-verify's beyond them, over the DAG of the
-    profile's semantics (``car`` by default). The ``flow`` pass and
+    profile's ``semantics``. The ``flow`` pass, the executor and
     :func:`check_information_flow` share this."""
-    flow = _Flow(model, labels, semantics_of(semantics))
+    flow = _Flow(model, labels, semantics)
     rules = policy or FlowPolicy()
     runtime = _sensitive_to_sink(flow, rules) + _forbidden(flow, rules)
     return runtime, _unordered_sequences(flow, rules) + _integrity(flow)

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import os
 from enum import StrEnum
+from typing import Final
 
 from ..base.errors import UsageError
 
 __all__ = [
+    "DEFAULT_PROFILE",
     "PROFILE_ENV",
     "Profile",
     "profile_of",
@@ -28,11 +30,17 @@ class Profile(StrEnum):
     STRICT = "strict"
 
 
+#: The profile when none is named (docs/semantics.md §9): the runtime's answers. Every
+#: default profile in the package is this one; an internal function takes its
+#: semantics from its caller.
+DEFAULT_PROFILE: Final = Profile.CAR
+
+
 def profile_of(value: object) -> Profile:
-    """The profile ``value`` names (``None``: the default, ``car``), without looking at
-    the environment or the configuration (the API's reading of ``profile=``)."""
+    """The profile ``value`` names (``None``: :data:`DEFAULT_PROFILE`), without looking
+    at the environment or the configuration (the API's reading of ``profile=``)."""
     if value is None:
-        return Profile.CAR
+        return DEFAULT_PROFILE
     named = getattr(value, "profile", value)  # a Semantics object names its profile
     try:
         return Profile(str(named))
@@ -45,7 +53,8 @@ def resolve_profile(
 ) -> tuple[Profile, str]:
     """The profile a run uses and where it came from, resolved once: ``value`` (a flag
     or an argument), else ``$CAR_VERIFY_PROFILE``, else the ``profile`` of the nearest
-    configuration at or above ``start`` (the working directory), else ``car``."""
+    configuration at or above ``start`` (the working directory), else
+    :data:`DEFAULT_PROFILE`."""
     if value is not None and value != "":
         return profile_of(value), "--profile"
     env = os.environ.get(PROFILE_ENV)
@@ -62,4 +71,4 @@ def resolve_profile(
         named = setting_profile(doc, prefix, path)
         if named is not None:
             return Profile(named), str(path)
-    return Profile.CAR, "default"
+    return DEFAULT_PROFILE, "default"
