@@ -51,7 +51,11 @@ def stage_times(text: str) -> dict[str, float]:
             if all(ctx.has(r) for r in p.requires):
                 timed(f"pass {p.name}", lambda p=p: list(p.run(ctx)))  # type: ignore[misc]
         timed(
-            "levels + conflicts", lambda: (ctx.dag.execution_levels(), ctx.dag.conflict_triples())
+            "levels + conflicts",
+            lambda: (
+                ctx.dag.execution_levels(),
+                [[ctx.dag.ids[a], ctx.dag.ids[b], key] for a, b, key in ctx.conflicts],
+            ),
         )
     finally:
         gc.enable()

@@ -582,9 +582,6 @@ class _Tally:
         for value in values:
             self.shown[_canon(value)] = value
 
-    def end_value(self, key: str, value: Any, weight: float) -> None:
-        self.end_text(key, _canon(value), value, weight)
-
     def end_text(self, key: str, text: str, value: Any, weight: float) -> None:
         """``key`` ends with ``value`` (canonical ``text``) with probability ``weight``."""
         self.shown.setdefault(text, value)

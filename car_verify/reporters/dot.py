@@ -231,7 +231,7 @@ def to_dot(
     left = len(all_conflicts) - min(len(conflicts), MAX_CONFLICT_EDGES)
     if left:
         graph.set("label", _quote(f"{title}; {left:,} conflicts not drawn"))
-    graph.add_subgraph(_legend(pydot, used, bool(status)))
+    graph.add_subgraph(_legend(pydot, used))
     shown.update()
     return graph
 
@@ -450,7 +450,7 @@ def _more(pydot: Any, r: int, hidden: list[int], by_action: Mapping[int, list[Is
     )
 
 
-def _legend(pydot: Any, used: _Used, by_status: bool) -> Any:
+def _legend(pydot: Any, used: _Used) -> Any:
     """One narrow table of what the picture uses: the shapes, the colours, the marks."""
     rows: list[tuple[str, str]] = []
     for kind in [*SHAPES, "unknown type"]:

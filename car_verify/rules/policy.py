@@ -164,9 +164,6 @@ class CommandRule:
     def name(self) -> str:
         return f"deny_command:{self.tool}.{self.program}"
 
-    def flags_in(self, given: frozenset[str]) -> bool:
-        return all(flag in given for flag in self.flags)
-
     def matches(self, command: Command) -> bool:
         """Whether ``command`` is one this rule denies."""
         from .shell_words import has_flags

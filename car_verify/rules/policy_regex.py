@@ -174,7 +174,7 @@ class _Parser:
         if c == ".":
             return z3.Intersect(self.char, z3.Complement(z3.Re(z3.StringVal("\n"))))
         if c == "\\":
-            return self.escape(in_class=False)
+            return self.escape()
         if c in "^$":
             if self.over:
                 return z3.Re(z3.StringVal(""))
@@ -183,7 +183,7 @@ class _Parser:
             raise Untranslatable(f"a repetition {c!r} of nothing")
         return z3.Re(z3.StringVal(c))
 
-    def escape(self, *, in_class: bool) -> Any:
+    def escape(self) -> Any:
         z3 = self.z3
         c = self.take()
         if c in _CLASSES:

@@ -501,10 +501,6 @@ class Dag(Reachability):
         ids = self.ids
         return [[ids[i] for i in level] for level in self.levels]
 
-    def conflict_triples(self) -> list[list[str]]:
-        ids = self.ids
-        return [[ids[a], ids[b], key] for a, b, key in self.conflicts]
-
     # --- edges with reasons (for people: traces, exporters) ------------------------------------
 
     def edges(self, *, implied: bool = True) -> Iterator[Edge]:

@@ -24,7 +24,7 @@ Every reader of the walk takes its turns from :func:`schedule`: :func:`turns`,
 :meth:`Walk.action_states`, the symbolic walk and risk's compiled walk.
 
 What an action needs at its turn is defined here once: its predicate (an
-assertion's, else its preconditions: :func:`checks`), the state keys it depends
+assertion's, else its preconditions: ``Semantics.checks``), the state keys it depends
 on (``Dag.keys``) and the actions it waits for (``Dag.waits_for``).
 :func:`blockers` judges those needs on a concrete JSON state (risk's walk asks it
 too).
@@ -61,7 +61,7 @@ from typing import Any, Final, Literal
 
 from ..base.values import ABSENT, KNOWN_OPERATORS
 from ..ir.model import Action, Precondition
-from .base import Semantics
+from .base import Semantics, Where
 from .dag import Dag
 
 __all__ = [
@@ -76,15 +76,12 @@ __all__ = [
     "Turn",
     "Walk",
     "blockers",
-    "checks",
     "describe",
     "next_phase",
     "schedule",
     "turns",
     "walk",
 ]
-
-Where = tuple[str | int, ...]
 
 CauseKind = Literal[
     "precondition", "unknown-operator", "missing-key", "assertion", "blocked-dependency",
@@ -263,13 +260,6 @@ BLOCKED = Outcome(False)
 BLOCKED_STOPS = Outcome(False, stops=True)
 FAILED = Outcome(False, failed=True)
 FAILED_STOPS = Outcome(False, failed=True, stops=True)
-
-
-def checks(action: Action, semantics: Semantics) -> list[tuple[Precondition, Where]]:
-    """What an action's turn must satisfy, with where each part is in the action
-    (``strict``: an assertion's predicate, its preconditions and the one its
-    parameters spell, else its preconditions)."""
-    return semantics.checks(action)
 
 
 def blockers(
