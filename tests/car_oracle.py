@@ -9,6 +9,7 @@ package is not installed (``.ci/run`` installs it).
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from typing import Any
 
@@ -247,3 +248,105 @@ def assert_projection_matches(
     """car-verify under ``car`` and the runtime agree on this proposal (or both reject it)."""
     ours, theirs, _ = verify_both(proposal, state, tools, max_actions)
     assert ours == theirs
+
+
+# -- simulate_monte_carlo, statistically ---------------------------------------------
+
+#: How far a sampled number may lie from the exact one: this many standard errors.
+SIGMAS = 5.0
+
+
+def _within(estimate: float, p: float, trials: int) -> bool:
+    """A sampled frequency within :data:`SIGMAS` binomial standard errors of ``p``."""
+    return abs(estimate - p) <= SIGMAS * math.sqrt(max(p * (1 - p), 1e-12) / trials) + 1e-9
+
+
+def _counts_agree(
+    name: str, sampled: dict[str, Any], exact: dict[str, Any], trials: int
+) -> list[str]:
+    """A sampled count summary (``{mean, min, p50, p95, max}``) against the exact one:
+    the mean within SIGMAS standard errors (a count between ``min`` and ``max`` has
+    a standard deviation of at most half their distance), every sampled value inside
+    the exact support, and an extreme exact where a sample cannot miss it: where the
+    exact median is the minimum, P(min) >= 1/2 (a sample of ``trials`` misses it with
+    probability 2^-trials); where the exact p95 is the maximum, P(max) > 1/20."""
+    out = []
+    low, high = exact["min"], exact["max"]
+    spread = SIGMAS * (high - low) / 2 / math.sqrt(trials) + 1e-9
+    if abs(sampled["mean"] - exact["mean"]) > spread:
+        out.append(f"{name}.mean {sampled['mean']} vs exact {exact['mean']} (+-{spread:.3g})")
+    for part in ("min", "p50", "p95", "max"):
+        if not low <= sampled[part] <= high:
+            out.append(f"{name}.{part} {sampled[part]} outside the exact [{low}, {high}]")
+    if exact["p50"] == low and sampled["min"] != low:
+        out.append(f"{name}.min {sampled['min']} vs exact {low}")
+    if exact["p95"] == high and sampled["max"] != high:
+        out.append(f"{name}.max {sampled['max']} vs exact {high}")
+    return out
+
+
+def monte_carlo_differences(theirs: dict[str, Any], ours: dict[str, Any]) -> list[str]:
+    """Where the runtime's sampled ``simulate_monte_carlo`` answer (``theirs``, over
+    its ``trials``) disagrees with car-verify's exact one (``ours``) beyond sampling
+    error: the same fields, the same seed and actions; each probability within
+    SIGMAS binomial standard errors; the counts as :func:`_counts_agree` says; each
+    end-state key's chance to be present (a key the sample never saw, 0)."""
+    trials = theirs["trials"]
+    out = []
+    if sorted(theirs) != sorted(ours):
+        return [f"fields {sorted(theirs)} vs {sorted(ours)}"]
+    if theirs["seed"] != ours["seed"] or trials != ours["trials"]:
+        out.append("seed or trials")
+    rows = zip(theirs["action_outcomes"], ours["action_outcomes"], strict=True)
+    for n, (row, mine) in enumerate(rows):
+        if row["action_id"] != mine["action_id"]:
+            out.append(f"action_outcomes[{n}].action_id")
+        for name in ("p_rejected", "p_failed", "p_effects_landed"):
+            if not _within(row[name], mine[name], trials):
+                out.append(f"action_outcomes[{n}].{name} {row[name]} vs exact {mine[name]}")
+    for name in ("p_all_effects_landed", "p_goal_reached"):
+        if (theirs[name] is None) != (ours[name] is None) or (
+            ours[name] is not None and not _within(theirs[name], ours[name], trials)
+        ):
+            out.append(f"{name} {theirs[name]} vs exact {ours[name]}")
+    if theirs["goal_underivable_conditions"] != ours["goal_underivable_conditions"]:
+        out.append("goal_underivable_conditions")
+    for name in ("tool_calls", "actions_executed"):
+        out.extend(_counts_agree(name, theirs[name], ours[name], trials))
+    present = {json.dumps(r["key"]): r["p_present"] for r in ours["state_distribution"]}
+    seen = {json.dumps(r["key"]): r["p_present"] for r in theirs["state_distribution"]}
+    for key in sorted(set(present) | set(seen)):
+        p = present.get(key, 0.0)
+        if not _within(seen.get(key, 0.0), p, trials):
+            out.append(f"state_distribution {key}: p_present {seen.get(key)} vs exact {p}")
+    return out
+
+
+@st.composite
+def monte_carlo_cases(draw: st.DrawFn, trials: int = 2000) -> tuple[Any, ...]:
+    """``simulate_monte_carlo``'s arguments as JSON texts (or None): generated
+    proposals whose tool calls sometimes name the tool ``""`` (a name to the
+    runtime, dispatched like any other), states, per-tool rates (``""`` among
+    them), a goal, and a configuration with ``retry_attempts`` and a default rate."""
+    proposal = draw(proposals(max_actions=5))
+    for action in proposal["actions"]:
+        if action["type"] == "tool_call" and draw(st.integers(0, 5)) == 0:
+            action["tool"] = ""
+    state = draw(states)
+    rates = draw(
+        st.none()
+        | st.dictionaries(
+            st.sampled_from([*TOOLS, "zz", ""]), st.sampled_from([0.0, 0.2, 0.5, 0.9, 1.0, 1.5])
+        )
+    )
+    goal = draw(
+        st.none()
+        | st.builds(lambda k, v: {"kind": "state_predicate", "key": k, "equals": v}, keys, scalars)
+    )
+    config: dict[str, Any] = {"trials": trials}
+    if draw(st.booleans()):
+        config["retry_attempts"] = draw(st.integers(0, 3))
+    if draw(st.booleans()):
+        config["default_success_rate"] = draw(st.sampled_from([0.0, 0.3, 0.5, 0.9, 1.0]))
+    texts = [None if v is None else json.dumps(v) for v in (proposal, state, rates, goal)]
+    return (*texts, json.dumps(config))
