@@ -293,6 +293,27 @@ def test_tool_names_without_schemas_check_existence_only(
         assert mine["evidence"]["confidence"] == theirs["evidence"]["confidence"]
 
 
+def test_simulate_monte_carlo_past_the_exact_budget_still_gives_the_runtimes_fields_only() -> None:
+    """Past the exact method's budget the drop-in samples, as the runtime does, and
+    says nothing more (why it sampled is car_verify.risk's ``reason``)."""
+    actions = [
+        {"id": f"a{i}", "type": "tool_call", "tool": "t", "expected_effects": {f"k{i}": i}}
+        for i in range(22)
+    ]
+    actions.append(
+        {"id": "end", "type": "tool_call", "tool": "t",
+         "state_dependencies": [f"k{i}" for i in range(22)]}
+    )  # fmt: skip
+    text = json.dumps({"actions": actions})
+    theirs, mine = both("simulate_monte_carlo", text, None, None, None, '{"trials": 300}')
+    assert sorted(mine) == sorted(theirs)
+    assert (
+        mine["tool_calls"]
+        == theirs["tool_calls"]
+        == {"mean": 22.0, "min": 22, "p50": 22, "p95": 22, "max": 22}
+    )
+
+
 @RUNS
 @given(monte_carlo_cases())
 def test_simulate_monte_carlo_gives_the_runtimes_fields_only(case: tuple[str | None, ...]) -> None:
