@@ -358,6 +358,8 @@ class _Step:
         else it fails (0)."""
         if u >= self.rate:
             return 0
+        if len(self.tries) == 1:
+            return 1
         acc = 0.0
         for k, share in enumerate(self.tries[:-1], 1):
             acc += share
