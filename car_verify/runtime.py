@@ -259,7 +259,15 @@ def simulate_monte_carlo(
 
 
 #: What ``car_verify.risk`` says beyond the runtime's ``simulate_monte_carlo``.
-_RISK_EXTRAS = ("rate_provenance", "method", "tier", "intervals", "critical_actions")
+_RISK_EXTRAS = (
+    "rate_provenance",
+    "method",
+    "tier",
+    "reason",
+    "intervals",
+    "critical_actions",
+    "sensitivity",
+)
 
 
 # --- permissions -----------------------------------------------------------------------------

@@ -6,7 +6,11 @@ Generates N small proposals (the strategies of ``tests/car_oracle.py``), runs ea
 function on both sides, and prints per function how many cases agreed, how many
 CAR answered nondeterministically (its duplicate-call fingerprint: left out of the
 comparison of that case's loop findings, as docs/compat.md row C18 says), and the
-first disagreement in full. Needs ``pip install car-runtime==0.52.1``.
+first disagreement in full. ``simulate_monte_carlo`` is compared statistically
+(the runtime samples: every number within sampling error of car-verify's exact
+answer, ``tests/car_oracle.py``'s ``monte_carlo_differences``) on N cases of its
+own generator (retries, tools named ``""``, goals, default rates). Needs
+``pip install car-runtime==0.52.1``.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import car_runtime as rt
 from car_oracle import (
+    monte_carlo_cases,
+    monte_carlo_differences,
     proposals,
     states,
     tool_registries,
@@ -114,7 +120,32 @@ def main(argv: list[str] | None = None) -> int:
             [p, q],
         )
 
+    @seed(args.seed)
+    @settings(
+        max_examples=args.n,
+        deadline=None,
+        database=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(monte_carlo_cases())
+    def run_monte_carlo(case: Any) -> None:
+        from car_verify import runtime as drop_in
+
+        answers = []
+        for module in (drop_in, rt):
+            try:
+                answers.append(json.loads(module.simulate_monte_carlo(*case)))
+            except ValueError as err:
+                answers.append(("rejected", str(err).split(":", 1)[0]))
+        ours, theirs = answers
+        if isinstance(ours, dict) and isinstance(theirs, dict):
+            record("monte_carlo (stat.)", monte_carlo_differences(theirs, ours), [], case)
+        else:
+            record("monte_carlo (stat.)", ours, theirs, case)
+
     run()
+    run_monte_carlo()
     print(f"{'function':<22} {'agreed':>8} {'of':>8}  nondeterministic in CAR")
     for name in total:
         print(f"{name:<22} {agreed[name]:>8} {total[name]:>8}  {nondeterministic[name]}")

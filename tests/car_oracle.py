@@ -9,6 +9,7 @@ package is not installed (``.ci/run`` installs it).
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from typing import Any
 
@@ -247,3 +248,300 @@ def assert_projection_matches(
     """car-verify under ``car`` and the runtime agree on this proposal (or both reject it)."""
     ours, theirs, _ = verify_both(proposal, state, tools, max_actions)
     assert ours == theirs
+
+
+# -- simulate_monte_carlo, statistically ---------------------------------------------
+
+#: How far a sampled number may lie from the exact one: this many standard errors.
+SIGMAS = 5.0
+
+
+def _within(estimate: float, p: float, trials: int) -> bool:
+    """A sampled frequency within :data:`SIGMAS` binomial standard errors of ``p``."""
+    return abs(estimate - p) <= SIGMAS * math.sqrt(max(p * (1 - p), 1e-12) / trials) + 1e-9
+
+
+def _counts_agree(
+    name: str, sampled: dict[str, Any], exact: dict[str, Any], trials: int
+) -> list[str]:
+    """A sampled count summary (``{mean, min, p50, p95, max}``) against the exact one:
+    the mean within SIGMAS standard errors (a count between ``min`` and ``max`` has
+    a standard deviation of at most half their distance), every sampled value inside
+    the exact support, and an extreme exact where a sample cannot miss it: where the
+    exact median is the minimum, P(min) >= 1/2 (a sample of ``trials`` misses it with
+    probability 2^-trials); where the exact p95 is the maximum, P(max) > 1/20."""
+    out = []
+    low, high = exact["min"], exact["max"]
+    spread = SIGMAS * (high - low) / 2 / math.sqrt(trials) + 1e-9
+    if abs(sampled["mean"] - exact["mean"]) > spread:
+        out.append(f"{name}.mean {sampled['mean']} vs exact {exact['mean']} (+-{spread:.3g})")
+    for part in ("min", "p50", "p95", "max"):
+        if not low <= sampled[part] <= high:
+            out.append(f"{name}.{part} {sampled[part]} outside the exact [{low}, {high}]")
+    if exact["p50"] == low and sampled["min"] != low:
+        out.append(f"{name}.min {sampled['min']} vs exact {low}")
+    if exact["p95"] == high and sampled["max"] != high:
+        out.append(f"{name}.max {sampled['max']} vs exact {high}")
+    return out
+
+
+def monte_carlo_differences(theirs: dict[str, Any], ours: dict[str, Any]) -> list[str]:
+    """Where the runtime's sampled ``simulate_monte_carlo`` answer (``theirs``, over
+    its ``trials``) disagrees with car-verify's exact one (``ours``) beyond sampling
+    error: the same fields, the same seed and actions; each probability within
+    SIGMAS binomial standard errors; the counts as :func:`_counts_agree` says; each
+    end-state key's chance to be present (a key the sample never saw, 0)."""
+    trials = theirs["trials"]
+    out = []
+    if sorted(theirs) != sorted(ours):
+        return [f"fields {sorted(theirs)} vs {sorted(ours)}"]
+    if theirs["seed"] != ours["seed"] or trials != ours["trials"]:
+        out.append("seed or trials")
+    rows = zip(theirs["action_outcomes"], ours["action_outcomes"], strict=True)
+    for n, (row, mine) in enumerate(rows):
+        if row["action_id"] != mine["action_id"]:
+            out.append(f"action_outcomes[{n}].action_id")
+        for name in ("p_rejected", "p_failed", "p_effects_landed"):
+            if not _within(row[name], mine[name], trials):
+                out.append(f"action_outcomes[{n}].{name} {row[name]} vs exact {mine[name]}")
+    for name in ("p_all_effects_landed", "p_goal_reached"):
+        if (theirs[name] is None) != (ours[name] is None) or (
+            ours[name] is not None and not _within(theirs[name], ours[name], trials)
+        ):
+            out.append(f"{name} {theirs[name]} vs exact {ours[name]}")
+    if theirs["goal_underivable_conditions"] != ours["goal_underivable_conditions"]:
+        out.append("goal_underivable_conditions")
+    for name in ("tool_calls", "actions_executed"):
+        out.extend(_counts_agree(name, theirs[name], ours[name], trials))
+    present = {json.dumps(r["key"]): r["p_present"] for r in ours["state_distribution"]}
+    seen = {json.dumps(r["key"]): r["p_present"] for r in theirs["state_distribution"]}
+    for key in sorted(set(present) | set(seen)):
+        p = present.get(key, 0.0)
+        if not _within(seen.get(key, 0.0), p, trials):
+            out.append(f"state_distribution {key}: p_present {seen.get(key)} vs exact {p}")
+    return out
+
+
+@st.composite
+def monte_carlo_cases(draw: st.DrawFn, trials: int = 2000) -> tuple[Any, ...]:
+    """``simulate_monte_carlo``'s arguments as JSON texts (or None): generated
+    proposals whose tool calls sometimes name the tool ``""`` (a name to the
+    runtime, dispatched like any other), states, per-tool rates (``""`` among
+    them), a goal, and a configuration with ``retry_attempts`` and a default rate."""
+    proposal = draw(proposals(max_actions=5))
+    for action in proposal["actions"]:
+        if action["type"] == "tool_call" and draw(st.integers(0, 5)) == 0:
+            action["tool"] = ""
+    state = draw(states)
+    rates = draw(
+        st.none()
+        | st.dictionaries(
+            st.sampled_from([*TOOLS, "zz", ""]), st.sampled_from([0.0, 0.2, 0.5, 0.9, 1.0, 1.5])
+        )
+    )
+    goal = draw(
+        st.none()
+        | st.builds(lambda k, v: {"kind": "state_predicate", "key": k, "equals": v}, keys, scalars)
+    )
+    config: dict[str, Any] = {"trials": trials}
+    if draw(st.booleans()):
+        config["retry_attempts"] = draw(st.integers(0, 3))
+    if draw(st.booleans()):
+        config["default_success_rate"] = draw(st.sampled_from([0.0, 0.3, 0.5, 0.9, 1.0]))
+    texts = [None if v is None else json.dumps(v) for v in (proposal, state, rates, goal)]
+    return (*texts, json.dumps(config))
+
+
+# -- equivalence pairs, for z3's decided share --------------------------------------
+
+#: Values the generated plans test and write: scalars of every kind (integers and
+#: floats that CAR tells apart, an integer past 2**53), strings that look like
+#: JSON, and arrays and objects, nested too.
+PAIR_VALUES: list[Any] = [
+    None, True, False, 0, 1, 2, -1, 10, 1.0, 2.5, 2**53 + 1,
+    "", "a", "ab", "1", "[1]", "true", "null",
+    [], [1], [1, 2], ["a"], [[1]], [None], {}, {"a": 1}, {"k": "a"}, {"a": [1]},
+]  # fmt: skip
+#: ``contains`` is drawn as often as the other operators together, and with
+#: needles of every kind: strings, numbers, arrays and objects.
+PAIR_OPERATORS = [
+    "eq", "neq", "gt", "lt", "gte", "lte", "exists", "not_exists", "foo",
+    *["contains"] * 8,
+]  # fmt: skip
+
+
+def equivalence_pairs(seed: int, count: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """``count`` pairs of plans from a seeded stream (the same every run): plans of
+    1-5 actions over three keys (tool calls, state writes, reads and assertions,
+    now and then an action type CAR does not know, an id used twice, a ``retry``
+    with its ``max_retries``), with preconditions of every operator (``contains``
+    most of all, its needle a string, number, array or object), state
+    dependencies and effects; the second plan the first after one edit (none, an
+    action dropped, two swapped, an effect, a tested value or an operator
+    changed) or another plan."""
+    import random
+
+    rng = random.Random(seed)
+    keys = ["k", "j", "m"]
+
+    def precondition() -> dict[str, Any]:
+        pre: dict[str, Any] = {"key": rng.choice(keys), "operator": rng.choice(PAIR_OPERATORS)}
+        if rng.random() < 0.9:
+            pre["value"] = rng.choice(PAIR_VALUES)
+        return pre
+
+    def action(i: int) -> dict[str, Any]:
+        kind = rng.choice(["tool_call"] * 4 + ["state_write"] * 2 + ["state_read", "assertion"])
+        if rng.random() < 0.02:
+            kind = "shell"  # an action type CAR does not know: the pair is refused
+        out: dict[str, Any] = {"id": f"a{i}", "type": kind}
+        if kind == "tool_call":
+            out["tool"] = rng.choice(["t", "u"])
+            if rng.random() < 0.2:
+                out["failure_behavior"] = "retry"
+                out["max_retries"] = rng.randint(0, 3)
+        if kind == "state_write":
+            out["parameters"] = {"key": rng.choice(keys), "value": rng.choice(PAIR_VALUES)}
+        if kind == "state_read":
+            out["parameters"] = {"key": rng.choice(keys)}
+        if kind == "assertion":
+            out["parameters"] = {"key": rng.choice(keys), "expected": rng.choice(PAIR_VALUES)}
+        pres = [precondition() for _ in range(rng.choice([0, 1, 1, 2]))]
+        if pres:
+            out["preconditions"] = pres
+        if kind != "state_read" and rng.random() < 0.5:
+            out["expected_effects"] = {rng.choice(keys): rng.choice(PAIR_VALUES)}
+        if rng.random() < 0.3:
+            out["state_dependencies"] = [rng.choice(keys)]
+        return out
+
+    def plan() -> list[dict[str, Any]]:
+        actions = [action(i) for i in range(rng.randint(1, 5))]
+        if len(actions) >= 2 and rng.random() < 0.1:
+            actions[-1]["id"] = actions[0]["id"]  # an id used twice
+        return actions
+
+    pairs = []
+    for _ in range(count):
+        a = plan()
+        b = json.loads(json.dumps(a))
+        edit = rng.choice(["same", "drop", "swap", "effect", "value", "operator", "other"])
+        if edit == "drop" and len(b) > 1:
+            b.pop(rng.randrange(len(b)))
+        elif edit == "swap" and len(b) >= 2:
+            i = rng.randrange(len(b) - 1)
+            b[i], b[i + 1] = b[i + 1], b[i]
+        elif edit == "effect":
+            rng.choice(b)["expected_effects"] = {rng.choice(keys): rng.choice(PAIR_VALUES)}
+        elif edit in ("value", "operator"):
+            tested = [p for x in b for p in x.get("preconditions", [])]
+            if tested:
+                pre = rng.choice(tested)
+                if edit == "value":
+                    pre["value"] = rng.choice(PAIR_VALUES)
+                else:
+                    pre["operator"] = rng.choice(PAIR_OPERATORS)
+        elif edit == "other":
+            b = plan()
+        pairs.append(({"actions": a}, {"actions": b}))
+    return pairs
+
+
+def equivalence_wrong(
+    a: dict[str, Any], b: dict[str, Any], result: Any, profile: str, runtime: Any = None
+) -> str | None:
+    """Why a decided ``equivalent`` answer is wrong, or None: a "different" must come
+    with a counterexample on which the two plans' ``simulate`` end states differ
+    (under ``car``, in ``runtime.simulate`` too when the runtime is given); an
+    "equivalent" must hold on every probe state the sampled method builds from the
+    plans' constants (``probe_constants``), in the runtime's walk too."""
+    import car_verify as cv
+    from car_verify.deciders.equivalence import DEFAULT_PROBES, named_probes
+    from car_verify.semantics import semantics_of
+
+    sem = semantics_of(profile)
+
+    def ends(state: dict[str, Any]) -> list[Any]:
+        ours = [dict(cv.simulate(p, state, profile=profile)) for p in (a, b)]
+        if runtime is None or profile != "car":
+            return [ours]
+        theirs = []
+        for p in (a, b):
+            try:
+                theirs.append(json.loads(runtime.simulate(json.dumps(p), json.dumps(state))))
+            except ValueError:
+                theirs.append("rejected")
+        return [ours, theirs]
+
+    def differ(pair: Any) -> bool:
+        x, y = pair
+        if not (isinstance(x, dict) and isinstance(y, dict)):
+            return x != y
+        return x.keys() != y.keys() or any(not sem.equal(x[k], y[k]) for k in x)
+
+    if result.equivalent is False:
+        state = result.counterexample
+        if state is None:
+            return "different, with no counterexample"
+        for walked in ends(state):
+            if not differ(walked):
+                return f"different, but the counterexample {state} does not separate them"
+        return None
+    if result.equivalent is True:
+        for probe in [*DEFAULT_PROBES, *named_probes([a, b], profile)]:
+            for walked in ends(probe):
+                if differ(walked):
+                    return f"equivalent, but the probe {probe} separates them"
+    return None
+
+
+@st.composite
+def equivalence_pair(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One pair of :func:`equivalence_pairs`' kind, drawn by Hypothesis (so it
+    shrinks): plans of 1-4 actions over three keys whose preconditions use every
+    operator, ``contains`` most, with values and needles of every kind
+    (:data:`PAIR_VALUES`, and ``-0.0``), the second plan the first after one edit."""
+    keys = st.sampled_from(["k", "j", "m"])
+    values = st.sampled_from([*PAIR_VALUES, -0.0, 1e-7])
+    pre = st.fixed_dictionaries(
+        {"key": keys, "operator": st.sampled_from(PAIR_OPERATORS)}, optional={"value": values}
+    )
+
+    @st.composite
+    def action(draw: st.DrawFn, i: int) -> dict[str, Any]:
+        kind = draw(st.sampled_from(["tool_call", "state_write", "assertion", "state_read"]))
+        out: dict[str, Any] = {"id": f"a{i}", "type": kind}
+        if kind == "tool_call":
+            out["tool"] = "t"
+        elif kind == "state_write":
+            out["parameters"] = {"key": draw(keys), "value": draw(values)}
+        elif kind == "assertion":
+            out["parameters"] = {"key": draw(keys), "expected": draw(values)}
+        else:
+            out["parameters"] = {"key": draw(keys)}
+        if draw(st.booleans()):
+            out["preconditions"] = draw(st.lists(pre, min_size=1, max_size=2))
+        if kind != "state_read" and draw(st.booleans()):
+            out["expected_effects"] = draw(st.dictionaries(keys, values, min_size=1, max_size=2))
+        if draw(st.integers(0, 3)) == 0:
+            out["state_dependencies"] = [draw(keys)]
+        return out
+
+    n = draw(st.integers(1, 4))
+    a = [draw(action(i)) for i in range(n)]
+    b = json.loads(json.dumps(a))
+    edit = draw(st.sampled_from(["same", "drop", "swap", "effect", "value", "other"]))
+    if edit == "drop" and len(b) > 1:
+        b.pop(draw(st.integers(0, len(b) - 1)))
+    elif edit == "swap" and len(b) >= 2:
+        i = draw(st.integers(0, len(b) - 2))
+        b[i], b[i + 1] = b[i + 1], b[i]
+    elif edit == "effect":
+        b[draw(st.integers(0, len(b) - 1))]["expected_effects"] = {draw(keys): draw(values)}
+    elif edit == "value":
+        tested = [p for x in b for p in x.get("preconditions", [])]
+        if tested:
+            tested[draw(st.integers(0, len(tested) - 1))]["value"] = draw(values)
+    elif edit == "other":
+        b = [draw(action(i)) for i in range(draw(st.integers(1, 4)))]
+    return {"actions": a}, {"actions": b}

@@ -155,3 +155,54 @@ def test_odd_parameter_schemas_are_read_as_the_runtime_reads_them(schema: Any) -
     number, a ``required`` that is no list) is no crash: CAR's answer, exactly."""
     proposal = {"actions": [{"id": "a", "type": "tool_call", "tool": "t", "parameters": {"n": 1}}]}
     assert_projection_matches(proposal, None, [{"name": "t", "parameters": schema}])
+
+
+#: Values and needles for ``contains``: every kind, objects whose keys come in
+#: another order, floats the runtime writes otherwise than Python (``1e-7``,
+#: ``0.00001``), integers past 2**53 and 2**64, strings that look like JSON, escapes.
+CONTAINS_VALUES: list[Any] = [
+    None, True, False, 0, 1, -1, 10, 1.0, 2.5, -0.0, 1e16, 1e-7, 0.00001, -1e-5, 1e21,
+    2**53 + 1, 2**64, "", "a", "1", "[1]", "null", "true", '"b":1,"a"', '"a":2,"b"',
+    "\n", "é", [], [1], [1, 2], ["a"], [[1]], [None], ["é"], ["\n\u0001"],
+    {}, {"a": 1}, {"k": "a"}, {"a": [1]}, {"b": 1, "a": 2}, {"a": 2, "b": 1},
+    {"a": {"b": 1, "a": 2}}, [{"b": 1, "a": 2}], {"b": {"d": 1, "c": [2.5, 1e-7]}, "a": None},
+]  # fmt: skip
+
+
+def test_contains_reads_the_runtimes_text_of_every_value() -> None:
+    """``contains`` tests the needle's text inside the value's text as the runtime
+    writes them: object keys sorted, floats in the runtime's form. Every value of
+    CONTAINS_VALUES against every one as the needle (and against no needle)."""
+    differ = []
+    for value in CONTAINS_VALUES:
+        for needle in [*CONTAINS_VALUES, "no value"]:
+            pre: dict[str, Any] = {"key": "m", "operator": "contains"}
+            if needle != "no value":
+                pre["value"] = needle
+            gate = {"id": "g", "type": "state_write", "parameters": {"key": "z", "value": 1},
+                    "preconditions": [pre]}  # fmt: skip
+            plan = {"actions": [gate]}
+            theirs = "z" in json.loads(rt.simulate(json.dumps(plan), json.dumps({"m": value})))
+            ours = "z" in dict(cv.simulate(plan, {"m": value}))
+            if theirs != ours:
+                differ.append((value, needle, theirs))
+    assert differ == []
+
+
+def test_floats_are_written_as_the_runtime_writes_them() -> None:
+    """The runtime's text of an f64 (what ``contains`` reads): 4,000 floats of every
+    magnitude, read back from the runtime's own JSON."""
+    import random
+    import re
+
+    from car_verify.semantics.car import float_text
+
+    rng = random.Random(5)
+    floats = [0.0, -0.0, 1e-5, 1e-6, 9.999999999999999e-06, 1e15, 1e16, 5e-324, 2.0**64]
+    for _ in range(2000):
+        floats.append(rng.choice([1, -1]) * rng.random() * 10.0 ** rng.randint(-300, 300))
+        floats.append(float(rng.randint(-(10**6), 10**6)) * 10.0 ** rng.randint(-25, 25))
+    state = {f"k{i}": f for i, f in enumerate(floats)}
+    written = rt.simulate(json.dumps({"actions": []}), json.dumps(state))
+    texts = dict(re.findall(r'"(k\d+)":([^,}]+)', written))
+    assert [texts[f"k{i}"] for i in range(len(floats))] == [float_text(f) for f in floats]

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from car_oracle import proposals, runtime
+from car_oracle import equivalence_pair, equivalence_pairs, equivalence_wrong, proposals, runtime
 from car_oracle import states as car_states
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -107,68 +107,114 @@ def test_each_z3_answer_under_strict_is_confirmed_by_the_strict_walk(
         assert differing_keys(*ends) == result.differing_keys != []
 
 
-def _random_pairs(seed: int, count: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """Close pairs of plans from a seeded stream (the same every run): an action's
-    preconditions, dependencies and effects over three keys, then one edit."""
-    import random
-
-    rng = random.Random(seed)
-    values = [None, True, False, 0, 1, 2, 1.0, 2.5, "", "a", "ab", [1], {"a": 1}]
-    ops = ["eq", "neq", "gt", "lt", "gte", "lte", "exists", "not_exists", "contains"]
-    keys = ["k", "j", "m"]
-
-    def action(i: int) -> dict[str, Any]:
-        kind = rng.choice(["tool_call", "tool_call", "state_write", "assertion"])
-        out: dict[str, Any] = {"id": f"a{i}", "type": kind}
-        if kind == "tool_call":
-            out["tool"] = "t"
-        if kind == "state_write":
-            out["parameters"] = {"key": rng.choice(keys), "value": rng.choice(values)}
-        pres = [
-            {"key": rng.choice(keys), "operator": rng.choice(ops), "value": rng.choice(values)}
-            for _ in range(rng.randint(0, 2))
-        ]
-        if pres:
-            out["preconditions"] = pres
-        if rng.random() < 0.5:
-            out["expected_effects"] = {rng.choice(keys): rng.choice(values)}
-        if rng.random() < 0.3:
-            out["state_dependencies"] = [rng.choice(keys)]
-        return out
-
-    pairs = []
-    for _ in range(count):
-        a = [action(i) for i in range(rng.randint(1, 4))]
-        b = [dict(x) for x in a]
-        edit = rng.choice(["same", "drop", "swap", "value"])
-        if edit == "drop":
-            b.pop(rng.randrange(len(b)))
-        elif edit == "swap" and len(b) >= 2:
-            i = rng.randrange(len(b) - 1)
-            b[i], b[i + 1] = b[i + 1], b[i]
-        elif edit == "value":
-            target = rng.choice(b)
-            target["expected_effects"] = {rng.choice(keys): rng.choice(values)}
-        pairs.append(({"actions": a}, {"actions": b}))
-    return pairs
-
-
 @pytest.mark.parametrize("profile", ["car", "strict"])
-def test_z3_decides_at_least_95_percent_of_generated_pairs(profile: str) -> None:
-    pairs = _random_pairs(36, 300)
-    results = [cv.equivalent(a, b, method="z3", profile=profile) for a, b in pairs]
-    decided = sum(r.equivalent is not None for r in results)
-    assert decided / len(pairs) >= 0.95, f"{decided} of {len(pairs)} decided"
-    # both answers occur: the pairs are neither all equal nor all different
-    assert {r.equivalent for r in results} >= {True, False}
-    if profile == "car":  # each answer holds in the runtime too
-        for (a, b), r in zip(pairs, results, strict=True):
-            if r.equivalent is False:
-                ce = r.counterexample or {}
-                assert not _same(_rt_end(a, ce), _rt_end(b, ce)), (a, b, ce)
-            elif r.equivalent:
-                for probe in ({}, {"k": 1, "j": "a"}, {"k": 2.5, "m": [1]}):
-                    assert _same(_rt_end(a, probe), _rt_end(b, probe)), (a, b, probe)
+def test_z3_decides_at_least_97_percent_of_generated_pairs_and_none_wrongly(profile: str) -> None:
+    """300 pairs from the seeded generator of benchmarks/bench_equivalence.py (every
+    operator, ``contains`` most with string, number, array and object needles,
+    unknown action types, ids used twice, assertions, retries): at least 97% of
+    those the profile does not refuse are decided, and no decided answer is wrong
+    (car_oracle.equivalence_wrong: a "different" replays in car-verify's and the
+    runtime's simulate, an "equivalent" holds on every probe built from the plans'
+    constants). Both answers occur."""
+    pairs = equivalence_pairs(51, 300)
+    answers = []
+    for a, b in pairs:
+        try:
+            answers.append((a, b, cv.equivalent(a, b, method="z3", profile=profile)))
+        except InputError:
+            assert profile == "car"  # a type CAR does not know: the runtime refuses it too
+            assert "rejected" in (_rt_end(a, {}), _rt_end(b, {}))
+    decided = [(a, b, r) for a, b, r in answers if r.equivalent is not None]
+    undecided = [r.reason for _, _, r in answers if r.equivalent is None]
+    assert len(decided) >= 0.97 * len(answers), undecided
+    assert len(answers) >= 250
+    wrong = [(a, b, why) for a, b, r in decided if (why := equivalence_wrong(a, b, r, profile, rt))]
+    assert wrong == []
+    assert {r.equivalent for _, _, r in decided} == {True, False}
+
+
+@settings(deadline=None, suppress_health_check=list(HealthCheck), max_examples=120)
+@given(equivalence_pair(), st.sampled_from(["car", "strict"]), st.lists(car_states, max_size=3))
+def test_a_z3_answer_is_never_contradicted(
+    pair: tuple[dict[str, Any], dict[str, Any]], profile: str, probes: list[Any]
+) -> None:
+    """A z3 "different" always comes with a counterexample that separates the plans
+    when replayed (under car in the runtime too); a z3 "equivalent" is contradicted
+    by no probe: those built from the plans' constants, and generated states."""
+    a, b = pair
+    result = cv.equivalent(a, b, method="z3", profile=profile)
+    assert equivalence_wrong(a, b, result, profile, rt) is None
+    if result.equivalent is True:
+        for probe in probes:
+            ends = [dict(cv.simulate(p, probe or {}, profile=profile)) for p in (a, b)]
+            assert differing_keys(*ends, semantics_of(profile).equal) == [], probe
+            if profile == "car":
+                assert _same(_rt_end(a, probe or {}), _rt_end(b, probe or {})), probe
+
+
+def test_zero_and_minus_zero_are_one_value_with_two_texts() -> None:
+    """CAR's ``0.0`` equals ``-0.0``, but ``contains "-"`` tells them apart: z3 read
+    them as one value and called these two plans equivalent; the runtime separates
+    them on ``{"m": -0.0}``."""
+
+    def plan(tested: str) -> dict[str, Any]:
+        gate = [{"key": tested, "operator": "contains", "value": "-"}, {"key": "m", "value": 0.0}]
+        return {"actions": [
+            {"id": "w", "type": "state_write", "parameters": {"key": "k", "value": 0.0}},
+            {"id": "g", "type": "state_write", "parameters": {"key": "z", "value": 1},
+             "preconditions": gate},
+        ]}  # fmt: skip
+
+    a, b = plan("m"), plan("k")
+    assert not _same(_rt_end(a, {"m": -0.0}), _rt_end(b, {"m": -0.0}))
+    result = cv.equivalent(a, b, method="z3", profile="car")
+    assert result.equivalent is not True
+    if result.equivalent is False:
+        state = result.counterexample or {}
+        assert not _same(_rt_end(a, state), _rt_end(b, state))
+
+
+@pytest.mark.parametrize("needle", [1, "1", [1], {"a": 1}, 2.5, "ab"])
+def test_a_contains_gate_is_decided_with_a_state_that_replays(needle: Any) -> None:
+    """The issue's case: for ``x contains 1`` the solver's model was a huge integer
+    that does not contain it, and the answer unknown. Now a witness is realized
+    (here ``x = 1``, ``"1"`` or ``[1]``), replayed in the runtime."""
+    gated = {"actions": [{"id": "g", "type": "state_write", "parameters": {"key": "z", "value": 1},
+                          "preconditions": [{"key": "x", "operator": "contains",
+                                             "value": needle}]}]}  # fmt: skip
+    result = cv.equivalent(gated, {"actions": []}, method="z3", profile="car")
+    assert result.equivalent is False, result.reason
+    state = result.counterexample or {}
+    assert not _same(_rt_end(gated, state), _rt_end({"actions": []}, state))
+
+
+@pytest.mark.parametrize("bound", [0.8, 2.0**53, 2.0**53 + 2, 2.0**60, -(2.0**63), 2.0**64, 1e300])
+@pytest.mark.parametrize("op", ["gt", "gte", "lt", "lte"])
+def test_an_integer_against_an_ordering_is_compared_as_its_f64(op: str, bound: float) -> None:
+    """CAR compares an integer with an ordering as its f64 (rounded to nearest, ties
+    to even past 2**53): z3's threshold on the integer agrees with Python's own
+    int-to-float rounding on the integers around the bound and the range's ends."""
+    import operator
+
+    from car_verify.semantics.symbolic import Encoder
+
+    compare = {"gt": operator.gt, "gte": operator.ge, "lt": operator.lt, "lte": operator.le}[op]
+    gate = {"key": "k", "operator": op, "value": bound}
+    plan = cv.load({"actions": [{"id": "a", "type": "assertion", "preconditions": [gate]}]})
+    encoder = Encoder([plan], "car")
+    present, value = encoder.initial["k"]
+    holds = encoder.holds(plan.actions[0].preconditions[0], present, value)
+    z3 = encoder.z3
+    base = int(bound) if abs(bound) < 2**64 else 0
+    around = [base + d for d in range(-300, 301, 7)] + [-(2**63), 2**64 - 1, 0, 2**53 + 1]
+    for number in around:
+        if not -(2**63) <= number < 2**64:
+            continue
+        fixed = z3.substitute(
+            holds, (present, z3.BoolVal(True, ctx=encoder.ctx)),
+            (value, encoder.const(number)),
+        )  # fmt: skip
+        assert z3.is_true(z3.simplify(fixed)) == compare(float(number), bound), number
 
 
 def _write_z(value: int) -> dict[str, Any]:

@@ -311,17 +311,25 @@ def _decided(a: Any, b: Any, timeout_ms: int, sem: Semantics) -> EquivalenceResu
     if answer.verdict != z3.sat:
         reason = f"the solver answered unknown: {answer.reason}"
         return EquivalenceResult(None, Tier.DECISION_PROCEDURE, "z3", reason=reason)
-    state = encoder.state_from_model(answer.model)
-    end_a, end_b = _end_states(a, b, state, sem)
-    keys = differing_keys(end_a, end_b, sem.equal)
-    if not keys:  # e.g. a number the JSON float could not represent exactly
-        return EquivalenceResult(
-            None,
-            Tier.DECISION_PROCEDURE,
-            "z3",
-            reason="the solver's counterexample did not replay under simulate "
-            f"({json.dumps(state, sort_keys=True)})",
-        )
+    first = encoder.state_from_model(answer.model)
+    # The model's state is replayed through simulate before it is reported. Where it
+    # does not separate the plans (a value the model read loosely: a number's or an
+    # opaque value's text under car, a real that is no f64), a witness is sought:
+    # the state with those values realized (encoder.realized_state), then the probe
+    # states built from the plans' constants. Whatever is reported was replayed.
+    tried = [first, encoder.realized_state(answer.model, [a, b])]
+    for state in [*tried, *named_probes([a, b], sem)]:
+        end_a, end_b = _end_states(a, b, state, sem)
+        keys = differing_keys(end_a, end_b, sem.equal)
+        if keys:
+            return EquivalenceResult(
+                False, Tier.DECISION_PROCEDURE, "z3", state, keys, end_states=(end_a, end_b)
+            )
     return EquivalenceResult(
-        False, Tier.DECISION_PROCEDURE, "z3", state, keys, end_states=(end_a, end_b)
+        None,
+        Tier.DECISION_PROCEDURE,
+        "z3",
+        reason="the solver's counterexample did not replay under simulate "
+        f"({json.dumps(first, sort_keys=True)}), and no state realized from it or built "
+        "from the plans' constants separates the plans",
     )

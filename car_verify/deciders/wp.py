@@ -9,7 +9,7 @@ or ``never`` with the reason (the first action that can never run).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
@@ -34,9 +34,6 @@ class Condition:
     formula: str
     example: dict[str, Any] | None = None
     reason: str | None = None
-    #: What the formula leaves open, in words (under ``car``: an integer beyond
-    #: 2**53 against an ordering, which CAR compares as its rounded f64).
-    notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -45,7 +42,6 @@ class Condition:
             "condition": self.formula,
             "example": self.example,
             "reason": self.reason,
-            "notes": list(self.notes),
         }
 
     def explain(self) -> str:
@@ -58,7 +54,6 @@ class Condition:
             [
                 f"{who} runs unblocked iff: {self.formula}",
                 f"for example: {json.dumps(self.example, sort_keys=True)}",
-                *(f"note: {note}" for note in self.notes),
             ]
         )
 
@@ -102,30 +97,30 @@ def runs_unblocked(
     runs = [z3.Not(run.blocked[i]) for i in targets]
     condition = z3.And(*runs) if runs else encoder.true
     questions = encoder.questions(timeout_ms)
-    # An example is sought first where the model answers every comparison exactly
-    # (under car: no integer beyond 2**53 against an ordering), so that it replays.
-    exact = [sem.exact_region(encoder, value) for _, value in encoder.initial.values()]
-    exact = [part for part in exact if not z3.is_true(part)]
-    answer = questions.ask(condition, z3.And(*exact)) if exact else questions.ask(condition)
-    if exact and answer.verdict != z3.sat:
-        answer = questions.ask(condition)
+    answer = questions.ask(condition)
     if answer.verdict == z3.unknown:
         return Condition(action, None, "unknown", reason=answer.reason)
     if answer.verdict == z3.unsat:
         real = run if action is not None else encoder.run(model)  # per action: real
         reason = _never(z3, questions, real, targets, ids)
         return Condition(action, False, "never", reason=reason)
-    example = encoder.state_from_model(answer.model)
-    blocked = {
-        t.action_id for t in simulate(model, initial_state=example, profile=sem).trace if t.blocked
-    }
     wanted = {ids[i] for i in targets}
-    if blocked & wanted:
+    # The model's state, or, where it does not replay (a value the model reads
+    # loosely: a number's or an opaque value's text under car, a real that is no
+    # f64), the state with those values realized (Encoder.realized_state).
+    for example in (
+        encoder.state_from_model(answer.model),
+        encoder.realized_state(answer.model, [model]),
+    ):
+        trace = simulate(model, initial_state=example, profile=sem).trace
+        if not {t.action_id for t in trace if t.blocked} & wanted:
+            break
+    else:
         return Condition(action, None, "unknown", reason="the example did not replay")
     simple = _without_implied(z3, _simplify(z3, condition, encoder), encoder)
     printer = Printer(encoder)
     formula = printer.render(simple)
-    return Condition(action, True, formula, example, notes=printer.notes)
+    return Condition(action, True, formula, example)
 
 
 def _never(z3: Any, questions: Questions, run: Any, targets: list[int], ids: list[str]) -> str:
@@ -233,46 +228,14 @@ class Printer:
         self.z3 = encoder.z3
         self.present = {str(p): k for k, (p, _) in encoder.initial.items()}
         self.values = {str(v): k for k, (_, v) in encoder.initial.items()}
-        #: What the rendered formula leaves open, said once each.
-        self.notes: list[str] = []
 
     def render(self, expr: Any) -> str:
         """The formula on one line, over keys and JSON values (never z3's own terms)."""
         return " ".join(self._expr(expr, top=True).split())
 
-    def _note(self, text: str) -> None:
-        if text not in self.notes:
-            self.notes.append(text)
-
-    def _open_ordering(self, e: Any) -> tuple[str, str] | None:
-        """``(key, "k > 5")`` when ``e`` is the open answer of an ordering on an
-        integer beyond 2**53 (the car semantics leaves CAR's rounding open: an
-        uninterpreted predicate of the value, its needle ``[op, bound]``), else None."""
-        if str(e.decl().name()) != "text_contains" or not self.z3.is_int_value(e.arg(1)):
-            return None
-        key = self._key(e.arg(0))
-        needle = self.encoder.needles[e.arg(1).as_long()]
-        symbols = {"gt": ">", "lt": "<", "gte": ">=", "lte": "<="}
-        if key is None or not (isinstance(needle, list) and len(needle) == 2):
-            return None
-        op, bound = needle
-        if not isinstance(op, str) or op not in symbols:
-            return None
-        return key, f"{key} {symbols[op]} {json.dumps(bound)}"
-
     def _ite(self, e: Any, top: bool) -> str:
-        """``If(c, a, b)``. CAR's ordering on an integer is ``If(|k| < 2**53, the
-        comparison, left open)``: printed as the comparison, with a note on what
-        is left open; any other as ``(if c then a else b)``."""
+        """``If(c, a, b)``, as ``(if c then a else b)``."""
         cond, then, other = e.children()
-        opened = self._open_ordering(other)
-        if opened is not None:
-            key, comparison = opened
-            self._note(
-                f"an integer {key} beyond ±2**53 is compared as CAR rounds it to a float; "
-                f"whether {comparison} holds for such a value is left open"
-            )
-            return self._expr(then, top)
         return f"(if {self._expr(cond)} then {self._expr(then)} else {self._expr(other)})"
 
     def _key(self, term: Any) -> str | None:
@@ -315,6 +278,9 @@ class Printer:
             text = " and ".join(self._expr(c) for c in parts)
             return text if top or len(parts) == 1 else f"({text})"
         if z3.is_or(e):
+            contains = self._contains_cases(e)
+            if contains is not None:
+                return contains
             # `contains` is a substring test or a membership test, which read alike
             texts = list(dict.fromkeys(self._expr(c) for c in e.children()))
             text = " or ".join(texts)
@@ -332,6 +298,35 @@ class Printer:
             return self._ite(e, top)
         return self._atom(e)
 
+    def _contains_cases(self, e: Any) -> str | None:
+        """``k contains x`` for a disjunction that is one ``contains`` read case by
+        case (the car semantics': a string's substring, a number's or an opaque
+        value's text as an open predicate, the array constants that hold it, null
+        and booleans by their words, an integer's sign): every case on one key, one
+        of them an open ``contains`` of one needle, printed as the needle."""
+        z3 = self.z3
+        keys: set[str] = set()
+        needles: set[int] = set()
+        stack, seen = [e], set()
+        while stack:
+            term = stack.pop()
+            if term.get_id() in seen:
+                continue
+            seen.add(term.get_id())
+            key = self._key(term) or self.present.get(str(term))
+            if key is not None:
+                keys.add(key)
+                continue
+            if z3.is_const(term) and term.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+                continue  # a sign the car semantics leaves open at zero
+            if str(term.decl().name()) == "text_contains" and z3.is_int_value(term.arg(1)):
+                needles.add(term.arg(1).as_long())
+            stack.extend(term.children())
+        if len(keys) != 1 or len(needles) != 1:
+            return None
+        needle = self.encoder.needles[needles.pop()]
+        return f"{keys.pop()} contains {json.dumps(needle)}"
+
     def _loose_contains(self, e: Any) -> str | None:
         """``(k is an integer or k is a float or ...) and k contains "x"``: the car
         semantics' ``contains`` on a value other than a string (its text, an open
@@ -339,7 +334,7 @@ class Printer:
         of any value, so this is ``k contains "x"``, as the string case prints."""
         z3 = self.z3
         needle = [c for c in e.children() if str(c.decl().name()) == "text_contains"]
-        if len(needle) != 1 or self._open_ordering(needle[0]) is not None:
+        if len(needle) != 1:
             return None
         key = self._key(needle[0].arg(0))
 

@@ -11,14 +11,18 @@ rejected. In both:
 
 - an action whose precondition is false, or one of whose ``state_dependencies``
   is absent, when its turn comes is **rejected** (not dispatched, no effects); so
-  is a ``tool_call`` that names no tool, always;
+  is a ``tool_call`` that names no tool (no ``tool``; ``""`` is a name), always;
 - a dispatched tool call that fails has **failed**: its effects do not land;
 - every other action's effects **land** (a ``state_write``, an assertion, a tool
   call that succeeded).
 
 So a failure cascades exactly as ``simulate``'s blocking does. The rates: the
 caller's per tool, else ``default_success_rate``; clamped to [0, 1]; with
-``retry_attempts: n`` a rate ``p`` becomes ``1 - (1 - p)^(n + 1)``.
+``retry_attempts: n`` a dispatched call makes up to ``n + 1`` attempts at rate ``p``,
+so it succeeds with ``1 - (1 - p)^(n + 1)``. ``tool_calls`` counts the attempts, as
+the runtime does: ``k`` for a success at the k-th, ``n + 1`` for a failure, none
+for a rejected action; its ``p50`` and ``p95`` (and ``actions_executed``'s) are
+nearest-rank quantiles, the runtime's rule for its samples.
 
 ``method="exact"`` computes every number exactly (tier ``decision_procedure``): a
 dynamic programme over the walk whose states are the parts of the state still
@@ -316,7 +320,7 @@ class _Goal:
 class _Step:
     index: int
     action_id: str
-    tool: str | None  # a tool_call's tool (it is dispatched, and may fail)
+    tool: str | None  # a tool_call's tool (it is dispatched, and may fail); "" is a name
     rate: float
     preconditions: list[tuple[str, str, Any]]
     depends: list[str]
@@ -327,11 +331,49 @@ class _Step:
     #: The actions (a bit mask by position) whose not succeeding rejects this one:
     #: ``strict``'s explicit and output-reference dependencies; none under ``car``.
     waits: int = 0
+    #: A tool call that names no tool (no ``tool`` field): rejected, never dispatched.
+    nameless: bool = False
+    #: The chance a dispatched call succeeds at its first, second, ... attempt (they
+    #: sum to ``rate``); it fails after the last. Every attempt is one of
+    #: ``tool_calls``, as the runtime counts them: ``retry_attempts`` more attempts
+    #: per call, and with ``failure_behavior`` modelled a ``retry`` action's own
+    #: ``max_retries`` more rounds of them.
+    tries: tuple[float, ...] = (1.0,)
     #: The step is the last of its turn (the walk's ``schedule``): the effects that
     #: landed so far take effect after it, and a stop stops the run (``next_phase``).
     #: Every step under ``car`` (each action sees those before it), a level's last
     #: under ``strict`` (a level sees the state it began with).
     flush: bool = True
+
+    def outcome(self, u: float) -> int:
+        """A dispatched call's outcome when its draw is ``u`` in [0, 1): it succeeds
+        when ``u < rate`` (one draw per call, whatever its attempts), at the first
+        attempt ``k`` whose cumulative share exceeds ``u`` (the outcome ``k``);
+        else it fails (0)."""
+        if u >= self.rate:
+            return 0
+        if len(self.tries) == 1:
+            return 1
+        acc = 0.0
+        for k, share in enumerate(self.tries[:-1], 1):
+            acc += share
+            if u < acc:
+                return k
+        return len(self.tries)  # the last attempt's share
+
+    def calls(self, outcome: int) -> int:
+        """The attempts behind an outcome: ``k`` for a success at the k-th, all of
+        them for a failure."""
+        return outcome or len(self.tries)
+
+
+def _tries(rate: float, attempts: int) -> tuple[float, tuple[float, ...]]:
+    """A call of success ``rate`` per attempt (in [0, 1]) given ``attempts``
+    attempts: its chance to succeed at all, and to succeed at each attempt (the
+    last one's share is what the others leave of the whole, so they sum to it)."""
+    whole = effective_rate(rate, attempts - 1)
+    shares = [rate * (1.0 - rate) ** k for k in range(attempts - 1)]
+    return whole, (*shares, whole - sum(shares))
 
 
 @dataclass(slots=True)
@@ -355,18 +397,23 @@ def _compile(
     goal: _Goal,
     failure_behavior: bool,
     semantics: Semantics,
+    retries: int = 0,
 ) -> _Plan:
+    """The plan as the walk's steps; ``rates``: each tool's success rate per attempt
+    (clamped to [0, 1]), ``retries``: the attempts after the first (``retry_attempts``)."""
     order = semantics.order(proposal)
     walk_order = [i for level in order.levels for i in level]
     steps = []
     for _, turn, _, _ in schedule(order, semantics):  # the walk's order of turns
         for place, index in enumerate(turn):
             action = proposal.actions[index]
-            tool = _tool(action) if action.type == "tool_call" else None
-            rate = rates.get(tool, 1.0) if tool else 1.0
+            tool = action.tool if action.type == "tool_call" else None
+            base = _clamp(rates.get(tool, 1.0)) if tool is not None else 1.0
+            attempts = retries + 1
             behaviour = action.failure_behavior.value
-            if failure_behavior and behaviour == "retry" and tool:
-                rate = effective_rate(rate, action.max_retries)  # then, failing, it aborts
+            if failure_behavior and behaviour == "retry" and tool is not None:
+                attempts *= action.max_retries + 1  # then, failing, it aborts
+            rate, tries = _tries(base, attempts)
             waits = 0
             for t in order.waits_for(index):
                 waits |= 1 << t
@@ -381,6 +428,8 @@ def _compile(
                     dict(semantics.effects(action)),
                     stops=failure_behavior and behaviour in ("abort", "retry"),
                     waits=waits,
+                    nameless=action.type == "tool_call" and action.tool is None,
+                    tries=tries,
                     flush=place == len(turn) - 1,
                 )
             )
@@ -410,18 +459,11 @@ def _compile(
     return _Plan(steps, order, live_after, descendants, semantics, waited_after)
 
 
-def _tool(action: Any) -> str:
-    """The name a tool call's rate is looked up by ("": it names none, and is
-    rejected)."""
-    return str(action.tool or "")
-
-
 def _blocked(plan: _Plan, step: _Step, state: Mapping[str, Any], notok: int) -> bool:
-    """Whether the step is rejected at its turn: a tool call naming no tool, or what
-    the walk says blocks an action (``blockers``): a false part of its predicate, an
-    absent key it depends on, or (``strict``) an action it waits for that did not
-    succeed (``notok``: a mask of those)."""
-    if step.tool == "":  # a tool call naming no tool is never dispatched
+    """Whether the step is rejected at its turn: a tool call naming no tool, a false
+    part of its predicate, an absent key it depends on, or (``strict``) an action it
+    waits for that did not succeed (``notok``: a mask of those)."""
+    if step.nameless:  # a tool call naming no tool is never dispatched
         return True
     waited = (lambda t: notok >> t & 1 == 1) if step.waits else None
     return bool(blockers(plan.order, step.index, state, waited, plan.semantics))
@@ -664,11 +706,12 @@ def _advance(plan: _Plan, run: _Run, n: int) -> int | None:
     return None
 
 
-def _decide(plan: _Plan, run: _Run, n: int, ok: bool) -> int:
-    """The tool call at step ``n`` succeeded (``ok``) or failed; the next step."""
+def _decide(plan: _Plan, run: _Run, n: int, outcome: int) -> int:
+    """The tool call at step ``n`` had ``outcome`` (:meth:`_Step.outcome`: 0 failed,
+    ``k`` succeeded at its k-th attempt); the next step."""
     step = plan.steps[n]
-    run.calls += 1
-    if ok:
+    run.calls += step.calls(outcome)
+    if outcome:
         run.pending.update(step.effects)
         run.landed.append(n)
     else:
@@ -708,15 +751,25 @@ def _trials_plain(
     plan: _Plan, state: dict[str, Any], goal: _Goal, config: RiskConfig, shown: Progress | None
 ) -> dict[_Trial, int]:
     """Every trial walked from the start by the one walk (:func:`walk`), its outcome
-    source a draw per dispatched tool call, in walk order, from the seeded stream.
-    The reference for :func:`_trials_memo`, the compiled walk."""
+    source a draw per dispatched tool call, in walk order, from the seeded stream
+    (its attempts, :meth:`_Step.outcome`, counted as the trial's calls). The
+    reference for :func:`_trials_memo`, the compiled walk."""
     rng = random.Random(config.seed)
-    dispatch = _dispatch(plan, lambda step: rng.random() < step.rate)
+    calls = [0]
+
+    def draw(step: _Step) -> bool:
+        outcome = step.outcome(rng.random())
+        calls[0] += step.calls(outcome)
+        return outcome > 0
+
+    dispatch = _dispatch(plan, draw)
     counts: dict[_Trial, int] = defaultdict(int)
     for _ in range(config.trials):
         if shown is not None:
             shown.update()
-        counts[_trial_of(plan, _walked(plan, state, dispatch), goal)] += 1
+        calls[0] = 0
+        walked = _walked(plan, state, dispatch)
+        counts[_trial_of(plan, walked, goal, calls[0])] += 1
     return counts
 
 
@@ -741,13 +794,14 @@ def _dispatch(plan: _Plan, outcome: Callable[[_Step], bool]) -> Dispatch:
 
     def dispatch(i: int) -> bool | str:
         step = step_of[i]
-        return "it names no tool" if step.tool == "" else outcome(step)
+        return "it names no tool" if step.nameless else outcome(step)
 
     return dispatch
 
 
-def _trial_of(plan: _Plan, walked: Walk, goal: _Goal) -> _Trial:
-    """What the result counts about one walked run (see :class:`_Trial`)."""
+def _trial_of(plan: _Plan, walked: Walk, goal: _Goal, calls: int) -> _Trial:
+    """What the result counts about one walked run (see :class:`_Trial`) that made
+    ``calls`` tool calls."""
     rejected, failed, landed = [], [], []
     did_fail = set(walked.failed)
     for n, step in enumerate(plan.steps):
@@ -758,7 +812,6 @@ def _trial_of(plan: _Plan, walked: Walk, goal: _Goal) -> _Trial:
             failed.append(n)
         else:
             landed.append(n)
-    calls = len(failed) + sum(plan.steps[n].tool is not None for n in landed)
     return _trial(plan, rejected, failed, landed, calls, walked.state, goal)
 
 
@@ -766,13 +819,14 @@ class _Node:
     """A point of the trie of trials: a draw still to make (``n``, the walk so far)
     or a finished trial (``trial``)."""
 
-    __slots__ = ("children", "count", "n", "rate", "run", "trial")
+    __slots__ = ("children", "count", "n", "run", "step", "trial")
 
     def __init__(self, plan: _Plan, run: _Run, n: int | None, goal: _Goal) -> None:
         self.n = n
         self.run: _Run | None = None if n is None else run
-        self.rate = 0.0 if n is None else plan.steps[n].rate
-        self.children: list[_Node | None] = [None, None]  # [failed, succeeded]
+        self.step = None if n is None else plan.steps[n]
+        #: By the draw's outcome: [failed, succeeded at the first attempt, ...].
+        self.children: list[_Node | None] = [None] * (1 + len(self.step.tries) if self.step else 0)
         self.trial = _finish(plan, run, goal) if n is None else None
         self.count = 0  # trials that ended here
 
@@ -803,20 +857,20 @@ def _trials_memo(
             shown.update()
         node = root
         while node.trial is None:
-            assert node.run is not None and node.n is not None
-            ok = rng.random() < node.rate
-            child = node.children[ok]
+            assert node.run is not None and node.n is not None and node.step is not None
+            outcome = node.step.outcome(rng.random())
+            child = node.children[outcome]
             if child is None:  # a branch no trial took yet: grow it, walk on alone
                 run = node.run.copy()
-                child = node.children[ok] = _Node(
-                    plan, run, _advance(plan, run, _decide(plan, run, node.n, ok)), goal
+                child = node.children[outcome] = _Node(
+                    plan, run, _advance(plan, run, _decide(plan, run, node.n, outcome)), goal
                 )
                 if child.trial is None and not full:
                     assert child.run is not None
                     alone, n = child.run.copy(), child.n
                     while n is not None:
-                        ok = rng.random() < plan.steps[n].rate
-                        n = _advance(plan, alone, _decide(plan, alone, n, ok))
+                        outcome = plan.steps[n].outcome(rng.random())
+                        n = _advance(plan, alone, _decide(plan, alone, n, outcome))
                     counts[_finish(plan, alone, goal)] += 1
                     break
             node = child
@@ -897,6 +951,7 @@ def _exact(
     State = tuple[tuple[Any, ...], tuple[Any, ...], int, int, int, bool, int, int]
     states: dict[State, float] = {(kept, (), 0, 0, 0, True, 0, GOING): 1.0}
     forced_desc = plan.descendants[plan.steps[forced].index] if forced is not None else 0
+    counted = forced is None  # a blast-radius pass reports its blast radius only: no calls
     for n, step in enumerate(plan.steps):
         nxt: dict[tuple[Any, ...], float] = defaultdict(float)
         push = _Layer(nxt, plan.live_after[n], tally, values, step.flush, plan.waited_after[n]).push
@@ -921,13 +976,15 @@ def _exact(
             ok, bad = step.rate, 1.0 - step.rate
             if forced is not None and n == forced:
                 ok = 0.0
-            if ok > 0.0:
+            if ok > 0.0:  # a success at each attempt, with its attempts as calls
                 tally.landed[n] += p * ok
-                counts = (calls + 1, landed + 1, all_landed, hit, stopped)
-                push(texts, {**pending, **effects[n]}, notok, counts, p * ok)
-            if bad > 0.0:
+                landing = {**pending, **effects[n]}
+                for attempt, share in enumerate(step.tries if counted else (ok,), 1):
+                    counts = (calls + attempt * counted, landed + 1, all_landed, hit, stopped)
+                    push(texts, landing, notok, counts, p * share)
+            if bad > 0.0:  # a failure after every attempt
                 tally.failed[n] += p * bad
-                counts = (calls + 1, landed, False, hit, stops)
+                counts = (calls + len(step.tries) * counted, landed, False, hit, stops)
                 push(texts, pending, notok | bit, counts, p * bad)
         states = nxt
         pass_name = "the outcome pass" if forced is None else "a blast-radius pass"
@@ -1077,9 +1134,9 @@ def risk(
         if not isinstance(rate, (int, float)) or isinstance(rate, bool) or math.isnan(rate):
             raise InputError("expected a number", ["tool_success_rates", name])
         caller[name] = float(rate)
-    tools = sorted({_tool(a) for a in model.actions if a.type == "tool_call" and a.tool})
+    tools = sorted({a.tool for a in model.actions if a.type == "tool_call" and a.tool is not None})
     provenance: dict[str, dict[str, Any]] = {}
-    effective: dict[str, float] = {}
+    base: dict[str, float] = {}  # per attempt, clamped
     clamped: list[str] = []
     for tool in tools:  # the caller's rate wins, then the history's, then the default
         given = caller.get(tool)
@@ -1099,10 +1156,10 @@ def risk(
         if not 0.0 <= raw <= 1.0:  # clamped, as the runtime clamps it: but said
             entry["clamped_from"] = raw
             clamped.append(f"{tool} {raw:g} -> {_clamp(raw):g} ({entry['source']})")
-        effective[tool] = effective_rate(raw, settings.retry_attempts)
-        provenance[tool] = {"rate": _round(effective[tool]), **entry}
+        base[tool] = _clamp(raw)
+        provenance[tool] = {"rate": _round(effective_rate(raw, settings.retry_attempts)), **entry}
     compiled_goal = _Goal(goal, sem)
-    plan = _compile(model, effective, compiled_goal, failure_behavior, sem)
+    plan = _compile(model, base, compiled_goal, failure_behavior, sem, settings.retry_attempts)
     reason = None
     tally = None
     if method in ("auto", "exact"):
@@ -1182,12 +1239,12 @@ def _sensitivity(plan: _Plan, state: dict[str, Any], goal: _Goal, work: _Work) -
 
     out: dict[str, float] = {}
     for n, step in enumerate(plan.steps):
-        if step.tool is None or step.tool == "":
+        if step.tool is None:
             continue
         ends = []
         for rate in (1.0, 0.0):
             steps = list(plan.steps)
-            steps[n] = replace(step, rate=rate)
+            steps[n] = replace(step, rate=rate, tries=(rate,))
             fixed = replace(plan, steps=steps)
             ends.append(_exact(fixed, state, goal, work).goal)
         out[step.tool] = out.get(step.tool, 0.0) + ends[0] - ends[1]

@@ -158,11 +158,9 @@ class Semantics(abc.ABC):
     def value_domain(self, encoder: Any, value: Any) -> Any:
         """What every initial value term obeys under this profile's numbers (a z3 formula)."""
 
-    def exact_region(self, encoder: Any, value: Any) -> Any:
-        """Where the model answers every comparison on ``value`` exactly, leaving
-        nothing open (a z3 formula): an example state is sought there first, so that
-        it replays through ``simulate``. Everywhere, unless the profile leaves
-        some answers open."""
+    def constant_facts(self, encoder: Any) -> Any:
+        """What is known of the constants the proposals name beyond their terms (the
+        open predicates' answers on them), as one z3 formula; nothing by default."""
         return encoder.true
 
     # --- actions ------------------------------------------------------------------------

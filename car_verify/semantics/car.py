@@ -127,8 +127,45 @@ def _f64(value: object) -> float | None:
 #: json.dumps with options makes a new one per call). Also the loop check's
 #: canonical form of a call's parameters.
 show = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode
-#: A value's compact JSON text, as CAR's ``contains`` reads a non-string.
-_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_string_text = json.JSONEncoder(ensure_ascii=False).encode
+
+
+def float_text(number: float) -> str:
+    """An f64 as the runtime writes it (in its JSON and in the text ``contains``
+    reads): the shortest digits that read back (Python's ``repr``), positional from
+    ``1e-5`` up to ``1e16`` and scientific outside, the exponent unpadded (``1e-7``,
+    ``0.00001``, ``1e+16``, ``-0.0``); not finite, ``null``."""
+    if not math.isfinite(number):
+        return "null"
+    text = repr(number)
+    if "e" not in text:
+        return text
+    mantissa, exponent = text.split("e")
+    power = int(exponent)
+    if power == -5:  # repr's 1.5e-05 is the runtime's 0.000015
+        sign, digits = ("-", mantissa[1:]) if mantissa.startswith("-") else ("", mantissa)
+        return f"{sign}0.0000{digits.replace('.', '')}"
+    return f"{mantissa}e{'+' if power > 0 else '-'}{abs(power)}"
+
+
+def _compact(value: object) -> str:
+    """A value's compact JSON text as the runtime writes it, which CAR's ``contains``
+    reads: object keys sorted, numbers as CAR holds them (an integer outside the
+    64-bit range an f64), f64s in the runtime's form (:func:`float_text`)."""
+    if isinstance(value, str):
+        return _string_text(value)
+    if value is None or isinstance(value, bool):
+        return "null" if value is None else "true" if value else "false"
+    if is_number(value):
+        kind, number = _number(value)  # type: ignore[arg-type]
+        return float_text(number) if kind == "f" else str(number)
+    if isinstance(value, list):
+        return "[" + ",".join(_compact(v) for v in value) + "]"
+    if isinstance(value, dict):
+        items = sorted(value.items())
+        return "{" + ",".join(f"{_string_text(k)}:{_compact(v)}" for k, v in items) + "}"
+    return _string_text(str(value))
+
 
 _ORDERED = {"gt": float.__gt__, "lt": float.__lt__, "gte": float.__ge__, "lte": float.__le__}
 
@@ -266,7 +303,7 @@ def car_evaluate(key: str, operator: str, expected: object, state: Mapping[str, 
 
 def _text(value: object) -> str:
     """A value as CAR's ``contains`` reads it: a string as itself, anything else as
-    its compact JSON text."""
+    its compact JSON text (:func:`_compact`)."""
     if isinstance(value, str):
         return value
     return _compact(value)
@@ -568,12 +605,6 @@ class CarSemantics(Semantics):
         i = J.i(value)
         return z3.Implies(J.is_integer(value), z3.And(i >= -_I64, i < _U64))
 
-    def exact_region(self, encoder: Any, value: Any) -> Any:
-        # An integer beyond 2**53 against an ordering is left open (holds_term).
-        z3, J = encoder.z3, encoder.J
-        i = J.i(value)
-        return z3.Implies(J.is_integer(value), z3.And(i > -_EXACT, i < _EXACT))
-
     def holds_term(self, encoder: Any, pre: Precondition, present: Any, value: Any) -> Any:
         z3, J = encoder.z3, encoder.J
         op, expected = pre.operator, pre.value
@@ -596,13 +627,16 @@ class CarSemantics(Semantics):
             def compare(n: Any) -> Any:
                 return {"gt": n > c, "lt": n < c, "gte": n >= c, "lte": n <= c}[op]
 
+            # An integer is compared as its f64 (rounded to nearest, ties to even past
+            # 2**53). Against a bound under 2**53 that is the integer itself (one past
+            # 2**53 rounds to 2**53 at least, on the same side); against a larger
+            # one, rounding is monotone: the integer against a threshold.
             i = J.i(value)
-            # An integer is compared as its f64: exactly the integer up to 2**53; beyond,
-            # the rounding is not modelled, and the answer is left open (any answer,
-            # the same for equal values), so that "equivalent" stays a proof.
-            rounded = encoder.text_contains(value, encoder.needle([op, expected]))
-            exact = z3.And(i > -_EXACT, i < _EXACT)
-            as_integer = z3.And(J.is_integer(value), z3.If(exact, compare(z3.ToReal(i)), rounded))
+            if abs(bound) < _EXACT:
+                by_integer = compare(z3.ToReal(i))
+            else:
+                by_integer = _integer_ordering(z3, op, bound, i)
+            as_integer = z3.And(J.is_integer(value), by_integer)
             as_float = z3.And(J.is_number(value), compare(J.n(value)))
             return z3.And(present, z3.Or(as_integer, as_float))
         if op == "contains":
@@ -610,14 +644,23 @@ class CarSemantics(Semantics):
         return encoder.false  # an unknown operator fails
 
     def _contains(self, encoder: Any, value: Any, needle: Any) -> Any:
-        """The needle's text inside the value's text: exact for a string, a known
-        constant, ``null`` and booleans; for a number or an opaque value an
-        uninterpreted predicate of the value (any answer, the same for equal values)."""
+        """The needle's text inside the value's text (:func:`_text`): exact for a
+        string, a known constant, ``null`` and booleans. For a number and an opaque
+        array or object, an uninterpreted predicate of the value (any answer, the
+        same for equal values), told what is true of every text: a number's text
+        holds only ``-``, digits and (a float's) ``. + e``; an integer's holds ``-``
+        when it is negative; a needle whose text is inside another's holds where
+        that one does, and each number the plans name holds exactly the needles its
+        text holds (:meth:`constant_facts`). ``0.0`` and ``-0.0`` are equal and their
+        texts differ, so at zero a needle inside ``-0.0`` only may answer either way
+        at each place it is asked."""
         z3, J = encoder.z3, encoder.J
         text = _text(needle)
-        parts = [
-            z3.And(J.is_string(value), z3.Contains(J.s(value), literal(z3, text, encoder.ctx)))
-        ]
+        if text == "":
+            return encoder.true  # the empty text is inside every text
+        ctx = encoder.ctx
+        needle_term = literal(z3, text, ctx)
+        parts = [z3.And(J.is_string(value), z3.Contains(J.s(value), needle_term))]
         if text in "null":
             parts.append(J.is_null(value))
         for word, truth in (("true", True), ("false", False)):
@@ -626,10 +669,97 @@ class CarSemantics(Semantics):
         arrays = [i for i, known in enumerate(encoder.known) if _contains(known, needle)]
         if arrays:
             parts.append(z3.And(J.is_known(value), z3.Or(*[J.k(value) == i for i in arrays])))
-        index = z3.IntVal(encoder.needle(needle), ctx=encoder.ctx)
-        loose = z3.Or(J.is_integer(value), J.is_number(value), J.is_opaque(value))
-        parts.append(z3.And(loose, encoder.text_contains(value, index)))
+        index = z3.IntVal(encoder.needle(needle), ctx=ctx)
+        free = encoder.text_contains(value, index)
+        if text == "-":
+            parts.append(z3.And(J.is_integer(value), J.i(value) < 0))
+        elif set(text) <= set(_INTEGER_CHARS):
+            parts.append(z3.And(J.is_integer(value), free))
+        if set(text) <= set(_FLOAT_CHARS):
+            if text in "0.0":
+                zero = encoder.true
+            elif text in "-0.0":
+                zero = z3.FreshBool("zero_sign", ctx=ctx)
+            else:
+                zero = encoder.false
+            parts.append(z3.And(J.is_number(value), z3.If(J.n(value) == 0, zero, free)))
+        parts.append(z3.And(J.is_opaque(value), free))
         return z3.Or(*parts)
+
+    def constant_facts(self, encoder: Any) -> Any:
+        """Each number the plans name (but a float zero, whose two signs are one
+        value) holds, in ``contains``' open predicate, exactly the needles its text
+        holds (of those a number's text can hold at all); and of every value, a
+        needle whose text is inside another's holds wherever that one does (every
+        value a run sees is a key's initial value or a constant, so it is said of
+        the initial values: the constants' answers are exact)."""
+        z3 = encoder.z3
+        facts = []
+        texts = [_text(needle) for needle in encoder.needles]
+        pairs = [
+            (z3.IntVal(outer, ctx=encoder.ctx), z3.IntVal(inner, ctx=encoder.ctx))
+            for outer, big in enumerate(texts)
+            for inner, small in enumerate(texts)
+            if outer != inner and small in big and small != ""
+        ]
+        for _, value in encoder.initial.values():
+            for outer, inner in pairs:
+                facts.append(
+                    z3.Implies(
+                        encoder.text_contains(value, outer), encoder.text_contains(value, inner)
+                    )
+                )
+        for constant in encoder.scalars:
+            if not is_number(constant) or (isinstance(constant, float) and constant == 0):
+                continue
+            if isinstance(constant, float) and not math.isfinite(constant):
+                continue
+            term = self.number_term(encoder, constant)
+            alphabet = _FLOAT_CHARS if _number(constant)[0] == "f" else _INTEGER_CHARS
+            for index, needle in enumerate(encoder.needles):
+                if not set(_text(needle)) <= set(alphabet):
+                    continue  # never inside a number's text: _contains says so
+                inside = _text(needle) in _text(constant)
+                held = encoder.text_contains(term, z3.IntVal(index, ctx=encoder.ctx))
+                facts.append(held if inside else z3.Not(held))
+        return z3.And(*facts) if facts else encoder.true
+
+
+#: The characters of an integer's text, and of a float's, as the runtime writes them.
+_INTEGER_CHARS = "-0123456789"
+_FLOAT_CHARS = "-+.0123456789e"
+
+
+def _integer_ordering(z3: Any, op: str, bound: float, i: Any) -> Any:
+    """``float(i) op bound`` for a z3 integer ``i`` of CAR's range [-2**63, 2**64):
+    float() rounds to nearest (ties to even) and is monotone, so the integers it
+    holds for are those on one side of a threshold, found here with Python's own
+    exact int-to-float rounding."""
+    low, high = -_I64, _U64 - 1
+    compare = _ORDERED[op]
+
+    def holds(j: int) -> bool:
+        return compare(float(j), bound)
+
+    if op in ("gt", "gte"):  # an up-set: its least member
+        if not holds(high):
+            return z3.BoolVal(False, ctx=i.ctx)
+        if holds(low):
+            return z3.BoolVal(True, ctx=i.ctx)
+        lo, hi = low, high  # holds(lo) is false, holds(hi) true
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if holds(mid) else (mid, hi)
+        return i >= hi
+    if not holds(low):  # a down-set: its greatest member
+        return z3.BoolVal(False, ctx=i.ctx)
+    if holds(high):
+        return z3.BoolVal(True, ctx=i.ctx)
+    lo, hi = low, high  # holds(lo) is true, holds(hi) false
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if holds(mid) else (lo, mid)
+    return i <= lo
 
 
 #: The one car semantics object.

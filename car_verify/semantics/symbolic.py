@@ -26,6 +26,7 @@ question is asked.
 from __future__ import annotations
 
 import importlib
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -163,12 +164,17 @@ class Encoder:
         self.text_contains = z3.Function(
             "text_contains", self.J, z3.IntSort(ctx=self.ctx), z3.BoolSort(ctx=self.ctx)
         )
+        #: The numbers the proposals test and write (each once, by its canonical text).
+        self.scalars: list[Any] = []
+        scalar_texts: set[str] = set()
         keys: dict[str, None] = {}
         for proposal in proposals:
             for action in proposal.actions:
+                named = []
                 for pre, _ in sem.checks(action):
                     keys[pre.key] = None
                     self._register(pre.value)
+                    named.append(pre.value)
                     if pre.operator == "contains":
                         self.needle(pre.value)
                 for key in action.depended_keys():
@@ -177,6 +183,11 @@ class Encoder:
                 for key, value in sem.effects(action).items():
                     keys[key] = None
                     self._register(value)
+                    named.append(value)
+                for value in named:
+                    if is_number(value) and sem.canonical(value) not in scalar_texts:
+                        scalar_texts.add(sem.canonical(value))
+                        self.scalars.append(value)
         self.keys = list(keys)
         self.initial: dict[str, tuple[Any, Any]] = {
             key: (
@@ -243,7 +254,7 @@ class Encoder:
         """Constraints every initial value obeys (``known`` indexes name real constants):
         of every key, or of ``keys`` (each constrains its own value only)."""
         z3, J = self.z3, self.J
-        parts = []
+        parts = [self.semantics.constant_facts(self)]
         chosen = self.initial.values() if keys is None else [self.initial[k] for k in keys]
         for _, value in chosen:
             parts.append(
@@ -344,6 +355,52 @@ class Encoder:
                 out[key] = self.to_json(model, model.eval(value, model_completion=True))
         return out
 
+    def realized_state(self, model: Any, proposals: Sequence[ActionProposal]) -> dict[str, Any]:
+        """:meth:`state_from_model`, with each value the model reads loosely (one whose
+        text an open predicate stands for: a number or an opaque value under ``car``)
+        replaced, where it has to be, by a value on which every test of the
+        proposals on that key (their preconditions, and equality with each value
+        they write to it) has the truth the model gives it: a run from the state
+        then takes the model's branches. The value is sought among candidates built
+        from the needles the model says it holds and the numbers the proposals
+        name; where none fits, the model's own reading stays. A search for a
+        witness, never a proof: what it returns is replayed like any other state."""
+        sem = self.semantics
+        state = self.state_from_model(model)
+        checks: dict[str, list[Precondition]] = {}
+        written: dict[str, list[Any]] = {}
+        for proposal in proposals:
+            for action in proposal.actions:
+                for pre, _ in sem.checks(action):
+                    checks.setdefault(pre.key, []).append(pre)
+                for key, value in sem.effects(action).items():
+                    written.setdefault(key, []).append(value)
+        for key, value in list(state.items()):
+            present, term = self.initial[key]
+            tests: list[tuple[Any, bool]] = []
+            for pre in checks.get(key, []):
+                truth = self.z3.is_true(model.eval(self.holds(pre, present, term), True))
+                tests.append((lambda v, pre=pre: sem.holds(pre.operator, v, pre.value), truth))
+            for constant in written.get(key, []):
+                truth = self.z3.is_true(model.eval(term == self.const(constant), True))
+                tests.append((lambda v, c=constant: sem.equal(v, c), truth))
+
+            def fits(candidate: Any, tests: list[tuple[Any, bool]] = tests) -> bool:
+                return all(check(candidate) == truth for check, truth in tests)
+
+            if fits(value):
+                continue
+            held = [
+                pre.value
+                for (pre, (_, truth)) in zip(checks.get(key, []), tests, strict=False)
+                if pre.operator == "contains" and truth
+            ]
+            for candidate in _candidates(value, held, self.scalars):
+                if fits(candidate):
+                    state[key] = candidate
+                    break
+        return state
+
     def to_json(self, model: Any, term: Any) -> Any:
         z3 = self.z3
         name = term.decl().name()
@@ -381,3 +438,48 @@ class Encoder:
         if any(self.semantics.equal(plain, known) for known in self.known):
             return marked
         return plain
+
+
+#: At most this many candidate values are tried for one key (:meth:`Encoder.realized_state`).
+MAX_CANDIDATES = 400
+
+
+def _candidates(value: Any, held: Sequence[Any], scalars: Sequence[Any]) -> list[Any]:
+    """Values to try for a key the model reads loosely, in order: built from the
+    needles it must hold (themselves; their texts joined, as a string and as a
+    number; in an array; in an object), then the model's value with its sign
+    turned, then the numbers the proposals name and their neighbours."""
+    import itertools
+    import json
+
+    def text(v: Any) -> str:
+        if isinstance(v, str):
+            return v
+        return json.dumps(v, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+    out: list[Any] = [*held]
+    pieces = list(dict.fromkeys(text(v) for v in held))
+    for size in range(1, min(len(pieces), 3) + 1):
+        for order in itertools.permutations(pieces, size):
+            joined = "".join(order)
+            out.append(joined)
+            for number_text in (joined, f"1{joined}", f"{joined}1", f"{joined}.5", f"0.{joined}"):
+                for read in (int, float):
+                    try:
+                        number = read(number_text)
+                    except (ValueError, OverflowError):
+                        continue
+                    if not isinstance(number, float) or math.isfinite(number):
+                        out.append(number)
+    for size in range(1, min(len(held), 3) + 1):
+        for chosen in itertools.permutations(held, size):
+            out.append(list(chosen))
+            out.append({"~" * (n + 1): v for n, v in enumerate(chosen)})
+    out.extend([[], {}])
+    if isinstance(value, float) and math.isfinite(value):  # a real the model chose, rounded
+        out.extend([math.nextafter(value, math.inf), math.nextafter(value, -math.inf)])
+    if is_number(value):
+        out.extend([-value, -0.0 if value == 0 else value / 2])
+    for number in scalars:
+        out.extend([number, number + 1, number - 1, number + 0.5, number - 0.5])
+    return out[:MAX_CANDIDATES]
