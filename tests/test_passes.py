@@ -95,9 +95,9 @@ def test_every_pass_declares_itself_and_documents_itself(name: str) -> None:
 def _tier_of(cls: type[Pass], code: str) -> Tier:
     """The tier a pass gives a code: its own, or for CAR's eight checks (one pass of
     two tiers) the tier of the check that reports it."""
-    from car_verify.passes.car import CAR_CHECKS, CHECK_OF_CODE, CarChecks
+    from car_verify.passes.car import CAR_CHECKS, CHECK_OF_CODE, CarPass
 
-    if cls is not CarChecks or code not in CHECK_OF_CODE:
+    if cls is not CarPass or code not in CHECK_OF_CODE:
         return cls.tier
     return next(c.tier for c in CAR_CHECKS if c.name == CHECK_OF_CODE[code])
 
@@ -571,13 +571,13 @@ def test_too_many_actions_counts_in_words(count: int, says: str) -> None:
 
 
 def test_one_instance_of_the_car_pass_serves_several_contexts_at_once() -> None:
-    """The car pass keeps each context's verdict from its run to what it says for
-    the evidence: one instance handed to verify from several threads mixes none."""
+    """The car pass sums up each context's findings into CAR's evidence: one instance
+    handed to verify from several threads mixes none."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from car_verify.passes.car import CarChecks
+    from car_verify.passes.car import CarPass
 
-    shared = CarChecks()
+    shared = CarPass()
     small = {"actions": [{"id": "a", "type": "tool_call", "tool": "t"}]}
     large = {
         "actions": [
@@ -588,10 +588,9 @@ def test_one_instance_of_the_car_pass_serves_several_contexts_at_once() -> None:
     docs = [small, large] * 25
 
     def bounds(doc: dict[str, object]) -> int:
-        checks = car_verify.verify(doc, passes=[shared], profile="car").evidence.checks
+        checks = car_verify.verify(doc, passes=["budget", shared], profile="car").evidence.checks
         return next(c.findings for c in checks if c.name == "resource_bounds")
 
     with ThreadPoolExecutor(4) as pool:
         found = list(pool.map(bounds, docs))
     assert found == [0 if doc is small else 1 for doc in docs]
-    assert not shared._verdicts  # each said() took its own

@@ -35,7 +35,7 @@ def _builtin() -> tuple[type[Pass], ...]:
     """The built-in passes: the car profile's verdict (CAR's eight checks, in
     :mod:`car_verify.passes.car`), then the modules of ``car_verify.analyses``, imported on
     first use."""
-    from .car import CarChecks
+    from .car import CarPass
 
     try:
         from ..analyses import BUILTIN
@@ -47,7 +47,7 @@ def _builtin() -> tuple[type[Pass], ...]:
             f"installed beside {__file__}: install the project (pip install .), or run from "
             "its checkout, whose folders the package maps itself"
         ) from None
-    return (CarChecks, *BUILTIN)
+    return (CarPass, *BUILTIN)
 
 
 def _entry_points() -> list[type[Pass]]:
