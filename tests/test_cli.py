@@ -245,9 +245,9 @@ def test_codes_and_passes_listings(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(["passes", "--profile", "car"], capsys)
     assert code == 0 and "strips [strict only]:" in out and "car [car only]:" in out
     lines = out.splitlines()
-    assert (
-        lines[-1]
-        == "run by default (profile car): car; when their input is given: policies, flow, intent"
+    assert lines[-1] == (
+        "run by default (profile car): car, loops; "
+        "when their input is given: policies, flow, intent"
     )
     code, strict, _ = run(["passes", "--profile", "strict"], capsys)
     assert strict.splitlines()[-1].startswith(

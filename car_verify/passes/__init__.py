@@ -220,6 +220,32 @@ class Context:
         """The verify-mode walk (blocked actions' effects applied)."""
         return walk(self.dag, self.initial_state, mode="verify", semantics=self.semantics)
 
+    @cached_property
+    def identical_calls(self) -> list[list[int]]:
+        """The groups of tool calls of one tool whose parameters the profile calls
+        equal (:meth:`Semantics.equal`), each in proposal order, by first member:
+        those of two or more when the profile reports ``duplicate-call``, else those
+        of ``repeat_threshold`` or more (the loop checks read nothing smaller)."""
+        threshold = self.options.repeat_threshold
+        at_least = min(2, threshold) if self.reports("duplicate-call") else threshold
+        actions = self.proposal.actions
+        fingerprint, canonical = self.semantics.fingerprint, self.semantics.canonical
+        # A cheap fingerprint first; only crowded buckets are compared exactly.
+        buckets: dict[tuple[str, int], list[int]] = {}
+        for i, action in enumerate(actions):
+            if action.type == "tool_call" and action.tool is not None:
+                buckets.setdefault((action.tool, fingerprint(action.parameters)), []).append(i)
+        groups: list[list[int]] = []
+        for members in buckets.values():
+            if len(members) < at_least:
+                continue
+            exact: dict[str, list[int]] = {}
+            for i in members:
+                exact.setdefault(canonical(actions[i].parameters), []).append(i)
+            groups += [group for group in exact.values() if len(group) >= at_least]
+        groups.sort()
+        return groups
+
     def has(self, requirement: Requirement) -> bool:
         if requirement is Requirement.TOOLS:
             return self.tools is not None

@@ -92,7 +92,7 @@ CAR_CHECKS = (
         "no identical tool call is repeated enough to look like a loop",
         "semantically redundant calls with differing arguments",
         ("repeated-call", "duplicate-call"),
-        ("car",),
+        ("loops", "car"),
     ),
     CarCheck(
         "preconditions",
@@ -162,6 +162,9 @@ _STRUCTURE = ("duplicate-key", "unknown-field", "duplicate-id", "state-write-wit
 
 #: Every code the car profile reports from CAR's checks and this pass's notes.
 CAR_CODES = frozenset({*CHECK_OF_CODE, *OWN_CODES, *_STRUCTURE})
+
+#: The codes of CAR's checks the passes of analyses/ now report.
+_MOVED = frozenset({"repeated-call"})
 
 
 def _summary(ctx: Context, found: Sequence[Issue], records: Mapping[str, CheckRecord]) -> Said:
@@ -254,23 +257,6 @@ def _budget(ctx: Context) -> Iterator[Issue]:
     count, limit = len(ctx.proposal.actions), ctx.max_actions
     if limit is not None and count > limit:
         yield ctx.issue("too-many-actions", f"excessive actions: {count} (limit {limit})", index=0)
-
-
-def _loops(ctx: Context) -> Iterator[Issue]:
-    """Identical tool calls: twice is a warning, ``threshold`` (3) times an error."""
-    threshold = ctx.options.repeat_threshold
-    canonical = ctx.semantics.canonical
-    groups: dict[tuple[str, str], list[int]] = {}
-    for index, action in enumerate(ctx.proposal.actions):
-        if action.type == "tool_call" and action.tool is not None:
-            groups.setdefault((action.tool, canonical(action.parameters)), []).append(index)
-    for (tool, _), members in sorted(groups.items(), key=lambda item: item[1][0]):
-        count = len(members)
-        if count >= threshold:
-            message = f"repeated identical tool call: {tool} ({count}x) \u2014 likely loop"
-            yield ctx.issue("repeated-call", message)
-        elif count >= 2:
-            yield ctx.issue("duplicate-call", f"duplicate tool call: {tool} ({count}x)")
 
 
 def _walk(ctx: Context) -> Iterator[Issue]:
@@ -411,6 +397,19 @@ def _structure(ctx: Context) -> Iterator[Issue]:
 
 
 # -- what CAR alone reports ---------------------------------------------------------
+
+
+def _duplicates(ctx: Context) -> Iterator[Issue]:
+    """Identical tool calls below the loop threshold (two, by default): CAR's
+    ``duplicate-call`` warning, on the proposal."""
+    if not ctx.reports("duplicate-call"):
+        return
+    threshold = ctx.options.repeat_threshold
+    actions = ctx.proposal.actions
+    for group in ctx.identical_calls:
+        if len(group) < threshold:
+            tool = actions[group[0]].tool
+            yield ctx.issue("duplicate-call", f"duplicate tool call: {tool} ({len(group)}x)")
 
 
 def _full_schema(ctx: Context) -> Iterator[Issue]:
@@ -573,7 +572,7 @@ class CarPass(Pass):
     tier = D
     profiles = frozenset({"car"})
     stands_for = frozenset(n for check in CAR_CHECKS for n in check.passes) - {"car"}
-    codes = tuple(sorted(CAR_CODES))
+    codes = tuple(sorted(CAR_CODES - _MOVED))
     verifies = "the upstream runtime's eight checks, as its verify runs them"
     cannot_verify = "what each of the eight says it cannot verify (its evidence record)"
     examples = (
@@ -587,7 +586,7 @@ class CarPass(Pass):
                     {**_CALL, "id": "q2", "tool": "ping"},
                 ]
             },
-            ("repeated-call", "duplicate-call", "too-many-actions", "car-spec-deviation"),
+            ("duplicate-call", "too-many-actions", "car-spec-deviation"),
             max_actions=4,
         ),
         Example(
@@ -696,7 +695,7 @@ class CarPass(Pass):
 
 _PARTS = (
     _budget,
-    _loops,
+    _duplicates,
     _walk,
     _tools,
     _compensation,
