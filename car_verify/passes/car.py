@@ -84,7 +84,7 @@ CAR_CHECKS = (
         "action count is within the limit ({limit})",
         "per-action cost, wall-clock time, or memory at runtime",
         ("too-many-actions",),
-        ("car",),
+        ("budget",),
     ),
     CarCheck(
         "loop_detection",
@@ -164,7 +164,7 @@ _STRUCTURE = ("duplicate-key", "unknown-field", "duplicate-id", "state-write-wit
 CAR_CODES = frozenset({*CHECK_OF_CODE, *OWN_CODES, *_STRUCTURE})
 
 #: The codes of CAR's checks the passes of analyses/ now report.
-_MOVED = frozenset({"repeated-call"})
+_MOVED = frozenset({"repeated-call", "too-many-actions"})
 
 
 def _summary(ctx: Context, found: Sequence[Issue], records: Mapping[str, CheckRecord]) -> Said:
@@ -251,12 +251,6 @@ def _summary(ctx: Context, found: Sequence[Issue], records: Mapping[str, CheckRe
 
 
 # -- CAR's checks not yet run by the passes of analyses/ ---------------------------
-
-
-def _budget(ctx: Context) -> Iterator[Issue]:
-    count, limit = len(ctx.proposal.actions), ctx.max_actions
-    if limit is not None and count > limit:
-        yield ctx.issue("too-many-actions", f"excessive actions: {count} (limit {limit})", index=0)
 
 
 def _walk(ctx: Context) -> Iterator[Issue]:
@@ -586,7 +580,7 @@ class CarPass(Pass):
                     {**_CALL, "id": "q2", "tool": "ping"},
                 ]
             },
-            ("duplicate-call", "too-many-actions", "car-spec-deviation"),
+            ("duplicate-call", "car-spec-deviation"),
             max_actions=4,
         ),
         Example(
@@ -694,7 +688,6 @@ class CarPass(Pass):
 
 
 _PARTS = (
-    _budget,
     _duplicates,
     _walk,
     _tools,
