@@ -116,7 +116,7 @@ CAR_CHECKS = (
         "every tool_call names a registered tool",
         "whether the registered tool behaves as its name/description implies",
         ("missing-tool-name", "unknown-tool"),
-        ("car",),
+        ("car", "tools"),
         "(skipped \u2014 no tool registry supplied)",
         "tool_call structural well-formedness (a tool is named); "
         "registry not supplied so existence unchecked",
@@ -127,7 +127,7 @@ CAR_CHECKS = (
         "tool_call parameters match the registered JSON Schema (types + required)",
         "value-level constraints beyond type/required (ranges, formats, cross-field)",
         ("param-schema",),
-        ("car",),
+        ("tools",),
         "(skipped \u2014 no tool schemas supplied; existence only)",
     ),
     CarCheck(
@@ -164,7 +164,7 @@ _STRUCTURE = ("duplicate-key", "unknown-field", "duplicate-id", "state-write-wit
 CAR_CODES = frozenset({*CHECK_OF_CODE, *OWN_CODES, *_STRUCTURE})
 
 #: The codes of CAR's checks the passes of analyses/ now report.
-_MOVED = frozenset({"repeated-call", "too-many-actions"})
+_MOVED = frozenset({"repeated-call", "too-many-actions", "unknown-tool", "param-schema"})
 
 
 def _summary(ctx: Context, found: Sequence[Issue], records: Mapping[str, CheckRecord]) -> Said:
@@ -291,22 +291,11 @@ def _walk(ctx: Context) -> Iterator[Issue]:
 
 
 def _tools(ctx: Context) -> Iterator[Issue]:
-    tools = ctx.tools
-    problems = ctx.parameter_problems
     for index, action in enumerate(ctx.proposal.actions):
-        if action.type != "tool_call":
-            continue
-        if action.tool is None:
+        if action.type == "tool_call" and action.tool is None:
             yield ctx.issue(
                 "missing-tool-name", "tool_call action has no tool specified", index=index
             )
-        elif tools is not None:
-            if action.tool not in tools:
-                yield ctx.issue(
-                    "unknown-tool", f"tool {action.tool!r} is not registered", index=index
-                )
-            for message, path in problems.get(index, ()):
-                yield ctx.issue("param-schema", message, index=index, where=("parameters", *path))
 
 
 def _compensation(ctx: Context) -> Iterator[Issue]:
@@ -626,7 +615,7 @@ class CarPass(Pass):
                     },
                 ]
             },
-            ("missing-tool-name", "unknown-tool", "param-schema", "param-schema-full"),
+            ("missing-tool-name", "param-schema-full"),
             tools=_TOOLS,
         ),
         Example(
