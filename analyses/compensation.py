@@ -40,8 +40,6 @@ _CHARGE = {
 
 class CompensationPass(Pass):
     name = "compensation"
-    #: Under car, CAR's own check (car_verify.passes.car) stands in for this one.
-    profiles = frozenset({"strict"})
     preserves = frozenset({Preserves.ORDER_KEEPING_DEPENDENCY_EDIT})
     tier = Tier.DECISION_PROCEDURE
     codes = ("missing-compensation", "unknown-compensation-target")

@@ -138,7 +138,7 @@ CAR_CHECKS = (
         "whether the named compensation actually undoes the effect \u2014 that it is the "
         "right inverse, and that it will still work later",
         ("missing-compensation", "unknown-compensation-target"),
-        ("car",),
+        ("compensation",),
     ),
     CarCheck(
         "write_conflicts",
@@ -164,7 +164,16 @@ _STRUCTURE = ("duplicate-key", "unknown-field", "duplicate-id", "state-write-wit
 CAR_CODES = frozenset({*CHECK_OF_CODE, *OWN_CODES, *_STRUCTURE})
 
 #: The codes of CAR's checks the passes of analyses/ now report.
-_MOVED = frozenset({"repeated-call", "too-many-actions", "unknown-tool", "param-schema"})
+_MOVED = frozenset(
+    {
+        "repeated-call",
+        "too-many-actions",
+        "unknown-tool",
+        "param-schema",
+        "missing-compensation",
+        "unknown-compensation-target",
+    }
+)
 
 
 def _summary(ctx: Context, found: Sequence[Issue], records: Mapping[str, CheckRecord]) -> Said:
@@ -295,38 +304,6 @@ def _tools(ctx: Context) -> Iterator[Issue]:
         if action.type == "tool_call" and action.tool is None:
             yield ctx.issue(
                 "missing-tool-name", "tool_call action has no tool specified", index=index
-            )
-
-
-def _compensation(ctx: Context) -> Iterator[Issue]:
-    tools = ctx.tools
-    ids = set(ctx.dag.ids)
-    for index, action in enumerate(ctx.proposal.actions):
-        comp = action.compensation
-        if comp is None:
-            if action.reversibility == "compensable":
-                yield ctx.issue(
-                    "missing-compensation",
-                    "action declares reversibility 'compensable' but no compensation",
-                    index=index,
-                    where=("reversibility",),
-                )
-            continue
-        if comp.type == "action_ref":
-            if comp.action_id not in ids:
-                yield ctx.issue(
-                    "unknown-compensation-target",
-                    f"compensation references action {comp.action_id!r}, "
-                    "which is not in this proposal",
-                    index=index,
-                    where=("compensation",),
-                )
-        elif tools is not None and comp.tool not in tools:
-            yield ctx.issue(
-                "unknown-compensation-target",
-                f"compensation names tool {comp.tool!r}, which is not registered",
-                index=index,
-                where=("compensation",),
             )
 
 
@@ -638,7 +615,7 @@ class CarPass(Pass):
                     },
                 ]
             },
-            ("missing-compensation", "unknown-compensation-target", "duplicate-call"),
+            ("duplicate-call",),
             tools=_TOOLS,
         ),
         Example(
@@ -680,7 +657,6 @@ _PARTS = (
     _duplicates,
     _walk,
     _tools,
-    _compensation,
     _conflicts,
     _structure,
     _full_schema,
