@@ -146,7 +146,7 @@ CAR_CHECKS = (
         "concurrent writers to the same key declare an ordering dependency",
         "semantic conflicts \u2014 two actions whose effects are logically incompatible",
         ("write-conflict",),
-        ("car",),
+        ("conflicts",),
     ),
 )
 
@@ -172,6 +172,7 @@ _MOVED = frozenset(
         "param-schema",
         "missing-compensation",
         "unknown-compensation-target",
+        "write-conflict",
     }
 )
 
@@ -305,16 +306,6 @@ def _tools(ctx: Context) -> Iterator[Issue]:
             yield ctx.issue(
                 "missing-tool-name", "tool_call action has no tool specified", index=index
             )
-
-
-def _conflicts(ctx: Context) -> Iterator[Issue]:
-    ids = ctx.dag.ids
-    for a, b, key in ctx.conflicts:
-        yield ctx.issue(
-            "write-conflict",
-            f"write conflict on {key!r} with action {ids[b]} (no dependency declared)",
-            index=a,
-        )
 
 
 def _structure(ctx: Context) -> Iterator[Issue]:
@@ -619,14 +610,25 @@ class CarPass(Pass):
             tools=_TOOLS,
         ),
         Example(
-            "two writers of a key, unordered",
+            "a write conflict CAR reports between writers it orders",
             {
                 "actions": [
-                    {"id": "a", "type": "state_write", "parameters": {"key": "k", "value": 1}},
-                    {"id": "b", "type": "tool_call", "tool": "t", "expected_effects": {"k": 2}},
+                    {
+                        "id": "a",
+                        "type": "tool_call",
+                        "tool": "t",
+                        "expected_effects": {"k": 1, "j": 1},
+                    },
+                    {
+                        "id": "b",
+                        "type": "tool_call",
+                        "tool": "u",
+                        "expected_effects": {"k": 2},
+                        "state_dependencies": ["j"],
+                    },
                 ]
             },
-            ("write-conflict",),
+            ("car-spec-deviation",),
         ),
         Example(
             "what CAR ignores or reads otherwise than the spec: notes beside its verdict",
@@ -657,7 +659,6 @@ _PARTS = (
     _duplicates,
     _walk,
     _tools,
-    _conflicts,
     _structure,
     _full_schema,
     _ignored,
