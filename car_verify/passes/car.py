@@ -48,7 +48,6 @@ from typing import Any
 from ..base.errors import InputError
 from ..base.findings import Issue, Severity, Tier
 from ..base.values import ABSENT, KNOWN_OPERATORS, format_predicate
-from ..ir.model import repeated_keys, unknown_fields
 from . import CheckRecord, Context, Example, Pass, Said
 
 __all__ = ["CAR_CHECKS", "CAR_CODES", "CHECK_OF_CODE", "CarCheck", "CarPass"]
@@ -116,7 +115,7 @@ CAR_CHECKS = (
         "every tool_call names a registered tool",
         "whether the registered tool behaves as its name/description implies",
         ("missing-tool-name", "unknown-tool"),
-        ("car", "tools"),
+        ("structure", "tools"),
         "(skipped \u2014 no tool registry supplied)",
         "tool_call structural well-formedness (a tool is named); "
         "registry not supplied so existence unchecked",
@@ -157,11 +156,8 @@ CHECK_OF_CODE = {code: check.name for check in CAR_CHECKS for code in check.code
 #: car-verify's notes beside CAR's verdict.
 OWN_CODES = ("duplicate-call", "extension-ignored", "car-spec-deviation", "param-schema-full")
 
-#: The strict profile's structure findings, noted beside CAR's verdict.
-_STRUCTURE = ("duplicate-key", "unknown-field", "duplicate-id", "state-write-without-key")
-
 #: Every code the car profile reports from CAR's checks and this pass's notes.
-CAR_CODES = frozenset({*CHECK_OF_CODE, *OWN_CODES, *_STRUCTURE})
+CAR_CODES = frozenset({*CHECK_OF_CODE, *OWN_CODES})
 
 #: The codes of CAR's checks the passes of analyses/ now report.
 _MOVED = frozenset(
@@ -173,6 +169,7 @@ _MOVED = frozenset(
         "missing-compensation",
         "unknown-compensation-target",
         "write-conflict",
+        "missing-tool-name",
     }
 )
 
@@ -298,56 +295,6 @@ def _walk(ctx: Context) -> Iterator[Issue]:
                 else:
                     code = "precondition-unsatisfied"
                 yield ctx.issue(code, say(pre, pre.key, actual) or "", index=index, where=at)
-
-
-def _tools(ctx: Context) -> Iterator[Issue]:
-    for index, action in enumerate(ctx.proposal.actions):
-        if action.type == "tool_call" and action.tool is None:
-            yield ctx.issue(
-                "missing-tool-name", "tool_call action has no tool specified", index=index
-            )
-
-
-def _structure(ctx: Context) -> Iterator[Issue]:
-    """What the strict profile reports that CAR does not, said as ``info`` notes: a
-    repeated key, an unknown field, a duplicate id, a state_write without a key."""
-    proposal = ctx.proposal
-    for repeat in repeated_keys(proposal):
-        yield ctx.issue(
-            "duplicate-key",
-            repeat.message(),
-            index=repeat.index,
-            where=repeat.path[2:] if repeat.index is not None else repeat.path,
-        )
-    for field_ in unknown_fields(proposal):
-        yield ctx.issue(
-            "unknown-field",
-            field_.message(),
-            index=field_.index,
-            where=field_.path[2:] if field_.index is not None else field_.path,
-        )
-    first: dict[str, int] = {}
-    for index, action in enumerate(proposal.actions):
-        if action.id in first:
-            yield ctx.issue(
-                "duplicate-id",
-                f"id {action.id!r} is also action {first[action.id]}'s: CAR runs both, and "
-                "whatever names the id (a dependency, a compensation, an approval) is ambiguous",
-                index=index,
-                where=("id",),
-            )
-        else:
-            first[action.id] = index
-        if action.type == "state_write" and action.param_key() is None:
-            yield ctx.issue(
-                "state-write-without-key",
-                "state_write without parameters.key: CAR writes nothing for it",
-                index=index,
-                where=("parameters",),
-            )
-
-
-# -- what CAR alone reports ---------------------------------------------------------
 
 
 def _duplicates(ctx: Context) -> Iterator[Issue]:
@@ -583,7 +530,7 @@ class CarPass(Pass):
                     },
                 ]
             },
-            ("missing-tool-name", "param-schema-full"),
+            ("param-schema-full",),
             tools=_TOOLS,
         ),
         Example(
@@ -635,13 +582,7 @@ class CarPass(Pass):
             '{"actions": [{"id": "a", "type": "tool_call", "tool": "t", "tool": "u"}, '
             '{"id": "a", "type": "state_write", "parameters": {}, "dependencies": ["a"], '
             '"colour": "blue"}]}',
-            (
-                "duplicate-key",
-                "duplicate-id",
-                "state-write-without-key",
-                "extension-ignored",
-                "unknown-field",
-            ),
+            ("extension-ignored",),
         ),
     )
 
@@ -658,8 +599,6 @@ class CarPass(Pass):
 _PARTS = (
     _duplicates,
     _walk,
-    _tools,
-    _structure,
     _full_schema,
     _ignored,
     _deviations,
