@@ -55,8 +55,10 @@ class BudgetPass(Pass):
         count = len(ctx.proposal.actions)
         if limit is not None and count > limit:
             default = " (the runtime's default)" if ctx.options.max_actions is None else ""
+            message = ctx.semantics.say("too-many-actions", count=count, limit=limit)
             yield ctx.issue(
                 "too-many-actions",
-                f"the proposal has {plural(count, 'action')}; max_actions is {limit}{default}",
+                message
+                or f"the proposal has {plural(count, 'action')}; max_actions is {limit}{default}",
                 index=0 if ctx.semantics.placement.over_budget_on_first else None,
             )

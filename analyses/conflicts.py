@@ -67,11 +67,12 @@ class ConflictPass(Pass):
 
     def run(self, ctx: Context) -> Iterator[Issue]:
         ids = ctx.dag.ids
-        words = ctx.semantics.conflict_words
+        say = ctx.semantics.say
         on_earlier = ctx.semantics.placement.conflict_on_earlier
         for a, b, key in ctx.conflicts:
-            yield ctx.issue(
-                "write-conflict",
-                f"{ids[a]!r} and {ids[b]!r} both write {key!r} {words}",
-                index=a if on_earlier else b,
+            here, other = (a, b) if on_earlier else (b, a)
+            message = say("write-conflict", key=key, other=ids[other]) or (
+                f"{ids[a]!r} and {ids[b]!r} both write {key!r} and neither is ordered "
+                "before the other"
             )
+            yield ctx.issue("write-conflict", message, index=here)

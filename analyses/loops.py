@@ -68,9 +68,9 @@ class LoopPass(Pass):
             ids = ", ".join(actions[m].id for m in shown[:10])
             if len(shown) > 10:
                 ids += f" and {len(shown) - 10:,} more"
-            yield ctx.issue(
-                "repeated-call",
-                f"tool {actions[group[0]].tool!r} is called {len(shown)} times with identical "
-                f"parameters ({ids}): a possible runaway loop",
-                index=None if on_proposal else shown[-1],
+            tool = actions[group[0]].tool
+            message = ctx.semantics.say("repeated-call", tool=tool, count=len(shown)) or (
+                f"tool {tool!r} is called {len(shown)} times with identical "
+                f"parameters ({ids}): a possible runaway loop"
             )
+            yield ctx.issue("repeated-call", message, index=None if on_proposal else shown[-1])

@@ -159,9 +159,8 @@ class StructurePass(Pass):
                 where=("type",),
             )
         if action.type == "tool_call" and action.tool is None:
-            return ctx.issue(
-                "missing-tool-name", "tool_call action has no `tool`", index=i, where=("type",)
-            )
+            message = ctx.semantics.say("missing-tool-name") or "tool_call action has no `tool`"
+            return ctx.issue("missing-tool-name", message, index=i, where=("type",))
         if action.type == "state_write" and action.param_key() is None:
             present = "key" in action.parameters
             return ctx.issue(

@@ -81,7 +81,8 @@ class ToolSchemaPass(Pass):
             if action.tool not in tools:
                 yield ctx.issue(
                     "unknown-tool",
-                    f"tool {action.tool!r} is not in the tool registry",
+                    ctx.semantics.say("unknown-tool", tool=action.tool)
+                    or f"tool {action.tool!r} is not in the tool registry",
                     index=i,
                     where=("tool",),
                 )

@@ -243,11 +243,11 @@ def test_codes_and_passes_listings(capsys: pytest.CaptureFixture[str]) -> None:
         "invalid-file",  # lint's
     }
     code, out, _ = run(["passes", "--profile", "car"], capsys)
-    assert code == 0 and "strips [strict only]:" in out and "car [car only]:" in out
+    assert code == 0 and "references [strict only]:" in out and "car [car only]:" in out
     lines = out.splitlines()
     assert lines[-1] == (
-        "run by default (profile car): car, structure, conflicts, loops, budget, tools, "
-        "compensation; "
+        "run by default (profile car): car, structure, operators, strips, conflicts, loops, "
+        "budget, tools, compensation; "
         "when their input is given: policies, flow, intent"
     )
     code, strict, _ = run(["passes", "--profile", "strict"], capsys)

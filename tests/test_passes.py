@@ -22,11 +22,6 @@ from car_verify.passes.registry import available_passes
 PASSES = available_passes()
 
 
-def _profile(cls: type[Pass]) -> str:
-    """The profile a pass's examples are run under: strict where it runs, else its own."""
-    return "strict" if "strict" in cls.profiles else min(cls.profiles)
-
-
 EXAMPLES = [
     pytest.param(cls, example, id=f"{name}:{example.title}")
     for name, cls in PASSES.items()
@@ -50,7 +45,7 @@ def test_pass_example(cls: type[Pass], example: Example) -> None:
         tools=example.tools,
         initial_state=example.initial_state,
         max_actions=example.max_actions,
-        profile=_profile(cls),
+        profile=example.profile,
     )
     assert sorted(alone.codes()) == sorted(example.codes)
     everything = car_verify.verify(
@@ -58,7 +53,7 @@ def test_pass_example(cls: type[Pass], example: Example) -> None:
         passes=None
         if cls.default or cls.when_given is not None
         else [
-            *(n for n, c in PASSES.items() if c.default and _profile(cls) in c.profiles),
+            *(n for n, c in PASSES.items() if c.default and example.profile in c.profiles),
             cls.name,
         ],
         policies=policies,
@@ -68,7 +63,7 @@ def test_pass_example(cls: type[Pass], example: Example) -> None:
         tools=example.tools,
         initial_state=example.initial_state,
         max_actions=example.max_actions,
-        profile=_profile(cls),
+        profile=example.profile,
     )
     assert set(example.codes) <= everything.codes()
     if example.valid:

@@ -123,6 +123,9 @@ class Example:
     flow_policy: Mapping[str, Any] | None = None
     #: An intent (``.car/intent.json``'s content).
     intent: Mapping[str, Any] | None = None
+    #: The profile the example's codes are those of (every pass runs under both;
+    #: the tests also run each example under the other one).
+    profile: str = "strict"
 
     @property
     def valid(self) -> bool:

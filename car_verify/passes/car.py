@@ -47,7 +47,7 @@ from typing import Any
 
 from ..base.errors import InputError
 from ..base.findings import Issue, Severity, Tier
-from ..base.values import ABSENT, KNOWN_OPERATORS, format_predicate
+from ..base.values import format_predicate
 from . import CheckRecord, Context, Example, Pass, Said
 
 __all__ = ["CAR_CHECKS", "CAR_CODES", "CHECK_OF_CODE", "CarCheck", "CarPass"]
@@ -99,7 +99,7 @@ CAR_CHECKS = (
         "declared preconditions hold against the statically-known state",
         "preconditions over keys whose values are only known at runtime",
         ("precondition-unsatisfied", "unknown-operator", "assertion-fails"),
-        ("car",),
+        ("operators", "strips"),
     ),
     CarCheck(
         "state_dependencies",
@@ -107,7 +107,7 @@ CAR_CHECKS = (
         "each declared state dependency is produced before it is read",
         "undeclared reads \u2014 state a tool consumes without listing it",
         ("missing-dependency",),
-        ("car",),
+        ("strips",),
     ),
     CarCheck(
         "tool_existence",
@@ -158,20 +158,6 @@ OWN_CODES = ("duplicate-call", "extension-ignored", "car-spec-deviation", "param
 
 #: Every code the car profile reports from CAR's checks and this pass's notes.
 CAR_CODES = frozenset({*CHECK_OF_CODE, *OWN_CODES})
-
-#: The codes of CAR's checks the passes of analyses/ now report.
-_MOVED = frozenset(
-    {
-        "repeated-call",
-        "too-many-actions",
-        "unknown-tool",
-        "param-schema",
-        "missing-compensation",
-        "unknown-compensation-target",
-        "write-conflict",
-        "missing-tool-name",
-    }
-)
 
 
 def _summary(ctx: Context, found: Sequence[Issue], records: Mapping[str, CheckRecord]) -> Said:
@@ -258,43 +244,6 @@ def _summary(ctx: Context, found: Sequence[Issue], records: Mapping[str, CheckRe
 
 
 # -- CAR's checks not yet run by the passes of analyses/ ---------------------------
-
-
-def _walk(ctx: Context) -> Iterator[Issue]:
-    """CAR's findings for each blocked action: one per failed precondition, then one
-    per ``state_dependencies`` entry absent at its turn (repeats included)."""
-    actions = ctx.proposal.actions
-    say = ctx.semantics.failure_words
-    for trace in ctx.walk.traces:
-        if trace is None or not trace.blocked:
-            continue
-        index = trace.index
-        action = actions[index]
-        missing_seen: dict[str, int] = {}
-        for cause in trace.causes:
-            if cause.kind == "missing-key":
-                key = cause.key or ""
-                number = action.state_dependencies.index(key, missing_seen.get(key, 0))
-                missing_seen[key] = number + 1
-                where: tuple[str | int, ...] = ("state_dependencies", number)
-                yield ctx.issue(
-                    "missing-dependency", say(None, key, ABSENT) or "", index=index, where=where
-                )
-                continue
-            parts = (
-                [(cause.precondition, cause.where, cause.actual)]
-                if cause.precondition is not None
-                else list(cause.failed)
-            )
-            for pre, at, actual in parts:
-                assert pre is not None
-                if pre.operator not in KNOWN_OPERATORS:
-                    code = "unknown-operator"
-                elif action.type == "assertion":
-                    code = "assertion-fails"
-                else:
-                    code = "precondition-unsatisfied"
-                yield ctx.issue(code, say(pre, pre.key, actual) or "", index=index, where=at)
 
 
 def _duplicates(ctx: Context) -> Iterator[Issue]:
@@ -470,58 +419,22 @@ class CarPass(Pass):
     tier = D
     profiles = frozenset({"car"})
     stands_for = frozenset(n for check in CAR_CHECKS for n in check.passes) - {"car"}
-    codes = tuple(sorted(CAR_CODES - _MOVED))
+    codes = OWN_CODES
     verifies = "the upstream runtime's eight checks, as its verify runs them"
     cannot_verify = "what each of the eight says it cannot verify (its evidence record)"
     examples = (
-        Example("a sound one-call plan", {"actions": [{**_CALL, "id": "a"}]}),
+        Example("a sound one-call plan", {"actions": [{**_CALL, "id": "a"}]}, profile="car"),
         Example(
-            "one call repeated (twice: a warning; three times: an error), over the limit",
-            {
-                "actions": [{**_CALL, "id": f"p{n}"} for n in range(3)]
-                + [
-                    {**_CALL, "id": "q1", "tool": "ping"},
-                    {**_CALL, "id": "q2", "tool": "ping"},
-                ]
-            },
+            "one call made twice, over the limit: the runtime's verdict stays valid",
+            {"actions": [{**_CALL, "id": f"p{n}"} for n in range(2)]},
             ("duplicate-call", "car-spec-deviation"),
-            max_actions=4,
+            max_actions=1,
+            profile="car",
         ),
         Example(
-            "a false precondition, an unknown operator, a failing assertion, a missing key",
+            "parameters the tool's full JSON Schema rejects and the runtime lets through",
             {
                 "actions": [
-                    {
-                        "id": "a",
-                        "type": "tool_call",
-                        "tool": "t",
-                        "preconditions": [
-                            {"key": "env", "value": "prod"},
-                            {"key": "env", "operator": "like", "value": "p"},
-                        ],
-                    },
-                    {
-                        "id": "b",
-                        "type": "assertion",
-                        "preconditions": [{"key": "env", "operator": "exists"}],
-                        "state_dependencies": ["ready"],
-                    },
-                ]
-            },
-            (
-                "precondition-unsatisfied",
-                "unknown-operator",
-                "assertion-fails",
-                "missing-dependency",
-            ),
-        ),
-        Example(
-            "tools CAR cannot find or whose parameters do not fit",
-            {
-                "actions": [
-                    {"id": "a", "type": "tool_call"},
-                    {"id": "b", "type": "tool_call", "tool": "rm"},
-                    {"id": "c", "type": "tool_call", "tool": "deploy", "parameters": {"env": 1}},
                     {
                         "id": "d",
                         "type": "tool_call",
@@ -532,32 +445,10 @@ class CarPass(Pass):
             },
             ("param-schema-full",),
             tools=_TOOLS,
+            profile="car",
         ),
         Example(
-            "compensations CAR cannot resolve",
-            {
-                "actions": [
-                    {
-                        "id": "a",
-                        "type": "tool_call",
-                        "tool": "deploy",
-                        "parameters": {"env": "prod"},
-                        "reversibility": "compensable",
-                    },
-                    {
-                        "id": "b",
-                        "type": "tool_call",
-                        "tool": "deploy",
-                        "parameters": {"env": "prod"},
-                        "compensation": {"type": "action_ref", "action_id": "z"},
-                    },
-                ]
-            },
-            ("duplicate-call",),
-            tools=_TOOLS,
-        ),
-        Example(
-            "a write conflict CAR reports between writers it orders",
+            "a write conflict the runtime reports between writers it orders",
             {
                 "actions": [
                     {
@@ -576,13 +467,30 @@ class CarPass(Pass):
                 ]
             },
             ("car-spec-deviation",),
+            profile="car",
         ),
         Example(
-            "what CAR ignores or reads otherwise than the spec: notes beside its verdict",
-            '{"actions": [{"id": "a", "type": "tool_call", "tool": "t", "tool": "u"}, '
-            '{"id": "a", "type": "state_write", "parameters": {}, "dependencies": ["a"], '
-            '"colour": "blue"}]}',
+            "what the runtime ignores: a dependency, an output reference, an assertion's "
+            "parameters",
+            {
+                "actions": [
+                    {"id": "a", "type": "tool_call", "tool": "build"},
+                    {
+                        "id": "b",
+                        "type": "tool_call",
+                        "tool": "deploy",
+                        "dependencies": ["a"],
+                        "parameters": {"image": "$a.output"},
+                    },
+                    {
+                        "id": "c",
+                        "type": "assertion",
+                        "parameters": {"key": "k", "operator": "exists"},
+                    },
+                ]
+            },
             ("extension-ignored",),
+            profile="car",
         ),
     )
 
@@ -598,7 +506,6 @@ class CarPass(Pass):
 
 _PARTS = (
     _duplicates,
-    _walk,
     _full_schema,
     _ignored,
     _deviations,

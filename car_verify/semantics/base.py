@@ -21,7 +21,7 @@ A :class:`Semantics` answers every question on which the two profiles differ:
 * **findings**: each code's severity, read from the one code table
   (:meth:`severity`, the only source of a finding's severity), and where the
   findings whose place differs go (:attr:`placement`), with the words that differ
-  (:meth:`failure_words`, :attr:`conflict_words`) and the parameter check
+  (:meth:`say`, :meth:`failure_words`) and the parameter check
   (:meth:`parameter_problems`).
 
 The passes (``analyses/``) read all of this from the object and never branch on
@@ -142,8 +142,13 @@ class Semantics(abc.ABC):
     #: A walk finding on an action of ``failure_behavior: skip`` is a warning (True:
     #: the author declared it optional; the codes the table marks ``skip_warns``).
     skip_is_optional: ClassVar[bool]
-    #: Why two writers of a key are a ``write-conflict``, after "a and b both write k".
-    conflict_words: ClassVar[str]
+    #: The profile's own words for a finding, by code (``code:variant`` where a code
+    #: has several): templates :meth:`say` fills with the facts a pass gives. A code
+    #: without one is worded by its pass.
+    words: ClassVar[Mapping[str, str]] = {}
+    #: :meth:`failure_words` has words of the profile's own (the runtime's messages);
+    #: else a pass explains a failure from the plan.
+    has_failure_words: ClassVar[bool] = False
 
     def __repr__(self) -> str:
         return f"<semantics {self.profile.value}>"
@@ -292,6 +297,12 @@ class Semantics(abc.ABC):
     def fingerprint(self, parameters: Mapping[str, Any]) -> int:
         """A cheap number that parameter objects :meth:`equal` calls equal always
         share (a necessary condition only; :meth:`canonical` decides)."""
+
+    def say(self, what: str, /, **facts: object) -> str | None:
+        """The profile's own message for a finding (``what``: its code, or
+        ``code:variant``), from ``facts``; None: the pass words it."""
+        template = self.words.get(what)
+        return None if template is None else template.format(**facts)
 
     def failure_words(self, pre: Precondition | None, key: str, actual: Any) -> str | None:
         """The profile's own words for a failed precondition ``pre`` (``actual``: the

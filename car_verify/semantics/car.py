@@ -28,6 +28,7 @@ import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..base.errors import InputError
@@ -513,7 +514,23 @@ class CarSemantics(Semantics):
     )
     default_max_actions: ClassVar[int | None] = DEFAULT_MAX_ACTIONS
     skip_is_optional: ClassVar[bool] = False
-    conflict_words: ClassVar[str] = "and neither lists it in state_dependencies"
+    words: ClassVar[Mapping[str, str]] = MappingProxyType(
+        {  # the runtime's messages (docs/compat.md: in plain words where they hold values)
+            "too-many-actions": "excessive actions: {count} (limit {limit})",
+            "repeated-call": "repeated identical tool call: {tool} ({count}x) \u2014 likely loop",
+            "missing-tool-name": "tool_call action has no tool specified",
+            "unknown-tool": "tool {tool!r} is not registered",
+            "missing-compensation": "action declares reversibility 'compensable' but no "
+            "compensation",
+            "unknown-compensation-target:action": "compensation references action {target!r}, "
+            "which is not in this proposal",
+            "unknown-compensation-target:tool": "compensation names tool {target!r}, which is "
+            "not registered",
+            "write-conflict": "write conflict on {key!r} with action {other} (no dependency "
+            "declared)",
+        }
+    )
+    has_failure_words: ClassVar[bool] = True
     summary: ClassVar[str] = (
         "only state_dependencies (the key's last earlier writer) and state_write chains "
         "order an action; inside a level each action sees the effects before it"

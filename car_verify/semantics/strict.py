@@ -62,7 +62,6 @@ class StrictSemantics(Semantics):
     )
     default_max_actions: ClassVar[int | None] = None
     skip_is_optional: ClassVar[bool] = True
-    conflict_words: ClassVar[str] = "and neither is ordered before the other"
     summary: ClassVar[str] = (
         "dependencies, output references and every earlier writer of a key order an "
         "action; a level sees the state it began with"
