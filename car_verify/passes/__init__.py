@@ -171,8 +171,7 @@ class Context:
         self.intent = intent
         #: The semantics the passes run under (its DAG, its walk, its severities).
         self.semantics: Semantics = semantics_of(semantics)
-        #: Its profile's name (``car``: car-verify's own passes on top of CAR's
-        #: checks, whose findings beyond the runtime are said to be).
+        #: Its profile's name.
         self.profile: str = self.semantics.profile.value
         self.initial_state: dict[str, Any] = dict(initial_state or {})
         self.state_given = initial_state is not None
@@ -343,9 +342,6 @@ class Pass(abc.ABC):
     dynamic_codes: ClassVar[bool] = False
     #: Edits under which the pass's findings stay as they were (none is assumed).
     preserves: ClassVar[frozenset[Preserves]] = frozenset()
-    #: The profiles the pass runs under (it reads ``ctx.semantics``); under another
-    #: it is skipped, and the evidence says so.
-    profiles: ClassVar[frozenset[str]] = frozenset({"car", "strict"})
 
     #: The passes whose check records this pass's records stand for in the evidence
     #: (CAR's evidence mapping: its eight checks count the findings of the passes
@@ -430,7 +426,7 @@ def run_passes(ctx: Context, passes: Sequence[Pass]) -> tuple[list[Issue], list[
 
 
 def run_and_say(ctx: Context, passes: Sequence[Pass]) -> tuple[list[Issue], list[Said]]:
-    """Run each pass whose profile and requirements are met, and what each says for
+    """Run each pass whose requirements are met, and what each says for
     the evidence (a skipped pass: one record with ``ran: false`` and why). Findings
     sorted by action, then code."""
     issues: list[Issue] = []
@@ -485,11 +481,9 @@ def _sum_up(
 
 
 def _why_skipped(ctx: Context, p: Pass) -> str | None:
-    """Why ``p`` does not run on ``ctx`` (another profile's, or an input it needs is
-    missing), or None."""
-    if ctx.profile not in p.profiles:
-        supported = " and ".join(sorted(p.profiles)) or "no profile"
-        return f"the pass runs under the {supported} profile, not {ctx.profile}"
+    """Why ``p`` does not run on ``ctx`` (an input it needs is missing), or None.
+    Every pass runs under every profile: what differs, it reads from
+    ``ctx.semantics``."""
     missing = [r for r in sorted(p.requires) if not ctx.has(r)]
     return "; ".join(_REASONS[r] for r in missing) if missing else None
 

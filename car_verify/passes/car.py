@@ -417,7 +417,6 @@ class CarPass(Pass):
 
     name = "car"
     tier = D
-    profiles = frozenset({"car"})
     stands_for = frozenset(n for check in CAR_CHECKS for n in check.passes) - {"car"}
     codes = OWN_CODES
     verifies = "the upstream runtime's eight checks, as its verify runs them"

@@ -16,7 +16,13 @@ from ..base.codes import register_codes
 from ..base.errors import UsageError
 from . import Context, Pass, Requirement
 
-__all__ = ["ENTRY_POINT_GROUP", "available_passes", "default_passes", "resolve_passes"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "available_passes",
+    "default_passes",
+    "profiles_of",
+    "resolve_passes",
+]
 
 ENTRY_POINT_GROUP = "car_verify.passes"
 
@@ -32,9 +38,9 @@ def _builtin_set() -> frozenset[type[Pass]]:
 
 
 def _builtin() -> tuple[type[Pass], ...]:
-    """The built-in passes: the car profile's verdict (CAR's eight checks, in
-    :mod:`car_verify.passes.car`), then the modules of ``car_verify.analyses``, imported on
-    first use."""
+    """The built-in passes: the modules of ``car_verify.analyses``, then what CAR
+    alone reports and its evidence (:mod:`car_verify.passes.car`, which sums up the
+    others' findings into CAR's eight checks), imported on first use."""
     from .car import CarPass
 
     try:
@@ -47,7 +53,7 @@ def _builtin() -> tuple[type[Pass], ...]:
             f"installed beside {__file__}: install the project (pip install .), or run from "
             "its checkout, whose folders the package maps itself"
         ) from None
-    return (CarPass, *BUILTIN)
+    return (*BUILTIN, CarPass)
 
 
 def _entry_points() -> list[type[Pass]]:
@@ -160,19 +166,40 @@ def available_passes() -> dict[str, type[Pass]]:
     return dict(_registry)
 
 
+def profiles_of(cls: type[Pass]) -> list[str]:
+    """The profiles under which ``cls`` can report something: those whose column of
+    the code table gives one of its codes a severity (every profile for a pass whose
+    codes are its input's, the policies')."""
+    return [p for p in ("car", "strict") if _reports_under(cls, p)]
+
+
+def _reports_under(cls: type[Pass], profile: str) -> bool:
+    if cls.dynamic_codes or not cls.codes:
+        return True
+    return any(_severity_in(code, profile) is not None for code in cls.codes)
+
+
+def _severity_in(code: str, profile: str) -> object:
+    from ..base.codes import CODES
+
+    spec = CODES.get(code)
+    return "a code outside the table" if spec is None else spec.severity_in(profile)
+
+
 def default_passes(
     profile: str, given: Callable[[Requirement], bool] = lambda _: False
 ) -> list[type[Pass]]:
     """The passes a run under ``profile`` gets when it names none: the default ones,
-    and those whose ``when_given`` input ``given`` says is there. A built-in pass of
-    the other profile is that profile's business; an installed one that does not
-    declare this profile is handed over all the same, so the runner says it was
-    skipped and why (nothing installed is dropped unsaid)."""
+    and those whose ``when_given`` input ``given`` says is there. Every pass runs
+    under every profile; a built-in one none of whose codes the profile reports
+    (``references`` under car, whose order has no dependencies) is left out of its
+    default run, and runs when named. An installed one is always handed over, so
+    nothing installed is dropped unsaid."""
     builtin = _builtin_set()
     return [
         cls
         for cls in available_passes().values()
-        if (profile in cls.profiles or cls not in builtin)
+        if (cls not in builtin or _reports_under(cls, profile))
         and (cls.default or (cls.when_given is not None and given(cls.when_given)))
     ]
 
@@ -182,8 +209,7 @@ def resolve_passes(
 ) -> list[Pass]:
     """Pass instances for a selection of names, classes or instances. None: the default
     passes of ``ctx``'s profile (strict without one), plus those whose ``when_given``
-    input ``ctx`` has. A pass named under a profile it does not declare is skipped,
-    and its evidence record says why. A ``str`` is one name
+    input ``ctx`` has. A ``str`` is one name
     or several separated by commas (``"strips,loops"``), as ``--passes`` takes them."""
     registry = available_passes()
     if isinstance(selection, str):
