@@ -72,7 +72,7 @@ class OperatorPass(Pass):
         checks = sem.checks
         # Where the profile words a failure itself (the runtime's message, which
         # names the key's value first), the value at the action's turn in the walk.
-        seen = _values(ctx) if sem.has_failure_words else {}
+        seen: dict[tuple[int, tuple[str | int, ...]], object] | None = None
         for i, action in enumerate(ctx.proposal.actions):
             if action.type != "assertion":
                 for pre in action.preconditions:
@@ -82,6 +82,8 @@ class OperatorPass(Pass):
                     continue  # every operator known: the common case, no predicate built
             for pre, where in checks(action):  # what the profile checks of the action
                 if pre.operator not in KNOWN_OPERATORS:
+                    if seen is None:
+                        seen = _values(ctx) if sem.has_failure_words else {}
                     message = sem.failure_words(pre, pre.key, seen.get((i, where), ABSENT)) or (
                         f"precondition on {pre.key!r} uses unknown operator {pre.operator!r}"
                     )

@@ -27,6 +27,8 @@ __all__ = [
 ENTRY_POINT_GROUP = "car_verify.passes"
 
 _registry: dict[str, type[Pass]] | None = None
+#: How many times the registry was built (the default selections are cached per build).
+_builds = 0
 #: Each installed pass class: the entry point that declared it (``name (value)``).
 _declared_by: dict[type[Pass], str] = {}
 
@@ -144,7 +146,7 @@ def _declared_on(path: tuple[str, ...]) -> bool:
 
 def available_passes() -> dict[str, type[Pass]]:
     """Every pass by name: the built-in ones, then the entry-point ones (loaded once)."""
-    global _registry
+    global _registry, _builds
     if _registry is None:
         registry: dict[str, type[Pass]] = {}
         found: list[type[Pass]] = [*_builtin(), *_entry_points()]
@@ -163,6 +165,7 @@ def available_passes() -> dict[str, type[Pass]]:
                 ) from err
             registry[cls.name] = cls
         _registry = registry
+        _builds += 1
     return dict(_registry)
 
 
@@ -216,8 +219,10 @@ def resolve_passes(
         selection = [name.strip() for name in selection.split(",") if name.strip()]
     if selection is None:
         profile = "strict" if ctx is None else ctx.profile
-        given = (lambda _: False) if ctx is None else ctx.has
-        return [_built(cls) for cls in default_passes(profile, given)]
+        wanted = {cls.when_given for cls in registry.values() if cls.when_given is not None}
+        given = frozenset() if ctx is None else frozenset(r for r in wanted if ctx.has(r))
+        defaults = _default_instances(profile, given, _builds)
+        return [p if isinstance(p, Pass) else _built(p) for p in defaults]
     chosen: list[Pass] = []
     for item in selection:
         if isinstance(item, Pass):
@@ -232,6 +237,20 @@ def resolve_passes(
             known = ", ".join(sorted(registry))
             raise UsageError(f"unknown pass {item!r}; known passes: {known}")
     return chosen
+
+
+@functools.lru_cache(maxsize=64)
+def _default_instances(
+    profile: str, given: frozenset[Requirement], build: int
+) -> tuple[Pass | type[Pass], ...]:
+    """The default passes of ``profile`` with inputs ``given``, chosen once per
+    build of the registry: every verify of a small plan asked the
+    code table of each pass. A built-in pass keeps no state between runs and is
+    built once; an installed one is given as its class, built anew each run."""
+    builtin = _builtin_set()
+    return tuple(
+        cls() if cls in builtin else cls for cls in default_passes(profile, given.__contains__)
+    )
 
 
 def _built(cls: type[Pass]) -> Pass:
