@@ -1,9 +1,11 @@
 """Budget: the proposal stays within ``max_actions``.
 
 What it checks:
-    That the proposal has at most ``max_actions`` actions (``too-many-actions``,
-    proposal-level). Runs only when a budget is given (``max_actions=``,
-    ``--max-actions``); there is no default.
+    That the proposal has at most ``max_actions`` actions (``too-many-actions``).
+    Under strict it runs only when a budget is given (``max_actions=``,
+    ``--max-actions``), and the finding is an error on the proposal; under car the
+    budget is the runtime's default of 30 unless one is given, and the finding is
+    a warning on the first action, as the runtime reports it.
 
 Why it matters:
     A hard cap on plan size bounds what one model turn can do, the way a
@@ -29,8 +31,6 @@ _STEP = {"type": "tool_call", "tool": "step"}
 
 class BudgetPass(Pass):
     name = "budget"
-    #: Under car, CAR's own check (car_verify.passes.car) stands in for this one.
-    profiles = frozenset({"strict"})
     tier = Tier.DECISION_PROCEDURE
     codes = ("too-many-actions",)
     requires = frozenset({Requirement.MAX_ACTIONS})
@@ -51,10 +51,14 @@ class BudgetPass(Pass):
     )
 
     def run(self, ctx: Context) -> Iterator[Issue]:
-        limit = ctx.options.max_actions
+        limit = ctx.max_actions  # the one given, else the profile's default
         count = len(ctx.proposal.actions)
         if limit is not None and count > limit:
+            default = " (the runtime's default)" if ctx.options.max_actions is None else ""
+            message = ctx.semantics.say("too-many-actions", count=count, limit=limit)
             yield ctx.issue(
                 "too-many-actions",
-                f"the proposal has {plural(count, 'action')}; max_actions is {limit}",
+                message
+                or f"the proposal has {plural(count, 'action')}; max_actions is {limit}{default}",
+                index=0 if ctx.semantics.placement.over_budget_on_first else None,
             )

@@ -40,8 +40,6 @@ _CHARGE = {
 
 class CompensationPass(Pass):
     name = "compensation"
-    #: Under car, CAR's own check (car_verify.passes.car) stands in for this one.
-    profiles = frozenset({"strict"})
     preserves = frozenset({Preserves.ORDER_KEEPING_DEPENDENCY_EDIT})
     tier = Tier.DECISION_PROCEDURE
     codes = ("missing-compensation", "unknown-compensation-target")
@@ -66,11 +64,13 @@ class CompensationPass(Pass):
     def run(self, ctx: Context) -> Iterator[Issue]:
         dag = ctx.dag
         tools = ctx.tools
+        say = ctx.semantics.say
         for i, action in enumerate(ctx.proposal.actions):
             if action.missing_required_compensation():
                 yield ctx.issue(
                     "missing-compensation",
-                    "action is compensable but declares no compensation",
+                    say("missing-compensation")
+                    or "action is compensable but declares no compensation",
                     index=i,
                     where=("reversibility",),
                 )
@@ -81,7 +81,8 @@ class CompensationPass(Pass):
                 if not dag.targets(comp.action_id):
                     yield ctx.issue(
                         "unknown-compensation-target",
-                        f"compensation refers to action {comp.action_id!r}, which is not in "
+                        say("unknown-compensation-target:action", target=comp.action_id)
+                        or f"compensation refers to action {comp.action_id!r}, which is not in "
                         "this proposal",
                         index=i,
                         where=("compensation", "action_id"),
@@ -89,7 +90,8 @@ class CompensationPass(Pass):
             elif tools is not None and comp.tool not in tools:
                 yield ctx.issue(
                     "unknown-compensation-target",
-                    f"compensation tool {comp.tool!r} is not in the tool registry",
+                    say("unknown-compensation-target:tool", target=comp.tool)
+                    or f"compensation tool {comp.tool!r} is not in the tool registry",
                     index=i,
                     where=("compensation", "tool"),
                 )

@@ -1,11 +1,14 @@
 """Conflicts: no two unordered actions write the same key.
 
 What it checks:
-    Every triple ``[a, b, key]`` where actions a and b (a before b in the
-    proposal) both write ``key`` and neither reaches the other in the DAG
-    (``write-conflict``, one finding per triple, on b). Writes are ``write_set``
-    when non-empty, else the keys of ``expected_effects`` plus a ``state_write``'s
-    key. The same triples are the result's ``conflicts``.
+    Every triple ``[a, b, key]`` the profile calls a write conflict
+    (``write-conflict``, one finding per triple), the result's ``conflicts``.
+    Under strict: actions a and b (a before b in the proposal) both write ``key``
+    and neither reaches the other in the DAG; writes are ``write_set`` when
+    non-empty, else the keys of ``expected_effects`` plus a ``state_write``'s key;
+    the finding is on b. Under car, the runtime's rule: any two writers of the key
+    (by effects), unless one lists it in ``state_dependencies``, ordered or not;
+    the finding is on a, as the runtime places it.
 
 Why it matters:
     Actions of one level run concurrently, so which write lands last depends on
@@ -29,8 +32,6 @@ from car_verify.passes import Context, Example, Pass, Preserves
 
 class ConflictPass(Pass):
     name = "conflicts"
-    #: Under car, CAR's own check (car_verify.passes.car) stands in for this one.
-    profiles = frozenset({"strict"})
     preserves = frozenset({Preserves.ORDER_KEEPING_DEPENDENCY_EDIT})
     tier = Tier.DECISION_PROCEDURE
     codes = ("write-conflict",)
@@ -65,12 +66,13 @@ class ConflictPass(Pass):
     )
 
     def run(self, ctx: Context) -> Iterator[Issue]:
-        dag = ctx.dag
-        ids = dag.ids
-        for a, b, key in dag.conflicts:
-            yield ctx.issue(
-                "write-conflict",
+        ids = ctx.dag.ids
+        say = ctx.semantics.say
+        on_earlier = ctx.semantics.placement.conflict_on_earlier
+        for a, b, key in ctx.conflicts:
+            here, other = (a, b) if on_earlier else (b, a)
+            message = say("write-conflict", key=key, other=ids[other]) or (
                 f"{ids[a]!r} and {ids[b]!r} both write {key!r} and neither is ordered "
-                "before the other",
-                index=b,
+                "before the other"
             )
+            yield ctx.issue("write-conflict", message, index=here)

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from car_verify.base.findings import Issue, Severity, Tier
+from car_verify.base.findings import Issue, Tier
 from car_verify.passes import Context, Example, Pass, Requirement
 
 _CODE = {
@@ -121,8 +121,7 @@ class FlowPass(Pass):
         )
         position = {a.id: i for i, a in reversed(list(enumerate(ctx.proposal.actions)))}
         for v, ours in [*((v, False) for v in runtime), *((v, True) for v in beyond)]:
-            code = _CODE[v.kind]
-            severity = Severity.ERROR if decide or not ours else Severity.WARNING
+            code = _CODE[v.kind]  # its severity under the profile: the code table's
             message = v.explanation
             if v.schedule:
                 message += f" (schedule: {', '.join(v.schedule)})"
@@ -132,6 +131,4 @@ class FlowPass(Pass):
                 code,
                 message,
                 index=position.get(v.actions[-1]),
-                severity=severity,
-                tier=Tier.DECISION_PROCEDURE,
             )

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from car_verify.base.findings import Issue, Severity, Tier
+from car_verify.base.findings import Issue, Tier
 from car_verify.passes import Context, Example, Pass, Requirement
 
 _INTENT = {
@@ -108,15 +108,9 @@ class IntentPass(Pass):
         first = {a.id: i for i, a in reversed(list(enumerate(ctx.proposal.actions)))}
         for v in report.violations:
             if v.kind == "forbidden_capability":
-                code, severity = "intent-forbidden-capability", Severity.ERROR
+                code = "intent-forbidden-capability"
             elif v.tool_influenced:
-                code, severity = "intent-injection", Severity.ERROR
+                code = "intent-injection"
             else:
-                code, severity = "intent-drift", Severity.WARNING
-            yield ctx.issue(
-                code,
-                v.explanation,
-                index=first.get(v.action),
-                severity=severity,
-                tier=Tier.DECISION_PROCEDURE,
-            )
+                code = "intent-drift"
+            yield ctx.issue(code, v.explanation, index=first.get(v.action))

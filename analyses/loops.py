@@ -1,11 +1,14 @@
 """Loops: the same tool call repeated suggests a runaway loop.
 
 What it checks:
-    Groups of ``tool_call`` actions with the same tool and deep-equal
-    ``parameters`` (JSON equality: ``1 == 1.0``, ``true != 1``, key order ignored).
-    A group of 3 or more (the threshold is configurable: ``repeat_threshold``,
-    ``--repeat-threshold``) gives one ``repeated-call`` finding, on the
-    occurrence that reaches the threshold.
+    Groups of ``tool_call`` actions with the same tool and ``parameters`` the
+    profile calls equal (strict: JSON equality, ``1 == 1.0``, ``true != 1``, key
+    order ignored; car: serde_json's, ``1 != 1.0``). A group of 3 or more (the
+    threshold is configurable: ``repeat_threshold``, ``--repeat-threshold``)
+    gives one ``repeated-call`` finding: under strict a warning on the occurrence
+    that reaches the threshold, under car an error on the proposal, as the
+    runtime places it (a group of two is CAR's ``duplicate-call``, reported by the
+    ``car`` pass).
 
 Why it matters:
     A model stuck in a loop emits the same call again and again: polling a status
@@ -27,7 +30,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from car_verify.base.findings import Issue, Tier
-from car_verify.base.values import canonical, fingerprint
 from car_verify.passes import Context, Example, Pass, Preserves
 
 _POLL = {"id": "p", "type": "tool_call", "tool": "get_status", "parameters": {"job": "j-1"}}
@@ -35,8 +37,6 @@ _POLL = {"id": "p", "type": "tool_call", "tool": "get_status", "parameters": {"j
 
 class LoopPass(Pass):
     name = "loops"
-    #: Under car, CAR's own check (car_verify.passes.car) stands in for this one.
-    profiles = frozenset({"strict"})
     preserves = frozenset({Preserves.ORDER_KEEPING_DEPENDENCY_EDIT})
     tier = Tier.HEURISTIC
     codes = ("repeated-call",)
@@ -57,28 +57,20 @@ class LoopPass(Pass):
 
     def run(self, ctx: Context) -> Iterator[Issue]:
         threshold = ctx.options.repeat_threshold
+        on_proposal = ctx.semantics.placement.repeats_on_proposal
         actions = ctx.proposal.actions
-        # A cheap fingerprint first; only crowded buckets are compared exactly.
-        buckets: dict[tuple[str, int], list[int]] = {}
-        for i, action in enumerate(actions):
-            if action.type == "tool_call" and action.tool is not None:
-                key = (action.tool, fingerprint(action.parameters))
-                buckets.setdefault(key, []).append(i)
-        found: list[tuple[int, list[int]]] = []
-        for members in buckets.values():
-            if len(members) < threshold:
+        for group in ctx.identical_calls:
+            if len(group) < threshold:
                 continue
-            groups: dict[str, list[int]] = {}
-            for i in members:
-                group = groups.setdefault(canonical(actions[i].parameters), [])
-                group.append(i)
-                if len(group) == threshold:
-                    found.append((i, list(group)))
-        for i, group in sorted(found):
-            ids = ", ".join(actions[m].id for m in group)
-            yield ctx.issue(
-                "repeated-call",
-                f"tool {actions[i].tool!r} is called {threshold} times with identical "
-                f"parameters ({ids}): a possible runaway loop",
-                index=i,
+            # On the proposal: the whole group; else on the call that reaches the
+            # threshold, naming the calls up to it.
+            shown = group if on_proposal else group[:threshold]
+            ids = ", ".join(actions[m].id for m in shown[:10])
+            if len(shown) > 10:
+                ids += f" and {len(shown) - 10:,} more"
+            tool = actions[group[0]].tool
+            message = ctx.semantics.say("repeated-call", tool=tool, count=len(shown)) or (
+                f"tool {tool!r} is called {len(shown)} times with identical "
+                f"parameters ({ids}): a possible runaway loop"
             )
+            yield ctx.issue("repeated-call", message, index=None if on_proposal else shown[-1])

@@ -230,8 +230,6 @@ def _undecided_trace(ctx: Context, rule: Any, referenced: dict[int, set[str]]) -
                 f"{names} is another action's output (the executor checks it as sent)",
                 index=i,
                 where=["parameters", read[0]],
-                severity=Severity.WARNING,
-                tier=Tier.DECISION_PROCEDURE,
             )
     return found
 
@@ -283,6 +281,4 @@ def _undecided(ctx: Context, engine: Any, index: int) -> Iterator[Issue]:
                 "another action's output (the executor checks it as sent)",
                 index=index,
                 where=["parameters", param],
-                severity=Severity.WARNING,
-                tier=Tier.DECISION_PROCEDURE,
             )

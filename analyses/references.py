@@ -32,8 +32,6 @@ from car_verify.passes import Context, Example, Pass, Preserves
 
 class ReferencePass(Pass):
     name = "references"
-    #: Under car, CAR's own check (car_verify.passes.car) stands in for this one.
-    profiles = frozenset({"strict"})
     preserves = frozenset({Preserves.ORDER_KEEPING_DEPENDENCY_EDIT})
     tier = Tier.DECISION_PROCEDURE
     codes = ("unknown-dependency", "dependency-cycle")

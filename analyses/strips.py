@@ -10,6 +10,12 @@ What it checks:
     (``assertion-fails``). Blocked actions' effects are applied anyway, so one
     failure does not cascade into knock-on findings.
 
+    Under car the walk is the runtime's (sequential inside a level, with its
+    equality and operators), each false precondition of an assertion is a finding
+    of its own, each ``state_dependencies`` entry absent at its turn is one
+    (repeats included), the messages are the runtime's, and ``failure_behavior:
+    skip`` changes nothing (the code table's car column).
+
 Why it matters:
     An action whose precondition cannot hold, or whose input key is never
     produced, is rejected by the runtime before dispatch: the plan cannot do what
@@ -20,8 +26,8 @@ Why it matters:
 How to fix:
     Order the writer before the reader (``dependencies`` or
     ``state_dependencies``), supply the key in the initial state, or correct the
-    precondition. On an action marked ``failure_behavior: skip`` these findings
-    are warnings: the author declared it optional.
+    precondition. Under strict, on an action marked ``failure_behavior: skip``
+    these findings are warnings: the author declared it optional.
 
 Why this tier:
     ``decision_procedure``: the walk decides the property over the declared
@@ -34,9 +40,9 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterator
 
-from car_verify.base.findings import Issue, Severity, Tier
-from car_verify.base.values import format_predicate, format_value
-from car_verify.ir.model import Action, FailureBehavior
+from car_verify.base.findings import Issue, Tier
+from car_verify.base.values import KNOWN_OPERATORS, format_predicate, format_value
+from car_verify.ir.model import Action, Precondition
 from car_verify.passes import Context, Example, Pass, Preserves
 from car_verify.semantics.walk import Cause
 
@@ -48,10 +54,11 @@ def _names(ids: list[str], positions: list[int], total: int | None = None) -> st
     return shown + (f" and {total - 5} more" if total > 5 else "")
 
 
-def key_pointer(action: Action, key: str) -> tuple[str | int, ...]:
-    """Where an action names a depended-on key."""
-    if key in action.state_dependencies:
-        return ("state_dependencies", action.state_dependencies.index(key))
+def key_pointer(action: Action, key: str, start: int = 0) -> tuple[str | int, ...]:
+    """Where an action names a depended-on key (in ``state_dependencies``, its first
+    entry from ``start`` on)."""
+    if key in action.state_dependencies[start:]:
+        return ("state_dependencies", action.state_dependencies.index(key, start))
     if action.parameters.get("key") == key:
         return ("parameters", "key")
     keys = action.parameters.get("keys")
@@ -62,8 +69,6 @@ def key_pointer(action: Action, key: str) -> tuple[str | int, ...]:
 
 class StripsPass(Pass):
     name = "strips"
-    #: Under car, CAR's own check (car_verify.passes.car) stands in for this one.
-    profiles = frozenset({"strict"})
     preserves = frozenset({Preserves.ORDER_KEEPING_DEPENDENCY_EDIT})
     tier = Tier.DECISION_PROCEDURE
     codes = ("precondition-unsatisfied", "missing-dependency", "assertion-fails")
@@ -144,26 +149,40 @@ class StripsPass(Pass):
 
     def run(self, ctx: Context) -> Iterator[Issue]:
         actions = ctx.proposal.actions
-        dag = ctx.dag
-        # Which writers of a failing precondition's key are not ordered before the
-        # reader: asked of the DAG once, for all failing preconditions together.
-        late = dag.writers_not_before(
-            (trace.index, cause.key)
-            for trace in ctx.walk.traces
-            if trace is not None
-            for cause in trace.causes
-            if cause.kind == "precondition" and cause.key is not None
-        )
-        for trace in ctx.walk.traces:
-            if trace is None or not trace.causes:
-                continue
+        words = ctx.semantics.failure_words
+        each_part = ctx.semantics.placement.each_false_part
+        traces = [t for t in ctx.walk.traces if t is not None and t.causes]
+        late: dict[tuple[int, str], tuple[int, list[int]]] = {}
+        if not ctx.semantics.has_failure_words:  # the messages name the writers of a key
+            # Which writers of a failing precondition's key are not ordered before the
+            # reader: asked of the DAG once, for all failing preconditions together.
+            late = ctx.dag.writers_not_before(
+                (trace.index, cause.key)
+                for trace in traces
+                for cause in trace.causes
+                if cause.kind == "precondition" and cause.key is not None
+            )
+        for trace in traces:
             i = trace.index
             action = actions[i]
-            severity = Severity.WARNING if action.failure_behavior is FailureBehavior.SKIP else None
+            seen: dict[str, int] = {}  # each key's entries named so far (repeats)
             for cause in trace.causes:
-                issue = self._issue(ctx, i, action, cause, severity, late)
+                if cause.kind == "assertion" and each_part:
+                    for pre, where, actual in cause.failed:
+                        if pre.operator in KNOWN_OPERATORS:  # else: the operators pass's
+                            message = words(pre, pre.key, actual) or self._false(pre, actual)
+                            yield ctx.issue("assertion-fails", message, index=i, where=where)
+                    continue
+                issue = self._issue(ctx, i, action, cause, late, seen)
                 if issue is not None:
                     yield issue
+
+    @staticmethod
+    def _false(pre: Precondition, actual: object) -> str:
+        return (
+            f"assertion is false in the walk: {format_predicate(pre.key, pre.operator, pre.value)}"
+            f" ({pre.key} is {format_value(actual)})"
+        )
 
     def _issue(
         self,
@@ -171,13 +190,17 @@ class StripsPass(Pass):
         i: int,
         action: Action,
         cause: Cause,
-        severity: Severity | None,
         late: dict[tuple[int, str], tuple[int, list[int]]],
+        seen: dict[str, int],
     ) -> Issue | None:
         dag = ctx.dag
+        words = ctx.semantics.failure_words
         if cause.kind == "precondition" and cause.precondition is not None:
             pre = cause.precondition
             key = pre.key
+            said = words(pre, key, cause.actual)
+            if said is not None:
+                return ctx.issue("precondition-unsatisfied", said, index=i, where=cause.where)
             head = f"precondition {format_predicate(key, pre.operator, pre.value)} is false"
             writers = dag.writers.get(key, [])
             if not writers:
@@ -199,14 +222,16 @@ class StripsPass(Pass):
                         else f"{key!r} is {format_value(cause.actual)}; only this action writes it"
                     )
             return ctx.issue(
-                "precondition-unsatisfied",
-                f"{head}: {why}",
-                index=i,
-                where=cause.where,
-                severity=severity,
+                "precondition-unsatisfied", f"{head}: {why}", index=i, where=cause.where
             )
         if cause.kind == "missing-key" and cause.key is not None:
             key = cause.key
+            where = key_pointer(action, key, seen.get(key, 0))
+            if where[:1] == ("state_dependencies",):
+                seen[key] = int(where[1]) + 1
+            said = words(None, key, None)
+            if said is not None:
+                return ctx.issue("missing-dependency", said, index=i, where=where)
             writers = dag.writers.get(key, [])
             earlier = bisect_left(writers, i)  # writers[:earlier] come before this action
             later = earlier + dag.is_writer(key, i)  # and writers[later:] after it
@@ -228,11 +253,7 @@ class StripsPass(Pass):
             else:
                 why = "it is absent from the initial state and written by no earlier action"
             return ctx.issue(
-                "missing-dependency",
-                f"depends on state key {key!r}: {why}",
-                index=i,
-                where=key_pointer(action, key),
-                severity=severity,
+                "missing-dependency", f"depends on state key {key!r}: {why}", index=i, where=where
             )
         if cause.kind == "assertion":
             parts = "; ".join(
@@ -246,6 +267,5 @@ class StripsPass(Pass):
                 f"assertion is false in the walk: {parts}",
                 index=i,
                 where=first_where,
-                severity=severity,
             )
         return None  # unknown-operator: reported by the operators pass

@@ -8,6 +8,11 @@ What it checks:
     tool (``missing-tool-name``) and every ``state_write`` names the key it sets
     in ``parameters.key`` (``state-write-without-key``).
 
+    Under car, as the runtime reads a proposal: an empty one is no finding, one
+    with an unknown action type is refused whole (an input error), and a duplicate
+    id, a ``state_write`` without a key and an unknown field are ``info`` notes
+    (the runtime runs the plan as written), a repeated key a warning.
+
 Why it matters:
     A runtime resolves dependencies, compensations and results by action id, so a
     repeated id makes the plan ambiguous; an action of an unknown type or a tool
@@ -33,8 +38,6 @@ from car_verify.passes import Context, Example, Pass, Preserves
 
 class StructurePass(Pass):
     name = "structure"
-    #: Under car, CAR's own check (car_verify.passes.car) stands in for this one.
-    profiles = frozenset({"strict"})
     preserves = frozenset({Preserves.ORDER_KEEPING_DEPENDENCY_EDIT})
     tier = Tier.DECISION_PROCEDURE
     codes = (
@@ -120,7 +123,8 @@ class StructurePass(Pass):
                 )
         actions = ctx.proposal.actions
         if not actions:
-            yield ctx.issue("empty-proposal", "the proposal has no actions")
+            if ctx.reports("empty-proposal"):
+                yield ctx.issue("empty-proposal", "the proposal has no actions")
             return
         ids = [action.id for action in actions]
         if len(set(ids)) < len(ids):
@@ -145,6 +149,8 @@ class StructurePass(Pass):
     def _shape(ctx: Context, i: int, action: Action) -> Issue | None:
         """The one finding on an action's type and completeness, if any."""
         if action.type not in Action.KNOWN_TYPES:
+            if not ctx.reports("unknown-action-type"):
+                ctx.semantics.refuse(ctx.proposal)  # the profile refuses the proposal whole
             return ctx.issue(
                 "unknown-action-type",
                 f"unknown action type {action.type!r}; expected one of "
@@ -153,9 +159,8 @@ class StructurePass(Pass):
                 where=("type",),
             )
         if action.type == "tool_call" and action.tool is None:
-            return ctx.issue(
-                "missing-tool-name", "tool_call action has no `tool`", index=i, where=("type",)
-            )
+            message = ctx.semantics.say("missing-tool-name") or "tool_call action has no `tool`"
+            return ctx.issue("missing-tool-name", message, index=i, where=("type",))
         if action.type == "state_write" and action.param_key() is None:
             present = "key" in action.parameters
             return ctx.issue(

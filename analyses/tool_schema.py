@@ -3,12 +3,15 @@
 What it checks:
     With a tool registry (an array of ToolSchema objects), that each
     ``tool_call``'s ``tool`` is registered (``unknown-tool``) and that its
-    ``parameters`` satisfy the tool's ``parameters`` JSON Schema
-    (``param-schema``, one finding per violation, naming its JSON path). Schemas
-    are read with the draft their ``$schema`` declares (2020-12 if none), and
-    each tool's validator is built once. The message is jsonschema's, with a
-    quoted value of more than 120 characters (a long parameter, an ``enum`` of
-    hundreds) cut to its start and its length; the path locates it whole.
+    ``parameters`` satisfy the tool's ``parameters`` JSON Schema as the profile
+    checks it (``param-schema``, one finding per violation, naming its JSON path):
+    under strict the full schema, read with the draft its ``$schema`` declares
+    (2020-12 if none), each tool's validator built once; under car only what the
+    runtime checks, the top-level ``required`` and each property's ``type`` (the
+    ``car`` pass notes what the full schema says beside it, ``param-schema-full``).
+    The strict message is jsonschema's, with a quoted value of more than 120
+    characters (a long parameter, an ``enum`` of hundreds) cut to its start and its
+    length; the path locates it whole.
     Without a registry the pass does not run and the evidence bundle says so.
 
 Why it matters:
@@ -46,8 +49,6 @@ def _deploy(**params: object) -> dict[str, object]:
 
 class ToolSchemaPass(Pass):
     name = "tools"
-    #: Under car, CAR's own check (car_verify.passes.car) stands in for this one.
-    profiles = frozenset({"strict"})
     tier = Tier.DECISION_PROCEDURE
     codes = ("unknown-tool", "param-schema")
     requires = frozenset({Requirement.TOOLS})
@@ -73,21 +74,18 @@ class ToolSchemaPass(Pass):
     def run(self, ctx: Context) -> Iterator[Issue]:
         tools = ctx.tools
         assert tools is not None  # guaranteed by `requires`
+        problems = ctx.parameter_problems  # each registered call's, as the profile checks
         for i, action in enumerate(ctx.proposal.actions):
             if action.type != "tool_call" or action.tool is None:
                 continue
             if action.tool not in tools:
                 yield ctx.issue(
                     "unknown-tool",
-                    f"tool {action.tool!r} is not in the tool registry",
+                    ctx.semantics.say("unknown-tool", tool=action.tool)
+                    or f"tool {action.tool!r} is not in the tool registry",
                     index=i,
                     where=("tool",),
                 )
                 continue
-            for error in tools.check_parameters(action.tool, action.parameters):
-                yield ctx.issue(
-                    "param-schema",
-                    f"parameters of {action.tool!r} at {error.json_path}: {error.message}",
-                    index=i,
-                    where=("parameters", *error.path),
-                )
+            for message, path in problems.get(i, ()):
+                yield ctx.issue("param-schema", message, index=i, where=("parameters", *path))

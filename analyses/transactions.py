@@ -33,8 +33,6 @@ from car_verify.passes import Context, Example, Pass
 
 class TransactionPass(Pass):
     name = "transactions"
-    #: Under car, CAR's own check (car_verify.passes.car) stands in for this one.
-    profiles = frozenset({"strict"})
     tier = Tier.DECISION_PROCEDURE
     codes = ("read-write-hazard", "belief-divergence")
     default = False

@@ -243,11 +243,13 @@ def test_codes_and_passes_listings(capsys: pytest.CaptureFixture[str]) -> None:
         "invalid-file",  # lint's
     }
     code, out, _ = run(["passes", "--profile", "car"], capsys)
-    assert code == 0 and "strips [strict only]:" in out and "car [car only]:" in out
+    assert "references [reports under strict only]:" in out
+    assert code == 0 and "car [reports under car only]:" in out
     lines = out.splitlines()
-    assert (
-        lines[-1]
-        == "run by default (profile car): car; when their input is given: policies, flow, intent"
+    assert lines[-1] == (
+        "run by default (profile car): structure, operators, strips, conflicts, loops, "
+        "budget, tools, compensation, car; "
+        "when their input is given: policies, flow, intent"
     )
     code, strict, _ = run(["passes", "--profile", "strict"], capsys)
     assert strict.splitlines()[-1].startswith(
@@ -266,8 +268,12 @@ def test_codes_and_the_lint_page_show_lints_severity_beside_verifys(
     """duplicate-id is info in verify and a warning in lint under car: said only in
     compat.md before. Every code whose lint severity differs is shown as such, and
     the shown severity is what lint reports."""
-    from car_verify.corpora.lint import RAISED_NOTES
+    from car_verify.base.codes import CODES
 
+    raised_notes = {c.name: c.lint.value for c in CODES.values() if c.lint is not None}
+    assert set(raised_notes) == {
+        "duplicate-id", "state-write-without-key", "unknown-field", "param-schema-full"
+    }  # fmt: skip
     out = run(["codes", "--format", "json"], capsys)[1]
     doc = {c["code"]: c for c in json.loads(out)}
     assert doc["duplicate-id"]["severity"]["car"] == "info"
@@ -276,14 +282,14 @@ def test_codes_and_the_lint_page_show_lints_severity_beside_verifys(
     out = run(["codes"], capsys)[1]
     header, *rows = out.splitlines()
     assert "car lint" in header
-    for name, raised in RAISED_NOTES.items():
+    for name, raised in raised_notes.items():
         row = next(r for r in rows if r.split()[:1] == [name])
         assert row.split()[2:4] == ["info", raised], row
     assert run(["codes", "unknown-field"], capsys)[1].startswith(
         "unknown-field (strict error, car info (lint: warning), "
     )
     page = (Path(__file__).resolve().parents[1] / "docs" / "lint.md").read_text()
-    for name, raised in RAISED_NOTES.items():
+    for name, raised in raised_notes.items():
         assert f"| `{name}` | info | {raised} |" in page
     plan = write(tmp_path, "p.json", {"actions": [{"id": "a", "type": "tool_call", "tool": "t",
                                                    "colour": "blue"}]})  # fmt: skip

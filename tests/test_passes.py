@@ -17,14 +17,9 @@ from hypothesis import strategies as st
 import car_verify
 from car_verify import CODES, Issue, Pass, PassError, Tier, UsageError
 from car_verify.passes import Context, Example
-from car_verify.passes.registry import available_passes
+from car_verify.passes.registry import available_passes, default_passes
 
 PASSES = available_passes()
-
-
-def _profile(cls: type[Pass]) -> str:
-    """The profile a pass's examples are run under: strict where it runs, else its own."""
-    return "strict" if "strict" in cls.profiles else min(cls.profiles)
 
 
 EXAMPLES = [
@@ -50,7 +45,7 @@ def test_pass_example(cls: type[Pass], example: Example) -> None:
         tools=example.tools,
         initial_state=example.initial_state,
         max_actions=example.max_actions,
-        profile=_profile(cls),
+        profile=example.profile,
     )
     assert sorted(alone.codes()) == sorted(example.codes)
     everything = car_verify.verify(
@@ -58,7 +53,7 @@ def test_pass_example(cls: type[Pass], example: Example) -> None:
         passes=None
         if cls.default or cls.when_given is not None
         else [
-            *(n for n, c in PASSES.items() if c.default and _profile(cls) in c.profiles),
+            *(n.name for n in default_passes(example.profile)),
             cls.name,
         ],
         policies=policies,
@@ -68,7 +63,7 @@ def test_pass_example(cls: type[Pass], example: Example) -> None:
         tools=example.tools,
         initial_state=example.initial_state,
         max_actions=example.max_actions,
-        profile=_profile(cls),
+        profile=example.profile,
     )
     assert set(example.codes) <= everything.codes()
     if example.valid:
@@ -95,9 +90,9 @@ def test_every_pass_declares_itself_and_documents_itself(name: str) -> None:
 def _tier_of(cls: type[Pass], code: str) -> Tier:
     """The tier a pass gives a code: its own, or for CAR's eight checks (one pass of
     two tiers) the tier of the check that reports it."""
-    from car_verify.passes.car import CAR_CHECKS, CHECK_OF_CODE, CarChecks
+    from car_verify.passes.car import CAR_CHECKS, CHECK_OF_CODE, CarPass
 
-    if cls is not CarChecks or code not in CHECK_OF_CODE:
+    if cls is not CarPass or code not in CHECK_OF_CODE:
         return cls.tier
     return next(c.tier for c in CAR_CHECKS if c.name == CHECK_OF_CODE[code])
 
@@ -105,7 +100,7 @@ def _tier_of(cls: type[Pass], code: str) -> Tier:
 def test_code_table_and_passes_agree() -> None:
     emitted = [code for cls in PASSES.values() for code in cls.codes]
     for profile in ("car", "strict"):
-        mine = [code for cls in PASSES.values() if profile in cls.profiles for code in cls.codes]
+        mine = [code for cls in PASSES.values() for code in cls.codes]
         assert len(mine) == len(set(mine)), f"two passes emit the same code under {profile}"
     from car_verify.passes.car import CAR_CODES
 
@@ -139,9 +134,7 @@ def test_section5_table_severities_and_tiers() -> None:
         "unknown-compensation-target": ("error", "decision_procedure"),
     }
     assert {k: (CODES[k].severity.value, CODES[k].tier.value) for k in table} == table
-    default = {
-        c for cls in PASSES.values() if cls.default and "strict" in cls.profiles for c in cls.codes
-    }
+    default = {c for cls in default_passes("strict") for c in cls.codes}
     # Section 5's table, and unknown-field and duplicate-key (issue 25: nothing
     # passes silently).
     assert default == {*table, "unknown-field", "duplicate-key"}, "section 5's findings"
@@ -571,13 +564,13 @@ def test_too_many_actions_counts_in_words(count: int, says: str) -> None:
 
 
 def test_one_instance_of_the_car_pass_serves_several_contexts_at_once() -> None:
-    """The car pass keeps each context's verdict from its run to what it says for
-    the evidence: one instance handed to verify from several threads mixes none."""
+    """The car pass sums up each context's findings into CAR's evidence: one instance
+    handed to verify from several threads mixes none."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from car_verify.passes.car import CarChecks
+    from car_verify.passes.car import CarPass
 
-    shared = CarChecks()
+    shared = CarPass()
     small = {"actions": [{"id": "a", "type": "tool_call", "tool": "t"}]}
     large = {
         "actions": [
@@ -588,10 +581,96 @@ def test_one_instance_of_the_car_pass_serves_several_contexts_at_once() -> None:
     docs = [small, large] * 25
 
     def bounds(doc: dict[str, object]) -> int:
-        checks = car_verify.verify(doc, passes=[shared], profile="car").evidence.checks
+        checks = car_verify.verify(doc, passes=["budget", shared], profile="car").evidence.checks
         return next(c.findings for c in checks if c.name == "resource_bounds")
 
     with ThreadPoolExecutor(4) as pool:
         found = list(pool.map(bounds, docs))
     assert found == [0 if doc is small else 1 for doc in docs]
-    assert not shared._verdicts  # each said() took its own
+
+
+BUILTIN_EVERYWHERE = [
+    pytest.param(cls, example, profile, id=f"{name}:{profile}:{example.title}")
+    for name, cls in PASSES.items()
+    if cls.__module__.startswith("car_verify.")
+    for example in cls.examples
+    for profile in ("car", "strict")
+]
+
+
+@pytest.mark.parametrize(("cls", "example", "profile"), BUILTIN_EVERYWHERE)
+def test_every_built_in_pass_runs_alone_under_each_profile(
+    cls: type[Pass], example: Example, profile: str
+) -> None:
+    """No pass refuses a profile: alone, under either, on every example, it runs (its
+    evidence record says ran, unless an input it needs is missing), reports only
+    codes it declares, each with the severity the profile's semantics gives it
+    (the code table: the only source of severity) and its action id."""
+    from car_verify.rules.policy import load_policy_text
+    from car_verify.semantics import semantics_of
+
+    sem = semantics_of(profile)
+    try:
+        result = car_verify.verify(
+            example.document(),
+            passes=[cls.name],
+            policies=None if example.policies is None else load_policy_text(example.policies),
+            labels=example.labels,
+            flow_policy=example.flow_policy,
+            intent=example.intent,
+            tools=example.tools,
+            initial_state=example.initial_state,
+            max_actions=example.max_actions,
+            profile=profile,
+        )
+    except car_verify.InputError as err:  # the profile refuses the proposal (car: a type)
+        assert profile == "car" and "unknown action type" in str(err)
+        return
+    records = {c.name: c for c in result.evidence.checks}
+    record = records.get(cls.name)
+    if record is not None and not record.ran:
+        assert record.reason and "profile" not in record.reason  # an input, never a profile
+    actions = car_verify.load(example.document()).actions
+    for issue in result.issues:
+        if cls.dynamic_codes and issue.code not in CODES:
+            continue
+        assert issue.code in cls.codes
+        on = None if issue.index is None else actions[issue.index]
+        assert issue.severity == sem.severity(issue.code, on), issue
+        if issue.index is None:
+            assert issue.action_id == sem.placement.proposal_id
+
+
+def test_a_third_party_pass_runs_under_car_beside_cars_evidence() -> None:
+    """A pass nobody built in, handed to verify under car, runs on CAR's DAG and walk
+    (its semantics), and its record stands beside CAR's eight."""
+    from car_verify.base.codes import Code
+    from car_verify.base.findings import Severity
+
+    class Levels(Pass):
+        name = "level-count"
+        tier = Tier.DECISION_PROCEDURE
+        codes = ("many-levels",)
+        new_codes = (Code("many-levels", Severity.WARNING, Tier.DECISION_PROCEDURE, "levels"),)
+        verifies = "the plan has one level"
+        cannot_verify = "anything else"
+
+        def run(self, ctx: Context) -> Iterable[Issue]:
+            if len(ctx.dag.levels) > 1:
+                yield ctx.issue("many-levels", f"{len(ctx.dag.levels)} levels", index=0)
+
+    # dependencies order b after a under strict; CAR ignores them: one level
+    doc = {
+        "actions": [
+            {"id": "a", "type": "tool_call", "tool": "t"},
+            {"id": "b", "type": "tool_call", "tool": "u", "dependencies": ["a"]},
+        ]
+    }
+    names = [c.name for c in default_passes("car")]
+    car = car_verify.verify(doc, passes=[*names, Levels], profile="car")
+    records = {c.name: c for c in car.evidence.checks}
+    assert records["level-count"].ran and records["level-count"].findings == 0
+    assert len(car.evidence.checks) == 9 and "loop_detection" in records
+    strict = car_verify.verify(doc, passes=[Levels], profile="strict")
+    assert [i.code for i in strict.issues] == ["many-levels"]
+    assert strict.issues[0].severity is Severity.WARNING  # the table's, under both

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from enum import Enum
 from types import MappingProxyType
 
 from .errors import UsageError
 from .findings import Severity, Tier
 
-__all__ = ["ALIASES", "BLOCKING", "CODES", "Code", "lookup", "register_codes"]
+__all__ = ["ALIASES", "AS_STRICT", "BLOCKING", "CODES", "Code", "lookup", "register_codes"]
 
 E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 D, H = Tier.DECISION_PROCEDURE, Tier.HEURISTIC
@@ -24,44 +25,77 @@ D, H = Tier.DECISION_PROCEDURE, Tier.HEURISTIC
 NEVER = None
 
 
+class _AsStrict(Enum):
+    AS_STRICT = "as strict"
+
+
+#: In the ``car`` column: the ``strict`` column's severity (the default, so that a
+#: third-party pass's code fires under both profiles unless it says otherwise).
+AS_STRICT = _AsStrict.AS_STRICT
+
+
 @dataclass(frozen=True, slots=True)
 class Code:
     """A finding code: its stable name, severity and tier, and a one-line summary.
 
     A code keeps one meaning under both profiles (docs/semantics.md §9); the
     profile decides whether it fires and how severe it is. ``severity`` is the
-    ``strict`` column, ``car`` the ``car`` column (``None``: does not fire there),
-    and ``car_note`` says how CAR's rule differs, where it does.
+    ``strict`` column, ``car`` the ``car`` column (``None``: does not fire there;
+    ``AS_STRICT``, the default: the ``strict`` column's), and ``car_note`` says how
+    CAR's rule differs, where it does. This table is the only source of a
+    finding's severity: passes ask it through ``Semantics.severity``.
     """
 
     name: str
     severity: Severity | None
     tier: Tier
     summary: str
-    car: Severity | None = None
+    car: Severity | _AsStrict | None = AS_STRICT
     car_note: str = ""
     #: A finding with this code rejects the proposal at the executor's admission.
     blocks: bool = False
     #: What the finding is about: ``plan`` (a proposal) or ``file`` (lint's own).
     about: str = "plan"
+    #: ``lint``'s severity for the code where verify's is ``info`` (a note of the car
+    #: profile's that the strict profile reports): raised so that a plan that keeps
+    #: CAR's verdict still shows in review what it hides. None: verify's.
+    lint: Severity | None = None
+    #: On an action of ``failure_behavior: skip`` the finding is a warning, under a
+    #: profile whose ``Semantics.skip_is_optional`` holds (the author declared the
+    #: action optional).
+    skip_warns: bool = False
 
     def severity_in(self, profile: str) -> Severity | None:
         """The severity under ``profile`` (``car`` or ``strict``), or None: the
         table's column of that name (any other name is a programming error)."""
-        columns = {"strict": self.severity, "car": self.car}
-        if profile not in columns:
-            raise ValueError(f"no column {profile!r} in the code table (car, strict)")
-        return columns[profile]
+        if profile == "strict":
+            return self.severity
+        if profile == "car":
+            return self.severity if self.car is AS_STRICT else self.car
+        raise ValueError(f"no column {profile!r} in the code table (car, strict)")
 
     def column(self, profile: str) -> str:
         """The severity under ``profile`` as a table cell (``-``: does not fire)."""
         severity = self.severity_in(profile)
         return "-" if severity is None else severity.value
 
+    def lint_severity(self, profile: str) -> Severity | None:
+        """The severity ``lint`` gives the code under ``profile`` by default: verify's,
+        except an ``info`` note the ``lint`` column raises."""
+        severity = self.severity_in(profile)
+        if severity is Severity.INFO and self.lint is not None:
+            return self.lint
+        return severity
+
+    def lint_column(self, profile: str) -> str:
+        """:meth:`lint_severity` as a table cell (``-``: not reported)."""
+        severity = self.lint_severity(profile)
+        return "-" if severity is None else severity.value
+
     @property
     def worst(self) -> Severity:
         """The higher of the two columns (what a reporter declares as the rule's level)."""
-        given = [s for s in (self.severity, self.car) if s is not None]
+        given = [s for s in (self.severity_in("strict"), self.severity_in("car")) if s]
         return max(given, key=lambda s: s.rank) if given else Severity.INFO
 
 
@@ -75,6 +109,7 @@ _TABLE = [
         INFO,
         "CAR runs both: car-verify's own note",
         blocks=True,
+        lint=W,
     ),
     Code(
         "unknown-action-type",
@@ -94,6 +129,7 @@ _TABLE = [
         INFO,
         "CAR writes nothing for it: car-verify's own note",
         blocks=True,
+        lint=W,
     ),
     Code(
         "unknown-dependency",
@@ -112,6 +148,7 @@ _TABLE = [
         "a precondition is false when the action's level begins",
         E,
         "an error under failure_behavior skip too; the walk is sequential inside a level",
+        skip_warns=True,
     ),
     Code(
         "missing-dependency",
@@ -119,7 +156,8 @@ _TABLE = [
         D,
         "a depended-on state key is absent when the action's level begins",
         E,
-        "an error under failure_behavior skip too",
+        "an error under failure_behavior skip too; one finding per state_dependencies entry",
+        skip_warns=True,
     ),
     Code(
         "assertion-fails",
@@ -129,6 +167,7 @@ _TABLE = [
         E,
         "one finding per false precondition; an assertion's parameters are ignored "
         "(an extension-ignored note says so)",
+        skip_warns=True,
     ),
     Code(
         "write-conflict",
@@ -188,6 +227,7 @@ _TABLE = [
         "lets them through",
         INFO,
         "car-verify's own note: the strict profile reports these as `param-schema`",
+        lint=W,
     ),
     Code(
         "missing-compensation",
@@ -197,20 +237,29 @@ _TABLE = [
         E,
         "an error",
     ),
-    Code("never-runs", E, D, "no initial state lets the action run (decided with z3)", NEVER),
+    Code(
+        "never-runs",
+        E,
+        D,
+        "no initial state lets the action run (decided with z3)",
+        E,
+        "car-verify's own opt-in check, on CAR's walk",
+    ),
     Code(
         "read-write-hazard",
         W,
         D,
         "an action reads a key that an unordered action of the same proposal writes",
-        NEVER,
+        W,
+        "car-verify's own opt-in check, on CAR's order",
     ),
     Code(
         "belief-divergence",
         W,
         D,
         "an assumption's expected_value differs from the given initial state",
-        NEVER,
+        W,
+        "car-verify's own opt-in check, with CAR's equality (1 is not 1.0)",
     ),
     Code(
         "unknown-compensation-target",
@@ -235,6 +284,7 @@ _TABLE = [
         "a key no field of the IR knows (a misspelling?): kept, and ignored by every check",
         INFO,
         "info: CAR ignores unknown fields, and its verdict stays the verdict",
+        lint=W,
     ),
     Code(
         "policy-undecided",

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from ..api import verify
 from ..base.codes import CODES
 from ..passes import Example, Pass
-from ..passes.registry import available_passes
+from ..passes.registry import available_passes, profiles_of
 from ..reporters import issue_line
 
 __all__ = ["explain_code", "render_codes_reference"]
@@ -91,11 +91,11 @@ def _pass_section(cls: type[Pass], anchored: set[str]) -> list[str]:
     title, sections = _sections(module.__doc__ or "")
     needs = ", ".join(sorted(cls.requires)) or "nothing beyond the proposal"
     runs = "Runs by default." if cls.default else "Opt-in: runs only when named."
-    profiles = " and ".join(f"`{p}`" for p in sorted(cls.profiles))
+    profiles = " and ".join(f"`{p}`" for p in profiles_of(cls))
     out = [
         f"## Pass `{cls.name}`",
         "",
-        f"*{title}* Tier: `{cls.tier.value}`. Needs: {needs}. {runs} Profiles: {profiles}.",
+        f"*{title}* Tier: `{cls.tier.value}`. Needs: {needs}. {runs} Reports under: {profiles}.",
         "",
     ]
     for name in ("What it checks", "Why it matters", "How to fix", "Why this tier"):
@@ -138,8 +138,10 @@ def render_codes_reference() -> str:
         "A code keeps one meaning under both profiles; the profile decides whether it fires",
         "and how severe it is. `strict` is docs/semantics.md §1-8; `car` (the default) gives",
         "the runtime's own answers, where `-` means CAR does not report it (see",
-        "[compat.md](compat.md)). Under `car`, the pass `car` (CAR's eight checks) reports",
-        "them, and each pass below says the profiles it runs under. `car-verify lint`",
+        "[compat.md](compat.md)). Every pass runs under both profiles, reading what differs",
+        "from the profile's semantics; under `car` the pass `car` adds what only CAR reports",
+        "and sums the findings up into CAR's eight evidence checks. Each pass below says the",
+        "profiles under which it reports. `car-verify lint`",
         "gives each code verify's severity, except where the `car` column says `(lint:",
         "...)`: what CAR hides as a note, lint shows in review ([lint.md](lint.md)).",
         "",
@@ -176,7 +178,7 @@ def render_codes_reference() -> str:
 
 def _strict_first(passes: Iterable[type[Pass]]) -> list[type[Pass]]:
     """The passes, those of the strict profile first (in registry order each)."""
-    return sorted(passes, key=lambda cls: "strict" not in cls.profiles)
+    return sorted(passes, key=lambda cls: "strict" not in profiles_of(cls))
 
 
 def _owners(passes: Iterable[type[Pass]]) -> dict[str, type[Pass]]:
@@ -241,8 +243,8 @@ def _car_section() -> list[str]:
     out = [
         "## Codes of the `car` profile",
         "",
-        "Under `car` (the default) CAR's eight checks report the codes above as the",
-        "runtime does (the `car` column), and these, which only that profile reports.",
+        "Under `car` (the default) the passes above report their codes as the runtime",
+        "does (the `car` column), and the pass `car` these, which only that profile reports.",
         "Every difference from `strict` is a row of [compat.md](compat.md).",
         "",
         "| code | car | tier | summary |",

@@ -22,12 +22,12 @@ def add(sub: Any, profiled: Any) -> None:
 
 
 def cmd_passes(args: argparse.Namespace) -> int:
-    from ..passes.registry import available_passes, default_passes
+    from ..passes.registry import available_passes, default_passes, profiles_of
 
     passes = available_passes()
     profile = _profile(args)
-    runs = [c for c in default_passes(profile) if profile in c.profiles]
-    when = [c for c in default_passes(profile, lambda _: True) if profile in c.profiles]
+    runs = default_passes(profile)
+    when = default_passes(profile, lambda _: True)
     doc = [
         {
             "name": name,
@@ -38,7 +38,7 @@ def cmd_passes(args: argparse.Namespace) -> int:
             "codes": list(cls.codes),
             "default": cls.default,
             "preserves": sorted(cls.preserves),
-            "profiles": sorted(cls.profiles),
+            "profiles": profiles_of(cls),
             "runs_by_default": cls in runs,
         }
         for name, cls in passes.items()
@@ -50,7 +50,8 @@ def cmd_passes(args: argparse.Namespace) -> int:
             codes = ", ".join(cls.codes)
             if cls.dynamic_codes:  # a policies pass reports under the names of the rules
                 codes = ", ".join([*cls.codes, "the name of each rule (deny_tool:rm, ...)"])
-            only = f" [{' and '.join(sorted(cls.profiles))} only]" if len(cls.profiles) == 1 else ""
+            reports = profiles_of(cls)
+            only = f" [reports under {reports[0]} only]" if len(reports) == 1 else ""
             _write(f"{name}{only}: {cls.verifies}{needs}\n    codes: {codes}\n")
         given = [c.name for c in when if c not in runs]
         more = f"; when their input is given: {', '.join(given)}" if given else ""

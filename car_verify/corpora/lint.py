@@ -641,7 +641,8 @@ def _file(
     configured severity; the one filter for findings about plans and about files."""
     severity = config.severity.get(issue.code)
     if severity is None and issue.severity is Severity.INFO:
-        severity = RAISED_NOTES.get(issue.code)
+        raised = CODES[issue.code].lint if issue.code in CODES else None
+        severity = None if raised is None else raised.value
     finding = issue.located(where, severity=Severity(severity) if severity else None)
     if config.select and not _matches(issue.code, config.select):
         return
@@ -654,25 +655,11 @@ def _file(
     (result.suppressed if by_path or by_action else result.findings).append(finding)
 
 
-#: What the car profile notes as ``info`` though the strict profile reports it (a
-#: duplicate id, a misspelled field, a full JSON Schema violation): lint shows
-#: these as warnings unless ``[tool.car-verify.severity]`` says otherwise, so that
-#: a plan that keeps CAR's verdict still shows in review what it hides.
-RAISED_NOTES: dict[str, str] = {
-    "duplicate-id": "warning",
-    "state-write-without-key": "warning",
-    "unknown-field": "warning",
-    "param-schema-full": "warning",
-}
-
-
 def lint_column(name: str, profile: str) -> str:
     """The severity ``lint`` gives code ``name`` under ``profile`` by default (``-``:
-    not reported), as a table cell: verify's, except the notes ``RAISED_NOTES``
-    raises."""
-    code = CODES[name]
-    verify = code.column(profile)
-    return RAISED_NOTES.get(name, verify) if verify == "info" else verify
+    not reported), as a table cell: verify's, except an ``info`` note the code
+    table's ``lint`` column raises (docs/lint.md)."""
+    return CODES[name].lint_column(profile)
 
 
 def _action_pointer(pointer: str) -> str:

@@ -123,6 +123,9 @@ class Example:
     flow_policy: Mapping[str, Any] | None = None
     #: An intent (``.car/intent.json``'s content).
     intent: Mapping[str, Any] | None = None
+    #: The profile the example's codes are those of (every pass runs under both;
+    #: the tests also run each example under the other one).
+    profile: str = "strict"
 
     @property
     def valid(self) -> bool:
@@ -168,13 +171,41 @@ class Context:
         self.intent = intent
         #: The semantics the passes run under (its DAG, its walk, its severities).
         self.semantics: Semantics = semantics_of(semantics)
-        #: Its profile's name (``car``: car-verify's own passes on top of CAR's
-        #: checks, whose findings beyond the runtime are said to be).
+        #: Its profile's name.
         self.profile: str = self.semantics.profile.value
         self.initial_state: dict[str, Any] = dict(initial_state or {})
         self.state_given = initial_state is not None
         self.options = options or Options()
-        self._codes: dict[str, Code] = {}  # Context.issue's lookups
+        # Context.issue's lookups: each code's table entry, and its severity by
+        # (code, whether the action is optional), asked of the semantics once.
+        self._codes: dict[str, Code] = {}
+        self._severities: dict[tuple[str, bool], Severity | None] = {}
+
+    @property
+    def max_actions(self) -> int | None:
+        """The action budget: the one given, else the profile's default (None: none)."""
+        given = self.options.max_actions
+        return self.semantics.default_max_actions if given is None else given
+
+    def reports(self, code: str) -> bool:
+        """Whether the run's profile reports ``code`` (a pass asks before it makes a
+        finding whose code one profile does not report)."""
+        return self.semantics.reports(code)
+
+    @cached_property
+    def parameter_problems(self) -> dict[int, list[tuple[str, tuple[str | int, ...]]]]:
+        """Each tool call's parameter problems under the profile's check
+        (:meth:`Semantics.parameter_problems`), by action position: the tool calls
+        of a registered tool, when a registry is given."""
+        tools = self.tools
+        if tools is None:
+            return {}
+        check = self.semantics.parameter_problems
+        return {
+            i: check(tools, action.tool, action.parameters)
+            for i, action in enumerate(self.proposal.actions)
+            if action.type == "tool_call" and action.tool is not None and action.tool in tools
+        }
 
     @cached_property
     def dag(self) -> Dag:
@@ -191,11 +222,37 @@ class Context:
         """The verify-mode walk (blocked actions' effects applied)."""
         return walk(self.dag, self.initial_state, mode="verify", semantics=self.semantics)
 
+    @cached_property
+    def identical_calls(self) -> list[list[int]]:
+        """The groups of tool calls of one tool whose parameters the profile calls
+        equal (:meth:`Semantics.equal`), each in proposal order, by first member:
+        those of two or more when the profile reports ``duplicate-call``, else those
+        of ``repeat_threshold`` or more (the loop checks read nothing smaller)."""
+        threshold = self.options.repeat_threshold
+        at_least = min(2, threshold) if self.reports("duplicate-call") else threshold
+        actions = self.proposal.actions
+        fingerprint, canonical = self.semantics.fingerprint, self.semantics.canonical
+        # A cheap fingerprint first; only crowded buckets are compared exactly.
+        buckets: dict[tuple[str, int], list[int]] = {}
+        for i, action in enumerate(actions):
+            if action.type == "tool_call" and action.tool is not None:
+                buckets.setdefault((action.tool, fingerprint(action.parameters)), []).append(i)
+        groups: list[list[int]] = []
+        for members in buckets.values():
+            if len(members) < at_least:
+                continue
+            exact: dict[str, list[int]] = {}
+            for i in members:
+                exact.setdefault(canonical(actions[i].parameters), []).append(i)
+            groups += [group for group in exact.values() if len(group) >= at_least]
+        groups.sort()
+        return groups
+
     def has(self, requirement: Requirement) -> bool:
         if requirement is Requirement.TOOLS:
             return self.tools is not None
         if requirement is Requirement.MAX_ACTIONS:
-            return self.options.max_actions is not None
+            return self.max_actions is not None
         if requirement is Requirement.INITIAL_STATE:
             return self.state_given
         if requirement is Requirement.POLICIES:
@@ -220,26 +277,44 @@ class Context:
         severity: Severity | None = None,
         tier: Tier | None = None,
     ) -> Issue:
-        """A finding with the code's default severity and tier, located at action ``index``.
+        """A finding located at action ``index`` (None: the proposal), with the
+        severity the profile gives the code there (:meth:`Semantics.severity`, from
+        the code table) and the code's tier.
 
-        A code outside the table (a policy rule's name) needs ``severity`` and ``tier``.
+        A code outside the table (a policy rule's name) needs ``severity`` and
+        ``tier``. A code the profile does not report is a programming error: ask
+        :meth:`reports` first.
         """
-        # A large plan makes thousands of findings: the code is looked up once per
-        # context, and the Issue is made by position.
+        # A large plan makes thousands of findings: the code and its severity are
+        # looked up once per context, and the Issue is made by position.
+        action = None if index is None else self.proposal.actions[index]
         if severity is None or tier is None:
             spec = self._codes.get(code)
             if spec is None:
                 spec = self._codes[code] = lookup(code)
             code = spec.name
-            severity = severity or spec.severity or spec.car
             tier = tier or spec.tier
-        if severity is None:  # a code of the car profile's own, under no profile
-            raise UsageError(f"finding code {code!r} has no severity outside the car profile")
+            if severity is None:
+                optional = action is not None and action.failure_behavior == "skip"
+                known = self._severities.get((code, optional), _UNASKED)
+                if known is _UNASKED:
+                    known = self._severities[(code, optional)] = self.semantics.severity(
+                        code, action
+                    )
+                severity = known
+        if severity is None:
+            raise UsageError(
+                f"finding code {code!r} is not reported under the {self.profile} profile"
+            )
         pointer = json_pointer(where) if where else ""
-        if index is None:
-            return Issue(code, severity, tier, message, None, None, pointer)
-        action_id = self.proposal.actions[index].id
-        return Issue(code, severity, tier, message, action_id, index, f"/actions/{index}{pointer}")
+        if action is None:
+            where_id = self.semantics.placement.proposal_id
+            return Issue(code, severity, tier, message, where_id, None, pointer)
+        return Issue(code, severity, tier, message, action.id, index, f"/actions/{index}{pointer}")
+
+
+#: Not yet asked (Context.issue's cache holds None for "not reported").
+_UNASKED: Any = object()
 
 
 class Pass(abc.ABC):
@@ -267,13 +342,24 @@ class Pass(abc.ABC):
     dynamic_codes: ClassVar[bool] = False
     #: Edits under which the pass's findings stay as they were (none is assumed).
     preserves: ClassVar[frozenset[Preserves]] = frozenset()
-    #: The profiles the pass runs under (it reads ``ctx.semantics``); under another
-    #: it is skipped, and the evidence says so.
-    profiles: ClassVar[frozenset[str]] = frozenset({"car", "strict"})
+
+    #: The passes whose check records this pass's records stand for in the evidence
+    #: (CAR's evidence mapping: its eight checks count the findings of the passes
+    #: that make them). When it runs, their records and its own are replaced by what
+    #: its :meth:`sum_up` says. None: the pass says its own record only.
+    stands_for: ClassVar[frozenset[str] | None] = None
 
     @abc.abstractmethod
     def run(self, ctx: Context) -> Iterable[Issue]:
         """Yield the findings for ``ctx.proposal``."""
+
+    def sum_up(
+        self, ctx: Context, found: Sequence[Issue], records: Mapping[str, CheckRecord]
+    ) -> Said:
+        """What the pass says in the place of itself and the passes of
+        ``stands_for``: ``found`` is their findings, ``records`` their own records by
+        pass name (a pass that was not selected has none)."""
+        return self.said(ctx, found)
 
     def said(self, ctx: Context, found: Sequence[Issue]) -> Said:
         """What the pass says for the evidence once it has run and found ``found``:
@@ -340,17 +426,19 @@ def run_passes(ctx: Context, passes: Sequence[Pass]) -> tuple[list[Issue], list[
 
 
 def run_and_say(ctx: Context, passes: Sequence[Pass]) -> tuple[list[Issue], list[Said]]:
-    """Run each pass whose profile and requirements are met, and what each says for
+    """Run each pass whose requirements are met, and what each says for
     the evidence (a skipped pass: one record with ``ran: false`` and why). Findings
     sorted by action, then code."""
     issues: list[Issue] = []
-    said: list[Said] = []
+    said: list[Said | None] = []
+    runs: list[tuple[Pass, list[Issue] | None]] = []  # None: skipped
     for p in passes:
         reason = _why_skipped(ctx, p)
         if reason is not None:
             record = CheckRecord(p.name, False, p.verifies, p.cannot_verify, 0, p.tier, reason)
             untested = f"{p.name}: {p.verifies} (not checked: {reason})"
             said.append(Said([record], untested_regions=(untested,)))
+            runs.append((p, None))
             continue
         try:
             found = list(p.run(ctx))
@@ -366,16 +454,36 @@ def run_and_say(ctx: Context, passes: Sequence[Pass]) -> tuple[list[Issue], list
                 raise PassError(p.name, ValueError(f"emitted undeclared code {issue.code!r}"))
         issues.extend(found)
         said.append(p.said(ctx, found))
+        runs.append((p, found))
+    for p, ran in runs:
+        if p.stands_for is not None and ran is not None:
+            _sum_up(ctx, p, runs, said)
     issues.sort(key=Issue.sort_key)
-    return issues, said
+    return issues, [one for one in said if one is not None]
+
+
+def _sum_up(
+    ctx: Context,
+    summing: Pass,
+    runs: list[tuple[Pass, list[Issue] | None]],
+    said: list[Said | None],
+) -> None:
+    """Replace the entries of ``summing`` and the passes it stands for in ``said``
+    (aligned with ``runs``) by its summary, at the first one's place."""
+    names = (summing.stands_for or frozenset()) | {summing.name}
+    members = [n for n, (p, _) in enumerate(runs) if p.name in names and said[n] is not None]
+    found = [issue for n in members for issue in runs[n][1] or ()]
+    records = {runs[n][0].name: one.checks[0] for n in members if (one := said[n]) and one.checks}
+    summary = summing.sum_up(ctx, found, records)
+    for n in members:
+        said[n] = None
+    said[members[0]] = summary
 
 
 def _why_skipped(ctx: Context, p: Pass) -> str | None:
-    """Why ``p`` does not run on ``ctx`` (another profile's, or an input it needs is
-    missing), or None."""
-    if ctx.profile not in p.profiles:
-        supported = " and ".join(sorted(p.profiles)) or "no profile"
-        return f"the pass runs under the {supported} profile, not {ctx.profile}"
+    """Why ``p`` does not run on ``ctx`` (an input it needs is missing), or None.
+    Every pass runs under every profile: what differs, it reads from
+    ``ctx.semantics``."""
     missing = [r for r in sorted(p.requires) if not ctx.has(r)]
     return "; ".join(_REASONS[r] for r in missing) if missing else None
 

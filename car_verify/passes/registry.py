@@ -16,11 +16,19 @@ from ..base.codes import register_codes
 from ..base.errors import UsageError
 from . import Context, Pass, Requirement
 
-__all__ = ["ENTRY_POINT_GROUP", "available_passes", "default_passes", "resolve_passes"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "available_passes",
+    "default_passes",
+    "profiles_of",
+    "resolve_passes",
+]
 
 ENTRY_POINT_GROUP = "car_verify.passes"
 
 _registry: dict[str, type[Pass]] | None = None
+#: How many times the registry was built (the default selections are cached per build).
+_builds = 0
 #: Each installed pass class: the entry point that declared it (``name (value)``).
 _declared_by: dict[type[Pass], str] = {}
 
@@ -32,10 +40,10 @@ def _builtin_set() -> frozenset[type[Pass]]:
 
 
 def _builtin() -> tuple[type[Pass], ...]:
-    """The built-in passes: the car profile's verdict (CAR's eight checks, in
-    :mod:`car_verify.passes.car`), then the modules of ``car_verify.analyses``, imported on
-    first use."""
-    from .car import CarChecks
+    """The built-in passes: the modules of ``car_verify.analyses``, then what CAR
+    alone reports and its evidence (:mod:`car_verify.passes.car`, which sums up the
+    others' findings into CAR's eight checks), imported on first use."""
+    from .car import CarPass
 
     try:
         from ..analyses import BUILTIN
@@ -47,7 +55,7 @@ def _builtin() -> tuple[type[Pass], ...]:
             f"installed beside {__file__}: install the project (pip install .), or run from "
             "its checkout, whose folders the package maps itself"
         ) from None
-    return (CarChecks, *BUILTIN)
+    return (*BUILTIN, CarPass)
 
 
 def _entry_points() -> list[type[Pass]]:
@@ -138,7 +146,7 @@ def _declared_on(path: tuple[str, ...]) -> bool:
 
 def available_passes() -> dict[str, type[Pass]]:
     """Every pass by name: the built-in ones, then the entry-point ones (loaded once)."""
-    global _registry
+    global _registry, _builds
     if _registry is None:
         registry: dict[str, type[Pass]] = {}
         found: list[type[Pass]] = [*_builtin(), *_entry_points()]
@@ -157,22 +165,44 @@ def available_passes() -> dict[str, type[Pass]]:
                 ) from err
             registry[cls.name] = cls
         _registry = registry
+        _builds += 1
     return dict(_registry)
+
+
+def profiles_of(cls: type[Pass]) -> list[str]:
+    """The profiles under which ``cls`` can report something: those whose column of
+    the code table gives one of its codes a severity (every profile for a pass whose
+    codes are its input's, the policies')."""
+    return [p for p in ("car", "strict") if _reports_under(cls, p)]
+
+
+def _reports_under(cls: type[Pass], profile: str) -> bool:
+    if cls.dynamic_codes or not cls.codes:
+        return True
+    return any(_severity_in(code, profile) is not None for code in cls.codes)
+
+
+def _severity_in(code: str, profile: str) -> object:
+    from ..base.codes import CODES
+
+    spec = CODES.get(code)
+    return "a code outside the table" if spec is None else spec.severity_in(profile)
 
 
 def default_passes(
     profile: str, given: Callable[[Requirement], bool] = lambda _: False
 ) -> list[type[Pass]]:
     """The passes a run under ``profile`` gets when it names none: the default ones,
-    and those whose ``when_given`` input ``given`` says is there. A built-in pass of
-    the other profile is that profile's business; an installed one that does not
-    declare this profile is handed over all the same, so the runner says it was
-    skipped and why (nothing installed is dropped unsaid)."""
+    and those whose ``when_given`` input ``given`` says is there. Every pass runs
+    under every profile; a built-in one none of whose codes the profile reports
+    (``references`` under car, whose order has no dependencies) is left out of its
+    default run, and runs when named. An installed one is always handed over, so
+    nothing installed is dropped unsaid."""
     builtin = _builtin_set()
     return [
         cls
         for cls in available_passes().values()
-        if (profile in cls.profiles or cls not in builtin)
+        if (cls not in builtin or _reports_under(cls, profile))
         and (cls.default or (cls.when_given is not None and given(cls.when_given)))
     ]
 
@@ -180,14 +210,16 @@ def default_passes(
 def resolve_passes(selection: Iterable[str | Pass | type[Pass]] | None, ctx: Context) -> list[Pass]:
     """Pass instances for a selection of names, classes or instances. None: the default
     passes of ``ctx``'s profile, plus those whose ``when_given`` input ``ctx`` has. A
-    pass named under a profile it does not declare is skipped, and its evidence record
-    says why. A ``str`` is one name or several separated by commas (``"strips,loops"``),
-    as ``--passes`` takes them."""
+    ``str`` is one name or several separated by commas (``"strips,loops"``), as
+    ``--passes`` takes them."""
     registry = available_passes()
     if isinstance(selection, str):
         selection = [name.strip() for name in selection.split(",") if name.strip()]
     if selection is None:
-        return [_built(cls) for cls in default_passes(ctx.profile, ctx.has)]
+        wanted = {cls.when_given for cls in registry.values() if cls.when_given is not None}
+        given = frozenset(r for r in wanted if ctx.has(r))
+        defaults = _default_instances(ctx.profile, given, _builds)
+        return [p if isinstance(p, Pass) else _built(p) for p in defaults]
     chosen: list[Pass] = []
     for item in selection:
         if isinstance(item, Pass):
@@ -202,6 +234,20 @@ def resolve_passes(selection: Iterable[str | Pass | type[Pass]] | None, ctx: Con
             known = ", ".join(sorted(registry))
             raise UsageError(f"unknown pass {item!r}; known passes: {known}")
     return chosen
+
+
+@functools.lru_cache(maxsize=64)
+def _default_instances(
+    profile: str, given: frozenset[Requirement], build: int
+) -> tuple[Pass | type[Pass], ...]:
+    """The default passes of ``profile`` with inputs ``given``, chosen once per
+    build of the registry: every verify of a small plan asked the
+    code table of each pass. A built-in pass keeps no state between runs and is
+    built once; an installed one is given as its class, built anew each run."""
+    builtin = _builtin_set()
+    return tuple(
+        cls() if cls in builtin else cls for cls in default_passes(profile, given.__contains__)
+    )
 
 
 def _built(cls: type[Pass]) -> Pass:

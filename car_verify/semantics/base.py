@@ -18,7 +18,14 @@ A :class:`Semantics` answers every question on which the two profiles differ:
   runtime's, under car: :meth:`transaction_conflicts`);
 * **optimize**: which ``state_dependencies`` entries may go, and whether each is
   checked against verify first (:meth:`optimize_candidates`);
-* **severities**: each code's severity, read from the one code table.
+* **findings**: each code's severity, read from the one code table
+  (:meth:`severity`, the only source of a finding's severity), and where the
+  findings whose place differs go (:attr:`placement`), with the words that differ
+  (:meth:`say`, :meth:`failure_words`) and the parameter check
+  (:meth:`parameter_problems`).
+
+The passes (``analyses/``) read all of this from the object and never branch on
+the profile's name.
 
 The interpreter (:mod:`car_verify.semantics.walk`), the symbolic walk
 (:mod:`car_verify.semantics.symbolic`), the executor, the trace rules and the deciders take a
@@ -30,7 +37,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from .profiles import Profile
 
@@ -41,7 +48,7 @@ if TYPE_CHECKING:
     from ..ir.model import Action, ActionProposal, Precondition
     from .dag import Dag
 
-__all__ = ["Semantics", "TxConflict", "Where"]
+__all__ = ["Placement", "Semantics", "ToolSchemas", "TxConflict", "Where"]
 
 #: Where a part of an action's predicate sits inside the action.
 Where = tuple[str | int, ...]
@@ -59,6 +66,41 @@ class TxConflict:
     #: For a stale assumption: ``"version"`` or ``"value"``, and its position.
     detail: str = ""
     assumption: int = -1
+
+
+class ToolSchemas(Protocol):
+    """What :meth:`Semantics.parameter_problems` reads of a tool registry
+    (:class:`car_verify.rules.tools.ToolRegistry`, which sits above the semantics)."""
+
+    #: The registry has names only (the runtime's ``tool_names``): no schemas.
+    names_only: bool
+
+    def __getitem__(self, name: str) -> Any:
+        """Tool ``name``'s declaration (its ``parameters``: the schema as written)."""
+
+    def check_parameters(self, name: str, parameters: Mapping[str, Any]) -> Sequence[Any]:
+        """Every violation of the tool's full JSON Schema (each with ``path``,
+        ``json_path`` and ``message``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where a profile puts the findings whose place differs between the profiles
+    (the runtime puts some on the proposal, some on the earlier writer)."""
+
+    #: The ``action_id`` of a finding about the whole proposal.
+    proposal_id: str | None
+    #: ``repeated-call`` on the proposal (True), or on the call that reaches the
+    #: threshold; and whether identical calls below the threshold are a group too
+    #: (``duplicate-call``, when the profile reports it).
+    repeats_on_proposal: bool
+    #: ``too-many-actions`` on the first action (True), or on the proposal.
+    over_budget_on_first: bool
+    #: ``write-conflict`` on the earlier writer (True), or on the later one.
+    conflict_on_earlier: bool
+    #: ``assertion-fails``: one finding per false part of the predicate (True), or
+    #: one per assertion naming them all.
+    each_false_part: bool
 
 
 class Semantics(abc.ABC):
@@ -92,6 +134,21 @@ class Semantics(abc.ABC):
     #: car-verify's own checks beyond the runtime's (flow's schedules and integrity,
     #: intent's extra rules) decide the verdict (True) or are notes beside it (False).
     own_checks_decide: ClassVar[bool]
+    #: Where the findings whose place differs between the profiles go.
+    placement: ClassVar[Placement]
+    #: The action budget when none is given (None: no budget, the budget pass waits
+    #: for one).
+    default_max_actions: ClassVar[int | None]
+    #: A walk finding on an action of ``failure_behavior: skip`` is a warning (True:
+    #: the author declared it optional; the codes the table marks ``skip_warns``).
+    skip_is_optional: ClassVar[bool]
+    #: The profile's own words for a finding, by code (``code:variant`` where a code
+    #: has several): templates :meth:`say` fills with the facts a pass gives. A code
+    #: without one is worded by its pass.
+    words: ClassVar[Mapping[str, str]] = {}
+    #: :meth:`failure_words` has words of the profile's own (the runtime's messages);
+    #: else a pass explains a failure from the plan.
+    has_failure_words: ClassVar[bool] = False
 
     def __repr__(self) -> str:
         return f"<semantics {self.profile.value}>"
@@ -212,10 +269,55 @@ class Semantics(abc.ABC):
         """The ``state_dependencies`` entries ``optimize`` may remove, in proposal order:
         ``(action position, key, why it may go)``."""
 
-    # --- codes --------------------------------------------------------------------------
+    # --- findings -----------------------------------------------------------------------
 
-    def severity(self, code: str) -> Severity | None:
-        """The code's severity under this profile (None: the profile does not report it)."""
+    def severity(self, code: str, action: Action | None = None) -> Severity | None:
+        """The severity of a finding of ``code`` (on ``action``, when it is on one)
+        under this profile, from the code table: its column of this profile, and a
+        warning for a ``skip_warns`` code on an optional action where
+        :attr:`skip_is_optional` holds. None: the profile does not report the code."""
+        from ..base.codes import lookup
+        from ..base.findings import Severity
+
+        spec = lookup(code)
+        severity = spec.severity_in(self.profile.value)
+        if (
+            severity is Severity.ERROR
+            and spec.skip_warns
+            and self.skip_is_optional
+            and action is not None
+            and action.failure_behavior == "skip"
+        ):
+            return Severity.WARNING
+        return severity
+
+    def reports(self, code: str) -> bool:
+        """Whether this profile reports ``code`` at all (its column is not empty)."""
         from ..base.codes import lookup
 
-        return lookup(code).severity_in(self.profile.value)
+        return lookup(code).severity_in(self.profile.value) is not None
+
+    @abc.abstractmethod
+    def fingerprint(self, parameters: Mapping[str, Any]) -> int:
+        """A cheap number that parameter objects :meth:`equal` calls equal always
+        share (a necessary condition only; :meth:`canonical` decides)."""
+
+    def say(self, what: str, /, **facts: object) -> str | None:
+        """The profile's own message for a finding (``what``: its code, or
+        ``code:variant``), from ``facts``; None: the pass words it."""
+        template = self.words.get(what)
+        return None if template is None else template.format(**facts)
+
+    def failure_words(self, pre: Precondition | None, key: str, actual: Any) -> str | None:
+        """The profile's own words for a failed precondition ``pre`` (``actual``: the
+        key's value, ``ABSENT`` when absent) or, without one, an absent depended-on
+        ``key``: the runtime's message, under car. None: the pass explains it from
+        the plan (which writers, which level)."""
+        return None
+
+    @abc.abstractmethod
+    def parameter_problems(
+        self, tools: ToolSchemas, tool: str, parameters: Mapping[str, Any]
+    ) -> list[tuple[str, tuple[str | int, ...]]]:
+        """Where ``parameters`` break the registered ``tool``'s parameter schema as
+        this profile checks it: ``(message, path inside the parameters)`` each."""

@@ -26,15 +26,16 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..base.errors import InputError
 from ..base.values import ABSENT, KNOWN_OPERATORS, is_number, json_equal
 from ..ir._codec import MISSING
-from .base import Semantics, TxConflict, Where
+from .base import Placement, Semantics, ToolSchemas, TxConflict, Where
 from .profiles import Profile
 from .value_domain import literal
 
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CAR",
+    "DEFAULT_MAX_ACTIONS",
     "CarSemantics",
     "car_canonical",
     "car_effects",
@@ -57,6 +59,9 @@ __all__ = [
     "show",
     "transaction_sets",
 ]
+
+#: CAR's ``max_actions`` when the caller gives none.
+DEFAULT_MAX_ACTIONS = 30
 
 _U64, _I64 = 2**64, 2**63
 #: Up to this magnitude an integer converts to an f64 exactly.
@@ -457,6 +462,75 @@ def car_transaction_conflicts(
     return out
 
 
+# -- CAR's parameter check: top-level `required` and each property's `type` -----------
+
+_TYPE_TESTS: dict[str, Callable[[object], bool]] = {
+    "string": lambda v: isinstance(v, str),
+    "number": is_number,
+    "integer": lambda v: is_number(v) and float(v).is_integer(),  # type: ignore[arg-type]
+    "boolean": lambda v: isinstance(v, bool),
+    "array": lambda v: isinstance(v, list),
+    "object": lambda v: isinstance(v, dict),
+    "null": lambda v: v is None,
+}
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if is_number(value):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def car_schema_problems(
+    tool: str, schema: Any, parameters: Mapping[str, Any]
+) -> list[tuple[str, tuple[str | int, ...]]]:
+    """CAR's parameter check: top-level ``required`` and each property's ``type``
+    (a schema part CAR does not read, a ``type`` of null or a number, a ``required``
+    that is no list, checks nothing)."""
+    out: list[tuple[str, tuple[str | int, ...]]] = []
+    if not isinstance(schema, dict):
+        return out
+    required = schema.get("required")
+    for name in required if isinstance(required, list) else []:
+        if isinstance(name, str) and name not in parameters:
+            out.append((f"tool {tool!r}: missing required parameter {name!r}", ()))
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return out
+    for name, value in parameters.items():
+        prop = properties.get(name)
+        if not isinstance(prop, dict) or "type" not in prop:
+            continue
+        wanted = prop["type"]
+        if isinstance(wanted, str):
+            names = [wanted]
+        elif isinstance(wanted, list):
+            names = [t for t in wanted if isinstance(t, str)]
+        else:  # null, a number, an object: CAR checks no type there
+            continue
+        tests = [_TYPE_TESTS[t] for t in names if t in _TYPE_TESTS]
+        if not tests or any(test(value) for test in tests):
+            continue
+        out.append(
+            (
+                f"tool {tool!r}: parameter {name!r} has wrong type: "
+                f"expected {'|'.join(names)}, got {_json_type(value)}",
+                (name,),
+            )
+        )
+    return out
+
+
+#: The scalar types whose hash :meth:`CarSemantics.fingerprint` takes.
+_HASHED = frozenset({str, bool, type(None)})
+
+
 class CarSemantics(Semantics):
     """The upstream runtime's reading (see the module's docstring)."""
 
@@ -469,6 +543,32 @@ class CarSemantics(Semantics):
     spent_retry_aborts: ClassVar[bool] = False
     assertion_predicate_rejects: ClassVar[bool] = True
     optimize_rechecks: ClassVar[bool] = False
+    placement: ClassVar[Placement] = Placement(
+        proposal_id="proposal",
+        repeats_on_proposal=True,
+        over_budget_on_first=True,
+        conflict_on_earlier=True,
+        each_false_part=True,
+    )
+    default_max_actions: ClassVar[int | None] = DEFAULT_MAX_ACTIONS
+    skip_is_optional: ClassVar[bool] = False
+    words: ClassVar[Mapping[str, str]] = MappingProxyType(
+        {  # the runtime's messages (docs/compat.md: in plain words where they hold values)
+            "too-many-actions": "excessive actions: {count} (limit {limit})",
+            "repeated-call": "repeated identical tool call: {tool} ({count}x) \u2014 likely loop",
+            "missing-tool-name": "tool_call action has no tool specified",
+            "unknown-tool": "tool {tool!r} is not registered",
+            "missing-compensation": "action declares reversibility 'compensable' but no "
+            "compensation",
+            "unknown-compensation-target:action": "compensation references action {target!r}, "
+            "which is not in this proposal",
+            "unknown-compensation-target:tool": "compensation names tool {target!r}, which is "
+            "not registered",
+            "write-conflict": "write conflict on {key!r} with action {other} (no dependency "
+            "declared)",
+        }
+    )
+    has_failure_words: ClassVar[bool] = True
     summary: ClassVar[str] = (
         "only state_dependencies (the key's last earlier writer) and state_write chains "
         "order an action; inside a level each action sees the effects before it"
@@ -562,6 +662,32 @@ class CarSemantics(Semantics):
 
     def canonical(self, value: object) -> str:
         return car_canonical(value)
+
+    def fingerprint(self, parameters: Mapping[str, Any]) -> int:
+        # Strings, booleans and null only: CAR tells numbers apart that Python's
+        # hash does not (1 and 1.0), and equal texts may hide unequal integers.
+        combined = len(parameters)
+        for item in parameters.values():
+            if type(item) in _HASHED:
+                combined ^= hash(item)
+        return combined
+
+    def failure_words(self, pre: Precondition | None, key: str, actual: Any) -> str | None:
+        """The runtime's messages (in plain words, or its own inside
+        :func:`runtime_words`)."""
+        if pre is None:
+            return f"state dependency {key!r} not available at this point"
+        seen = {} if actual is ABSENT else {pre.key: actual}
+        return f"precondition will fail: {car_evaluate(pre.key, pre.operator, pre.value, seen)}"
+
+    def parameter_problems(
+        self, tools: ToolSchemas, tool: str, parameters: Mapping[str, Any]
+    ) -> list[tuple[str, tuple[str | int, ...]]]:
+        """CAR's check: ``type`` and ``required`` only (a registry of names only
+        has no schemas, and checks nothing)."""
+        if tools.names_only:
+            return []
+        return car_schema_problems(tool, tools[tool].parameters, parameters)
 
     def checks(self, action: Action) -> list[tuple[Precondition, Where]]:
         # CAR checks an assertion's preconditions only, not the one its parameters spell.

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..base.values import canonical, evaluate, is_number, json_equal
-from .base import Semantics, Where
+from ..base.values import canonical, evaluate, fingerprint, is_number, json_equal
+from .base import Placement, Semantics, ToolSchemas, Where
 from .profiles import Profile
 from .value_domain import literal
 
@@ -53,6 +53,15 @@ class StrictSemantics(Semantics):
     spent_retry_aborts: ClassVar[bool] = True
     assertion_predicate_rejects: ClassVar[bool] = False
     optimize_rechecks: ClassVar[bool] = True
+    placement: ClassVar[Placement] = Placement(
+        proposal_id=None,
+        repeats_on_proposal=False,
+        over_budget_on_first=False,
+        conflict_on_earlier=False,
+        each_false_part=False,
+    )
+    default_max_actions: ClassVar[int | None] = None
+    skip_is_optional: ClassVar[bool] = True
     summary: ClassVar[str] = (
         "dependencies, output references and every earlier writer of a key order an "
         "action; a level sees the state it began with"
@@ -88,6 +97,18 @@ class StrictSemantics(Semantics):
 
     def canonical(self, value: object) -> str:
         return canonical(value)
+
+    def fingerprint(self, parameters: Mapping[str, Any]) -> int:
+        return fingerprint(parameters)
+
+    def parameter_problems(
+        self, tools: ToolSchemas, tool: str, parameters: Mapping[str, Any]
+    ) -> list[tuple[str, tuple[str | int, ...]]]:
+        """The tool's full JSON Schema, read with the draft it declares."""
+        return [
+            (f"parameters of {tool!r} at {error.json_path}: {error.message}", tuple(error.path))
+            for error in tools.check_parameters(tool, parameters)
+        ]
 
     def checks(self, action: Action) -> list[tuple[Precondition, Where]]:
         return action.predicate()
