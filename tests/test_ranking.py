@@ -100,6 +100,9 @@ weights = st.none() | st.floats(-0.5, 1.5) | st.just(math.nan)
 @example([plan(tc(0, expected_effects={"k": 1}), tc(1, expected_effects={"k": 2}))], ["t0"], None)
 @example([plan(*[tc(i, tool="t") for i in range(12)])], None, None)  # validity floors at 0.1
 @example([plan(tc(0))], None, math.nan)
+# a duplicate call and two write conflicts: the runtime's validity is 0.39999999999999997
+@example([plan(*[tc(i, tool="u", expected_effects={"k": None, "m": None}) for i in (0, 1)])],
+         None, None)  # fmt: skip
 # more than 30 actions: no budget warning in the ranking (verify gives one)
 @example([plan(*[tc(i) for i in range(31)]), plan(tc(0))], None, None)
 # an unknown action type: the runtime's reader refuses the candidates, at its position
