@@ -5,7 +5,8 @@ What it checks:
     (``read_set``, else ``state_dependencies`` and assumption keys) while an
     action not ordered with it writes the key (``read-write-hazard``, on the
     reader), and, when an initial state is given, an assumption whose
-    ``expected_value`` differs from it (``belief-divergence``). Opt-in: name it
+    ``expected_value`` differs from it (``belief-divergence``, with the profile's
+    equality), each on the profile's order. Opt-in: name it
     (``passes=["transactions"]``). Across proposals and with version maps, use
     ``car_verify.transaction_check`` / ``car-verify txcheck``.
 
@@ -27,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from car_verify.base.findings import Issue, Tier
-from car_verify.base.values import ABSENT, format_value, json_equal
+from car_verify.base.values import ABSENT, format_value
 from car_verify.passes import Context, Example, Pass
 
 
@@ -100,12 +101,13 @@ class TransactionPass(Pass):
                     index=reader,
                 )
         if ctx.state_given:
+            equal = ctx.semantics.equal  # the profile's (car: 1 is not 1.0)
             for i, action in enumerate(actions):
                 for j, assumption in enumerate(action.assumptions):
                     if not assumption.has_expected_value:
                         continue
                     actual = ctx.initial_state.get(assumption.key, ABSENT)
-                    if actual is ABSENT or not json_equal(actual, assumption.expected_value):
+                    if actual is ABSENT or not equal(actual, assumption.expected_value):
                         yield ctx.issue(
                             "belief-divergence",
                             f"assumes {assumption.key!r} is "

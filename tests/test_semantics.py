@@ -509,3 +509,40 @@ def test_the_default_profile_is_one_constant() -> None:
     assert cv.simulate(plan).profile == DEFAULT_PROFILE
     with pytest.raises(TypeError, match="semantics"):
         Context(cv.load(plan))  # type: ignore[call-arg]
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["a", "b", "c"]),
+        st.one_of(
+            st.none(),
+            st.booleans(),
+            st.text(max_size=2),
+            st.integers(-(2**70), 2**70),
+            st.floats(allow_nan=False),
+            st.sampled_from([0, 0.0, -0.0, 1, 1.0, 2**53, 2**64, 2**64 + 1, float(2**64)]),
+            st.lists(st.integers(0, 2), max_size=2),
+        ),
+        max_size=3,
+    ),
+    st.data(),
+)
+def test_a_profiles_call_fingerprint_is_shared_by_parameters_it_calls_equal(
+    params: dict[str, Any], data: st.DataObject
+) -> None:
+    """The speed trick of the loop check (a cheap fingerprint before the canonical
+    text) against the plain rule: parameters a profile calls equal share its
+    fingerprint, under both profiles."""
+    from car_verify.semantics import semantics_of
+
+    def near(v: Any) -> list[Any]:  # values a profile may call equal to v
+        if type(v) is int:
+            return [v, float(v), v + 1] if abs(v) > 2**53 else [v, float(v)]
+        return [v]
+
+    other = {k: data.draw(st.sampled_from(near(v))) for k, v in params.items()}
+    for profile in ("car", "strict"):
+        sem = semantics_of(profile)
+        if sem.equal(params, other):
+            assert sem.fingerprint(params) == sem.fingerprint(other), (profile, params, other)
+            assert sem.canonical(params) == sem.canonical(other)

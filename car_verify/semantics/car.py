@@ -529,6 +529,8 @@ def car_schema_problems(
 
 #: The scalar types whose hash :meth:`CarSemantics.fingerprint` takes.
 _HASHED = frozenset({str, bool, type(None)})
+#: Set in a float's share of a fingerprint, so 1 and 1.0 tend to differ.
+_FLOAT_TAG = 0x5BD1E995
 
 
 class CarSemantics(Semantics):
@@ -664,12 +666,16 @@ class CarSemantics(Semantics):
         return car_canonical(value)
 
     def fingerprint(self, parameters: Mapping[str, Any]) -> int:
-        # Strings, booleans and null only: CAR tells numbers apart that Python's
-        # hash does not (1 and 1.0), and equal texts may hide unequal integers.
+        # Strings, booleans and null by their hash; a number by its hash and kind
+        # (CAR never calls an integer equal to a float) only up to 2**53, where it
+        # is exact: beyond, unequal integers can be one f64 to CAR.
         combined = len(parameters)
         for item in parameters.values():
-            if type(item) in _HASHED:
+            kind = type(item)
+            if kind in _HASHED or (kind is int and -_EXACT < item < _EXACT):
                 combined ^= hash(item)
+            elif kind is float and -_EXACT < item < _EXACT:
+                combined ^= hash(item) ^ _FLOAT_TAG
         return combined
 
     def failure_words(self, pre: Precondition | None, key: str, actual: Any) -> str | None:
