@@ -1,7 +1,7 @@
 """The command line: ``car-verify COMMAND``, one module per command.
 
 Each module of this package declares its command (``add``: its parser, on the
-shared declarations of :mod:`car_verify.cli._common`) and runs it; ``COMMANDS``
+shared declarations of :mod:`car_verify.cli.options`) and runs it; ``COMMANDS``
 lists them in the order ``--help`` shows. Three modules here are not commands but
 serve them: :mod:`.sources` (the input files a command reads), :mod:`.docgen`
 (the generated reference: ``codes``, docs/cli.md) and :mod:`.mcp_server` (what
@@ -21,8 +21,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..base.errors import TOO_DEEP, CarVerifyError, InputError, UsageError, is_too_deep, too_deep
-from ..reporters.text import one_line
-from ..semantics.profiles import PROFILE_ENV
 from . import (
     audit,
     check_plan,
@@ -52,13 +50,7 @@ from . import (
     workflow,
     wp,
 )
-from ._common import (
-    EXIT_OK,
-    EXIT_USAGE,
-    _ArgumentError,
-    _Parser,
-    _reported,
-)
+from .options import EXIT_OK, EXIT_USAGE, ArgumentError, Parser, profile_option, reported
 
 __all__ = ["main"]
 
@@ -94,22 +86,17 @@ COMMANDS = (
 )
 
 
-def _parser() -> _Parser:
-    parser = _Parser(
+def _parser() -> Parser:
+    parser = Parser(
         prog="car-verify",
         description="Check Agent IR action proposals before they run.",
     )
     from .._version import __version__
 
     parser.add_argument("--version", action="version", version=f"car-verify {__version__}")
-    profiled = _Parser(add_help=False)
-    profiled.add_argument(
-        "--profile",
-        choices=("car", "strict"),
-        help="car: the runtime's own answers (the default); strict: docs/semantics.md §1-8 "
-        f"(also ${PROFILE_ENV} or `profile` in the configuration)",
-    )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    profiled = Parser(add_help=False)
+    profile_option(profiled)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
     for command in COMMANDS:
         command.add(sub, profiled)
@@ -129,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         run: Callable[[argparse.Namespace], int] = args.run
         target = getattr(args, "output_file", None)
         if target is None:
-            return _reported(args, run(args))
+            return reported(args, run(args))
         captured = io.StringIO()
         with contextlib.redirect_stdout(captured):
             code = run(args)
@@ -137,14 +124,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             Path(target).write_text(captured.getvalue(), encoding="utf-8")
         except OSError as err:
             raise UsageError(f"--output-file: {target}: {err.strerror or err}") from None
-        return _reported(args, code)
+        return reported(args, code)
     except SystemExit as exit_:  # --help / --version
         return int(exit_.code or 0)
     except CarVerifyError as err:
         if isinstance(err, InputError) and is_too_deep(err) and args is not None:
             err = _locate_deep(args) or err
-        sys.stderr.write(f"car-verify: error: {one_line(str(err))}\n")
-        if isinstance(err, _ArgumentError):  # as ruff and mypy do: the usage, a hint
+        sys.stderr.write(f"car-verify: error: {_one_line(str(err))}\n")
+        if isinstance(err, ArgumentError):  # as ruff and mypy do: the usage, a hint
             sys.stderr.write(f"{err.usage}\n{err.hint}\n")
         return EXIT_USAGE
     except RecursionError:  # what the API entry points report as TOO_DEEP, elsewhere
@@ -164,9 +151,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("CAR_VERIFY_DEBUG"):
             raise
         sys.stderr.write(
-            f"car-verify: internal error: {type(err).__name__}: {one_line(str(err))}\n"
+            f"car-verify: internal error: {type(err).__name__}: {_one_line(str(err))}\n"
         )
         return EXIT_USAGE
+
+
+def _one_line(text: str) -> str:
+    from ..reporters.text import one_line  # only when there is an error to say
+
+    return one_line(text)
 
 
 def _locate_deep(args: argparse.Namespace) -> InputError | None:

@@ -44,7 +44,7 @@ class Declarations:
 
     @classmethod
     def of(cls, tree: list[Any]) -> Declarations:
-        """From :func:`car_verify.cli._common.command_tree` (its parsers read as data)."""
+        """From :func:`car_verify.cli.options.command_tree` (its parsers read as data)."""
         summaries, flags = {}, {}
         for name, parser, summary in tree:
             summaries[name] = summary

@@ -1,0 +1,136 @@
+"""The command line declared once (issue 50).
+
+Every option several commands take is declared by one function of
+``car_verify/cli/options.py``, so an option's name means one thing in every
+command; every ``--format`` choice is the name of a reporter, and the reporter
+registry writes each command's report (no command chooses a layout itself).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from car_verify.cli import _parser, main
+from car_verify.cli.options import command_tree
+from car_verify.reporters.formats import FORMATS, REPORTERS, Report, render
+
+pytestmark = pytest.mark.usefixtures("strict_cli")
+
+ROOT = Path(__file__).resolve().parents[1]
+CLI = ROOT / "car_verify" / "cli"
+EXAMPLES = ROOT / "examples"
+
+
+def _commands() -> list[tuple[str, argparse.ArgumentParser, str]]:
+    return command_tree(_parser())
+
+
+def test_every_commands_format_choices_are_the_reporters_names() -> None:
+    offered = 0
+    for name, parser, _ in _commands():
+        for action in parser._actions:
+            if "--format" not in action.option_strings:
+                continue
+            offered += 1
+            assert action.choices, name
+            assert set(action.choices) <= set(REPORTERS), (name, action.choices)
+            assert action.default in action.choices, name
+    assert offered >= 20  # nearly every command writes a report
+    assert tuple(REPORTERS) == FORMATS
+
+
+def test_a_format_no_reporter_writes_cannot_be_declared() -> None:
+    from car_verify.cli.options import format_option
+
+    with pytest.raises(ValueError, match="not a reporter"):
+        format_option(argparse.ArgumentParser(), ("text", "xml"))
+    with pytest.raises(ValueError, match="not a reporter"):
+        format_option(argparse.ArgumentParser(), ("text",), default="json")
+
+
+def test_an_option_name_means_one_thing_in_every_command() -> None:
+    """The same option string stores to the same place and is a flag everywhere or
+    takes a value everywhere. ``-o`` is where the output goes either way: the report
+    (``--output-file``: verify, lint) or the file a command makes (``--output``)."""
+    meanings: defaultdict[str, defaultdict[tuple[str, bool], list[str]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
+    for name, parser, _ in _commands():
+        for action in parser._actions:
+            if action.help == argparse.SUPPRESS:  # an old spelling, kept for one command
+                continue
+            for option in action.option_strings:
+                meanings[option][(action.dest, action.nargs != 0)].append(name)
+    two = {o: dict(m) for o, m in meanings.items() if len(m) > 1 and o != "-o"}
+    assert not two, two
+    assert {dest for dest, _ in meanings["-o"]} == {"output", "output_file"}
+    assert {"--profile", "--format", "--state", "--tools", "--policies", "-q"} <= set(meanings)
+
+
+def test_no_command_chooses_a_format_itself() -> None:
+    """The reporter registry is the only reader of ``args.format``."""
+    readers = []
+    for path in CLI.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Compare):
+                sides = [node.left, *node.comparators]
+                if any(ast.unparse(s) in ("args.format", "self.format") for s in sides):
+                    readers.append(f"{path.name}:{node.lineno}")
+    assert readers == []
+
+
+def test_command_modules_import_the_shared_module_by_public_names() -> None:
+    private = []
+    for path in CLI.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("options"):
+                private += [f"{path.name}: {a.name}" for a in node.names if a.name[:1] == "_"]
+    assert private == []
+    assert not (CLI / "_common.py").exists()
+
+
+def test_the_registry_writes_a_report_in_each_format() -> None:
+    from car_verify.base.findings import Issue, Severity, Tier
+
+    issue = Issue("duplicate-id", Severity.ERROR, Tier.DECISION_PROCEDURE, "twice", "a")
+    report = Report(lambda: "the text\n", lambda: '{"doc": 1}\n', findings=[issue], artifact="p")
+    assert render(report, "text") == "the text\n"
+    assert render(report, "json") == '{"doc": 1}\n'
+    sarif = json.loads(render(report, "sarif", docs_url="https://docs.example"))
+    (result,) = sarif["runs"][0]["results"]
+    assert result["ruleId"] == "duplicate-id"
+    assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "p"
+    rules = {r["id"]: r for r in sarif["runs"][0]["tool"]["driver"]["rules"]}
+    assert rules["duplicate-id"]["helpUri"] == "https://docs.example/codes.md#duplicate-id"
+    assert render(report, "github") == "::error file=p,title=duplicate-id::a: twice\n"
+    with pytest.raises(ValueError, match="no reporter 'xml'"):
+        render(report, "xml")
+
+
+def test_a_report_with_no_findings_is_its_text_in_the_formats_that_list_findings() -> None:
+    settings = Report(lambda: 'profile = "car"\n', lambda: "{}\n")
+    assert render(settings, "sarif") == render(settings, "github") == 'profile = "car"\n'
+    with pytest.raises(ValueError, match="nothing to count"):
+        settings.counted("summary")
+
+
+def test_statistics_count_in_text_and_json_and_leave_sarif_whole(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = {"actions": [{"id": "a", "type": "tool_call", "tool": "t"}] * 2}
+    plan = tmp_path / "p.json"
+    plan.write_text(json.dumps(doc))
+    outs = {}
+    for fmt in ("json", "sarif"):
+        for statistics in ([], ["--statistics"]):
+            main(["verify", str(plan), "--format", fmt, "--no-policies", *statistics])
+            outs[fmt, bool(statistics)] = capsys.readouterr().out
+    rows = json.loads(outs["json", True])
+    assert {"code": "duplicate-id", "severity": "error", "count": 1} in rows
+    assert outs["sarif", True] == outs["sarif", False]
