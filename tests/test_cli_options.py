@@ -3,7 +3,9 @@
 Every option several commands take is declared by one function of
 ``car_verify/cli/options.py``, so an option's name means one thing in every
 command; every ``--format`` choice is the name of a reporter, and the reporter
-registry writes each command's report (no command chooses a layout itself).
+registry writes each command's report (no command chooses a layout itself); an
+option renamed in one command (because its name meant another thing elsewhere)
+still reads its old spelling there, with a deprecation warning on stderr.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ pytestmark = pytest.mark.usefixtures("strict_cli")
 ROOT = Path(__file__).resolve().parents[1]
 CLI = ROOT / "car_verify" / "cli"
 EXAMPLES = ROOT / "examples"
+PROPOSAL = str(EXAMPLES / "payment" / "proposal.json")
 
 
 def _commands() -> list[tuple[str, argparse.ArgumentParser, str]]:
@@ -71,6 +74,37 @@ def test_an_option_name_means_one_thing_in_every_command() -> None:
     assert not two, two
     assert {dest for dest, _ in meanings["-o"]} == {"output", "output_file"}
     assert {"--profile", "--format", "--state", "--tools", "--policies", "-q"} <= set(meanings)
+
+
+def _raw_options(path: Path) -> set[str]:
+    """The option strings ``path`` passes to ``add_argument`` itself."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "add_argument"
+        ):
+            found.update(
+                a.value
+                for a in node.args
+                if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value[:1] == "-"
+            )
+    return found
+
+
+def test_an_option_two_commands_take_is_declared_once_in_options() -> None:
+    """A command module declares only the options no other command takes; the
+    shared ones come from options.py. (The ``hook`` command's flags are declared by
+    car_verify/hook.py, which the executable runs without loading the command line.)"""
+    shared = _raw_options(CLI / "options.py")
+    modules = {p.stem: _raw_options(p) for p in CLI.glob("*.py") if p.stem != "options"}
+    by_option: defaultdict[str, list[str]] = defaultdict(list)
+    for module, options in modules.items():
+        for option in options:
+            by_option[option].append(module)
+    assert not {o: m for o, m in by_option.items() if len(m) > 1}
+    assert not {o: m for o, m in by_option.items() if o in shared}
 
 
 def test_no_command_chooses_a_format_itself() -> None:
@@ -134,3 +168,59 @@ def test_statistics_count_in_text_and_json_and_leave_sarif_whole(
     rows = json.loads(outs["json", True])
     assert {"code": "duplicate-id", "severity": "error", "count": 1} in rows
     assert outs["sarif", True] == outs["sarif", False]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "argv"),
+    [
+        (
+            "--config",
+            "--risk-config",
+            ["risk", PROPOSAL, "--format", "json", "--method", "sampled", "--trials", "20"],
+        ),
+        (
+            "--policies",
+            "--workflow-policies",
+            ["workflow", str(EXAMPLES / "workflow" / "graph.json"), "--format", "json"],
+        ),
+    ],
+)
+def test_a_renamed_option_reads_its_old_spelling_with_a_warning(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    old: str,
+    new: str,
+    argv: list[str],
+) -> None:
+    if new == "--risk-config":
+        given = tmp_path / "config.json"
+        given.write_text(json.dumps({"seed": 7}))
+    else:
+        given = EXAMPLES / "workflow" / "policies.json"
+    code_new = main([*argv, new, str(given)])
+    out_new, err_new = capsys.readouterr()
+    code_old = main([*argv, old, str(given)])
+    out_old, err_old = capsys.readouterr()
+    assert (code_old, out_old) == (code_new, out_new)
+    assert "deprecated" not in err_new
+    assert f"warning: car-verify {argv[0]} {old} is deprecated: use {new}" in err_old
+    help_text = _help(argv[0])
+    assert new in help_text and f"{old} " not in help_text.replace(new, "")
+
+
+def _help(command: str) -> str:
+    for name, parser, _ in _commands():
+        if name == f"car-verify {command}":
+            return parser.format_help()
+    raise AssertionError(command)
+
+
+def test_a_renamed_option_keeps_its_meaning_where_it_was_not_renamed() -> None:
+    """``--config`` is lint's configuration file and ``--policies`` a policy
+    directory: neither warns there."""
+    lint = _help("lint")
+    assert "--config FILE" in lint
+    verify = _help("verify")
+    assert "--policies DIR" in verify
+    risk = _help("risk")
+    assert "--risk-config CONFIG.json" in risk

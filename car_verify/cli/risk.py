@@ -22,6 +22,7 @@ from .options import (
     positive,
     proposal_argument,
     rates_option,
+    renamed_option,
     run_profile,
     state_option,
     with_profile,
@@ -52,7 +53,15 @@ def add(sub: Subcommands, profiled: Parser) -> None:
         "(succeeded+1)/(dispatched+2); --rates wins per tool (repeatable)",
     )
     p.add_argument("--goal", metavar="GOAL.json", help="a GoalCondition (state_predicate, ...)")
-    p.add_argument("--config", metavar="CONFIG.json", help="{trials, seed, ...}")
+    p.add_argument(
+        "--risk-config",
+        metavar="CONFIG.json",
+        help="{trials, seed, default_success_rate, retry_attempts} (Python: config=); "
+        "the flags below win over it",
+    )
+    renamed_option(
+        p, "--config", "--risk-config", "risk_config", "--config names lint's configuration file"
+    )
     p.add_argument("--trials", type=positive, metavar="N", help="sampled trials (1000)")
     p.add_argument("--seed", type=non_negative, metavar="N", help="the sampling seed")
     p.add_argument("--default-rate", type=float, metavar="P", help="rate of an unlisted tool")
@@ -81,8 +90,8 @@ def cmd_risk(args: argparse.Namespace) -> int:
     from ..plan.risk import risk
 
     config: dict[str, JSONValue] = {}
-    if args.config is not None:
-        config.update(load_json(args.config, dict, "config"))
+    if args.risk_config is not None:
+        config.update(load_json(args.risk_config, dict, "config"))
     for key, value in (
         ("trials", args.trials),
         ("seed", args.seed),
@@ -104,7 +113,9 @@ def cmd_risk(args: argparse.Namespace) -> int:
     trials = config.get("trials", 1000)
     with (
         progress(trials if isinstance(trials, int) else None, "risk", "trials") as bar,
-        named_inputs({"goal": args.goal, "tool_success_rates": args.rates, "config": args.config}),
+        named_inputs(
+            {"goal": args.goal, "tool_success_rates": args.rates, "config": args.risk_config}
+        ),
     ):
         result = risk(
             load_proposal(args.proposal),

@@ -22,6 +22,7 @@ from .options import (
     named_inputs,
     note,
     output_option,
+    renamed_option,
     run_profile,
 )
 
@@ -45,7 +46,17 @@ def add(sub: Subcommands, profiled: Parser) -> None:
         "module (default: each .car/workflows/*.json, with .car/workflow-policies.json)",
     )
     p.add_argument(
-        "--policies", metavar="POLICIES.json", help="[{kind: precedes, earlier, later, name?}]"
+        "--workflow-policies",
+        metavar="POLICIES.json",
+        help="[{kind: precedes, earlier, later, name?}] (default with no GRAPH: "
+        ".car/workflow-policies.json)",
+    )
+    renamed_option(
+        p,
+        "--policies",
+        "--workflow-policies",
+        "workflow_policies",
+        "--policies names a policy directory in every other command",
     )
     p.add_argument(
         "--rule",
@@ -76,13 +87,13 @@ def _found_workflows(args: argparse.Namespace) -> int:
     graphs = sorted(folder.glob("*.json"))
     if not graphs:
         raise UsageError(f"{folder} holds no *.json workflow graph")
-    if args.policies is None:
+    if args.workflow_policies is None:
         near = folder.parent / "workflow-policies.json"
         if near.is_file():
-            args.policies = str(near)
+            args.workflow_policies = str(near)
     worst = EXIT_OK
     for graph in graphs:
-        with_policies = f" with {args.policies}" if args.policies else ""
+        with_policies = f" with {args.workflow_policies}" if args.workflow_policies else ""
         note(args, f"workflow: {graph}{with_policies}")
         args.graph = str(graph)
         worst = max(worst, cmd_workflow(args))
@@ -92,10 +103,10 @@ def _found_workflows(args: argparse.Namespace) -> int:
 def _runtime_workflow(args: argparse.Namespace, doc: JSONObject) -> int:
     from ..deciders.workflow import verify_workflow
 
-    if args.policies or args.rule or args.output:
+    if args.workflow_policies or args.rule or args.output:
         raise UsageError(
-            "--policies, --rule and -o read the graph format {entry, terminals, stages, "
-            "edges}; this file is the runtime's workflow format"
+            "--workflow-policies, --rule and -o read the graph format {entry, terminals, "
+            "stages, edges}; this file is the runtime's workflow format"
         )
     with named_inputs({"workflow": args.graph}):
         report = verify_workflow(doc, profile=run_profile(args))
@@ -132,12 +143,12 @@ def cmd_workflow(args: argparse.Namespace) -> int:
         doc = load_json(args.graph, dict, "workflow graph")
     if "start" in doc:  # the runtime's workflow format (stages with steps)
         return _runtime_workflow(args, doc)
-    with named_inputs({"graph": args.graph, "policies": args.policies}):
+    with named_inputs({"graph": args.graph, "policies": args.workflow_policies}):
         graph = parse_graph(doc)
         report = verify_workflow_graph(graph)
         policies = None
-        if args.policies is not None:
-            rules = load_json(args.policies, list, "policies")
+        if args.workflow_policies is not None:
+            rules = load_json(args.workflow_policies, list, "policies")
             policies = check_workflow_policies(graph, rules)
     traced = None
     if args.rule:
