@@ -125,7 +125,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
             raise UsageError("--flow-policy is checked against tool labels: give --labels")
         flow_policy = load_json(args.flow_policy, dict, "flow policy")
     settings = AuditSettings(
-        profile=run_profile(args),
+        profile=run_profile(args).value,
         policies=args.policies,
         compare_policies=args.compare_policies,
         labels=labels,

@@ -79,10 +79,8 @@ def cmd_equivalent(args: argparse.Namespace) -> int:
         profile=run_profile(args),
         probe_constants=True,
     )
-    emit(
-        args,
-        Report.of(result.to_dict(), lambda: with_profile(result.explain(), result.profile) + "\n"),
-    )
+    profile = run_profile(args)  # the profile whose walks were compared
+    emit(args, Report.of(result.to_dict(), lambda: with_profile(result.explain(), profile) + "\n"))
     if result.equivalent is None:
         return EXIT_UNKNOWN
     return EXIT_OK if result.equivalent else EXIT_FINDINGS

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from ..plan.permissions import GateDecision, Ledger
     from ..rules.policy import LoadedPolicies
     from ..rules.tools import ToolRegistry
+    from ..semantics import ProfileLike
     from ..semantics.profiles import Profile
 
 __all__ = [
@@ -498,10 +499,19 @@ class _Renamed(argparse.Action):
     """An option's old spelling in one command: it sets the new option's value and
     says on stderr that the spelling is deprecated."""
 
-    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
-        self.instead: str = kwargs.pop("instead")
-        self.why: str = kwargs.pop("why")
-        super().__init__(option_strings, dest, **kwargs)
+    def __init__(
+        self,
+        option_strings: Sequence[str],
+        dest: str,
+        *,
+        instead: str,
+        why: str,
+        default: object = None,
+        help: str | None = None,
+    ) -> None:
+        self.instead = instead
+        self.why = why
+        super().__init__(option_strings, dest, default=default, help=help)
 
     def __call__(
         self,
@@ -668,10 +678,12 @@ def note(args: argparse.Namespace, text: str) -> None:
         sys.stderr.write(f"car-verify: {text}\n")
 
 
-def with_profile(text: str, profile: str) -> str:
+def with_profile(text: str, profile: ProfileLike) -> str:
     """``text`` with its first line (the verdict) saying which profile answered."""
+    from ..semantics import profile_of
+
     first, _, rest = text.partition("\n")
-    return f"{first} (profile {profile})" + (f"\n{rest}" if rest else "")
+    return f"{first} (profile {profile_of(profile)})" + (f"\n{rest}" if rest else "")
 
 
 def color(args: argparse.Namespace) -> bool:
@@ -734,7 +746,7 @@ def fix_files(
     args: argparse.Namespace,
     names: Sequence[str],
     state: Mapping[str, JSONValue] | None,
-    profile: Profile,
+    profile: ProfileLike,
 ) -> bool:
     """``--fix`` / ``--diff``: repair each JSON file named (written back, or shown as a
     unified diff), saying what was repaired, declined and not attempted. Whether

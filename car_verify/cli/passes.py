@@ -27,8 +27,8 @@ def cmd_passes(args: argparse.Namespace) -> int:
 
     passes = available_passes()
     profile = run_profile(args)
-    runs = default_passes(profile)
-    when = default_passes(profile, lambda _: True)
+    runs = default_passes(profile.value)
+    when = default_passes(profile.value, lambda _: True)
     doc = [
         {
             "name": name,
