@@ -224,3 +224,78 @@ def test_a_renamed_option_keeps_its_meaning_where_it_was_not_renamed() -> None:
     assert "--policies DIR" in verify
     risk = _help("risk")
     assert "--risk-config CONFIG.json" in risk
+
+
+def _outcome(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[object, ...]:
+    import contextlib
+    import io
+
+    from car_verify.cli.options import ArgumentError
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            parsed: object = vars(parser.parse_args(argv))
+        except ArgumentError as refused:
+            parsed = ("refused", str(refused), refused.usage)
+        except SystemExit as done:
+            parsed = ("exit", done.code)
+    return parsed, out.getvalue(), err.getvalue()
+
+
+def test_a_command_line_parses_the_same_with_only_its_command_declared() -> None:
+    """The speed path (only the command named is loaded and declared) against the
+    plain one (every command declared): the same values, the same refusals, the
+    same help, for every command and at the top level."""
+    from car_verify.cli import COMMANDS, _parser_for
+
+    lines = [
+        [],
+        ["-h"],
+        ["--help"],
+        ["--he"],
+        ["--version"],
+        ["nope"],
+        ["verif", "p.json"],
+        ["verify"],
+        ["verify", "p.json", "--format", "sarif", "-q", "--statistics", "--profile", "strict"],
+        ["verify", "p.json", "--format", "xml"],
+        ["lint", ".", "--select", "a,b", "--workers", "2", "--config", "pyproject.toml"],
+        ["lint", "--workers", "0"],
+        ["risk", "p.json", "--config", "c.json", "--trials", "5"],
+        ["risk", "p.json", "--risk-config", "c.json"],
+        ["workflow", "--policies", "w.json"],
+        ["policy", "check", "p.json", "--format", "sarif"],
+        ["policy", "diff", "a", "b", "--max-states", "3"],
+        ["policy"],
+        ["mcp", "--workers", "3"],
+        ["flow", "p.json", "--policy", "f.json", "--approve", "x", "--reject", "y"],
+        *([name, "--help"] for name in COMMANDS),
+    ]
+    for argv in lines:
+        assert _outcome(_parser_for(argv), argv) == _outcome(_parser(), argv), argv
+
+
+def test_the_commands_named_are_the_commands_declared_in_that_order() -> None:
+    from car_verify.cli import COMMANDS
+
+    names = [name.split()[1] for name, _, _ in _commands()]
+    assert list(dict.fromkeys(names)) == list(COMMANDS)
+
+
+def test_a_command_line_loads_only_the_command_it_runs(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from car_verify.cli import main; main(sys.argv[1:]);"
+        "print(sorted(m for m in sys.modules if m.startswith('car_verify.cli.')))"
+    )
+    for argv, loaded in (
+        (["--version"], ["car_verify.cli.options"]),
+        (["schema"], ["car_verify.cli.options", "car_verify.cli.schema", "car_verify.cli.sources"]),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=tmp_path
+        )
+        assert done.stdout.splitlines()[-1] == repr(loaded), done.stderr

@@ -63,5 +63,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         call_timeout=args.call_timeout,
         workers=args.workers,
     )
-    serve(Declarations.of(command_tree(args._parser)), settings)
+    from . import _parser  # every command: the tools' descriptions are theirs
+
+    serve(Declarations.of(command_tree(_parser())), settings)
     return EXIT_OK
