@@ -24,8 +24,7 @@ from .passes import (
     run_and_say,
 )
 from .rules.tools import ToolRegistry
-from .semantics import Profile, semantics_of
-from .semantics.base import Semantics
+from .semantics import Profile, ProfileLike, semantics_of
 from .semantics.dag import Dag
 from .semantics.profiles import DEFAULT_PROFILE
 from .semantics.walk import ActionTrace, describe, walk
@@ -235,7 +234,7 @@ def verify(
     passes: Iterable[str | Pass | type[Pass]] | None = None,
     repeat_threshold: int = 3,
     policies: Any = None,
-    profile: str | Profile | Semantics | None = None,
+    profile: ProfileLike = None,
     labels: Any = None,
     flow_policy: Any = None,
     intent: Any = None,
@@ -389,7 +388,7 @@ def simulate(
     proposal: ProposalLike,
     initial_state: StateLike = None,
     *,
-    profile: str | Profile | Semantics | None = None,
+    profile: ProfileLike = None,
 ) -> Simulation:
     """Predict the state the executor leaves behind (blocked actions' effects skipped).
 

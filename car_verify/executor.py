@@ -42,7 +42,7 @@ from collections import deque
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from .api import ProposalLike, VerificationResult, _state, verify_context
 from .base.codes import BLOCKING
@@ -74,6 +74,9 @@ from .ir.model import (
 from .passes import Context, Options
 from .rules.tools import ToolRegistry
 from .semantics.walk import Cause, Outcome, turns
+
+if TYPE_CHECKING:
+    from .semantics import ProfileLike
 
 __all__ = [
     "DEFAULT_BLOCKING",
@@ -341,7 +344,7 @@ class Executor:
         event_log: Any = None,
         progress: Callable[[str, str | None, Mapping[str, Any]], None] | None = None,
         compensation_timeout_ms: int | None = None,
-        profile: object = None,
+        profile: ProfileLike = None,
         granted_tier: str | None = None,
         ledger: Any = None,
         labels: Any = None,
@@ -1320,7 +1323,7 @@ async def execute(
     event_log: Any = None,
     progress: Callable[[str, str | None, Mapping[str, Any]], None] | None = None,
     compensation_timeout_ms: int | None = None,
-    profile: object = None,
+    profile: ProfileLike = None,
     granted_tier: str | None = None,
     ledger: Any = None,
     labels: Any = None,

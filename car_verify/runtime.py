@@ -27,7 +27,7 @@ import contextlib
 import json
 import re
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from .base.errors import CarVerifyError, InputError
 
@@ -62,7 +62,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-PROFILE = "car"
+PROFILE: Final = "car"
 
 
 def _read(text: str | None, what: str, error: type[Exception] = ValueError) -> Any:

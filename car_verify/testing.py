@@ -20,13 +20,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from .api import VerificationResult
+    from .semantics import ProfileLike
 
 __all__ = ["PlanCheckFailed", "assert_finds", "assert_valid", "set_default_profile"]
 
 FailOn = Literal["error", "warning", "info"]
 #: The profile an assertion uses when none is given (the pytest plugin's
 #: ``--car-verify-profile``); None: the usual resolution (env, configuration, car).
-_default_profile: str | None = None
+_default_profile: ProfileLike = None
 
 
 class PlanCheckFailed(AssertionError):
@@ -37,23 +38,26 @@ class PlanCheckFailed(AssertionError):
         self.result = result
 
 
-def set_default_profile(profile: str | None) -> None:
-    """The profile the assertions use when a call names none (None: resolve as the
-    command line does: ``$CAR_VERIFY_PROFILE``, the configuration, then ``car``)."""
+def set_default_profile(profile: ProfileLike) -> None:
+    """The profile the assertions use when a call names none: a profile's name or
+    its Semantics object (None: resolve as the command line does:
+    ``$CAR_VERIFY_PROFILE``, the configuration, then ``car``)."""
     global _default_profile
-    if profile is not None:
+    if isinstance(profile, str):
         from .semantics import profile_of
 
-        profile = profile_of(profile).value  # an unknown name is an error here, not later
+        profile = profile_of(profile)  # an unknown name is an error here, not later
     _default_profile = profile
 
 
-def _verify(proposal: Any, profile: str | None, **options: Any) -> VerificationResult:
+def _verify(proposal: Any, profile: ProfileLike, **options: Any) -> VerificationResult:
     from .api import verify
     from .semantics.profiles import resolve_profile
 
     chosen = profile if profile is not None else _default_profile
-    return verify(proposal, profile=resolve_profile(chosen)[0], **options)
+    if chosen is None or isinstance(chosen, str):  # a name, or the run's own resolution
+        chosen = resolve_profile(chosen)[0]
+    return verify(proposal, profile=chosen, **options)
 
 
 def _message(result: VerificationResult, issues: list[Any], what: str) -> str:
@@ -68,7 +72,7 @@ def assert_valid(
     tools: Any = None,
     policies: Any = None,
     initial_state: Any = None,
-    profile: str | None = None,
+    profile: ProfileLike = None,
     fail_on: FailOn = "error",
     **options: Any,
 ) -> VerificationResult:
@@ -100,7 +104,7 @@ def assert_finds(
     tools: Any = None,
     policies: Any = None,
     initial_state: Any = None,
-    profile: str | None = None,
+    profile: ProfileLike = None,
     **options: Any,
 ) -> VerificationResult:
     """Fail unless verifying ``proposal`` reports ``code`` (a finding code, or a

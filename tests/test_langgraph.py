@@ -272,7 +272,9 @@ def test_the_command_line_loads_a_graph_from_a_module(
     )
     monkeypatch.chdir(tmp_path)
     monkeypatch.delitem(sys.modules, "my_agent", raising=False)
-    code = main(["workflow", "my_agent:graph", "--policies", "policies.json", "-o", "g.dot"])
+    code = main(
+        ["workflow", "my_agent:graph", "--workflow-policies", "policies.json", "-o", "g.dot"]
+    )
     out = capsys.readouterr().out
     assert code == 1
     assert "(path: __start__ -> triage -> hotfix -> deploy)" in out

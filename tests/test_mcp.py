@@ -29,7 +29,7 @@ RACY = {
 
 def test_every_tool_declares_its_schema_and_description_without_the_sdk() -> None:
     from car_verify.cli import _parser
-    from car_verify.cli._common import command_tree
+    from car_verify.cli.options import command_tree
 
     decl = Declarations.of(command_tree(_parser()))
     for tool in TOOLS:

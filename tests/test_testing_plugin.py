@@ -84,3 +84,34 @@ def test_the_plugin_gives_a_fixture_and_a_profile_option(pytester: pytest.Pytest
     )
     passed.assert_outcomes(passed=1)
     passed.stdout.fnmatch_lines(["car-verify profile: strict"])
+
+
+def test_a_semantics_object_reaches_verify_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``profile=`` takes what every ``profile=`` does (``ProfileLike``): a Semantics
+    object, given to an assertion or as the default, is the one verify runs under
+    (a third party's profile is not read as the name of a built-in one)."""
+    from car_verify import api, testing
+    from car_verify.base.errors import UsageError
+    from car_verify.semantics import Profile, semantics_of
+
+    strict = semantics_of("strict")
+    seen: list[object] = []
+    real = api.verify
+
+    def spy(proposal: object, **options: object) -> api.VerificationResult:
+        seen.append(options["profile"])
+        return real(proposal, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(api, "verify", spy)
+    assert_valid(RACY, profile=strict)
+    try:
+        testing.set_default_profile(strict)
+        assert_valid(RACY)
+        testing.set_default_profile("strict")
+        assert_valid(RACY)
+    finally:
+        testing.set_default_profile(None)
+    assert seen[0] is strict and seen[1] is strict
+    assert seen[2] is Profile.STRICT
+    with pytest.raises(UsageError, match="unknown profile"):
+        testing.set_default_profile("bogus")  # type: ignore[arg-type]

@@ -182,7 +182,12 @@ def test_the_example_and_the_command(tmp_path: Path, capsys: pytest.CaptureFixtu
     ).violations
     assert v.witness == ("triage", "hotfix", "deploy_fix")
     out = tmp_path / "wf.dot"
-    args = ["workflow", str(EXAMPLE / "graph.json"), "--policies", str(EXAMPLE / "policies.json")]
+    args = [
+        "workflow",
+        str(EXAMPLE / "graph.json"),
+        "--workflow-policies",
+        str(EXAMPLE / "policies.json"),
+    ]
     assert main([*args, "--rule", "at most 1 investigate", "-o", str(out)]) == 1
     text = capsys.readouterr().out
     assert "triage -> hotfix -> deploy_fix" in text

@@ -12,9 +12,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from .errors import UsageError
 from .findings import Severity, Tier
+
+if TYPE_CHECKING:
+    from .config import ProfileName
 
 __all__ = ["ALIASES", "AS_STRICT", "BLOCKING", "CODES", "Code", "lookup", "register_codes"]
 
@@ -65,7 +69,7 @@ class Code:
     #: action optional).
     skip_warns: bool = False
 
-    def severity_in(self, profile: str) -> Severity | None:
+    def severity_in(self, profile: ProfileName) -> Severity | None:
         """The severity under ``profile`` (``car`` or ``strict``), or None: the
         table's column of that name (any other name is a programming error)."""
         if profile == "strict":
@@ -74,12 +78,12 @@ class Code:
             return self.severity if self.car is AS_STRICT else self.car
         raise ValueError(f"no column {profile!r} in the code table (car, strict)")
 
-    def column(self, profile: str) -> str:
+    def column(self, profile: ProfileName) -> str:
         """The severity under ``profile`` as a table cell (``-``: does not fire)."""
         severity = self.severity_in(profile)
         return "-" if severity is None else severity.value
 
-    def lint_severity(self, profile: str) -> Severity | None:
+    def lint_severity(self, profile: ProfileName) -> Severity | None:
         """The severity ``lint`` gives the code under ``profile`` by default: verify's,
         except an ``info`` note the ``lint`` column raises."""
         severity = self.severity_in(profile)
@@ -87,7 +91,7 @@ class Code:
             return self.lint
         return severity
 
-    def lint_column(self, profile: str) -> str:
+    def lint_column(self, profile: ProfileName) -> str:
         """:meth:`lint_severity` as a table cell (``-``: not reported)."""
         severity = self.lint_severity(profile)
         return "-" if severity is None else severity.value

@@ -10,14 +10,25 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeAlias, get_args
 
 from .errors import InputError
 
-__all__ = ["PROFILES", "find_config", "find_policies", "read_settings", "setting_profile"]
+__all__ = [
+    "PROFILES",
+    "ProfileName",
+    "find_config",
+    "find_policies",
+    "read_settings",
+    "setting_profile",
+]
 
-#: The values of ``profile`` (docs/semantics.md §9).
-PROFILES = ("car", "strict")
+#: A profile's name (docs/semantics.md §9): what ``--profile``, ``$CAR_VERIFY_PROFILE``
+#: and ``profile`` in the configuration take, and the code table's columns. A
+#: ``profile=`` argument takes :data:`car_verify.semantics.ProfileLike`.
+ProfileName: TypeAlias = Literal["car", "strict"]
+#: The values of ``profile``.
+PROFILES: tuple[ProfileName, ...] = get_args(ProfileName)
 
 
 def _toml(file: Path) -> dict[str, Any]:
@@ -54,7 +65,7 @@ def read_settings(file: Path) -> tuple[dict[str, Any], list[str | int]]:
     return doc, []
 
 
-def setting_profile(doc: dict[str, Any], prefix: list[str | int], file: Path) -> str | None:
+def setting_profile(doc: dict[str, Any], prefix: list[str | int], file: Path) -> ProfileName | None:
     """The ``profile`` a settings table names, checked; None when it names none."""
     profile = doc.get("profile")
     if profile is not None and profile not in PROFILES:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import inspect
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, ParamSpec, TypeVar, cast
 
@@ -199,6 +198,8 @@ def deep_values_are_input_errors(entry: Callable[_P, _R]) -> Callable[_P, _R]:
     runs; an analysis that recurses through a value from deeper in the stack can
     still run out of it. This is the one place that says what that means.
     """
+    import inspect  # when an entry point is marked: not at start-up (--version)
+
     if inspect.iscoroutinefunction(entry):
 
         @functools.wraps(entry)

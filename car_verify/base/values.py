@@ -19,7 +19,7 @@ import json
 import json.encoder
 import re
 from collections.abc import Iterator, Mapping
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 __all__ = [
     "ABSENT",
@@ -27,6 +27,8 @@ __all__ = [
     "MAX_DEPTH",
     "SCALAR_TYPES",
     "Absent",
+    "JSONObject",
+    "JSONValue",
     "canonical",
     "copy_json",
     "deepest",
@@ -40,6 +42,16 @@ __all__ = [
     "nesting_depth",
     "plural",
 ]
+
+
+#: Any JSON value (``null``, a boolean, a number, a string, an array, an object), as
+#: :func:`json.loads` returns it: the one meaning of ``Any`` in a signature of the
+#: package. It is ``Any`` to the type checker (as ``json.loads`` is typed) because
+#: a reader of JSON checks the value's shape at run time, where a wrong one is an
+#: input error naming its place, not a type error.
+JSONValue: TypeAlias = Any
+#: A JSON object: its keys are strings, its values any JSON values.
+JSONObject: TypeAlias = dict[str, JSONValue]
 
 
 class Absent:

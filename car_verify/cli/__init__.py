@@ -1,8 +1,9 @@
 """The command line: ``car-verify COMMAND``, one module per command.
 
 Each module of this package declares its command (``add``: its parser, on the
-shared declarations of :mod:`car_verify.cli._common`) and runs it; ``COMMANDS``
-lists them in the order ``--help`` shows. Three modules here are not commands but
+shared declarations of :mod:`car_verify.cli.options`) and runs it; ``COMMANDS``
+names them in the order ``--help`` shows, and a command line loads and declares
+only the command it runs. Three modules here are not commands but
 serve them: :mod:`.sources` (the input files a command reads), :mod:`.docgen`
 (the generated reference: ``codes``, docs/cli.md) and :mod:`.mcp_server` (what
 ``car-verify mcp`` serves). ``main(argv) -> int`` never raises:
@@ -14,122 +15,112 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import io
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from ..base.errors import TOO_DEEP, CarVerifyError, InputError, UsageError, is_too_deep, too_deep
-from ..reporters.text import one_line
-from ..semantics.profiles import PROFILE_ENV
-from . import (
-    audit,
-    check_plan,
-    codes,
-    concurrency,
-    dot,
-    equivalent,
-    flow,
-    goal,
-    hook,
-    intent,
-    lint,
-    mcp,
-    optimize,
-    passes,
-    permissions,
-    policy,
-    rank,
-    receipts,
-    risk,
-    run,
-    schedule,
-    schema,
-    simulate,
-    txcheck,
-    verify,
-    workflow,
-    wp,
-)
-from ._common import (
-    EXIT_OK,
-    EXIT_USAGE,
-    _ArgumentError,
-    _Parser,
-    _reported,
-)
+from .options import EXIT_OK, EXIT_USAGE, ArgumentError, Parser, profile_option, reported
+
+if TYPE_CHECKING:
+    from types import ModuleType
 
 __all__ = ["main"]
 
-#: The commands, in the order ``--help`` lists them: each module declares its own.
-COMMANDS = (
-    verify,
-    simulate,
-    equivalent,
-    risk,
-    workflow,
-    check_plan,
-    goal,
-    receipts,
-    concurrency,
-    intent,
-    flow,
-    audit,
-    permissions,
-    optimize,
-    rank,
-    wp,
-    schedule,
-    txcheck,
-    policy,
-    hook,
-    mcp,
-    run,
-    dot,
-    lint,
-    codes,
-    schema,
-    passes,
+#: The commands, in the order ``--help`` lists them, and the module of this package
+#: that declares each (its ``add``) and runs it.
+COMMANDS: Mapping[str, str] = MappingProxyType(
+    {
+        "verify": "verify",
+        "simulate": "simulate",
+        "equivalent": "equivalent",
+        "risk": "risk",
+        "workflow": "workflow",
+        "check-plan": "check_plan",
+        "goal": "goal",
+        "receipts": "receipts",
+        "concurrency": "concurrency",
+        "intent": "intent",
+        "flow": "flow",
+        "audit": "audit",
+        "permissions": "permissions",
+        "optimize": "optimize",
+        "rank": "rank",
+        "wp": "wp",
+        "schedule": "schedule",
+        "txcheck": "txcheck",
+        "policy": "policy",
+        "hook": "hook",
+        "mcp": "mcp",
+        "run": "run",
+        "dot": "dot",
+        "lint": "lint",
+        "codes": "codes",
+        "schema": "schema",
+        "passes": "passes",
+    }
 )
 
 
-def _parser() -> _Parser:
-    parser = _Parser(
+def _module(command: str) -> ModuleType:
+    return importlib.import_module(f"{__name__}.{COMMANDS[command]}")
+
+
+def _parser(command: str | None = None) -> Parser:
+    """The command line's parser. Without ``command``, every command declared by
+    its module: the plain reading (``--help``, docs/cli.md and the MCP server's
+    tool descriptions read it). With ``command``, that one command declared and
+    the others named only, so that they are choices and nothing more
+    (:func:`_parser_for`)."""
+    parser = Parser(
         prog="car-verify",
         description="Check Agent IR action proposals before they run.",
     )
     from .._version import __version__
 
     parser.add_argument("--version", action="version", version=f"car-verify {__version__}")
-    profiled = _Parser(add_help=False)
-    profiled.add_argument(
-        "--profile",
-        choices=("car", "strict"),
-        help="car: the runtime's own answers (the default); strict: docs/semantics.md §1-8 "
-        f"(also ${PROFILE_ENV} or `profile` in the configuration)",
-    )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    profiled = Parser(add_help=False)
+    profile_option(profiled)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
-    for command in COMMANDS:
-        command.add(sub, profiled)
+    for name in COMMANDS:
+        if command is None or name == command:
+            _module(name).add(sub, profiled)
+        else:
+            sub.add_parser(name, add_help=False)
     return parser
+
+
+def _parser_for(argv: Sequence[str]) -> Parser:
+    """The parser a command line needs: the command it names declared, the other 26
+    not (a pre-commit hook starts the command line on every commit, and declaring
+    every command cost more than a small command's work); the whole parser when it
+    asks for the top-level help. A command line parses the same with either
+    (tests/test_cli_options.py holds them to it)."""
+    first = argv[0] if argv else ""
+    if first == "-h" or (len(first) > 2 and "--help".startswith(first)):
+        return _parser()
+    return _parser(first if first in COMMANDS else "")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code."""
     args: argparse.Namespace | None = None
-    from .sources import reset_stdin
-
-    reset_stdin()
     try:
-        parser = _parser()
-        args = parser.parse_args(argv)
-        args._parser = parser  # for a command that reads the declarations (mcp)
+        given = sys.argv[1:] if argv is None else list(argv)
+        args = _parser_for(given).parse_args(given)
+        from .sources import reset_stdin  # (after --version and --help: they read no input)
+
+        reset_stdin()
         run: Callable[[argparse.Namespace], int] = args.run
         target = getattr(args, "output_file", None)
         if target is None:
-            return _reported(args, run(args))
+            return reported(args, run(args))
         captured = io.StringIO()
         with contextlib.redirect_stdout(captured):
             code = run(args)
@@ -137,14 +128,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             Path(target).write_text(captured.getvalue(), encoding="utf-8")
         except OSError as err:
             raise UsageError(f"--output-file: {target}: {err.strerror or err}") from None
-        return _reported(args, code)
+        return reported(args, code)
     except SystemExit as exit_:  # --help / --version
         return int(exit_.code or 0)
     except CarVerifyError as err:
         if isinstance(err, InputError) and is_too_deep(err) and args is not None:
             err = _locate_deep(args) or err
-        sys.stderr.write(f"car-verify: error: {one_line(str(err))}\n")
-        if isinstance(err, _ArgumentError):  # as ruff and mypy do: the usage, a hint
+        sys.stderr.write(f"car-verify: error: {_one_line(str(err))}\n")
+        if isinstance(err, ArgumentError):  # as ruff and mypy do: the usage, a hint
             sys.stderr.write(f"{err.usage}\n{err.hint}\n")
         return EXIT_USAGE
     except RecursionError:  # what the API entry points report as TOO_DEEP, elsewhere
@@ -164,9 +155,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("CAR_VERIFY_DEBUG"):
             raise
         sys.stderr.write(
-            f"car-verify: internal error: {type(err).__name__}: {one_line(str(err))}\n"
+            f"car-verify: internal error: {type(err).__name__}: {_one_line(str(err))}\n"
         )
         return EXIT_USAGE
+
+
+def _one_line(text: str) -> str:
+    from ..reporters.text import one_line  # only when there is an error to say
+
+    return one_line(text)
 
 
 def _locate_deep(args: argparse.Namespace) -> InputError | None:

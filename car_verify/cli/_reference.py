@@ -17,16 +17,19 @@ def render_cli_reference() -> str:
         "",
         "Generated from the commands' own declarations by `python scripts/gen_docs.py`;",
         "a test fails when it is stale. The arguments several commands take are",
-        "declared once (`car_verify/cli/_common.py`) and mean the same everywhere:",
+        "declared once (`car_verify/cli/options.py`) and mean the same everywhere:",
         "`PROPOSAL` (a file, or `-` for stdin), `--state STATE.json`, `--tools",
         "TOOLS.json` (the tool registry), `--policies DIR`, `--profile car|strict`",
         "(default `car`; also `$CAR_VERIFY_PROFILE` or `profile` in the configuration),",
-        "`--format` (also spelt `--output-format`) and `--ledger` (also `--approvals`).",
+        "`--format` (also spelt `--output-format`; its values are the reporters' names:",
+        "`text`, `json`, `sarif`, `github`), `--ledger` (also `--approvals`), `-q` (say",
+        "less) and `-o` (where the output goes: the report itself, `--output-file`, or the",
+        "file or folder the command makes, `--output`).",
         "",
     ]
 
     from . import _parser
-    from ._common import command_tree
+    from .options import command_tree
 
     for name, parser, summary in command_tree(_parser()):
         out += [f"## `{name}`", "", summary, "", "| argument | value | default | meaning |"]

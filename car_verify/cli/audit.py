@@ -3,23 +3,29 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from ..base.errors import UsageError
-from ._common import (
+from .options import (
     EXIT_OK,
-    _named_inputs,
-    _note,
-    _positive,
-    _profile,
-    _read_file,
-    _seconds,
-    _write,
+    Parser,
+    Subcommands,
+    flow_policy_option,
+    labels_option,
+    load_json,
+    named_inputs,
+    no_progress_option,
+    note,
+    output_option,
     policies_option,
+    positive,
+    run_profile,
+    seconds,
+    workers_option,
+    write,
 )
 
 
-def add(sub: Any, profiled: Any) -> None:
+def add(sub: Subcommands, profiled: Parser) -> None:
     """Declare the command on the command line's subparsers."""
     p = sub.add_parser(
         "audit",
@@ -33,7 +39,7 @@ def add(sub: Any, profiled: Any) -> None:
         help="files, folders or globs (.json, .jsonl, .gz, .parquet; chat transcripts, "
         "ATIF, tau-bench runs, proposals)",
     )
-    p.add_argument("-o", "--output", metavar="OUT", required=True, help="the output folder")
+    output_option(p, "OUT", "the output folder", required=True)
     policies_option(p, "policy directory (rules and trace rules)", lookup=False)
     p.add_argument(
         "--compare-policies",
@@ -41,9 +47,9 @@ def add(sub: Any, profiled: Any) -> None:
         help="replay: what replacing --policies with these would newly block, newly allow "
         "and keep blocking, per call (replay.parquet)",
     )
-    p.add_argument("--labels", metavar="LABELS.json", help="tool labels: the flow checks too")
-    p.add_argument("--flow-policy", metavar="POLICY.json", help="the flow policy for --labels")
-    p.add_argument("--workers", type=_positive, default=1, metavar="N", help="processes (1)")
+    labels_option(p, "tool labels: the flow checks too")
+    flow_policy_option(p, "the flow policy for --labels")
+    workers_option(p, "processes (1)", 1)
     p.add_argument(
         "--engine",
         choices=("local", "ray", "dask"),
@@ -53,11 +59,11 @@ def add(sub: Any, profiled: Any) -> None:
     p.add_argument("--address", metavar="ADDR", help="an existing Ray cluster (--engine ray)")
     p.add_argument("--scheduler", metavar="ADDR", help="an existing Dask scheduler (--engine dask)")
     p.add_argument(
-        "--shard-size", type=_positive, default=1000, metavar="N", help="trajectories per shard"
+        "--shard-size", type=positive, default=1000, metavar="N", help="trajectories per shard"
     )
     p.add_argument(
         "--budget",
-        type=_seconds,
+        type=seconds,
         default=10.0,
         metavar="SECONDS",
         help="per trajectory; past it the row says unknown (default 10)",
@@ -76,7 +82,7 @@ def add(sub: Any, profiled: Any) -> None:
         help="one compressed file, decompressed; past it the file is cut off, said as a "
         "malformed row (default 512)",
     )
-    p.add_argument("--top", type=_positive, default=15, metavar="N", help="codes in the summary")
+    p.add_argument("--top", type=positive, default=15, metavar="N", help="codes in the summary")
     p.add_argument(
         "--report", metavar="REPORT.html", help="a self-contained HTML report (plots: matplotlib)"
     )
@@ -85,7 +91,7 @@ def add(sub: Any, profiled: Any) -> None:
         action="store_true",
         help="start over: drop the shards a previous audit left in OUT (else they are reused)",
     )
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    no_progress_option(p)
     p.set_defaults(run=cmd_audit)
 
 
@@ -109,17 +115,17 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
     labels = flow_policy = None
     if args.labels is not None:
-        labels = _read_file(args.labels, dict, "labels")
+        labels = load_json(args.labels, dict, "labels")
         from ..plan.flow import parse_labels
 
-        with _named_inputs({"labels": args.labels}):
+        with named_inputs({"labels": args.labels}):
             parse_labels(labels)  # a bad labels file fails before any work
     if args.flow_policy is not None:
         if labels is None:
             raise UsageError("--flow-policy is checked against tool labels: give --labels")
-        flow_policy = _read_file(args.flow_policy, dict, "flow policy")
+        flow_policy = load_json(args.flow_policy, dict, "flow policy")
     settings = AuditSettings(
-        profile=_profile(args),
+        profile=run_profile(args).value,
         policies=args.policies,
         compare_policies=args.compare_policies,
         labels=labels,
@@ -139,10 +145,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
             fresh=args.fresh,
             engine=args.engine,
             address=args.address or args.scheduler,
-            say=lambda text: _note(args, text),
+            say=lambda text: note(args, text),
         )
     for problem in summary.problems:
-        _note(args, f"skipped a record: {problem}")
+        note(args, f"skipped a record: {problem}")
     if not summary.trajectories and not summary.skipped:
         bad = f" ({summary.malformed} malformed records)" if summary.malformed else ""
         raise UsageError(
@@ -154,7 +160,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         extra += f", {summary.malformed} malformed records"
     if summary.unknown:
         extra += f", {summary.unknown} past the budget (unknown)"
-    _write(
+    write(
         f"{summary.trajectories} trajectories{extra}, {summary.findings} findings in "
         f"{summary.out}{done}: findings.parquet, trajectories.parquet "
         f"(profile {settings.profile})\n"
@@ -165,7 +171,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         changes = Counter(
             pq.read_table(summary.out / "replay.parquet", columns=["change"]).column(0).to_pylist()
         )
-        _write(
+        write(
             f"replacing {args.policies} with {args.compare_policies}: "
             f"{changes.get('newly_blocked', 0)} calls newly blocked, "
             f"{changes.get('newly_allowed', 0)} newly allowed, "
@@ -174,14 +180,14 @@ def cmd_audit(args: argparse.Namespace) -> int:
     if args.report:
         from ..corpora.audit_report import write_report
 
-        _note(args, f"report: {write_report(summary.out, args.report)}")
+        note(args, f"report: {write_report(summary.out, args.report)}")
     rates = rates_by_outcome(summary.out)
     if rates:
-        _write(f"{'code':<34} {'trajectories':>12} {'success':>8} {'failure':>8}\n")
+        write(f"{'code':<34} {'trajectories':>12} {'success':>8} {'failure':>8}\n")
         for row in sorted(rates, key=lambda r: -r["trajectories"])[: args.top]:
             cells = [
                 f"{row[k]:.0%}" if row[k] is not None else "-"
                 for k in ("rate_success", "rate_failure")
             ]
-            _write(f"{row['code']:<34} {row['trajectories']:>12} {cells[0]:>8} {cells[1]:>8}\n")
+            write(f"{row['code']:<34} {row['trajectories']:>12} {cells[0]:>8} {cells[1]:>8}\n")
     return EXIT_OK

@@ -3,22 +3,23 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from ..base.errors import UsageError
-from ._common import (
+from .options import (
     EXIT_FINDINGS,
     EXIT_OK,
-    _named_inputs,
-    _profile,
-    _read_file,
-    _write,
+    Parser,
+    Report,
+    Subcommands,
     emit,
     format_option,
+    load_json,
+    named_inputs,
+    run_profile,
 )
 
 
-def add(sub: Any, profiled: Any) -> None:
+def add(sub: Subcommands, profiled: Parser) -> None:
     """Declare the command on the command line's subparsers."""
     p = sub.add_parser(
         "check-plan",
@@ -33,20 +34,19 @@ def add(sub: Any, profiled: Any) -> None:
 def cmd_check_plan(args: argparse.Namespace) -> int:
     from ..plan.claims import check_plan
 
-    with _named_inputs({"request": args.request}):
-        request = _read_file(args.request, dict, "plan check request")
+    with named_inputs({"request": args.request}):
+        request = load_json(args.request, dict, "plan check request")
         if not request.get("steps") and not request.get("goal"):
             raise UsageError(
                 f"{args.request}: the plan has no steps and no goal, so nothing was checked"
             )
         report = check_plan(request)
 
-    def text() -> None:
-        for d in report.defects:
-            _write(f"{d.kind}: {d.explanation}\n")
+    def text() -> str:
+        defects = "".join(f"{d.kind}: {d.explanation}\n" for d in report.defects)
         verdict = "valid" if report.valid else f"invalid: {len(report.defects)} defects"
         final = ", ".join(report.final_state) or "(empty)"
-        _write(f"{verdict}; final state: {final} (profile {_profile(args)})\n")
+        return defects + f"{verdict}; final state: {final} (profile {run_profile(args)})\n"
 
-    emit(args, report.to_dict(), text)
+    emit(args, Report.of(report.to_dict(), text))
     return EXIT_OK if report.valid else EXIT_FINDINGS

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from ..base.errors import UsageError
-from ._common import (
+from .options import (
     EXIT_OK,
-    _write,
+    Parser,
+    Report,
+    Subcommands,
     emit,
     format_option,
+    write,
 )
 
 
-def add(sub: Any, profiled: Any) -> None:
+def add(sub: Subcommands, profiled: Parser) -> None:
     """Declare the command on the command line's subparsers."""
     p = sub.add_parser("codes", parents=[profiled], help="list every finding code, or explain one")
     p.add_argument("code", nargs="?", help="explain this code: what, why, how to fix")
@@ -32,7 +34,7 @@ def cmd_codes(args: argparse.Namespace) -> int:
         explained = explain_code(args.code)
         if explained is None:
             raise UsageError(f"unknown code {args.code!r}; 'car-verify codes' lists them")
-        _write(explained)
+        write(explained)
         return EXIT_OK
     codes = CODES  # verify's, then lint's own (about files)
     doc = [
@@ -50,25 +52,26 @@ def cmd_codes(args: argparse.Namespace) -> int:
         for c in codes.values()
     ]
 
-    def text() -> None:
+    def text() -> str:
         width = max(len(c) for c in codes)
         # The severity columns: under the strict profile, under car ("-": not reported
         # there), and lint's under car where it differs from verify's; then the tier.
-        _write(
+        out = [
             f"{'code':<{width}}  {'strict':<7}  {'car':<7}  {'car lint':<8}  {'tier':<18}  "
             "summary\n"
-        )
+        ]
         for c in codes.values():
             lint = lint_column(c.name, "car")
             severities = (
                 f"{c.column('strict'):<7}  {c.column('car'):<7}  "
                 f"{lint if lint != c.column('car') else '':<8}"
             )
-            _write(f"{c.name:<{width}}  {severities}  {c.tier.value:<18}  {c.summary}\n")
-        _write(
+            out.append(f"{c.name:<{width}}  {severities}  {c.tier.value:<18}  {c.summary}\n")
+        out.append(
             "\ncar lint: what `car-verify lint` reports under car where verify says info "
             "(docs/lint.md; [tool.car-verify.severity] sets it); blank: as verify.\n"
         )
+        return "".join(out)
 
-    emit(args, doc, text)
+    emit(args, Report.of(doc, text))
     return EXIT_OK

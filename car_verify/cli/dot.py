@@ -3,28 +3,36 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..base.errors import InputError
-from ._common import (
+from .options import (
     EXIT_OK,
-    _load_proposal,
-    _load_state,
-    _load_tools,
-    _note,
-    _policies,
-    _positive,
-    _profile,
-    _read_file,
-    _write,
+    Parser,
+    Subcommands,
+    load_json,
+    load_proposal,
+    load_state,
+    load_tools,
+    note,
+    output_option,
+    policies_for,
     policies_option,
+    positive,
     proposal_argument,
+    rates_option,
+    run_profile,
     state_option,
     tools_option,
+    write,
 )
 
+if TYPE_CHECKING:
+    from ..base.values import JSONObject
+    from ..ir.model import ProposalResult
 
-def add(sub: Any, profiled: Any) -> None:
+
+def add(sub: Subcommands, profiled: Parser) -> None:
     """Declare the command on the command line's subparsers."""
     p = sub.add_parser(
         "dot", parents=[profiled], help="draw the DAG: levels, edges, conflicts, findings"
@@ -41,7 +49,7 @@ def add(sub: Any, profiled: Any) -> None:
     p.add_argument(
         "--max-nodes",
         metavar="N",
-        type=_positive,
+        type=positive,
         default=250,
         help="past N actions, summarise: levels in bands, actions with findings first "
         "(default 250)",
@@ -49,7 +57,7 @@ def add(sub: Any, profiled: Any) -> None:
     p.add_argument(
         "--max-edges",
         metavar="N",
-        type=_positive,
+        type=positive,
         default=None,
         help="with -o OUT.svg/.png/.pdf: refuse, before layout, a picture of more than N "
         "edges (default 600; Graphviz takes minutes past it)",
@@ -59,12 +67,8 @@ def add(sub: Any, profiled: Any) -> None:
         action="store_true",
         help="colour by each action's chance that its effects land (car-verify risk)",
     )
-    p.add_argument(
-        "--rates", metavar="RATES.json", help="tool success rates for --risk (implies it)"
-    )
-    p.add_argument(
-        "-o", "--output", metavar="OUT", help="OUT.dot, OUT.svg or OUT.png (default: DOT on stdout)"
-    )
+    rates_option(p, "tool success rates for --risk (implies it)")
+    output_option(p, "OUT", "OUT.dot, OUT.svg or OUT.png (default: DOT on stdout)")
     policies_option(p)
     p.set_defaults(run=cmd_dot)
 
@@ -72,33 +76,34 @@ def add(sub: Any, profiled: Any) -> None:
 def cmd_dot(args: argparse.Namespace) -> int:
     from ..base.progress import progress
     from ..ir.model import ProposalResult
-    from ..reporters.dot import MAX_LAYOUT_EDGES, to_dot, write
+    from ..reporters.dot import MAX_LAYOUT_EDGES, to_dot
+    from ..reporters.dot import write as draw
 
-    execution: Any = None
+    execution: ProposalResult | JSONObject | None = None
     if args.result is not None:
-        data = _read_file(args.result, dict, "result")
+        data = load_json(args.result, dict, "result")
         try:  # a run report is a ProposalResult with more keys
             execution = ProposalResult.from_dict(data)
         except InputError as err:
             raise err.with_source(args.result) from None
         if isinstance(data.get("statuses"), dict):  # `run --format json`: `compensated` kept
             execution = data
-    proposal = _load_proposal(args.proposal)
-    tools, state = _load_tools(args.tools), _load_state(args.state)
-    policies = _policies(args, args.proposal)
+    proposal = load_proposal(args.proposal)
+    tools, state = load_tools(args.tools), load_state(args.state)
+    policies = policies_for(args, args.proposal)
     risked = None
     if args.risk or args.rates:
         from ..plan.risk import risk
 
-        rates = None if args.rates is None else _read_file(args.rates, dict, "rates")
-        risked = risk(proposal, state, rates, profile=_profile(args))
+        rates = None if args.rates is None else load_json(args.rates, dict, "rates")
+        risked = risk(proposal, state, rates, profile=run_profile(args))
     with progress(4, "dot", "steps", show=None if len(proposal.actions) > 200 else False) as bar:
         graph = to_dot(
             proposal,
             tools=tools,
             initial_state=state,
             execution=execution,
-            profile=_profile(args),
+            profile=run_profile(args),
             policies=policies,
             max_nodes=args.max_nodes,
             progress=bar,
@@ -106,12 +111,12 @@ def cmd_dot(args: argparse.Namespace) -> int:
         )
         bar.note("render")
         if args.output is None:
-            _write(graph.to_string())
+            write(graph.to_string())
         else:
-            write(graph, args.output, max_edges=args.max_edges or MAX_LAYOUT_EDGES)
+            draw(graph, args.output, max_edges=args.max_edges or MAX_LAYOUT_EDGES)
         bar.update()
     if len(proposal.actions) > args.max_nodes:
-        _note(
+        note(
             args,
             f"dot: {len(proposal.actions):,} actions, more than --max-nodes {args.max_nodes}: "
             "the picture is summarised (actions with findings first; the title says how)",

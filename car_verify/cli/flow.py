@@ -4,28 +4,38 @@ data to consequential actions."""
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..base.errors import UsageError
-from ._common import (
+from .options import (
     EXIT_OK,
-    _gate_code,
-    _gate_options,
-    _gate_text,
-    _gated,
-    _load_proposal,
-    _named_inputs,
-    _note,
-    _profile,
-    _read_file,
-    _write,
-    _write_gated,
+    Parser,
+    Report,
+    Subcommands,
+    decision_options,
+    emit,
+    flow_policy_option,
     format_option,
+    gate_code,
+    gate_options,
+    gate_text,
+    gated,
+    gated_doc,
+    labels_option,
+    load_json,
+    load_proposal,
+    named_inputs,
+    note,
     proposal_argument,
+    run_profile,
+    write,
 )
 
+if TYPE_CHECKING:
+    from ..base.values import JSONObject
 
-def add(sub: Any, profiled: Any) -> None:
+
+def add(sub: Subcommands, profiled: Parser) -> None:
     """Declare the command on the command line's subparsers."""
     p = sub.add_parser(
         "flow",
@@ -34,42 +44,31 @@ def add(sub: Any, profiled: Any) -> None:
         "calls, forbidden tool orderings",
     )
     proposal_argument(p)
-    p.add_argument(
-        "--labels",
-        metavar="LABELS.json",
-        help="tool -> {capability, confidentiality, trust, sink, declassifier} "
+    labels_option(
+        p,
+        "tool -> {capability, confidentiality, trust, sink, declassifier} "
         "(default: the nearest .car/tool-labels.json)",
     )
-    p.add_argument(
-        "--flow-policy",
-        "--policy",
-        dest="policy",
-        metavar="POLICY.json",
-        help="{min_confidential, forbidden_sequences}",
-    )
-    _gate_options(p, "{on_sensitive_to_sink, on_forbidden_sequence}")
-    who = p.add_mutually_exclusive_group()
-    who.add_argument("--approve", metavar="FINGERPRINT", help="record an approval of a hazard")
-    who.add_argument("--reject", metavar="FINGERPRINT", help="record a rejection of a hazard")
-    p.add_argument("--reviewer", metavar="NAME", help="who decided (with --approve/--reject)")
-    p.add_argument("--reason", metavar="TEXT", help="why (with --approve/--reject)")
+    flow_policy_option(p, "{min_confidential, forbidden_sequences}", "--policy")
+    gate_options(p, "{on_sensitive_to_sink, on_forbidden_sequence}")
+    decision_options(p, "FINGERPRINT", "a hazard")
     format_option(p, ("text", "json"))
     p.set_defaults(run=cmd_flow)
 
 
-def _labels(args: argparse.Namespace) -> tuple[Any, str]:
+def _labels(args: argparse.Namespace) -> tuple[JSONObject, str]:
     """``--labels FILE``, else the nearest ``.car/tool-labels.json`` (said on stderr);
     no labels at all is a usage error: the check would pass on nothing."""
     if args.labels is not None:
-        return _read_file(args.labels, dict, "labels"), args.labels
+        return load_json(args.labels, dict, "labels"), args.labels
     from ..base.config import LABELS_FILE, find_car_file
 
     found, searched = find_car_file(LABELS_FILE)
     if found is None:
         where = ", ".join(str(p) for p in searched[:3]) + (" ..." if len(searched) > 3 else "")
         raise UsageError(f"no tool labels: give --labels FILE (no .car/{LABELS_FILE} in {where})")
-    _note(args, f"labels: {found}")
-    return _read_file(str(found), dict, "labels"), str(found)
+    note(args, f"labels: {found}")
+    return load_json(str(found), dict, "labels"), str(found)
 
 
 def cmd_flow(args: argparse.Namespace) -> int:
@@ -87,36 +86,38 @@ def cmd_flow(args: argparse.Namespace) -> int:
             args.reviewer,
             args.reason or "",
         )
-        _write(f"{record.decision} {record.fingerprint}\n")
+        write(f"{record.decision} {record.fingerprint}\n")
         return EXIT_OK
     labels, labels_name = _labels(args)
-    policy = None if args.policy is None else _read_file(args.policy, dict, "flow policy")
-    with _named_inputs({"labels": labels_name, "policy": args.policy}):
+    policy = None if args.flow_policy is None else load_json(args.flow_policy, dict, "flow policy")
+    with named_inputs({"labels": labels_name, "policy": args.flow_policy}):
         report = check_information_flow(
-            _load_proposal(args.proposal), labels, policy, profile=_profile(args)
+            load_proposal(args.proposal), labels, policy, profile=run_profile(args)
         )
-    decision, enforcement = _gated(args, report, gate_information_flow, enforce_information_flow)
+    decision, enforcement = gated(args, report, gate_information_flow, enforce_information_flow)
     passed = None if enforcement is None else bool(enforcement.allow)
-    if args.format == "json":
-        _write_gated(report.to_dict(extras=True), decision, enforcement)
-    else:
+
+    def text() -> str:
+        out = []
         for v in report.violations:
-            _write(f"{v.kind}: {v.explanation}\n    fix: {v.mitigation}\n")
+            out.append(f"{v.kind}: {v.explanation}\n    fix: {v.mitigation}\n")
             if v.schedule:
-                _write(f"    schedule: {' -> '.join(v.schedule)}\n")
+                out.append(f"    schedule: {' -> '.join(v.schedule)}\n")
         for v in report.beyond_car:
-            _write(f"{v.kind} (beyond the runtime's checks): {v.explanation}\n")
+            out.append(f"{v.kind} (beyond the runtime's checks): {v.explanation}\n")
             if v.schedule:
-                _write(f"    schedule: {' -> '.join(v.schedule)}\n")
+                out.append(f"    schedule: {' -> '.join(v.schedule)}\n")
         extra = (
             f"; {len(report.beyond_car)} more beyond the runtime's checks"
             if report.beyond_car
             else ""
         )
         verdict = "safe" if report.safe else f"unsafe: {len(report.violations)} violations"
-        _write(f"{verdict} (profile {report.profile}{extra})\n")
-        _gate_text(decision, enforcement, passed, "allow")
+        out.append(f"{verdict} (profile {report.profile}{extra})\n")
+        out.append(gate_text(decision, enforcement, passed, "allow"))
         if enforcement is not None:
-            for item in enforcement.pending:
-                _write(f"    pending {item['fingerprint']}\n")
-    return _gate_code(report.safe, decision, passed)
+            out += [f"    pending {item['fingerprint']}\n" for item in enforcement.pending]
+        return "".join(out)
+
+    emit(args, Report.of(gated_doc(report.to_dict(extras=True), decision, enforcement), text))
+    return gate_code(report.safe, decision, passed)

@@ -3,21 +3,22 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
-from ._common import (
+from .options import (
     EXIT_FINDINGS,
     EXIT_OK,
-    _named_inputs,
-    _profile,
-    _read_file,
-    _write,
+    Parser,
+    Report,
+    Subcommands,
     emit,
     format_option,
+    load_json,
+    named_inputs,
+    run_profile,
 )
 
 
-def add(sub: Any, profiled: Any) -> None:
+def add(sub: Subcommands, profiled: Parser) -> None:
     """Declare the command on the command line's subparsers."""
     p = sub.add_parser(
         "goal", parents=[profiled], help="evaluate a goal condition on gathered inputs"
@@ -30,15 +31,15 @@ def add(sub: Any, profiled: Any) -> None:
 def cmd_goal(args: argparse.Namespace) -> int:
     from ..plan.claims import evaluate_goal
 
-    with _named_inputs({"request": args.request}):
+    with named_inputs({"request": args.request}):
         verdict = evaluate_goal(
-            _read_file(args.request, dict, "goal request"), profile=_profile(args)
+            load_json(args.request, dict, "goal request"), profile=run_profile(args)
         )
 
-    def text() -> None:
+    def text() -> str:
         grounded = "" if verdict.grounded else " (ungrounded: it rests on a model judge)"
         met = "met" if verdict.met else "not met"
-        _write(f"{met}{grounded}: {verdict.reason} (profile {_profile(args)})\n")
+        return f"{met}{grounded}: {verdict.reason} (profile {run_profile(args)})\n"
 
-    emit(args, verdict.to_dict(), text)
+    emit(args, Report.of(verdict.to_dict(), text))
     return EXIT_OK if verdict.met else EXIT_FINDINGS

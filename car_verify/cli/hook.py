@@ -6,10 +6,11 @@ loading the command line; this declaration serves ``--help`` and :func:`main`.""
 from __future__ import annotations
 
 import argparse
-from typing import Any
+
+from .options import Parser, Subcommands
 
 
-def add(sub: Any, profiled: Any) -> None:
+def add(sub: Subcommands, profiled: Parser) -> None:
     """Declare the command on the command line's subparsers."""
     p = sub.add_parser(
         "hook",

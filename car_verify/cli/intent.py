@@ -4,24 +4,26 @@ drift influenced by untrusted data."""
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from ..base.errors import UsageError
-from ._common import (
-    _gate_code,
-    _gate_options,
-    _gate_text,
-    _gated,
-    _named_inputs,
-    _profile,
-    _read_file,
-    _write,
-    _write_gated,
+from .options import (
+    Parser,
+    Report,
+    Subcommands,
+    emit,
     format_option,
+    gate_code,
+    gate_options,
+    gate_text,
+    gated,
+    gated_doc,
+    load_json,
+    named_inputs,
+    run_profile,
 )
 
 
-def add(sub: Any, profiled: Any) -> None:
+def add(sub: Subcommands, profiled: Parser) -> None:
     """Declare the command on the command line's subparsers."""
     p = sub.add_parser(
         "intent",
@@ -34,7 +36,7 @@ def add(sub: Any, profiled: Any) -> None:
         help="{intent, actions} (the runtime's IntentActions, or Agent IR actions with "
         "untrusted_tools / untrusted_ids)",
     )
-    _gate_options(p, "{on_untainted_drift}")
+    gate_options(p, "{on_untainted_drift}")
     format_option(p, ("text", "json"))
     p.set_defaults(run=cmd_intent)
 
@@ -42,8 +44,8 @@ def add(sub: Any, profiled: Any) -> None:
 def cmd_intent(args: argparse.Namespace) -> int:
     from ..plan.intent import check_intent, check_intent_plan, enforce_intent, gate_intent
 
-    with _named_inputs({"request": args.request}):
-        request = _read_file(args.request, dict, "intent request")
+    with named_inputs({"request": args.request}):
+        request = load_json(args.request, dict, "intent request")
         actions = request.get("actions")
         if not actions:  # an intent on its own (.car/intent.json) judges no call
             raise UsageError(
@@ -55,22 +57,22 @@ def cmd_intent(args: argparse.Namespace) -> int:
             isinstance(a, dict) and "type" in a for a in actions
         )
         if plan or "untrusted_tools" in request or "untrusted_ids" in request:
-            report = check_intent_plan(request, profile=_profile(args))  # Agent IR actions
+            report = check_intent_plan(request, profile=run_profile(args))  # Agent IR actions
         else:
             report = check_intent(request)
-    decision, enforcement = _gated(args, report, gate_intent, enforce_intent)
+    decision, enforcement = gated(args, report, gate_intent, enforce_intent)
     passed = None if enforcement is None else bool(enforcement.commit)
-    if args.format == "json":
-        _write_gated(report.to_dict(), decision, enforcement)
-    else:
-        for v in report.violations:
-            _write(f"{v.action}: {v.kind}: {v.explanation}\n")
-        profile = _profile(args)
+
+    def text() -> str:
+        profile = run_profile(args)
+        out = [f"{v.action}: {v.kind}: {v.explanation}\n" for v in report.violations]
         if report.safe:
             count = len(report.violations)
-            _write(f"safe ({count} out-of-intent, none blocks the commit; profile {profile})\n")
+            out.append(f"safe ({count} out-of-intent, none blocks the commit; profile {profile})\n")
         else:
             blocked = ", ".join(report.commit_blocked)
-            _write(f"unsafe: commit blocked by {blocked} (profile {profile})\n")
-        _gate_text(decision, enforcement, passed, "commit")
-    return _gate_code(report.safe, decision, passed)
+            out.append(f"unsafe: commit blocked by {blocked} (profile {profile})\n")
+        return "".join(out) + gate_text(decision, enforcement, passed, "commit")
+
+    emit(args, Report.of(gated_doc(report.to_dict(), decision, enforcement), text))
+    return gate_code(report.safe, decision, passed)

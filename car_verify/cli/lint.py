@@ -8,44 +8,53 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..base.errors import CarVerifyError, UsageError
-from ..semantics.profiles import PROFILE_ENV
-from ._common import (
+from ..semantics.profiles import PROFILE_ENV, profile_of
+from .options import (
     EXIT_FINDINGS,
     EXIT_OK,
     EXIT_USAGE,
-    _docs_url,
-    _docs_url_option,
-    _findings_text,
-    _fix_files,
-    _fix_options,
-    _labels_options,
-    _load_state,
-    _non_negative,
-    _note,
-    _positive,
-    _report_options,
-    _show_settings,
-    _timeout_option,
-    _write,
-    _write_statistics,
+    Parser,
+    Report,
+    Subcommands,
+    counted,
+    docs_url_option,
+    emit,
+    findings_text,
+    fix_files,
+    fix_options,
     format_option,
+    labels_options,
+    load_state,
+    max_actions_option,
+    no_progress_option,
+    note,
     policies_option,
+    repeat_threshold_option,
+    report_options,
+    show_settings,
     state_option,
+    timeout_option,
     tools_option,
+    workers_option,
 )
 
+if TYPE_CHECKING:
+    from ..base.findings import Issue
+    from ..base.values import JSONValue
+    from ..corpora.lint import LintConfig, LintReport
 
-def add(sub: Any, profiled: Any) -> None:
+
+def add(sub: Subcommands, profiled: Parser) -> None:
     """Declare the command on the command line's subparsers."""
     p = sub.add_parser("lint", parents=[profiled], help="lint the proposal files of a repository")
     p.add_argument("paths", metavar="PATH", nargs="*", help="files and folders (default: .)")
     p.add_argument("--config", metavar="FILE", help="pyproject.toml or .car/verify.toml to use")
     format_option(p, ("text", "json", "sarif", "github"))
-    _docs_url_option(p)
-    _report_options(p)
+    docs_url_option(p)
+    report_options(p)
     p.add_argument(
         "--fail-on",
         choices=("error", "warning", "info", "never"),
@@ -63,16 +72,16 @@ def add(sub: Any, profiled: Any) -> None:
     )
     tools_option(p, many=True)
     state_option(p)
-    p.add_argument("--max-actions", type=_non_negative, metavar="N", help="action budget")
+    max_actions_option(p)
     policies_option(p)
-    p.add_argument("--repeat-threshold", type=_positive, metavar="N", default=None)
+    repeat_threshold_option(p, None)
     p.add_argument("--baseline", metavar="FILE", help="leave out the findings recorded in FILE")
     p.add_argument("--write-baseline", metavar="FILE", help="record today's findings in FILE")
-    p.add_argument("--workers", type=_positive, metavar="N", help="worker processes")
-    _fix_options(p)
-    _timeout_option(p)
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    _labels_options(p)
+    workers_option(p, "worker processes")
+    fix_options(p)
+    timeout_option(p)
+    no_progress_option(p)
+    labels_options(p)
     p.add_argument(
         "--exclude",
         metavar="GLOB",
@@ -117,7 +126,7 @@ def _codes_arg(text: str | Sequence[str] | None) -> tuple[str, ...] | None:
     return codes
 
 
-def _lint_flow_files(args: argparse.Namespace, config: Any) -> Any:
+def _lint_flow_files(args: argparse.Namespace, config: LintConfig) -> LintConfig:
     """``--labels`` / ``--flow-policy``, the configuration's, else the nearest
     ``.car/tool-labels.json`` and ``.car/flow-policy.json`` (said), unless
     ``--no-labels``."""
@@ -130,7 +139,7 @@ def _lint_flow_files(args: argparse.Namespace, config: Any) -> Any:
     if labels is None:
         labels, _ = find_car_file(LABELS_FILE)
         if labels is not None:
-            _note(args, f"labels: {labels} (--no-labels to skip)")
+            note(args, f"labels: {labels} (--no-labels to skip)")
             if policy is None:
                 policy, _ = find_car_file(FLOW_POLICY_FILE)
     if labels is None and policy is not None:
@@ -141,7 +150,7 @@ def _lint_flow_files(args: argparse.Namespace, config: Any) -> Any:
 
         intent, _ = find_car_file(INTENT_FILE)
         if intent is not None:
-            _note(args, f"intent: {intent} (--no-labels to skip)")
+            note(args, f"intent: {intent} (--no-labels to skip)")
     return dataclasses.replace(config, labels=labels, flow_policy=policy, intent=intent)
 
 
@@ -178,25 +187,25 @@ def cmd_lint(args: argparse.Namespace) -> int:
         found, _ = find_policies(start.resolve())
         if found is not None:
             config = dataclasses.replace(config, policies=found)
-            _note(args, f"policies: {found} (--no-policies to skip)")
+            note(args, f"policies: {found} (--no-policies to skip)")
     config = _lint_flow_files(args, config)
     progress = False if args.no_progress else None
     paths = args.paths or ["."]
     if args.show_settings:
-        return _show_settings(args, _lint_settings(config, config_path, paths))
+        return show_settings(args, _lint_settings(config, config_path, paths))
     _check_rule_names(config, args)
     if args.fix or args.diff:
         candidates = lint.collect(paths, config).files
-        state = None if config.state is None else _load_state(str(config.state))
+        state = None if config.state is None else load_state(str(config.state))
         chosen = [str(f) for f in candidates if f.suffix.lower() == ".json"]
         others = len(candidates) - len(chosen)
         if others:
-            _note(args, f"--fix rewrites .json files only; {others} other files not repaired")
-        changed = _fix_files(args, chosen, state, config.profile or "car")
+            note(args, f"--fix rewrites .json files only; {others} other files not repaired")
+        changed = fix_files(args, chosen, state, profile_of(config.profile))
         if args.diff:
             return EXIT_FINDINGS if changed else EXIT_OK
     if paths == ["-"]:  # stdin: linted as a file of its own, named `-`
-        report = _lint_stdin(lint, config)
+        report = _lint_stdin(config)
     else:
         report = lint.lint_paths(paths, config, workers=args.workers, progress=progress)
     from ..base.values import plural
@@ -221,23 +230,23 @@ def cmd_lint(args: argparse.Namespace) -> int:
         return EXIT_OK
     if args.baseline:
         lint.Baseline.read(args.baseline).apply(report)
-    if args.statistics and args.format in ("text", "json"):
-        _write_statistics(args, report.findings, lint.summary_line(report))
-    elif args.format == "sarif":
-        _write(lint.render_sarif(report, docs_url=_docs_url(args)))
-    elif args.format == "text":
-        _write(_findings_text(args, report.findings, lint.summary_line(report)))
-    else:
-        render = {"json": lint.render_json, "github": lint.render_github}[args.format]
-        _write(render(report))
+    summary = lint.summary_line(report)
+    findings = report.findings
+    done = Report(
+        lambda: findings_text(args, findings, summary),
+        lambda: lint.render_json(report),
+        findings=findings,
+    )
+    emit(args, counted(args, done, summary))
     return EXIT_FINDINGS if report.failing(config.fail_on) else EXIT_OK
 
 
-def _lint_stdin(lint: Any, config: Any) -> Any:
+def _lint_stdin(config: LintConfig) -> LintReport:
     """``lint -``: the proposal on stdin (JSON, or YAML when it is no JSON), linted
     as a file and reported as ``-``."""
     import tempfile
 
+    from ..corpora import lint
     from .sources import STDIN_LABEL
 
     text = sys.stdin.read()
@@ -249,7 +258,7 @@ def _lint_stdin(lint: Any, config: Any) -> Any:
         result = lint.lint_file(path, dataclasses.replace(config, root=Path(folder)))
     label = STDIN_LABEL
 
-    def relabel(issue: Any) -> Any:
+    def relabel(issue: Issue) -> Issue:
         if issue.location is None:
             return issue
         return dataclasses.replace(issue, location=dataclasses.replace(issue.location, path=label))
@@ -260,7 +269,7 @@ def _lint_stdin(lint: Any, config: Any) -> Any:
     return lint.LintReport([result], config)
 
 
-def _check_rule_names(config: Any, args: argparse.Namespace) -> None:
+def _check_rule_names(config: LintConfig, args: argparse.Namespace) -> None:
     """A selected or ignored rule name (``trace_rule:tested``) that no loaded policy
     has is a usage error naming it and the closest name there is: a misspelled rule
     would otherwise select nothing, or ignore nothing, in silence. (Policies that do
@@ -302,9 +311,14 @@ def _check_rule_names(config: Any, args: argparse.Namespace) -> None:
         raise UsageError(f"{option} {code}: {where}{hint}")
 
 
-def _lint_settings(config: Any, source: Path | None, paths: list[str]) -> dict[str, Any]:
+def _lint_settings(
+    config: LintConfig, source: Path | None, paths: list[str]
+) -> dict[str, JSONValue]:
     """What ``lint`` would run with, every path resolved (``--show-settings``)."""
-    settings: dict[str, Any] = {"config": None if source is None else str(source), "paths": paths}
+    settings: dict[str, JSONValue] = {
+        "config": None if source is None else str(source),
+        "paths": paths,
+    }
     for item in dataclasses.fields(config):
         if item.name in ("source", "profile"):
             continue

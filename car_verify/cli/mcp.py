@@ -6,13 +6,19 @@ import argparse
 import importlib.util
 import math
 import os
-from typing import Any
 
 from ..base.errors import UsageError
-from ._common import EXIT_OK
+from .options import (
+    EXIT_OK,
+    Parser,
+    Subcommands,
+    command_tree,
+    policies_option,
+    workers_option,
+)
 
 
-def add(sub: Any, profiled: Any) -> None:
+def add(sub: Subcommands, profiled: Parser) -> None:
     """Declare the command on the command line's subparsers."""
     p = sub.add_parser(
         "mcp",
@@ -20,11 +26,11 @@ def add(sub: Any, profiled: Any) -> None:
         help="an MCP server on stdio: verify, simulate, equivalent, policy check, risk and "
         "codes as tools for an agent (needs the [mcp] extra)",
     )
-    p.add_argument(
-        "--policies",
-        metavar="DIR",
-        help="the policies folder policy_check applies when a call gives no policies "
+    policies_option(
+        p,
+        "the policies folder policy_check applies when a call gives no policies "
         "(default: the nearest .car/policies at or above the working directory)",
+        lookup=False,
     )
     p.add_argument(
         "--call-timeout",
@@ -33,13 +39,7 @@ def add(sub: Any, profiled: Any) -> None:
         default=10.0,
         help="each call's budget: past it the call is stopped and answered with a tool error",
     )
-    p.add_argument(
-        "--workers",
-        metavar="N",
-        type=int,
-        default=2,
-        help="how many worker processes run calls at once",
-    )
+    workers_option(p, "how many worker processes run calls at once", 2)
     p.set_defaults(run=cmd_mcp)
 
 
@@ -48,14 +48,11 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         raise UsageError("car-verify mcp needs the MCP SDK: pip install 'car-verify[mcp]'")
     if not (math.isfinite(args.call_timeout) and args.call_timeout > 0):
         raise UsageError("--call-timeout: expected a number of seconds above 0")
-    if args.workers < 1:
-        raise UsageError("--workers: expected at least 1")
     policies = None
     if args.policies is not None:
         if not os.path.isdir(args.policies):
             raise UsageError(f"--policies: {args.policies}: no such directory")
         policies = os.path.abspath(args.policies)
-    from ._common import command_tree
     from .mcp_server import Declarations, Settings
     from .mcp_stdio import serve
 
@@ -66,5 +63,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         call_timeout=args.call_timeout,
         workers=args.workers,
     )
-    serve(Declarations.of(command_tree(args._parser)), settings)
+    from . import _parser  # every command: the tools' descriptions are theirs
+
+    serve(Declarations.of(command_tree(_parser())), settings)
     return EXIT_OK

@@ -29,7 +29,14 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
+
+    from ..base.errors import InputError
+    from ..base.values import JSONValue
+    from ..semantics import ProfileLike
 
 __all__ = ["TOOLS", "Declarations", "McpTool", "Settings", "call", "check_arguments", "prepare"]
 
@@ -44,7 +51,7 @@ class Declarations:
 
     @classmethod
     def of(cls, tree: list[Any]) -> Declarations:
-        """From :func:`car_verify.cli._common.command_tree` (its parsers read as data)."""
+        """From :func:`car_verify.cli.options.command_tree` (its parsers read as data)."""
         summaries, flags = {}, {}
         for name, parser, summary in tree:
             summaries[name] = summary
@@ -64,7 +71,7 @@ class Settings:
     ``call_timeout``: each call's budget in seconds. ``workers``: how many worker
     processes run calls at once."""
 
-    profile: str | None = None
+    profile: ProfileLike = None
     policies: str | None = None
     start: str = "."
     call_timeout: float = 10.0
@@ -211,7 +218,7 @@ def _naming(name: str) -> Iterator[None]:
         raise _under(name, err) from None
 
 
-def _under(name: str, err: Any) -> Any:
+def _under(name: str, err: InputError) -> InputError:
     """``err`` (an InputError), located under the argument ``name`` (a policy file's
     error names its source: here the argument is the source)."""
     from ..base.errors import InputError
@@ -399,7 +406,7 @@ def tool_named(name: str) -> McpTool | None:
 def call(
     name: str,
     arguments: Mapping[str, Any] | None,
-    profile: str | None = None,
+    profile: ProfileLike = None,
     settings: Settings | None = None,
 ) -> tuple[Any, str, bool]:
     """Run a tool: ``(wire JSON, text, is_error)``; never raises. Bad arguments,
@@ -422,7 +429,7 @@ def call(
 
 
 def _call(
-    name: str, arguments: Mapping[str, Any] | None, profile: str | None, settings: Settings
+    name: str, arguments: Mapping[str, Any] | None, profile: ProfileLike, settings: Settings
 ) -> tuple[Any, str, bool]:
     from ..base.errors import CarVerifyError, InputError
 
@@ -474,7 +481,7 @@ def check_arguments(tool: McpTool, args: Mapping[str, Any]) -> str | None:
     return f"{format_path(path)}: {problem}"
 
 
-def _deepest_first(error: Any) -> tuple[int, bool]:
+def _deepest_first(error: ValidationError) -> tuple[int, bool]:
     """Which schema error a call's answer names: the deepest in the value (the most
     precise place), a definite one before an "any of" that lists alternatives."""
     return len(error.absolute_path), error.validator not in ("anyOf", "oneOf")
@@ -491,7 +498,7 @@ _JSON_TYPES = {
 }
 
 
-def _json_type(value: Any) -> str:
+def _json_type(value: JSONValue) -> str:
     if isinstance(value, bool):
         return "a boolean"
     if isinstance(value, int):
@@ -551,7 +558,7 @@ def _schema_problem(error: Any) -> tuple[list[str | int], str]:
     return path, f"does not match the schema's {kind!r}"
 
 
-def _number(value: Any) -> str:
+def _number(value: JSONValue) -> str:
     if isinstance(value, float) and math.isfinite(value):
         return repr(value)
     return str(value) if isinstance(value, int) else _json_type(value)

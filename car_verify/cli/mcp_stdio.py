@@ -39,9 +39,12 @@ import re
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Final
+from typing import TYPE_CHECKING, Any, BinaryIO, Final
 
 from .mcp_server import TOOLS, Declarations, Settings
+
+if TYPE_CHECKING:
+    from ..base.values import JSONValue
 
 __all__ = ["MAX_INT_DIGITS", "MAX_LINE", "MAX_NESTING", "classify", "serve", "serve_stdio"]
 
@@ -112,7 +115,7 @@ def _where(path: list[str | int]) -> str:
     return format_path([_shown(p) for p in path])
 
 
-def first_flaw(doc: Any) -> tuple[list[str | int], str] | None:
+def first_flaw(doc: JSONValue) -> tuple[list[str | int], str] | None:
     """The first place (in document order) that holds what no JSON value here can
     be, and what it holds; None when there is none. Iterative: any depth."""
     stack: list[tuple[Any, list[str | int]]] = [(doc, [])]
@@ -164,7 +167,7 @@ def _cut(text: str, limit: int) -> str:
     return "".join(out)
 
 
-def _error(request_id: Any, code: int, message: str) -> Message:
+def _error(request_id: JSONValue, code: int, message: str) -> Message:
     return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
 
 
@@ -201,7 +204,7 @@ def classify(line: bytes) -> tuple[Message | None, Message | None]:
     return _envelope(doc, deep)
 
 
-def _envelope(doc: Any, deep: bool) -> tuple[Message | None, Message | None]:
+def _envelope(doc: JSONValue, deep: bool) -> tuple[Message | None, Message | None]:
     if type(doc) is not dict:
         return None, _error(None, INVALID_REQUEST, "Invalid request: a message is one object")
     request_id = doc.get("id")
@@ -268,12 +271,12 @@ class _Link:
     def answer(self, doc: Message) -> None:
         self.out.put(json.dumps(doc, ensure_ascii=False).encode("utf-8") + b"\n")
 
-    def started(self, request_id: Any) -> None:
+    def started(self, request_id: JSONValue) -> None:
         key = json.dumps(request_id)
         with self.lock:
             self.running[key] = self.running.get(key, 0) + 1
 
-    def settled(self, request_id: Any) -> None:
+    def settled(self, request_id: JSONValue) -> None:
         key = json.dumps(request_id)
         with self.lock:
             count = self.running.pop(key, 0) - 1
@@ -454,7 +457,7 @@ async def _serve(decl: Declarations, settings: Settings) -> None:
 
     pool = Pool(settings)
 
-    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+    async def list_tools(ctx: object, params: object) -> types.ListToolsResult:
         return types.ListToolsResult(
             tools=[
                 types.Tool(
@@ -464,7 +467,7 @@ async def _serve(decl: Declarations, settings: Settings) -> None:
             ]
         )
 
-    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(ctx: object, params: types.CallToolRequestParams) -> types.CallToolResult:
         try:
             doc, text, failed = await pool.call(params.name, params.arguments)
         except Exception as err:  # a tool result all the same, never a code-0 error

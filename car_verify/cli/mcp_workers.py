@@ -26,11 +26,15 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
-from typing import IO, Any, Final
+from typing import IO, TYPE_CHECKING, Any, Final
 
 from .mcp_server import Settings, call, prepare, tool_named
+
+if TYPE_CHECKING:
+    from ..base.values import JSONValue
 
 __all__ = ["Pool", "work"]
 
@@ -124,7 +128,9 @@ class Pool:
         self._idle.append(worker)
         await anyio.to_thread.run_sync(prepare, False)
 
-    async def call(self, name: str, arguments: Any) -> tuple[Any, str, bool]:
+    async def call(
+        self, name: str, arguments: Mapping[str, JSONValue] | None
+    ) -> tuple[JSONValue, str, bool]:
         """A call's ``(wire JSON, text, is_error)``; never raises but for cancellation."""
         import anyio
 
@@ -140,7 +146,9 @@ class Pool:
                 answer = await self._in_worker(name, arguments)
         return _budget_spent(budget) if answer is None else answer
 
-    async def _in_worker(self, name: str, arguments: Any) -> tuple[Any, str, bool]:
+    async def _in_worker(
+        self, name: str, arguments: Mapping[str, JSONValue] | None
+    ) -> tuple[JSONValue, str, bool]:
         import anyio
 
         try:

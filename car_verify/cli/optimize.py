@@ -5,26 +5,35 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from ._common import (
+from .options import (
     EXIT_OK,
-    _load_proposal,
-    _load_state,
-    _profile,
-    _write,
+    Parser,
+    Report,
+    Subcommands,
+    diff_option,
+    emit,
     format_option,
+    load_proposal,
+    load_state,
     proposal_argument,
+    run_profile,
     state_option,
+    write,
 )
 
+if TYPE_CHECKING:
+    from ..base.values import JSONValue
+    from ..deciders.optimize import OptimizeResult
 
-def add(sub: Any, profiled: Any) -> None:
+
+def add(sub: Subcommands, profiled: Parser) -> None:
     """Declare the command on the command line's subparsers."""
     p = sub.add_parser("optimize", parents=[profiled], help="prune phantom state_dependencies")
     proposal_argument(p)
     state_option(p)
-    p.add_argument("--diff", action="store_true", help="show what was removed (or kept) and why")
+    diff_option(p, "show what was removed (or kept) and why")
     format_option(p, ("text", "json"))
     p.set_defaults(run=cmd_optimize)
 
@@ -33,24 +42,24 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     from ..deciders.optimize import optimize
 
     result = optimize(
-        _load_proposal(args.proposal),
-        initial_state=_load_state(args.state),
-        profile=_profile(args),
+        load_proposal(args.proposal),
+        initial_state=load_state(args.state),
+        profile=run_profile(args),
     )
-    if args.diff:
-        if args.format == "json":
-            doc = result.to_dict()
-            del doc["proposal"]
-            doc["profile"] = _profile(args)
-            _write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
-        else:
-            _write(f"{result.diff()}\n(profile {_profile(args)})\n")
-    else:
-        _write(json.dumps(_as_written(args.proposal, result), indent=2, ensure_ascii=False) + "\n")
+    profile = run_profile(args)
+    if not args.diff:  # the optimized proposal, whatever --format says
+        from ..reporters.json import dump
+
+        write(dump(_as_written(args.proposal, result)))
+        return EXIT_OK
+    doc = result.to_dict()
+    del doc["proposal"]
+    doc["profile"] = profile
+    emit(args, Report.of(doc, lambda: f"{result.diff()}\n(profile {profile})\n"))
     return EXIT_OK
 
 
-def _as_written(name: str, result: Any) -> Any:
+def _as_written(name: str, result: OptimizeResult) -> JSONValue:
     """The optimized proposal as the user wrote it: their own document (a JSON or
     YAML file) with only the removed entries gone, no default filled in and nothing
     invented (an id, a timestamp); from stdin, the model's full form."""

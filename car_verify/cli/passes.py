@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
-from ._common import (
+from .options import (
     EXIT_OK,
-    _profile,
-    _write,
+    Parser,
+    Report,
+    Subcommands,
     emit,
     format_option,
+    run_profile,
 )
 
 
-def add(sub: Any, profiled: Any) -> None:
+def add(sub: Subcommands, profiled: Parser) -> None:
     """Declare the command on the command line's subparsers."""
     p = sub.add_parser("passes", parents=[profiled], help="list the analysis passes")
     format_option(p, ("text", "json"))
@@ -25,9 +26,9 @@ def cmd_passes(args: argparse.Namespace) -> int:
     from ..passes.registry import available_passes, default_passes, profiles_of
 
     passes = available_passes()
-    profile = _profile(args)
-    runs = default_passes(profile)
-    when = default_passes(profile, lambda _: True)
+    profile = run_profile(args)
+    runs = default_passes(profile.value)
+    when = default_passes(profile.value, lambda _: True)
     doc = [
         {
             "name": name,
@@ -44,7 +45,8 @@ def cmd_passes(args: argparse.Namespace) -> int:
         for name, cls in passes.items()
     ]
 
-    def text() -> None:
+    def text() -> str:
+        out = []
         for name, cls in passes.items():
             needs = f" (needs: {', '.join(sorted(cls.requires))})" if cls.requires else ""
             codes = ", ".join(cls.codes)
@@ -52,11 +54,12 @@ def cmd_passes(args: argparse.Namespace) -> int:
                 codes = ", ".join([*cls.codes, "the name of each rule (deny_tool:rm, ...)"])
             reports = profiles_of(cls)
             only = f" [reports under {reports[0]} only]" if len(reports) == 1 else ""
-            _write(f"{name}{only}: {cls.verifies}{needs}\n    codes: {codes}\n")
+            out.append(f"{name}{only}: {cls.verifies}{needs}\n    codes: {codes}\n")
         given = [c.name for c in when if c not in runs]
         more = f"; when their input is given: {', '.join(given)}" if given else ""
         chosen = ", ".join(c.name for c in runs)
-        _write(f"run by default (profile {profile}): {chosen}{more}\n")
+        out.append(f"run by default (profile {profile}): {chosen}{more}\n")
+        return "".join(out)
 
-    emit(args, doc, text)
+    emit(args, Report.of(doc, text))
     return EXIT_OK

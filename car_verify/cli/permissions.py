@@ -4,25 +4,27 @@ can be undone, and the gate."""
 from __future__ import annotations
 
 import argparse
-import json
-from typing import Any
 
 from ..base.errors import UsageError
-from ._common import (
+from .options import (
     EXIT_FINDINGS,
     EXIT_OK,
-    _load_proposal,
-    _note,
-    _profile,
-    _write,
+    Parser,
+    Report,
+    Subcommands,
+    decision_options,
     emit,
     format_option,
+    granted_option,
     ledger_option,
+    load_proposal,
+    note,
     proposal_argument,
+    run_profile,
 )
 
 
-def add(sub: Any, profiled: Any) -> None:
+def add(sub: Subcommands, profiled: Parser) -> None:
     """Declare the command on the command line's subparsers."""
     p = sub.add_parser(
         "permissions",
@@ -30,17 +32,9 @@ def add(sub: Any, profiled: Any) -> None:
         help="who may authorize each action (tiers), whether it can be undone, and the gate",
     )
     proposal_argument(p)
-    p.add_argument(
-        "--granted",
-        choices=("read_only", "sandbox_edit", "full_access"),
-        help="gate each action against this standing tier (exit 1 when any is held)",
-    )
+    granted_option(p, "gate each action against this standing tier (exit 1 when any is held)")
     ledger_option(p, "the approval ledger (JSON lines)")
-    who = p.add_mutually_exclusive_group()
-    who.add_argument("--approve", metavar="ACTION", help="record an approval of ACTION")
-    who.add_argument("--reject", metavar="ACTION", help="record a rejection of ACTION")
-    p.add_argument("--reviewer", metavar="NAME", help="who decided (with --approve/--reject)")
-    p.add_argument("--reason", metavar="TEXT", help="why (with --approve/--reject)")
+    decision_options(p, "ACTION", "ACTION")
     p.add_argument("--evidence", metavar="TEXT", help="what the decision rests on")
     format_option(p, ("text", "json"))
     p.set_defaults(run=cmd_permissions)
@@ -49,7 +43,7 @@ def add(sub: Any, profiled: Any) -> None:
 def cmd_permissions(args: argparse.Namespace) -> int:
     from ..plan.permissions import Ledger, permission_classify, permission_evaluate, record_decision
 
-    proposal = _load_proposal(args.proposal)
+    proposal = load_proposal(args.proposal)
     ledger = None if args.ledger is None else Ledger(args.ledger)
     decided = args.approve or args.reject
     if decided is not None:
@@ -71,33 +65,42 @@ def cmd_permissions(args: argparse.Namespace) -> int:
             ledger,
             args.evidence,
         )
-        if args.format == "json":
-            _write(json.dumps(record.to_dict(), ensure_ascii=False) + "\n")
-        else:
-            _write(f"{record.decision} {record.fingerprint} at {record.required_tier}\n")
+        from ..reporters.json import dump
+
+        recorded = Report(
+            lambda: f"{record.decision} {record.fingerprint} at {record.required_tier}\n",
+            lambda: dump(record.to_dict(), indent=None),  # one line, as the ledger holds it
+        )
+        emit(args, recorded)
         return EXIT_OK
     report = permission_classify(proposal)
     if args.granted is None:
-
-        def classified() -> None:
-            _write(f"{report.explain()} (profile {_profile(args)})\n")
-
-        emit(args, report.to_dict(), classified)
+        classified = report.to_dict()
+        emit(
+            args,
+            Report.of(classified, lambda: f"{report.explain()} (profile {run_profile(args)})\n"),
+        )
         return EXIT_OK
     decisions = permission_evaluate(proposal, args.granted, ledger)
     if ledger is not None:
         for line in ledger.torn:
-            _note(args, f"{ledger.path}:{line}: not an approval record (a torn write?); skipped")
+            note(args, f"{ledger.path}:{line}: not an approval record (a torn write?); skipped")
 
-    def text() -> None:
+    def text() -> str:
+        out = []
         for d in decisions:
             why = f": {d.reason}" if d.reason else ""
-            _write(f"{d.action_id}: {d.decision} (requires {d.required}, {d.reversibility}){why}\n")
+            out.append(
+                f"{d.action_id}: {d.decision} (requires {d.required}, {d.reversibility}){why}\n"
+            )
             if d.decision == "needs_approval":
-                _write(f"    fingerprint {d.fingerprint}\n")
+                out.append(f"    fingerprint {d.fingerprint}\n")
         held = sum(d.decision != "allow" for d in decisions)
         allowed = len(decisions) - held
-        _write(f"{allowed} allowed, {held} held at {args.granted} (profile {_profile(args)})\n")
+        profile = run_profile(args)
+        out.append(f"{allowed} allowed, {held} held at {args.granted} (profile {profile})\n")
+        return "".join(out)
 
-    emit(args, {"granted": args.granted, "decisions": [d.to_dict() for d in decisions]}, text)
+    doc = {"granted": args.granted, "decisions": [d.to_dict() for d in decisions]}
+    emit(args, Report.of(doc, text))
     return EXIT_FINDINGS if any(d.decision != "allow" for d in decisions) else EXIT_OK

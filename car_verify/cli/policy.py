@@ -3,36 +3,37 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
-from typing import Any
 
-from ._common import (
+from .options import (
     EXIT_FINDINGS,
     EXIT_OK,
     EXIT_UNKNOWN,
-    _color,
-    _color_option,
-    _load_state,
-    _load_tools,
-    _Parser,
-    _positive,
-    _profile,
-    _schedules_option,
-    _write,
+    Parser,
+    Report,
+    Subcommands,
+    color,
+    color_option,
+    docs_url_option,
     emit,
     format_option,
+    load_state,
+    load_tools,
+    max_states_option,
+    output_option,
     policies_option,
     proposal_argument,
+    run_profile,
+    schedules_option,
     state_option,
     tools_option,
 )
 
 
-def add(sub: Any, profiled: Any) -> None:
+def add(sub: Subcommands, profiled: Parser) -> None:
     """Declare the command on the command line's subparsers."""
     p = sub.add_parser("policy", help="check a proposal against policies, or lint them")
-    policy = p.add_subparsers(dest="policy_command", metavar="ACTION", parser_class=_Parser)
+    policy = p.add_subparsers(dest="policy_command", metavar="ACTION", parser_class=Parser)
     policy.required = True
     q = policy.add_parser(
         "check", parents=[profiled], help="report every policy violation of a proposal"
@@ -41,8 +42,9 @@ def add(sub: Any, profiled: Any) -> None:
     policies_option(q, lookup=False)
     state_option(q, "state for require_state rules")
     format_option(q, ("text", "json", "sarif"))
-    _schedules_option(q)
-    _color_option(q)
+    docs_url_option(q)
+    schedules_option(q)
+    color_option(q)
     q.set_defaults(run=cmd_policy_check)
     q = policy.add_parser(
         "lint", parents=[profiled], help="load a policy directory and report what it holds"
@@ -58,12 +60,9 @@ def add(sub: Any, profiled: Any) -> None:
     )
     q.add_argument("old", metavar="OLD", help="the policy directory before")
     q.add_argument("new", metavar="NEW", help="the policy directory after")
-    q.add_argument(
-        "--max-states",
-        metavar="N",
-        type=_positive,
-        default=None,
-        help="the most states of the two sets' trace-rule monitors the search visits in "
+    max_states_option(
+        q,
+        "the most states of the two sets' trace-rule monitors the search visits in "
         "each direction; past it that direction is unknown, exit 3 (default 1,000,000)",
     )
     format_option(q, ("text", "json"))
@@ -81,7 +80,7 @@ def add(sub: Any, profiled: Any) -> None:
         nargs="+",
         help="agent runs, read as the audit reads them (files, folders, globs)",
     )
-    q.add_argument("-o", "--output", metavar="OUT.parquet", help="write one row per call (Parquet)")
+    output_option(q, "OUT.parquet", "write one row per call (Parquet)")
     q.add_argument(
         "--on-unknown",
         choices=("deny", "allow", "ask"),
@@ -95,7 +94,6 @@ def add(sub: Any, profiled: Any) -> None:
 def cmd_policy_check(args: argparse.Namespace) -> int:
     from ..api import verify
     from ..reporters.json import policy_json
-    from ..reporters.sarif import sarif
     from ..reporters.text import policy_text
     from ..rules.policy import policies_to_check
     from .sources import proposal_input
@@ -108,21 +106,22 @@ def cmd_policy_check(args: argparse.Namespace) -> int:
     )
     result = verify(
         source.proposal,
-        initial_state=_load_state(args.state),
+        initial_state=load_state(args.state),
         passes=["policies"],
         policies=loaded,
         schedules=args.schedules,
-        profile=_profile(args),
+        profile=run_profile(args),
     )
     found = source.locate(result.issues)
-    if args.format == "json":
-        directory = None if loaded.directory is None else str(loaded.directory)
-        _write(policy_json(result, directory, [str(f) for f in loaded.files]))
-    elif args.format == "sarif":
-        _write(sarif(found, artifact=source.path))
-    else:
-        described = f"{loaded.describe()} (profile {result.profile.value})"
-        _write(policy_text(found, described, color=_color(args)))
+    directory = None if loaded.directory is None else str(loaded.directory)
+    described = f"{loaded.describe()} (profile {result.profile})"
+    report = Report(
+        lambda: policy_text(found, described, color=color(args)),
+        lambda: policy_json(result, directory, [str(f) for f in loaded.files]),
+        findings=found,
+        artifact=source.path,
+    )
+    emit(args, report)
     violations = [i for i in result.issues if i.severity.value == "error"]
     return EXIT_FINDINGS if violations else EXIT_OK
 
@@ -134,10 +133,24 @@ def cmd_policy_lint(args: argparse.Namespace) -> int:
     loaded = load_policies(args.directory)
     rules = loaded.rules
     counts = {kind: len(getattr(rules, kind)) for kind in rules.__dataclass_fields__}
-    findings = lint_policies(loaded, tools=_load_tools(args.tools))
+    findings = lint_policies(loaded, tools=load_tools(args.tools))
     errors = sum(1 for f in findings if f.severity.value == "error")
-    code = EXIT_FINDINGS if errors else EXIT_OK
-    if args.format == "json":
+
+    def text() -> str:
+        out = [loaded.describe() + "\n"]
+        out += [f"  {file.name}\n" for file in loaded.files]
+        out += [f"{kind}: {n}\n" for kind, n in counts.items() if n]
+        out += [f"{finding}\n" for finding in findings]
+        if findings:
+            from ..base.values import plural
+
+            warnings = len(findings) - errors
+            out.append(f"{plural(errors, 'error')}, {plural(warnings, 'warning')}\n")
+        return "".join(out)
+
+    def json() -> str:
+        from ..reporters.json import dump
+
         doc = {
             "directory": None if loaded.directory is None else str(loaded.directory),
             "files": [str(f) for f in loaded.files],
@@ -145,22 +158,10 @@ def cmd_policy_lint(args: argparse.Namespace) -> int:
             "total": sum(counts.values()),
             "findings": [f.to_dict() for f in findings],
         }
-        _write(json.dumps(doc, indent=2) + "\n")
-        return code
-    _write(loaded.describe() + "\n")
-    for file in loaded.files:
-        _write(f"  {file.name}\n")
-    for kind, n in counts.items():
-        if n:
-            _write(f"{kind}: {n}\n")
-    for finding in findings:
-        _write(f"{finding}\n")
-    if findings:
-        from ..base.values import plural
+        return dump(doc, ascii=True)  # as policy lint has always written it
 
-        warnings = len(findings) - errors
-        _write(f"{plural(errors, 'error')}, {plural(warnings, 'warning')}\n")
-    return code
+    emit(args, Report(text, json))
+    return EXIT_FINDINGS if errors else EXIT_OK
 
 
 def cmd_policy_diff(args: argparse.Namespace) -> int:
@@ -170,7 +171,7 @@ def cmd_policy_diff(args: argparse.Namespace) -> int:
     old, new = load_policies(args.old), load_policies(args.new)
     diff = policy_diff(old, new, max_states=args.max_states)
 
-    def text() -> None:
+    def text() -> str:
         meaning = {
             "equivalent": "each denies exactly what the other does",
             "stricter": "NEW denies everything OLD denies, and more",
@@ -178,19 +179,20 @@ def cmd_policy_diff(args: argparse.Namespace) -> int:
             "incomparable": "each denies a call the other allows",
             "unknown": "not decided",
         }[diff.verdict]
-        _write(f"{diff.verdict}: {meaning}\n")
+        out = [f"{diff.verdict}: {meaning}\n"]
         for label, found in (
             ("newly denied", diff.newly_denied),
             ("newly allowed", diff.newly_allowed),
         ):
-            for c in found:
-                _write(f"  {label}: {c.describe()}\n")
-        for reason in diff.unknown:
-            _write(f"  unknown: {reason}\n")
-        for bound in diff.bounds:
-            _write(f"  bound: {bound['name']}={bound['value']:,} (--max-states N)\n")
+            out += [f"  {label}: {c.describe()}\n" for c in found]
+        out += [f"  unknown: {reason}\n" for reason in diff.unknown]
+        out += [
+            f"  bound: {bound['name']}={bound['value']:,} (--max-states N)\n"
+            for bound in diff.bounds
+        ]
+        return "".join(out)
 
-    emit(args, diff.to_dict(), text)
+    emit(args, Report.of(diff.to_dict(), text))
     covers = diff.new_covers_old
     return EXIT_OK if covers else EXIT_UNKNOWN if covers is None else EXIT_FINDINGS
 
@@ -204,11 +206,11 @@ def cmd_policy_impact(args: argparse.Namespace) -> int:
         write_parquet(found, args.output)
     doc = found.to_dict()
 
-    def text() -> None:
+    def text() -> str:
         calls, runs = doc["calls"], doc["trajectories"]
-        _write(
+        out = [
             f"{plural(calls, 'call')} in {plural(runs, 'trajectory')} replayed under both sets\n"
-        )
+        ]
         for change, label in (
             ("newly_denied", "newly denied"),
             ("no_longer_denied", "no longer denied"),
@@ -217,24 +219,24 @@ def cmd_policy_impact(args: argparse.Namespace) -> int:
             c = doc["changes"][change]
             low, high = c["calls_ci95"]
             t_low, t_high = c["trajectories_ci95"]
-            _write(
+            out.append(
                 f"{label}: {plural(c['calls'], 'call')} ({c['calls_share']:.1%}, 95% CI "
                 f"{low:.1%}-{high:.1%} of calls), in {c['trajectories']} of {runs} "
                 f"trajectories (95% CI {t_low:.1%}-{t_high:.1%})\n"
             )
-            for rule, n in c["by_rule"].items():
-                _write(f"  {rule}: {n}\n")
+            out += [f"  {rule}: {n}\n" for rule, n in c["by_rule"].items()]
             if c["example"] is not None:
                 e = c["example"]
                 rules = ", ".join(e["new_rules"] if change == "newly_denied" else e["old_rules"])
-                _write(
+                out.append(
                     f"  e.g. trajectory {e['trajectory']} call {e['index']} ({e['tool']}): "
                     f"{rules}\n"
                 )
         if doc["unreadable_records"]:
-            _write(f"{plural(len(doc['unreadable_records']), 'record')} could not be read\n")
+            out.append(f"{plural(len(doc['unreadable_records']), 'record')} could not be read\n")
         if args.output:
-            _write(f"one row per call written to {args.output}\n")
+            out.append(f"one row per call written to {args.output}\n")
+        return "".join(out)
 
-    emit(args, doc, text)
+    emit(args, Report.of(doc, text))
     return EXIT_FINDINGS if doc["changes"]["no_longer_denied"]["calls"] else EXIT_OK

@@ -4,25 +4,30 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..base.errors import InputError
-from ._common import (
+from .options import (
     EXIT_FINDINGS,
     EXIT_OK,
-    _load_proposal,
-    _load_tools,
-    _profile,
-    _read_file,
-    _write,
+    Parser,
+    Report,
+    Subcommands,
     emit,
     format_option,
+    load_json,
+    load_proposal,
+    load_tools,
     proposal_argument,
+    run_profile,
     tools_option,
 )
 
+if TYPE_CHECKING:
+    from ..base.values import JSONValue
 
-def add(sub: Any, profiled: Any) -> None:
+
+def add(sub: Subcommands, profiled: Parser) -> None:
     """Declare the command on the command line's subparsers."""
     p = sub.add_parser(
         "rank",
@@ -55,14 +60,14 @@ def cmd_rank(args: argparse.Namespace) -> int:
     from ..deciders.ranking import rank_proposals
     from .sources import YAML_SUFFIXES
 
-    profile = _profile(args)
-    docs: list[Any] = []
+    profile = run_profile(args)
+    docs: list[JSONValue] = []
     for name in args.proposals:
         # A JSON file is ranked as its document: whether it gives a timestamp counts
         # in its tokens (the runtime's clock writes a longer one than car-verify's).
         yaml = name.lower().endswith(YAML_SUFFIXES)
-        docs.append(_load_proposal(name) if yaml else _read_file(name, dict, "proposal"))
-    registry = _load_tools(args.tools)
+        docs.append(load_proposal(name) if yaml else load_json(name, dict, "proposal"))
+    registry = load_tools(args.tools)
     names = None if registry is None else list(registry)  # the runtime ranks by names
     try:
         ranked = rank_proposals(docs, names, args.cost_weight, profile=profile)
@@ -71,7 +76,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
             raise
         raise InputError(err.problem, err.path[1:], source=args.proposals[err.path[0]]) from None
 
-    def text() -> None:
+    def text() -> str:
         header = ("rank", "score", "validity", "cost", "errors", "warnings", "tokens", "proposal")
         rows = [
             (
@@ -87,15 +92,17 @@ def cmd_rank(args: argparse.Namespace) -> int:
             for n, s in enumerate(ranked, 1)
         ]
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-        for row in [header, *rows]:
-            _write("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
-            _write("\n")
+        out = [
+            "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() + "\n"
+            for row in [header, *rows]
+        ]
         best = f"best: {args.proposals[ranked[0].index]}" if ranked[0].valid else "none is valid"
-        _write(f"{best} (profile {profile})\n")
+        out.append(f"{best} (profile {profile})\n")
+        return "".join(out)
 
     doc = {
         "profile": profile,
         "ranked": [{**s.to_dict(), "file": args.proposals[s.index]} for s in ranked],
     }
-    emit(args, doc, text)
+    emit(args, Report.of(doc, text))
     return EXIT_OK if ranked[0].valid else EXIT_FINDINGS

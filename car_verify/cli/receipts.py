@@ -3,21 +3,22 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
-from ._common import (
+from .options import (
     EXIT_FINDINGS,
     EXIT_OK,
-    _named_inputs,
-    _profile,
-    _read_file,
-    _write,
+    Parser,
+    Report,
+    Subcommands,
     emit,
     format_option,
+    load_json,
+    named_inputs,
+    run_profile,
 )
 
 
-def add(sub: Any, profiled: Any) -> None:
+def add(sub: Subcommands, profiled: Parser) -> None:
     """Declare the command on the command line's subparsers."""
     p = sub.add_parser(
         "receipts",
@@ -40,24 +41,24 @@ def add(sub: Any, profiled: Any) -> None:
 def cmd_receipts(args: argparse.Namespace) -> int:
     from ..plan.claims import verify_tool_receipts
 
-    with _named_inputs({"claims": args.claims, "receipts": args.receipts}):
+    with named_inputs({"claims": args.claims, "receipts": args.receipts}):
         report = verify_tool_receipts(
-            _read_file(args.claims, list, "claims"),
-            _read_file(args.receipts, list, "receipts"),
+            load_json(args.claims, list, "claims"),
+            load_json(args.receipts, list, "receipts"),
             window_complete=not args.window_incomplete,
         )
 
-    def text() -> None:
-        for h in report.hallucinations:
-            _write(f"{h['kind']}: {h['explanation']}\n")
-        for u in report.ungroundable:
-            _write(f"ungroundable: {u['explanation']}\n")
+    def text() -> str:
+        out = [f"{h['kind']}: {h['explanation']}\n" for h in report.hallucinations]
+        out += [f"ungroundable: {u['explanation']}\n" for u in report.ungroundable]
+        profile = run_profile(args)
         if report.grounded:
             ungroundable = len(report.ungroundable)
-            _write(f"grounded ({ungroundable} ungroundable; profile {_profile(args)})\n")
+            out.append(f"grounded ({ungroundable} ungroundable; profile {profile})\n")
         else:
             count = len(report.hallucinations)
-            _write(f"not grounded: {count} hallucinations (profile {_profile(args)})\n")
+            out.append(f"not grounded: {count} hallucinations (profile {profile})\n")
+        return "".join(out)
 
-    emit(args, report.to_dict(), text)
+    emit(args, Report.of(report.to_dict(), text))
     return EXIT_OK if report.grounded else EXIT_FINDINGS

@@ -3,37 +3,45 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
 
-from ._common import (
+from .options import (
     EXIT_OK,
-    _first_line_names_profile,
-    _load_proposal,
-    _load_state,
-    _named_inputs,
-    _non_negative,
-    _note,
-    _positive,
-    _profile,
-    _read_file,
-    _write,
+    Parser,
+    Report,
+    Subcommands,
+    emit,
     format_option,
+    load_json,
+    load_proposal,
+    load_state,
+    method_option,
+    named_inputs,
+    non_negative,
+    note,
+    positive,
     proposal_argument,
+    rates_option,
+    renamed_option,
+    run_profile,
     state_option,
+    with_profile,
 )
 
+if TYPE_CHECKING:
+    from ..base.values import JSONValue
 
-def add(sub: Any, profiled: Any) -> None:
+
+def add(sub: Subcommands, profiled: Parser) -> None:
     """Declare the command on the command line's subparsers."""
     p = sub.add_parser(
         "risk", parents=[profiled], help="how likely the plan reaches its goal when tools fail"
     )
     proposal_argument(p)
     state_option(p)
-    p.add_argument(
-        "--rates",
-        metavar="RATES.json",
-        help="tool name -> success rate in [0, 1] (Python: rates=, or the runtime's "
+    rates_option(
+        p,
+        "tool name -> success rate in [0, 1] (Python: rates=, or the runtime's "
         "tool_success_rates=)",
     )
     p.add_argument(
@@ -45,16 +53,23 @@ def add(sub: Any, profiled: Any) -> None:
         "(succeeded+1)/(dispatched+2); --rates wins per tool (repeatable)",
     )
     p.add_argument("--goal", metavar="GOAL.json", help="a GoalCondition (state_predicate, ...)")
-    p.add_argument("--config", metavar="CONFIG.json", help="{trials, seed, ...}")
-    p.add_argument("--trials", type=_positive, metavar="N", help="sampled trials (1000)")
-    p.add_argument("--seed", type=_non_negative, metavar="N", help="the sampling seed")
-    p.add_argument("--default-rate", type=float, metavar="P", help="rate of an unlisted tool")
-    p.add_argument("--retries", type=_non_negative, metavar="N", help="retry attempts per call")
     p.add_argument(
-        "--method",
-        choices=("auto", "exact", "sampled"),
-        default="auto",
-        help="auto (default): exact when it fits its budget, else sampled (and said)",
+        "--risk-config",
+        metavar="CONFIG.json",
+        help="{trials, seed, default_success_rate, retry_attempts} (Python: config=); "
+        "the flags below win over it",
+    )
+    renamed_option(
+        p, "--config", "--risk-config", "risk_config", "--config names lint's configuration file"
+    )
+    p.add_argument("--trials", type=positive, metavar="N", help="sampled trials (1000)")
+    p.add_argument("--seed", type=non_negative, metavar="N", help="the sampling seed")
+    p.add_argument("--default-rate", type=float, metavar="P", help="rate of an unlisted tool")
+    p.add_argument("--retries", type=non_negative, metavar="N", help="retry attempts per call")
+    method_option(
+        p,
+        ("auto", "exact", "sampled"),
+        "auto (default): exact when it fits its budget, else sampled (and said)",
     )
     p.add_argument(
         "--sensitivity",
@@ -74,9 +89,9 @@ def add(sub: Any, profiled: Any) -> None:
 def cmd_risk(args: argparse.Namespace) -> int:
     from ..plan.risk import risk
 
-    config: dict[str, Any] = {}
-    if args.config is not None:
-        config.update(_read_file(args.config, dict, "config"))
+    config: dict[str, JSONValue] = {}
+    if args.risk_config is not None:
+        config.update(load_json(args.risk_config, dict, "config"))
     for key, value in (
         ("trials", args.trials),
         ("seed", args.seed),
@@ -90,31 +105,31 @@ def cmd_risk(args: argparse.Namespace) -> int:
         from ..plan.risk import rates_from_history
 
         history = rates_from_history(args.history)
-        for note in history.notes:
-            _note(args, note)
-        _note(args, f"history: {len(history.files)} files, {len(history.dispatched)} tools")
+        for said in history.notes:
+            note(args, said)
+        note(args, f"history: {len(history.files)} files, {len(history.dispatched)} tools")
     from ..base.progress import progress
 
     trials = config.get("trials", 1000)
     with (
         progress(trials if isinstance(trials, int) else None, "risk", "trials") as bar,
-        _named_inputs({"goal": args.goal, "tool_success_rates": args.rates, "config": args.config}),
+        named_inputs(
+            {"goal": args.goal, "tool_success_rates": args.rates, "config": args.risk_config}
+        ),
     ):
         result = risk(
-            _load_proposal(args.proposal),
-            _load_state(args.state),
-            None if args.rates is None else _read_file(args.rates, dict, "rates"),
-            None if args.goal is None else _read_file(args.goal, dict, "goal"),
+            load_proposal(args.proposal),
+            load_state(args.state),
+            None if args.rates is None else load_json(args.rates, dict, "rates"),
+            None if args.goal is None else load_json(args.goal, dict, "goal"),
             config,
             method=args.method,
-            profile=_profile(args),
+            profile=run_profile(args),
             history=history,
             sensitivity=args.sensitivity,
             failure_behavior=args.failure_behavior,
             progress=bar,
         )
-    if args.format == "json":
-        _write(result.to_json() + "\n")
-    else:
-        _write(_first_line_names_profile(result.explain(), _profile(args)) + "\n")
+    profile = run_profile(args)
+    emit(args, Report.of(result.to_dict(), lambda: with_profile(result.explain(), profile) + "\n"))
     return EXIT_OK

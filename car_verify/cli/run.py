@@ -6,31 +6,46 @@ import argparse
 import contextlib
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..base.errors import UsageError
-from ._common import (
+from .options import (
     EXIT_FINDINGS,
     EXIT_OK,
-    _flow_files,
-    _load_proposal,
-    _load_state,
-    _load_tools,
-    _policies,
-    _profile,
-    _write,
+    Parser,
+    Report,
+    Subcommands,
+    emit,
+    flow_files,
+    flow_policy_option,
     format_option,
+    granted_option,
+    labels_option,
     ledger_option,
+    load_proposal,
+    load_state,
+    load_tools,
+    no_labels_option,
+    policies_for,
     policies_option,
     proposal_argument,
+    quiet_option,
+    run_profile,
     state_option,
     tools_option,
 )
 
+if TYPE_CHECKING:
+    from ..base.values import JSONValue
+    from ..executor import ExecutionResult
 
-def add(sub: Any, profiled: Any) -> None:
+#: The tools that run: a mapping of tool name -> callable, or one dispatch callable.
+Tools = Mapping[str, Callable[..., object]] | Callable[..., object]
+
+
+def add(sub: Subcommands, profiled: Parser) -> None:
     """Declare the command on the command line's subparsers."""
     p = sub.add_parser(
         "run", parents=[profiled], help="execute a proposal behind the verify passes"
@@ -48,22 +63,20 @@ def add(sub: Any, profiled: Any) -> None:
     policies_option(p)
     p.add_argument("--events", metavar="FILE", help="append the event log (JSON lines) to FILE")
     format_option(p, ("text", "json"))
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
-    p.add_argument(
-        "--granted",
-        choices=("read_only", "sandbox_edit", "full_access"),
-        help="the standing permission tier: an action it does not cover, or any "
+    quiet_option(p, "no progress on stderr")
+    granted_option(
+        p,
+        "the standing permission tier: an action it does not cover, or any "
         "full_access one, not approved in --ledger holds back the whole proposal",
     )
     ledger_option(p, "the approval ledger --granted and the flow gate consult")
-    p.add_argument(
-        "--labels",
-        metavar="LABELS.json",
-        help="tool labels: the flow gate holds back a proposal whose hazards it blocks or "
+    labels_option(
+        p,
+        "tool labels: the flow gate holds back a proposal whose hazards it blocks or "
         "the ledger has not approved (default: .car/tool-labels.json)",
     )
-    p.add_argument("--flow-policy", metavar="POLICY.json", help="the flow gate's flow policy")
-    p.add_argument("--no-labels", action="store_true", help="do not look for .car/tool-labels.json")
+    flow_policy_option(p, "the flow gate's flow policy")
+    no_labels_option(p, "do not look for .car/tool-labels.json")
     p.add_argument(
         "--results",
         choices=("newest", "0.52"),  # executor.RESULT_SHAPES (not imported at start-up)
@@ -106,7 +119,7 @@ def _said(text: str) -> None:
     sys.stderr.write(f"car-verify: note: {text}\n")
 
 
-def _load_tool_module(spec: str) -> Any:
+def _load_tool_module(spec: str) -> Tools:
     """``MODULE[:ATTR]``: a dotted module or a ``.py`` file; ATTR defaults to ``TOOLS``."""
     import importlib
     import importlib.util
@@ -134,13 +147,13 @@ def _load_tool_module(spec: str) -> Any:
         ) from err
     if not hasattr(module, attr):
         raise UsageError(f"--tools: {module_name!r} has no attribute {attr!r}")
-    tools = getattr(module, attr)
-    if not (isinstance(tools, Mapping) or callable(tools)):
-        raise UsageError(
-            f"--tools: {module_name}:{attr} is {type(tools).__name__!r}; expected a mapping "
-            "of tool name -> callable, or one dispatch callable"
-        )
-    return tools
+    tools: object = getattr(module, attr)
+    if isinstance(tools, Mapping) or callable(tools):
+        return tools
+    raise UsageError(
+        f"--tools: {module_name}:{attr} is {type(tools).__name__!r}; expected a mapping "
+        "of tool name -> callable, or one dispatch callable"
+    )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -151,14 +164,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ..reporters.json import run_json
     from ..reporters.text import run_text
 
-    proposal = _load_proposal(args.proposal)
+    proposal = load_proposal(args.proposal)
     module, registry = _tool_arguments(args)
     tools = _load_tool_module(module)
-    policies = _policies(args, args.proposal)
-    labels, flow_policy = _flow_files(args)
+    policies = policies_for(args, args.proposal)
+    labels, flow_policy = flow_files(args)
     quiet = args.quiet
 
-    def progress(kind: str, action_id: str | None, data: Any) -> None:
+    def progress(kind: str, action_id: str | None, data: Mapping[str, JSONValue]) -> None:
         if quiet:
             return
         if kind == "level_started":
@@ -172,12 +185,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     executor = Executor(
         proposal,
         tools,
-        schemas=_load_tools(registry),
-        initial_state=_load_state(args.state),
+        schemas=load_tools(registry),
+        initial_state=load_state(args.state),
         policies=policies,
         event_log=args.events,
         progress=progress,
-        profile=_profile(args),
+        profile=run_profile(args),
         granted_tier=args.granted,
         ledger=args.ledger,
         labels=labels,
@@ -185,7 +198,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         results=args.results,
     )
 
-    async def run() -> Any:
+    async def run() -> ExecutionResult:
         task = asyncio.current_task()
         loop = asyncio.get_running_loop()
         if task is not None:
@@ -198,9 +211,6 @@ def cmd_run(args: argparse.Namespace) -> int:
                 loop.remove_signal_handler(signal.SIGINT)
 
     outcome = asyncio.run(run())
-    if args.format == "json":
-        _write(run_json(outcome))
-    else:
-        _write(run_text(outcome))
+    emit(args, Report(lambda: run_text(outcome), lambda: run_json(outcome)))
     statuses = {r.status.value for r in outcome.result.results}
     return EXIT_OK if statuses <= {"succeeded"} else EXIT_FINDINGS

@@ -4,21 +4,22 @@ parallelism and levels; or a proposal's own DAG as one, under the profile."""
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
-from ._common import (
+from .options import (
     EXIT_FINDINGS,
     EXIT_OK,
-    _named_inputs,
-    _profile,
-    _read_file,
-    _write,
+    Parser,
+    Report,
+    Subcommands,
     emit,
     format_option,
+    load_json,
+    named_inputs,
+    run_profile,
 )
 
 
-def add(sub: Any, profiled: Any) -> None:
+def add(sub: Subcommands, profiled: Parser) -> None:
     """Declare the command on the command line's subparsers."""
     p = sub.add_parser(
         "schedule",
@@ -39,23 +40,23 @@ def add(sub: Any, profiled: Any) -> None:
 def cmd_schedule(args: argparse.Namespace) -> int:
     from ..plan.schedule_analysis import analyze_schedule, schedule_of
 
-    with _named_inputs({"graph": args.input}):
-        doc = _read_file(args.input, dict, "schedule graph or proposal")
-        graph = schedule_of(doc, profile=_profile(args)) if "actions" in doc else doc
+    with named_inputs({"graph": args.input}):
+        doc = load_json(args.input, dict, "schedule graph or proposal")
+        graph = schedule_of(doc, profile=run_profile(args)) if "actions" in doc else doc
         result = analyze_schedule(graph)
 
-    def text() -> None:
+    def text() -> str:
         path = " -> ".join(result.critical_path) or "(none: nothing takes time)"
-        _write(f"critical path: {path} (makespan {result.makespan})\n")
-        for n, level in enumerate(result.levels):
-            _write(f"level {n}: {', '.join(level)}\n")
+        out = [f"critical path: {path} (makespan {result.makespan})\n"]
+        out += [f"level {n}: {', '.join(level)}\n" for n, level in enumerate(result.levels)]
         if result.cyclic:
-            _write(f"on or after a cycle, not scheduled: {', '.join(result.cyclic)}\n")
+            out.append(f"on or after a cycle, not scheduled: {', '.join(result.cyclic)}\n")
         shape = "serial: one unit ready at a time" if result.serial else "parallel"
-        _write(
+        out.append(
             f"{shape}; at most {result.max_parallelism} at once"
-            f"{'; it has a cycle' if result.has_cycle else ''} (profile {_profile(args)})\n"
+            f"{'; it has a cycle' if result.has_cycle else ''} (profile {run_profile(args)})\n"
         )
+        return "".join(out)
 
-    emit(args, result.to_dict(extras=True), text)
+    emit(args, Report.of(result.to_dict(extras=True), text))
     return EXIT_FINDINGS if result.serial or result.has_cycle else EXIT_OK

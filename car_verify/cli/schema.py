@@ -4,13 +4,11 @@ generated from the model (for editors: docs/schema.md)."""
 from __future__ import annotations
 
 import argparse
-import json
-from typing import Any
 
-from ._common import EXIT_OK, _write
+from .options import EXIT_OK, Parser, Subcommands, write
 
 
-def add(sub: Any, profiled: Any) -> None:
+def add(sub: Subcommands, profiled: Parser) -> None:
     """Declare the command on the command line's subparsers."""
     from ..ir.schema import KINDS
 
@@ -27,7 +25,8 @@ def add(sub: Any, profiled: Any) -> None:
 
 def cmd_schema(args: argparse.Namespace) -> int:
     from ..ir.schema import json_schema
+    from ..reporters.json import dump
 
     # The format is the profiles' common input: both read the same files.
-    _write(json.dumps(json_schema(args.kind), indent=2, ensure_ascii=False) + "\n")
+    write(dump(json_schema(args.kind)))
     return EXIT_OK

@@ -3,22 +3,27 @@
 from __future__ import annotations
 
 import argparse
-import json
-from typing import Any
+from typing import TYPE_CHECKING
 
-from ._common import (
+from .options import (
     EXIT_OK,
-    _load_proposal,
-    _load_state,
-    _profile,
-    _write,
+    Parser,
+    Report,
+    Subcommands,
+    emit,
     format_option,
+    load_proposal,
+    load_state,
     proposal_argument,
+    run_profile,
     state_option,
 )
 
+if TYPE_CHECKING:
+    from ..base.values import JSONValue
 
-def add(sub: Any, profiled: Any) -> None:
+
+def add(sub: Subcommands, profiled: Parser) -> None:
     """Declare the command on the command line's subparsers."""
     p = sub.add_parser(
         "simulate", parents=[profiled], help="print the end state the executor would leave"
@@ -44,20 +49,21 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from ..api import simulate
 
     sim = simulate(
-        _load_proposal(args.proposal),
-        initial_state=_load_state(args.state),
-        profile=_profile(args),
+        load_proposal(args.proposal),
+        initial_state=load_state(args.state),
+        profile=run_profile(args),
     )
-    if args.explain or args.format == "text":
-        _write(f"{sim.explain()}\n(profile {sim.profile})\n")
-    elif args.trace:
+    doc: JSONValue
+    if args.trace:
         doc = {
             "state": sim.to_dict(),
             "trace": sim.trace_dicts(),
             "unwalked": sim.unwalked,
             "profile": sim.profile,
         }
-        _write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     else:
-        _write(json.dumps(sim.to_dict(), indent=2, ensure_ascii=False) + "\n")
+        doc = sim.to_dict()
+    if args.explain:  # --format text under its older name, whatever --format says
+        args.format = "text"
+    emit(args, Report.of(doc, lambda: f"{sim.explain()}\n(profile {sim.profile})\n"))
     return EXIT_OK

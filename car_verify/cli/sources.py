@@ -12,13 +12,15 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..base.errors import InputError, UsageError
 
 if TYPE_CHECKING:
     from ..base.findings import Issue
+    from ..base.values import JSONValue
     from ..ir.model import ActionProposal
+    from ..rules.tools import ToolRegistry
 
 __all__ = [
     "STDIN",
@@ -109,7 +111,7 @@ def _yaml_proposal(name: str) -> Source:
     return Source(proposal, name, positions)
 
 
-def json_input(name: str, kind: type, what: str) -> Any:
+def json_input(name: str, kind: type, what: str) -> JSONValue:
     """The JSON value in file ``name`` (``-``: stdin), which must be a ``kind``."""
     from ..ir.model import read_json
 
@@ -125,7 +127,7 @@ def json_input(name: str, kind: type, what: str) -> Any:
     return data
 
 
-def tools_input(name: str) -> Any:
+def tools_input(name: str) -> ToolRegistry:
     """The tool registry in file ``name`` (``-``: stdin)."""
     from ..rules.tools import ToolRegistry
 

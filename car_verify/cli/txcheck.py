@@ -3,24 +3,26 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from ..base.errors import InputError
-from ._common import (
+from .options import (
     EXIT_FINDINGS,
     EXIT_OK,
-    _load_proposal,
-    _load_state,
-    _profile,
-    _read_file,
-    _write,
+    Parser,
+    Report,
+    Subcommands,
+    emit,
     format_option,
+    load_json,
+    load_proposal,
+    load_state,
     proposal_argument,
+    run_profile,
     state_option,
 )
 
 
-def add(sub: Any, profiled: Any) -> None:
+def add(sub: Subcommands, profiled: Parser) -> None:
     """Declare the command on the command line's subparsers."""
     p = sub.add_parser(
         "txcheck", parents=[profiled], help="transactional hazards within or across proposals"
@@ -35,19 +37,19 @@ def add(sub: Any, profiled: Any) -> None:
 def cmd_txcheck(args: argparse.Namespace) -> int:
     from ..deciders.transactions import transaction_check
 
-    versions = None if args.versions is None else _read_file(args.versions, dict, "versions")
+    versions = None if args.versions is None else load_json(args.versions, dict, "versions")
     try:
         report = transaction_check(
-            [_load_proposal(p) for p in args.proposals],
+            [load_proposal(p) for p in args.proposals],
             versions=versions,
-            state=_load_state(args.state),
-            profile=_profile(args),
+            state=load_state(args.state),
+            profile=run_profile(args),
             **({} if len(args.proposals) == 1 else {"labels": args.proposals}),
         )
     except InputError as err:
         raise (err if err.source else err.with_source(args.versions or "")) from None
-    if args.format == "json":
-        _write(report.to_json() + "\n")
-    else:
-        _write(f"{report.explain()} (profile {report.profile.value})\n")
+    emit(
+        args,
+        Report.of(report.to_dict(), lambda: f"{report.explain()} (profile {report.profile})\n"),
+    )
     return EXIT_OK if report.clean else EXIT_FINDINGS

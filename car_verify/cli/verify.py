@@ -3,48 +3,60 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..base.errors import UsageError
-from ._common import (
+from .options import (
     EXIT_FINDINGS,
     EXIT_OK,
-    _color,
-    _docs_url,
-    _docs_url_option,
-    _findings_text,
-    _fix_files,
-    _fix_options,
-    _flow_files,
-    _labels_options,
-    _load_state,
-    _load_tools,
-    _named_inputs,
-    _non_negative,
-    _note,
-    _policies,
-    _positive,
-    _profile,
-    _read_file,
-    _report_options,
-    _schedules_option,
-    _show_settings,
-    _timeout_option,
-    _write,
-    _write_statistics,
+    Parser,
+    Report,
+    Subcommands,
+    color,
+    counted,
+    docs_url,
+    docs_url_option,
+    emit,
+    findings_text,
+    fix_files,
+    fix_options,
+    flow_files,
     format_option,
+    labels_options,
+    load_json,
+    load_state,
+    load_tools,
+    max_actions_option,
+    named_inputs,
+    note,
+    policies_for,
     policies_option,
     proposal_argument,
+    repeat_threshold_option,
+    report_options,
+    run_profile,
+    schedules_option,
+    show_settings,
     state_option,
+    timeout_option,
     tools_option,
 )
 
+if TYPE_CHECKING:
+    from ..api import VerificationResult
+    from ..base.findings import Issue
+    from ..base.values import JSONValue
+    from ..ir.model import ActionProposal
+    from ..plan.intent import Intent
+    from ..rules.policy import LoadedPolicies
+    from ..rules.tools import ToolRegistry
+    from .sources import Source
 
-def add(sub: Any, profiled: Any) -> None:
+
+def add(sub: Subcommands, profiled: Parser) -> None:
     """Declare the command on the command line's subparsers."""
     p = sub.add_parser(
         "verify", parents=[profiled], help="run the analysis passes and report issues"
@@ -52,23 +64,17 @@ def add(sub: Any, profiled: Any) -> None:
     proposal_argument(p, many=True)
     state_option(p)
     tools_option(p)
-    p.add_argument("--max-actions", type=_non_negative, metavar="N", help="action budget")
+    max_actions_option(p)
     format_option(p, ("text", "json", "sarif", "github"))
-    _docs_url_option(p)
-    _report_options(p)
-    _fix_options(p)
-    _timeout_option(p)
-    p.add_argument(
-        "--repeat-threshold",
-        type=_positive,
-        default=3,
-        metavar="N",
-        help="identical tool calls that count as a loop (default 3)",
-    )
+    docs_url_option(p)
+    report_options(p)
+    fix_options(p)
+    timeout_option(p)
+    repeat_threshold_option(p, 3)
     p.add_argument("--passes", metavar="A,B", help="run only these passes (comma-separated)")
     policies_option(p)
-    _schedules_option(p)
-    _labels_options(p)
+    schedules_option(p)
+    labels_options(p)
     p.set_defaults(run=cmd_verify)
 
 
@@ -77,10 +83,10 @@ def _note_no_policies(args: argparse.Namespace) -> None:
     that an error stays the one line on stderr)."""
     for where, loaded in getattr(args, "_policies_said", {}).items():
         if loaded is None:
-            _note(args, f"policies: no .car/policies at or above {where} (none applied)")
+            note(args, f"policies: no .car/policies at or above {where} (none applied)")
 
 
-def _note_unknown_names(args: argparse.Namespace, policies: Any, tools: Any) -> None:
+def _note_unknown_names(policies: LoadedPolicies, tools: ToolRegistry) -> None:
     """A rule naming a tool or parameter the registry lacks fails open: say so."""
     from ..rules.policy_analysis import unknown_names
 
@@ -88,7 +94,7 @@ def _note_unknown_names(args: argparse.Namespace, policies: Any, tools: Any) -> 
         sys.stderr.write(f"car-verify: warning: policies: {finding}\n")
 
 
-def _intent_file(args: argparse.Namespace) -> Any:
+def _intent_file(args: argparse.Namespace) -> tuple[Intent, tuple[str, ...]] | None:
     """The declared intent: ``--intent``, else the nearest ``.car/intent.json`` (said),
     unless ``--no-labels``; parsed, or None."""
     from ..base.config import INTENT_FILE, find_car_file
@@ -101,35 +107,33 @@ def _intent_file(args: argparse.Namespace) -> Any:
         if found is None:
             return None
         name = str(found)
-        _note(args, f"intent: {found} (--no-labels to skip)")
+        note(args, f"intent: {found} (--no-labels to skip)")
     from ..plan.intent import parse_intent_file
 
-    with _named_inputs({"intent": name}):
-        return parse_intent_file(_read_file(name, dict, "intent"))
+    with named_inputs({"intent": name}):
+        return parse_intent_file(load_json(name, dict, "intent"))
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from ..api import verify
-    from ..reporters import render_json
-    from ..reporters.text import verdict_line
     from .sources import proposal_input
 
     passes = [p.strip() for p in args.passes.split(",") if p.strip()] if args.passes else None
     if args.show_settings:
-        return _show_settings(args, _verify_settings(args, passes))
-    tools, state = _load_tools(args.tools), _load_state(args.state)
-    profile = _profile(args)  # resolved once: it may read the configuration file
+        return show_settings(args, _verify_settings(args, passes))
+    tools, state = load_tools(args.tools), load_state(args.state)
+    profile = run_profile(args)  # resolved once: it may read the configuration file
     if args.fix or args.diff:
-        changed = _fix_files(args, args.proposals, state, profile)
+        changed = fix_files(args, args.proposals, state, profile)
         if args.diff:
             return EXIT_FINDINGS if changed else EXIT_OK
     # Every input is read before anything is checked: a bad one is the error, alone.
     sources = [proposal_input(name) for name in args.proposals]
-    chosen = {id(s): _policies(args, s.path) for s in sources}  # per file, as ruff does
+    chosen = {id(s): policies_for(args, s.path) for s in sources}  # per file, as ruff does
     for policies in {id(p): p for p in chosen.values() if p is not None}.values():
         if tools is not None:
-            _note_unknown_names(args, policies, tools)
-    labels, flow_policy = _flow_files(args)
+            _note_unknown_names(policies, tools)
+    labels, flow_policy = flow_files(args)
     intent = _intent_file(args)
     from ..base.progress import progress
 
@@ -159,43 +163,47 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 raise UsageError(f"a pass asked for cannot run ({why})")
         results.append(result)
     shown.close()
-    several = len(sources) > 1
-    if args.statistics and args.format in ("text", "json"):
-        found = [i for s, r in zip(sources, results, strict=True) for i in s.locate(r.issues)]
-        summary = verdict_line(results[0]) if not several else _verdicts(results)
-        _write_statistics(args, found, summary)
-    elif args.format == "json":  # one file: exactly the wire object (docs/semantics.md §7)
-        if several:
-            docs = [
-                {"file": s.label, "result": r.to_dict()}
-                for s, r in zip(sources, results, strict=True)
-            ]
-            _write(json.dumps(docs, indent=2, ensure_ascii=False) + "\n")
-        else:
-            _write(render_json(results[0]))
-    else:
-        found = [i for s, r in zip(sources, results, strict=True) for i in s.locate(r.issues)]
-        artifact = sources[0].path if not several else None
-        if args.format == "sarif":
-            from ..reporters.sarif import sarif
-
-            _write(sarif(found, artifact=artifact, docs_url=_docs_url(args)))
-        elif args.format == "github":
-            from ..reporters.github import render_github
-
-            _write(render_github(found, artifact=artifact))
-        elif several:
-            for source, result in zip(sources, results, strict=True):
-                summary = f"{source.label}: {verdict_line(result)}"
-                _write(_findings_text(args, source.locate(result.issues), summary))
-        else:
-            summary = verdict_line(results[0]) if not several else _verdicts(results)
-            _write(_findings_text(args, found, summary))
+    emit(args, _report(args, sources, results))
     _note_no_policies(args)
     return EXIT_OK if all(r.valid for r in results) else EXIT_FINDINGS
 
 
-def _verdicts(results: Sequence[Any]) -> str:
+def _report(
+    args: argparse.Namespace, sources: Sequence[Source], results: Sequence[VerificationResult]
+) -> Report:
+    """What verify found, for every format: one file's result is its wire object in
+    JSON (docs/semantics.md §7) and its findings then its verdict in text; several
+    files' are a list of ``{file, result}`` and each file's findings and verdict."""
+    from ..reporters.json import dump
+    from ..reporters.text import verdict_line
+
+    pairs = list(zip(sources, results, strict=True))
+    found: list[Issue] = [i for s, r in pairs for i in s.locate(r.issues)]
+    if len(pairs) == 1:
+        summary = verdict_line(results[0])
+        report = Report(
+            lambda: findings_text(args, found, summary),
+            lambda: dump(results[0].to_dict()),
+            findings=found,
+            artifact=sources[0].path,
+        )
+    else:
+        summary = _verdicts(results)
+
+        def text() -> str:
+            return "".join(
+                findings_text(args, s.locate(r.issues), f"{s.label}: {verdict_line(r)}")
+                for s, r in pairs
+            )
+
+        def json() -> str:
+            return dump([{"file": s.label, "result": r.to_dict()} for s, r in pairs])
+
+        report = Report(text, json, findings=found)
+    return counted(args, report, summary)
+
+
+def _verdicts(results: Sequence[VerificationResult]) -> str:
     """The verdict over several files: how many are invalid."""
     from ..base.values import plural
 
@@ -203,14 +211,14 @@ def _verdicts(results: Sequence[Any]) -> str:
     return f"{'invalid' if bad else 'valid'}: {bad} of {plural(len(results), 'file')} invalid"
 
 
-def _verify_settings(args: argparse.Namespace, passes: list[str] | None) -> dict[str, Any]:
+def _verify_settings(args: argparse.Namespace, passes: list[str] | None) -> dict[str, JSONValue]:
     """What ``verify`` would run with: the profile and where it came from, the
     configuration and policies found, the inputs and limits."""
     from ..base.config import find_config, find_policies
 
     config = find_config()
     if args.no_policies:
-        policies: Any = None
+        policies: str | None = None
     elif args.policies is not None:
         policies = str(Path(args.policies).resolve())
     else:
@@ -234,7 +242,7 @@ def _verify_settings(args: argparse.Namespace, passes: list[str] | None) -> dict
         near, _ = find_car_file(INTENT_FILE)
         intent = None if near is None else str(near)
     return {
-        "profile": _profile(args),
+        "profile": run_profile(args),
         "profile-from": _profile_source(args),
         "config": None if config is None else str(config),
         "policies": policies,
@@ -246,13 +254,13 @@ def _verify_settings(args: argparse.Namespace, passes: list[str] | None) -> dict
         "max-actions": args.max_actions,
         "passes": passes,
         "repeat-threshold": args.repeat_threshold,
-        "docs-url": _docs_url(args),
-        "color": _color(args),
+        "docs-url": docs_url(args),
+        "color": color(args),
     }
 
 
 def _profile_source(args: argparse.Namespace) -> str:
-    _profile(args)
+    run_profile(args)
     return str(args._resolved_profile[1])
 
 
@@ -261,7 +269,7 @@ def _profile_source(args: argparse.Namespace) -> str:
 LARGE_PROPOSAL = 5_000
 
 
-def _say_when_large(proposal: Any, files: int) -> None:
+def _say_when_large(proposal: ActionProposal, files: int) -> None:
     """On a terminal, say that a large lone proposal is being checked (several
     files have their own progress bar)."""
     count = len(getattr(proposal, "actions", ()))

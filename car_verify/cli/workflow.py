@@ -5,25 +5,32 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..base.errors import UsageError
-from ._common import (
+from .options import (
     EXIT_FINDINGS,
     EXIT_OK,
     EXIT_UNKNOWN,
-    _named_inputs,
-    _note,
-    _positive,
-    _profile,
-    _read_file,
-    _write,
+    Parser,
+    Report,
+    Subcommands,
     emit,
     format_option,
+    load_json,
+    max_states_option,
+    named_inputs,
+    note,
+    output_option,
+    renamed_option,
+    run_profile,
 )
 
+if TYPE_CHECKING:
+    from ..base.values import JSONObject, JSONValue
 
-def add(sub: Any, profiled: Any) -> None:
+
+def add(sub: Subcommands, profiled: Parser) -> None:
     """Declare the command on the command line's subparsers."""
     p = sub.add_parser(
         "workflow",
@@ -39,7 +46,17 @@ def add(sub: Any, profiled: Any) -> None:
         "module (default: each .car/workflows/*.json, with .car/workflow-policies.json)",
     )
     p.add_argument(
-        "--policies", metavar="POLICIES.json", help="[{kind: precedes, earlier, later, name?}]"
+        "--workflow-policies",
+        metavar="POLICIES.json",
+        help="[{kind: precedes, earlier, later, name?}] (default with no GRAPH: "
+        ".car/workflow-policies.json)",
+    )
+    renamed_option(
+        p,
+        "--policies",
+        "--workflow-policies",
+        "workflow_policies",
+        "--policies names a policy directory in every other command",
     )
     p.add_argument(
         "--rule",
@@ -48,17 +65,12 @@ def add(sub: Any, profiled: Any) -> None:
         help="a trace rule checked over every path from the entry, loops included "
         "(entering a stage is a call of its name; repeatable)",
     )
-    p.add_argument(
-        "--max-states",
-        metavar="N",
-        type=_positive,
-        default=None,
-        help="the most (stage, monitor state) pairs the search of one --rule visits; past "
+    max_states_option(
+        p,
+        "the most (stage, monitor state) pairs the search of one --rule visits; past "
         "it the rule is unknown, exit 3 (default 1,000,000)",
     )
-    p.add_argument(
-        "-o", "--output", metavar="OUT.svg", help="draw the graph (.dot/.svg/.png), the witness red"
-    )
+    output_option(p, "OUT.svg", "draw the graph (.dot/.svg/.png), the witness red")
     format_option(p, ("text", "json"))
     p.set_defaults(run=cmd_workflow)
 
@@ -75,40 +87,41 @@ def _found_workflows(args: argparse.Namespace) -> int:
     graphs = sorted(folder.glob("*.json"))
     if not graphs:
         raise UsageError(f"{folder} holds no *.json workflow graph")
-    if args.policies is None:
+    if args.workflow_policies is None:
         near = folder.parent / "workflow-policies.json"
         if near.is_file():
-            args.policies = str(near)
+            args.workflow_policies = str(near)
     worst = EXIT_OK
     for graph in graphs:
-        _note(args, f"workflow: {graph}" + (f" with {args.policies}" if args.policies else ""))
+        with_policies = f" with {args.workflow_policies}" if args.workflow_policies else ""
+        note(args, f"workflow: {graph}{with_policies}")
         args.graph = str(graph)
         worst = max(worst, cmd_workflow(args))
     return worst
 
 
-def _runtime_workflow(args: argparse.Namespace, doc: dict[str, Any]) -> int:
+def _runtime_workflow(args: argparse.Namespace, doc: JSONObject) -> int:
     from ..deciders.workflow import verify_workflow
 
-    if args.policies or args.rule or args.output:
+    if args.workflow_policies or args.rule or args.output:
         raise UsageError(
-            "--policies, --rule and -o read the graph format {entry, terminals, stages, "
-            "edges}; this file is the runtime's workflow format"
+            "--workflow-policies, --rule and -o read the graph format {entry, terminals, "
+            "stages, edges}; this file is the runtime's workflow format"
         )
-    with _named_inputs({"workflow": args.graph}):
-        report = verify_workflow(doc, profile=_profile(args))
+    with named_inputs({"workflow": args.graph}):
+        report = verify_workflow(doc, profile=run_profile(args))
 
-    def text() -> None:
-        for issue in report.issues:
-            _write(f"{issue}\n")
-        for finding in report.semantic:
-            _write(f"note: {finding}\n")
+    def text() -> str:
+        out = [f"{issue}\n" for issue in report.issues]
+        out += [f"note: {finding}\n" for finding in report.semantic]
         cycles = "; it has cycles" if report.has_cycles else ""
         verdict = "valid" if report.valid else "invalid"
         reached = len(report.reachable_stages)
-        _write(f"{verdict}: {reached} stages reachable{cycles} (profile {_profile(args)})\n")
+        profile = run_profile(args)
+        out.append(f"{verdict}: {reached} stages reachable{cycles} (profile {profile})\n")
+        return "".join(out)
 
-    emit(args, report.to_dict(), text)
+    emit(args, Report.of(report.to_dict(), text))
     return EXIT_OK if report.valid else EXIT_FINDINGS
 
 
@@ -127,15 +140,16 @@ def cmd_workflow(args: argparse.Namespace) -> int:
         return _found_workflows(args)
     doc = _graph_object(args.graph)
     if doc is None:
-        doc = _read_file(args.graph, dict, "workflow graph")
+        doc = load_json(args.graph, dict, "workflow graph")
     if "start" in doc:  # the runtime's workflow format (stages with steps)
         return _runtime_workflow(args, doc)
-    with _named_inputs({"graph": args.graph, "policies": args.policies}):
+    with named_inputs({"graph": args.graph, "policies": args.workflow_policies}):
         graph = parse_graph(doc)
         report = verify_workflow_graph(graph)
         policies = None
-        if args.policies is not None:
-            policies = check_workflow_policies(graph, _read_file(args.policies, list, "policies"))
+        if args.workflow_policies is not None:
+            rules = load_json(args.workflow_policies, list, "policies")
+            policies = check_workflow_policies(graph, rules)
     traced = None
     if args.rule:
         from ..rules.trace import parse_trace_rule
@@ -175,7 +189,7 @@ def cmd_workflow(args: argparse.Namespace) -> int:
 
         title = "sound" if ok else "first witness in red"
         write(workflow_to_dot(graph, witness=witness, title=title), args.output)
-    out: dict[str, Any] = report.to_dict()
+    out: dict[str, JSONValue] = report.to_dict()
     unreached = unreachable_paths(graph) if report.defects else {}
     if unreached:
         out["unreachable_paths"] = {k: list(v) for k, v in unreached.items()}
@@ -184,7 +198,8 @@ def cmd_workflow(args: argparse.Namespace) -> int:
     if traced is not None:
         out["trace_rules"] = traced.to_dict()
 
-    def text() -> None:
+    def text() -> str:
+        lines = []
         for d in report.defects:
             path = f" (path: {' -> '.join(d.witness)})" if d.witness else ""
             if d.kind == "unreachable_stage":
@@ -194,13 +209,13 @@ def cmd_workflow(args: argparse.Namespace) -> int:
                     if len(led) > 1
                     else " (no edge leads to it)"
                 )
-            _write(f"{d.kind}: {d.explanation}{path}\n")
+            lines.append(f"{d.kind}: {d.explanation}{path}\n")
         for v in policies.violations if policies else []:
-            _write(f"policy {v.policy!r}: {v.explanation} (path: {' -> '.join(v.witness)})\n")
+            lines.append(f"policy {v.policy!r}: {v.explanation} (path: {' -> '.join(v.witness)})\n")
         for c in traced.counterexamples if traced else []:
-            _write(f"trace rule {c.rule!r}: {c.message} (path: {_path_text(c.path)})\n")
+            lines.append(f"trace rule {c.rule!r}: {c.message} (path: {_path_text(c.path)})\n")
         for u in traced.unknown if traced else []:
-            _write(f"trace rule {u.rule!r}: {u.message}\n")
+            lines.append(f"trace rule {u.rule!r}: {u.message}\n")
         parts = ["sound" if report.sound else f"unsound: {len(report.defects)} defects"]
         if policies is not None:
             parts.append(
@@ -215,9 +230,10 @@ def cmd_workflow(args: argparse.Namespace) -> int:
                 parts.append(f"{len(traced.counterexamples)} trace rules broken")
             if traced.unknown:
                 parts.append(f"{len(traced.unknown)} trace rules unknown")
-        _write("; ".join(parts) + f" (profile {_profile(args)})\n")
+        lines.append("; ".join(parts) + f" (profile {run_profile(args)})\n")
+        return "".join(lines)
 
-    emit(args, out, text)
+    emit(args, Report.of(out, text))
     if ok:
         return EXIT_OK
     decided = not (traced is not None and traced.unknown and not traced.counterexamples)
@@ -226,7 +242,7 @@ def cmd_workflow(args: argparse.Namespace) -> int:
     return EXIT_UNKNOWN
 
 
-def _graph_object(given: str) -> dict[str, Any] | None:
+def _graph_object(given: str) -> JSONObject | None:
     """``module:attr`` that names no file: the LangGraph graph that module holds, as
     a workflow graph; None for a file (or anything else, read as a file)."""
     import os
@@ -241,7 +257,7 @@ def _graph_object(given: str) -> dict[str, Any] | None:
 
     sys.path.insert(0, os.getcwd())  # a module of the project the command runs in
     try:
-        found: Any = importlib.import_module(module)
+        found: object = importlib.import_module(module)
     except ImportError as err:
         raise UsageError(f"GRAPH {given}: cannot import {module!r} ({err})") from None
     finally:

@@ -47,11 +47,15 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..base.errors import InputError, UsageError
 from ..importers.base import MAX_FILE, MAX_RECORD, Bounds, count_records
 from ..semantics.profiles import DEFAULT_PROFILE
+
+if TYPE_CHECKING:
+    from ..base.config import ProfileName
+    from ..semantics import ProfileLike
 
 #: ``tool_rates.json``'s ``format``: ``car-verify risk --history OUT/`` reads it.
 RATES_FORMAT = "car-verify tool rates"
@@ -64,7 +68,7 @@ SUFFIXES = (".json", ".jsonl", ".ndjson", ".parquet", ".json.gz", ".jsonl.gz", "
 class AuditSettings:
     """What each trajectory is checked with (picklable: it travels to workers)."""
 
-    profile: str = DEFAULT_PROFILE.value
+    profile: ProfileName = DEFAULT_PROFILE.value
     policies: str | None = None  # a policy directory
     #: A second policy directory: what changing ``policies`` to it would do.
     compare_policies: str | None = None
@@ -361,7 +365,7 @@ def _engine(settings: AuditSettings, directory: str | None = None) -> Any:
     return load_policies(chosen).engine()
 
 
-def _held(trajectory: Any, engine: Any, profile: str) -> dict[str, list[str]]:
+def _held(trajectory: Any, engine: Any, profile: ProfileLike) -> dict[str, list[str]]:
     """Action id -> the rules that hold it back: the run's calls replayed in order
     through the gate (a fresh one per trajectory; every call in one rate window),
     each admitted call reporting the outcome the run recorded. ``profile`` is not
@@ -390,7 +394,9 @@ def _held(trajectory: Any, engine: Any, profile: str) -> dict[str, list[str]]:
     return held
 
 
-def _replay_rows(trajectory: Any, old: Any, new: Any, profile: str) -> Iterator[dict[str, Any]]:
+def _replay_rows(
+    trajectory: Any, old: Any, new: Any, profile: ProfileLike
+) -> Iterator[dict[str, Any]]:
     """What changing the policies from ``old`` to ``new`` does to each call."""
     before, after = _held(trajectory, old, profile), _held(trajectory, new, profile)
     for n, call in enumerate(trajectory.calls, 1):

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..base.codes import CODES
-from ..base.config import find_config, read_settings, setting_profile
+from ..base.config import ProfileName, find_config, read_settings, setting_profile
 from ..base.errors import InputError, format_path, is_too_deep, json_pointer, too_deep
 from ..base.findings import Issue, Location, Severity
 from ..semantics.profiles import DEFAULT_PROFILE
@@ -71,7 +71,7 @@ class LintConfig:
     force_exclude: bool = False
     fail_on: str = "error"
     #: ``car`` or ``strict`` (docs/semantics.md §9); ``None``: not set here.
-    profile: str | None = None
+    profile: ProfileName | None = None
 
 
 _KEYS = {
@@ -655,7 +655,7 @@ def _file(
     (result.suppressed if by_path or by_action else result.findings).append(finding)
 
 
-def lint_column(name: str, profile: str) -> str:
+def lint_column(name: str, profile: ProfileName) -> str:
     """The severity ``lint`` gives code ``name`` under ``profile`` by default (``-``:
     not reported), as a table cell: verify's, except an ``info`` note the code
     table's ``lint`` column raises (docs/lint.md)."""

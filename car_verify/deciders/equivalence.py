@@ -32,7 +32,7 @@ from ..base.errors import InputError, UsageError, deep_values_are_input_errors
 from ..base.findings import Tier
 from ..base.values import ABSENT, json_equal
 from ..ir.model import load
-from ..semantics import Profile, semantics_of
+from ..semantics import ProfileLike, semantics_of
 from ..semantics.base import Semantics
 from ..semantics.profiles import DEFAULT_PROFILE
 
@@ -130,7 +130,7 @@ def equivalent(
     method: Method = "auto",
     *,
     timeout_ms: int = 30_000,
-    profile: str | Profile | Semantics | None = None,
+    profile: ProfileLike = None,
     probe_constants: bool = False,
 ) -> EquivalenceResult:
     """Compare the ``simulate`` end states of two proposals (see the module docs),
@@ -212,7 +212,7 @@ def _sampled(a: Any, b: Any, probes: list[dict[str, Any]], sem: Semantics) -> Eq
     return EquivalenceResult(True, Tier.SAMPLED, "sampled", probes=len(probes))
 
 
-def named_probes(proposals: Sequence[Any], profile: Any = None) -> list[dict[str, Any]]:
+def named_probes(proposals: Sequence[Any], profile: ProfileLike = None) -> list[dict[str, Any]]:
     """Probe states built from the constants the proposals name: for every state
     key they test, read or write, the values of their preconditions (an
     assertion's too), assumptions and effects, and each number's and boolean's

@@ -32,7 +32,7 @@ from typing import Any
 from ..api import verify
 from ..base.errors import deep_values_are_input_errors
 from ..ir.model import load_parsed
-from ..semantics import Profile, profile_of
+from ..semantics import ProfileLike, profile_of
 
 __all__ = ["Fix", "FixResult", "dump_like", "fix_document", "unified_diff"]
 
@@ -91,7 +91,7 @@ def fix_document(
     document: Mapping[str, Any],
     *,
     initial_state: Mapping[str, Any] | None = None,
-    profile: str | Profile | None = None,
+    profile: ProfileLike = None,
     timeout_ms: int = 30_000,
 ) -> FixResult:
     """The safe repairs of the proposal ``document`` (parsed JSON; not modified)."""
@@ -109,7 +109,10 @@ def fix_document(
 
 
 def _remove_phantoms(
-    result: FixResult, initial_state: Mapping[str, Any] | None, profile: Profile, timeout_ms: int
+    result: FixResult,
+    initial_state: Mapping[str, Any] | None,
+    profile: ProfileLike,
+    timeout_ms: int,
 ) -> None:
     from .optimize import optimize
 
@@ -137,7 +140,7 @@ def _remove_phantoms(
 
 
 def _changes_the_end_state(
-    before: Mapping[str, Any], after: Mapping[str, Any], profile: Profile, timeout_ms: int
+    before: Mapping[str, Any], after: Mapping[str, Any], profile: ProfileLike, timeout_ms: int
 ) -> str | None:
     """None when z3 proves the two plans leave the same end state in every initial
     state (on the profile's walk); otherwise why not (a counterexample state)."""
@@ -157,13 +160,18 @@ def _changes_the_end_state(
     return f"changes the end state, e.g. from {json.dumps(same.counterexample)}"
 
 
-def _signature(doc: Mapping[str, Any], state: Mapping[str, Any] | None, profile: Profile) -> Any:
+def _signature(
+    doc: Mapping[str, Any], state: Mapping[str, Any] | None, profile: ProfileLike
+) -> Any:
     checked = verify(load_parsed(copy.deepcopy(dict(doc))), initial_state=state, profile=profile)
     return checked, {(i.action_id, i.code, i.severity.value, i.message) for i in checked.issues}
 
 
 def _order_writers(
-    result: FixResult, initial_state: Mapping[str, Any] | None, timeout_ms: int, profile: Profile
+    result: FixResult,
+    initial_state: Mapping[str, Any] | None,
+    timeout_ms: int,
+    profile: ProfileLike,
 ) -> None:
     from ..semantics import semantics_of
 

@@ -25,7 +25,7 @@ from ..base.errors import deep_values_are_input_errors
 from ..base.values import json_equal
 from ..ir.model import ActionProposal, load, load_parsed
 from ..passes import Context, Pass, Preserves
-from ..semantics import Profile, semantics_of
+from ..semantics import ProfileLike, semantics_of
 from ..semantics.base import Semantics
 from ..semantics.dag import Dag
 from ..semantics.strict import phantom_entries
@@ -94,7 +94,7 @@ def optimize(
     proposal: ProposalLike,
     *,
     initial_state: Mapping[str, Any] | None = None,
-    profile: str | Profile | None = None,
+    profile: ProfileLike = None,
 ) -> OptimizeResult:
     """Remove the ``state_dependencies`` entries the profile calls removable.
 
@@ -246,7 +246,7 @@ def _verify(
 
 
 def proves_guarantee(
-    original: ProposalLike, optimized: ProposalLike, *, profile: object = None
+    original: ProposalLike, optimized: ProposalLike, *, profile: ProfileLike = None
 ) -> bool | None:
     """Decide with z3: in every initial state where ``original`` runs with no blocked
     action, both proposals reach the same ``simulate`` end state under the profile's

@@ -31,12 +31,14 @@ import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..base.display import HtmlDisplay
 from ..base.errors import InputError
 from ..ir.model import ActionProposal, CostTarget, load, timestamp_utc, weighted_score
-from ..semantics.base import Semantics
+
+if TYPE_CHECKING:
+    from ..semantics import ProfileLike
 
 __all__ = ["ScoredProposal", "rank_proposals", "token_estimate"]
 
@@ -132,7 +134,7 @@ def _score(
     timestamp_given: bool,
     tools: Sequence[str] | None,
     weight: float,
-    profile: Semantics,
+    profile: ProfileLike,
 ) -> ScoredProposal:
     from ..api import verify
 
@@ -207,7 +209,7 @@ def rank_proposals(
     tools: Iterable[str] | None = None,
     cost_weight: float | None = None,
     *,
-    profile: str | Semantics | None = None,
+    profile: ProfileLike = None,
 ) -> list[ScoredProposal]:
     """Score each candidate and rank them, best first (see the module's rules).
 

@@ -24,7 +24,7 @@ from ..base.display import HtmlDisplay
 from ..base.errors import InputError, UsageError, deep_values_are_input_errors
 from ..base.values import ABSENT, format_value, json_equal
 from ..ir.model import ActionProposal, load
-from ..semantics import Profile, semantics_of
+from ..semantics import Profile, ProfileLike, profile_of, semantics_of
 from ..semantics.base import TxConflict
 from ..semantics.profiles import DEFAULT_PROFILE
 
@@ -198,7 +198,7 @@ def _own_check_report(
     found: list[TxConflict],
     versions: dict[str, int],
     state: dict[str, Any] | None,
-    profile: Profile,
+    profile: ProfileLike,
 ) -> TransactionReport:
     """A profile's own check of one proposal (the runtime's, under car) as a report:
     its conflicts in its order, with the runtime's explanations and resolutions."""
@@ -231,7 +231,7 @@ def _own_check_report(
                 resolution.format(**fill),
             )
         )
-    return TransactionReport([model.id], hazards, profile)
+    return TransactionReport([model.id], hazards, profile_of(profile))
 
 
 @deep_values_are_input_errors
@@ -240,7 +240,7 @@ def transaction_check(
     *,
     versions: Mapping[str, Any] | None = None,
     state: Mapping[str, Any] | None = None,
-    profile: str | Profile | None = None,
+    profile: ProfileLike = None,
     labels: Sequence[str] | None = None,
 ) -> TransactionReport:
     """Check one proposal, or several from concurrent agents, for transactional hazards.

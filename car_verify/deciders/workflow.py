@@ -40,10 +40,13 @@ import json
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, overload
+from typing import TYPE_CHECKING, Any, Final, overload
 
 from ..base.errors import InputError, deep_values_are_input_errors, reject_unknown_fields
 from ..semantics.car import rust_debug_str as _rust_debug
+
+if TYPE_CHECKING:
+    from ..semantics import ProfileLike
 
 
 @dataclass(frozen=True, slots=True)
@@ -851,7 +854,7 @@ def _read_workflow(doc: Any, where: Where, sem: Any) -> Workflow:
 
 
 @deep_values_are_input_errors
-def verify_workflow(workflow: Any, *, profile: object = None) -> WorkflowReport:
+def verify_workflow(workflow: Any, *, profile: ProfileLike = None) -> WorkflowReport:
     """The runtime's static check of its workflow format ``{id, name, start,
     stages: [{id, name, step: {type, ...}}], edges: [{from, to}]}``.
 

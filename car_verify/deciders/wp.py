@@ -19,6 +19,7 @@ from ..ir.model import load
 from ..semantics.value_domain import constant_text
 
 if TYPE_CHECKING:
+    from ..semantics import ProfileLike
     from ..semantics.symbolic import Encoder, Questions
 
 __all__ = ["Condition", "runs_unblocked"]
@@ -64,7 +65,7 @@ def runs_unblocked(
     action: str | None = None,
     *,
     timeout_ms: int = 30_000,
-    profile: object = None,
+    profile: ProfileLike = None,
 ) -> Condition:
     """The weakest precondition for ``action`` (or every action) to run unblocked,
     over the walk of the profile's semantics (``car`` by default, or ``strict``)."""

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..base.codes import Code, lookup
 from ..base.errors import TOO_DEEP, CarVerifyError, InputError, PassError, UsageError, json_pointer
@@ -36,6 +36,9 @@ from ..semantics import semantics_of
 from ..semantics.base import Semantics
 from ..semantics.dag import Dag
 from ..semantics.walk import Walk, walk
+
+if TYPE_CHECKING:
+    from ..base.config import ProfileName
 
 __all__ = [
     "CheckRecord",
@@ -172,7 +175,7 @@ class Context:
         #: The semantics the passes run under (its DAG, its walk, its severities).
         self.semantics: Semantics = semantics_of(semantics)
         #: Its profile's name.
-        self.profile: str = self.semantics.profile.value
+        self.profile: ProfileName = self.semantics.profile.value
         self.initial_state: dict[str, Any] = dict(initial_state or {})
         self.state_given = initial_state is not None
         self.options = options or Options()

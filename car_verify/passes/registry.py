@@ -11,10 +11,15 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from ..base.codes import register_codes
+from ..base.config import PROFILES
 from ..base.errors import UsageError
 from . import Context, Pass, Requirement
+
+if TYPE_CHECKING:
+    from ..base.config import ProfileName
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -173,16 +178,16 @@ def profiles_of(cls: type[Pass]) -> list[str]:
     """The profiles under which ``cls`` can report something: those whose column of
     the code table gives one of its codes a severity (every profile for a pass whose
     codes are its input's, the policies')."""
-    return [p for p in ("car", "strict") if _reports_under(cls, p)]
+    return [p for p in PROFILES if _reports_under(cls, p)]
 
 
-def _reports_under(cls: type[Pass], profile: str) -> bool:
+def _reports_under(cls: type[Pass], profile: ProfileName) -> bool:
     if cls.dynamic_codes or not cls.codes:
         return True
     return any(_severity_in(code, profile) is not None for code in cls.codes)
 
 
-def _severity_in(code: str, profile: str) -> object:
+def _severity_in(code: str, profile: ProfileName) -> object:
     from ..base.codes import CODES
 
     spec = CODES.get(code)
@@ -190,7 +195,7 @@ def _severity_in(code: str, profile: str) -> object:
 
 
 def default_passes(
-    profile: str, given: Callable[[Requirement], bool] = lambda _: False
+    profile: ProfileName, given: Callable[[Requirement], bool] = lambda _: False
 ) -> list[type[Pass]]:
     """The passes a run under ``profile`` gets when it names none: the default ones,
     and those whose ``when_given`` input ``given`` says is there. Every pass runs
@@ -238,7 +243,7 @@ def resolve_passes(selection: Iterable[str | Pass | type[Pass]] | None, ctx: Con
 
 @functools.lru_cache(maxsize=64)
 def _default_instances(
-    profile: str, given: frozenset[Requirement], build: int
+    profile: ProfileName, given: frozenset[Requirement], build: int
 ) -> tuple[Pass | type[Pass], ...]:
     """The default passes of ``profile`` with inputs ``given``, chosen once per
     build of the registry: every verify of a small plan asked the

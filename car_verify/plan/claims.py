@@ -40,8 +40,8 @@ from ..base.errors import InputError, deep_values_are_input_errors, reject_unkno
 from ..semantics import semantics_of
 
 if TYPE_CHECKING:
+    from ..semantics import ProfileLike
     from ..semantics.base import Semantics
-    from ..semantics.profiles import Profile
 
 
 def _object(
@@ -287,7 +287,7 @@ def judge_goal(
 
 
 @deep_values_are_input_errors
-def evaluate_goal(request: Any, *, profile: str | Profile | Semantics | None = None) -> GoalVerdict:
+def evaluate_goal(request: Any, *, profile: ProfileLike = None) -> GoalVerdict:
     """A goal condition's verdict on gathered inputs (see the module docs), its
     values compared as ``profile`` reads a goal (``car``, the default: as the
     runtime's ``evaluate_goal`` does)."""

@@ -38,7 +38,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ..base.errors import (
     InputError,
@@ -46,6 +46,9 @@ from ..base.errors import (
     deep_values_are_input_errors,
     reject_unknown_fields,
 )
+
+if TYPE_CHECKING:
+    from ..semantics import ProfileLike
 
 _OP_FIELDS: Final = (
     "id", "agent", "read_set", "write_set", "tools_read", "tools_written", "depends_on",
@@ -434,7 +437,7 @@ def _remedy(anomaly: Mapping[str, Any]) -> dict[str, Any]:
     return {"kind": "serialize_writers", "ops": ops, "key": key}
 
 
-def ops_from_proposal(proposal: Any, *, profile: object = None) -> list[AgentOp]:
+def ops_from_proposal(proposal: Any, *, profile: ProfileLike = None) -> list[AgentOp]:
     """The ops of a proposal's actions: reads and writes as ``transaction_check``
     reads them, ``depends_on`` the DAG's predecessors, and each level one step of
     time (an action reads when its level starts and commits when it ends)."""

@@ -59,7 +59,7 @@ from ..base.errors import (
     reject_unknown_fields,
 )
 from ..ir.model import ActionProposal, load
-from ..semantics import semantics_of
+from ..semantics import ProfileLike, semantics_of
 from ..semantics.base import Semantics
 from ..semantics.car import car_writes
 from ..semantics.profiles import DEFAULT_PROFILE
@@ -541,7 +541,7 @@ def check_information_flow(
     labels: Any,
     policy: Any = None,
     *,
-    profile: object = None,
+    profile: ProfileLike = None,
 ) -> FlowReport:
     """The flow checks (see the module docs)."""
     sem = semantics_of(profile)

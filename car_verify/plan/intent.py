@@ -39,7 +39,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from ..base.errors import (
     InputError,
@@ -47,6 +47,9 @@ from ..base.errors import (
     deep_values_are_input_errors,
     reject_unknown_fields,
 )
+
+if TYPE_CHECKING:
+    from ..semantics import ProfileLike
 
 _INTENT_FIELDS: Final = ("allowed_tools", "allowed_resources", "forbidden_capabilities")
 _ACTION_FIELDS: Final = ("id", "tool", "targets", "capabilities", "depends_on", "untrusted")
@@ -273,7 +276,7 @@ def plan_actions(
 
 
 @deep_values_are_input_errors
-def check_intent_plan(request: Any, *, profile: object = None) -> IntentReport:
+def check_intent_plan(request: Any, *, profile: ProfileLike = None) -> IntentReport:
     """The intent check over a proposal's actions (see the module docs)."""
     from ..ir.model import load
     from ..semantics import semantics_of

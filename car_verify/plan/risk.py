@@ -68,7 +68,7 @@ from ..base.errors import InputError, UsageError, deep_values_are_input_errors
 from ..base.findings import Tier
 from ..base.progress import Progress
 from ..ir.model import ActionProposal, load
-from ..semantics import semantics_of
+from ..semantics import ProfileLike, semantics_of
 from ..semantics.base import Semantics
 from ..semantics.dag import Dag
 from ..semantics.walk import GOING, STOPPED, Dispatch, Walk, blockers, next_phase, schedule, walk
@@ -1106,7 +1106,7 @@ def risk(
     *,
     method: str = "auto",
     budget: int = DEFAULT_BUDGET,
-    profile: object = None,
+    profile: ProfileLike = None,
     history: History | None = None,
     sensitivity: bool = False,
     failure_behavior: bool = False,

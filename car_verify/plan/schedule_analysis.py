@@ -32,9 +32,12 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..base.errors import InputError, reject_unknown_fields
+
+if TYPE_CHECKING:
+    from ..semantics import ProfileLike
 
 __all__ = ["ScheduleAnalysis", "Unit", "analyze_schedule", "parse_schedule", "schedule_of"]
 
@@ -166,7 +169,7 @@ def analyze_schedule(graph: Any) -> ScheduleAnalysis:
     )
 
 
-def schedule_of(proposal: Any, *, profile: object = None, durations: Any = None) -> list[Unit]:
+def schedule_of(proposal: Any, *, profile: ProfileLike = None, durations: Any = None) -> list[Unit]:
     """A proposal's own DAG under ``profile`` as schedule units: each action a
     unit depending on its DAG predecessors, its duration ``durations[id]``, else
     its ``timeout_ms``, else 1 (one step)."""

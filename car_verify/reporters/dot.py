@@ -24,6 +24,7 @@ from ..base.errors import CarVerifyError, TooLarge
 from ..base.findings import Issue
 from ..base.progress import Progress
 from ..ir.model import ActionProposal, ProposalResult, load
+from ..semantics import ProfileLike
 from ..semantics.dag import Dag
 
 __all__ = ["GraphvizMissing", "render", "to_dot", "to_dot_text", "workflow_to_dot"]
@@ -102,7 +103,7 @@ def to_dot(
     execution: ProposalResult | Any = None,
     tools: Any = None,
     initial_state: Mapping[str, Any] | None = None,
-    profile: str | None = None,
+    profile: ProfileLike = None,
     policies: Any = None,
     max_nodes: int = MAX_NODES,
     progress: Progress | None = None,

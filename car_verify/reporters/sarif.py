@@ -27,15 +27,10 @@ from ..base.findings import Issue, Severity
 if TYPE_CHECKING:
     from ..api import VerificationResult
 
-__all__ = ["DOCS_URL_ENV", "SARIF_SCHEMA", "located", "render_sarif", "sarif", "sarif_rule"]
+__all__ = ["SARIF_SCHEMA", "located", "render_sarif", "sarif", "sarif_rule"]
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
-
-
-#: Where the documentation is published, for absolute help links (SARIF's
-#: ``helpUri`` must be an absolute URI): ``--docs-url`` or this variable.
-DOCS_URL_ENV = "CAR_VERIFY_DOCS_URL"
 
 
 def sarif_rule(name: str, code: Code | None, docs_url: str | None = None) -> dict[str, Any]:

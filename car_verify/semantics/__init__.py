@@ -16,14 +16,23 @@ command resolves the profile at start-up); the semantics modules load on first u
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from .profiles import PROFILE_ENV, Profile, profile_of, resolve_profile
 
 if TYPE_CHECKING:
+    from ..base.config import ProfileName
     from .base import Semantics
 
-__all__ = ["PROFILE_ENV", "Profile", "profile_of", "resolve_profile", "semantics_of"]
+__all__ = ["PROFILE_ENV", "Profile", "ProfileLike", "profile_of", "resolve_profile", "semantics_of"]
+
+
+#: What a ``profile=`` parameter takes, everywhere in the package: a :class:`Profile`,
+#: a profile's name (``"car"``, ``"strict"``), a profile's
+#: :class:`~car_verify.semantics.base.Semantics` object (a third party's too), or
+#: None for the default profile. :func:`profile_of` reads it as a Profile and
+#: :func:`semantics_of` as a Semantics object.
+ProfileLike: TypeAlias = "Profile | ProfileName | Semantics | None"
 
 
 def semantics_of(value: object = None) -> Semantics:

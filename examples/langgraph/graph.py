@@ -1,7 +1,7 @@
 """A LangGraph incident workflow for ``car-verify workflow`` (no model, no network):
 
     pip install 'car-verify[langchain]'
-    cd examples/langgraph && car-verify workflow graph:graph --policies policies.json
+    cd examples/langgraph && car-verify workflow graph:graph --workflow-policies policies.json
 
 The triage router may send an incident straight to a hotfix, which deploys
 without the human approval the policy requires; the fix itself is a subgraph.
