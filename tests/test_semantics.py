@@ -511,22 +511,26 @@ def test_the_default_profile_is_one_constant() -> None:
         Context(cv.load(plan))  # type: ignore[call-arg]
 
 
-@given(
-    st.dictionaries(
-        st.sampled_from(["a", "b", "c"]),
-        st.one_of(
-            st.none(),
-            st.booleans(),
-            st.text(max_size=2),
-            st.integers(-(2**70), 2**70),
-            st.floats(allow_nan=False, allow_infinity=False),
-            st.sampled_from([0, 0.0, -0.0, 1, 1.0, 2**53, 2**64, 2**64 + 1, float(2**64)]),
-            st.lists(st.integers(0, 2), max_size=2),
-        ),
-        max_size=3,
-    ),
-    st.data(),
+_SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.text(max_size=2),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from([0, 0.0, -0.0, 1, 1.0, 2**53, 2**64, 2**64 + 1, float(2**64)]),
 )
+#: Parameter values nested deeper than the fingerprints look (they look 3 levels down).
+_NESTED = st.recursive(
+    _SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["a", "b", "c"]), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+@given(st.dictionaries(st.sampled_from(["a", "b", "c"]), _NESTED, max_size=3), st.data())
 def test_a_profiles_call_fingerprint_is_shared_by_parameters_it_calls_equal(
     params: dict[str, Any], data: st.DataObject
 ) -> None:
@@ -535,12 +539,19 @@ def test_a_profiles_call_fingerprint_is_shared_by_parameters_it_calls_equal(
     fingerprint, under both profiles."""
     from car_verify.semantics import semantics_of
 
-    def near(v: Any) -> list[Any]:  # values a profile may call equal to v
+    def near(v: Any) -> Any:  # a value a profile may call equal to v, at any depth
         if type(v) is int:
-            return [v, float(v), v + 1] if abs(v) > 2**53 else [v, float(v)]
-        return [v]
+            return data.draw(
+                st.sampled_from([v, float(v), v + 1] if abs(v) > 2**53 else [v, float(v)])
+            )
+        if type(v) is list:
+            return [near(item) for item in v]
+        if type(v) is dict:  # the same members, in another order
+            keys = data.draw(st.permutations(list(v)))
+            return {k: near(v[k]) for k in keys}
+        return v
 
-    other = {k: data.draw(st.sampled_from(near(v))) for k, v in params.items()}
+    other = near(params)
     for profile in ("car", "strict"):
         sem = semantics_of(profile)
         if sem.equal(params, other):

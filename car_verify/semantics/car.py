@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from types import MappingProxyType
@@ -531,6 +531,28 @@ def car_schema_problems(
 _HASHED = frozenset({str, bool, type(None)})
 #: Set in a float's share of a fingerprint, so 1 and 1.0 tend to differ.
 _FLOAT_TAG = 0x5BD1E995
+#: Added to a nested object's or array's share (as :func:`~car_verify.base.values.fingerprint`).
+_OBJECT_TAG = 0x2545F491
+_ARRAY_TAG = 0x6C8E9CF5
+
+
+def _car_fingerprint(items: Collection[Any], depth: int) -> int:
+    """:meth:`CarSemantics.fingerprint`'s share of an object's values or an array's
+    elements, looked into down to ``depth`` levels (below, their number)."""
+    if depth <= 0:
+        return len(items)
+    combined = 0
+    for item in items:
+        kind = type(item)
+        if kind in _HASHED or (kind is int and -_EXACT < item < _EXACT):
+            combined ^= hash(item)
+        elif kind is float and -_EXACT < item < _EXACT:
+            combined ^= hash(item) ^ _FLOAT_TAG
+        elif kind is dict:
+            combined ^= _car_fingerprint(item.values(), depth - 1) + _OBJECT_TAG
+        elif kind is list:
+            combined ^= _car_fingerprint(item, depth - 1) + _ARRAY_TAG
+    return combined
 
 
 class CarSemantics(Semantics):
@@ -668,15 +690,9 @@ class CarSemantics(Semantics):
     def fingerprint(self, parameters: Mapping[str, Any]) -> int:
         # Strings, booleans and null by their hash; a number by its hash and kind
         # (CAR never calls an integer equal to a float) only up to 2**53, where it
-        # is exact: beyond, unequal integers can be one f64 to CAR.
-        combined = len(parameters)
-        for item in parameters.values():
-            kind = type(item)
-            if kind in _HASHED or (kind is int and -_EXACT < item < _EXACT):
-                combined ^= hash(item)
-            elif kind is float and -_EXACT < item < _EXACT:
-                combined ^= hash(item) ^ _FLOAT_TAG
-        return combined
+        # is exact: beyond, unequal integers can be one f64 to CAR. Objects and
+        # arrays inside are looked into as the strict fingerprint does.
+        return len(parameters) ^ _car_fingerprint(parameters.values(), 3)
 
     def failure_words(self, pre: Precondition | None, key: str, actual: Any) -> str | None:
         """The runtime's messages (in plain words, or its own inside
