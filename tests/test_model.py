@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import datetime
 import io
 import json
 import re
@@ -11,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import car_verify
 from car_verify import InputError
@@ -554,3 +557,13 @@ def test_loading_keeps_unknown_fields_and_names_a_bad_element_by_index() -> None
     with pytest.raises(InputError) as caught:
         car_verify.load({"actions": [*actions, list(actions[0])]})
     assert str(caught.value) == "actions[40]: expected an object, got an array"
+
+
+@given(
+    st.datetimes(min_value=datetime.datetime(1000, 1, 1), max_value=datetime.datetime(9999, 12, 31))
+)
+def test_the_default_timestamp_is_written_as_strftime_writes_it(moment: Any) -> None:
+    from car_verify.ir.model import _stamp
+
+    utc = moment.replace(tzinfo=datetime.UTC)
+    assert _stamp(utc) == utc.strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -436,7 +436,7 @@ def run_and_say(ctx: Context, passes: Sequence[Pass]) -> tuple[list[Issue], list
     said: list[Said | None] = []
     runs: list[tuple[Pass, list[Issue] | None]] = []  # None: skipped
     for p in passes:
-        reason = _why_skipped(ctx, p)
+        reason = _why_skipped(ctx, p) if p.requires else None
         if reason is not None:
             record = CheckRecord(p.name, False, p.verifies, p.cannot_verify, 0, p.tier, reason)
             untested = f"{p.name}: {p.verifies} (not checked: {reason})"
@@ -451,10 +451,11 @@ def run_and_say(ctx: Context, passes: Sequence[Pass]) -> tuple[list[Issue], list
             raise InputError(f"{TOO_DEEP} (in pass {p.name!r})") from None
         except Exception as err:
             raise PassError(p.name, err) from err
-        allowed = set(p.codes)
-        for issue in found:
-            if issue.code not in allowed and not p.dynamic_codes:
-                raise PassError(p.name, ValueError(f"emitted undeclared code {issue.code!r}"))
+        if not p.dynamic_codes:
+            allowed = p.codes
+            for issue in found:
+                if issue.code not in allowed:
+                    raise PassError(p.name, ValueError(f"emitted undeclared code {issue.code!r}"))
         issues.extend(found)
         said.append(p.said(ctx, found))
         runs.append((p, found))

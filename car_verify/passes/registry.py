@@ -31,8 +31,17 @@ __all__ = [
 
 ENTRY_POINT_GROUP = "car_verify.passes"
 
-_registry: dict[str, type[Pass]] | None = None
-#: How many times the registry was built (the default selections are cached per build).
+
+class _Passes(dict[str, type[Pass]]):
+    """The registry: every pass by name, and which build of it this is (the default
+    selections are cached per build, so a registry put back, as a test's monkeypatch
+    does, brings its own selections back with it)."""
+
+    build: int = 0
+
+
+_registry: _Passes | None = None
+#: How many times the registry was built.
 _builds = 0
 #: Each installed pass class: the entry point that declared it (``name (value)``).
 _declared_by: dict[type[Pass], str] = {}
@@ -151,9 +160,14 @@ def _declared_on(path: tuple[str, ...]) -> bool:
 
 def available_passes() -> dict[str, type[Pass]]:
     """Every pass by name: the built-in ones, then the entry-point ones (loaded once)."""
+    return dict(_passes())
+
+
+def _passes() -> _Passes:
+    """:func:`available_passes` itself, not a copy (for the readers in this module)."""
     global _registry, _builds
     if _registry is None:
-        registry: dict[str, type[Pass]] = {}
+        registry = _Passes()
         found: list[type[Pass]] = [*_builtin(), *_entry_points()]
         for cls in found:
             if cls.name in registry and registry[cls.name] is not cls:
@@ -169,9 +183,10 @@ def available_passes() -> dict[str, type[Pass]]:
                     f"registered: {type(err).__name__}: {err}"
                 ) from err
             registry[cls.name] = cls
-        _registry = registry
         _builds += 1
-    return dict(_registry)
+        registry.build = _builds
+        _registry = registry
+    return _registry
 
 
 def profiles_of(cls: type[Pass]) -> list[str]:
@@ -206,7 +221,7 @@ def default_passes(
     builtin = _builtin_set()
     return [
         cls
-        for cls in available_passes().values()
+        for cls in _passes().values()
         if (cls not in builtin or _reports_under(cls, profile))
         and (cls.default or (cls.when_given is not None and given(cls.when_given)))
     ]
@@ -217,13 +232,12 @@ def resolve_passes(selection: Iterable[str | Pass | type[Pass]] | None, ctx: Con
     passes of ``ctx``'s profile, plus those whose ``when_given`` input ``ctx`` has. A
     ``str`` is one name or several separated by commas (``"strips,loops"``), as
     ``--passes`` takes them."""
-    registry = available_passes()
+    registry = _passes()
     if isinstance(selection, str):
         selection = [name.strip() for name in selection.split(",") if name.strip()]
     if selection is None:
-        wanted = {cls.when_given for cls in registry.values() if cls.when_given is not None}
-        given = frozenset(r for r in wanted if ctx.has(r))
-        defaults = _default_instances(ctx.profile, given, _builds)
+        given = frozenset(r for r in _inputs_asked(registry.build) if ctx.has(r))
+        defaults = _default_instances(ctx.profile, given, registry.build)
         return [p if isinstance(p, Pass) else _built(p) for p in defaults]
     chosen: list[Pass] = []
     for item in selection:
@@ -239,6 +253,14 @@ def resolve_passes(selection: Iterable[str | Pass | type[Pass]] | None, ctx: Con
             known = ", ".join(sorted(registry))
             raise UsageError(f"unknown pass {item!r}; known passes: {known}")
     return chosen
+
+
+@functools.lru_cache(maxsize=8)
+def _inputs_asked(build: int) -> tuple[Requirement, ...]:
+    """The inputs whose presence adds a pass to a default run (their ``when_given``),
+    once per build of the registry."""
+    asked = (cls.when_given for cls in _passes().values())
+    return tuple({r: None for r in asked if r is not None})
 
 
 @functools.lru_cache(maxsize=64)

@@ -38,6 +38,9 @@ ProfileLike: TypeAlias = "Profile | ProfileName | Semantics | None"
 def semantics_of(value: object = None) -> Semantics:
     """The semantics object of the profile ``value`` names (a Semantics object is
     returned as it is)."""
+    known = _BY_NAME.get(value) if value is None or isinstance(value, str) else None
+    if known is not None:  # every verify asks: the common answers without imports
+        return known
     from .base import Semantics
 
     if isinstance(value, Semantics):
@@ -45,7 +48,16 @@ def semantics_of(value: object = None) -> Semantics:
     if profile_of(value) is Profile.CAR:
         from .car import CAR
 
-        return CAR
-    from .strict import STRICT
+        found: Semantics = CAR
+    else:
+        from .strict import STRICT
 
-    return STRICT
+        found = STRICT
+    if value is None or isinstance(value, str):
+        _BY_NAME[value] = found
+    return found
+
+
+#: The semantics objects already asked for by name (and None, the default), so that a
+#: repeated ``semantics_of("car")`` is one dictionary lookup.
+_BY_NAME: dict[str | None, Semantics] = {}

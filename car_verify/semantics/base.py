@@ -39,12 +39,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from ..base.codes import lookup
+from ..base.findings import Severity
 from .profiles import Profile
 
 if TYPE_CHECKING:
     from fractions import Fraction
 
-    from ..base.findings import Severity
+    from ..base.codes import Code
     from ..ir.model import Action, ActionProposal, Precondition
     from .dag import Dag
 
@@ -276,26 +278,21 @@ class Semantics(abc.ABC):
         under this profile, from the code table: its column of this profile, and a
         warning for a ``skip_warns`` code on an optional action where
         :attr:`skip_is_optional` holds. None: the profile does not report the code."""
-        from ..base.codes import lookup
-        from ..base.findings import Severity
-
-        spec = lookup(code)
+        spec = lookup(code)  # an unknown code raises
+        optional = action is not None and action.failure_behavior == "skip"
+        key = (code, self.profile.value, self.skip_is_optional, optional)
+        known = _SEVERITIES.get(key)
+        if known is not None and known[0] is spec:
+            return known[1]
         severity = spec.severity_in(self.profile.value)
-        if (
-            severity is Severity.ERROR
-            and spec.skip_warns
-            and self.skip_is_optional
-            and action is not None
-            and action.failure_behavior == "skip"
-        ):
-            return Severity.WARNING
+        if severity is Severity.ERROR and spec.skip_warns and self.skip_is_optional and optional:
+            severity = Severity.WARNING
+        _SEVERITIES[key] = (spec, severity)
         return severity
 
     def reports(self, code: str) -> bool:
         """Whether this profile reports ``code`` at all (its column is not empty)."""
-        from ..base.codes import lookup
-
-        return lookup(code).severity_in(self.profile.value) is not None
+        return self.severity(code) is not None
 
     @abc.abstractmethod
     def fingerprint(self, parameters: Mapping[str, Any]) -> int:
@@ -321,3 +318,9 @@ class Semantics(abc.ABC):
     ) -> list[tuple[str, tuple[str | int, ...]]]:
         """Where ``parameters`` break the registered ``tool``'s parameter schema as
         this profile checks it: ``(message, path inside the parameters)`` each."""
+
+
+#: :meth:`Semantics.severity`'s answers by (code, profile, ``skip_is_optional``,
+#: whether the action is optional), with the table entry they were read from (a code
+#: registered anew is read anew): every finding of every run asks.
+_SEVERITIES: dict[tuple[str, str, bool, bool], tuple[Code, Severity | None]] = {}
