@@ -641,6 +641,7 @@ def test_every_built_in_pass_runs_alone_under_each_profile(
             assert issue.action_id == sem.placement.proposal_id
 
 
+@pytest.mark.usefixtures("restore_codes")
 def test_a_third_party_pass_runs_under_car_beside_cars_evidence() -> None:
     """A pass nobody built in, handed to verify under car, runs on CAR's DAG and walk
     (its semantics), and its record stands beside CAR's eight."""
@@ -674,3 +675,57 @@ def test_a_third_party_pass_runs_under_car_beside_cars_evidence() -> None:
     strict = car_verify.verify(doc, passes=[Levels], profile="strict")
     assert [i.code for i in strict.issues] == ["many-levels"]
     assert strict.issues[0].severity is Severity.WARNING  # the table's, under both
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sets(st.sampled_from("abcd"), max_size=2),  # expected_effects' keys
+            st.lists(st.sampled_from("abcd"), max_size=3),  # state_dependencies
+        ),
+        max_size=40,
+    )
+)
+def test_car_race_notes_name_each_earlier_writer_the_dag_leaves_unordered(
+    shape: list[tuple[set[str], list[str]]],
+) -> None:
+    """The car profile's note of a reader that can race earlier writers of a key it
+    depends on, against the plain rule: each earlier writer, asked of the DAG one by
+    one (plans with many writers per key take the DAG's bitset and chain counts)."""
+    from car_verify.semantics import semantics_of
+
+    plan = {
+        "actions": [
+            {
+                "id": f"a{i}",
+                "type": "tool_call",
+                "tool": "t",
+                "expected_effects": dict.fromkeys(sorted(writes), 1),
+                "state_dependencies": reads,
+            }
+            for i, (writes, reads) in enumerate(shape)
+        ]
+    }
+    model = car_verify.load(plan)
+    dag = semantics_of("car").order(model)
+    expected = []
+    for index, action in enumerate(model.actions):
+        for key in dict.fromkeys(action.state_dependencies):
+            racing = [
+                w for w in dag.writers.get(key, ()) if w < index and not dag.reaches(w, index)
+            ]
+            if racing:
+                expected.append((index, key, racing))
+    notes = [
+        (issue.index, issue.message)
+        for issue in car_verify.verify(plan, profile="car").issues
+        if issue.code == "car-spec-deviation" and "can race" in issue.message
+    ]
+    assert len(notes) == len(expected)
+    for at, key, racing in expected:
+        [message] = [m for index, m in notes if index == at and f"of {key!r} it" in m]
+        names = ", ".join(f"a{w}" for w in racing[:3])
+        more = f" and {len(racing) - 3:,} more" if len(racing) > 3 else ""
+        levels = ", ".join(str(dag.level_of(w)) for w in racing[:3])
+        assert f"after {names}{more}, " in message
+        assert f"of {key!r} it depends on (levels {levels} and {dag.level_of(at)})" in message

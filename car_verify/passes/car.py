@@ -41,6 +41,7 @@ CAR's documented rule, every time. ``docs/compat.md`` lists every difference.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -355,20 +356,31 @@ def _deviations(ctx: Context) -> Iterator[Issue]:
         )
     # A reader left unordered with earlier writers of a key it depends on: one note
     # per reader and key, naming the writers.
-    asked = [
-        (w, index, key)
-        for index, action in enumerate(proposal.actions)
-        if action.state_dependencies
-        for key in dict.fromkeys(action.state_dependencies)
-        for w in order.writers.get(key, ())
-        if w < index
-    ]
-    reached = order.reachable((w, index) for w, index, _ in asked)
-    racing: dict[tuple[int, str], list[int]] = {}
-    for w, index, key in asked:
-        if (w, index) not in reached:
-            racing.setdefault((index, key), []).append(w)
-    for (index, key), writers in racing.items():
+    # The DAG is asked only what its edges and levels leave open: a writer with an
+    # edge into the reader reaches it, one on the reader's level or later does not.
+    level = order.level_of
+    asked: list[tuple[int, str, list[int]]] = []  # reader, key, earlier writers left
+    questions: list[tuple[int, int]] = []
+    for index, action in enumerate(proposal.actions):
+        direct: set[int] | None = None
+        mine = level(index)
+        for key in dict.fromkeys(action.state_dependencies):
+            all_writers = order.writers.get(key)
+            if not all_writers or all_writers[0] >= index:
+                continue
+            if direct is None:
+                direct = set(order.preds(index))
+            earlier = [w for w in all_writers[: bisect_left(all_writers, index)] if w not in direct]
+            if earlier:
+                asked.append((index, key, earlier))
+                questions += [
+                    (w, index) for w in earlier if level(w) < mine or min(mine, level(w)) < 0
+                ]
+    reached = order.reachable(questions)
+    for index, key, earlier in asked:
+        writers = [w for w in earlier if (w, index) not in reached]
+        if not writers:
+            continue
         names = ", ".join(order.ids[w] for w in writers[:3])
         if len(writers) > 3:
             names += f" and {len(writers) - 3:,} more"
