@@ -196,12 +196,14 @@ def _summary(ctx: Context, found: Sequence[Issue], records: Mapping[str, CheckRe
             verifies = check.unregistered
         else:
             verifies = check.verifies
+        if "{" in verifies:
+            verifies = verifies.format(limit=limit)
         reason = f"pass {absent[0]!r} was not selected" if absent else None
         checks.append(
             CheckRecord(
                 check.name,
                 did,
-                verifies.format(limit=limit),
+                verifies,
                 check.cannot_verify,
                 counts.get(check.name, 0),
                 check.tier,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from ..base.codes import register_codes
 from ..base.config import PROFILES
@@ -237,8 +237,10 @@ def resolve_passes(selection: Iterable[str | Pass | type[Pass]] | None, ctx: Con
         selection = [name.strip() for name in selection.split(",") if name.strip()]
     if selection is None:
         given = frozenset(r for r in _inputs_asked(registry.build) if ctx.has(r))
-        defaults = _default_instances(ctx.profile, given, registry.build)
-        return [p if isinstance(p, Pass) else _built(p) for p in defaults]
+        defaults, built = _default_instances(ctx.profile, given, registry.build)
+        if built:  # instances all (asking each with the ABC's isinstance cost more)
+            return cast("list[Pass]", list(defaults))
+        return [_built(p) if isinstance(p, type) else p for p in defaults]
     chosen: list[Pass] = []
     for item in selection:
         if isinstance(item, Pass):
@@ -266,15 +268,15 @@ def _inputs_asked(build: int) -> tuple[Requirement, ...]:
 @functools.lru_cache(maxsize=64)
 def _default_instances(
     profile: ProfileName, given: frozenset[Requirement], build: int
-) -> tuple[Pass | type[Pass], ...]:
+) -> tuple[tuple[Pass | type[Pass], ...], bool]:
     """The default passes of ``profile`` with inputs ``given``, chosen once per
     build of the registry: every verify of a small plan asked the
     code table of each pass. A built-in pass keeps no state between runs and is
-    built once; an installed one is given as its class, built anew each run."""
+    built once; an installed one is given as its class, built anew each run. And
+    whether all of them are built ones."""
     builtin = _builtin_set()
-    return tuple(
-        cls() if cls in builtin else cls for cls in default_passes(profile, given.__contains__)
-    )
+    chosen = default_passes(profile, given.__contains__)
+    return tuple(cls() if cls in builtin else cls for cls in chosen), set(chosen) <= builtin
 
 
 def _built(cls: type[Pass]) -> Pass:
