@@ -81,3 +81,36 @@ def test_a_query_z3_cannot_decide_is_not_tried_again_and_the_time_limit_holds() 
     assert check(incomplete, 10_000) == z3.unknown and len(incomplete.tries) == 1
     hopeless = Stub(give_ups=10**9)
     assert check(hopeless, 0) == z3.unknown and hopeless.tries == []
+
+
+@settings(deadline=None)
+@given(
+    st.sampled_from(["gt", "gte", "lt", "lte"]),
+    st.one_of(
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.sampled_from([2.0**53, 2.0**63, -(2.0**63), 2.0**64, 2.0**64 - 2048, 0.5, -0.5]),
+    ),
+    st.lists(
+        st.one_of(
+            st.integers(-(2**63), 2**64 - 1),
+            st.sampled_from([-(2**63), 2**64 - 1, 2**53, 2**53 + 1, 2**63, 0, -1]),
+        ),
+        min_size=1,
+        max_size=8,
+    ),
+)
+def test_the_car_integer_ordering_holds_for_the_integers_float_comparison_admits(
+    op: str, bound: float, samples: list[int]
+) -> None:
+    """The z3 term CAR's integer ordering makes (a bisection for the threshold
+    where ``float(j) op bound`` switches) against the plain rule, integer by integer."""
+    import operator
+
+    from car_verify.semantics.car import _integer_ordering
+
+    i = z3.Int("i")
+    term = _integer_ordering(z3, op, bound, i)
+    compare = {"gt": operator.gt, "gte": operator.ge, "lt": operator.lt, "lte": operator.le}[op]
+    for j in samples:
+        held = z3.simplify(z3.substitute(term, (i, z3.IntVal(j))))
+        assert z3.is_true(held) == compare(float(j), bound), (op, bound, j)

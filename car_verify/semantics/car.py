@@ -889,25 +889,15 @@ def _integer_ordering(z3: Any, op: str, bound: float, i: Any) -> Any:
     def holds(j: int) -> bool:
         return compare(float(j), bound)
 
-    if op in ("gt", "gte"):  # an up-set: its least member
-        if not holds(high):
-            return z3.BoolVal(False, ctx=i.ctx)
-        if holds(low):
-            return z3.BoolVal(True, ctx=i.ctx)
-        lo, hi = low, high  # holds(lo) is false, holds(hi) true
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            lo, hi = (lo, mid) if holds(mid) else (mid, hi)
-        return i >= hi
-    if not holds(low):  # a down-set: its greatest member
-        return z3.BoolVal(False, ctx=i.ctx)
-    if holds(high):
-        return z3.BoolVal(True, ctx=i.ctx)
-    lo, hi = low, high  # holds(lo) is true, holds(hi) false
+    at_low, at_high = holds(low), holds(high)
+    if at_low == at_high:  # monotone: it holds for all of them or for none
+        return z3.BoolVal(at_low, ctx=i.ctx)
+    lo, hi = low, high  # holds(lo) is at_low, holds(hi) is not: bisect the switch
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if holds(mid) else (lo, mid)
-    return i <= lo
+        lo, hi = (mid, hi) if holds(mid) == at_low else (lo, mid)
+    # An up-set ("gt", "gte") from its least member on; a down-set up to its greatest.
+    return i >= hi if op in ("gt", "gte") else i <= lo
 
 
 #: The one car semantics object.
