@@ -58,6 +58,16 @@ def main(argv: list[str] | None = None) -> int:
     total: Counter[str] = Counter()
     first: dict[str, Any] = {}
 
+    # Both runs draw args.n cases from the seed, generation only (no shrinking: the
+    # report counts, it does not minimise).
+    generated = settings(
+        max_examples=args.n,
+        deadline=None,
+        database=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+
     def record(name: str, ours: Any, theirs: Any, case: Any) -> None:
         total[name] += 1
         if ours == theirs:
@@ -66,13 +76,7 @@ def main(argv: list[str] | None = None) -> int:
             first[name] = {"case": case, "car-verify": ours, "car_runtime": theirs}
 
     @seed(args.seed)
-    @settings(
-        max_examples=args.n,
-        deadline=None,
-        database=None,
-        phases=[Phase.generate],
-        suppress_health_check=list(HealthCheck),
-    )
+    @generated
     @given(cases)
     def run(case: Any) -> None:
         p, q, state, tools, max_actions, versions = case
@@ -121,13 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         )
 
     @seed(args.seed)
-    @settings(
-        max_examples=args.n,
-        deadline=None,
-        database=None,
-        phases=[Phase.generate],
-        suppress_health_check=list(HealthCheck),
-    )
+    @generated
     @given(monte_carlo_cases())
     def run_monte_carlo(case: Any) -> None:
         from car_verify import runtime as drop_in
