@@ -364,7 +364,8 @@ def car_order(proposal: ActionProposal) -> Dag:
         for key in car_writes(action):
             writers.setdefault(key, []).append(index)
     last_writer = {key: members[-1] for key, members in writers.items()}
-    edges: list[list[tuple[int, str]]] = []
+    edges: list[Sequence[tuple[int, str]]] = []
+    none: tuple[tuple[int, str], ...] = ()  # shared by every action without an edge
     previous_state_write: dict[str, int] = {}
     for index, action in enumerate(actions):
         into: dict[int, str] = {}
@@ -372,14 +373,14 @@ def car_order(proposal: ActionProposal) -> Dag:
             writer = last_writer.get(key)
             if writer is not None and writer < index:
                 into.setdefault(writer, key)
-        written = _state_write_key(action)
-        if written is not None:
-            if written in previous_state_write:
-                into.setdefault(previous_state_write[written], written)
-            previous_state_write[written] = index
-        edges.append(sorted(into.items()))
+        own = _state_write_key(action)
+        if own is not None:
+            if own in previous_state_write:
+                into.setdefault(previous_state_write[own], own)
+            previous_state_write[own] = index
+        edges.append(sorted(into.items()) if into else none)
     # CAR checks each state_dependencies entry as it is written, repeats included.
-    keys = [list(action.state_dependencies) for action in actions]
+    keys = [action.state_dependencies for action in actions]
     return Dag.from_edges(proposal, edges, keys=keys, writers=writers)
 
 

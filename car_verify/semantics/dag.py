@@ -263,7 +263,7 @@ class Dag(Reachability):
         self.unlevelled = unlevelled
         self._descendant_cache: dict[int, set[int]] = {}
         #: The edges another ordering rule gave (:meth:`from_edges`), else None.
-        self._given: list[list[tuple[int, str]]] | None = None
+        self._given: Sequence[Sequence[tuple[int, str]]] | None = None
 
     @classmethod
     def from_edges(
@@ -276,9 +276,11 @@ class Dag(Reachability):
     ) -> Dag:
         """The DAG of another ordering rule (a :class:`~car_verify.semantics.base.Semantics`
         chooses it): ``edges[i]`` lists the ``(predecessor, key)`` edges into action
-        ``i``, each from an earlier position; ``keys[i]`` are the keys action ``i``
-        needs present; ``writers`` each key's writers, ascending. Nothing waits for an
-        action under such a rule (an edge orders, it never blocks a dependent)."""
+        ``i``, each from an earlier position, ascending; ``keys[i]`` are the keys
+        action ``i`` needs present; ``writers`` each key's writers, ascending. Nothing
+        waits for an action under such a rule (an edge orders, it never blocks a
+        dependent). The DAG keeps the lists it is given (they are not copied: the
+        caller hands them over)."""
         dag = cls.__new__(cls)
         actions = proposal.actions
         dag.proposal = proposal
@@ -300,23 +302,29 @@ class Dag(Reachability):
             if later:
                 blind[key] = later
         dag.blind_writers = blind
-        preds: list[Sequence[int]] = [sorted({p for p, _ in into}) for into in edges]
+        none: tuple[int, ...] = ()
+        preds: list[Sequence[int]] = [
+            none if not into else [into[0][0]] if len(into) == 1 else sorted({p for p, _ in into})
+            for into in edges
+        ]
         level = [0] * n
         levels: list[list[int]] = []
         for i, ps in enumerate(preds):
-            if any(p >= i for p in ps):
+            if not ps:
+                top = 0
+            elif ps[-1] >= i:  # ascending: the last is the latest
                 raise ValueError(f"edge into action {i} from a later position")
-            top = 1 + max((level[p] for p in ps), default=-1)
+            else:
+                top = 1 + max([level[p] for p in ps])
             level[i] = top
             if top < len(levels):
                 levels[top].append(i)
             else:
                 levels.append([i])
-        none: tuple[int, ...] = ()
         dag._preds = preds
         dag._waits = [none] * n
         dag._shared_waits = {}
-        dag._given = [list(into) for into in edges]
+        dag._given = edges
         dag.unknown_refs = []
         dag.order_is_proposal_order = True
         dag._level, dag._order = level, list(range(n))
