@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 import car_verify
@@ -567,3 +567,54 @@ def test_the_default_timestamp_is_written_as_strftime_writes_it(moment: Any) -> 
 
     utc = moment.replace(tzinfo=datetime.UTC)
     assert _stamp(utc) == utc.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+_KEY_TEXT = st.sampled_from(["a", "b", 'q"', "s\\", 'x\\":', ":", "a b", "é"])
+_LEAF = st.one_of(
+    st.none(), st.booleans(), st.integers(-5, 5), _KEY_TEXT, st.sampled_from(['":', '\\":', '" :'])
+)
+
+
+@st.composite
+def _json_texts(draw: st.DrawFn) -> str:
+    """JSON text written by hand: keys that may repeat in an object, strings that hold
+    quotes, colons and backslashes, and white space anywhere a writer may put it."""
+
+    def space() -> str:
+        return draw(st.sampled_from(["", "", " ", "\n", "\t ", "\r\n  "]))
+
+    def value(depth: int) -> str:
+        kind = draw(st.integers(0, 2 if depth < 3 else 0))
+        if kind == 1:
+            items = [value(depth + 1) for _ in range(draw(st.integers(0, 3)))]
+            return "[" + ",".join(space() + item + space() for item in items) + "]"
+        if kind == 2:
+            keys = draw(st.lists(_KEY_TEXT, max_size=4))
+            members = [
+                space() + json.dumps(k) + space() + ":" + space() + value(depth + 1) + space()
+                for k in keys
+            ]
+            return "{" + ",".join(members) + "}"
+        return json.dumps(draw(_LEAF))
+
+    return space() + value(0) + space()
+
+
+@given(_json_texts())
+@example('{"s\\\\":1,"s\\\\":2}')  # a key ending in a backslash, repeated
+@example('{"a":null,"a" :null}')  # room before a colon
+@example('{"k":"x\\":","k":1}')  # a string holding an escaped quote and a colon
+def test_repeated_keys_are_found_as_the_decoders_hook_notes_them(text: str) -> None:
+    """The speed trick of decoding (no hook, unless the text may write more keys than
+    its objects hold) against the plain version: the hook on every object."""
+    from car_verify.base.locate import duplicate_keys
+    from car_verify.ir.model import _DECODERS, _decode, _decode_noting
+
+    data, repeats, depth = _decode(_DECODERS, text)
+    assert data == json.loads(text)
+    noted = _decode_noting(_DECODERS[1], text)
+    assert bool(repeats) == noted
+    assert [(r.path, r.key, r.line, r.column) for r in repeats] == (
+        duplicate_keys(text) if noted else []
+    )
+    assert depth == car_verify.base.values.nesting_depth(data)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import json.encoder
 import re
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any, Final, TypeAlias
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "is_number",
     "json_equal",
     "json_nodes",
+    "json_shape",
     "nesting_depth",
     "plural",
 ]
@@ -282,19 +283,31 @@ def nesting_depth(value: Any, limit: int = MAX_DEPTH) -> int:
     """How many levels of arrays and objects ``value`` nests, stopping once past
     ``limit``. Level by level, visiting containers only (no recursion): it runs on
     every load, where a walk over every value cost 40% of ``load`` (docs/performance.md)."""
+    return json_shape(value, limit)[0]
+
+
+def json_shape(value: Any, limit: int = MAX_DEPTH) -> tuple[int, int]:
+    """:func:`nesting_depth`, and how many members the objects of ``value`` hold in all
+    (counted only down to ``limit``): one walk over the containers gives both (a
+    document is loaded with one, and the members tell whether a key may repeat)."""
     level = [value] if type(value) is dict or type(value) is list else []
-    depth = 0
+    depth = members = 0
     while level:
         depth += 1
         if depth > limit:
-            return depth
+            return depth, members
         deeper = []
         for node in level:
-            for child in node.values() if type(node) is dict else node:
+            if type(node) is dict:
+                members += len(node)
+                children: Iterable[Any] = node.values()
+            else:
+                children = node
+            for child in children:
                 if type(child) is dict or type(child) is list:
                     deeper.append(child)
         level = deeper
-    return depth
+    return depth, members
 
 
 def deepest(value: Any) -> tuple[list[str | int], int]:
