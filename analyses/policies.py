@@ -136,14 +136,9 @@ def findings(ctx: Context, *, shortcuts: bool = True) -> Iterator[Issue]:
     given = ctx.policies
     rules = given.rules
     trace_rules = list(rules.trace_rule)
-    # Each call is asked of the run-time gate, with the rules of one call (the
-    # trace rules are checked below over every schedule, not in one order).
-    one_call = PolicySet()
-    one_call.extend(rules)
-    one_call.trace_rule = []
-    # A gate with no rule of one call allows every call and says nothing (an
-    # ``only_trace`` set): the round of calls is left out.
-    per_call = not shortcuts or bool(one_call.count() or given.registered)
+    # A gate with no rule of one call allows every call and says nothing (a set of
+    # trace rules only): the round of calls is left out.
+    per_call = not shortcuts or bool(given.registered) or _has_call_rules(rules)
     # The parameters that are another action's output, by action: read by the
     # content rules of one call and by the trace rules that test a parameter.
     reads_params = per_call or any(_tests(rule) for rule in trace_rules)
@@ -151,6 +146,11 @@ def findings(ctx: Context, *, shortcuts: bool = True) -> Iterator[Issue]:
     actions = ctx.proposal.actions
     found: list[Issue] = []
     if per_call:
+        # Each call is asked of the run-time gate, with the rules of one call (the
+        # trace rules are checked below over every schedule, not in one order).
+        one_call = PolicySet()
+        one_call.extend(rules)
+        one_call.trace_rule = []
         # A fresh engine with the same rules: the static check must not use up the
         # caller's rate-limit windows. Every call lands in one window (time 0).
         calls = PolicyEngine(one_call, clock=lambda: 0.0)
@@ -216,6 +216,11 @@ def findings(ctx: Context, *, shortcuts: bool = True) -> Iterator[Issue]:
                 severity=Severity.WARNING,
                 tier=Tier.SAMPLED,
             )
+
+
+def _has_call_rules(rules: Any) -> bool:
+    """Whether a policy set holds a rule of one call (any kind but ``trace_rule``)."""
+    return any(getattr(rules, kind) for kind in rules.__dataclass_fields__ if kind != "trace_rule")
 
 
 def _tests(rule: Any) -> bool:

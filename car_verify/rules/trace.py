@@ -158,8 +158,12 @@ class TraceRule:
         return f"{head} {joint} {_call_text(self.event)}"
 
     def mentions(self, tool: str) -> bool:
-        return any(
-            c is not None and (c.tool is None or c.tool == tool) for c in (self.call, self.event)
+        """Whether a call of ``tool`` is one the rule's call or its event can match."""
+        call, event = self.call.tool, self.event
+        return (
+            call is None
+            or call == tool
+            or (event is not None and (event.tool is None or event.tool == tool))
         )
 
     def reads(self, tool: str) -> set[str]:
@@ -679,7 +683,12 @@ class _Plan:
         ]
         #: Per action, the actions it waits for (a bitmask): one that did not succeed
         #: gets it rejected (the executor's blocked dependency).
-        self.waits = [sum(1 << t for t in set(dag.waits_for(i))) for i in range(dag.n)]
+        self.waits = []
+        for i in range(dag.n):
+            mask = 0
+            for t in dag.waits_for(i):
+                mask |= 1 << t
+            self.waits.append(mask)
         waited = 0
         for mask in self.waits:
             waited |= mask
