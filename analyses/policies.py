@@ -176,7 +176,6 @@ def findings(ctx: Context, *, shortcuts: bool = True) -> Iterator[Issue]:
     yield from found
     if not trace_rules:
         return
-    positions = ctx.dag.positions
     for result in check_schedules(
         ctx.proposal,
         trace_rules,
@@ -197,7 +196,7 @@ def findings(ctx: Context, *, shortcuts: bool = True) -> Iterator[Issue]:
                 rule.policy_name,
                 f"the schedule {found_one.describe()} breaks the trace rule "
                 f"{rule.text!r}: {found_one.violation.reason}",
-                index=positions[found_one.action_id][0],
+                index=ctx.dag.positions[found_one.action_id][0],
                 severity=Severity.ERROR,
                 tier=Tier.DECISION_PROCEDURE,
             )

@@ -674,30 +674,36 @@ class _Plan:
     def __init__(self, proposal: ActionProposal, dag: Dag) -> None:
         from ..ir.model import FailureBehavior, ToolInvocationMode
 
-        actions = proposal.actions
+        skip, one_shot = FailureBehavior.SKIP, ToolInvocationMode.ONE_SHOT
         self.dag = dag
         self._readiness: Readiness | None = None
-        self.events = [
-            (a.tool, a.parameters) if a.type == "tool_call" and a.tool is not None else None
-            for a in actions
-        ]
+        #: Per action: its call (tool, parameters), None for an action that is no call;
+        #: whether it can fail, whether a failure skips it (the run goes on), and
+        #: whether it is detached (a streaming or long-running call's outcome is its
+        #: stream's terminal status, known at some later point of the run, or not
+        #: within it).
+        self.events: list[tuple[str, Any] | None] = []
+        self.fails: list[bool] = []
+        self.skip: list[bool] = []
+        self.detached: list[bool] = []
         #: Per action, the actions it waits for (a bitmask): one that did not succeed
         #: gets it rejected (the executor's blocked dependency).
-        self.waits = []
-        for i in range(dag.n):
+        self.waits: list[int] = []
+        waited = 0
+        for i, a in enumerate(proposal.actions):
+            kind = a.type
+            self.events.append(
+                (a.tool, a.parameters) if kind == "tool_call" and a.tool is not None else None
+            )
+            self.fails.append(kind in ("tool_call", "assertion"))
+            self.skip.append(a.failure_behavior is skip)
+            self.detached.append(a.invocation_mode is not one_shot)
             mask = 0
             for t in dag.waits_for(i):
                 mask |= 1 << t
             self.waits.append(mask)
-        waited = 0
-        for mask in self.waits:
             waited |= mask
         self.dependents = [bool(waited >> i & 1) for i in range(dag.n)]
-        self.fails = [a.type in ("tool_call", "assertion") for a in actions]
-        self.skip = [a.failure_behavior is FailureBehavior.SKIP for a in actions]
-        #: A streaming or long-running call's outcome is its stream's terminal status,
-        #: known at some later point of the run, or not within it.
-        self.detached = [a.invocation_mode is not ToolInvocationMode.ONE_SHOT for a in actions]
         self.levels = [tuple(level) for level in dag.levels]
         #: Per level, its actions as a bitmask (a level is done when all are).
         self.level_masks = [sum(1 << i for i in level) for level in self.levels]
