@@ -760,7 +760,11 @@ def _check_rule(
                 level = n_levels if halt else level + 1  # a stopped run ends with its level
             if level == n_levels:
                 continue
-            ready = tuple(i for i in levels[level] if not done >> i & 1)
+            members = levels[level]
+            if done & level_masks[level]:
+                ready = tuple(i for i in members if not done >> i & 1)
+            else:
+                ready = members
         else:
             readiness = plan.readiness
             full = readiness.walkable_mask
