@@ -32,6 +32,9 @@ from car_verify.rules.trace import TraceGate, _check_rule, _Plan, parse_trace_ru
 
 TOOLS = ["fetch", "send", "cleanup", "Bash"]
 
+#: At least 300 examples; more under a longer profile (``--hypothesis-profile=deep``).
+EXAMPLES = max(300, settings().max_examples)
+
 TRACE_RULES = [
     "never send after fetch failed",
     "send only after fetch succeeded",
@@ -131,7 +134,7 @@ def _said(issues: Any) -> list[tuple[Any, ...]]:
     ]
 
 
-@settings(deadline=None, max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, max_examples=EXAMPLES, suppress_health_check=[HealthCheck.too_slow])
 @given(plans(), engines(), st.sampled_from(["car", "strict"]), st.sampled_from(["levels", "any"]))
 def test_the_pass_says_what_its_plain_version_says(
     doc: dict[str, Any], engine: PolicyEngine, profile: str, schedules: str
@@ -165,7 +168,9 @@ def test_a_trace_rule_set_skips_the_round_of_calls_and_still_finds_its_violation
 
 
 @pytest.mark.parametrize("text", TRACE_RULES)
-@settings(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    deadline=None, max_examples=max(60, EXAMPLES // 5), suppress_health_check=[HealthCheck.too_slow]
+)
 @given(
     tool=st.sampled_from(["other", "noop", "think"]),
     params=PARAMS,
@@ -189,7 +194,7 @@ def test_a_rule_s_monitor_ignores_a_tool_it_does_not_mention(
     assert gate.state == before
 
 
-@settings(deadline=None, max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, max_examples=EXAMPLES, suppress_health_check=[HealthCheck.too_slow])
 @given(
     plans(),
     st.sampled_from(TRACE_RULES),
