@@ -121,26 +121,41 @@ class PolicyPass(Pass):
     )
 
     def run(self, ctx: Context) -> Iterator[Issue]:
-        from car_verify.plan.gate import CallGate
-        from car_verify.rules.policy import PolicyEngine, PolicySet
-        from car_verify.rules.trace import check_schedules
+        return findings(ctx)
 
-        given = ctx.policies
-        # A fresh engine with the same rules: the static check must not use up the
-        # caller's rate-limit windows. Every call lands in one window (time 0).
-        engine = PolicyEngine(given.rules, clock=lambda: 0.0)
-        engine.registered = list(given.registered)
+
+def findings(ctx: Context, *, shortcuts: bool = True) -> Iterator[Issue]:
+    """The pass's findings on ``ctx``. ``shortcuts``: leave out the work that can
+    find nothing (the per-call round when only trace rules are given, the output
+    references when no rule reads a parameter); ``False`` does all of it, the plain
+    version the tests compare with (``tests/test_policy_pass_shortcuts.py``)."""
+    from car_verify.plan.gate import CallGate
+    from car_verify.rules.policy import PolicyEngine, PolicySet
+    from car_verify.rules.trace import check_schedules
+
+    given = ctx.policies
+    rules = given.rules
+    trace_rules = list(rules.trace_rule)
+    # A gate with no rule of one call allows every call and says nothing (a set of
+    # trace rules only): the round of calls is left out.
+    per_call = not shortcuts or bool(given.registered) or _has_call_rules(rules)
+    # The parameters that are another action's output, by action: read by the
+    # content rules of one call and by the trace rules that test a parameter.
+    reads_params = per_call or any(_tests(rule) for rule in trace_rules)
+    referenced = _referenced_params(ctx) if not shortcuts or reads_params else {}
+    actions = ctx.proposal.actions
+    found: list[Issue] = []
+    if per_call:
         # Each call is asked of the run-time gate, with the rules of one call (the
         # trace rules are checked below over every schedule, not in one order).
         one_call = PolicySet()
-        one_call.extend(given.rules)
+        one_call.extend(rules)
         one_call.trace_rule = []
+        # A fresh engine with the same rules: the static check must not use up the
+        # caller's rate-limit windows. Every call lands in one window (time 0).
         calls = PolicyEngine(one_call, clock=lambda: 0.0)
         calls.registered = list(given.registered)
         gate = CallGate(calls)
-        actions = ctx.proposal.actions
-        found: list[Issue] = []
-
         for i, state in ctx.walk.action_states():  # the state at each action's turn
             action = actions[i]
             if action.type != "tool_call" or action.tool is None:
@@ -156,50 +171,60 @@ class PolicyPass(Pass):
                         tier=Tier.DECISION_PROCEDURE,
                     )
                 )
-            found.extend(_undecided(ctx, engine, i))
-        found.extend(_compensations(ctx, engine))
-        yield from found
-        positions = ctx.dag.positions
-        referenced = _referenced_params(ctx)
-        for result in check_schedules(
-            ctx.proposal,
-            engine.trace_rules,
-            budget=ctx.options.trace_budget,
-            dag=ctx.dag,
-            schedules=ctx.options.schedules,
-        ):
-            rule = result.rule
-            # A test on a parameter that is another action's output is decided at
-            # dispatch, never on the reference's own text.
-            open_ = _undecided_trace(ctx, rule, referenced)
-            yield from open_.values()
-            undecided_ids = {actions[i].id for i in open_}
-            for found_one in result.violations:  # every action that breaks it
-                if undecided_ids & {found_one.action_id, *found_one.schedule}:
-                    continue  # rests on a test that is not decided: said above
-                yield ctx.issue(
-                    rule.policy_name,
-                    f"the schedule {found_one.describe()} breaks the trace rule "
-                    f"{rule.text!r}: {found_one.violation.reason}",
-                    index=positions[found_one.action_id][0],
-                    severity=Severity.ERROR,
-                    tier=Tier.DECISION_PROCEDURE,
-                )
-            if not result.complete:
-                more = " more" if result.violations else ""
-                spent = (
-                    f"explored {result.explored} schedule states"
-                    if result.explored
-                    else "not checked: the earlier rules spent the run's schedule budget"
-                )
-                yield ctx.issue(
-                    rule.policy_name,
-                    f"trace rule {rule.text!r}: {spent} (one budget of "
-                    f"{ctx.options.trace_budget:,} for all the rules) without finding{more} "
-                    "a violation; not every schedule was checked",
-                    severity=Severity.WARNING,
-                    tier=Tier.SAMPLED,
-                )
+            found.extend(_undecided(ctx, rules, i, referenced.get(i, set())))
+    found.extend(_compensations(ctx, given))
+    yield from found
+    if not trace_rules:
+        return
+    for result in check_schedules(
+        ctx.proposal,
+        trace_rules,
+        budget=ctx.options.trace_budget,
+        dag=ctx.dag,
+        schedules=ctx.options.schedules,
+    ):
+        rule = result.rule
+        # A test on a parameter that is another action's output is decided at
+        # dispatch, never on the reference's own text.
+        open_ = _undecided_trace(ctx, rule, referenced)
+        yield from open_.values()
+        undecided_ids = {actions[i].id for i in open_}
+        for found_one in result.violations:  # every action that breaks it
+            if undecided_ids & {found_one.action_id, *found_one.schedule}:
+                continue  # rests on a test that is not decided: said above
+            yield ctx.issue(
+                rule.policy_name,
+                f"the schedule {found_one.describe()} breaks the trace rule "
+                f"{rule.text!r}: {found_one.violation.reason}",
+                index=ctx.dag.positions[found_one.action_id][0],
+                severity=Severity.ERROR,
+                tier=Tier.DECISION_PROCEDURE,
+            )
+        if not result.complete:
+            more = " more" if result.violations else ""
+            spent = (
+                f"explored {result.explored} schedule states"
+                if result.explored
+                else "not checked: the earlier rules spent the run's schedule budget"
+            )
+            yield ctx.issue(
+                rule.policy_name,
+                f"trace rule {rule.text!r}: {spent} (one budget of "
+                f"{ctx.options.trace_budget:,} for all the rules) without finding{more} "
+                "a violation; not every schedule was checked",
+                severity=Severity.WARNING,
+                tier=Tier.SAMPLED,
+            )
+
+
+def _has_call_rules(rules: Any) -> bool:
+    """Whether a policy set holds a rule of one call (any kind but ``trace_rule``)."""
+    return any(getattr(rules, kind) for kind in rules.__dataclass_fields__ if kind != "trace_rule")
+
+
+def _tests(rule: Any) -> bool:
+    """Whether a trace rule tests a parameter (of its call or of its event)."""
+    return any(c is not None and c.tests for c in (rule.call, rule.event))
 
 
 def _referenced_params(ctx: Context) -> dict[int, set[str]]:
@@ -234,14 +259,22 @@ def _undecided_trace(ctx: Context, rule: Any, referenced: dict[int, set[str]]) -
     return found
 
 
-def _compensations(ctx: Context, engine: Any) -> Iterator[Issue]:
-    """A tool compensation is a call the rollback can make: the same rules decide it."""
+def _compensations(ctx: Context, given: Any) -> Iterator[Issue]:
+    """A tool compensation is a call the rollback can make: the same rules decide it,
+    asked of a fresh engine over them (the static check uses up none of the
+    caller's rate-limit windows; every call lands in one window, time 0), made at
+    the first tool compensation."""
     from car_verify.ir.model import Action, ToolCompensation
+    from car_verify.rules.policy import PolicyEngine
 
+    engine = None
     for index, action in enumerate(ctx.proposal.actions):
         comp = action.compensation
         if not isinstance(comp, ToolCompensation):
             continue
+        if engine is None:
+            engine = PolicyEngine(given.rules, clock=lambda: 0.0)
+            engine.registered = list(given.registered)
         call = Action(id=action.id, type="tool_call", tool=comp.tool, parameters=comp.parameters)
         # Not a violation by the forward call (which the rules allow): the action cannot
         # be rolled back under these rules, said as a finding of its own.
@@ -255,18 +288,16 @@ def _compensations(ctx: Context, engine: Any) -> Iterator[Issue]:
             )
 
 
-def _undecided(ctx: Context, engine: Any, index: int) -> Iterator[Issue]:
+def _undecided(ctx: Context, rules: Any, index: int, referenced: set[str]) -> Iterator[Issue]:
+    """Content rules cannot be decided for a parameter whose value is another action's
+    output (``referenced``: those of action ``index``): name each such rule and
+    parameter (the executor checks it at dispatch)."""
     from car_verify.rules.policy import keyword_rule_name
 
-    """Content rules cannot be decided for a parameter whose value is another action's
-    output: name each such rule and parameter (the executor checks it at dispatch)."""
-    action = ctx.proposal.actions[index]
-    referenced = {ref.pointer[1] for ref in action.output_refs() if len(ref.pointer) > 1}
     if not referenced:
         return
-    rules = engine.rules
-    tool = action.tool
-    for param in sorted(str(p) for p in referenced):
+    tool = ctx.proposal.actions[index].tool
+    for param in sorted(referenced):
         names = [keyword_rule_name(n) for n in range(len(rules.deny_keyword))]
         for r in [*rules.deny_tool_param, *rules.allow_tool_param, *rules.deny_tool_param_matching]:
             if r.tool == tool and r.param == param:

@@ -28,6 +28,13 @@ TOOLS = ["get_user_details", "get_reservation_details", "search_direct_flight",
          "update_reservation_flights", "calculate", "think", "book_reservation"]  # fmt: skip
 
 
+#: The policy the audit checks with: one trace rule.
+POLICY = (
+    '[[trace_rule]]\nname = "authenticate-first"\n'
+    'rule = "update_reservation_flights only after get_user_details"\n'
+)
+
+
 def trajectory(rng: random.Random, n: int) -> dict[str, object]:
     messages: list[dict[str, object]] = [{"role": "user", "content": "help me change my flight"}]
     for k in range(rng.randint(4, 8)):
@@ -62,10 +69,7 @@ def main() -> None:
                 f.write(json.dumps(trajectory(rng, i)) + "\n")
         policies = Path(tmp) / "policies"
         policies.mkdir()
-        (policies / "auth.toml").write_text(
-            '[[trace_rule]]\nname = "authenticate-first"\n'
-            'rule = "update_reservation_flights only after get_user_details"\n'
-        )
+        (policies / "auth.toml").write_text(POLICY)
         settings = AuditSettings(policies=str(policies))
         start = time.perf_counter()
         summary = audit([str(corpus)], Path(tmp) / "out", settings=settings, workers=workers)

@@ -36,7 +36,7 @@ from ..base.values import ABSENT, evaluate, json_equal
 
 if TYPE_CHECKING:  # the schedule check loads them; the gate (the agent hook) never does
     from ..ir.model import ActionProposal
-    from ..semantics.dag import Dag
+    from ..semantics.dag import Dag, Readiness
 
 __all__ = [
     "Call",
@@ -158,8 +158,12 @@ class TraceRule:
         return f"{head} {joint} {_call_text(self.event)}"
 
     def mentions(self, tool: str) -> bool:
-        return any(
-            c is not None and (c.tool is None or c.tool == tool) for c in (self.call, self.event)
+        """Whether a call of ``tool`` is one the rule's call or its event can match."""
+        call, event = self.call.tool, self.event
+        return (
+            call is None
+            or call == tool
+            or (event is not None and (event.tool is None or event.tool == tool))
         )
 
     def reads(self, tool: str) -> set[str]:
@@ -655,13 +659,14 @@ class _Plan:
     which actions can fail and what a failure does, the levels."""
 
     __slots__ = (
+        "_readiness",
         "dag",
         "dependents",
         "detached",
         "events",
         "fails",
+        "level_masks",
         "levels",
-        "readiness",
         "skip",
         "waits",
     )
@@ -669,28 +674,48 @@ class _Plan:
     def __init__(self, proposal: ActionProposal, dag: Dag) -> None:
         from ..ir.model import FailureBehavior, ToolInvocationMode
 
-        actions = proposal.actions
-        from ..semantics.dag import Readiness
-
+        skip, one_shot = FailureBehavior.SKIP, ToolInvocationMode.ONE_SHOT
         self.dag = dag
-        self.readiness = Readiness(dag)
-        self.events = [
-            (a.tool, a.parameters) if a.type == "tool_call" and a.tool is not None else None
-            for a in actions
-        ]
+        self._readiness: Readiness | None = None
+        #: Per action: its call (tool, parameters), None for an action that is no call;
+        #: whether it can fail, whether a failure skips it (the run goes on), and
+        #: whether it is detached (a streaming or long-running call's outcome is its
+        #: stream's terminal status, known at some later point of the run, or not
+        #: within it).
+        self.events: list[tuple[str, Any] | None] = []
+        self.fails: list[bool] = []
+        self.skip: list[bool] = []
+        self.detached: list[bool] = []
         #: Per action, the actions it waits for (a bitmask): one that did not succeed
         #: gets it rejected (the executor's blocked dependency).
-        self.waits = [sum(1 << t for t in set(dag.waits_for(i))) for i in range(dag.n)]
+        self.waits: list[int] = []
         waited = 0
-        for mask in self.waits:
+        for i, a in enumerate(proposal.actions):
+            kind = a.type
+            self.events.append(
+                (a.tool, a.parameters) if kind == "tool_call" and a.tool is not None else None
+            )
+            self.fails.append(kind in ("tool_call", "assertion"))
+            self.skip.append(a.failure_behavior is skip)
+            self.detached.append(a.invocation_mode is not one_shot)
+            mask = 0
+            for t in dag.waits_for(i):
+                mask |= 1 << t
+            self.waits.append(mask)
             waited |= mask
         self.dependents = [bool(waited >> i & 1) for i in range(dag.n)]
-        self.fails = [a.type in ("tool_call", "assertion") for a in actions]
-        self.skip = [a.failure_behavior is FailureBehavior.SKIP for a in actions]
-        #: A streaming or long-running call's outcome is its stream's terminal status,
-        #: known at some later point of the run, or not within it.
-        self.detached = [a.invocation_mode is not ToolInvocationMode.ONE_SHOT for a in actions]
         self.levels = [tuple(level) for level in dag.levels]
+        #: Per level, its actions as a bitmask (a level is done when all are).
+        self.level_masks = [sum(1 << i for i in level) for level in self.levels]
+
+    @property
+    def readiness(self) -> Readiness:
+        """Which actions may start next, for ``schedules="any"`` (made when first asked)."""
+        if self._readiness is None:
+            from ..semantics.dag import Readiness
+
+            self._readiness = Readiness(self.dag)
+        return self._readiness
 
 
 #: A schedule as a linked list, last step first: (action, 0 succeeded | 1 failed |
@@ -700,18 +725,27 @@ _Path: TypeAlias = "tuple[int, int, _Path] | None"
 _Entry: TypeAlias = "tuple[int, int, bool, tuple[int, ...], int, tuple[int, ...], int, _Path]"
 
 
-def _check_rule(plan: _Plan, rule: TraceRule, budget: int, mode: Schedules) -> ScheduleCheck:
-    events, readiness, levels = plan.events, plan.readiness, plan.levels
+def _check_rule(
+    plan: _Plan, rule: TraceRule, budget: int, mode: Schedules, *, ask_every_call: bool = False
+) -> ScheduleCheck:
+    events, levels, level_masks, waits = plan.events, plan.levels, plan.level_masks, plan.waits
     relevant = [e is not None and rule.mentions(e[0]) for e in events]
+    # A call of a tool the rule does not mention leaves its monitor as it is and is
+    # never refused by it (TraceGate): it is not asked of the gate. ``ask_every_call``
+    # asks it all the same (the plain version, which the tests compare with).
+    asked = [e is not None for e in events] if ask_every_call else relevant
     # Whose outcome the rule reads (``... after fetch failed``, ``only after x succeeded``).
     watched = rule.event if rule.event is not None and reads_outcome(rule) else None
     sees = [e is not None and watched is not None and watched.tool in (None, e[0]) for e in events]
-    full = readiness.walkable_mask
+    # How each action can end, for this rule (the same at every visit).
+    outcomes = [_outcomes(plan, i, sees[i]) for i in range(len(events))]
     gate = TraceGate([rule])
     found: dict[int, Counterexample] = {}
     seen: set[tuple[int, int, bool, tuple[int, ...]]] = set()
     stack: list[_Entry] = [(0, 0, False, gate.state, 0, (), -1, None)]
     explored = 0
+    n_levels = len(levels)
+    by_levels = mode == "levels"
     while stack:
         done, failed, halt, state, level, before, last, path = stack.pop()
         key = (done, failed, halt, state)
@@ -721,25 +755,35 @@ def _check_rule(plan: _Plan, rule: TraceRule, budget: int, mode: Schedules) -> S
         explored += 1
         if explored > budget:
             return _result(plan, rule, found, explored - 1, False, mode)
-        if mode == "levels":
-            while level < len(levels) and all(done >> i & 1 for i in levels[level]):
-                level = len(levels) if halt else level + 1  # a stopped run ends with its level
-            if level == len(levels):
+        if by_levels:
+            while level < n_levels and done & level_masks[level] == level_masks[level]:
+                level = n_levels if halt else level + 1  # a stopped run ends with its level
+            if level == n_levels:
                 continue
-            ready = tuple(i for i in levels[level] if not done >> i & 1)
+            members = levels[level]
+            if done & level_masks[level]:
+                ready = tuple(i for i in members if not done >> i & 1)
+            else:
+                ready = members
         else:
+            readiness = plan.readiness
+            full = readiness.walkable_mask
             if halt or done == full:
                 continue
             ready = readiness.first() if last < 0 else readiness.after(before, last, full & ~done)
         # A rejected action or a call the rule never mentions commutes with everything
         # the rule watches: take one of them first, and only it.
-        quiet = next((i for i in ready if not relevant[i] or plan.waits[i] & failed), -1)
+        quiet = -1
+        for i in ready:
+            if not relevant[i] or waits[i] & failed:
+                quiet = i
+                break
         for i in (quiet,) if quiet >= 0 else reversed(ready):
             bit = 1 << i
-            if plan.waits[i] & failed:  # a dependency did not succeed: rejected, not sent
+            if waits[i] & failed:  # a dependency did not succeed: rejected, not sent
                 stack.append((done | bit, failed | bit, halt, state, level, ready, i, path))
                 continue
-            event = events[i]
+            event = events[i] if asked[i] else None
             after_dispatch = state
             if event is not None:
                 gate.restore(state)
@@ -750,7 +794,7 @@ def _check_rule(plan: _Plan, rule: TraceRule, budget: int, mode: Schedules) -> S
                     stack.append((done | bit, failed, halt, state, level, ready, i, (i, 2, path)))
                     continue
                 after_dispatch = gate.state
-            for recorded, lost in _outcomes(plan, i, sees[i]):
+            for recorded, lost in outcomes[i]:
                 now = after_dispatch
                 if event is not None and recorded is not None:
                     gate.restore(after_dispatch)
