@@ -92,6 +92,10 @@ def denied(rules: PolicySet, tool: str, params: dict[str, Any]) -> bool:
 
 @settings(deadline=None, max_examples=PAIRS, suppress_health_check=[HealthCheck.too_slow])
 @given(rule_sets(), rule_sets())
+@example(  # a pattern reads the strings inside an array, as the engine does
+    '[[deny_tool_param_matching]]\ntool = "a"\nparam = "q"\nmatches = "^x"\n',
+    '[[deny_tool_param]]\ntool = "a"\nparam = "q"\nequals = ["x"]\n',
+)
 def test_diff_agrees_with_brute_force_and_its_counterexamples_split(old: str, new: str) -> None:
     a, b = load_policy_text(old), load_policy_text(new)
     diff = policy_diff(a, b)

@@ -80,6 +80,7 @@ from .policy import (
     keyword_rule_name,
     load_policies,
     load_policy_file,
+    texts_of,
 )
 from .trace import TraceGate
 
@@ -425,7 +426,9 @@ def _capped(values: Iterable[Any]) -> list[Any] | None:
 
 
 def _contains_local(z3: Any, slot: Slot, needle: str) -> Local:
-    return slot.test(contains_language(z3, needle), lambda v: needle in coerce(v))
+    # A value that is no string is read as the engine reads it: its string form and
+    # every string inside it (texts_of).
+    return slot.test(contains_language(z3, needle), lambda v: any(needle in t for t in texts_of(v)))
 
 
 def _equals_local(z3: Any, slot: Slot, expected: Any) -> Local:
@@ -598,8 +601,8 @@ class _Model:
             slot = self.params[rule.param]
             from .policy_regex import Untranslatable, search_language
 
-            def matched(v: Any) -> bool:
-                return bool(compiled.search(coerce(v)))
+            def matched(v: Any) -> bool:  # as the engine reads it (texts_of)
+                return any(compiled.search(t) for t in texts_of(v))
 
             try:
                 language = search_language(rule.matches)
