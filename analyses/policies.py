@@ -171,7 +171,7 @@ def findings(ctx: Context, *, shortcuts: bool = True) -> Iterator[Issue]:
                         tier=Tier.DECISION_PROCEDURE,
                     )
                 )
-            found.extend(_undecided(ctx, rules, i, referenced.get(i, set())))
+            found.extend(_undecided(ctx, given, i, referenced.get(i, set())))
     found.extend(_compensations(ctx, given))
     yield from found
     if not trace_rules:
@@ -278,24 +278,40 @@ def _compensations(ctx: Context, given: Any) -> Iterator[Issue]:
         call = Action(id=action.id, type="tool_call", tool=comp.tool, parameters=comp.parameters)
         # Not a violation by the forward call (which the rules allow): the action cannot
         # be rolled back under these rules, said as a finding of its own.
-        for v in engine.check(call, None):
+        denials = [(v.policy_name, v.reason) for v in engine.check(call, None)]
+        # A trace rule that refuses the call whatever ran before (``never``, ``at most
+        # 0``) refuses the rollback's call too; the others depend on the run's history.
+        always = [
+            r
+            for r in given.rules.trace_rule
+            if r.kind == "never" or (r.kind == "at_most" and r.limit == 0)
+        ]
+        if always:
+            from car_verify.rules.trace import TraceGate
+
+            refused = TraceGate(always).check(comp.tool, comp.parameters)
+            denials += [(t.policy_name, t.reason) for t in refused]
+        for name, reason in denials:
             yield ctx.issue(
                 "compensation-denied",
                 f"cannot be undone under these policies: its compensation {comp.tool!r} is "
-                f"denied by {v.policy_name} ({v.reason})",
+                f"denied by {name} ({reason})",
                 index=index,
                 where=["compensation"],
             )
 
 
-def _undecided(ctx: Context, rules: Any, index: int, referenced: set[str]) -> Iterator[Issue]:
+def _undecided(ctx: Context, given: Any, index: int, referenced: set[str]) -> Iterator[Issue]:
     """Content rules cannot be decided for a parameter whose value is another action's
     output (``referenced``: those of action ``index``): name each such rule and
-    parameter (the executor checks it at dispatch)."""
+    parameter (the executor checks it at dispatch). A registered rule that reads the
+    parameter (``deny_tool_param`` on its key) or every parameter (a callback on the
+    tool or on any tool) is one of them."""
     from car_verify.rules.policy import keyword_rule_name
 
     if not referenced:
         return
+    rules = given.rules
     tool = ctx.proposal.actions[index].tool
     for param in sorted(referenced):
         names = [keyword_rule_name(n) for n in range(len(rules.deny_keyword))]
@@ -305,6 +321,11 @@ def _undecided(ctx: Context, rules: Any, index: int, referenced: set[str]) -> It
         for c in rules.deny_command:
             if tool is not None and c.tool.casefold() == tool.casefold() and c.param == param:
                 names.append(c.name)
+        for reg in given.registered:
+            reads_it = reg.kind == "deny_tool_param" and reg.key == param and reg.target == tool
+            reads_all = reg.kind == "deny_tool_callback" and reg.target in (None, tool)
+            if reads_it or reads_all:
+                names.append(reg.name)
         for name in names:
             yield ctx.issue(
                 "policy-undecided",

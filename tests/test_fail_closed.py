@@ -76,6 +76,34 @@ def test_a_denied_compensation_is_a_finding(profile: str) -> None:
     assert KEY not in denied[0].message
 
 
+@pytest.mark.parametrize("profile", ["car", "strict"])
+@pytest.mark.parametrize(
+    ("rule", "refused"),
+    [
+        ("never rm", True),
+        ("at most 0 rm", True),
+        ("at most 1 rm", False),  # the run's history decides: not the static check's
+        ("rm only after audit", False),
+    ],
+)
+def test_a_compensation_a_trace_rule_always_refuses_is_a_finding(
+    profile: str, rule: str, refused: bool
+) -> None:
+    """A trace rule that refuses a call whatever ran before refuses the rollback's
+    call too, as the run-time gate does (a hostile review found ``never rm`` let
+    through: compensations were judged by the rules of one call only)."""
+    from car_verify.plan.gate import CallGate
+    from car_verify.rules.policy import PolicyEngine
+
+    policies = load_policy_text(f'[[trace_rule]]\nrule = "{rule}"\n')
+    result = car_verify.verify({"actions": [compensable("rm")]}, policies=policies, profile=profile)
+    denied = [i for i in result.issues if i.code == "compensation-denied"]
+    assert bool(denied) == refused, (rule, codes(result))
+    if refused:  # the gate, asked first thing in a run, refuses it as well
+        assert CallGate(PolicyEngine(policies)).decide("rm", {}).decision == "deny"
+        assert denied[0].pointer == "/actions/0/compensation"
+
+
 def test_the_rollback_does_not_call_a_denied_compensation() -> None:
     called: list[str] = []
     plan = {
@@ -131,6 +159,31 @@ def test_statically_a_referenced_parameter_is_undecided_never_silent() -> None:
     assert len(undecided) == 1 and undecided[0].severity.value == "warning"
     assert "deny_tool_param_matching:post.body" in undecided[0].message
     assert "'body'" in undecided[0].message
+
+
+@pytest.mark.parametrize("profile", ["car", "strict"])
+def test_a_registered_rule_on_a_referenced_parameter_is_undecided_never_silent(
+    profile: str,
+) -> None:
+    """A registered rule reading a parameter that is another action's output cannot be
+    decided before run time: said, as for the rules of a file (a hostile review found
+    a registered ``deny_tool_param`` silent, while the gate refuses the call as sent)."""
+    from car_verify.plan.gate import CallGate
+    from car_verify.rules.policy import PolicyEngine
+
+    engine = PolicyEngine()
+    engine.register_policy("noboss", "deny_tool_param", "send", key="to", pattern="boss")
+    engine.register_callback("judge", lambda tool, params, action: "", target="send")
+    plan = {
+        "actions": [
+            tc("a0", "fetch"),
+            tc("a1", "send", parameters={"to": "$a0.output.v"}, dependencies=["a0"]),
+        ]
+    }
+    result = car_verify.verify(plan, policies=engine, profile=profile)
+    undecided = {i.message.split()[1] for i in result.issues if i.code == "policy-undecided"}
+    assert undecided == {"noboss", "judge"}
+    assert CallGate(engine).decide("send", {"to": "boss"}).decision == "deny"
 
 
 # --- 3. unreadable policy files fail closed --------------------------------------------
