@@ -189,9 +189,14 @@ def findings(ctx: Context, *, shortcuts: bool = True) -> Iterator[Issue]:
         open_ = _undecided_trace(ctx, rule, referenced)
         yield from open_.values()
         undecided_ids = {actions[i].id for i in open_}
-        for found_one in result.violations:  # every action that breaks it
-            if undecided_ids & {found_one.action_id, *found_one.schedule}:
-                continue  # rests on a test that is not decided: said above
+        # A violation whose counterexample passes an undecided call rests on a test
+        # that is not decided (said above); another schedule may break the rule all
+        # the same, whatever the call sends: looked for once more without them.
+        definite = [v for v in result.violations if not undecided_ids & {v.action_id, *v.schedule}]
+        resting = {v.action_id for v in result.violations} - {v.action_id for v in definite}
+        if resting:
+            definite += _without_undecided(ctx, rule, open_, resting)
+        for found_one in definite:  # every action that breaks it
             yield ctx.issue(
                 rule.policy_name,
                 f"the schedule {found_one.describe()} breaks the trace rule "
@@ -215,6 +220,54 @@ def findings(ctx: Context, *, shortcuts: bool = True) -> Iterator[Issue]:
                 severity=Severity.WARNING,
                 tier=Tier.SAMPLED,
             )
+
+
+def _without_undecided(
+    ctx: Context, rule: Any, open_: dict[int, Issue], resting: set[str]
+) -> list[Any]:
+    """The violations of ``rule`` by the actions of ``resting`` (whose one
+    counterexample passed an undecided call of ``open_``) that hold whatever the
+    undecided calls turn out to send.
+
+    The rule is checked again with those calls renamed to a tool no rule names, so
+    that they neither break the rule nor open or satisfy it. That only removes
+    violations of ``never``, ``never ... after`` and ``at most`` (a call that is not
+    the rule's own, nor its event, counts for nothing), and of ``only after`` when
+    none of them can be its event; a rule of any tool (no tool named) matches a
+    renamed call too. In those cases nothing more is said here: the
+    ``policy-undecided`` warnings stand for the rule."""
+    import copy
+
+    from car_verify.rules.trace import check_schedules
+
+    actions = ctx.proposal.actions
+    event = rule.event
+    if rule.call.tool is None or (event is not None and event.tool is None):
+        return []
+    if rule.kind == "only_after" and any(actions[i].tool == event.tool for i in open_):
+        return []
+    unnamed = "\x00undecided"  # a tool the rule does not name
+    while unnamed in (rule.call.tool, event.tool if event is not None else None):
+        unnamed += "'"
+    renamed = copy.copy(ctx.proposal)  # the plan with those calls renamed
+    renamed.actions = [_renamed(a, unnamed) if i in open_ else a for i, a in enumerate(actions)]
+    [again] = check_schedules(
+        renamed,
+        [rule],
+        budget=ctx.options.trace_budget,
+        dag=ctx.dag,
+        schedules=ctx.options.schedules,
+    )
+    return [v for v in again.violations if v.action_id in resting]
+
+
+def _renamed(action: Any, tool: str) -> Any:
+    """A copy of ``action`` calling ``tool``."""
+    import copy
+
+    out = copy.copy(action)
+    out.tool = tool
+    return out
 
 
 def _has_call_rules(rules: Any) -> bool:
