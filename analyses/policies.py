@@ -229,45 +229,30 @@ def _without_undecided(
     counterexample passed an undecided call of ``open_``) that hold whatever the
     undecided calls turn out to send.
 
-    The rule is checked again with those calls renamed to a tool no rule names, so
-    that they neither break the rule nor open or satisfy it. That only removes
-    violations of ``never``, ``never ... after`` and ``at most`` (a call that is not
-    the rule's own, nor its event, counts for nothing), and of ``only after`` when
-    none of them can be its event; a rule of any tool (no tool named) matches a
-    renamed call too. In those cases nothing more is said here: the
-    ``policy-undecided`` warnings stand for the rule."""
-    import copy
-
+    The rule is checked again with those calls taken as calls it does not match
+    (``unseen``: sent, failing or not, as any call; a value that fails one of the
+    rule's tests is one they may send). That only removes violations of ``never``,
+    ``never ... after`` and ``at most`` rules (a call that is neither the rule's own
+    nor its event counts for nothing), and of ``only after`` rules when none of
+    them can be the event (one that can might open the way). In that case nothing
+    more is said here: the ``policy-undecided`` warnings stand for the rule."""
     from car_verify.rules.trace import check_schedules
 
     actions = ctx.proposal.actions
     event = rule.event
-    if rule.call.tool is None or (event is not None and event.tool is None):
+    if rule.kind == "only_after" and any(
+        event.tool is None or actions[i].tool == event.tool for i in open_
+    ):
         return []
-    if rule.kind == "only_after" and any(actions[i].tool == event.tool for i in open_):
-        return []
-    unnamed = "\x00undecided"  # a tool the rule does not name
-    while unnamed in (rule.call.tool, event.tool if event is not None else None):
-        unnamed += "'"
-    renamed = copy.copy(ctx.proposal)  # the plan with those calls renamed
-    renamed.actions = [_renamed(a, unnamed) if i in open_ else a for i, a in enumerate(actions)]
     [again] = check_schedules(
-        renamed,
+        ctx.proposal,
         [rule],
         budget=ctx.options.trace_budget,
         dag=ctx.dag,
         schedules=ctx.options.schedules,
+        unseen=open_,
     )
     return [v for v in again.violations if v.action_id in resting]
-
-
-def _renamed(action: Any, tool: str) -> Any:
-    """A copy of ``action`` calling ``tool``."""
-    import copy
-
-    out = copy.copy(action)
-    out.tool = tool
-    return out
 
 
 def _has_call_rules(rules: Any) -> bool:

@@ -32,6 +32,13 @@ RULES = [
     'at most 1 fetch where url == "x"',
     'never send where to == "boss" after fetch',
     'never fetch where url == "x" after fetch where url == "x"',
+    'never send after any tool where url == "x"',
+    'never any tool where url == "x"',
+    'never any tool where to != "hi" after fetch',
+    "never send where to exists",
+    "never fetch after send where to exists",
+    'send only after any tool where url == "x"',
+    'never send after fetch where url contains "x" failed',
 ]
 
 
@@ -133,3 +140,41 @@ def test_a_repeated_id_does_not_hide_the_definite_call(profile: str) -> None:
         ]
     }
     assert trace_errors(plan, RULES[1], profile, "levels") == {"s"}
+
+
+def _call(action_id: str, tool: str, deps: list[str], **params: Any) -> dict[str, Any]:
+    action: dict[str, Any] = {"id": action_id, "type": "tool_call", "tool": tool}
+    if params:
+        action["parameters"] = params
+    if deps:
+        action["dependencies"] = deps
+    return action
+
+
+@pytest.mark.parametrize("profile", ["car", "strict"])
+@pytest.mark.parametrize(
+    ("rule", "actions", "breaking"),
+    [
+        (  # the event names no tool: F alone opens the rule
+            'never send after any tool where url == "x"',
+            [
+                _call("r", "read", []),
+                _call("U", "fetch", ["r"], url="$r.output.u"),
+                _call("F", "fetch", [], url="x"),
+                _call("S", "send", ["U", "F"]),
+            ],
+            {"S"},
+        ),
+        (  # a reference is there whenever its call is sent: ``exists`` is decided
+            "never send where to exists",
+            [_call("r", "read", []), _call("s", "send", ["r"], to="$r.output.v")],
+            {"s"},
+        ),
+    ],
+)
+def test_a_rule_of_any_tool_or_of_presence_is_decided_past_an_undecided_call(
+    profile: str, rule: str, actions: list[dict[str, Any]], breaking: set[str]
+) -> None:
+    """A second hostile review's reproducers: the gate refuses a call in every run,
+    whatever the undecided call sends; verify says so with an error."""
+    assert trace_errors({"actions": actions}, rule, profile, "levels") == breaking

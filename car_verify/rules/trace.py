@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
@@ -167,12 +167,16 @@ class TraceRule:
         )
 
     def reads(self, tool: str) -> set[str]:
-        """The parameters the rule's tests read of a call of ``tool``."""
+        """The parameters whose values the rule's tests read of a call of ``tool``. An
+        ``exists`` test reads none: it asks only whether the parameter is there (a
+        parameter that is another action's output is there whenever the call is
+        sent, as its reference's text is there in the plan)."""
         return {
             t.param
             for c in (self.call, self.event)
             if c is not None and (c.tool is None or c.tool == tool)
             for t in c.tests
+            if t.op != "present"
         }
 
 
@@ -622,9 +626,15 @@ def check_schedules(
     budget: int = 100_000,
     dag: Dag | None = None,
     schedules: Schedules = "levels",
+    unseen: Collection[int] = (),
 ) -> list[ScheduleCheck]:
     """Check each rule against the schedules a run of the proposal can take
     (``dag``: the proposal's DAG when the caller has it already).
+
+    ``unseen``: the positions of calls taken as calls no rule matches (sent, and
+    failing or not, as any call, but never a rule's call or event): what is found
+    then holds whatever they send (the policies pass's second look at a violation
+    that rested on a call whose parameter is not known before run time).
 
     ``schedules="levels"`` (the default) explores what the executor runs: the
     levels in order, the actions of a level in any interleaving; ``"any"`` every
@@ -643,6 +653,8 @@ def check_schedules(
     if not rules:
         return []
     plan = _Plan(proposal, dag)
+    for i in unseen:
+        plan.events[i] = None
     # One budget for the whole check, shared by the rules in turn: ten rules on one
     # plan cost what one costs, not ten times it; a rule reached with nothing left
     # is reported unchecked (incomplete), never silently passed.
