@@ -58,19 +58,25 @@ def trajectory(rng: random.Random, n: int) -> dict[str, object]:
     return {"id": f"t{n}", "reward": rng.randint(0, 1), "messages": messages}  # fmt: skip
 
 
+def write_corpus(folder: Path, n: int) -> tuple[Path, AuditSettings]:
+    """``n`` trajectories (seeded) as JSON lines in ``folder``, and the settings of an
+    audit with the trace-rule policy (written there too)."""
+    rng = random.Random(3)
+    corpus = folder / "corpus.jsonl"
+    with corpus.open("w") as f:
+        for i in range(n):
+            f.write(json.dumps(trajectory(rng, i)) + "\n")
+    policies = folder / "policies"
+    policies.mkdir()
+    (policies / "auth.toml").write_text(POLICY)
+    return corpus, AuditSettings(policies=str(policies))
+
+
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 20_000
     workers = int(sys.argv[2]) if len(sys.argv) > 2 else 2
-    rng = random.Random(3)
     with tempfile.TemporaryDirectory() as tmp:
-        corpus = Path(tmp) / "corpus.jsonl"
-        with corpus.open("w") as f:
-            for i in range(n):
-                f.write(json.dumps(trajectory(rng, i)) + "\n")
-        policies = Path(tmp) / "policies"
-        policies.mkdir()
-        (policies / "auth.toml").write_text(POLICY)
-        settings = AuditSettings(policies=str(policies))
+        corpus, settings = write_corpus(Path(tmp), n)
         start = time.perf_counter()
         summary = audit([str(corpus)], Path(tmp) / "out", settings=settings, workers=workers)
         took = time.perf_counter() - start

@@ -14,7 +14,6 @@ the runtime, min / median / max over the rounds (default 7).
 from __future__ import annotations
 
 import json
-import random
 import statistics
 import sys
 import tempfile
@@ -23,9 +22,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_audit import POLICY, trajectory
+from bench_audit import write_corpus
 
-from car_verify.corpora.audit import AuditSettings, _check, _engine
+from car_verify.corpora.audit import _check, _engine
 from car_verify.importers import Trajectory, read_file
 
 
@@ -34,14 +33,8 @@ def main() -> None:
 
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 7
-    rng = random.Random(3)
     with tempfile.TemporaryDirectory() as tmp:
-        corpus = Path(tmp) / "corpus.jsonl"
-        corpus.write_text("".join(json.dumps(trajectory(rng, i)) + "\n" for i in range(n)))
-        policies = Path(tmp) / "policies"
-        policies.mkdir()
-        (policies / "auth.toml").write_text(POLICY)
-        settings = AuditSettings(policies=str(policies))
+        corpus, settings = write_corpus(Path(tmp), n)
         items = [t for t in read_file(corpus) if isinstance(t, Trajectory)]
         engine = _engine(settings)
     texts = [json.dumps(t.proposal()) for t in items]

@@ -170,16 +170,7 @@ def fingerprint(value: Mapping[str, Any], depth: int = 3) -> int:
     differ only inside a nested object shared one fingerprint before the nesting
     was looked into: 10,000 such calls were all compared by their canonical text.)
     """
-    combined = len(value)
-    for item in value.values():
-        kind = type(item)
-        if kind in SCALAR_TYPES:
-            combined ^= hash(item)
-        elif kind is dict:
-            combined ^= _nested(item.values(), depth - 1) + _OBJECT_TAG
-        elif kind is list:
-            combined ^= _nested(item, depth - 1) + _ARRAY_TAG
-    return combined
+    return len(value) ^ _nested(value.values(), depth)
 
 
 def _nested(items: Collection[Any], depth: int) -> int:
