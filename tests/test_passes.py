@@ -32,20 +32,8 @@ EXAMPLES = [
 @pytest.mark.parametrize(("cls", "example"), EXAMPLES)
 def test_pass_example(cls: type[Pass], example: Example) -> None:
     """The pass alone gives exactly the example's codes; so does the whole verifier."""
-    from car_verify.rules.policy import load_policy_text
-
-    policies = None if example.policies is None else load_policy_text(example.policies)
     alone = car_verify.verify(
-        example.document(),
-        passes=[cls.name],
-        policies=policies,
-        labels=example.labels,
-        flow_policy=example.flow_policy,
-        intent=example.intent,
-        tools=example.tools,
-        initial_state=example.initial_state,
-        max_actions=example.max_actions,
-        profile=example.profile,
+        example.document(), passes=[cls.name], **example.inputs(), profile=example.profile
     )
     assert sorted(alone.codes()) == sorted(example.codes)
     everything = car_verify.verify(
@@ -56,13 +44,7 @@ def test_pass_example(cls: type[Pass], example: Example) -> None:
             *(n.name for n in default_passes(example.profile)),
             cls.name,
         ],
-        policies=policies,
-        labels=example.labels,
-        flow_policy=example.flow_policy,
-        intent=example.intent,
-        tools=example.tools,
-        initial_state=example.initial_state,
-        max_actions=example.max_actions,
+        **example.inputs(),
         profile=example.profile,
     )
     assert set(example.codes) <= everything.codes()
@@ -606,22 +588,12 @@ def test_every_built_in_pass_runs_alone_under_each_profile(
     evidence record says ran, unless an input it needs is missing), reports only
     codes it declares, each with the severity the profile's semantics gives it
     (the code table: the only source of severity) and its action id."""
-    from car_verify.rules.policy import load_policy_text
     from car_verify.semantics import semantics_of
 
     sem = semantics_of(profile)
     try:
         result = car_verify.verify(
-            example.document(),
-            passes=[cls.name],
-            policies=None if example.policies is None else load_policy_text(example.policies),
-            labels=example.labels,
-            flow_policy=example.flow_policy,
-            intent=example.intent,
-            tools=example.tools,
-            initial_state=example.initial_state,
-            max_actions=example.max_actions,
-            profile=profile,
+            example.document(), passes=[cls.name], **example.inputs(), profile=profile
         )
     except car_verify.InputError as err:  # the profile refuses the proposal (car: a type)
         assert profile == "car" and "unknown action type" in str(err)

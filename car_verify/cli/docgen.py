@@ -39,20 +39,7 @@ def _sections(doc: str) -> tuple[str, dict[str, str]]:
 
 
 def _example(example: Example, kind: str) -> list[str]:
-    from ..rules.policy import load_policy_text
-
-    policies = None if example.policies is None else load_policy_text(example.policies)
-    result = verify(
-        example.document(),
-        policies=policies,
-        labels=example.labels,
-        flow_policy=example.flow_policy,
-        intent=example.intent,
-        tools=example.tools,
-        initial_state=example.initial_state,
-        max_actions=example.max_actions,
-        profile="strict",
-    )
+    result = verify(example.document(), **example.inputs(), profile="strict")
     out = [
         f"**{kind}: {example.title}**",
         "",

@@ -138,6 +138,22 @@ class Example:
         """The proposal to verify: a fresh dict, or the JSON text as written."""
         return self.proposal if isinstance(self.proposal, str) else dict(self.proposal)
 
+    def inputs(self) -> dict[str, Any]:
+        """What ``verify`` takes beside the proposal and the profile: the example's
+        inputs (its policies read from their text). The tests and the documentation
+        verify an example with them."""
+        from ..rules.policy import load_policy_text
+
+        return {
+            "policies": None if self.policies is None else load_policy_text(self.policies),
+            "labels": self.labels,
+            "flow_policy": self.flow_policy,
+            "intent": self.intent,
+            "tools": self.tools,
+            "initial_state": self.initial_state,
+            "max_actions": self.max_actions,
+        }
+
     def shown(self) -> str:
         """The proposal as the documentation prints it."""
         if isinstance(self.proposal, str):
