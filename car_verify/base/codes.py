@@ -8,11 +8,11 @@ the test suite fails on a code no pass emits.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from .errors import UsageError
 from .findings import Severity, Tier
@@ -72,11 +72,10 @@ class Code:
     def severity_in(self, profile: ProfileName) -> Severity | None:
         """The severity under ``profile`` (``car`` or ``strict``), or None: the
         table's column of that name (any other name is a programming error)."""
-        if profile == "strict":
-            return self.severity
-        if profile == "car":
-            return self.severity if self.car is AS_STRICT else self.car
-        raise ValueError(f"no column {profile!r} in the code table (car, strict)")
+        column = _COLUMNS.get(profile)
+        if column is None:
+            raise ValueError(f"no column {profile!r} in the code table ({', '.join(_COLUMNS)})")
+        return column(self)
 
     def column(self, profile: ProfileName) -> str:
         """The severity under ``profile`` as a table cell (``-``: does not fire)."""
@@ -101,6 +100,18 @@ class Code:
         """The higher of the two columns (what a reporter declares as the rule's level)."""
         given = [s for s in (self.severity_in("strict"), self.severity_in("car")) if s]
         return max(given, key=lambda s: s.rank) if given else Severity.INFO
+
+
+def _car_column(code: Code) -> Severity | None:
+    return code.severity if code.car is AS_STRICT else code.car
+
+
+#: The code table's severity columns, each named after its profile: ``strict``'s is
+#: a code's ``severity``; ``car``'s its ``car`` entry where one is written, else
+#: strict's. :meth:`Code.severity_in` reads them.
+_COLUMNS: Final[Mapping[str, Callable[[Code], Severity | None]]] = MappingProxyType(
+    {"car": _car_column, "strict": lambda code: code.severity}
+)
 
 
 _TABLE = [
