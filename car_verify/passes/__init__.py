@@ -195,10 +195,6 @@ class Context:
         self.initial_state: dict[str, Any] = dict(initial_state or {})
         self.state_given = initial_state is not None
         self.options = options or Options()
-        # Context.issue's lookups: each code's table entry, and its severity by
-        # (code, whether the action is optional), asked of the semantics once.
-        self._codes: dict[str, Code] = {}
-        self._severities: dict[tuple[str, bool], Severity | None] = {}
 
     @property
     def max_actions(self) -> int | None:
@@ -304,23 +300,15 @@ class Context:
         ``tier``. A code the profile does not report is a programming error: ask
         :meth:`reports` first.
         """
-        # A large plan makes thousands of findings: the code and its severity are
-        # looked up once per context, and the Issue is made by position.
+        # A large plan makes thousands of findings: the severity is the semantics'
+        # (which remembers its answers), and the Issue is made by position.
         action = None if index is None else self.proposal.actions[index]
         if severity is None or tier is None:
-            spec = self._codes.get(code)
-            if spec is None:
-                spec = self._codes[code] = lookup(code)
+            spec = lookup(code)
             code = spec.name
             tier = tier or spec.tier
             if severity is None:
-                optional = action is not None and action.failure_behavior == "skip"
-                known = self._severities.get((code, optional), _UNASKED)
-                if known is _UNASKED:
-                    known = self._severities[(code, optional)] = self.semantics.severity(
-                        code, action
-                    )
-                severity = known
+                severity = self.semantics.severity(code, action)
         if severity is None:
             raise UsageError(
                 f"finding code {code!r} is not reported under the {self.profile} profile"
@@ -330,10 +318,6 @@ class Context:
             where_id = self.semantics.placement.proposal_id
             return Issue(code, severity, tier, message, where_id, None, pointer)
         return Issue(code, severity, tier, message, action.id, index, f"/actions/{index}{pointer}")
-
-
-#: Not yet asked (Context.issue's cache holds None for "not reported").
-_UNASKED: Any = object()
 
 
 class Pass(abc.ABC):
