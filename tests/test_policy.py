@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -712,3 +713,82 @@ def test_policy_diff_of_a_command_rule_is_unknown_never_a_guess(tmp_path: Path) 
     (old / "a.toml").write_text('[[deny_command]]\nprogram = "rm"\nflags = ["-r"]\n')
     (new / "a.toml").write_text('deny_tool = ["x"]\n')
     assert policy_diff(old, new).verdict == "unknown"
+
+
+# --- the load: one open per entry, and what it skipped ------------------------------------------
+
+
+def test_a_folder_whose_only_file_is_misnamed_says_what_it_skipped(tmp_path: Path) -> None:
+    folder = tmp_path / ".car" / "policies"
+    folder.mkdir(parents=True)
+    (folder / "rules.tml").write_text('deny_tool = ["rm"]\n')
+    loaded = load_policies(folder)
+    assert loaded.rules.count() == 0
+    assert loaded.skipped == [(folder / "rules.tml", "not a .toml file")]
+    assert "skipped rules.tml (not a .toml file)" in loaded.describe()
+
+
+def test_the_text_checked_is_the_text_read_once(tmp_path: Path) -> None:
+    folder = tmp_path / "policies"
+    folder.mkdir()
+    (folder / "p.toml").write_text('deny_tool = ["rm"]\n')
+    loaded = load_policies(folder)
+    assert loaded.texts == {folder / "p.toml": 'deny_tool = ["rm"]\n'}
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_among_the_policies_fails_closed_at_once(tmp_path: Path) -> None:
+    folder = tmp_path / "policies"
+    folder.mkdir()
+    os.mkfifo(folder / "p.toml")
+    with pytest.raises(InputError, match="not a regular file"):
+        load_policies(folder)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_symlink_swapped_to_a_fifo_never_blocks_the_load(tmp_path: Path) -> None:
+    """An agent swaps p.toml between a link to the rules and a link to a FIFO while
+    the rules load: every load ends, each with the rules or with an error."""
+    import threading
+
+    folder = tmp_path / "policies"
+    folder.mkdir()
+    rules = tmp_path / "rules.toml"
+    rules.write_text('deny_tool = ["rm"]\n')
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    link = folder / "p.toml"
+    link.symlink_to(rules)
+    for i in range(300):  # entries read after p.toml widen the old window between check and open
+        (folder / f"z{i:03}.toml").write_text("")
+    stop = threading.Event()
+
+    def swap() -> None:
+        targets = itertools.cycle([fifo, rules])
+        while not stop.is_set():
+            spare = folder / ".swap"
+            spare.symlink_to(next(targets))
+            os.replace(spare, link)
+
+    swapper = threading.Thread(target=swap, daemon=True)
+    outcomes: list[str] = []
+
+    def load_many() -> None:
+        for _ in range(100):
+            try:
+                loaded = load_policies(folder)
+            except InputError:
+                outcomes.append("closed")
+            else:
+                # a load that raced past the spare link may skip it; never lose the rule
+                assert loaded.rules.deny_tool == ["rm"] or not loaded.files
+                outcomes.append("read" if loaded.files else "none")
+
+    loader = threading.Thread(target=load_many, daemon=True)
+    swapper.start()
+    loader.start()
+    loader.join(timeout=60)
+    stop.set()
+    swapper.join(timeout=5)
+    assert not loader.is_alive(), "a policy load blocked on a swapped-in FIFO"
+    assert len(outcomes) == 100

@@ -926,12 +926,19 @@ def _position_of(text: str, needle: str) -> tuple[int, int] | None:
 
 @dataclass(slots=True)
 class LoadedPolicies:
-    """What was loaded and from where (``directory`` None: no policy directory found)."""
+    """What was loaded and from where (``directory`` None: no policy directory found).
+
+    ``texts``: each file's text as it was read (once, from the descriptor the load
+    opened: what was checked is what was read). ``skipped``: the entries of the
+    folder that hold no rules (not a ``*.toml`` file), each with why, so that a
+    folder whose only file is ``rules.tml`` is said out loud, never read as empty."""
 
     directory: Path | None
     files: list[Path]
     rules: PolicySet
     searched: list[Path] = field(default_factory=list)
+    texts: dict[Path, str] = field(default_factory=dict)
+    skipped: list[tuple[Path, str]] = field(default_factory=list)
 
     def describe(self) -> str:
         if self.directory is None:
@@ -939,10 +946,21 @@ class LoadedPolicies:
             more = " ..." if len(self.searched) > 3 else ""
             return f"no .car/policies directory found (searched {where}{more})"
         count = len(self.files)
-        return (
+        said = (
             f"loaded {plural(self.rules.count(), 'rule')} from {plural(count, 'file')} "
             f"in {self.directory}"
         )
+        if self.skipped:
+            said += f"; {self.describe_skipped()}"
+        return said
+
+    def describe_skipped(self) -> str:
+        """The skipped entries, named (at most five, then how many more), or ''."""
+        if not self.skipped:
+            return ""
+        named = ", ".join(f"{p.name} ({why})" for p, why in self.skipped[:5])
+        more = f" and {len(self.skipped) - 5} more" if len(self.skipped) > 5 else ""
+        return f"skipped {named}{more}"
 
     def engine(self, *, clock: Callable[[], float] = time.monotonic) -> PolicyEngine:
         return PolicyEngine(self.rules, clock=clock)
@@ -959,10 +977,10 @@ def load_policies(directory: str | os.PathLike[str] | None = None) -> LoadedPoli
     folder, searched = policies_folder(directory)
     if folder is None:
         return LoadedPolicies(None, [], PolicySet(), searched)
-    files = _policy_files(folder)
+    read, skipped = _policy_files(folder)
     rules = PolicySet()
-    for file in files:
-        rules.extend(load_policy_file(file))
+    for file, text in read:
+        rules.extend(load_policy_text(text, source=str(file)))
         if rules.count() > MAX_RULES or len(rules.trace_rule) > MAX_TRACE_RULES:
             raise InputError(
                 f"the policies hold over {MAX_RULES:,} rules, or over {MAX_TRACE_RULES:,} "
@@ -970,7 +988,14 @@ def load_policies(directory: str | os.PathLike[str] | None = None) -> LoadedPoli
                 "closed",
                 source=str(folder),
             )
-    return LoadedPolicies(folder.resolve(), files, rules, searched)
+    return LoadedPolicies(
+        folder.resolve(),
+        [file for file, _ in read],
+        rules,
+        searched,
+        texts=dict(read),
+        skipped=skipped,
+    )
 
 
 def policies_to_check(
@@ -1042,14 +1067,18 @@ MAX_POLICY_FILE_BYTES = 1_000_000
 MAX_POLICY_BYTES = 4_000_000
 
 
-def _policy_files(folder: Path) -> list[Path]:
-    """The ``*.toml`` files of a policies directory, sorted. Anything in it that is not
-    a readable regular file (a directory, a dangling symlink, a symlink loop, a
-    socket) fails the load naming it: a rule that cannot be read must not vanish.
-    A folder past the bounds above fails the load too, after reading at most one
-    entry more than :data:`MAX_POLICY_ENTRIES`."""
-    import stat
+def _policy_files(folder: Path) -> tuple[list[tuple[Path, str]], list[tuple[Path, str]]]:
+    """The ``*.toml`` files of a policies directory, sorted, each with its text, and
+    the entries skipped (a regular file of another name, with why).
 
+    Each entry is opened once, without blocking, and judged by ``fstat`` on the open
+    descriptor; its text is read from that descriptor. So a swap between the check
+    and the read (a symlink turned to a FIFO or a device) is seen and fails the load,
+    and nothing can make the load wait. Anything that is not a readable regular file
+    (a directory, a dangling symlink, a symlink loop, a socket, a FIFO) fails the
+    load naming it: a rule that cannot be read must not vanish. A folder past the
+    bounds above fails the load too, after reading at most one entry more than
+    :data:`MAX_POLICY_ENTRIES`."""
     entries: list[Path] = []
     try:
         with os.scandir(folder) as listing:
@@ -1065,46 +1094,97 @@ def _policy_files(folder: Path) -> list[Path]:
         raise InputError(
             f"cannot be listed ({err.strerror}): the policies fail closed", source=str(folder)
         ) from None
-    files = []
+    read: list[tuple[Path, str]] = []
+    skipped: list[tuple[Path, str]] = []
     total = 0
     for entry in sorted(entries):
-        try:
-            mode = entry.stat().st_mode
-        except OSError as err:
-            why = (
-                "a symlink loop"
-                if err.errno == 40
-                else "a dangling symlink"
-                if entry.is_symlink()
-                else err.strerror
-            )
+        if entry.suffix != ".toml":
+            _regular(entry)  # a FIFO or a directory by any name still fails the load
+            skipped.append((entry, "not a .toml file"))
+            continue
+        text, size = _read_policy_entry(entry)
+        total += size
+        if total > MAX_POLICY_BYTES:
             raise InputError(
-                f"cannot be read ({why}): the policies fail closed", source=str(entry)
-            ) from None
-        if not stat.S_ISREG(mode):
-            kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
-            raise InputError(
-                f"is {kind}, not a policy file: the policies fail closed", source=str(entry)
+                f"the policy files hold over {MAX_POLICY_BYTES:,} bytes in all: the "
+                "policies fail closed",
+                source=str(folder),
             )
-        if entry.suffix == ".toml":
-            if not os.access(entry, os.R_OK):
-                raise InputError("is not readable: the policies fail closed", source=str(entry))
-            size = entry.stat().st_size
-            total += size
-            if size > MAX_POLICY_FILE_BYTES:
-                raise InputError(
-                    f"is {size:,} bytes, over the bound of {MAX_POLICY_FILE_BYTES:,} for a "
-                    "policy file: the policies fail closed",
-                    source=str(entry),
-                )
-            if total > MAX_POLICY_BYTES:
-                raise InputError(
-                    f"the policy files hold over {MAX_POLICY_BYTES:,} bytes in all: the "
-                    "policies fail closed",
-                    source=str(folder),
-                )
-            files.append(entry)
-    return files
+        read.append((entry, text))
+    return read, skipped
+
+
+def _unreadable(entry: Path, err: OSError) -> InputError:
+    import errno
+
+    why = (
+        "a symlink loop"
+        if err.errno == errno.ELOOP
+        else "a dangling symlink"
+        if entry.is_symlink() and err.errno == errno.ENOENT
+        else "not readable"
+        if err.errno == errno.EACCES
+        else err.strerror
+    )
+    return InputError(f"cannot be read ({why}): the policies fail closed", source=str(entry))
+
+
+def _not_regular(entry: Path, mode: int) -> InputError:
+    import stat
+
+    kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+    return InputError(f"is {kind}, not a policy file: the policies fail closed", source=str(entry))
+
+
+def _regular(entry: Path) -> None:
+    """Fail the load unless ``entry`` is (or links to) a regular file; never opens it."""
+    import stat
+
+    try:
+        mode = entry.stat().st_mode
+    except OSError as err:
+        raise _unreadable(entry, err) from None
+    if not stat.S_ISREG(mode):
+        raise _not_regular(entry, mode)
+
+
+def _read_policy_entry(entry: Path) -> tuple[str, int]:
+    """The text of one policy file and its size in bytes, read from one descriptor
+    that ``fstat`` shows to be a regular file (see :func:`_policy_files`)."""
+    import stat
+
+    _regular(entry)  # a device is not opened at all when the folder holds still
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(entry, flags)
+    except OSError as err:
+        raise _unreadable(entry, err) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):  # swapped after the check
+            raise _not_regular(entry, info.st_mode)
+        chunks: list[bytes] = []
+        size = 0
+        while size <= MAX_POLICY_FILE_BYTES:
+            chunk = os.read(fd, MAX_POLICY_FILE_BYTES + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as err:
+        raise _unreadable(entry, err) from None
+    finally:
+        os.close(fd)
+    if size > MAX_POLICY_FILE_BYTES:
+        raise InputError(
+            f"is over the bound of {MAX_POLICY_FILE_BYTES:,} bytes for a policy file: the "
+            "policies fail closed",
+            source=str(entry),
+        )
+    try:
+        return b"".join(chunks).decode("utf-8"), size
+    except UnicodeDecodeError as err:
+        raise InputError(f"cannot read policy file: {err}", source=str(entry)) from None
 
 
 def policy_engine(policies: Any) -> PolicyEngine:

@@ -80,6 +80,7 @@ from .policy import (
     keyword_rule_name,
     load_policies,
     load_policy_file,
+    load_policy_text,
     texts_of,
 )
 from .trace import TraceGate
@@ -180,7 +181,10 @@ def _gather(policies: Any) -> tuple[list[RuleRef], PolicyEngine]:
         refs: list[RuleRef] = []
         keywords = 0  # deny_keyword entries are named by their place in the merged rules
         for file in policies.files:
-            rules = load_policy_file(file)
+            text = policies.texts.get(file)
+            rules = (
+                load_policy_file(file) if text is None else load_policy_text(text, source=str(file))
+            )
             refs += _located(rules, file, keywords)
             keywords += len(rules.deny_keyword)
         return refs, PolicyEngine(policies.rules)
