@@ -442,7 +442,7 @@ def _write_snapshot(folder: Path, loaded: Any, how: str) -> _Snapshot:
 def _replace(path: Path, text: str) -> None:
     """Write ``path`` whole or not at all (a temporary file of this process, then
     a rename); the temporary file is removed when the write fails."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
     try:
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as out:
@@ -637,8 +637,10 @@ class _Guard:
         with contextlib.suppress(OSError):
             out.add(os.path.realpath(root))
         for variable in ("HOME", "XDG_STATE_HOME"):
-            base = os.environ.get(variable) or (str(Path.home()) if variable == "HOME" else "")
-            if not base:
+            base = os.environ.get(variable) or (
+                os.path.expanduser("~") if variable == "HOME" else ""
+            )
+            if not base or base == "~":
                 continue
             for place in list(out):
                 with contextlib.suppress(ValueError):
@@ -658,10 +660,14 @@ class _Guard:
 
         strings = list(_strings(params))
         out = []
-        accept = re.compile(
-            r"car[-_]verify\b.*?(\bpolicy\W*accept\b|\baccept_policies\b)", re.S | re.I
-        )
-        if any(accept.search(s) for s in strings):
+        # two linear scans of each string (one pattern spanning both could backtrack
+        # over a long parameter)
+        accept = re.compile(r"\bpolicy\W*accept\b|\baccept_policies\b", re.I)
+        if any(
+            ("car-verify" in low or "car_verify" in low) and accept.search(s)
+            for s in strings
+            for low in (s.lower(),)
+        ):
             out.append(
                 Denial(
                     "hook:policy-accept",
