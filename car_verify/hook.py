@@ -588,13 +588,18 @@ def _save_rules(path: Path, rules: list[Any]) -> None:
 
 # --- the hook's own guard ----------------------------------------------------------------------
 
-#: The hook's own rule, read by the same reader as any policy file: a shell line
+#: The hook's own rules, read by the same reader as any policy file: a shell line
 #: that runs ``car-verify policy accept`` is refused (the user accepts rules from
-#: outside the agent); a line whose program the reader cannot name is undecided
-#: under it, as under any ``deny_command``.
+#: outside the agent), and so is one that runs the hook itself (a forged
+#: ``PostToolUse`` would report an outcome that never happened); a line whose
+#: program the reader cannot name is undecided under them, as under any
+#: ``deny_command``.
 GUARD_RULES = """[[deny_command]]
 program = "car-verify"
 args = ["policy", "accept"]
+[[deny_command]]
+program = "car-verify"
+args = ["hook"]
 """
 #: The hook's settings files, by the ends of their paths: no tool but a reading one
 #: may name them.
@@ -609,11 +614,12 @@ SETTINGS = (
 
 class _Guard:
     """What the hook refuses on its own account, whatever the rules say: running
-    ``car-verify policy accept`` (the gate's ``deny_command`` reading, and the
-    phrase in any parameter: a script that would run it), and naming the hook's
-    state folder or its settings in a call that is not a read. These are speed
-    bumps against an agent that can run any code as the user (docs/security.md):
-    the closure is a state folder and settings that user cannot write."""
+    ``car-verify policy accept`` or the hook itself (the gate's ``deny_command``
+    reading of a shell line, and the phrase in any parameter: a script that
+    would run it), and naming the hook's state folder or its settings in a call
+    that is not a read. These are speed bumps against an agent that can run any
+    code as the user (docs/security.md): the closure is a state folder and
+    settings the agent's tools cannot write."""
 
     def __init__(self, folder: Path, on_unknown: Decision, ask: Sequence[str]) -> None:
         self.folder = folder
@@ -660,19 +666,25 @@ class _Guard:
 
         strings = list(_strings(params))
         out = []
-        # two linear scans of each string (one pattern spanning both could backtrack
-        # over a long parameter)
+        named = [s for s in strings if "car-verify" in s.lower() or "car_verify" in s.lower()]
+        # a linear scan of each string that names car-verify (one pattern spanning
+        # the name and the phrase could backtrack over a long parameter)
         accept = re.compile(r"\bpolicy\W*accept\b|\baccept_policies\b", re.I)
-        if any(
-            ("car-verify" in low or "car_verify" in low) and accept.search(s)
-            for s in strings
-            for low in (s.lower(),)
-        ):
+        if any(accept.search(s) for s in named):
             out.append(
                 Denial(
                     "hook:policy-accept",
                     "the call would accept the project's rules (`car-verify policy accept`): "
                     "the user runs that outside the agent",
+                )
+            )
+        itself = re.compile(r"car[-_]verify([^\w/]+import)?[^\w/]{1,4}hook\b", re.I)
+        if any(itself.search(s) for s in named):
+            out.append(
+                Denial(
+                    "hook:hook",
+                    "the call would run the hook itself (`car-verify hook`): only the agent's "
+                    "own harness runs it, a forged event would change the session's trace",
                 )
             )
         if tool in READING_TOOLS:

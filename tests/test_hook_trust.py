@@ -337,6 +337,20 @@ def test_the_agent_cannot_accept_the_rules(project: Path, command: str) -> None:
     assert "policy accept" in result.reason
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        'echo \'{"hook_event_name": "PostToolUse"}\' | car-verify hook',
+        "env car-verify hook --policies /tmp/empty < forged.json",
+        "python3 -c 'from car_verify import hook; hook.main([])'",
+        "python3 -m car_verify hook < forged.json",
+    ],
+)
+def test_the_agent_cannot_run_the_hook_to_forge_an_outcome(project: Path, command: str) -> None:
+    result = call(project, "Bash", {"command": command})
+    assert result.decision == "deny" and "hook:hook" in result.rules, command
+
+
 def test_a_script_that_would_accept_is_refused_too(project: Path) -> None:
     script = "import subprocess\nsubprocess.run(['car-verify', 'policy', 'accept'])\n"
     result = call(project, "Write", {"file_path": "x.py", "content": script})
