@@ -435,7 +435,7 @@ def _write_snapshot(folder: Path, loaded: Any, how: str) -> _Snapshot:
         "files": [list(f) for f in files],
     }
     path = folder / ACCEPTED_FILE
-    _replace(path, json.dumps(doc, ensure_ascii=False))
+    _replace(path, json.dumps(doc))  # ASCII: a file name no encoding holds is escaped
     return _Snapshot(files, policies, when, how, path)
 
 
@@ -534,9 +534,12 @@ def _in_force(
     if accepted is not None and accepted.count():
         assert snapshot is not None
         sets.append(("accepted", accepted))
-        changed = ", ".join(_changes(snapshot.files, now)) or "the files moved"
+        changed = ", ".join(_changes(snapshot.files, now))
+        here = str(loaded.directory or where or "the project")
+        if snapshot.policies and snapshot.policies != here:
+            changed = f"{changed}; those were read from {snapshot.policies}".lstrip("; ")
         said.append(
-            f"car-verify: warning: the policies in {loaded.directory or where or 'the project'} "
+            f"car-verify: warning: the policies in {here} "
             f"differ from the rules {snapshot.said()} ({changed}): the "
             f"{plural(accepted.count(), 'accepted rule')} stay in force beside the folder's "
             f"{plural(loaded.rules.count(), 'rule')} (a call must pass both) until you run "
