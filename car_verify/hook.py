@@ -641,7 +641,9 @@ class _Guard:
         default = self.folder.parent.name == "hook" and self.folder.parent.parent.name == (
             "car-verify"
         )
-        root = self.folder.parent.parent if default else self.folder
+        # the default root is protected from the state folder that holds it down:
+        # ``cd ~/.local/state && rm -r car-verify`` names no deeper folder
+        root = self.folder.parent.parent.parent if default else self.folder
         out = {str(root), str(self.folder)}
         with contextlib.suppress(OSError):
             out.add(os.path.realpath(root))
@@ -658,8 +660,12 @@ class _Guard:
                         out.update((f"${variable}/{rest}", f"${{{variable}}}/{rest}"))
                         if variable == "HOME":
                             out.add(f"~/{rest}")
-        if default:
-            out.add("car-verify/hook")  # the default root, however its start is spelt
+                    elif variable == "XDG_STATE_HOME":  # the state base itself
+                        out.update((f"${variable}", f"${{{variable}}}"))
+        if default:  # the default root, however its start is spelt
+            out.add("car-verify/hook")
+            if root.as_posix().endswith("/.local/state"):
+                out.add(".local/state")
         return sorted(p for p in out if len(p) > 1)
 
     def denials(self, tool: str, params: dict[str, Any]) -> list[Any]:

@@ -379,6 +379,8 @@ def test_the_agent_cannot_write_the_state_folder_or_the_settings(
         ("Bash", {"command": "rm -rf $XDG_STATE_HOME/car-verify"}),
         ("Bash", {"command": "echo > ${XDG_STATE_HOME}/car-verify/hook/x/accepted.json"}),
         ("Bash", {"command": "cd ../../xdg/car-verify/hook && rm -r *"}),
+        ("Bash", {"command": f"cd {xdg} && rm -r car-verify"}),
+        ("Bash", {"command": "cd $XDG_STATE_HOME; rm -r car-verify"}),
         ("Edit", {"file_path": str(project / ".claude" / "settings.json"), "old_string": "a",
                   "new_string": "b"}),
         ("Bash", {"command": "echo '{}' > ~/.claude/settings.json"}),
