@@ -244,24 +244,42 @@ def decide(
             "failed" if event == "PostToolUseFailure" else _outcome(payload.get("tool_response"))
         )
         return _after(folder, name, where, configured, tool, params, outcome)
+    answered = _before(folder, name, where, configured, tool, params, on_unknown, ask, accept_edits)
+    if answered.decision == "allow" and not isinstance(given, dict):
+        unread = _unknown(on_unknown, "tool_input is not a JSON object (no rule denies it empty)")
+        unread.warnings[:0] = answered.warnings
+        unread.message = answered.message
+        return unread
+    return answered
+
+
+def _before(
+    folder: Path,
+    name: str,
+    where: str | None,
+    configured: bool,
+    tool: str,
+    params: dict[str, Any],
+    on_unknown: Decision,
+    ask: Sequence[str],
+    accept_edits: bool,
+) -> HookAnswer:
+    """A call about to be made: the rules in force (accepting them on the first
+    call, or a trusted edit), the hook's own guard, the session's state."""
     from .base.errors import CarVerifyError
 
     try:
         rules = _in_force(where, configured, folder, before=True, accept_edits=accept_edits)
-    except (
-        CarVerifyError,
-        OSError,
-        _BadAccepted,
-    ) as err:  # a rule that cannot be read must not vanish
+    except (CarVerifyError, OSError, _BadAccepted) as err:
+        # a rule that cannot be read must not vanish
         reason = f"car-verify: the policies cannot be loaded ({err}): denied (fail closed)"
         return HookAnswer("deny", reason, warnings=[reason])
     if not rules.sets:  # no rules now, and none accepted
         warning = f"car-verify: warning: {rules.loaded.describe()}: the call is not checked"
         return HookAnswer(None, warnings=[*rules.warnings, warning], message=rules.message)
-    guard = _Guard(folder, on_unknown, ask)
     try:
         with _session(folder, name, rules, on_unknown, ask) as state:
-            found = state.decide(tool, params, guard)
+            found = state.decide(tool, params, _Guard(folder, on_unknown, ask))
     except (_BadState, OSError) as err:
         reason = f"car-verify: the session state cannot be used ({err}): denied (fail closed)"
         return HookAnswer("deny", reason, warnings=[*rules.warnings, reason], message=rules.message)
@@ -274,13 +292,6 @@ def decide(
             else f"car-verify: warning: also undecided: {told}"
         )
     if found.decision == "allow":
-        if not isinstance(given, dict):
-            unread = _unknown(
-                on_unknown, "tool_input is not a JSON object (no rule denies it empty)"
-            )
-            unread.warnings[:0] = warnings
-            unread.message = rules.message
-            return unread
         return HookAnswer("allow", warnings=warnings, message=rules.message)
     return HookAnswer(
         found.decision, found.reason(), found.rules(), warnings, message=rules.message
