@@ -512,6 +512,7 @@ def _in_force(
             f"car-verify: warning: {loaded.describe_skipped()} in {loaded.directory}: "
             "not read as policies (a policy file ends in .toml)"
         )
+    command = _accept_command(loaded.directory or where, folder)
     same = snapshot is not None and snapshot.files == now
     accepted = None if snapshot is None or same else snapshot.rules()
     empty = snapshot is None or (accepted is not None and not accepted.count())
@@ -523,8 +524,7 @@ def _in_force(
         said.append(
             f"car-verify: {why}: accepted {plural(loaded.rules.count(), 'rule')} from "
             f"{plural(len(now), 'file')} in {loaded.directory}; from now on a rule removed "
-            "or weakened there stays in force until you run `car-verify policy accept` "
-            "outside the agent"
+            f"or weakened there stays in force until you run `{command}` outside the agent"
         )
     elif before and accept_edits and not same and snapshot is not None and loaded.directory:
         changed = ", ".join(_changes(snapshot.files, now))
@@ -554,7 +554,7 @@ def _in_force(
             f"differ from the rules {snapshot.said()} ({changed}): the "
             f"{plural(accepted.count(), 'accepted rule')} stay in force beside the folder's "
             f"{plural(loaded.rules.count(), 'rule')} (a call must pass both) until you run "
-            f"`car-verify policy accept` outside the agent"
+            f"`{command}` outside the agent"
         )
     if loaded.rules.count():
         sets.append(("folder", loaded.rules))
@@ -563,6 +563,18 @@ def _in_force(
     with contextlib.suppress(OSError):  # a cache: a call does not depend on it
         _save_rules(cache, found.trace_rules())
     return found
+
+
+def _accept_command(policies: Any, folder: Path) -> str:
+    """The command that accepts ``policies`` for the hook whose state is ``folder``."""
+    import shlex
+
+    words = ["car-verify", "policy", "accept"]
+    if policies:
+        words.append(str(policies))
+    if folder.parent != _state_root():  # the hook was given --state-dir
+        words += ["--state-dir", str(folder)]
+    return shlex.join(words)
 
 
 def _rule_cache(folder: Path) -> Path:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -281,9 +282,13 @@ def test_policy_accept_on_the_command_line(project: Path, tmp_path: Path) -> Non
 
     assert hook_says()["hookSpecificOutput"]["permissionDecision"] == "deny"
     (policies(project) / "rules.toml").write_text("")
-    assert hook_says()["hookSpecificOutput"]["permissionDecision"] == "deny"
+    said = hook_says()
+    assert said["hookSpecificOutput"]["permissionDecision"] == "deny"
+    # the message names the command that accepts the change: the user runs it as it is
+    told = shlex.split(said["systemMessage"].split("until you run `")[1].split("`")[0])
+    assert told[:3] == ["car-verify", "policy", "accept"] and "--state-dir" not in told
     done = subprocess.run(
-        [sys.executable, "-m", "car_verify", "policy", "accept", str(project)],
+        [sys.executable, "-m", "car_verify", *told[1:]],
         capture_output=True, text=True, env=env, cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
