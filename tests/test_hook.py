@@ -474,10 +474,16 @@ def test_on_unknown_allow_stays_possible_and_says_so_on_every_call(project: Path
      "PermissionRequest", "PreCompact", "SessionEnd"],
 )  # fmt: skip
 def test_other_events_are_answered_with_nothing(project: Path, event: str) -> None:
-    payload = {**claude("rm", {}), "hook_event_name": event, "cwd": str(project)}
+    out, result = ask(project, {**claude("rm", {}), "hook_event_name": event})
+    assert out == {} and result.decision is None
+    assert f"nothing to decide on a {event} event" in result.warnings[0]
+
+
+def test_the_command_answers_another_event_with_nothing_on_stdout(project: Path) -> None:
+    payload = {**claude("rm", {}), "hook_event_name": "Stop", "cwd": str(project)}
     done = subprocess.run([sys.executable, "-m", "car_verify", "hook"], input=json.dumps(payload),
                           capture_output=True, text=True, check=True, cwd=project)  # fmt: skip
-    assert done.stdout == "" and f"nothing to decide on a {event} event" in done.stderr
+    assert done.stdout == "" and "nothing to decide on a Stop event" in done.stderr
 
 
 def test_every_hook_option_has_help() -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from gate_reference import toml
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from samples import claude
 from test_gate import HookFace, replay, rules, steps
@@ -297,6 +297,7 @@ def test_policy_accept_on_the_command_line(project: Path, tmp_path: Path) -> Non
     assert "permissionDecision" not in hook_says().get("hookSpecificOutput", {})
 
 
+@settings(max_examples=min(settings().max_examples, 100))  # each example runs the hook
 @given(
     accepted=rules(),
     written=st.one_of(st.just([]), rules()),
