@@ -1180,17 +1180,24 @@ def accept_policies(
     project state folder whose hook read this folder, and to the one a hook named
     with this folder (``--policies`` or ``$CLAUDE_PROJECT_DIR``) uses. A folder
     that does not load is an error (InputError), and nothing is written."""
-    from .base.errors import UsageError
-    from .rules.policy import load_policies, policies_folder
+    from .base.errors import InputError, UsageError
+    from .rules.policy import load_policies
 
-    found, searched = policies_folder(policies)
+    if policies is not None and not os.path.isdir(policies):
+        why = "is not a directory" if os.path.lexists(policies) else "no such folder"
+        raise InputError(
+            f"{why}: `car-verify policy accept DIR` names a policies folder, or a project "
+            "holding .car/policies",
+            source=os.fspath(policies),
+        )
+    loaded = load_policies(policies)
+    found = loaded.directory
     if found is None:
-        where = ", ".join(str(p) for p in searched[:3])
+        where = ", ".join(str(p) for p in loaded.searched[:3])
         raise UsageError(
             f"no .car/policies found (searched {where}): name the policies folder, "
             "`car-verify policy accept DIR`"
         )
-    loaded = load_policies(found)
     folders: list[Path] = []
     if state_dir is not None:
         folders.append(Path(state_dir))

@@ -486,3 +486,13 @@ def test_no_path_of_the_hook_opens_a_policy_file_by_name(
     mine = [(p, f) for p, f in opened if p.startswith(folder + os.sep)]
     assert len(mine) == 4  # the loader's one open per call
     assert all(f is not None and f & os.O_NONBLOCK for _, f in mine), mine
+
+
+def test_policy_accept_of_a_folder_that_is_not_there_names_it(tmp_path: Path) -> None:
+    from car_verify.base.errors import InputError
+    from car_verify.hook import accept_policies
+
+    with pytest.raises(InputError, match="policy accept DIR") as raised:
+        accept_policies(tmp_path / "nowhere", state_dir=tmp_path / "state")
+    assert raised.value.source == str(tmp_path / "nowhere")
+    assert not (tmp_path / "state").exists()  # nothing written
