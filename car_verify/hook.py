@@ -917,7 +917,9 @@ class _State:
 
             accepted = {d.rule for label, v in verdicts if label == "accepted" for d in v.denied}
             denied = [
-                Denial(d.rule, f"{d.reason} (an accepted rule the policies folder no longer holds)")
+                Denial(
+                    d.rule, f"{d.reason} (an accepted rule the policies folder no longer holds so)"
+                )
                 if d.rule in accepted - folder
                 else d
                 for d in denied
