@@ -7,7 +7,12 @@ The hook reads a Claude Code PreToolUse payload for a project with a policy
 file of RULES rules (50 by default: deny rules, parameter rules, patterns,
 shell commands, rate limits and trace rules) and a session state file, as it
 does once per tool call. A denied call is tried first: the run stops unless the
-hook denies it, so the rules are known to be in force.
+hook denies it, so the rules are known to be in force. Two projects are timed:
+one whose folder holds the rules the hook accepted (the usual case: one rule
+set), and one where the agent has edited the folder since (a rule removed: the
+accepted rules and the folder's are both in force, a call passes both). Each
+line gives the hook's time and the ratio to ``python -c pass`` per pair
+(median, and the fastest and slowest pair: the spread).
 
 Run it with the interpreter of a regular install (``pip install .``, which also
 writes the bytecode): an editable install puts its import finder in front of every
@@ -71,39 +76,58 @@ def editable() -> bool:
     return bool(text) and bool(json.loads(text).get("dir_info", {}).get("editable"))
 
 
+def project(tmp: Path, name: str, rules: int, *, edited: bool) -> list[str]:
+    """A project whose rules the hook has accepted (its first call), and, when
+    ``edited``, whose folder the agent has changed since: the hook's command."""
+    root = tmp / name
+    (root / ".git").mkdir(parents=True)
+    folder = root / ".car" / "policies"
+    folder.mkdir(parents=True)
+    folder.joinpath("rules.toml").write_text(policy(rules))
+    hook = str(Path(sys.executable).with_name("car-verify"))
+    command = [hook, "hook", "--policies", str(folder), "--state-dir", str(root / "state")]
+    denied = payload(root, "prog3 -rf /")
+    answer = subprocess.run(command, input=denied, capture_output=True, text=True)
+    if '"deny"' not in answer.stdout:  # the rules must be in force, or this times nothing
+        raise SystemExit(f"the hook did not deny a denied call: {answer.stdout}{answer.stderr}")
+    if edited:  # the agent drops the first shell rule: it stays in force, accepted
+        text = policy(rules).replace('program = "prog3"', 'program = "other3"')
+        folder.joinpath("rules.toml").write_text(text)
+        answer = subprocess.run(command, input=denied, capture_output=True, text=True)
+        if '"deny"' not in answer.stdout or "stay in force" not in answer.stdout:
+            raise SystemExit(f"the accepted rule is not in force: {answer.stdout}")
+    return command
+
+
+def payload(root: Path, line: str) -> str:
+    return json.dumps({
+        "session_id": "bench", "transcript_path": "/x", "cwd": str(root),
+        "permission_mode": "default", "hook_event_name": "PreToolUse",
+        "tool_name": "Bash", "tool_input": {"command": line}, "tool_use_id": "t",
+    })  # fmt: skip
+
+
 def main() -> None:
     if editable():
         print("note: an editable install; the numbers include its import finder")
     repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 20
     rules = int(sys.argv[2]) if len(sys.argv) > 2 else 50
-    hook = str(Path(sys.executable).with_name("car-verify"))
     with tempfile.TemporaryDirectory() as tmp:
-        project = Path(tmp)
-        (project / ".git").mkdir()
-        (project / ".car" / "policies").mkdir(parents=True)
-        folder = project / ".car" / "policies"
-        folder.joinpath("rules.toml").write_text(policy(rules))
-        command = [hook, "hook", "--policies", str(folder), "--state-dir", str(project / "state")]
-        payload = json.dumps({
-            "session_id": "bench", "transcript_path": "/x", "cwd": str(project),
-            "permission_mode": "default", "hook_event_name": "PreToolUse",
-            "tool_name": "Bash", "tool_input": {"command": "ls -la"}, "tool_use_id": "t",
-        })  # fmt: skip
-        denied = json.loads(payload)
-        denied["tool_input"] = {"command": "prog3 -rf /"}
-        answer = subprocess.run(command, input=json.dumps(denied), capture_output=True, text=True)
-        if '"deny"' not in answer.stdout:  # the rules must be in force, or this times nothing
-            raise SystemExit(f"the hook did not deny a denied call: {answer.stdout}{answer.stderr}")
-        timed(command, payload)  # warm the file cache and the state file
-        hooks, bare = [], []
-        for _ in range(repeats):
-            hooks.append(timed(command, payload))
-            bare.append(timed([sys.executable, "-c", "pass"], ""))
-    h, b = statistics.median(hooks), statistics.median(bare)
-    print(f"car-verify hook: median {h * 1e3:.0f} ms (min {min(hooks) * 1e3:.0f}, "
-          f"max {max(hooks) * 1e3:.0f}); python -c pass: median {b * 1e3:.0f} ms "
-          f"(min {min(bare) * 1e3:.0f}, max {max(bare) * 1e3:.0f}); ratio {h / b:.1f}x; "
-          f"{repeats} pairs; {rules} rules")  # fmt: skip
+        for name, edited in (("accepted", False), ("edited", True)):
+            command = project(Path(tmp), name, rules, edited=edited)
+            call = payload(Path(tmp) / name, "ls -la")
+            timed(command, call)  # warm the file cache and the state file
+            hooks, bare = [], []
+            for _ in range(repeats):
+                hooks.append(timed(command, call))
+                bare.append(timed([sys.executable, "-c", "pass"], ""))
+            ratios = sorted(h / b for h, b in zip(hooks, bare, strict=True))
+            h, b = statistics.median(hooks), statistics.median(bare)
+            print(f"{name}: car-verify hook median {h * 1e3:.0f} ms (min {min(hooks) * 1e3:.0f}, "
+                  f"max {max(hooks) * 1e3:.0f}); python -c pass median {b * 1e3:.0f} ms; "
+                  f"ratio per pair: median {statistics.median(ratios):.1f}x "
+                  f"(min {ratios[0]:.1f}x, max {ratios[-1]:.1f}x); "
+                  f"{repeats} pairs; {rules} rules")  # fmt: skip
 
 
 if __name__ == "__main__":

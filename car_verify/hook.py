@@ -1,43 +1,60 @@
 """``car-verify hook``: the project's policies and trace rules before each tool call
 of a coding agent, through its hook protocol (Claude Code, Codex).
 
-The agent runs the hook once per tool call with a JSON payload on stdin
+The agent runs the hook once per event with a JSON payload on stdin
 (``hook_event_name``, ``session_id``, ``cwd``, ``tool_name``, ``tool_input``,
 ...). For ``PreToolUse`` the hook answers on stdout in the agent's format::
 
     {"hookSpecificOutput": {"hookEventName": "PreToolUse",
                             "permissionDecision": "allow" | "deny" | "ask",
-                            "permissionDecisionReason": "..."}}
+                            "permissionDecisionReason": "..."},
+     "systemMessage": "..."}
 
 The call is the tool's name and its input as parameters. It is denied when a
-policy rule denies it (every rule kind, rate limits included) or, failing that,
-a trace rule refuses it after the session's calls so far; the reason names each
-rule and says why, never the value that matched. ``PostToolUse`` payloads record
-the call's outcome for trace rules that ask for one (``... after x succeeded``).
+rule denies it (every rule kind, rate limits included) or, failing that, a trace
+rule refuses it after the session's calls so far; the reason names each rule and
+says why, never the value that matched. A call a rule cannot decide (a shell
+line the reader does not understand) is put to the user (``ask``), naming the
+rule and why. ``PostToolUse`` and ``PostToolUseFailure`` record the call's
+outcome; every other event is answered with nothing (see :data:`EVENTS`).
 
-**Where the rules come from.** The hook's own configuration, never the agent's
-payload: ``--policies DIR`` (an absolute path in the agent's settings), else
-``$CLAUDE_PROJECT_DIR/.car/policies``, else the nearest ``.car/policies`` above
-the directory the agent started the hook in. The payload's ``cwd`` plays no
-part: an agent that ``cd``s into a folder holding an empty ``.car/policies``
-does not switch the rules off.
+**Which rules are in force.** The hook reads the policies folder its own
+configuration names (``--policies DIR``, else ``$CLAUDE_PROJECT_DIR/.car/
+policies``, else the nearest ``.car/policies`` above the folder the agent
+started it in), never the payload's ``cwd``. The folder lives in the agent's
+workspace, so the hook keeps, per project and outside the workspace (its state
+folder), the **accepted** rules: each policy file's text as it was read, stored
+as it is and read back by the policy reader itself
+(:func:`~car_verify.rules.policy.load_policy_text`). A call must pass the
+accepted rules *and* the folder's current rules: nothing written in the folder
+can weaken what was accepted (a rule removed, a limit raised, an allow list
+widened), while a rule added there applies at once. The accepted rules change
+only from outside the agent: ``car-verify policy accept`` (refused by the hook
+when the agent tries it), or every edit of the folder when the hook's own
+configuration says ``--accept-edits`` (a folder the agent cannot write). The
+first call on a project accepts what it finds and says so; while the folder
+differs from the accepted rules, every call says so.
 
-**State.** Per session, a small JSON file under the state directory (default:
-outside the workspace, ``$XDG_STATE_HOME/car-verify/hook/<project>``, else
-``~/.local/state/...``) holds each rule's trace monitor state and each rate
-limit's window, keyed by the rule's own content: a file added beside the rules
-changes nothing, and a rule that changed starts afresh alone, saying so. Two
-hooks of one session running at once take an exclusive lock on the file, so
-neither loses the other's call. A state file that cannot be read, or holds what
-no hook wrote, denies (fail closed): it is never taken for a fresh session.
+**State.** Per session, a small JSON file in the state folder holds each trace
+rule's monitor state and each rate limit's window, keyed by the rule's own
+content: a file added beside the rules changes nothing, and a changed rule
+starts afresh alone, saying so. A ``PreToolUse`` takes an exclusive lock on the
+session's file, reads it, decides and replaces it atomically. An outcome is
+appended to the session's journal without waiting for the lock (one ``write``
+of one line, ``O_APPEND``), so hooks running at once lose no report; the next
+``PreToolUse`` folds the journal in. An outcome that cannot be saved (a full
+disk) leaves a marker instead (an empty file), and from then on the calls that
+the trace rules reading it govern are denied, with the reason. A state file that
+cannot be read, or holds what no hook wrote, denies: it is never taken for a
+fresh session.
 
 **Failing.** A genuine deny, a policy file or folder that cannot be read, state
 that cannot be read or written, and a payload that cannot be decoded (not JSON,
 nested too deeply, text no encoding can hold) deny: every input gets a decision
-in the agent's format. A payload that decodes but cannot be evaluated (no tool
-name, another event, a ``tool_input`` that is no object and that no rule denies
-as empty) gets ``on_unknown``: by default ``allow``, with a warning on stderr,
-as the runtime's own hook documents; ``deny`` or ``ask`` on request.
+in the agent's format. A ``PreToolUse`` that decodes but cannot be evaluated (no
+tool name, a ``tool_input`` that is no object and that no rule denies as empty)
+and a rule left undecided get ``on_unknown``: ``ask`` by default; ``deny`` on
+request, or ``allow``, which every call then says.
 """
 
 from __future__ import annotations
@@ -53,47 +70,79 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["AGENTS", "HookAnswer", "add_arguments", "answer", "decide", "main", "run"]
+__all__ = [
+    "AGENTS",
+    "EVENTS",
+    "HookAnswer",
+    "accept_policies",
+    "add_arguments",
+    "answer",
+    "decide",
+    "main",
+    "run",
+]
 
 Decision = Literal["allow", "deny", "ask"]
 AGENTS = ("claude", "codex")
 #: The events the hook answers: before a call, and after one (its outcome; Claude
-#: Code reports a failed call as PostToolUseFailure).
+#: Code reports a failed call as PostToolUseFailure). Any other event
+#: (``SessionStart``, ``UserPromptSubmit``, ``Stop``, ...) is answered with
+#: nothing on stdout and a note on stderr: the hook has nothing to decide there.
 EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
-#: The state file's format: each rule's state, keyed by the rule's content.
-STATE_FORMAT = 3
+#: The hook's answer to a call a rule cannot decide (a shell line whose program
+#: is computed, ``eval``, a decoded script piped to a shell): the user's prompt.
+ON_UNKNOWN: Decision = "ask"
+#: The session state file's format: each rule's state keyed by the rule's
+#: content, and how much of the session's journal of outcomes it holds.
+STATE_FORMAT = 4
+#: The accepted rules' file format: each policy file's text, as read.
+ACCEPTED_FORMAT = 1
+ACCEPTED_FILE = "accepted.json"
+#: Claude Code's tools that only read: the hook's guard of its own state folder
+#: and settings lets them name those (reading them changes nothing).
+READING_TOOLS = frozenset({"Read", "Grep", "Glob", "LS"})
 
 
 class _BadState(Exception):
     """A session's state that cannot be read, or holds what no hook wrote."""
 
 
+class _BadAccepted(Exception):
+    """Accepted rules that cannot be read back."""
+
+
 @dataclass(slots=True)
 class HookAnswer:
-    """What the hook decided, why, and what it warns about (stderr)."""
+    """What the hook decided, why, what it warns about (stderr) and what it tells
+    the user (``systemMessage``)."""
 
-    decision: Decision | None  # None: nothing to decide (a PostToolUse record)
+    decision: Decision | None  # None: nothing to decide (an outcome, another event)
     reason: str = ""
     rules: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    message: str = ""
 
     def wire(self, agent: str, *, grant: bool = False) -> dict[str, Any]:
         """The answer in ``agent``'s hook format (both agents share the
-        ``hookSpecificOutput`` object; Codex allows no other top-level keys).
+        ``hookSpecificOutput`` object and the top-level ``systemMessage``).
 
         A call the rules allow is answered without a decision, so the agent's own
         permission prompt still applies; ``grant`` answers ``allow``, which skips
-        that prompt."""
+        that prompt. An answer without a decision (after a call) carries only its
+        message, a field every event's answer may hold."""
         if agent not in AGENTS:
             raise ValueError(f"unknown agent {agent!r}")
-        if self.decision is None:
-            return {}
-        out: dict[str, Any] = {"hookEventName": "PreToolUse"}
-        if self.decision != "allow" or grant:
-            out["permissionDecision"] = self.decision
-        if self.reason:
-            out["permissionDecisionReason"] = self.reason
-        return {"hookSpecificOutput": out}
+        out: dict[str, Any] = {}
+        if self.decision is not None:
+            said: dict[str, Any] = {"hookEventName": "PreToolUse"}
+            if self.decision != "allow" or grant:
+                said["permissionDecision"] = self.decision
+            if self.reason:
+                said["permissionDecisionReason"] = self.reason
+            out["hookSpecificOutput"] = said
+        if self.message:
+            out["systemMessage"] = self.message
+        return out
 
 
 def agent_of(payload: Any) -> str:
@@ -109,13 +158,14 @@ def answer(
     *,
     policies: str | os.PathLike[str] | None = None,
     state_dir: str | os.PathLike[str] | None = None,
-    on_unknown: Decision = "allow",
+    on_unknown: Decision = ON_UNKNOWN,
     ask: Sequence[str] = (),
     agent: str = "auto",
     grant: bool = False,
+    accept_edits: bool = False,
 ) -> tuple[str, HookAnswer]:
     """The hook's stdout for one payload's text, and the answer behind it: always a
-    decision in the agent's format (see the module docs on failing)."""
+    decision in the agent's format for a call (see the module docs on failing)."""
     payload: Any = None
     try:
         payload = json.loads(text)
@@ -127,11 +177,16 @@ def answer(
     else:
         try:
             result = decide(payload, policies=policies, state_dir=state_dir,
-                            on_unknown=on_unknown, ask=ask)  # fmt: skip
+                            on_unknown=on_unknown, ask=ask, accept_edits=accept_edits)  # fmt: skip
         except Exception as err:  # whatever it is, the call is not let through unseen
             result = _closed(f"{type(err).__name__}: {err}")
             if isinstance(payload, dict) and payload.get("hook_event_name") != "PreToolUse":
                 result.decision = None  # after a call there is nothing to decide
+    if on_unknown == "allow" and result.decision is not None:
+        result.warnings.append(
+            "car-verify: warning: --on-unknown allow: a call that a rule cannot decide "
+            "is let through unchecked by that rule"
+        )
     chosen = agent_of(payload) if agent == "auto" else agent
     wire = result.wire(chosen, grant=grant)
     return (json.dumps(wire) if wire else ""), result
@@ -154,72 +209,108 @@ def decide(
     *,
     policies: str | os.PathLike[str] | None = None,
     state_dir: str | os.PathLike[str] | None = None,
-    on_unknown: Decision = "allow",
+    on_unknown: Decision = ON_UNKNOWN,
     ask: Sequence[str] = (),
+    accept_edits: bool = False,
 ) -> HookAnswer:
     """Decide one hook payload (parsed JSON); see the module docs."""
     if not isinstance(payload, dict):
         return _unknown(on_unknown, "the payload is not a JSON object")
     event = payload.get("hook_event_name")
+    if isinstance(event, str) and event not in EVENTS:
+        return HookAnswer(
+            None,
+            warnings=[
+                f"car-verify: note: the hook has nothing to decide on a {event} event "
+                f"(it answers {', '.join(EVENTS)}): answered nothing"
+            ],
+        )
+    if event is None:
+        return _unknown(on_unknown, "the payload has no hook_event_name")
+    if not isinstance(event, str):
+        return _unknown(on_unknown, "hook_event_name is not a string")
     tool, given = payload.get("tool_name"), payload.get("tool_input")
-    if event not in EVENTS:
-        return _unknown(on_unknown, f"hook_event_name {event!r} is not one of {', '.join(EVENTS)}")
     if not isinstance(tool, str) or not tool:
+        if event != "PreToolUse":
+            return HookAnswer(None, warnings=[f"car-verify: warning: a {event} without a tool"])
         return _unknown(on_unknown, "the payload has no tool_name")
-    before = event == "PreToolUse"
-    unreadable = not isinstance(given, dict)
     # what can be decided of a call whose input is no object: its tool, rules on absence
     params: dict[str, Any] = given if isinstance(given, dict) else {}
-    from .base.errors import CarVerifyError
-    from .rules.policy import LoadedPolicies, PolicySet, load_policies
-
     where, configured = _policy_root(policies)
     folder = _state_folder(where, state_dir)
+    name = _session_name(str(payload.get("session_id") or "no-session"))
+    if event != "PreToolUse":
+        outcome = (
+            "failed" if event == "PostToolUseFailure" else _outcome(payload.get("tool_response"))
+        )
+        return _after(folder, name, where, configured, tool, params, outcome)
+    answered = _before(folder, name, where, configured, tool, params, on_unknown, ask, accept_edits)
+    if answered.decision == "allow" and not isinstance(given, dict):
+        unread = _unknown(on_unknown, "tool_input is not a JSON object (no rule denies it empty)")
+        unread.warnings[:0] = answered.warnings
+        unread.message = answered.message
+        return unread
+    return answered
+
+
+def _before(
+    folder: Path,
+    name: str,
+    where: str | None,
+    configured: bool,
+    tool: str,
+    params: dict[str, Any],
+    on_unknown: Decision,
+    ask: Sequence[str],
+    accept_edits: bool,
+) -> HookAnswer:
+    """A call about to be made: the rules in force (accepting them on the first
+    call, or a trusted edit), the hook's own guard, the session's state."""
+    from .base.errors import CarVerifyError
+
     try:
-        cache = _rule_cache(folder)  # before the load: what it holds is not parsed again
-        if where is not None and not configured and not os.path.lexists(where):
-            # The project has no policies folder: nothing to load (the session may
-            # still remember rules it had, below).
-            loaded = LoadedPolicies(None, [], PolicySet(), [Path(where)])
-        else:
-            loaded = load_policies(where)
-    except (CarVerifyError, OSError) as err:  # a rule that cannot be read must not vanish
+        rules = _in_force(where, configured, folder, before=True, accept_edits=accept_edits)
+    except (CarVerifyError, OSError, _BadAccepted) as err:
+        # a rule that cannot be read must not vanish
         reason = f"car-verify: the policies cannot be loaded ({err}): denied (fail closed)"
-        return HookAnswer("deny" if before else None, reason, warnings=[reason])
-    session = str(payload.get("session_id") or "no-session")
+        return HookAnswer("deny", reason, warnings=[reason])
+    if not rules.sets:  # no rules now, and none accepted
+        warning = f"car-verify: warning: {rules.loaded.describe()}: the call is not checked"
+        return HookAnswer(None, warnings=[*rules.warnings, warning], message=rules.message)
     try:
-        _save_rules(cache, loaded)
-        with _session(folder, session, loaded, on_unknown, ask) as state:
-            if state.gate is None:  # no rules now, and none remembered by the session
-                if not before:
-                    return HookAnswer(None)
-                warning = f"car-verify: warning: {loaded.describe()}: the call is not checked"
-                return HookAnswer(None, warnings=[warning])
-            if not before:
-                failed = event == "PostToolUseFailure"
-                state.gate.report(
-                    tool, params, "failed" if failed else _outcome(payload.get("tool_response"))
-                )
-                return HookAnswer(None, warnings=state.warnings)
-            verdict = state.gate.decide(tool, params)
+        with _session(folder, name, rules, on_unknown, ask) as state:
+            found = state.decide(tool, params, _Guard(folder, on_unknown, ask))
     except (_BadState, OSError) as err:
         reason = f"car-verify: the session state cannot be used ({err}): denied (fail closed)"
-        return HookAnswer("deny" if before else None, reason, warnings=[reason])
-    warnings = list(state.warnings)
-    if verdict.undecided:
+        return HookAnswer("deny", reason, warnings=[*rules.warnings, reason], message=rules.message)
+    warnings = [*rules.warnings, *state.warnings]
+    if found.undecided:
+        told = "; ".join(d.text() for d in found.undecided)
         warnings.append(
-            f"car-verify: warning: {verdict.reason()} (answered {verdict.decision})"
-            if not verdict.denied
-            else "car-verify: warning: also undecided: "
-            + "; ".join(d.text() for d in verdict.undecided)
+            f"car-verify: warning: undecided: {told} (answered {found.decision})"
+            if not found.denied
+            else f"car-verify: warning: also undecided: {told}"
         )
-    if verdict.decision == "allow":
-        if unreadable:
-            return _unknown(on_unknown, "tool_input is not a JSON object (no rule denies it empty)")
-        return HookAnswer("allow", warnings=warnings)
+    if found.decision == "allow":
+        return HookAnswer("allow", warnings=warnings, message=rules.message)
     return HookAnswer(
-        verdict.decision, f"car-verify policy: {verdict.reason()}", verdict.rules, warnings
+        found.decision, found.reason(), found.rules(), warnings, message=rules.message
     )
+
+
+def _outcome(response: Any) -> Literal["succeeded", "failed"]:
+    """A PostToolUse ``tool_response``'s outcome: failed when it says so."""
+    if isinstance(response, dict) and (
+        response.get("is_error") is True
+        or response.get("isError") is True
+        or response.get("success") is False
+        or response.get("error") not in (None, "", False)
+    ):
+        return "failed"
+    return "succeeded"
+
+
+# --- where the rules and the state are ---------------------------------------------------------
 
 
 def _policy_root(policies: str | os.PathLike[str] | None) -> tuple[str | None, bool]:
@@ -235,25 +326,255 @@ def _policy_root(policies: str | os.PathLike[str] | None) -> tuple[str | None, b
 
 
 def _state_root() -> Path:
-    """Where sessions' state lives by default: the user's state folder, outside any
+    """Where projects' state lives by default: the user's state folder, outside any
     workspace the agent writes in."""
     base = os.environ.get("XDG_STATE_HOME") or os.path.join(Path.home(), ".local", "state")
     return Path(base) / "car-verify" / "hook"
 
 
-def _state_folder(where: str | None, state_dir: Any) -> Path:
-    """Where the sessions' state and the rule cache live: ``state_dir``, else a folder
-    of the project's own under :func:`_state_root`, named by where the hook was told
-    to find its policies (the flag, the project, else the folder it was started
-    in): never by what it found there, so a session keeps its memory of the rules
-    when the folder it read is emptied, removed or shadowed."""
-    if state_dir is not None:
-        return Path(state_dir)
+def _project_key(where: str | None) -> str:
+    """The name of a project's state folder: a digest of where the hook was told to
+    find its policies (the flag, the project, else the folder it was started in):
+    never of what it found there, so an emptied, removed or shadowed folder keeps
+    its project's accepted rules and sessions."""
     import hashlib
 
     key = where if where is not None else "cwd:" + os.path.abspath(os.getcwd())
-    project = hashlib.sha256(os.fsencode(key)).hexdigest()[:16]
-    return _state_root() / project
+    return hashlib.sha256(os.fsencode(key)).hexdigest()[:16]
+
+
+def _state_folder(where: str | None, state_dir: Any) -> Path:
+    """The project's state folder: ``state_dir`` when given, else its own folder
+    under :func:`_state_root` (see :func:`_project_key`)."""
+    if state_dir is not None:
+        return Path(state_dir)
+    return _state_root() / _project_key(where)
+
+
+def _session_name(session: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(session.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+# --- the accepted rules ------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Snapshot:
+    """The rules accepted for a project: each policy file's name and text, in the
+    order the loader read them, where they were read, when and how accepted."""
+
+    files: list[tuple[str, str]]
+    policies: str
+    when: str
+    how: str
+    path: Path
+
+    def rules(self) -> Any:
+        """The accepted rules, read by the policy reader itself (strict)."""
+        from .base.errors import InputError
+        from .rules.policy import PolicySet, load_policy_text
+
+        rules = PolicySet()
+        for name, text in self.files:
+            try:
+                rules.extend(load_policy_text(text, source=str(Path(self.policies) / name)))
+            except InputError as err:
+                raise _BadAccepted(
+                    f"the accepted copy of {name} in {self.path} no longer reads ({err}): run "
+                    "`car-verify policy accept` outside the agent to accept the folder again"
+                ) from None
+        return rules
+
+    def said(self) -> str:
+        return f"accepted {self.when} ({self.how})"
+
+
+def _texts(loaded: Any) -> list[tuple[str, str]]:
+    """Each policy file's name and text as the load read them (from its descriptor)."""
+    return [(os.path.basename(path), text) for path, text in loaded.texts.items()]
+
+
+def _read_snapshot(folder: Path) -> _Snapshot | None:
+    """The project's accepted rules (None: none yet), checked: anything else is
+    :class:`_BadAccepted`, never "none yet"."""
+    path = folder / ACCEPTED_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeError) as err:
+        raise _BadAccepted(f"{path}: {err}") from None
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError):
+        doc = None
+    files = doc.get("files") if isinstance(doc, dict) else None
+    ok = (
+        isinstance(doc, dict)
+        and doc.get("format") == ACCEPTED_FORMAT
+        and all(isinstance(doc.get(k), str) for k in ("policies", "when", "how"))
+        and isinstance(files, list)
+        and all(
+            isinstance(f, list) and len(f) == 2 and all(isinstance(x, str) for x in f)
+            for f in files
+        )
+        and len({f[0] for f in files}) == len(files)
+    )
+    if not ok:
+        raise _BadAccepted(
+            f"{path} holds no accepted rules this hook wrote: run `car-verify policy accept` "
+            "outside the agent to accept the folder's rules again"
+        )
+    assert isinstance(doc, dict) and isinstance(files, list)
+    pairs = [(str(name), str(body)) for name, body in files]
+    return _Snapshot(pairs, doc["policies"], doc["when"], doc["how"], path)
+
+
+def _write_snapshot(folder: Path, loaded: Any, how: str) -> _Snapshot:
+    """Accept what ``loaded`` read (atomically): its texts, as read."""
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    policies = str(loaded.directory) if loaded.directory is not None else ""
+    files = _texts(loaded)
+    doc = {
+        "format": ACCEPTED_FORMAT,
+        "policies": policies,
+        "when": when,
+        "how": how,
+        "files": [list(f) for f in files],
+    }
+    path = folder / ACCEPTED_FILE
+    _replace(path, json.dumps(doc))  # ASCII: a file name no encoding holds is escaped
+    return _Snapshot(files, policies, when, how, path)
+
+
+def _replace(path: Path, text: str) -> None:
+    """Write ``path`` whole or not at all (a temporary file of this process, then
+    a rename); the temporary file is removed when the write fails."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def _changes(before: list[tuple[str, str]], now: list[tuple[str, str]]) -> list[str]:
+    """How the policy files changed: ``rules.toml changed``, ``a.toml removed``, ..."""
+    old, new = dict(before), dict(now)
+    out = [f"{n} removed" for n in old if n not in new]
+    out += [f"{n} changed" for n in old if n in new and old[n] != new[n]]
+    out += [f"{n} added" for n in new if n not in old]
+    return out
+
+
+@dataclass(slots=True)
+class _InForce:
+    """The rule sets a call must pass (``accepted``, ``folder``: one set when the
+    folder holds what was accepted), what was loaded, and what to say."""
+
+    sets: list[tuple[str, Any]]
+    loaded: Any
+    warnings: list[str] = field(default_factory=list)
+    message: str = ""
+
+    def trace_rules(self) -> list[Any]:
+        return [rule for _, rules in self.sets for rule in rules.trace_rule]
+
+
+def _in_force(
+    where: str | None, configured: bool, folder: Path, *, before: bool, accept_edits: bool = False
+) -> _InForce:
+    """The rules in force for the project (see the module docs). ``before``: a
+    PreToolUse, which may accept (the first call; an edit ``--accept-edits`` trusts)."""
+    from .base.values import plural
+    from .rules.policy import LoadedPolicies, PolicySet, load_policies
+
+    cache = _rule_cache(folder)  # before the load: what it holds is not parsed again
+    if where is not None and not configured and not os.path.lexists(where):
+        # The project has no policies folder: nothing to load (its accepted rules
+        # stay in force, below).
+        loaded = LoadedPolicies(None, [], PolicySet(), [Path(where)])
+    else:
+        loaded = load_policies(where)
+    now = _texts(loaded)
+    snapshot = _read_snapshot(folder)
+    said: list[str] = []
+    warnings: list[str] = []
+    if loaded.skipped:
+        warnings.append(
+            f"car-verify: warning: {loaded.describe_skipped()} in {loaded.directory}: "
+            "not read as policies (a policy file ends in .toml)"
+        )
+    command = _accept_command(loaded.directory or where, folder)
+    same = snapshot is not None and snapshot.files == now
+    accepted = None if snapshot is None or same else snapshot.rules()
+    empty = snapshot is None or (accepted is not None and not accepted.count())
+    if before and loaded.rules.count() and empty:
+        first = snapshot is None
+        snapshot = _write_snapshot(folder, loaded, "first use" if first else "nothing accepted")
+        same, accepted = True, None
+        why = "first use of the hook on this project" if first else "no rule was accepted"
+        said.append(
+            f"car-verify: {why}: accepted {plural(loaded.rules.count(), 'rule')} from "
+            f"{plural(len(now), 'file')} in {loaded.directory}; from now on a rule removed "
+            f"or weakened there stays in force until you run `{command}` outside the agent"
+        )
+    elif before and accept_edits and not same and snapshot is not None and loaded.directory:
+        changed = ", ".join(_changes(snapshot.files, now))
+        snapshot = _write_snapshot(folder, loaded, "trusted edit (--accept-edits)")
+        same, accepted = True, None
+        writable = os.access(loaded.directory, os.W_OK)
+        said.append(
+            f"car-verify: accepted an edit of {loaded.directory} ({changed}) as trusted "
+            "(--accept-edits)"
+            + (
+                "; the folder is writable by the user the hook runs as, so by an agent "
+                "running as that user: keep it out of the agent's reach"
+                if writable
+                else ""
+            )
+        )
+    sets: list[tuple[str, Any]] = []
+    if accepted is not None and accepted.count():
+        assert snapshot is not None
+        sets.append(("accepted", accepted))
+        changed = ", ".join(_changes(snapshot.files, now))
+        here = str(loaded.directory or where or "the project")
+        if snapshot.policies and snapshot.policies != here:
+            changed = f"{changed}; those were read from {snapshot.policies}".lstrip("; ")
+        said.append(
+            f"car-verify: warning: the policies in {here} "
+            f"differ from the rules {snapshot.said()} ({changed}): the "
+            f"{plural(accepted.count(), 'accepted rule')} stay in force beside the folder's "
+            f"{plural(loaded.rules.count(), 'rule')} (a call must pass both) until you run "
+            f"`{command}` outside the agent"
+        )
+    if loaded.rules.count():
+        sets.append(("folder", loaded.rules))
+    found = _InForce(sets, loaded, warnings, " ".join(said))
+    warnings.extend(said)
+    with contextlib.suppress(OSError):  # a cache: a call does not depend on it
+        _save_rules(cache, found.trace_rules())
+    return found
+
+
+def _accept_command(policies: Any, folder: Path) -> str:
+    """The command that accepts ``policies`` for the hook whose state is ``folder``."""
+    import shlex
+
+    words = ["car-verify", "policy", "accept"]
+    if policies:
+        words.append(str(policies))
+    if folder.parent != _state_root():  # the hook was given --state-dir
+        words += ["--state-dir", str(folder)]
+    return shlex.join(words)
 
 
 def _rule_cache(folder: Path) -> Path:
@@ -264,7 +585,7 @@ def _rule_cache(folder: Path) -> Path:
     path = folder / "trace-rules.json"
     try:
         docs = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
+    except (OSError, ValueError, RecursionError, UnicodeError):
         return path
     if isinstance(docs, list):
         from .rules.trace import remember, rule_from_dict
@@ -275,105 +596,226 @@ def _rule_cache(folder: Path) -> Path:
                 rule = rule_from_dict(doc)
                 # The parse is taken only when it says what the rule's own text says
                 # (its canonical text is that text): a forged entry is parsed anew.
-                if _words(rule.to_text()) == _words(rule.text):
+                if rule.to_text().split() == rule.text.split():
                     trusted.append(rule)
         remember(trusted)
     return path
 
 
-def _words(text: str) -> list[str]:
-    return text.split()
-
-
-def _save_rules(path: Path, loaded: Any) -> None:
-    """Write the trace rules just loaded to the cache (atomically), when it lacks any."""
+def _save_rules(path: Path, rules: list[Any]) -> None:
+    """Write the trace rules in force to the cache (atomically), when it lacks any."""
     from .rules.trace import remembered, rule_to_dict
 
-    rules = loaded.rules.trace_rule
     if all(remembered(r) for r in rules):
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_suffix(f".{os.getpid()}.tmp")
-    temporary.write_text(json.dumps([rule_to_dict(r) for r in rules]), encoding="utf-8")
-    os.replace(temporary, path)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    _replace(path, json.dumps([rule_to_dict(r) for r in rules]))
 
 
-def _outcome(response: Any) -> Literal["succeeded", "failed"]:
-    """A PostToolUse ``tool_response``'s outcome: failed when it says so."""
-    if isinstance(response, dict) and (
-        response.get("is_error") is True
-        or response.get("isError") is True
-        or response.get("success") is False
-        or response.get("error") not in (None, "", False)
-    ):
-        return "failed"
-    return "succeeded"
+# --- the hook's own guard ----------------------------------------------------------------------
+
+#: The hook's own rules, read by the same reader as any policy file: a shell line
+#: that runs ``car-verify policy accept`` is refused (the user accepts rules from
+#: outside the agent), and so is one that runs the hook itself (a forged
+#: ``PostToolUse`` would report an outcome that never happened); a line whose
+#: program the reader cannot name is undecided under them, as under any
+#: ``deny_command``.
+GUARD_RULES = """[[deny_command]]
+program = "car-verify"
+args = ["policy", "accept"]
+[[deny_command]]
+program = "car-verify"
+args = ["hook"]
+"""
+#: The hook's settings files, by the ends of their paths: no tool but a reading one
+#: may name them.
+SETTINGS = (
+    ".claude/settings.json",
+    ".claude/settings.local.json",
+    "managed-settings.json",
+    ".codex/config.toml",
+    ".codex/hooks.json",
+)
+
+
+class _Guard:
+    """What the hook refuses on its own account, whatever the rules say: running
+    ``car-verify policy accept`` or the hook itself (the gate's ``deny_command``
+    reading of a shell line, and the phrase in any parameter: a script that
+    would run it), and naming the hook's state folder or its settings in a call
+    that is not a read. These are speed bumps against an agent that can run any
+    code as the user (docs/security.md): the closure is a state folder and
+    settings the agent's tools cannot write."""
+
+    def __init__(self, folder: Path, on_unknown: Decision, ask: Sequence[str]) -> None:
+        self.folder = folder
+        self.on_unknown = on_unknown
+        self.ask = ask
+
+    def gate(self) -> Any:
+        from .plan.gate import CallGate
+        from .rules.policy import PolicyEngine, load_policy_text
+
+        rules = load_policy_text(GUARD_RULES, source="car-verify hook (its own rule)")
+        return CallGate(PolicyEngine(rules), on_unknown=self.on_unknown, ask=self.ask)
+
+    def places(self) -> list[str]:
+        """The spellings of the state folder's path a call may use."""
+        default = self.folder.parent.name == "hook" and self.folder.parent.parent.name == (
+            "car-verify"
+        )
+        # the default root is protected from the state folder that holds it down:
+        # ``cd ~/.local/state && rm -r car-verify`` names no deeper folder
+        root = self.folder.parent.parent.parent if default else self.folder
+        out = {str(root), str(self.folder)}
+        with contextlib.suppress(OSError):
+            out.add(os.path.realpath(root))
+        for variable in ("HOME", "XDG_STATE_HOME"):
+            base = os.environ.get(variable) or (
+                os.path.expanduser("~") if variable == "HOME" else ""
+            )
+            if not base or base == "~":
+                continue
+            for place in list(out):
+                with contextlib.suppress(ValueError):
+                    rest = Path(place).relative_to(base).as_posix()
+                    if rest != ".":
+                        out.update((f"${variable}/{rest}", f"${{{variable}}}/{rest}"))
+                        if variable == "HOME":
+                            out.add(f"~/{rest}")
+                    elif variable == "XDG_STATE_HOME":  # the state base itself
+                        out.update((f"${variable}", f"${{{variable}}}"))
+        if default:  # the default root, however its start is spelt
+            out.add("car-verify/hook")
+            if root.as_posix().endswith("/.local/state"):
+                out.add(".local/state")
+        return sorted(p for p in out if len(p) > 1)
+
+    def denials(self, tool: str, params: dict[str, Any]) -> list[Any]:
+        import re
+
+        from .plan.gate import Denial
+
+        strings = list(_strings(params))
+        out = []
+        named = [s for s in strings if "car-verify" in s.lower() or "car_verify" in s.lower()]
+        # a linear scan of each string that names car-verify (one pattern spanning
+        # the name and the phrase could backtrack over a long parameter)
+        accept = re.compile(r"\bpolicy\W*accept\b|\baccept_policies\b", re.I)
+        if any(accept.search(s) for s in named):
+            out.append(
+                Denial(
+                    "hook:policy-accept",
+                    "the call would accept the project's rules (`car-verify policy accept`): "
+                    "the user runs that outside the agent",
+                )
+            )
+        itself = re.compile(r"car[-_]verify([^\w/]+import)?[^\w/]{1,4}hook\b", re.I)
+        if any(itself.search(s) for s in named):
+            out.append(
+                Denial(
+                    "hook:hook",
+                    "the call would run the hook itself (`car-verify hook`): only the agent's "
+                    "own harness runs it, a forged event would change the session's trace",
+                )
+            )
+        if tool in READING_TOOLS:
+            return out
+        places = self.places()
+        if any(p in s for s in strings for p in places):
+            out.append(
+                Denial(
+                    "hook:state-folder",
+                    "the call names the hook's state folder (accepted rules, sessions): "
+                    "only the hook writes there",
+                )
+            )
+        if any(end in s.replace("\\", "/") for s in strings for end in SETTINGS):
+            out.append(
+                Denial(
+                    "hook:settings",
+                    "the call names the agent's hook settings: they are the user's to edit",
+                )
+            )
+        return out
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string in a JSON value, its object keys included."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, dict):
+            for key, inner in item.items():
+                yield str(key)
+                stack.append(inner)
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+# --- a session's state -------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Found:
+    """The hook's decision on one call: every rule set's verdict combined."""
+
+    decision: Decision
+    denied: list[Any]
+    undecided: list[Any]
+
+    def rules(self) -> list[str]:
+        return list(dict.fromkeys(d.rule for d in (*self.denied, *self.undecided)))
+
+    def reason(self) -> str:
+        said = "; ".join(d.text() for d in (*self.denied, *self.undecided))
+        if self.denied:
+            return f"car-verify policy: {said}"
+        return f"car-verify could not decide this call: {said} (answered {self.decision})"
 
 
 class _State:
-    """One session's gate, restored from and saved to its state file: the rules the
-    session has seen (those loaded now, and those it remembers that are gone: a
-    session's rules only grow), and each rule's own trace and rate-limit state,
-    keyed by the rule's content (see :func:`_rule_keys`)."""
+    """One session's gates (one per rule set in force), restored from and saved to
+    its state file: each rule's own trace and rate-limit state, keyed by the
+    rule's content (see :func:`_rule_keys`), and how much of the journal of
+    outcomes it holds."""
 
     def __init__(
         self,
-        loaded: Any,
+        rules: _InForce,
         saved: dict[str, Any] | None,
+        markers: _Markers,
         on_unknown: Decision,
         ask: Sequence[str] = (),
     ) -> None:
         from .plan.gate import CallGate
-        from .rules.policy import PolicyEngine, policy_set_from_dict, rule_identities
+        from .rules.policy import PolicyEngine
 
+        self.markers = markers
         self.warnings: list[str] = []
-        rules = loaded.rules
-        if saved is not None and saved.get("in_force"):
-            try:
-                remembered = policy_set_from_dict(saved["in_force"])
-            except (KeyError, TypeError, ValueError, AssertionError):
-                raise _BadState("the session's rules cannot be read") from None
-            now = set(rule_identities(rules))
-            gone = [
-                (kind, rule)
-                for (kind, identity), rule in zip(
-                    rule_identities(remembered), _rules_of(remembered), strict=True
-                )
-                if (kind, identity) not in now
-            ]
-            if gone:
-                from .rules.policy import PolicySet
-
-                kept = PolicySet()
-                kept.extend(rules)
-                for kind, rule in gone:
-                    getattr(kept, kind).append(rule)
-                rules = kept
-                self.warnings.append(
-                    f"car-verify: warning: {len(gone)} rule(s) this session was started with "
-                    "are no longer in the policies folder: they stay in force until the "
-                    "session ends (start a new session to apply the edited rules)"
-                )
-        self.rules = rules
-        self.gate: CallGate | None = None
-        if not rules.count():
-            return
-        engine = PolicyEngine(rules, clock=time.time)  # windows span processes
-        self.gate = CallGate(engine, on_unknown=on_unknown, ask=ask)
-        self.trace_keys, self.rate_keys = _rule_keys(rules)
+        self.gates: list[tuple[str, Any, list[str], list[str]]] = []
+        for label, ruleset in rules.sets:
+            engine = PolicyEngine(ruleset, clock=time.time)  # windows span processes
+            gate = CallGate(engine, on_unknown=on_unknown, ask=ask)
+            self.gates.append((label, gate, *_rule_keys(ruleset)))
+        self.ask = tuple(ask)
+        self.journal = 0 if saved is None else int(saved["journal"])
         if saved is None:
             return
         trace, windows = saved["trace"], saved["windows"]
-        self.gate.trace.restore(tuple(int(trace.get(key, 0)) for key in self.trace_keys))
-        engine.restore_windows(
-            {
-                i: [float(t) for t in windows[key]]
-                for i, key in enumerate(self.rate_keys)
-                if key in windows
-            }
-        )
+        for _, gate, trace_keys, rate_keys in self.gates:
+            gate.trace.restore(tuple(int(trace.get(key, 0)) for key in trace_keys))
+            gate.engine.restore_windows(
+                {
+                    i: [float(t) for t in windows[key]]
+                    for i, key in enumerate(rate_keys)
+                    if key in windows
+                }
+            )
         known = {*trace, *windows, *saved.get("rules", [])}
-        new = [k for k in [*self.trace_keys, *self.rate_keys] if k not in known]
+        new = {k for _, _, t, r in self.gates for k in (*t, *r) if k not in known}
         if new and saved.get("rules"):
             self.warnings.append(
                 f"car-verify: warning: {len(new)} rule(s) are new to this session (added or "
@@ -381,29 +823,230 @@ class _State:
             )
 
     def saved(self) -> dict[str, Any]:
-        from .rules.policy import policy_set_to_dict
-
-        doc: dict[str, Any] = {
+        trace: dict[str, int] = {}
+        windows: dict[str, list[float]] = {}
+        keys: list[str] = []
+        for _, gate, trace_keys, rate_keys in self.gates:
+            keys += [*trace_keys, *rate_keys]
+            for key, n in zip(trace_keys, gate.trace.state, strict=True):
+                if n:
+                    trace.setdefault(key, n)
+            held = gate.engine.windows
+            for i, key in enumerate(rate_keys):
+                if i in held:
+                    windows.setdefault(key, list(held[i]))
+        return {
             "format": STATE_FORMAT,
-            "in_force": policy_set_to_dict(self.rules),
-            "rules": [],
-            "trace": {},
-            "windows": {},
+            "rules": list(dict.fromkeys(keys)),
+            "trace": trace,
+            "windows": windows,
+            "journal": self.journal,
         }
-        if self.gate is None:
-            return doc
-        windows = self.gate.engine.windows
-        doc["rules"] = [*self.trace_keys, *self.rate_keys]
-        doc["trace"] = {
-            k: n for k, n in zip(self.trace_keys, self.gate.trace.state, strict=True) if n
-        }
-        doc["windows"] = {k: list(windows[i]) for i, k in enumerate(self.rate_keys) if i in windows}
-        return doc
+
+    # --- outcomes -------------------------------------------------------------------------------
+
+    def fold(self, path: Path) -> None:
+        """Record the outcomes appended to the journal since the state was saved. A
+        record that cannot be read (a torn line) is an outcome lost: marked so."""
+        try:
+            with open(path, "rb") as journal:
+                size = os.fstat(journal.fileno()).st_size
+                if size < self.journal:
+                    raise _BadState(
+                        f"{path} is shorter than the session state says: outcomes were lost"
+                    )
+                journal.seek(self.journal)
+                data = journal.read()
+        except FileNotFoundError:
+            if self.journal:
+                raise _BadState(f"{path} is gone: the session's outcomes were lost") from None
+            return
+        complete = data[: data.rfind(b"\n") + 1]  # a line still being written waits
+        for line in complete.splitlines():
+            record = _record(line)
+            if record is None:
+                self.markers.mark(None)
+                continue
+            for _, gate, _, _ in self.gates:
+                gate.report(*record)
+        self.journal += len(complete)
+
+    def blocked(self, tool: str, params: dict[str, Any]) -> list[Any]:
+        """The trace rules that read an outcome this session lost and govern this
+        call: each denies it (the rule cannot be decided any more)."""
+        from .plan.gate import Denial
+        from .rules.trace import reads_outcome
+
+        out = []
+        for _, gate, _, _ in self.gates:
+            for rule in gate.trace_rules:
+                if not reads_outcome(rule) or not rule.call.matches(tool, params):
+                    continue
+                if self.markers.lost(rule.event.tool):
+                    what = rule.event.tool or "a call"
+                    out.append(
+                        Denial(
+                            rule.policy_name,
+                            f"an outcome of {what} that this rule reads could not be saved "
+                            "in this session: the rule cannot be decided, so the calls it "
+                            "governs are denied until the session ends (fails closed)",
+                        )
+                    )
+        return out
+
+    # --- deciding -------------------------------------------------------------------------------
+
+    def decide(self, tool: str, params: dict[str, Any], guard: _Guard) -> _Found:
+        """Judge the call by every gate (the rule sets in force and the hook's own
+        rule): it is admitted only when each would admit it, and then recorded by
+        each; a call one denies is recorded by none."""
+        blocked = self.blocked(tool, params)
+        own = guard.denials(tool, params)
+        gates = [gate for _, gate, _, _ in self.gates]
+        before = [gate.trace.state for gate in gates]
+        verdicts = [(label, gate.decide(tool, params)) for label, gate, _, _ in self.gates]
+        verdicts.append(("hook", guard.gate().decide(tool, params)))
+        denied = [*blocked, *own]
+        undecided = []
+        for _, verdict in verdicts:
+            denied += verdict.denied
+            undecided += verdict.undecided
+        folder = {d.rule for label, v in verdicts if label == "folder" for d in v.denied}
+        if any(label == "accepted" for label, _ in verdicts):  # name what the folder dropped
+            from .plan.gate import Denial
+
+            accepted = {d.rule for label, v in verdicts if label == "accepted" for d in v.denied}
+            denied = [
+                Denial(
+                    d.rule, f"{d.reason} (an accepted rule the policies folder no longer holds so)"
+                )
+                if d.rule in accepted - folder
+                else d
+                for d in denied
+            ]
+        denied = list(dict.fromkeys(denied))
+        undecided = list(dict.fromkeys(undecided))
+        decisions = {verdict.decision for _, verdict in verdicts}
+        decision: Decision
+        if blocked or own or "deny" in decisions:
+            decision = "deny"
+        elif denied and not all(d.rule.startswith(self.ask) for d in undecided):
+            decision = "deny"  # asked for a rule's objection, but another is undecided
+        elif "ask" in decisions:
+            decision = "ask"
+        else:
+            decision = "allow"
+        if decision == "deny":  # a gate that admitted it recorded it: undone
+            for gate, state in zip(gates, before, strict=True):
+                gate.trace.restore(state)
+        return _Found(decision, denied, undecided)
 
 
-def _rules_of(rules: Any) -> list[Any]:
-    """Every file rule of a PolicySet, in :func:`rule_identities`' order."""
-    return [r for kind in rules.__dataclass_fields__ for r in getattr(rules, kind)]
+def _record(line: bytes) -> tuple[str, dict[str, Any], str] | None:
+    """One journal record (tool, parameters, outcome), or None: not one a hook wrote."""
+    try:
+        doc = json.loads(line)
+    except (ValueError, RecursionError, UnicodeError):
+        return None
+    if (
+        isinstance(doc, dict)
+        and set(doc) == {"tool", "params", "outcome"}
+        and isinstance(doc["tool"], str)
+        and isinstance(doc["params"], dict)
+        and doc["outcome"] in ("succeeded", "failed")
+    ):
+        return doc["tool"], doc["params"], doc["outcome"]
+    return None
+
+
+class _Markers:
+    """The marks of a session's lost outcomes: empty files (they need no data
+    block, so they can be made on a full disk), one per tool, one for any tool,
+    one for an outcome whose tool is unknown (a torn journal record)."""
+
+    def __init__(self, folder: Path, name: str) -> None:
+        self.base = folder / f"{name}.lost"
+
+    def _path(self, tool: str | None, *, unknown: bool = False) -> Path:
+        import hashlib
+
+        if unknown:
+            return self.base.with_name(self.base.name + "-unknown")
+        if tool is None:
+            return self.base.with_name(self.base.name + "-any")
+        digest = hashlib.sha256(tool.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        return self.base.with_name(f"{self.base.name}-{digest}")
+
+    def mark(self, tool: str | None) -> None:
+        """Mark an outcome of ``tool`` lost (None: a record whose tool is unknown)."""
+        paths = (
+            [self._path(None, unknown=True)]
+            if tool is None
+            else [self._path(None), self._path(tool)]
+        )
+        for path in paths:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600))
+
+    def lost(self, tool: str | None) -> bool:
+        """Whether an outcome a rule whose event names ``tool`` (None: any) reads
+        was lost."""
+        return self._path(None, unknown=True).exists() or self._path(tool).exists()
+
+
+def _after(
+    folder: Path,
+    name: str,
+    where: str | None,
+    configured: bool,
+    tool: str,
+    params: dict[str, Any],
+    outcome: str,
+) -> HookAnswer:
+    """A call's reported outcome, appended to the session's journal (no lock: hooks
+    at once lose none). Only the parameters the trace rules that read outcomes
+    test are kept (all of them when the rules cannot be read now). An outcome that
+    cannot be saved is marked lost, which denies the calls its rules govern."""
+    from .base.errors import CarVerifyError
+    from .rules.trace import reads_outcome
+
+    keep: set[str] | None = None
+    try:
+        rules = _in_force(where, configured, folder, before=False).trace_rules()
+    except (CarVerifyError, OSError, _BadAccepted):
+        pass  # the next call is denied while they cannot be read: keep everything
+    else:
+        events = [r.event for r in rules if reads_outcome(r) and r.event.tool in (None, tool)]
+        if not events:
+            return HookAnswer(None)  # no rule in force reads this outcome
+        keep = {t.param for event in events for t in event.tests}
+    kept = params if keep is None else {k: v for k, v in params.items() if k in keep}
+    line = json.dumps({"tool": tool, "params": kept, "outcome": outcome}) + "\n"
+    data = line.encode("utf-8", "surrogatepass")
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(folder / f"{name}.journal", flags, 0o600)
+        try:
+            written = os.write(fd, data)
+        finally:
+            os.close(fd)
+        if written != len(data):
+            raise OSError(f"wrote {written} of {len(data)} bytes")
+        return HookAnswer(None)
+    except OSError as err:
+        why = err.strerror or str(err)
+    said = (
+        f"car-verify: the outcome of {tool} ({outcome}) could not be saved ({why}): the "
+        "calls governed by the trace rules that read it are denied from now on in this session"
+    )
+    try:
+        _Markers(folder, name).mark(tool)
+    except OSError as err:
+        said += (
+            f"; it could not be marked lost either ({err.strerror or err}): free the state "
+            "folder and start a new session"
+        )
+    return HookAnswer(None, warnings=[f"{said} (fails closed)"], message=said)
 
 
 def _rule_keys(rules: Any) -> tuple[list[str], list[str]]:
@@ -457,7 +1100,8 @@ def _read_state(path: Path) -> dict[str, Any] | None:
         and isinstance(doc.get("trace"), dict)
         and isinstance(doc.get("windows"), dict)
         and isinstance(doc.get("rules", []), list)
-        and isinstance(doc.get("in_force", {}), dict)
+        and type(doc.get("journal")) is int
+        and doc["journal"] >= 0
         and all(type(n) is int and n >= 0 for n in doc["trace"].values())
         and all(
             isinstance(w, list) and all(type(t) in (int, float) for t in w)
@@ -472,24 +1116,24 @@ def _read_state(path: Path) -> dict[str, Any] | None:
 
 #: How long a hook waits for its session's lock (another hook of the session holds
 #: it for tens of milliseconds): past it the call is denied, never left to the
-#: agent's own hook timeout, after which some agents run the call.
+#: agent's own hook timeout, after which some agents run the call. Outcomes never
+#: wait for it (they are appended to the journal).
 LOCK_SECONDS = 5.0
 
 
 @contextlib.contextmanager
 def _session(
     folder: Path,
-    session: str,
-    loaded: Any,
-    on_unknown: Decision = "allow",
+    name: str,
+    rules: _InForce,
+    on_unknown: Decision = ON_UNKNOWN,
     ask: Sequence[str] = (),
 ) -> Iterator[_State]:
-    """The session's state, under an exclusive lock, saved on the way out."""
+    """The session's state, under an exclusive lock, its journal folded in, saved
+    on the way out."""
     import fcntl
-    import hashlib  # here, not at the top: the CLI loads this module for its options
 
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    name = hashlib.sha256(session.encode("utf-8", "surrogatepass")).hexdigest()[:24]
     path = folder / f"{name}.json"
     with open(folder / f"{name}.lock", "a+") as lock:
         deadline = time.monotonic() + LOCK_SECONDS
@@ -503,15 +1147,84 @@ def _session(
                         f"the session's lock was held for over {LOCK_SECONDS:g} s"
                     ) from None
                 time.sleep(0.01)
-        state = _State(loaded, _read_state(path), on_unknown, ask)
+        state = _State(rules, _read_state(path), _Markers(folder, name), on_unknown, ask)
+        state.fold(folder / f"{name}.journal")
         yield state
-        if state.gate is None and not path.exists():
-            return  # nothing to remember
-        temporary = path.with_suffix(".tmp")
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(json.dumps(state.saved()))
-        os.replace(temporary, path)
+        _replace(path, json.dumps(state.saved()))
+
+
+# --- accepting the rules (``car-verify policy accept``) ----------------------------------------
+
+
+@dataclass(slots=True)
+class Accepted:
+    """One project state folder's accepted rules, replaced: where, what was accepted
+    before (None: nothing), what is now, and how the files changed."""
+
+    state: Path
+    before: _Snapshot | None
+    now: _Snapshot
+    rules: int
+    changes: list[str]
+
+
+def accept_policies(
+    policies: str | os.PathLike[str] | None = None,
+    *,
+    state_dir: str | os.PathLike[str] | None = None,
+) -> list[Accepted]:
+    """Accept the rules of a policies folder for the agent hook, as they are now
+    (``car-verify policy accept``; run by the user, outside the agent).
+
+    ``policies``: the policies folder or a project holding ``.car/policies``
+    (default: the nearest above the working directory). The accepted rules are
+    written to ``state_dir`` when given (the hook's ``--state-dir``), else to every
+    project state folder whose hook read this folder, and to the one a hook named
+    with this folder (``--policies`` or ``$CLAUDE_PROJECT_DIR``) uses. A folder
+    that does not load is an error (InputError), and nothing is written."""
+    from .base.errors import InputError, UsageError
+    from .rules.policy import load_policies
+
+    if policies is not None and not os.path.isdir(policies):
+        why = "is not a directory" if os.path.lexists(policies) else "no such folder"
+        raise InputError(
+            f"{why}: `car-verify policy accept DIR` names a policies folder, or a project "
+            "holding .car/policies",
+            source=os.fspath(policies),
+        )
+    loaded = load_policies(policies)
+    found = loaded.directory
+    if found is None:
+        where = ", ".join(str(p) for p in loaded.searched[:3])
+        raise UsageError(
+            f"no .car/policies found (searched {where}): name the policies folder, "
+            "`car-verify policy accept DIR`"
+        )
+    folders: list[Path] = []
+    if state_dir is not None:
+        folders.append(Path(state_dir))
+    else:
+        real = os.path.realpath(found)
+        root = _state_root()
+        with contextlib.suppress(OSError):
+            for project in sorted(root.iterdir()):
+                with contextlib.suppress(OSError, _BadAccepted):
+                    snapshot = _read_snapshot(project)
+                    if snapshot is not None and os.path.realpath(snapshot.policies) == real:
+                        folders.append(project)
+        named = root / _project_key(os.path.abspath(found))
+        if named not in folders:
+            folders.append(named)
+    out = []
+    for folder in folders:
+        try:
+            before = _read_snapshot(folder)
+        except _BadAccepted:
+            before = None
+        now = _write_snapshot(folder, loaded, "car-verify policy accept")
+        changes = _changes(before.files, now.files) if before is not None else []
+        out.append(Accepted(folder, before, now, loaded.rules.count(), changes))
+    return out
 
 
 # --- the command ------------------------------------------------------------------------------
@@ -519,7 +1232,13 @@ def _session(
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of ``car-verify hook`` (the CLI's subcommand and :func:`main`)."""
-    p.add_argument("--agent", choices=("auto", *AGENTS), default="auto")
+    p.add_argument(
+        "--agent",
+        choices=("auto", *AGENTS),
+        default="auto",
+        help="the agent whose hook format to answer in (default auto: a payload with "
+        "model and turn_id is Codex's, any other Claude Code's)",
+    )
     p.add_argument(
         "--profile",
         choices=("car", "strict"),
@@ -535,14 +1254,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--state-dir",
         metavar="DIR",
-        help="per-session state, outside the workspace "
-        "(default: $XDG_STATE_HOME/car-verify/hook, else ~/.local/state/car-verify/hook)",
+        help="the project's accepted rules and sessions, outside the workspace (default: "
+        "a folder per project under $XDG_STATE_HOME/car-verify/hook, else "
+        "~/.local/state/car-verify/hook)",
     )
     p.add_argument(
         "--on-unknown",
         choices=("allow", "deny", "ask"),
-        default="allow",
-        help="the answer to a payload that cannot be evaluated (default allow, with a warning)",
+        default=ON_UNKNOWN,
+        help="the answer to a call a rule cannot decide, or that cannot be evaluated "
+        "(default ask: the user's prompt, naming the rule; allow says so on every call)",
     )
     p.add_argument(
         "--ask",
@@ -555,6 +1276,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="answer allow for a call the rules allow (skips the agent's own prompt); "
         "by default such a call gets no decision and the agent asks as it would",
+    )
+    p.add_argument(
+        "--accept-edits",
+        action="store_true",
+        help="accept every edit of the policies folder as the user's (only for a folder "
+        "the agent cannot write); by default a rule removed or weakened there stays in "
+        "force until `car-verify policy accept`",
     )
 
 
@@ -569,6 +1297,7 @@ def run(args: argparse.Namespace) -> int:
         ask=args.ask or (),
         agent=args.agent,
         grant=args.grant,
+        accept_edits=args.accept_edits,
     )
     for warning in result.warnings:
         sys.stderr.write(warning + "\n")
@@ -581,7 +1310,9 @@ def main(argv: Sequence[str]) -> int:
     """``car-verify hook ARGS`` without loading the rest of the command line: it
     runs once per tool call, so its start-up is the agent's wait."""
     parser = argparse.ArgumentParser(
-        prog="car-verify hook", description="a coding agent's pre-tool-use hook"
+        prog="car-verify hook",
+        description="a coding agent's hook (Claude Code, Codex): the policies and trace "
+        "rules before each tool call, and each call's outcome after it",
     )
     add_arguments(parser)
     try:

@@ -185,7 +185,7 @@ def test_any_hook_payload_gets_a_decision_in_the_agents_format(tmp_path: Path) -
         text = data.decode("utf-8", "surrogateescape")
         out, result = answer(text, policies=policies, state_dir=state)
         wire = json.loads(out) if out else {}
-        assert set(wire) <= {"hookSpecificOutput"}, (data, out)
+        assert set(wire) <= {"hookSpecificOutput", "systemMessage"}, (data, out)
         said = wire.get("hookSpecificOutput", {})
         if said:
             assert said["hookEventName"] == "PreToolUse", (data, out)

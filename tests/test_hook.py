@@ -62,7 +62,10 @@ def test_claude_code_payloads(project: Path) -> None:
 
 def test_codex_payloads_answer_in_codex_format(project: Path) -> None:
     out, _ = ask(project, codex("rm -rf build"))
-    assert set(out) == {"hookSpecificOutput"}  # Codex allows no other top-level keys
+    # Codex allows no top-level keys but its schema's (the first call says what it accepted)
+    assert (
+        set(out) <= {"hookSpecificOutput", "systemMessage"} and "first use" in out["systemMessage"]
+    )
     assert out["hookSpecificOutput"]["permissionDecision"] == "deny"
     import jsonschema
 
@@ -122,7 +125,8 @@ def test_input_it_cannot_evaluate_follows_on_unknown(project: Path) -> None:
     assert "cannot be decoded" in result.warnings[0]  # said on stderr
     result = decide({"hook_event_name": "PreToolUse"}, on_unknown="deny")
     assert result.decision == "deny" and "no tool_name" in result.reason
-    assert decide({"hook_event_name": "Stop"}, on_unknown="ask").decision == "ask"
+    other = decide({"hook_event_name": "Stop"}, on_unknown="deny")  # another event: no answer
+    assert other.decision is None and "nothing to decide on a Stop event" in other.warnings[0]
 
 
 def test_post_tool_use_records_the_outcome(project: Path) -> None:
@@ -231,7 +235,7 @@ def test_state_that_cannot_be_read_denies_and_is_never_a_fresh_start(
     fetch = claude("WebFetch", {"url": "https://x"})
     ask(project, fetch)
     files = state_home.glob("car-verify/hook/*/*.json")
-    (session,) = [p for p in files if p.stem != "trace-rules"]
+    (session,) = [p for p in files if p.stem not in ("trace-rules", "accepted")]
     for junk in ("not json", '{"format": 2, "trace": {"k": -1}, "windows": {}}', "[]"):
         session.write_text(junk)
         out, _ = ask(project, fetch)
@@ -322,3 +326,173 @@ def test_a_failed_call_reported_after_it_reaches_the_trace_rules(project: Path) 
     reason = out["hookSpecificOutput"]["permissionDecisionReason"]
     assert decision(out) == "deny" and "deploy" not in reason
     assert "trace_rule:rules.toml:2" in reason and "after Bash failed" in reason
+
+
+# --- outcomes are never lost silently (issue 57.5) ---------------------------------------------
+
+FAILED_RUN = "[[trace_rule]]\nrule = 'never deploy after run_tests failed'\n"
+
+
+def failed_run(project: Path, session: str = "s1") -> dict[str, Any]:
+    return {
+        **claude("run_tests", {}, session, event="PostToolUseFailure"),
+        "cwd": str(project),
+        "error": "exit 1",
+    }
+
+
+def test_an_outcome_is_saved_without_waiting_for_the_sessions_lock(project: Path) -> None:
+    """Another hook of the session holds its lock: the report is appended at once,
+    and the next call of the session reads it."""
+    import fcntl
+
+    (project / ".car" / "policies" / "rules.toml").write_text(FAILED_RUN)
+    ask(project, claude("run_tests", {}))
+    (lock,) = Path(os.environ["XDG_STATE_HOME"]).glob("car-verify/hook/*/*.lock")
+    with open(lock) as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        out, result = ask(project, failed_run(project))
+        assert out == {} and result.decision is None and not result.warnings
+    out, _ = ask(project, claude("deploy", {}))
+    assert decision(out) == "deny" and "after run_tests failed" in str(out)
+
+
+def test_an_outcome_that_cannot_be_saved_denies_what_its_rules_govern(project: Path) -> None:
+    """A full disk, as the hook sees it: its writes fail (a file size limit of 0).
+    The outcome is marked lost (an empty file needs no data block), the user is
+    told, and every later call its rule governs is denied, naming why."""
+    import resource
+
+    (project / ".car" / "policies" / "rules.toml").write_text(
+        FAILED_RUN + "[[trace_rule]]\nrule = 'never publish after lint failed'\n"
+    )
+    ask(project, claude("run_tests", {}))
+
+    def full_disk() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+
+    hook = [
+        sys.executable,
+        "-m",
+        "car_verify",
+        "hook",
+        "--policies",
+        str(project / ".car/policies"),
+    ]
+    done = subprocess.run(
+        hook, input=json.dumps(failed_run(project)), capture_output=True, text=True,
+        cwd=project, preexec_fn=full_disk, check=True,
+    )  # fmt: skip
+    said = json.loads(done.stdout)["systemMessage"]  # the agent's own answer format
+    assert "could not be saved" in said and "denied from now on" in said
+    out, result = ask(project, claude("deploy", {}))
+    assert decision(out) == "deny" and "could not be saved" in result.reason
+    assert result.rules == ["trace_rule:never deploy after run_tests failed"]
+    assert decision(ask(project, claude("publish", {}))[0]) is None  # its rule lost nothing
+
+
+def test_a_torn_journal_record_is_an_outcome_lost(project: Path) -> None:
+    (project / ".car" / "policies" / "rules.toml").write_text(FAILED_RUN)
+    ask(project, claude("run_tests", {}))
+    (state,) = Path(os.environ["XDG_STATE_HOME"]).glob("car-verify/hook/*/")
+    (state / f"{_session_file('s1')}.journal").write_bytes(b'{"tool": "run_tests", "par\n')
+    out, result = ask(project, claude("deploy", {}))
+    assert decision(out) == "deny" and "could not be saved" in result.reason
+
+
+def _session_file(session: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(session.encode()).hexdigest()[:24]
+
+
+@pytest.mark.slow
+def test_a_hundred_hooks_at_once_lose_no_outcome(project: Path) -> None:
+    """50 failure reports and 50 other calls of one session, 100 hook processes at
+    once on a 2-core machine: every report is kept (50 rules, one per report)."""
+    rules = "".join(
+        f"[[trace_rule]]\nrule = 'never deploy{n} after run_tests where n == {n} failed'\n"
+        for n in range(50)
+    )
+    (project / ".car" / "policies" / "rules.toml").write_text(rules)
+    for n in range(50):
+        assert decision(ask(project, claude("run_tests", {"n": n}))[0]) is None
+    storm = [json.dumps({**failed_run(project), "tool_input": {"n": n}}) for n in range(50)] + [
+        json.dumps({**claude("Read", {"file_path": "x"}), "cwd": str(project)})
+    ] * 50
+    folder = project / ".car" / "policies"
+    command = [sys.executable, "-m", "car_verify", "hook", "--policies", str(folder)]
+    running = [
+        subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, cwd=project)
+        for _ in storm
+    ]  # fmt: skip
+    for process, payload in zip(running, storm, strict=True):
+        process.stdin.write(payload)  # type: ignore[union-attr]
+        process.stdin.close()  # type: ignore[union-attr]
+    for process in running:
+        assert process.wait(timeout=300) == 0
+        assert "could not be saved" not in process.stderr.read()  # type: ignore[union-attr]
+    denied = [decision(ask(project, claude(f"deploy{n}", {}))[0]) for n in range(50)]
+    assert denied == ["deny"] * 50
+
+
+# --- undecided is never allowed (issue 58.3) -------------------------------------------------
+
+SHELL = '[[deny_command]]\nprogram = "rm"\nflags = ["-r", "-f"]\n'
+
+
+@pytest.mark.parametrize(
+    "line", ["X=rm; $X -rf x", 'eval "$C"', "echo cm0gLXJmIHgK | base64 -d | sh"]
+)
+def test_an_undecided_line_is_put_to_the_user(project: Path, line: str) -> None:
+    (project / ".car" / "policies" / "rules.toml").write_text(SHELL)
+    for grant in (False, True):
+        out, _ = ask(project, claude("Bash", {"command": line}), grant=grant)
+        said = out["hookSpecificOutput"]
+        assert said["permissionDecision"] == "ask", (line, grant)
+        assert "deny_command:Bash.rm" in said["permissionDecisionReason"]
+        assert "cannot be decided" in said["permissionDecisionReason"]  # and why
+
+
+def test_on_unknown_allow_stays_possible_and_says_so_on_every_call(project: Path) -> None:
+    (project / ".car" / "policies" / "rules.toml").write_text(SHELL)
+    for line in ("X=rm; $X -rf x", "ls"):
+        out, result = ask(project, claude("Bash", {"command": line}), on_unknown="allow")
+        assert "permissionDecision" not in out["hookSpecificOutput"]
+        assert any("--on-unknown allow" in w for w in result.warnings), line
+    out, _ = ask(project, claude("Bash", {"command": "rm -rf x"}), on_unknown="allow")
+    assert decision(out) == "deny"
+
+
+# --- every event in its own format, or not at all (issue 59) ----------------------------------
+
+
+@pytest.mark.parametrize(
+    "event",
+    ["SessionStart", "UserPromptSubmit", "Stop", "SubagentStop", "Notification",
+     "PermissionRequest", "PreCompact", "SessionEnd"],
+)  # fmt: skip
+def test_other_events_are_answered_with_nothing(project: Path, event: str) -> None:
+    out, result = ask(project, {**claude("rm", {}), "hook_event_name": event})
+    assert out == {} and result.decision is None
+    assert f"nothing to decide on a {event} event" in result.warnings[0]
+
+
+def test_the_command_answers_another_event_with_nothing_on_stdout(project: Path) -> None:
+    payload = {**claude("rm", {}), "hook_event_name": "Stop", "cwd": str(project)}
+    done = subprocess.run([sys.executable, "-m", "car_verify", "hook"], input=json.dumps(payload),
+                          capture_output=True, text=True, check=True, cwd=project)  # fmt: skip
+    assert done.stdout == "" and "nothing to decide on a Stop event" in done.stderr
+
+
+def test_every_hook_option_has_help() -> None:
+    import argparse
+
+    from car_verify.hook import add_arguments
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    options = [a for a in parser._actions if a.option_strings and a.dest != "help"]
+    assert {a.dest for a in options} >= {"agent", "on_unknown", "accept_edits"}
+    assert all(a.help for a in options), [a.dest for a in options if not a.help]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -13,7 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gate_reference import toml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from samples import claude
+from test_gate import HookFace, replay, rules, steps
 
 from car_verify.hook import answer
 
@@ -38,13 +43,20 @@ def project(tmp_path: Path) -> Path:
 
 
 def call(
-    project: Path, tool: str, params: dict[str, Any], event: str = "PreToolUse", **how: Any
+    project: Path,
+    tool: str,
+    params: dict[str, Any],
+    event: str = "PreToolUse",
+    session: str = "s1",
+    **how: Any,
 ) -> Any:
-    payload = {**claude(tool, params), "hook_event_name": event, "cwd": str(project)}
+    payload = {**claude(tool, params, session), "hook_event_name": event, "cwd": str(project)}
     if "policies" not in how and "env" not in how:
         how["policies"] = project / ".car" / "policies"
     how.pop("env", None)
     how.setdefault("state_dir", project.parent / "state")
+    if how["state_dir"] is None:
+        del how["state_dir"]
     _, result = answer(json.dumps(payload), **how)
     return result
 
@@ -87,7 +99,8 @@ def test_rules_that_vanish_mid_session_stay_in_force(project: Path) -> None:
     assert call(project, "Read", {"file_path": "a"}).decision == "allow"
     rules.write_text("")  # the agent empties the file
     result = call(project, "Bash", {"command": "ls"})
-    assert result.decision == "deny" and any("no longer" in w for w in result.warnings)
+    assert result.decision == "deny" and "stay in force" in result.message
+    assert "car-verify policy accept" in result.message
     assert call(project, "rm_tool", {}).decision == "deny"
     rules.unlink()  # ... deletes it
     assert call(project, "rm_tool", {}).decision == "deny"
@@ -148,8 +161,8 @@ def test_only_after_needs_a_reported_outcome(project: Path) -> None:
 def test_junk_in_the_state_denies(project: Path) -> None:
     assert call(project, "ls", {}).decision == "allow"
     for file in (project.parent / "state").glob("*.json"):
-        if file.name != "trace-rules.json":
-            file.write_text('{"format": 3, "trace": {}, "windows": {}, "in_force": 7}')
+        if file.name not in ("trace-rules.json", "accepted.json"):
+            file.write_text('{"format": 4, "trace": {}, "windows": {}, "journal": -1}')
     assert call(project, "ls", {}).decision == "deny"
 
 
@@ -173,3 +186,313 @@ def test_a_flood_of_files_is_refused_at_once(project: Path) -> None:
     assert answer_["permissionDecision"] == "deny"
     assert "more than 1,000 entries" in answer_["permissionDecisionReason"]
     assert took < 5  # a few tenths of a second on a quiet machine
+
+
+# --- the accepted rules outlive the agent's edits (issue 57.5) ------------------------------
+
+
+def policies(project: Path) -> Path:
+    return project / ".car" / "policies"
+
+
+def test_the_first_call_accepts_what_it_finds_and_says_so(project: Path) -> None:
+    first = call(project, "ls", {})
+    assert "first use" in first.message and "car-verify policy accept" in first.message
+    (accepted,) = (project.parent / "state").glob("accepted.json")
+    doc = json.loads(accepted.read_text())
+    # stored as the file's own text, read back by the policy reader itself
+    assert doc["files"] == [["rules.toml", RULES]]
+    assert "first use" not in call(project, "ls", {}).message  # said once
+
+
+def test_rules_the_agent_removes_stay_in_force_in_every_later_session(project: Path) -> None:
+    assert call(project, "rm_tool", {}, session="s1").decision == "deny"
+    (policies(project) / "rules.toml").write_text("")  # the agent empties the file
+    for session in ("s1", "s2", "s3"):  # its own session, and every later one
+        result = call(project, "rm_tool", {}, session=session)
+        assert result.decision == "deny", session
+        assert "stay in force" in result.message and "policy accept" in result.message
+        assert "no longer holds" in result.reason  # the deny names the rule as accepted
+    from car_verify.hook import accept_policies
+
+    # the user confirms the change from outside the agent: it applies from the next call
+    (done,) = accept_policies(policies(project), state_dir=project.parent / "state")
+    assert done.changes == ["rules.toml changed"] and done.rules == 0
+    result = call(project, "rm_tool", {}, session="s2")
+    assert result.decision is None and "not checked" in result.warnings[-1]
+
+
+def test_a_weakened_rule_stays_in_force(project: Path) -> None:
+    folder = policies(project)
+    (folder / "rules.toml").write_text(
+        '[[rate_limit_tool]]\ntool = "deploy"\nmax_calls = 1\ninterval_secs = 3600\n'
+        '[[allow_tool_param]]\ntool = "fetch"\nparam = "host"\nallow = ["a.example"]\n'
+    )
+    assert call(project, "deploy", {}).decision == "allow"
+    assert call(project, "fetch", {"host": "a.example"}).decision == "allow"
+    # the agent raises the limit and widens the allow list, in the file and beside it
+    (folder / "rules.toml").write_text(
+        '[[rate_limit_tool]]\ntool = "deploy"\nmax_calls = 100\ninterval_secs = 3600\n'
+        '[[allow_tool_param]]\ntool = "fetch"\nparam = "host"\nallow = ["a.example", "evil"]\n'
+    )
+    (folder / "zz.toml").write_text(
+        '[[allow_tool_param]]\ntool = "fetch"\nparam = "host"\nallow = ["evil"]\n'
+    )
+    assert call(project, "deploy", {}).decision == "deny"
+    assert call(project, "fetch", {"host": "evil"}).decision == "deny"
+    assert call(project, "fetch", {"host": "a.example"}).decision == "deny"  # zz.toml: added
+    # a rule added in the folder applies at once, beside the accepted ones
+    (folder / "zz.toml").write_text('deny_tool = ["curl"]\n')
+    assert call(project, "curl", {}).decision == "deny"
+
+
+def test_accept_edits_trusts_the_folder(project: Path) -> None:
+    assert call(project, "rm_tool", {}).decision == "deny"
+    (policies(project) / "rules.toml").write_text('deny_tool = ["other"]\n')
+    result = call(project, "rm_tool", {}, accept_edits=True)
+    assert result.decision == "allow" and "as trusted (--accept-edits)" in result.message
+    assert call(project, "other", {}).decision == "deny"
+
+
+@pytest.mark.parametrize(
+    "junk",
+    [
+        "not json",
+        '{"format": 1, "files": "x", "policies": "", "when": "", "how": ""}',
+        # the accepted copy is read by the policy reader, strictly: an unknown key fails
+        '{"format": 1, "files": [["r.toml", "deny_tol = [1]"]], "policies": "/p", "when": "", '
+        '"how": ""}',
+    ],
+)
+def test_accepted_rules_that_cannot_be_read_deny(project: Path, junk: str) -> None:
+    call(project, "ls", {})
+    (project.parent / "state" / "accepted.json").write_text(junk)
+    result = call(project, "ls", {})
+    assert result.decision == "deny" and "car-verify policy accept" in result.reason
+
+
+def test_policy_accept_on_the_command_line(project: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "xdg")}
+    hook = [sys.executable, "-m", "car_verify", "hook", "--policies", str(policies(project))]
+    payload = json.dumps({**claude("rm_tool", {}), "cwd": str(project)})
+
+    def hook_says() -> Any:
+        done = subprocess.run(hook, input=payload, capture_output=True, text=True, env=env)
+        return json.loads(done.stdout) if done.stdout.strip() else {}
+
+    assert hook_says()["hookSpecificOutput"]["permissionDecision"] == "deny"
+    (policies(project) / "rules.toml").write_text("")
+    said = hook_says()
+    assert said["hookSpecificOutput"]["permissionDecision"] == "deny"
+    # the message names the command that accepts the change: the user runs it as it is
+    told = shlex.split(said["systemMessage"].split("until you run `")[1].split("`")[0])
+    assert told[:3] == ["car-verify", "policy", "accept"] and "--state-dir" not in told
+    done = subprocess.run(
+        [sys.executable, "-m", "car_verify", *told[1:]],
+        capture_output=True, text=True, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "accepted 0 rules" in done.stdout and "rules.toml changed" in done.stdout
+    assert "holds no rule" in done.stdout
+    assert "permissionDecision" not in hook_says().get("hookSpecificOutput", {})
+
+
+@settings(max_examples=min(settings().max_examples, 100))  # each example runs the hook
+@given(
+    accepted=rules(),
+    written=st.one_of(st.just([]), rules()),
+    calls=steps,
+)
+def test_nothing_written_in_the_folder_weakens_the_accepted_rules(
+    tmp_path_factory: pytest.TempPathFactory, accepted: Any, written: Any, calls: Any
+) -> None:
+    """The hook after the agent rewrote the accepted folder gives the decisions of
+    the accepted rules and the written ones together (a call must pass both): the
+    reference gate over both sets. So no call the accepted rules deny is allowed."""
+    import dataclasses
+
+    from car_verify.hook import accept_policies
+
+    face = HookFace(toml(accepted), tmp_path_factory.mktemp("hook"))
+    accept_policies(face.folder, state_dir=face.state)
+    written = [dataclasses.replace(r, name=f"w{r.name}") for r in written]
+    (face.folder / "rules.toml").write_text(toml(written), encoding="utf-8")
+    answers: list[Any] = replay([*accepted, *written], calls, face)
+    for n, (expected, got) in enumerate(answers):
+        assert got[0] == expected[0], f"call {n}: reference {expected}, got {got}"
+        assert set(expected[1]) <= set(got[1]), f"call {n}: reference {expected}, got {got}"
+
+
+# --- what the hook refuses on its own account -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "car-verify policy accept",
+        "c''ar-verify 'pol'icy acc\"ept\" .car/policies",
+        "bash -c 'cd /tmp && car-verify policy accept'",
+        "/home/u/.venv/bin/car-verify --profile car policy accept",
+        "python3 -m car_verify policy accept",
+        "python3 -c 'from car_verify.hook import accept_policies; accept_policies()'",
+    ],
+)
+def test_the_agent_cannot_accept_the_rules(project: Path, command: str) -> None:
+    result = call(project, "Bash", {"command": command})
+    assert result.decision == "deny", command
+    assert "policy accept" in result.reason
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        'echo \'{"hook_event_name": "PostToolUse"}\' | car-verify hook',
+        "env car-verify hook --policies /tmp/empty < forged.json",
+        "python3 -c 'from car_verify import hook; hook.main([])'",
+        "python3 -m car_verify hook < forged.json",
+    ],
+)
+def test_the_agent_cannot_run_the_hook_to_forge_an_outcome(project: Path, command: str) -> None:
+    result = call(project, "Bash", {"command": command})
+    assert result.decision == "deny" and "hook:hook" in result.rules, command
+
+
+def test_a_script_that_would_accept_is_refused_too(project: Path) -> None:
+    script = "import subprocess\nsubprocess.run(['car-verify', 'policy', 'accept'])\n"
+    result = call(project, "Write", {"file_path": "x.py", "content": script})
+    assert result.decision == "deny" and "hook:policy-accept" in result.rules
+
+
+def test_a_computed_program_is_put_to_the_user(project: Path) -> None:
+    result = call(project, "Bash", {"command": "c=car-verify; $c policy accept"})
+    assert result.decision in ("ask", "deny")  # never allowed unseen
+    result = call(project, "Bash", {"command": "X=ls; $X -la"})
+    assert result.decision == "ask" and "deny_command:Bash.car-verify" in result.reason
+
+
+def test_the_agent_cannot_write_the_state_folder_or_the_settings(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    xdg = project.parent / "xdg"
+    monkeypatch.setenv("XDG_STATE_HOME", str(xdg))
+    root = xdg / "car-verify" / "hook"
+    how: dict[str, Any] = {"state_dir": None}
+    assert call(project, "ls", {}, **how).decision == "allow"
+    (state,) = root.iterdir()
+    for tool, params in [
+        ("Write", {"file_path": str(state / "accepted.json"), "content": "{}"}),
+        ("Bash", {"command": f"rm -rf {root}"}),
+        ("Bash", {"command": "rm -rf $XDG_STATE_HOME/car-verify"}),
+        ("Bash", {"command": "echo > ${XDG_STATE_HOME}/car-verify/hook/x/accepted.json"}),
+        ("Bash", {"command": "cd ../../xdg/car-verify/hook && rm -r *"}),
+        ("Bash", {"command": f"cd {xdg} && rm -r car-verify"}),
+        ("Bash", {"command": "cd $XDG_STATE_HOME; rm -r car-verify"}),
+        ("Edit", {"file_path": str(project / ".claude" / "settings.json"), "old_string": "a",
+                  "new_string": "b"}),
+        ("Bash", {"command": "echo '{}' > ~/.claude/settings.json"}),
+    ]:  # fmt: skip
+        result = call(project, tool, params, **how)
+        assert result.decision == "deny", params
+        assert {"hook:state-folder", "hook:settings"} & set(result.rules), params
+    assert call(project, "Read", {"file_path": str(state / "accepted.json")}, **how).decision == (
+        "allow"
+    )  # reading changes nothing
+
+
+# --- the policy load never blocks, and the hook opens no policy file by name -------------------
+
+
+@pytest.mark.slow
+def test_a_symlink_swapped_to_a_fifo_blocks_no_hook_call(project: Path) -> None:
+    """The agent swaps ``p.toml`` between a symlink to the rules and one to a FIFO,
+    beside 900 filler files: every hook call answers at once (deny or the rules)."""
+    import threading
+
+    folder = policies(project)
+    for n in range(900):
+        (folder / f"f{n:03d}.toml").write_text("")
+    real = project.parent / "real.toml"
+    real.write_text(RULES)
+    (folder / "rules.toml").unlink()
+    fifo = project.parent / "fifo"
+    os.mkfifo(fifo)
+    link = folder / "p.toml"
+    link.symlink_to(real)
+    swapping = (  # another process, as the agent's own: it runs while a call waits
+        "import os, sys\n"
+        "link, real, fifo, stop = sys.argv[1:]\n"
+        "n = 0\n"
+        "while not os.path.exists(stop):\n"
+        "    n += 1\n"
+        "    os.symlink(fifo if n % 2 else real, link + '.tmp')\n"
+        "    os.replace(link + '.tmp', link)\n"
+    )
+    stop = project.parent / "stop"
+    swapper = subprocess.Popen(
+        [sys.executable, "-c", swapping, str(link), str(real), str(fifo), str(stop)]
+    )
+    answers: list[str | None] = []
+
+    def calls() -> None:
+        for _ in range(15):
+            answers.append(call(project, "rm_tool", {}).decision)
+
+    caller = threading.Thread(target=calls, daemon=True)
+    caller.start()
+    caller.join(timeout=120)
+    stop.touch()
+    swapper.wait(timeout=60)
+    blocked = caller.is_alive()
+    if blocked:  # let the stuck open go before failing
+        with open(fifo, "w"):
+            pass
+    assert not blocked and answers == ["deny"] * 15
+
+
+def test_no_path_of_the_hook_opens_a_policy_file_by_name(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every open of a file in the policies folder, in a hook call (before and
+    after a call, first use and later), is the loader's: one open that cannot
+    block (O_NONBLOCK), judged by fstat on its descriptor."""
+    import builtins
+    import io
+
+    folder = str(policies(project).resolve())
+    opened: list[tuple[str, int | None]] = []
+    real_open, real_os_open = builtins.open, os.open
+
+    def spy_open(file: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(file, (str, os.PathLike)):
+            opened.append((os.path.realpath(file), None))
+        return real_open(file, *args, **kwargs)
+
+    def spy_os_open(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        opened.append((os.path.realpath(path), flags))
+        return real_os_open(path, flags, *args, **kwargs)
+
+    def spied(*args: Any) -> None:
+        with monkeypatch.context() as spying:
+            spying.setattr(builtins, "open", spy_open)
+            spying.setattr(io, "open", spy_open)
+            spying.setattr(os, "open", spy_os_open)
+            call(project, *args)
+
+    spied("Read", {"file_path": "a"})
+    spied("Read", {"file_path": "a"}, "PostToolUse")
+    (policies(project) / "rules.toml").write_text("")
+    spied("Bash", {"command": "ls"})
+    spied("Bash", {"command": "ls"}, "PostToolUseFailure")
+    mine = [(p, f) for p, f in opened if p.startswith(folder + os.sep)]
+    assert len(mine) == 4  # the loader's one open per call
+    assert all(f is not None and f & os.O_NONBLOCK for _, f in mine), mine
+
+
+def test_policy_accept_of_a_folder_that_is_not_there_names_it(tmp_path: Path) -> None:
+    from car_verify.base.errors import InputError
+    from car_verify.hook import accept_policies
+
+    with pytest.raises(InputError, match="policy accept DIR") as raised:
+        accept_policies(tmp_path / "nowhere", state_dir=tmp_path / "state")
+    assert raised.value.source == str(tmp_path / "nowhere")
+    assert not (tmp_path / "state").exists()  # nothing written

@@ -1,4 +1,4 @@
-"""``car-verify hook``: a coding agent's pre-tool-use hook (Claude Code, Codex).
+"""``car-verify hook``: a coding agent's hook (Claude Code, Codex).
 
 The executable routes ``car-verify hook`` to :mod:`car_verify.hook` without
 loading the command line; this declaration serves ``--help`` and :func:`main`."""
@@ -14,8 +14,8 @@ def add(sub: Subcommands, profiled: Parser) -> None:
     """Declare the command on the command line's subparsers."""
     p = sub.add_parser(
         "hook",
-        help="a coding agent's pre-tool-use hook (Claude Code, Codex): the policies and "
-        "trace rules before each call",
+        help="a coding agent's hook (Claude Code, Codex): the policies and trace rules "
+        "before each tool call, its outcome after it",
     )
     from ..hook import add_arguments as add_hook_arguments
 

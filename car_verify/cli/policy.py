@@ -89,6 +89,7 @@ def add(sub: Subcommands, profiled: Parser) -> None:
     )
     format_option(q, ("text", "json"))
     q.set_defaults(run=cmd_policy_impact)
+    add_accept(policy, profiled)
 
 
 def cmd_policy_check(args: argparse.Namespace) -> int:
@@ -240,3 +241,48 @@ def cmd_policy_impact(args: argparse.Namespace) -> int:
 
     emit(args, Report.of(doc, text))
     return EXIT_FINDINGS if doc["changes"]["no_longer_denied"]["calls"] else EXIT_OK
+
+
+def add_accept(policy: Subcommands, profiled: Parser) -> None:
+    """``policy accept``: the agent hook's accepted rules (docs/hook.md)."""
+    q = policy.add_parser(
+        "accept",
+        parents=[profiled],
+        help="accept a policies folder's rules for the agent hook as they are now "
+        "(run it yourself, outside the agent)",
+    )
+    q.add_argument(
+        "directory",
+        metavar="DIR",
+        nargs="?",
+        help="policy directory (or a project holding .car/policies); default: the nearest "
+        ".car/policies above the working directory",
+    )
+    q.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help="the hook's --state-dir, when its settings name one (default: every project "
+        "state folder of the hook that read DIR)",
+    )
+    q.set_defaults(run=cmd_policy_accept)
+
+
+def cmd_policy_accept(args: argparse.Namespace) -> int:
+    """Accept the folder's rules for the hook; say what changed, where."""
+    from ..base.values import plural
+    from ..hook import accept_policies
+
+    for done in accept_policies(args.directory, state_dir=args.state_dir):
+        now, before = done.now, done.before
+        files = plural(len(now.files), "file")
+        print(f"accepted {plural(done.rules, 'rule')} from {files} in {now.policies} "
+              f"for the agent hook (state: {done.state})")  # fmt: skip
+        if before is None:
+            print("  nothing was accepted there before")
+        elif done.changes:
+            print(f"  since the rules {before.said()}: {', '.join(done.changes)}")
+        else:
+            print(f"  unchanged since the rules {before.said()}")
+        if not done.rules:
+            print("  warning: the folder holds no rule: the hook checks nothing until it does")
+    return EXIT_OK
