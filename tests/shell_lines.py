@@ -1,0 +1,229 @@
+"""A grammar of shell lines that hide ``rm -r -f`` (or a harmless decoy) in the
+constructs bash expands at run time: wrappers, shells given strings or stdin,
+here-documents, ``eval``, substitutions, control flow, functions, arithmetic and
+subscripts, prompt strings, exported functions, interpreters, files written and
+run. :func:`lines` is the Hypothesis strategy; each construct is a function from
+a command to a command, applied up to three deep, quoting what it embeds so that
+bash reads it back as written.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+
+from hypothesis import strategies as st
+
+Wrap = Callable[[str, int], str]
+
+
+def sq(text: str) -> str:
+    """``text`` single-quoted for bash."""
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
+def _heredoc_escaped(text: str) -> str:
+    """``text`` for an unquoted here-document body (bash unescapes it back)."""
+    return text.replace("\\", "\\\\").replace("$", "\\$").replace("`", "\\`")
+
+
+def _env_s(text: str) -> str:
+    """``text`` for ``env -S``: a space is ``\\_`` (the string is single-quoted)."""
+    return text.replace("\\", "\\\\").replace(" ", "\\_")
+
+
+#: Spellings of the program rm.
+PROGRAMS = [
+    "rm",
+    "\\rm",
+    "r''m",
+    '"rm"',
+    "$'rm'",
+    "$'\\x72m'",
+    "$'\\162m'",
+    "$'rm\\0x'",
+    "r\\\nm",
+    '"r"m',
+    "r$'\\0'm",
+]
+#: Flag spellings: the first ones are -r and -f, the last ones are not both.
+DENIED_FLAGS = [
+    "-rf",
+    "-fr",
+    "-r -f",
+    "-R -f",
+    "--recursive --force",
+    "-r --force",
+    "--rec --for",
+    "-vrf",
+    "x -rf",
+]
+OTHER_FLAGS = ["-r", "-f", "-- -rf", "-i", "'-r'", "-rv"]
+#: Whole commands that run rm -r -f in bash through a trick of their own.
+ATOMS = [
+    "echo -rf x | xargs rm",
+    "printf 'x\\0' | xargs -0 rm -rf",
+    "{rm,-rf,x}",
+    "IFS=,; X=rm,-rf,x; $X",
+    'set -- -rf; rm "$@" x',
+    'a=(rm -rf x); "${a[@]}"',
+    "rm -r$'f' x",
+    'rm -r"f" x',
+    "rm -$'\\x72'f x",
+    "rm -r\\f x",
+    ">/dev/null rm -rf x",
+    "rm -rf x |& cat",
+    "X=-rf; rm $X x",
+    "rm ${X:--rf} x",
+    "rm $(echo -rf) x",
+    '"$(echo rm)" -rf x',
+    "exec 3<<<'rm -rf x'; bash /dev/fd/3",
+    "exec 3<<<'rm -rf x'; bash <&3",
+    "sh <(echo 'rm -rf x')",
+    ". /dev/stdin <<< 'rm -rf x'",
+    "source <(echo 'rm -rf x')",
+    "bash -c \"$(echo 'rm -rf x')\"",
+    "echo 'rm -rf x' | tee /dev/null | sh",
+    "cat - <<E9 | sh\nrm -rf x\nE9",
+    "sh <<-E9\n\trm -rf x\n\tE9",
+    "echo 'r\\0155 -rf x' | sh",
+    "sh -c \"echo 'r\\0155 -rf x' | sh\"",
+    "bash -O expand_aliases -c $'alias ll=\"rm -rf\"\\nll x'",
+    "time -p rm -rf x",
+    "select i in a; do rm -rf x; break; done <<< 1",
+    "coproc rm -rf x",
+    "command -p rm -rf x",
+    "env -S 'rm \"-rf\" x'",
+    'env -S"rm -rf x"',
+    "env -- rm -rf x",
+    "nohup rm -rf x",
+    "rm -rf x # comment",
+    "# comment\nrm -rf x",
+    "rm\t-rf\tx",
+    "w=rm; $w -rf x",
+    'f=x; rm -rf "$f"',
+    "rm -rf *",
+    ": >./-f; rm -r *",
+]
+DECOYS = [
+    "ls -la",
+    "echo rm -rf x",
+    "printf '%s\\n' 'rm -rf x'",
+    "grep -rf x y",
+    "git status",
+    "true",
+]
+
+
+def _d(n: int) -> str:
+    return f"E{n}"
+
+
+#: The constructs: each takes the command to hide and a depth (for delimiters).
+WRAPS: list[Wrap] = [
+    lambda c, n: c,
+    lambda c, n: f"env {c}",
+    lambda c, n: f"env -u HOME X=1 {c}",
+    lambda c, n: f"env -S {sq(_env_s(c))}",
+    lambda c, n: f"nice -n 5 {c}",
+    lambda c, n: f"timeout 5 {c}",
+    lambda c, n: f"command {c}",
+    lambda c, n: f"time {c}",
+    lambda c, n: f"echo | xargs {c}",
+    lambda c, n: f"find . -maxdepth 0 -exec {c} \\;",
+    lambda c, n: f"sh -c {sq(c)}",
+    lambda c, n: f"bash -c {sq(c)} _",
+    lambda c, n: f"bash -xc {sq(c)}",
+    lambda c, n: f"sh <<< {sq(c)}",
+    lambda c, n: f"bash /dev/stdin <<< {sq(c)}",
+    lambda c, n: f"bash -s <<< {sq(c)}",
+    lambda c, n: f"bash <<'{_d(n)}'\n{c}\n{_d(n)}",
+    lambda c, n: f"bash <<{_d(n)}\n{_heredoc_escaped(c)}\n{_d(n)}",
+    lambda c, n: f"cat <<{_d(n)} | sh\n{_heredoc_escaped(c)}\n{_d(n)}",
+    lambda c, n: f"echo {sq(c)} | sh",
+    lambda c, n: f"echo {sq(c)} \\\n| bash",
+    lambda c, n: f"printf '%s\\n' {sq(c)} | bash",
+    lambda c, n: f"eval {sq(c)}",
+    lambda c, n: f"echo $({c})",
+    lambda c, n: f': "$({c})"',
+    lambda c, n: f"x=$({c})",
+    lambda c, n: f"echo `{c}`" if "`" not in c and "\n" not in c else f"echo $({c})",
+    lambda c, n: f"cat <({c})",
+    lambda c, n: f"echo ${{x:-$({c})}}",
+    lambda c, n: f"[[ -n $({c}) ]]",
+    lambda c, n: f"if true; then {c}; fi",
+    lambda c, n: f"for i in 1; do {c}; done",
+    lambda c, n: f"case a in a) {c};; esac",
+    lambda c, n: f"{{ {c}; }}",
+    lambda c, n: f"({c})",
+    lambda c, n: f"true && {c}",
+    lambda c, n: f"false || {c}",
+    lambda c, n: f"! {c}",
+    lambda c, n: f"f() {{ {c}; }}; f",
+    lambda c, n: f"f() {{ {c}; }}",
+    lambda c, n: f"v={sq('a[$(' + c + ')]')}; [[ $v -eq 0 ]]",
+    lambda c, n: f'a=(1); v={sq("a[$(" + c + ")]")}; echo "${{a[v]}}"',
+    lambda c, n: f'v={sq("a[$(" + c + ")]")}; echo "${{!v}}"',
+    lambda c, n: f's=abc; v={sq("a[$(" + c + ")]")}; echo "${{s:v}}"',
+    lambda c, n: f"test -v {sq('a[$(' + c + ')]')}",
+    lambda c, n: f"declare -i n={sq('a[$(' + c + ')]')}",
+    lambda c, n: f"typeset -i n; n={sq('a[$(' + c + ')]')}",
+    lambda c, n: f"a=(1); unset {sq('a[$(' + c + ')]')}",
+    lambda c, n: f"let {sq('a[$(' + c + ')]=1')}",
+    lambda c, n: f"v={sq('a[$(' + c + ')]')}; (( v ))",
+    lambda c, n: f"RANDOM={sq('a[$(' + c + ')]')}",
+    lambda c, n: f"PS4={sq('$(' + c + ')')} bash -xc :",
+    lambda c, n: f"read PS4 <<< {sq('$(' + c + ')')}; set -x; :",
+    lambda c, n: f"printf -v PS4 %s {sq('$(' + c + ')')}; set -x; :",
+    lambda c, n: f'x={sq("$(" + c + ")")}; echo "${{x@P}}"',
+    lambda c, n: f"env {sq('BASH_FUNC_ls%%=() { ' + c + '; }')} bash -c ls",
+    lambda c, n: f"bash --rcfile <(echo {sq(c)}) -i </dev/null",
+    lambda c, n: f"BASH_ENV=<(echo {sq(c)}) bash -c :",
+    lambda c, n: f"trap {sq(c)} EXIT",
+    lambda c, n: f"echo {sq(c)} > s.sh; sh s.sh",
+    lambda c, n: f"printf '%s\\n' {sq(c)} > s.sh && bash ./s.sh",
+    lambda c, n: f"X={sq(c)}; $X",
+    lambda c, n: f'set -- {c}; "$@"' if "\n" not in c else f"eval {sq(c)}",
+    lambda c, n: f"mapfile -C {sq(c + ' #')} -c 1 <<< x",
+    lambda c, n: f"python3 -c {sq('import os; os.system(' + repr(c) + ')')}",
+    lambda c, n: f"python3 -u - <<< {sq('import os; os.system(' + repr(c) + ')')}",
+    lambda c, n: (
+        f"perl -Mstrict -e {sq('system(q(' + c + '))')}" if ")" not in c else f"sh -c {sq(c)}"
+    ),
+    lambda c, n: (
+        f"node --eval {sq('require(' + repr('child_process') + ').execSync(' + repr(c) + ')')}"
+    ),
+    lambda c, n: f"awk {sq('BEGIN { system(' + _awk_string(c) + ') }')}",
+    lambda c, n: f"sed -n {sq('1e ' + c)} <<< x" if "\n" not in c else f"sh -c {sq(c)}",
+    lambda c, n: f"shopt -s expand_aliases\nalias ll={sq(c)}\nll",
+]
+
+
+def _awk_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def available_wraps() -> list[Wrap]:
+    """The constructs whose programs are installed (an interpreter may be missing)."""
+    needs = {"python3": "python3 ", "perl": "perl ", "node": "node ", "awk": "awk ", "sed": "sed "}
+    missing = [mark for name, mark in needs.items() if shutil.which(name) is None]
+    return [w for w in WRAPS if not any(w("X", 0).startswith(m) for m in missing)]
+
+
+@st.composite
+def lines(draw: st.DrawFn, *, denied_share: float = 0.8) -> str:
+    """A line hiding ``rm -r -f`` most of the time, else ``rm`` with other flags or a
+    decoy, inside up to three constructs."""
+    kind = draw(st.floats(0, 1))
+    if kind < denied_share / 3:
+        command = draw(st.sampled_from(ATOMS))
+    elif kind < denied_share:
+        command = f"{draw(st.sampled_from(PROGRAMS))} {draw(st.sampled_from(DENIED_FLAGS))} x"
+    elif kind < (1 + denied_share) / 2:
+        command = f"{draw(st.sampled_from(PROGRAMS))} {draw(st.sampled_from(OTHER_FLAGS))} x"
+    else:
+        command = draw(st.sampled_from(DECOYS))
+    wraps = available_wraps()
+    for depth in range(draw(st.integers(0, 3))):
+        command = draw(st.sampled_from(wraps))(command, depth)
+    return command

@@ -1,0 +1,104 @@
+"""The shell reader held to bash itself.
+
+Generated lines hide ``rm -r -f`` in the constructs of :mod:`shell_lines`; each
+is run by the real bash in a throwaway folder with logging stubs for ``rm`` and
+the other programs (:mod:`shell_oracle`: no network, an unprivileged user, and
+``strace`` where the machine allows). Whenever bash ran ``rm`` with both ``-r``
+and ``-f``, the reader must have said deny or undecided for a ``deny_command``
+rule on ``rm -r -f``: a false allow is the one answer it may never give.
+
+The default run is small (a few seconds); the ``slow`` one (CI, ``--run-slow``)
+tries many more lines and prints the verdicts it saw.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from shell_lines import lines
+from shell_oracle import BashOracle, available, bash_oracle, rm_recursive_force
+
+from car_verify.rules.shell import Reading, ShellError, has_flags, read_commands
+
+pytestmark = pytest.mark.skipif(available() is not None, reason=str(available()))
+
+RULE_FLAGS = ("-r", "-f")
+
+
+def verdict(line: str) -> str:
+    """What a ``deny_command`` rule on ``rm`` with ``-r`` and ``-f`` answers."""
+    try:
+        reading = read_commands(line)
+    except ShellError:
+        return "deny"  # a line that cannot be read is refused
+    return decide(reading)
+
+
+def decide(reading: Reading) -> str:
+    if any(c.program == "rm" and has_flags(c, RULE_FLAGS) for c in reading.commands):
+        return "deny"
+    if any(u.program in (None, "rm") for u in reading.undecided):
+        return "undecided"
+    return "allow"
+
+
+@pytest.fixture(scope="module")
+def oracle() -> Iterator[BashOracle]:
+    with bash_oracle(seconds=10.0) as found:
+        yield found
+
+
+def held_to_bash(oracle: BashOracle, line: str, seen: Counter[str] | None = None) -> None:
+    answer = verdict(line)
+    run = oracle.run(line)
+    ran = any(rm_recursive_force(argv) for argv in run.ran("rm"))
+    if seen is not None:
+        seen["lines"] += 1
+        seen[answer] += 1
+        seen["ran rm -r -f"] += ran
+        seen[f"ran rm -r -f, {answer}"] += ran
+    assert not (ran and answer == "allow"), (line, run.executed)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(lines())
+def test_a_line_bash_runs_rm_rf_in_is_never_allowed(oracle: BashOracle, line: str) -> None:
+    held_to_bash(oracle, line)
+
+
+SEEN: Counter[str] = Counter()
+
+
+@pytest.mark.slow
+@settings(
+    max_examples=600, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(lines())
+def test_many_lines_bash_runs_rm_rf_in_are_never_allowed(oracle: BashOracle, line: str) -> None:
+    held_to_bash(oracle, line, SEEN)
+
+
+@pytest.mark.slow
+def test_the_verdicts_of_the_long_run_are_reported(capsys: pytest.CaptureFixture[str]) -> None:
+    """Prints what the long run saw (pytest -s), and checks it tried lines of every
+    kind: some bash ran rm -r -f in, some denied, some undecided, some allowed."""
+    if not SEEN:
+        pytest.skip("the long run did not run in this session")
+    with capsys.disabled():
+        print("\nbash-differential verdicts:", dict(sorted(SEEN.items())))
+    assert SEEN["ran rm -r -f, allow"] == 0
+    assert SEEN["ran rm -r -f"] > 0 and SEEN["deny"] > 0 and SEEN["undecided"] > 0
+
+
+def test_the_oracle_sees_what_bash_runs(oracle: BashOracle) -> None:
+    """The reference itself: a stub logs rm's argv, through a shell string, and a
+    line that runs nothing logs nothing."""
+    assert oracle.run("sh -c 'rm -rf x'").ran("rm") == [("rm", "-rf", "x")]
+    assert oracle.run("echo rm -rf x").ran("rm") == []
+    assert rm_recursive_force(("rm", "--rec", "-f", "x"))
+    assert not rm_recursive_force(("rm", "--", "-rf"))
