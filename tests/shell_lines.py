@@ -16,6 +16,37 @@ from hypothesis import strategies as st
 
 Wrap = Callable[[str, int], str]
 
+#: The 27 lines of issue 58: each runs ``rm -r -f x`` in bash 5.2.
+TWENTY_SEVEN = [
+    "bash <<EOF\nr\\\\m -rf x\nEOF",  # a heredoc body is unescaped: r\\m is r\m, which is rm
+    "sh <<EOF\nr\\\\m -rf x\nEOF",
+    "cat <<EOF | bash\nr\\\\m -rf x\nEOF",
+    "env -S 'rm\\_-rf\\_x'",  # env -S: \_ is a space
+    "bash /dev/stdin <<< 'rm -rf x'",
+    "$'rm\\0' -rf x",  # bash ends $'...' at its first NUL
+    "bash -c \"\\$'rm\\\\0' -rf x\"",
+    "echo 'rm -rf x' \\\n| sh",  # a line continuation before | sh
+    "echo 'rm -rf x' |\\\nsh",
+    "v='a[$(rm -rf x)]'; [[ $v -eq 0 ]]",  # arithmetic evaluates the subscript
+    "v='a[$(rm -rf x)]'; a=(1); echo \"${a[v]}\"",
+    "v='a[$(rm -rf x)]'; echo \"${!v}\"",
+    "s=abc; v='a[$(rm -rf x)]'; echo \"${s:v}\"",
+    "v='a[$(rm -rf x)]'; [[ -v $v ]]",
+    "test -v 'a[$(rm -rf x)]'",
+    "declare -i n='a[$(rm -rf x)]'",
+    "declare -i n; n='a[$(rm -rf x)]'",
+    "PS4='$(rm -rf x)' bash -xc :",  # set -x expands PS4
+    "export PS4='$(rm -rf x)'; bash -xc :",
+    "read PS4 <<< '$(rm -rf x)'; set -x; :",
+    "printf -v PS4 %s '$(rm -rf x)'; set -x; :",
+    "env 'BASH_FUNC_ls%%=() { rm -rf x; }' bash -c ls",  # an exported function
+    "bash --rcfile <(echo 'rm -rf x') -i </dev/null",
+    "python3 -u -c 'import os; os.system(\"rm -rf x\")'",
+    "perl -Mstrict -e 'system(\"rm -rf x\")'",
+    'node --eval \'require("child_process").execSync("rm -rf x")\'',
+    "python3 - <<EOF\nimport os\nos.system('rm -rf x')\nEOF",
+]
+
 
 def sq(text: str) -> str:
     """``text`` single-quoted for bash."""

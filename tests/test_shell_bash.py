@@ -13,12 +13,13 @@ tries many more lines and prints the verdicts it saw.
 
 from __future__ import annotations
 
+import shutil
 from collections import Counter
 from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from shell_lines import lines
+from shell_lines import TWENTY_SEVEN, lines
 from shell_oracle import BashOracle, available, bash_oracle, rm_recursive_force
 
 from car_verify.rules.shell import Reading, ShellError, has_flags, read_commands
@@ -93,6 +94,17 @@ def test_the_verdicts_of_the_long_run_are_reported(capsys: pytest.CaptureFixture
         print("\nbash-differential verdicts:", dict(sorted(SEEN.items())))
     assert SEEN["ran rm -r -f, allow"] == 0
     assert SEEN["ran rm -r -f"] > 0 and SEEN["deny"] > 0 and SEEN["undecided"] > 0
+
+
+@pytest.mark.parametrize("line", TWENTY_SEVEN)
+def test_each_of_the_27_lines_runs_rm_rf_in_bash(oracle: BashOracle, line: str) -> None:
+    """The pins of tests/test_shell_reader.py are real: bash runs rm -r -f in each
+    (an interpreter that is not installed skips its line)."""
+    program = line.split()[0]
+    if program in ("python3", "perl", "node") and shutil.which(program) is None:
+        pytest.skip(f"{program} is not installed")
+    assert any(rm_recursive_force(argv) for argv in oracle.run(line).ran("rm")), line
+    assert verdict(line) in ("deny", "undecided")
 
 
 def test_the_oracle_sees_what_bash_runs(oracle: BashOracle) -> None:

@@ -171,7 +171,7 @@ TABLE: list[tuple[str, str, str | None]] = [
     ("alias rm='rm -i'; rm -r x", "undecided", "rm"),
     ("rm() { echo; }; rm -r x", "undecided", "rm"),
     ('git push "$REMOTE" "$REF"', "undecided", "git"),
-    ("git -c alias.p=push p -f", "undecided", "git"),
+    ("git -c alias.p=push p -f", "undecided", None),
     # what does not run rm -r -f, force-push, or pipe a download into a shell
     ("rm -r x", "allow", None),
     ("rm -f x", "allow", None),

@@ -317,8 +317,6 @@ INTERPRETERS: dict[str, Interpreter] = {
     "wish": Interpreter(),
     "Rscript": Interpreter(long_flags=_f("--help --version --vanilla --verbose")),
     "julia": Interpreter(long_flags=_HELP),
-    "deno": Interpreter(),
-    "bun": Interpreter(),
     "osascript": Interpreter(),
     "groovy": Interpreter(),
     "scala": Interpreter(),

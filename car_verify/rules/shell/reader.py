@@ -138,9 +138,14 @@ class Reader:
             self.walk(sub, ctx, nest, depth + 1)
 
     def assigned(self, name: str | None) -> None:
+        """A variable the line sets: one bash or a program reads as code is
+        undecided; a ``PATH`` set makes any program name a file the line may
+        have written."""
         problem = assigned_name_problem(name)
         if problem is not None:
             self.undecide(problem)
+        if name == "PATH":
+            self.file_runs.append(-2)
 
     # Statements ---------------------------------------------------------------
 
@@ -630,21 +635,28 @@ class Reader:
         more_args: Sequence[Node],
     ) -> str | None:
         name = node.child_by_field_name("name")
-        own_redirects = [c for c in node.named_children if c.type in _REDIRECTS]
-        arguments = [
-            *node.children_by_field_name("argument"),
-            *(extra for redirect in own_redirects for extra in redirect_extras(redirect)),
-            *more_args,
-        ]
-        arguments.sort(key=lambda n: n.start_byte)
-        placed = {(c.start_byte, c.end_byte) for c in arguments}
-        if name is not None:
-            placed.add((name.start_byte, name.end_byte))
-        for child in node.named_children:
-            if child.type == "variable_assignment":
-                self.assignment(child, ctx, nest, depth)
-            elif child.type not in _REDIRECTS and (child.start_byte, child.end_byte) not in placed:
-                self.undecide("a part of a command the reader does not read")
+        children = node.named_children
+        own_redirects = [c for c in children if c.type in _REDIRECTS]
+        arguments = node.children_by_field_name("argument")
+        if own_redirects or more_args:
+            arguments = [
+                *arguments,
+                *(extra for redirect in own_redirects for extra in redirect_extras(redirect)),
+                *more_args,
+            ]
+            arguments.sort(key=lambda n: n.start_byte)
+        if len(children) != len(arguments) + (name is not None):
+            placed = {(c.start_byte, c.end_byte) for c in arguments}
+            if name is not None:
+                placed.add((name.start_byte, name.end_byte))
+            for child in children:
+                if child.type == "variable_assignment":
+                    self.assignment(child, ctx, nest, depth)
+                elif (
+                    child.type not in _REDIRECTS
+                    and (child.start_byte, child.end_byte) not in placed
+                ):
+                    self.undecide("a part of a command the reader does not read")
         parts = [name, *arguments] if name is not None else list(arguments)
         for before, after in itertools.pairwise(parts):
             if before.end_byte == after.start_byte:
@@ -672,12 +684,17 @@ class Reader:
                 else:
                     self.walk(sub, ctx, nest, depth + 1)
         fed = feeding(self.found[start:])
-        here, more, redirected, own_input = self.redirections(all_redirects, ctx, nest, depth)
-        here = Ctx(here.inputs | fed | more, here.stdin, here.text)
+        if all_redirects:
+            here, more, redirected, own_input = self.redirections(all_redirects, ctx, nest, depth)
+            here = Ctx(here.inputs | fed | more, here.stdin, here.text)
+            info = RedirectInfo(own_input=own_input, writes=self.file_writes(all_redirects))
+        else:
+            here = Ctx(ctx.inputs | fed, ctx.stdin, ctx.text) if fed else ctx
+            redirected, info = [], _NO_REDIRECTS
         first = len(self.found)
-        info = RedirectInfo(own_input=own_input, writes=self.file_writes(all_redirects))
         out = self.simple(words, here, nest, 0, info)
-        self.read_output([*writes, *redirected], feeding(self.found[first:]), nest, depth)
+        if writes or redirected:
+            self.read_output([*writes, *redirected], feeding(self.found[first:]), nest, depth)
         return out
 
     def simple(
@@ -695,7 +712,7 @@ class Reader:
             raise ShellError(f"a command passes through more than {MAX_WRAPPERS} wrappers")
         self.budget.spend(len(words))
         program = program_name(words[0])
-        if program in _RESERVED and words[0].text == program and wrapped == 0:
+        if program in _RESERVED and words[0].text == program:
             self.undecide("a reserved word where the shell parser expects a command")
             return None
         if program is None:
@@ -711,7 +728,7 @@ class Reader:
         self.found.append(Command(program, flags, written, ctx.inputs, argv))
         if computed:
             self.undecide("a computed word may be a flag", program)
-        redirect = info or RedirectInfo()
+        redirect = info or _NO_REDIRECTS
         if redirect.writes:
             self.writes.append(index)
         word0 = words[0].value or words[0].tail
@@ -764,10 +781,14 @@ def redirect_extras(redirect: Node) -> list[Node]:
     return list(destinations[1:])
 
 
+_NO_REDIRECTS = RedirectInfo()
+_NOTHING: frozenset[str] = frozenset()
+
+
 def feeding(found: Sequence[Command]) -> frozenset[str]:
     """The programs whose output leaves these commands: theirs and their inputs."""
     if not found:
-        return frozenset()
+        return _NOTHING
     out: set[str] = set()
     for c in found:
         out.add(c.program)

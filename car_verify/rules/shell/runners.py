@@ -35,7 +35,7 @@ from .programs import (
     names,
     skip_options,
 )
-from .words import Word, assigned_name_problem
+from .words import Word
 
 __all__ = ["XARGS_INPUT", "RedirectInfo", "run"]
 
@@ -60,6 +60,8 @@ class Reader(Protocol):
     file_runs: list[int]
 
     def undecide(self, reason: str, program: str | None = None) -> None: ...
+
+    def assigned(self, name: str | None) -> None: ...
 
     def line(self, text: str, ctx: Ctx, nest: int) -> None: ...
 
@@ -160,7 +162,7 @@ def run(
 #: first is undecided.
 FILE_RUNNERS = names(
     "make gmake npm yarn pnpm cargo go gradle gradlew mvn ant rake bundle pytest tox nox "
-    "just task ninja cmake meson scons bazel composer mix dotnet"
+    "just task ninja cmake meson scons bazel composer mix dotnet pip pip3 poetry uv pipenv"
 )
 
 
@@ -218,9 +220,7 @@ def _printf(call: Call) -> str | None:
 
 
 def _assigns(call: Call, name: str | None) -> None:
-    problem = assigned_name_problem(name)
-    if problem is not None:
-        call.undecide(problem)
+    call.reader.assigned(name)
 
 
 def _names(call: Call, options_with_values: str, names_from: str = "") -> None:
@@ -463,6 +463,9 @@ def _wrapper(call: Call) -> str | None:
     found = skip_options(spec, call.args)
     for name in found.assigned:
         _assigns(call, name)
+    output = found.values.get("-o") or ""
+    if call.program in ("strace", "ltrace") and output.startswith(("|", "!")):
+        call.undecide("a program pipes its output into a command")
     if found.undecided:
         call.undecide(found.undecided)
     elif found.rest:
@@ -659,18 +662,18 @@ def _git(call: Call) -> str | None:
     while i < len(args):
         value = args[i].value
         if value is None:
-            call.undecide("git's options are computed", "git")
+            call.undecide("git's options are computed")
             return None
         if value in ("-c", "--config-env"):
             key = args[i + 1].value if i + 1 < len(args) else None
             if key is None or not _GIT_SAFE_KEYS.fullmatch(key.partition("=")[0]):
-                call.undecide("git is given configuration that may change what it runs", "git")
+                call.undecide("git is given configuration that may change what it runs")
             i += 2
             continue
         if value.startswith(("-c", "--config-env=")):
             key = value.removeprefix("--config-env=").removeprefix("-c")
             if not _GIT_SAFE_KEYS.fullmatch(key.partition("=")[0]):
-                call.undecide("git is given configuration that may change what it runs", "git")
+                call.undecide("git is given configuration that may change what it runs")
             i += 1
             continue
         if value in ("-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix"):
@@ -678,7 +681,7 @@ def _git(call: Call) -> str | None:
             continue
         if value.startswith("-"):
             if value.startswith("--exec-path"):
-                call.undecide("git's subcommand programs are looked for elsewhere", "git")
+                call.undecide("git's subcommand programs are looked for elsewhere")
             i += 1
             continue
         break
@@ -686,17 +689,17 @@ def _git(call: Call) -> str | None:
         return None
     sub = args[i].value
     if sub not in _GIT_READS:
-        call.writes()  # it may write the work tree (checkout, pull, apply ...)
+        call.runs_file()  # it may write the work tree (checkout, pull ...) and run hooks
     rest = [w.value for w in args[i + 1 :]]
     if sub == "config":
         if any(v is None for v in rest):
-            call.undecide("git config may define an alias or a command", "git")
+            call.undecide("git config may define an alias or a command")
             return None
         given = [v for v in rest if v is not None]
         keys = [v for v in given if not v.startswith("-")]
         writes = len(keys) >= 2 or any(o in _GIT_CONFIG_WRITES for o in given)
         if writes and not (keys and _GIT_SAFE_KEYS.fullmatch(keys[0])):
-            call.undecide("git config may define an alias or a command", "git")
+            call.undecide("git config may define an alias or a command")
     elif sub in _GIT_RUNS:
         options = _GIT_RUNS[sub]
         if "" in options or any(
@@ -710,8 +713,13 @@ def _git(call: Call) -> str | None:
 
 def _make(call: Call) -> str | None:
     call.runs_file()
-    for word in call.args:
+    for k, word in enumerate(call.args):
         value = word.value
+        if value in ("-f", "--file", "--makefile") and k + 1 < len(call.args):
+            following = call.args[k + 1].value
+            if following is None or following == "-" or following.startswith(("/dev/", "/proc/")):
+                call.undecide("make reads a makefile from its stdin or a descriptor")
+                return None
         if value is None:
             call.undecide("make's options or variables are computed")
             return None
@@ -726,6 +734,97 @@ def _make(call: Call) -> str | None:
             return None
     if any(a.value in ("-f", "--file", "--makefile") for a in call.args):
         pass  # a makefile named: a file, like the default one
+    return None
+
+
+#: Programs whose subcommand runs the command after it (``uv run pytest``).
+_SUBCOMMAND_RUNNERS: dict[str, frozenset[str]] = {
+    "uv": names("run"),
+    "poetry": names("run"),
+    "pipenv": names("run"),
+    "pdm": names("run"),
+    "hatch": names("run"),
+    "rye": names("run"),
+    "conda": names("run"),
+    "mamba": names("run"),
+    "micromamba": names("run"),
+    "pixi": names("run exec"),
+    "bundle": names("exec"),
+    "npm": names("exec x"),
+    "pnpm": names("exec dlx"),
+    "yarn": names("exec dlx"),
+}
+#: How many words after such a subcommand may start its command (its options
+#: and their values come first, and are not known word by word).
+_MAX_STARTS = 8
+
+
+def _subcommand_runner(call: Call) -> str | None:
+    """``uv run [options] COMMAND``: which word starts the command depends on the
+    tool's options; every word that may start it is read as its start (reading
+    more commands than run can only deny or undecide more)."""
+    call.reader.file_runs.append(call.index)  # its project's files; it writes none itself
+    args = call.args
+    if any((w.value or "").startswith(("-c", "--call")) for w in args):
+        call.undecide("a program is given a command line to run")
+        return None
+    runs = _SUBCOMMAND_RUNNERS[call.program]
+    at = next((k for k, w in enumerate(args) if w.value in runs), None)
+    if at is None:
+        if any(w.value is None for w in args):
+            call.undecide("a program's subcommand is computed")
+        return None
+    if any(w.value is None for w in args[:at]):
+        call.undecide("a program's subcommand is computed")
+        return None
+    starts = [k for k in range(at + 1, len(args)) if not (args[k].value or "").startswith("-")]
+    if len(starts) > _MAX_STARTS or any(args[k].value is None for k in starts[:1]):
+        call.undecide("a program runs a command the reader cannot place")
+        return None
+    for k in starts:
+        call.simple(args[k:])
+    return None
+
+
+#: Options whose value is a command the program runs (``tar --to-command``).
+_COMMAND_OPTIONS: dict[str, tuple[frozenset[str], str]] = {
+    "tar": (
+        names(
+            "--to-command --use-compress-program --checkpoint-action --info-script "
+            "--new-volume-script --rsh-command --rmt-command"
+        ),
+        "IF",
+    ),
+    "rsync": (names("--rsh --rsync-path"), "e"),
+    "zip": (names("--unzip-command"), ""),
+    "scp": (names(""), "So"),
+    "sftp": (names(""), "So"),
+    "man": (names("--pager --html"), "PH"),
+    "rg": (names("--pre"), ""),
+    "sort": (names("--compress-program"), ""),
+    "split": (names("--filter"), ""),
+}
+
+
+def _command_options(call: Call) -> str | None:
+    long, short = _COMMAND_OPTIONS[call.program]
+    call.writes()
+    for k, word in enumerate(call.args):
+        value = word.value
+        if value is None:
+            if word.may_be_flag:
+                call.undecide("a program's options are computed")
+                return None
+            continue
+        if value == "--":
+            break
+        name = value.partition("=")[0]
+        cluster = value[1:] if value.startswith("-") and not value.startswith("--") else ""
+        if k == 0 and call.program == "tar" and not value.startswith("-"):
+            cluster = value  # tar's old style: tar xIf ...
+        if name in long or any(c in short for c in cluster) or value in ("-TT",):
+            call.undecide("a program is given a command to run in an option")
+            return None
     return None
 
 
@@ -752,6 +851,8 @@ def _shell(call: Call) -> None:
             if value not in SHELL_LONG:
                 call.undecide("a shell option the reader does not read (an rc file, -i ...)")
                 return
+            if value == "--login":
+                call.runs_file()  # a login shell runs the profile files
             i += 1
             continue
         if value[:1] in ("-", "+") and len(value) > 1:
@@ -766,6 +867,8 @@ def _shell(call: Call) -> None:
             if set(letters) - SHELL_FLAGS - {"c", "s", "o", "O"}:
                 call.undecide("a shell option the reader does not read (an rc file, -i ...)")
                 return
+            if value[0] == "-" and "l" in letters:
+                call.runs_file()  # a login shell runs the profile files
             string = string or (value[0] == "-" and "c" in letters)
             stdin = stdin or "s" in letters
             i += 1 + len(takes)
@@ -1183,6 +1286,8 @@ _HANDLERS: dict[str, Handler] = {
     "gmake": _make,
     "cat": _cat,
     "tee": _tee,
+    **{name: _subcommand_runner for name in _SUBCOMMAND_RUNNERS},
+    **{name: _command_options for name in _COMMAND_OPTIONS},
     **{name: _sed_handler for name in ("sed", "gsed")},
     **{name: _awk_handler for name in ("awk", "gawk", "mawk", "nawk")},
     **{name: _console_handler for name in _CONSOLES},
