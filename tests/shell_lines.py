@@ -63,6 +63,24 @@ def _env_s(text: str) -> str:
     return text.replace("\\", "\\\\").replace(" ", "\\_")
 
 
+#: Lines this property found allowed while the reader was rebuilt (each runs rm -r
+#: -f in bash): pinned, the reader must deny them or be undecided.
+FOUND_BY_BASH = [
+    "bash <<'E0'\n\\rm -rf x\nE0",  # the grammar took the body's first line as words
+    "! ! rm -rf x",  # the grammar took the second ! as a program
+    ": >./-f; rm -r *",  # the glob gives the file -f as a flag
+    "echo | xargs >/dev/null rm -rf x",  # words after a redirection are arguments
+    "time ! printf -v PS4 %s '$(w=rm; $w -rf x)'; set -x; :",
+    "bash -c 'time ! $'\\''rm\\0x'\\'' -vrf x' _",
+    "time PS4='$(env -- rm -rf x)' bash -xc :",  # time's NAME=value is an assignment
+    "time RANDOM='a[$(\\rm -vrf x)]'",  # RANDOM is evaluated as arithmetic
+    "echo ${x:-`rm -rf x`}",  # a backquote the grammar leaves as text
+    'echo "`echo \\`rm -rf x\\``"',  # a nested backquote, seen after unescaping
+    "f(){ sh; }; echo 'rm -rf x' | f",  # a function given a pipe
+    "echo 'rm -rf x' | tee >(sh) >/dev/null",  # >(...) reads what tee writes into it
+    "echo 'rm -rf x' | echo \"$(sh)\"",  # $(...) inherits the pipe
+]
+
 #: Spellings of the program rm.
 PROGRAMS = [
     "rm",
@@ -227,6 +245,29 @@ WRAPS: list[Wrap] = [
     lambda c, n: f"awk {sq('BEGIN { system(' + _awk_string(c) + ') }')}",
     lambda c, n: f"sed -n {sq('1e ' + c)} <<< x" if "\n" not in c else f"sh -c {sq(c)}",
     lambda c, n: f"shopt -s expand_aliases\nalias ll={sq(c)}\nll",
+    lambda c, n: f"exec {c}",
+    lambda c, n: f"nohup {c}",
+    lambda c, n: f"setsid -w {c}",
+    lambda c, n: f"stdbuf -oL {c}",
+    lambda c, n: f"timeout -s KILL 5 {c}",
+    lambda c, n: f"echo x | xargs -I{{}} {c}",
+    lambda c, n: f"find . -maxdepth 0 -execdir {c} \\;",
+    lambda c, n: f"echo {sq(c)} | tee >(sh) >/dev/null",
+    lambda c, n: f"sh < <(echo {sq(c)})",
+    lambda c, n: f"source /dev/stdin <<< {sq(c)}",
+    lambda c, n: f'eval "$(echo {sq(c)})"',
+    lambda c, n: f"true &&\\\n{c}",
+    lambda c, n: f"{{ {c}; }} 2>&1 | cat",
+    lambda c, n: f"until {c}; do break; done",
+    lambda c, n: f'[ -n "$({c})" ]',
+    lambda c, n: f"read -r x <<< {sq(c)}; $x",
+    lambda c, n: f'mapfile -t a <<< {sq(c)}; eval "${{a[0]}}"',
+    lambda c, n: f"cat <<-{_d(n)} | sh\n\t{_heredoc_escaped(c)}\n\t{_d(n)}",
+    lambda c, n: f'bash -c "$1" _ {sq(c)}',
+    lambda c, n: f"command -p {c}" if not c.startswith("rm") else f"command {c}",
+    lambda c, n: f"x=1 {c}",
+    lambda c, n: f"{c} 2>/dev/null",
+    lambda c, n: f"declare -x X=1; {c}",
 ]
 
 

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from shell_lines import TWENTY_SEVEN, lines
+from shell_lines import FOUND_BY_BASH, TWENTY_SEVEN, lines
 from shell_oracle import BashOracle, available, bash_oracle, rm_recursive_force
 
 from car_verify.rules.shell import Reading, ShellError, has_flags, read_commands
@@ -96,10 +96,11 @@ def test_the_verdicts_of_the_long_run_are_reported(capsys: pytest.CaptureFixture
     assert SEEN["ran rm -r -f"] > 0 and SEEN["deny"] > 0 and SEEN["undecided"] > 0
 
 
-@pytest.mark.parametrize("line", TWENTY_SEVEN)
-def test_each_of_the_27_lines_runs_rm_rf_in_bash(oracle: BashOracle, line: str) -> None:
-    """The pins of tests/test_shell_reader.py are real: bash runs rm -r -f in each
-    (an interpreter that is not installed skips its line)."""
+@pytest.mark.parametrize("line", [*TWENTY_SEVEN, *FOUND_BY_BASH])
+def test_each_pinned_line_runs_rm_rf_in_bash(oracle: BashOracle, line: str) -> None:
+    """The pins of tests/test_shell_reader.py (the 27 lines of issue 58, and the
+    lines this property found) are real: bash runs rm -r -f in each (an
+    interpreter that is not installed skips its line)."""
     program = line.split()[0]
     if program in ("python3", "perl", "node") and shutil.which(program) is None:
         pytest.skip(f"{program} is not installed")

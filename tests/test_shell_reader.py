@@ -18,7 +18,7 @@ import contextlib
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shell_lines import TWENTY_SEVEN
+from shell_lines import FOUND_BY_BASH, TWENTY_SEVEN
 
 from car_verify.rules import shell, shell_words
 from car_verify.rules.shell import (
@@ -55,7 +55,12 @@ def test_each_of_the_27_lines_is_denied_or_undecided(line: str) -> None:
     assert verdict(line) in ("deny", "undecided")
 
 
-#: Lines whose first seven the reader now reads as bash does: denied, not only
+@pytest.mark.parametrize("line", FOUND_BY_BASH)
+def test_each_line_the_bash_property_found_is_denied_or_undecided(line: str) -> None:
+    assert verdict(line) in ("deny", "undecided")
+
+
+#: The first nine of the 27, which the reader now reads as bash does: denied, not only
 #: undecided.
 @pytest.mark.parametrize("line", TWENTY_SEVEN[:9])
 def test_the_spellings_the_reader_evaluates_are_denied(line: str) -> None:

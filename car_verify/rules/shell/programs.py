@@ -149,12 +149,13 @@ WRAPPERS: dict[str, Spec] = {
     ),
     "nice": Spec(values="n", long_values=_f("--adjustment"), long_stops=_HELP, numeric=True),
     "nohup": Spec(long_stops=_HELP),
-    "time": Spec(
+    "time": Spec(  # bash's keyword, and GNU time: NAME=value before the command
         values="fo",
         flags="pavq",
         long_values=_f("--format --output"),
         long_flags=_f("--portability --append --verbose --quiet"),
         long_stops=_HELP,
+        assignments=True,
     ),
     "timeout": Spec(
         values="sk",
@@ -391,7 +392,7 @@ class Options:
     undecided: str = ""
     stop: bool = False
     #: NAME=value words a wrapper takes before the command (env, sudo)
-    assigned: list[str | None] = field(default_factory=list)
+    assigned: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _long(spec: Spec, name: str) -> str | None:
@@ -422,7 +423,8 @@ def skip_options(spec: Spec, args: Sequence[Word]) -> Options:
             i += 1
             break
         if spec.assignments and _ENV_ASSIGNMENT.match(value) and not value.startswith("-"):
-            found.assigned.append(value.partition("=")[0])
+            variable, _, assigned = value.partition("=")
+            found.assigned.append((variable, assigned))
             i += 1
             continue
         if value.startswith("--"):

@@ -13,7 +13,6 @@ table's (:mod:`.programs`, :mod:`.runners`).
 from __future__ import annotations
 
 import itertools
-import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
@@ -137,11 +136,11 @@ class Reader:
         for sub in scan.subs:
             self.walk(sub, ctx, nest, depth + 1)
 
-    def assigned(self, name: str | None) -> None:
+    def assigned(self, name: str | None, value: str | None = None) -> None:
         """A variable the line sets: one bash or a program reads as code is
         undecided; a ``PATH`` set makes any program name a file the line may
         have written."""
-        problem = assigned_name_problem(name)
+        problem = assigned_name_problem(name, value)
         if problem is not None:
             self.undecide(problem)
         if name == "PATH":
@@ -181,8 +180,8 @@ class Reader:
             if text.startswith("`"):
                 self.backquoted(node, text, ctx, nest)
                 return None
-            for child in node.named_children:
-                self.walk(child, Ctx(ctx.inputs), nest + 1, depth + 1)
+            for child in node.named_children:  # it inherits the stdin: the pipe, for >(...)
+                self.walk(child, ctx, nest + 1, depth + 1)
             return None
         if kind in _CONTAINERS:
             self.children(node, ctx, nest, depth)
@@ -195,7 +194,7 @@ class Reader:
             return None
         if kind == "for_statement":
             variable = node.child_by_field_name("variable")
-            self.assigned(self.src.text(variable) if variable is not None else None)
+            self.assigned(self.src.text(variable) if variable is not None else None, None)
             self.children(node, ctx, nest, depth, skip=variable)
             return None
         if kind == "c_style_for_statement":
@@ -252,7 +251,7 @@ class Reader:
                 break
             parent = parent.parent
         escapes = r"\\([\\$`\"])" if quoted else r"\\([\\$`])"
-        self.line(re.sub(escapes, r"\1", text[1:-1]), Ctx(ctx.inputs), nest + 1)
+        self.line(re.sub(escapes, r"\1", text[1:-1]), ctx, nest + 1)
 
     def call(self, name: str, ctx: Ctx, nest: int) -> None:
         """A function the line defined, called: its body read again with the call's
@@ -510,12 +509,9 @@ class Reader:
         if name is not None and name.type == "subscript":
             self.undecide_subscript(name, ctx, nest, depth)
         elif name is not None:
-            text = self.src.text(name)
-            self.assigned(text)
-            if text in _INTEGER_VARIABLES:
-                value = node.child_by_field_name("value")
-                if value is None or not re.fullmatch(r"-?[0-9]+", self.src.text(value)):
-                    self.undecide("an assignment bash evaluates as arithmetic")
+            value = node.child_by_field_name("value")
+            given = "" if value is None else self.src.plain_text(value)
+            self.assigned(self.src.text(name), given)
         value = node.child_by_field_name("value")
         if value is None:
             return
@@ -553,7 +549,7 @@ class Reader:
                     if (got is None and arrays) or (got or "").startswith("("):
                         self.undecide("a declaration's value may be read as an array")
             elif child.type == "variable_name":
-                self.assigned(self.src.text(child))
+                self.assigned(self.src.text(child), "0")
             elif child.type == "subscript":
                 self.undecide_subscript(child, ctx, nest, depth)
             elif child.type in WORD_TYPES:
@@ -565,7 +561,8 @@ class Reader:
                         self.undecide("a declaration that evaluates or redirects names (-i, -n)")
                     arrays = arrays or bool(set(given[1:]) & set("aA"))
                 else:
-                    self.assigned(given.partition("=")[0])
+                    name, eq, assigned = given.partition("=")
+                    self.assigned(name, assigned if eq else "0")
             else:
                 self.undecide("a declaration the reader does not read")
 
@@ -767,9 +764,6 @@ _RESERVED = frozenset(
     ]
 )
 _TEST_TOKENS = frozenset({"&&", "||", "!", "(", ")", "==", "=", "!=", "<", ">", "=~", "-a", "-o"})
-#: Variables bash evaluates as arithmetic when they are assigned (checked in
-#: bash 5.2: an assigned ``a[$(cmd)]`` runs ``cmd``).
-_INTEGER_VARIABLES = frozenset({"RANDOM", "SRANDOM", "OPTIND", "HISTCMD", "SECONDS", "LINENO"})
 
 
 def redirect_extras(redirect: Node) -> list[Node]:
@@ -801,8 +795,9 @@ def program_name(word: Word) -> str | None:
     ``$HOME/bin/rm`` names ``rm``."""
     if word.pattern:
         return None
-    if word.value is not None:
-        return os.path.basename(word.value) or None
+    value = word.value
+    if value is not None:
+        return (value.rsplit("/", 1)[-1] if "/" in value else value) or None
     if "/" in word.tail and word.tail.rsplit("/", 1)[1]:
         return word.tail.rsplit("/", 1)[1]
     return None

@@ -61,7 +61,7 @@ class Reader(Protocol):
 
     def undecide(self, reason: str, program: str | None = None) -> None: ...
 
-    def assigned(self, name: str | None) -> None: ...
+    def assigned(self, name: str | None, value: str | None = None) -> None: ...
 
     def line(self, text: str, ctx: Ctx, nest: int) -> None: ...
 
@@ -126,6 +126,14 @@ def run(
     redirect: RedirectInfo,
 ) -> str | None:
     """Read what ``program`` runs, by the table (see :mod:`.programs`)."""
+    if (
+        program not in _TABLED
+        and program[:1] not in _VERSIONED_STARTS
+        and not program.startswith("git-")
+    ):  # any other program: its words are data
+        if program not in READ_ONLY:
+            reader.writes.append(index)
+        return None
     call = Call(reader, program, args, ctx, nest, wrapped, index, redirect)
     handler = _HANDLERS.get(program)
     if handler is not None:
@@ -219,8 +227,8 @@ def _printf(call: Call) -> str | None:
     return None
 
 
-def _assigns(call: Call, name: str | None) -> None:
-    call.reader.assigned(name)
+def _assigns(call: Call, name: str | None, value: str | None = None) -> None:
+    call.reader.assigned(name, value)
 
 
 def _names(call: Call, options_with_values: str, names_from: str = "") -> None:
@@ -422,11 +430,11 @@ def _declare(call: Call) -> str | None:
             if set(value[1:]) & set("inaA"):
                 call.undecide("a declaration that evaluates or redirects names (-i, -n)")
         else:
-            name, _, assigned = value.partition("=")
+            name, eq, assigned = value.partition("=")
             if "[" in name:
                 call.undecide("an array subscript (arithmetic that may run code)")
             else:
-                _assigns(call, name)
+                _assigns(call, name, assigned if eq else "0")
             if assigned.startswith("("):
                 call.undecide("a declaration's value may be read as an array")
     return None
@@ -461,8 +469,8 @@ def _refused(call: Call) -> str | None:
 def _wrapper(call: Call) -> str | None:
     spec = WRAPPERS[call.program]
     found = skip_options(spec, call.args)
-    for name in found.assigned:
-        _assigns(call, name)
+    for name, given in found.assigned:
+        _assigns(call, name, given)
     output = found.values.get("-o") or ""
     if call.program in ("strace", "ltrace") and output.startswith(("|", "!")):
         call.undecide("a program pipes its output into a command")
@@ -1292,3 +1300,10 @@ _HANDLERS: dict[str, Handler] = {
     **{name: _awk_handler for name in ("awk", "gawk", "mawk", "nawk")},
     **{name: _console_handler for name in _CONSOLES},
 }
+
+#: Every name in a table (any other program takes its words as data), and the
+#: first letters of the versioned interpreters' names (python3.12, luajit, nodejs).
+_TABLED = frozenset(
+    [*_HANDLERS, *WRAPPERS, *BUILTINS, *SHELLS, *FOREIGN_SHELLS, *RUNS_COMMANDS, *FILE_RUNNERS]
+)
+_VERSIONED_STARTS = frozenset("prlntw")

@@ -217,16 +217,24 @@ def code_variable(name: str) -> bool:
     return name in BASH_CODE_VARIABLES or bool(_COMMAND_VARIABLE.search(name))
 
 
-def assigned_name_problem(name: str | None) -> str | None:
-    """Why assigning to ``name`` is not understood, or None: a computed name, one
-    that is no plain identifier (``a[i]``: a subscript; ``BASH_FUNC_f%%``: an
-    exported function), or a :func:`code_variable`."""
+#: Variables bash evaluates as arithmetic when they are assigned (bash 5.2: an
+#: assigned ``a[$(cmd)]`` runs ``cmd``).
+INTEGER_VARIABLES = frozenset({"RANDOM", "SRANDOM", "OPTIND", "HISTCMD", "SECONDS", "LINENO"})
+
+
+def assigned_name_problem(name: str | None, value: str | None = None) -> str | None:
+    """Why assigning ``value`` (None: not known) to ``name`` is not understood, or
+    None: a computed name, one that is no plain identifier (``a[i]``: a subscript;
+    ``BASH_FUNC_f%%``: an exported function), a :func:`code_variable`, or a
+    variable bash evaluates as arithmetic given anything but a number."""
     if name is None:
         return "a variable name is computed"
     if not _IDENTIFIER.fullmatch(name):
         return "an assignment to a name that is no plain variable (a subscript, a function)"
     if code_variable(name):
         return "a variable that runs code or holds a command is set"
+    if name in INTEGER_VARIABLES and (value is None or not _NUMBER.fullmatch(value)):
+        return "an assignment bash evaluates as arithmetic"
     return None
 
 
