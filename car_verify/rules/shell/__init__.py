@@ -23,7 +23,9 @@ list of dangerous spellings:
   code, ``PS4``, ``BASH_ENV``, ``BASH_FUNC_f%%``, ``GIT_SSH_COMMAND``, is
   undecided), ``declare`` (``-i``, ``-n`` undecided), ``[[ ]]`` (``-eq``,
   ``-v`` undecided), here-documents (unescaped as bash does) and here-strings;
-* **programs** (:mod:`.programs`, :mod:`.runners`): bash builtins each read or
+* **programs** (the table, :mod:`.programs`; its dispatch, :mod:`.runners`; the
+  handlers, :mod:`.builtins`, :mod:`.commands`, :mod:`.languages`, given a
+  :class:`~.calls.Call`): bash builtins each read or
   undecided; shells (their ``-c`` string, a script on stdin, ``/dev/stdin``) read
   again as command lines, their options by a positive list (``-i``,
   ``--rcfile`` undecided); wrappers (``sudo``, ``env`` with ``-S`` split as GNU

@@ -407,91 +407,123 @@ def _long(spec: Spec, name: str) -> str | None:
 _ENV_ASSIGNMENT = re.compile(r"[^=]+=")
 
 
+class _Done(Exception):
+    """Raised inside :func:`skip_options` with what it found when no command can
+    be told (an option not understood, or one with which none runs)."""
+
+    def __init__(self, options: Options) -> None:
+        self.options = options
+
+
 def skip_options(spec: Spec, args: Sequence[Word]) -> Options:
     """A wrapper's own options skipped, as its table gives them."""
     words = list(args)
     found = Options([])
     i = 0
-    while i < len(words):
-        word = words[i]
-        value = word.value
-        if value is None:
-            if word.may_be_flag or (spec.assignments and word.why):
-                return Options([], found.values, "a wrapper's options are computed")
-            break  # the command, or a positional word (timeout "$T" rm)
-        if value == "--":
-            i += 1
-            break
-        if spec.assignments and _ENV_ASSIGNMENT.match(value) and not value.startswith("-"):
-            variable, _, assigned = value.partition("=")
-            found.assigned.append((variable, assigned))
-            i += 1
-            continue
-        if value.startswith("--"):
-            given, eq, attached = value.partition("=")
-            name = _long(spec, given)
-            if name is None:
-                return Options([], found.values, "a wrapper's option is not understood")
-            if name in spec.long_stops:
-                return Options([], found.values, stop=True)
-            if name in spec.long_values and not eq:
-                if i + 1 >= len(words):
-                    return Options([], found.values, stop=True)
-                found.values[name] = words[i + 1].value
-                i += 2
-            else:
-                found.values[name] = attached if eq else ""
+    try:
+        while i < len(words):
+            word = words[i]
+            value = word.value
+            if value is None:
+                if word.may_be_flag or (spec.assignments and word.why):
+                    raise _Done(Options([], found.values, "a wrapper's options are computed"))
+                break  # the command, or a positional word (timeout "$T" rm)
+            if value == "--":
                 i += 1
-            if name == "--split-string":
-                split = found.values.pop(name)
-                if split is None:
-                    return Options([], found.values, "a wrapper splits a computed string")
-                parts = env_split(split)
-                if parts is None:
-                    return Options([], found.values, "env -S is given a string it expands")
-                words = [*parts, *words[i:]]
-                i = 0
-            continue
-        if spec.numeric and value[1:].isdigit() and value.startswith("-"):
-            i += 1
-            continue
-        if not value.startswith("-") or value == "-":
-            break
-        step = 1
-        for j in range(1, len(value)):
-            letter = value[j]
-            if letter in spec.stops:
-                return Options([], found.values, stop=True)
-            if letter in spec.values:
-                if j + 1 < len(value):
-                    found.values[f"-{letter}"] = value[j + 1 :]
-                elif i + 1 < len(words):
-                    found.values[f"-{letter}"] = words[i + 1].value
-                    step = 2
-                else:
-                    return Options([], found.values, stop=True)
                 break
-            if letter in spec.optional:
-                found.values[f"-{letter}"] = value[j + 1 :]
+            if spec.assignments and _ENV_ASSIGNMENT.match(value) and not value.startswith("-"):
+                variable, _, assigned = value.partition("=")
+                found.assigned.append((variable, assigned))
+                i += 1
+            elif value.startswith("--"):
+                i = _long_option(spec, words, i, found)
+            elif spec.numeric and value[1:].isdigit() and value.startswith("-"):
+                i += 1
+            elif not value.startswith("-") or value == "-":
                 break
-            if letter not in spec.flags:
-                return Options([], found.values, "a wrapper's option is not understood")
-            found.values[f"-{letter}"] = ""
-        i += step
-        if spec.split and f"-{spec.split}" in found.values:
-            split = found.values.pop(f"-{spec.split}")
-            if split is None:
-                return Options([], found.values, "a wrapper splits a computed string")
-            parts = env_split(split)
-            if parts is None:
-                return Options([], found.values, "env -S is given a string it expands")
-            words = [*parts, *words[i:]]
-            i = 0
+            else:
+                i = _short_options(spec, words, i, found)
+            key = "--split-string" if "--split-string" in found.values else f"-{spec.split}"
+            if spec.split and key in found.values:
+                words, i = [*_split(found, key), *words[i:]], 0
+    except _Done as done:
+        return done.options
     found.rest = words[i + spec.positional :] if i + spec.positional <= len(words) else []
     return found
 
 
+def _long_option(spec: Spec, words: list[Word], i: int, found: Options) -> int:
+    """``--name``, ``--name=value``, ``--name value``: where the next word is."""
+    given, eq, attached = (words[i].value or "").partition("=")
+    name = _long(spec, given)
+    if name is None:
+        raise _Done(Options([], found.values, "a wrapper's option is not understood"))
+    if name in spec.long_stops:
+        raise _Done(Options([], found.values, stop=True))
+    if name in spec.long_values and not eq:
+        if i + 1 >= len(words):
+            raise _Done(Options([], found.values, stop=True))
+        found.values[name] = words[i + 1].value
+        return i + 2
+    found.values[name] = attached if eq else ""
+    return i + 1
+
+
+def _short_options(spec: Spec, words: list[Word], i: int, found: Options) -> int:
+    """``-abc``, ``-uUSER``, ``-u USER``: where the next word is."""
+    value = words[i].value or ""
+    for j in range(1, len(value)):
+        letter = value[j]
+        if letter in spec.stops:
+            raise _Done(Options([], found.values, stop=True))
+        if letter in spec.values:
+            if j + 1 < len(value):
+                found.values[f"-{letter}"] = value[j + 1 :]
+            elif i + 1 < len(words):
+                found.values[f"-{letter}"] = words[i + 1].value
+                return i + 2
+            else:
+                raise _Done(Options([], found.values, stop=True))
+            break
+        if letter in spec.optional:
+            found.values[f"-{letter}"] = value[j + 1 :]
+            break
+        if letter not in spec.flags:
+            raise _Done(Options([], found.values, "a wrapper's option is not understood"))
+        found.values[f"-{letter}"] = ""
+    return i + 1
+
+
+def _split(found: Options, key: str) -> list[Word]:
+    """The words of ``env -S STRING``, in place of the option."""
+    split = found.values.pop(key)
+    if split is None:
+        raise _Done(Options([], found.values, "a wrapper splits a computed string"))
+    parts = env_split(split)
+    if parts is None:
+        raise _Done(Options([], found.values, "env -S is given a string it expands"))
+    return parts
+
+
 _ENV_ESCAPES = {"f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
+
+
+class _EnvWords:
+    """The words ``env -S`` has split so far, and the one it is in."""
+
+    def __init__(self) -> None:
+        self.words: list[Word] = []
+        self.current: list[str] = []
+        self.started = False
+
+    def add(self, text: str) -> None:
+        self.current.append(text)
+        self.started = True
+
+    def end(self) -> None:
+        if self.started:
+            self.words.append(Word.literal("".join(self.current)))
+        self.current, self.started = [], False
 
 
 def env_split(text: str) -> list[Word] | None:
@@ -499,9 +531,7 @@ def env_split(text: str) -> list[Word] | None:
     space, ``'...'`` and ``"..."`` quote, ``#`` starts a comment, ``\\c`` ends the
     string); None when the string expands a variable (``${NAME}``), which is not
     evaluated. Raises ShellError for a string env refuses (an unknown escape)."""
-    words: list[Word] = []
-    current: list[str] = []
-    started = False
+    out = _EnvWords()
     quote = ""
     i = 0
     while i < len(text):
@@ -510,58 +540,48 @@ def env_split(text: str) -> list[Word] | None:
             if c == "'":
                 quote = ""
             elif c == "\\" and text[i + 1 : i + 2] in ("\\", "'"):
-                current.append(text[i + 1])
                 i += 1
+                out.add(text[i])
             else:
-                current.append(c)
-            i += 1
-            continue
-        if c == "$":
+                out.add(c)
+        elif c == "$":
             return None
-        if c == "\\":
-            e = text[i + 1 : i + 2]
-            if e == "c":
+        elif c == "\\":
+            if text[i + 1 : i + 2] == "c":
                 break
-            if e == "_":
-                if quote:
-                    current.append(" ")
-                else:
-                    if started:
-                        words.append(Word.literal("".join(current)))
-                    current, started = [], False
-                i += 2
-                continue
-            if e in _ENV_ESCAPES:
-                current.append(_ENV_ESCAPES[e])
-            elif e in ("\\", "'", '"', "#", "$", " "):
-                current.append(e)
-            else:
-                raise ShellError("env -S is given a string with an escape it refuses")
-            started = True
-            i += 2
-            continue
-        if quote == '"':
+            _env_escape(text[i + 1 : i + 2], quote, out)
+            i += 1
+        elif quote == '"':
             if c == '"':
                 quote = ""
             else:
-                current.append(c)
-            i += 1
-            continue
-        if c in "'\"":
+                out.add(c)
+        elif c in "'\"":
             quote = c
-            started = True
+            out.started = True
         elif c in " \t\n\v\f\r":
-            if started:
-                words.append(Word.literal("".join(current)))
-            current, started = [], False
-        elif c == "#" and not started:
+            out.end()
+        elif c == "#" and not out.started:
             break
         else:
-            current.append(c)
-            started = True
+            out.add(c)
         i += 1
     if quote:
         raise ShellError("env -S is given a string with an unclosed quote")
-    if started:
-        words.append(Word.literal("".join(current)))
-    return words
+    out.end()
+    return out.words
+
+
+def _env_escape(escaped: str, quote: str, out: _EnvWords) -> None:
+    """One ``env -S`` backslash escape (``\\_``: a space, or between words)."""
+    if escaped == "_":
+        if quote:
+            out.add(" ")
+        else:
+            out.end()
+    elif escaped in _ENV_ESCAPES:
+        out.add(_ENV_ESCAPES[escaped])
+    elif escaped in ("\\", "'", '"', "#", "$"):
+        out.add(escaped)
+    else:
+        raise ShellError("env -S is given a string with an escape it refuses")

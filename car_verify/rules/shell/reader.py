@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from .builtins import TEST_SUBSCRIPTS, test_words_problem
+from .calls import XARGS_INPUT, RedirectInfo
 from .model import MAX_LINE, MAX_NESTING, Budget, Command, Ctx, Reading, ShellError, Undecided
 from .parse import check_heredoc, heredoc_expands, parse
 from .programs import names
-from .runners import TEST_SUBSCRIPTS, XARGS_INPUT, RedirectInfo, run, test_words_problem
+from .runners import run
 from .words import NUMERIC_ARITHMETIC, Scan, Source, Word, assigned_name_problem, heredoc_text
 
 if TYPE_CHECKING:
@@ -149,92 +151,84 @@ class Reader:
     # Statements ---------------------------------------------------------------
 
     def walk(self, node: Node, ctx: Ctx, nest: int, depth: int) -> str | None:
-        """Read every command under ``node``; a command's output when known."""
+        """Read every command under ``node`` (by :data:`_STATEMENTS`, the positive
+        list of node types); a command's output when known."""
         if depth > MAX_TREE_DEPTH:
             raise ShellError("the command line nests too deeply")
         self.budget.spend()
         kind = node.type
         if kind == "command":
             return self.command(node, ctx, nest, depth, [], [])
-        if kind == "redirected_statement":
-            return self.redirected(node, ctx, nest, depth)
-        if kind == "pipeline":
-            self.pipeline(node.children, ctx, nest, depth, None, None)
-            return None
-        if kind == "list":
-            rights: list[list[Node]] = []
-            while node.type == "list":  # left-nested: a && b && c is ((a && b) && c)
-                rights.append(node.children[1:])
-                node = node.children[0]
-                self.budget.spend()
-            self.walk(node, ctx, nest, depth + 1)
-            for parts in reversed(rights):
-                for child in parts:
-                    if child.is_named:
-                        self.walk(child, ctx, nest, depth + 1)
-            return None
-        if kind in ("command_substitution", "process_substitution"):
-            if nest >= MAX_NESTING:
-                raise ShellError(f"strings and substitutions nest more than {MAX_NESTING} deep")
-            text = self.src.text(node)
-            if text.startswith("`"):
-                self.backquoted(node, text, ctx, nest)
-                return None
-            for child in node.named_children:  # it inherits the stdin: the pipe, for >(...)
-                self.walk(child, ctx, nest + 1, depth + 1)
-            return None
-        if kind in _CONTAINERS:
-            self.children(node, ctx, nest, depth)
-            return None
-        if kind == "compound_statement":
-            if node.children and node.children[0].type == "((":
-                self.arithmetic(node)
-            else:
-                self.children(node, ctx, nest, depth)
-            return None
-        if kind == "for_statement":
-            variable = node.child_by_field_name("variable")
-            self.assigned(self.src.text(variable) if variable is not None else None, None)
-            self.children(node, ctx, nest, depth, skip=variable)
-            return None
-        if kind == "c_style_for_statement":
-            self.arithmetic(node)
-            body = node.child_by_field_name("body")
-            if body is not None:
-                self.walk(body, ctx, nest, depth + 1)
-            return None
-        if kind == "function_definition":
-            name = node.child_by_field_name("name")
-            named = self.src.text(name) if name is not None else None
-            self.undecide("a function defined in the line may redefine the program", named)
-            body = node.child_by_field_name("body")
-            if body is not None:
-                if named is not None:
-                    self.functions[named] = (body, self.src)
-                self.walk(body, ctx, nest, depth + 1)  # counted as run, called or not
-            return None
-        if kind == "variable_assignments":
-            for child in node.named_children:
-                self.walk(child, ctx, nest, depth + 1)
-            return None
-        if kind == "variable_assignment":
-            self.assignment(node, ctx, nest, depth)
-            return None
-        if kind == "declaration_command":
-            self.declaration(node, ctx, nest, depth)
-            return None
-        if kind == "unset_command":
-            self.unset(node, ctx, nest, depth)
-            return None
-        if kind == "test_command":
-            self.test(node, ctx, nest, depth)
-            return None
-        if kind == "comment":
-            return None
+        step = _STATEMENTS.get(kind)
+        if step is not None:
+            return step(self, node, ctx, nest, depth)
         if kind in WORD_TYPES:
             self.word(node, ctx, nest, depth)
+        elif kind != "comment":
+            self.undecide("a construct the reader does not read")
+        return None
+
+    def list_(self, node: Node, ctx: Ctx, nest: int, depth: int) -> str | None:
+        rights: list[list[Node]] = []
+        while node.type == "list":  # left-nested: a && b && c is ((a && b) && c)
+            rights.append(node.children[1:])
+            node = node.children[0]
+            self.budget.spend()
+        self.walk(node, ctx, nest, depth + 1)
+        for parts in reversed(rights):
+            for child in parts:
+                if child.is_named:
+                    self.walk(child, ctx, nest, depth + 1)
+        return None
+
+    def pipeline_(self, node: Node, ctx: Ctx, nest: int, depth: int) -> str | None:
+        self.pipeline(node.children, ctx, nest, depth, None, None)
+        return None
+
+    def substitution(self, node: Node, ctx: Ctx, nest: int, depth: int) -> str | None:
+        if nest >= MAX_NESTING:
+            raise ShellError(f"strings and substitutions nest more than {MAX_NESTING} deep")
+        text = self.src.text(node)
+        if text.startswith("`"):
+            self.backquoted(node, text, ctx, nest)
             return None
-        self.undecide("a construct the reader does not read")
+        for child in node.named_children:  # it inherits the stdin: the pipe, for >(...)
+            self.walk(child, ctx, nest + 1, depth + 1)
+        return None
+
+    def group(self, node: Node, ctx: Ctx, nest: int, depth: int) -> str | None:
+        if node.children and node.children[0].type == "((":
+            self.arithmetic(node)
+        else:
+            self.children(node, ctx, nest, depth)
+        return None
+
+    def for_(self, node: Node, ctx: Ctx, nest: int, depth: int) -> str | None:
+        variable = node.child_by_field_name("variable")
+        self.assigned(self.src.text(variable) if variable is not None else None, None)
+        self.children(node, ctx, nest, depth, skip=variable)
+        return None
+
+    def c_style_for(self, node: Node, ctx: Ctx, nest: int, depth: int) -> str | None:
+        self.arithmetic(node)
+        body = node.child_by_field_name("body")
+        if body is not None:
+            self.walk(body, ctx, nest, depth + 1)
+        return None
+
+    def function(self, node: Node, ctx: Ctx, nest: int, depth: int) -> str | None:
+        name = node.child_by_field_name("name")
+        named = self.src.text(name) if name is not None else None
+        self.undecide("a function defined in the line may redefine the program", named)
+        body = node.child_by_field_name("body")
+        if body is not None:
+            if named is not None:
+                self.functions[named] = (body, self.src)
+            self.walk(body, ctx, nest, depth + 1)  # counted as run, called or not
+        return None
+
+    def statements(self, node: Node, ctx: Ctx, nest: int, depth: int) -> str | None:
+        self.children(node, ctx, nest, depth)
         return None
 
     def backquoted(self, node: Node, text: str, ctx: Ctx, nest: int) -> None:
@@ -632,8 +626,46 @@ class Reader:
         more_args: Sequence[Node],
     ) -> str | None:
         name = node.child_by_field_name("name")
+        own_redirects = [c for c in node.named_children if c.type in _REDIRECTS]
+        parts = self.command_parts(node, name, own_redirects, more_args, ctx, nest, depth)
+        all_redirects = [*own_redirects, *redirects]
+        if name is None:
+            here, _, outputs, _ = self.redirections(all_redirects, ctx, nest, depth)
+            self.read_output(outputs, ctx.inputs, nest, depth)
+            if self.file_writes(all_redirects):
+                self.writes.append(-1)
+            return None
+        start = len(self.found)
+        words, writes = self.command_words(parts, ctx, nest, depth)
+        fed = feeding(self.found[start:])
+        if all_redirects:
+            here, more, redirected, own_input = self.redirections(all_redirects, ctx, nest, depth)
+            here = Ctx(here.inputs | fed | more, here.stdin, here.text)
+            info = RedirectInfo(own_input=own_input, writes=self.file_writes(all_redirects))
+        else:
+            here = Ctx(ctx.inputs | fed, ctx.stdin, ctx.text) if fed else ctx
+            redirected, info = [], _NO_REDIRECTS
+        first = len(self.found)
+        out = self.simple(words, here, nest, 0, info)
+        if writes or redirected:
+            self.read_output([*writes, *redirected], feeding(self.found[first:]), nest, depth)
+        return out
+
+    def command_parts(
+        self,
+        node: Node,
+        name: Node | None,
+        own_redirects: Sequence[Node],
+        more_args: Sequence[Node],
+        ctx: Ctx,
+        nest: int,
+        depth: int,
+    ) -> list[Node]:
+        """A command's words in order (its name first; the words the grammar hangs
+        on a redirection or a heredoc among them), its assignments read; a part
+        the grammar gives that is none of these, or two words it splits where
+        bash sees one, undecided."""
         children = node.named_children
-        own_redirects = [c for c in children if c.type in _REDIRECTS]
         arguments = node.children_by_field_name("argument")
         if own_redirects or more_args:
             arguments = [
@@ -658,16 +690,14 @@ class Reader:
         for before, after in itertools.pairwise(parts):
             if before.end_byte == after.start_byte:
                 self.undecide("a word the shell parser splits in two")
-        all_redirects = [*own_redirects, *redirects]
-        if name is None:
-            here, _, outputs, _ = self.redirections(all_redirects, ctx, nest, depth)
-            self.read_output(outputs, ctx.inputs, nest, depth)
-            if self.file_writes(all_redirects):
-                self.writes.append(-1)
-            return None
-        start = len(self.found)
-        # Substitutions run before the command; an output process substitution
-        # ``>(...)`` reads what the command writes.
+        return parts
+
+    def command_words(
+        self, parts: Sequence[Node], ctx: Ctx, nest: int, depth: int
+    ) -> tuple[list[Word], list[Node]]:
+        """The words of a command, their substitutions read (they run before it),
+        and its output process substitutions (``>(...)``, which read what it
+        writes: for the caller to read)."""
         writes: list[Node] = []
         words: list[Word] = []
         for part in parts:
@@ -680,19 +710,7 @@ class Reader:
                     writes.append(sub)
                 else:
                     self.walk(sub, ctx, nest, depth + 1)
-        fed = feeding(self.found[start:])
-        if all_redirects:
-            here, more, redirected, own_input = self.redirections(all_redirects, ctx, nest, depth)
-            here = Ctx(here.inputs | fed | more, here.stdin, here.text)
-            info = RedirectInfo(own_input=own_input, writes=self.file_writes(all_redirects))
-        else:
-            here = Ctx(ctx.inputs | fed, ctx.stdin, ctx.text) if fed else ctx
-            redirected, info = [], _NO_REDIRECTS
-        first = len(self.found)
-        out = self.simple(words, here, nest, 0, info)
-        if writes or redirected:
-            self.read_output([*writes, *redirected], feeding(self.found[first:]), nest, depth)
-        return out
+        return words, writes
 
     def simple(
         self,
@@ -763,6 +781,26 @@ _RESERVED = frozenset(
         "function",
     ]
 )
+_Step = Callable[[Reader, "Node", Ctx, int, int], "str | None"]
+#: The statements read, by node type (a ``command`` is read apart, a word is
+#: evaluated, a comment skipped; any other type is undecided).
+_STATEMENTS: dict[str, _Step] = {
+    "redirected_statement": Reader.redirected,
+    "pipeline": Reader.pipeline_,
+    "list": Reader.list_,
+    "command_substitution": Reader.substitution,
+    "process_substitution": Reader.substitution,
+    **{kind: Reader.statements for kind in _CONTAINERS},
+    "compound_statement": Reader.group,
+    "for_statement": Reader.for_,
+    "c_style_for_statement": Reader.c_style_for,
+    "function_definition": Reader.function,
+    "variable_assignments": Reader.statements,
+    "variable_assignment": Reader.assignment,
+    "declaration_command": Reader.declaration,
+    "unset_command": Reader.unset,
+    "test_command": Reader.test,
+}
 _TEST_TOKENS = frozenset({"&&", "||", "!", "(", ")", "==", "=", "!=", "<", ">", "=~", "-a", "-o"})
 
 
