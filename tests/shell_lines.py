@@ -76,6 +76,8 @@ FOUND_BY_BASH = [
     "time RANDOM='a[$(\\rm -vrf x)]'",  # RANDOM is evaluated as arithmetic
     "echo ${x:-`rm -rf x`}",  # a backquote the grammar leaves as text
     'echo "`echo \\`rm -rf x\\``"',  # a nested backquote, seen after unescaping
+    "env - $IFS rm -rf x",  # env's lone - is -i, not the command
+    "a=$ rm -rf x",  # the grammar takes "$ rm" for one expansion
     "f(){ sh; }; echo 'rm -rf x' | f",  # a function given a pipe
     "echo 'rm -rf x' | tee >(sh) >/dev/null",  # >(...) reads what tee writes into it
     "echo 'rm -rf x' | echo \"$(sh)\"",  # $(...) inherits the pipe
@@ -299,3 +301,27 @@ def lines(draw: st.DrawFn, *, denied_share: float = 0.8) -> str:
     for depth in range(draw(st.integers(0, 3))):
         command = draw(st.sampled_from(wraps))(command, depth)
     return command
+
+
+#: Tokens of a "soup": shell syntax in random order around ``rm -rf x``, where the
+#: grammar may read a line otherwise than bash (most soups are no valid line).
+SOUP = [
+    *("rm", "rm -rf x", "-rf", "x", ";", "&&", "||", "|", "&", "(", ")", "{", "}", "$("),
+    *("`", "'", '"', "\\", "\n", "<<", "EOF", "<<<", "#", "!", "if", "then", "fi", "else"),
+    *("case", "in", "esac", ";;", "=", "$", "${", "[[", "]]", "eval", "sh -c", "time"),
+    *("function", "f()", "f", "do", "done", "while", "for", "echo", "cat", "<", ">", "2>&1"),
+    *("$'", "a=", "export", "declare", "--", "-", "*", "?", "~", "\t", "<(", ">(", "|&"),
+    *("coproc", "select", "until", "elif", "[", "]", "test", "let", "((", "))", "$((", "exec"),
+    *("command", "builtin", "source", ".", "alias", "xargs", "env", "-S", "bash", "<<-"),
+    *("<&", ">&", "{a,b}", "IFS=", "$IFS", "PS4=", "set -x", "trap", "EXIT"),
+]
+
+
+@st.composite
+def soups(draw: st.DrawFn) -> str:
+    """``rm -rf x`` among up to twelve tokens of :data:`SOUP`, with or without
+    blanks between them."""
+    tokens = draw(st.lists(st.sampled_from(SOUP), min_size=1, max_size=12))
+    tokens.insert(draw(st.integers(0, len(tokens))), "rm -rf x")
+    blanks = draw(st.lists(st.booleans(), min_size=len(tokens), max_size=len(tokens)))
+    return "".join(t + (" " if b else "") for t, b in zip(tokens, blanks, strict=True))

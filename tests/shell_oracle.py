@@ -8,7 +8,9 @@ machine and in CI:
   runs in, a ``bin`` folder that is the line's whole ``PATH``, and the logs;
 * ``bin`` holds a **logging stub** for every program name the generated lines use
   (``rm``, ``ls``, ``git`` ...): a ``/bin/sh`` script that writes its argv to the
-  log folder and exits 0, so no real ``rm`` ever runs; only the programs that run
+  log folder and exits 0 (when executed; a shell reading it as a script, which
+  the real binary would not allow, logs nothing), so no real ``rm`` ever runs;
+  only the programs that run
   code or carry text to code (the shells, ``env``, ``xargs``, ``find``, ``cat``,
   ``timeout``, ``nice``, the interpreters ...) are links to the real ones, so that
   what bash and they would run is what is seen;
@@ -83,7 +85,11 @@ STUBS = (
     "flock",
 )
 _SYSTEM_PATH = ("/usr/local/bin", "/usr/bin", "/bin")
+# A stub logs only when it is executed (its $0 is its own path): a shell given its
+# name as a script to read (``bash rm``) reads it, which the real, binary rm
+# would refuse.
 _STUB = """#!/bin/sh
+[ "$0" = '{path}' ] || exit 0
 f='{log}/'$$
 while [ -e "$f" ]; do f="$f+"; done
 printf 'A%s\\0' '{name}' "$@" > "$f"
@@ -177,7 +183,7 @@ class BashOracle:
 
     def stub(self, name: str) -> None:
         path = self.bin / name
-        path.write_text(_STUB.format(log=self.logs, name=name), encoding="utf-8")
+        path.write_text(_STUB.format(log=self.logs, name=name, path=path), encoding="utf-8")
         path.chmod(0o755)
 
     def run(self, line: str) -> Run:

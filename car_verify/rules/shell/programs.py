@@ -105,6 +105,7 @@ class Spec:
     numeric: bool = False  # -N is an option (nice -5)
     shell: str = ""  # options that run a shell when no command is given (sudo -s)
     split: str = ""  # an option whose value is split into words (env -S)
+    dash: bool = False  # a lone "-" is an option (env -: -i), not the command
 
 
 def _f(text: str) -> frozenset[str]:
@@ -146,6 +147,7 @@ WRAPPERS: dict[str, Spec] = {
         long_stops=_HELP,
         assignments=True,
         split="S",
+        dash=True,
     ),
     "nice": Spec(values="n", long_values=_f("--adjustment"), long_stops=_HELP, numeric=True),
     "nohup": Spec(long_stops=_HELP),
@@ -437,7 +439,9 @@ def skip_options(spec: Spec, args: Sequence[Word]) -> Options:
                 i += 1
             elif value.startswith("--"):
                 i = _long_option(spec, words, i, found)
-            elif spec.numeric and value[1:].isdigit() and value.startswith("-"):
+            elif (spec.numeric and value[1:].isdigit() and value.startswith("-")) or (
+                spec.dash and value == "-"
+            ):
                 i += 1
             elif not value.startswith("-") or value == "-":
                 break

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .model import Budget
+from .model import Budget, ShellError
 
 if TYPE_CHECKING:
     from tree_sitter import Node
@@ -123,7 +123,10 @@ _HEREDOC_ESCAPES = re.compile(r"\\([\\$`\n])")
 # computed parts as \x00): a brace expansion, a glob.
 _BRACE = re.compile(r"\{[^{}]*?(?:,|\.\.)[^{}]*\}")
 _GLOB = re.compile(r"[*?]|\[[^\]]+\]")
-_PLAIN = re.compile(r"[^\\*?\[{~]*")  # a word with nothing to unquote or expand
+_PLAIN = re.compile(r"[^\\*?\[{~\s]*")  # a word with nothing to unquote or expand
+_SIMPLE_EXPANSION = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[-*@#?$!_])")
+_ESCAPED = re.compile(r"\\.", re.DOTALL)
+_BLANK = re.compile(r"\s")
 _NUMBER = re.compile(r"-?[0-9]+")
 #: Arithmetic on numbers alone: it names no variable, so evaluates no subscript.
 NUMERIC_ARITHMETIC = re.compile(r"[0-9\s+\-*/%()<>=!&|^~?:,;]*")
@@ -276,11 +279,14 @@ class Source:
         kind = node.type
         if kind == "word":
             text = self.text(node)
+            _check_one_word(text)
             if _UNPARSED.search(text):
                 scan.problems.append(_UNPARSED_WHY)
             return _unquoted(text, first=True)
         if kind == "number":
-            return [(self.text(node), False)]
+            text = self.text(node)
+            _check_one_word(text)
+            return [(text, False)]
         if kind == "raw_string":
             return [(self.text(node)[1:-1], True)]
         if kind == "ansi_c_string":
@@ -300,6 +306,8 @@ class Source:
                 return [Computed(_WHY[kind], "/dev/fd/", single=True)]
             return [Computed(_WHY[kind])]
         if kind == "simple_expansion":
+            if not _SIMPLE_EXPANSION.fullmatch(self.text(node)):
+                raise ShellError("the shell parser misreads a $ expansion")
             return [Computed(_WHY[kind])]
         if kind == "expansion":
             self._expansion(node, scan)
@@ -443,6 +451,13 @@ _READING_OPERATORS = frozenset(
     {":-", "-", ":=", "=", ":+", "+", ":?", "?", "#", "##", "%", "%%"}
     | {"/", "//", "/#", "/%", "^", "^^", ",", ",,"}
 )
+
+
+def _check_one_word(text: str) -> None:
+    """A word the grammar gives must be one word to bash: an unquoted blank in it
+    means the grammar misread the line (it takes ``$ rm`` for one expansion)."""
+    if _BLANK.search(_ESCAPED.sub("", text)):
+        raise ShellError("the shell parser misreads a word")
 
 
 def _unquoted(text: str, *, first: bool) -> list[Piece]:
