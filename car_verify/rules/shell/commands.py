@@ -466,8 +466,9 @@ def foreign_shell(call: Call) -> None:
 
 
 def _exec(call: Call) -> str | None:
-    if call.redirect.own_input and not [w for w in call.args if w.value not in (None,)]:
-        call.undecide("the shell's own input is redirected")
+    """``exec COMMAND`` runs it in place of the shell; ``exec`` with redirections
+    alone points the shell's own input elsewhere (``exec < <(curl x); sh``):
+    what later commands read from it is not known."""
     if not call.args:
         if call.redirect.own_input:
             call.undecide("the shell's own input is redirected")

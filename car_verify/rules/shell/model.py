@@ -20,11 +20,13 @@ MAX_LINE = 100_000
 #: How deeply re-read strings (``-c``, heredocs, here-strings, ``eval``) and
 #: substitutions may nest; deeper raises ShellError.
 MAX_NESTING = 8
-#: How many steps one reading may take (a step: a parse tree node visited, a word
-#: evaluated, a byte of a re-read string parsed). A line that needs more raises
-#: ShellError: the bound is a count, so the answer never depends on the machine's
-#: load. 100 kB of ordinary commands takes under a tenth of it.
-MAX_STEPS = 3_000_000
+#: How many steps one reading may take (a step: a parse tree node visited, a byte
+#: parsed; a word evaluated and a command read cost a few, so that steps follow
+#: time: about 2 microseconds each). A line that needs more raises ShellError: the
+#: bound is a count, so the answer never depends on the machine's load. 100 kB of
+#: ordinary commands takes a sixth of it; the densest 100 kB (50,000 commands
+#: ``a;a;...``) about half.
+MAX_STEPS = 1_500_000
 
 
 class ShellError(ValueError):

@@ -33,6 +33,9 @@ __all__ = ["Ctx", "Reader", "read_plain"]
 
 #: How deeply the parse tree of one line may nest (subshells in subshells ...).
 MAX_TREE_DEPTH = 200
+#: The steps a simple command costs besides its words (it is the reader's
+#: costliest unit: the budget's steps are kept close to its time).
+COMMAND_STEPS = 6
 #: How many wrappers one command may pass through (``sudo nice env ... rm``).
 MAX_WRAPPERS = 32
 
@@ -99,6 +102,7 @@ class Reader:
         #: the functions the line defines (their bodies, read again where called)
         self.functions: dict[str, tuple[Node, Source]] = {}
         self._calling: set[str] = set()
+        self._called: set[tuple[str, Ctx]] = set()
 
     def undecide(self, reason: str, program: str | None = None) -> None:
         self.undecided.append(Undecided(reason, program))
@@ -250,8 +254,9 @@ class Reader:
     def call(self, name: str, ctx: Ctx, nest: int) -> None:
         """A function the line defined, called: its body read again with the call's
         stdin (it may read the pipe it is given)."""
-        if name in self._calling:
-            return
+        if name in self._calling or (name, ctx) in self._called:
+            return  # recursion, or the same call again: read already
+        self._called.add((name, ctx))
         body, src = self.functions[name]
         outer = self.src
         self._calling.add(name)
@@ -725,7 +730,7 @@ class Reader:
             return None
         if wrapped > MAX_WRAPPERS:
             raise ShellError(f"a command passes through more than {MAX_WRAPPERS} wrappers")
-        self.budget.spend(len(words))
+        self.budget.spend(COMMAND_STEPS + len(words))
         program = program_name(words[0])
         if program in _RESERVED and words[0].text == program:
             self.undecide("a reserved word where the shell parser expects a command")

@@ -272,7 +272,7 @@ class Source:
                 self.budget.spend(len(text) // 64)
                 return Word(text, text, text, text, "")
         pieces = self.pieces(node, scan)
-        self.budget.spend(len(pieces))
+        self.budget.spend(4 + len(pieces))
         return _assemble(pieces, self.text(node))
 
     def pieces(self, node: Node, scan: Scan) -> list[Piece]:
