@@ -78,6 +78,9 @@ FOUND_BY_BASH = [
     'echo "`echo \\`rm -rf x\\``"',  # a nested backquote, seen after unescaping
     "env - $IFS rm -rf x",  # env's lone - is -i, not the command
     "a=$ rm -rf x",  # the grammar takes "$ rm" for one expansion
+    "env -- ]= rm -rf x",  # env takes NAME=value after -- too
+    "&>\r rm -rf x",  # bash takes a carriage return as part of a word
+    ">a {fd}>-- rm -rf x",  # a {name}> redirection, which the grammar takes as a word
     "f(){ sh; }; echo 'rm -rf x' | f",  # a function given a pipe
     "echo 'rm -rf x' | tee >(sh) >/dev/null",  # >(...) reads what tee writes into it
     "echo 'rm -rf x' | echo \"$(sh)\"",  # $(...) inherits the pipe

@@ -2,7 +2,9 @@
 
 Two steps stand between the text and the grammar:
 
-* every byte outside ASCII is given to the grammar as ``x`` (the text is read back
+* every byte outside ASCII, and every control character but a tab and a newline
+  (bash takes a carriage return as part of a word, where the grammar takes it as
+  a blank), is given to the grammar as ``x`` (the text is read back
   from the line itself, at the same offsets). The grammar's C scanner reads past
   its buffer on some non-ASCII input and crashes the process (tree-sitter 0.26.1
   with tree-sitter-bash 0.25.1, about one line in 5,000 of random text); on ASCII
@@ -38,7 +40,9 @@ __all__ = ["check_heredoc", "heredoc_expands", "language", "parse"]
 #: Node types whose text bash takes literally: a backslash-newline in them stays.
 _LITERAL_TEXT = frozenset({"raw_string", "comment", "heredoc_body", "ansi_c_string"})
 _CONTINUATION = re.compile(rb"\\+\n")
-_NON_ASCII = re.compile(rb"[\x80-\xff]")
+# Bytes bash takes as word characters and the grammar may take as blanks (a
+# carriage return, a form feed) or not read: given to the grammar as "x" too.
+_TO_X = re.compile(rb"[\x80-\xff\x01-\x08\x0b-\x1f\x7f]")
 
 
 @lru_cache(maxsize=1)
@@ -59,7 +63,7 @@ def _parser() -> Parser:
 
 def _grammar_parse(src: bytes, budget: Budget) -> Node:
     budget.spend(len(src))
-    return _parser().parse(_NON_ASCII.sub(b"x", src)).root_node
+    return _parser().parse(_TO_X.sub(b"x", src)).root_node
 
 
 def parse(src: bytes, budget: Budget) -> tuple[Node, bytes]:
@@ -138,8 +142,8 @@ def check_heredoc(redirect: Node, src: bytes) -> None:
     unquoted = re.sub(rb"'[^']*'|\"[^\"]*\"|\\.", b"", text)
     if re.search(rb"[;&|()<>\s]", unquoted):
         raise ShellError("a heredoc delimiter the shell parser cannot read")
-    if _NON_ASCII.search(text):
-        raise ShellError("a heredoc delimiter outside ASCII is not read")
+    if _TO_X.search(text):
+        raise ShellError("a heredoc delimiter outside printable ASCII is not read")
     body = next((c for c in redirect.children if c.type == "heredoc_body"), None)
     if body is None:
         return

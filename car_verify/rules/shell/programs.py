@@ -432,8 +432,12 @@ def skip_options(spec: Spec, args: Sequence[Word]) -> Options:
                 break  # the command, or a positional word (timeout "$T" rm)
             if value == "--":
                 i += 1
+                while spec.assignments and i < len(words) and _is_assignment(words[i]):
+                    variable, _, assigned = (words[i].value or "").partition("=")
+                    found.assigned.append((variable, assigned))  # env -- NAME=value cmd
+                    i += 1
                 break
-            if spec.assignments and _ENV_ASSIGNMENT.match(value) and not value.startswith("-"):
+            if spec.assignments and _is_assignment(word):
                 variable, _, assigned = value.partition("=")
                 found.assigned.append((variable, assigned))
                 i += 1
@@ -454,6 +458,12 @@ def skip_options(spec: Spec, args: Sequence[Word]) -> Options:
         return done.options
     found.rest = words[i + spec.positional :] if i + spec.positional <= len(words) else []
     return found
+
+
+def _is_assignment(word: Word) -> bool:
+    """``NAME=value`` before the command of ``env`` or ``sudo`` (any NAME)."""
+    value = word.value
+    return value is not None and bool(_ENV_ASSIGNMENT.match(value)) and not value.startswith("-")
 
 
 def _long_option(spec: Spec, words: list[Word], i: int, found: Options) -> int:

@@ -632,7 +632,9 @@ class Reader:
     ) -> str | None:
         name = node.child_by_field_name("name")
         own_redirects = [c for c in node.named_children if c.type in _REDIRECTS]
-        parts = self.command_parts(node, name, own_redirects, more_args, ctx, nest, depth)
+        parts = self.command_parts(
+            node, name, own_redirects, redirects, more_args, ctx, nest, depth
+        )
         all_redirects = [*own_redirects, *redirects]
         if name is None:
             here, _, outputs, _ = self.redirections(all_redirects, ctx, nest, depth)
@@ -661,6 +663,7 @@ class Reader:
         node: Node,
         name: Node | None,
         own_redirects: Sequence[Node],
+        redirects: Sequence[Node],
         more_args: Sequence[Node],
         ctx: Ctx,
         nest: int,
@@ -695,6 +698,10 @@ class Reader:
         for before, after in itertools.pairwise(parts):
             if before.end_byte == after.start_byte:
                 self.undecide("a word the shell parser splits in two")
+        starts = {r.start_byte for r in [*own_redirects, *redirects]}
+        for part in parts:
+            if part.end_byte in starts and _NAMED_FD.fullmatch(self.src.text(part)):
+                raise ShellError("a {name}> redirection the shell parser reads as a word")
         return parts
 
     def command_words(
@@ -819,6 +826,7 @@ def redirect_extras(redirect: Node) -> list[Node]:
 
 
 _NO_REDIRECTS = RedirectInfo()
+_NAMED_FD = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
 _NOTHING: frozenset[str] = frozenset()
 
 

@@ -123,10 +123,10 @@ _HEREDOC_ESCAPES = re.compile(r"\\([\\$`\n])")
 # computed parts as \x00): a brace expansion, a glob.
 _BRACE = re.compile(r"\{[^{}]*?(?:,|\.\.)[^{}]*\}")
 _GLOB = re.compile(r"[*?]|\[[^\]]+\]")
-_PLAIN = re.compile(r"[^\\*?\[{~\s]*")  # a word with nothing to unquote or expand
+_PLAIN = re.compile(r"[^\\*?\[{~ \t\n]*")  # a word with nothing to unquote or expand
 _SIMPLE_EXPANSION = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[-*@#?$!_])")
 _ESCAPED = re.compile(r"\\.", re.DOTALL)
-_BLANK = re.compile(r"\s")
+_BLANK = re.compile(r"[ \t\n]")
 _NUMBER = re.compile(r"-?[0-9]+")
 #: Arithmetic on numbers alone: it names no variable, so evaluates no subscript.
 NUMERIC_ARITHMETIC = re.compile(r"[0-9\s+\-*/%()<>=!&|^~?:,;]*")
