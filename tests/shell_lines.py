@@ -81,6 +81,7 @@ FOUND_BY_BASH = [
     "env -- ]= rm -rf x",  # env takes NAME=value after -- too
     "&>\r rm -rf x",  # bash takes a carriage return as part of a word
     ">a {fd}>-- rm -rf x",  # a {name}> redirection, which the grammar takes as a word
+    "eval -- rm -rf x",  # -- ends eval's options
     "f(){ sh; }; echo 'rm -rf x' | f",  # a function given a pipe
     "echo 'rm -rf x' | tee >(sh) >/dev/null",  # >(...) reads what tee writes into it
     "echo 'rm -rf x' | echo \"$(sh)\"",  # $(...) inherits the pipe

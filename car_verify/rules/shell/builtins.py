@@ -226,11 +226,13 @@ def _trap(call: Call) -> str | None:
 
 
 def _eval(call: Call) -> str | None:
+    """``eval`` runs its words joined by spaces (after ``--``, which ends its
+    options)."""
     texts = call.literal()
     if texts is None:
         call.undecide("eval runs a computed string")
     else:
-        call.line(" ".join(texts))
+        call.line(" ".join(texts[1:] if texts[:1] == ["--"] else texts))
     return None
 
 
