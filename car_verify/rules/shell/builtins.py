@@ -104,12 +104,15 @@ def _read(call: Call) -> str | None:
 
 
 def _getopts(call: Call) -> str | None:
+    """``getopts OPTSTRING NAME [ARGS]``: NAME is assigned."""
     values = call.literal()
-    if values is None or len(values) < 2:
-        if values is None:
-            call.undecide("a builtin's option or variable name is computed")
+    if values is None:
+        call.undecide("a builtin's option or variable name is computed")
         return None
-    assigns(call, values[1])
+    if values[:1] == ["--"]:
+        values = values[1:]
+    if len(values) >= 2:
+        assigns(call, values[1])
     return None
 
 
