@@ -205,11 +205,12 @@ BASH_CODE_VARIABLES = frozenset(
 #: (``GIT_SSH_COMMAND``, ``PAGER``, ``EDITOR``, ``LESSOPEN``, ``NODE_OPTIONS``,
 #: ``PERL5OPT``, ``MAKEFLAGS`` ...): a name the line sets that matches makes it
 #: undecided. A variable naming a file (``PATH``, ``PYTHONPATH``, ``LD_PRELOAD``)
-#: is not: what files hold is not read (see the package docs).
+#: is not: what files hold is not read (see the package docs). Programs read
+#: these by their exact names, upper case: a shell's own ``opt`` or ``flags`` is
+#: not one of them.
 _COMMAND_VARIABLE = re.compile(
     r"(?:COMMAND|CMD|EDITOR|VISUAL|PAGER|ASKPASS|BROWSER|OPT|OPTS|OPTIONS|FLAGS|HOOK|HOOKS)$"
     r"|^(?:GIT_|LESS|PERL|RUBY|NODE_|BASH_FUNC_)",
-    re.IGNORECASE,
 )
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
