@@ -184,6 +184,8 @@ UNDERSTOOD = [
     "shopt -s nullglob; ls *.py",
     "trap 'echo bye' EXIT",
     "f() { echo hi; }; f",
+    'while getopts ab opt; do echo "$opt"; done',
+    "eval -- 'ls -la'",
 ]
 
 
