@@ -84,14 +84,14 @@ SEEN: Counter[str] = Counter()
 
 
 @pytest.mark.slow
-@settings(max_examples=600, deadline=None, suppress_health_check=FUNCTION_FIXTURE)
+@settings(max_examples=300, deadline=None, suppress_health_check=FUNCTION_FIXTURE)
 @given(lines())
 def test_many_lines_bash_runs_rm_rf_in_are_never_allowed(oracle: BashOracle, line: str) -> None:
     held_to_bash(oracle, line, SEEN)
 
 
 @pytest.mark.slow
-@settings(max_examples=3000, deadline=None, suppress_health_check=FUNCTION_FIXTURE)
+@settings(max_examples=1500, deadline=None, suppress_health_check=FUNCTION_FIXTURE)
 @given(soups())
 def test_many_soups_bash_runs_rm_rf_in_are_never_allowed(oracle: BashOracle, line: str) -> None:
     """Token soups, for lines the grammar reads otherwise than bash: bash runs
