@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import shlex
-import time
 from typing import Any
 
 import pytest
@@ -15,9 +14,11 @@ from hypothesis import strategies as st
 
 from car_verify.base.errors import InputError
 from car_verify.rules.policy import PolicyEngine, load_policy_text
+from car_verify.rules.shell.model import Budget
 from car_verify.rules.shell_words import (
     MAX_LINE,
     MAX_NESTING,
+    MAX_STEPS,
     Command,
     Reading,
     ShellError,
@@ -170,7 +171,7 @@ TABLE: list[tuple[str, str, str | None]] = [
     ("alias rm='rm -i'; rm -r x", "undecided", "rm"),
     ("rm() { echo; }; rm -r x", "undecided", "rm"),
     ('git push "$REMOTE" "$REF"', "undecided", "git"),
-    ("git -c alias.p=push p -f", "undecided", "git"),
+    ("git -c alias.p=push p -f", "undecided", None),
     # what does not run rm -r -f, force-push, or pipe a download into a shell
     ("rm -r x", "allow", None),
     ("rm -f x", "allow", None),
@@ -258,20 +259,22 @@ def test_undecided_names_never_quote_the_line() -> None:
 
 def test_a_reading_lists_commands_with_flags_words_and_inputs() -> None:
     reading = read_commands("curl -fsSL x | sudo -u me bash -s -- --force=yes")
+    sudo_words = ("sudo", "-u", "me", "bash", "-s", "--", "--force=yes")
+    bash_words = ("bash", "-s", "--", "--force=yes")
     assert reading.commands == (
-        Command("curl", frozenset({"-f", "-s", "-S", "-L"}), ("curl", "-fsSL", "x")),
         Command(
-            "sudo",
-            frozenset({"-u", "-s"}),
-            ("sudo", "-u", "me", "bash", "-s", "--", "--force=yes"),
-            frozenset({"curl"}),
+            "curl",
+            frozenset({"-f", "-s", "-S", "-L"}),
+            ("curl", "-fsSL", "x"),
+            argv=("curl", "-fsSL", "x"),
         ),
-        Command(
-            "bash", frozenset({"-s"}), ("bash", "-s", "--", "--force=yes"), frozenset({"curl"})
-        ),
+        Command("sudo", frozenset({"-u", "-s"}), sudo_words, frozenset({"curl"}), sudo_words),
+        Command("bash", frozenset({"-s"}), bash_words, frozenset({"curl"}), bash_words),
     )
-    assert reading.undecided == (Undecided("a shell reads its commands from a pipe", None),)
-    assert commands("ls") == [Command("ls", frozenset(), ("ls",))]
+    assert reading.undecided == (
+        Undecided("a program reads its commands from a pipe or a descriptor", None),
+    )
+    assert commands("ls") == [Command("ls", frozenset(), ("ls",), argv=("ls",))]
 
 
 def test_flag_spellings_follow_the_table() -> None:
@@ -318,7 +321,7 @@ def test_nesting_is_bounded() -> None:
     with pytest.raises(ShellError, match="nest"):
         read_commands(line)
     with pytest.raises(ShellError, match="nests too deeply"):
-        read_commands("(" * 400 + "ls" + ")" * 400)
+        read_commands("( " * 400 + "ls" + " )" * 400)
     line = "( " * 190 + "rm -rf x" + " )" * 190  # deep in every re-read string
     for _ in range(MAX_NESTING):
         line = f"sh -c {shlex.quote(line)}"
@@ -342,14 +345,27 @@ def test_a_line_over_the_bound_is_refused() -> None:
         "a;" * (MAX_LINE // 2),
         "a && " * (MAX_LINE // 5),
         "$(" * (MAX_LINE // 3),
+        "echo " + '"$a" ' * (MAX_LINE // 5 - 2),
+        "sh -c '" + "ls; " * (MAX_LINE // 4 - 3) + "'",
     ],
-    ids=["commands", "wrappers", "quotes", "semicolons", "and-list", "open-substitutions"],
+    ids=[
+        "commands",
+        "wrappers",
+        "quotes",
+        "semicolons",
+        "and-list",
+        "open-substitutions",
+        "words",
+        "re-read",
+    ],
 )
-def test_100_kb_is_read_within_a_bound(line: str) -> None:
-    start = time.perf_counter()
+def test_100_kb_is_read_within_its_step_bound(line: str) -> None:
+    """The bound is a count of steps, never a clock: 100 kB of any shape is read,
+    or refused, well inside it (benchmarks/bench_shell.py times the same lines)."""
+    budget = Budget()
     with contextlib.suppress(ShellError):
-        read_commands(line)
-    assert time.perf_counter() - start < 20.0  # about 3 s on a loaded 2-core machine
+        read_plain(line, budget)
+    assert budget.total - budget.left < MAX_STEPS * 2 // 3
 
 
 SHELLISH = st.text(alphabet="()$`'\"\\;&|<>{}[]*?!#~=-+ \n\t\x00\x07abcfmrsh", max_size=200)
@@ -378,27 +394,54 @@ def test_a_parser_that_crashes_denies_and_the_next_line_is_read(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The bash grammar's C parser can crash the process it runs in: it runs in a
-    child, and a child that dies makes its line a ShellError (the rule denies), and
-    the line after it gets a new child."""
+    child; a child that dies is replaced and asked once more, and a line that kills
+    that one too is a ShellError (the rule denies); the line after it is read."""
     import os
     import signal
 
-    from car_verify.rules import shell_words
+    from car_verify.rules.shell import isolate
 
     def crash(line: str) -> Reading:
         if "crash" in line:
             os.kill(os.getpid(), signal.SIGSEGV)
         return real(line)
 
-    real = shell_words.read_plain
-    monkeypatch.setattr(shell_words, "read_plain", crash)
-    monkeypatch.setattr(shell_words, "_CHILD", None)  # the next child has the patch
-    shell_words._isolated.cache_clear()
+    real = isolate.read_plain
+    monkeypatch.setattr(isolate, "read_plain", crash)
+    monkeypatch.setattr(isolate, "_CHILD", None)  # the next child has the patch
+    isolate.isolated.cache_clear()
     engine = PolicyEngine(load_policy_text(POLICY))
     [(name, reason)] = [v for v in engine.check_call("Bash", {"command": "crash"}) if "rm" in v[0]]
     assert name == "deny_command:Bash.rm" and "cannot be read" in reason
     assert [c.program for c in read_commands("rm -rf x").commands] == ["rm"]  # a new child
-    shell_words._isolated.cache_clear()
+    isolate.isolated.cache_clear()
+
+
+def test_a_child_that_dies_once_is_replaced_and_asked_again(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """A crash that does not come back (the grammar's crashes depend on memory
+    layout) costs the line nothing: the new child reads it."""
+    import os
+    import signal
+
+    from car_verify.rules.shell import isolate
+
+    marker = tmp_path / "crashed-once"
+
+    def crash_once(line: str) -> Reading:
+        if "crash" in line and not marker.exists():
+            marker.write_text("x")
+            os.kill(os.getpid(), signal.SIGSEGV)
+        return real(line)
+
+    real = isolate.read_plain
+    monkeypatch.setattr(isolate, "read_plain", crash_once)
+    monkeypatch.setattr(isolate, "_CHILD", None)
+    isolate.isolated.cache_clear()
+    assert [c.program for c in read_commands("rm -rf crash").commands] == ["rm"]
+    assert marker.exists()
+    isolate.isolated.cache_clear()
 
 
 #: Lines a hostile review found allowed with no word: each runs rm -r -f, a force
@@ -452,18 +495,18 @@ def test_a_command_that_is_no_string_is_read_as_argv_or_undecided(engine: Policy
 def test_a_line_that_cannot_be_read_is_read_once_however_many_rules_ask(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from car_verify.rules import shell_words
+    from car_verify.rules.shell import isolate
 
     asked: list[str] = []
-    real = shell_words._Child.ask
+    real = isolate.Child.ask
 
     def counting(self: Any, line: str) -> Any:
         asked.append(line)
         return real(self, line)
 
-    monkeypatch.setattr(shell_words._Child, "ask", counting)
-    shell_words._isolated.cache_clear()
+    monkeypatch.setattr(isolate.Child, "ask", counting)
+    isolate.isolated.cache_clear()
     engine = PolicyEngine(load_policy_text(POLICY))
     engine.judge("Bash", {"command": "ls 'unclosed"})
     assert asked == ["ls 'unclosed"]
-    shell_words._isolated.cache_clear()
+    isolate.isolated.cache_clear()

@@ -1,0 +1,377 @@
+"""The shell reader understands a line or refuses it (issue 58).
+
+* the 27 spellings a hostile round found running ``rm -r -f`` past the reader,
+  each pinned: a ``deny_command`` rule on ``rm -r -f`` denies it or is undecided
+  (``tests/test_shell_bash.py`` checks that bash really runs ``rm -r -f`` in each);
+* the positive list: what is understood is allowed, and each construct bash
+  expands at run time in a way the reader does not evaluate is undecided for
+  every rule (its program is None);
+* the bound is a step count: a line past it is refused, the same way every time;
+* what an allow list needs: each command's ``argv`` and :func:`matches_prefix`;
+* the package split keeps ``car_verify.rules.shell_words``'s names.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from shell_lines import FOUND_BY_BASH, TWENTY_SEVEN
+
+from car_verify.rules import shell, shell_words
+from car_verify.rules.shell import (
+    Command,
+    Reading,
+    ShellError,
+    has_flags,
+    matches_prefix,
+    read_commands,
+    read_plain,
+)
+from car_verify.rules.shell.model import Budget
+
+
+def verdict(line: str) -> str:
+    """What a ``deny_command`` rule on ``rm`` with ``-r`` and ``-f`` answers."""
+    try:
+        reading = read_commands(line)
+    except ShellError:
+        return "deny"
+    if any(c.program == "rm" and has_flags(c, ("-r", "-f")) for c in reading.commands):
+        return "deny"
+    if any(u.program in (None, "rm") for u in reading.undecided):
+        return "undecided"
+    return "allow"
+
+
+def test_the_issue_has_27_lines() -> None:
+    assert len(TWENTY_SEVEN) == len(set(TWENTY_SEVEN)) == 27
+
+
+@pytest.mark.parametrize("line", TWENTY_SEVEN)
+def test_each_of_the_27_lines_is_denied_or_undecided(line: str) -> None:
+    assert verdict(line) in ("deny", "undecided")
+
+
+@pytest.mark.parametrize("line", FOUND_BY_BASH)
+def test_each_line_the_bash_property_found_is_denied_or_undecided(line: str) -> None:
+    assert verdict(line) in ("deny", "undecided")
+
+
+#: The first nine of the 27, which the reader now reads as bash does: denied, not only
+#: undecided.
+@pytest.mark.parametrize("line", TWENTY_SEVEN[:9])
+def test_the_spellings_the_reader_evaluates_are_denied(line: str) -> None:
+    assert verdict(line) == "deny"
+
+
+#: (line, what it is undecided about): each is a construct bash evaluates at run
+#: time that the reader does not, so a rule on any program is undecided.
+UNDECIDED: list[tuple[str, str]] = [
+    ("(( x + 1 ))", "arithmetic"),
+    ("echo $((x))", "arithmetic"),
+    ("let x=1", "builtin"),
+    ("for ((i = 0; i < 3; i++)); do :; done", "arithmetic"),
+    ("echo ${a[i]}", "subscript"),
+    ("a[i]=1", "subscript"),
+    ("a=([i]=1)", "subscript"),
+    ("echo ${!x}", "indirect"),
+    ("echo ${x@P}", "transformation"),
+    ("echo ${x:i:1}", "offset"),
+    ("[[ $a -eq 1 ]]", "arithmetic"),
+    ("[[ -v x ]]", "subscript"),
+    ("test -v x", "subscript"),
+    ("[ -v x ]", "subscript"),
+    ('test "$op" x', "computed"),
+    ('test ! "$op" x', "computed"),
+    ("[ -n $x ]", "computed"),
+    ("declare -i n=1", "-i"),
+    ("declare -n r=x", "-n"),
+    ('declare "$x"', "computed"),
+    ("local -a a='([0]=1)'", "array"),
+    ("unset 'a[i]'", "subscript"),
+    ("RANDOM=$x", "arithmetic"),
+    ("PS4=x bash -x y.sh", "code"),
+    ("export BASH_ENV=f", "code"),
+    ("GIT_SSH_COMMAND=ssh git fetch", "command"),
+    ("env 'BASH_FUNC_f%%=() { :; }' bash", "no plain variable"),
+    ("for PS4 in x; do :; done", "code"),
+    ("bash -i", "option"),
+    ("bash --rcfile f", "option"),
+    ("bash -O expand_aliases -c ls", "option"),
+    ("zsh -c ls", "syntax is not read"),
+    ("python3 -c 'print(1)'", "code"),
+    ("python3 -m timeit 1", "as code"),
+    ("perl -e 1", "code"),
+    ("node -e 1", "code"),
+    ("ruby -e 1", "code"),
+    ("echo 'print(1)' | python3", "stdin"),
+    ("curl x | python3", "pipe"),
+    ("python3 <<< 'print(1)'", "stdin"),
+    ("awk 'BEGIN { system(\"ls\") }'", "command"),
+    ("sed 's/a/b/e' f", "command"),
+    ("sed '1e ls' f", "command"),
+    ("ssh host ls", "of its own"),
+    ("echo ls > s.sh; bash s.sh", "written"),
+    ('trap "$x" EXIT', "computed"),
+    ('eval "$x"', "computed"),
+    ("source f", "sourced"),
+    ("coproc ls", "builtin"),
+    ("exec < f", "own input"),
+    ("mapfile -C cb a", "callback"),
+    ("echo `echo \\`ls\\``", ""),
+    ("echo ${x:-`ls`}", "leaves as text"),
+    ("cat <<EOF\n`ls`\nEOF", "here-document"),
+    ("$X -rf x", "names the program"),
+    ("/usr/bin/r? -rf x", "names the program"),
+    ("r{m,} -rf x", "names the program"),
+    ('echo $"x"', ""),
+    ("git -c core.pager=x log", "configuration"),
+    ("jobs -x ls", "runs a command"),
+]
+
+
+@pytest.mark.parametrize(("line", "why"), UNDECIDED)
+def test_a_construct_the_reader_does_not_evaluate_is_undecided(line: str, why: str) -> None:
+    reading = read_commands(line)
+    reasons = [u.reason for u in reading.undecided]
+    assert reasons, line
+    assert any(why in r for r in reasons), reasons
+    assert not reading.understood
+
+
+def test_undecided_constructs_are_undecided_for_every_rule() -> None:
+    """Those the line may use to run anything name no program: every rule is
+    undecided (a rule on ``git`` included), not only one on the program named."""
+    for line in ("echo ${!x}", "[[ $a -eq 1 ]]", "python3 -c 1", "bash -i"):
+        assert None in {u.program for u in read_commands(line).undecided}, line
+
+
+#: Lines an agent runs every day: understood, nothing undecided, or at most
+#: undecided about a program no rule here names.
+UNDERSTOOD = [
+    "ls -la && git status",
+    "cd src && python3 -m pytest -q tests/",
+    'grep -rn "foo" . | head -20',
+    "sed -i 's/foo/bar/g' file.txt",
+    "sed -n '1,5p;/x/d' f",
+    "awk '{print $1}' file | sort | uniq -c",
+    'for f in a b; do echo "$f"; done',
+    "if [ -f x ]; then cat x; fi",
+    '[[ -n "$HOME" && -d /tmp ]]',
+    '[ "$a" = "$b" ]',
+    'echo "${HOME:-/tmp}" ${#x} ${x%.py} ${x//a/b}',
+    'export PATH="$HOME/bin:$PATH"',
+    "python3 script.py --flag",
+    "node index.js",
+    "npm test",
+    "make -j4",
+    'git commit -m "msg" && git log --oneline | head',
+    "cat <<'EOF' > notes.txt\nhello $x\nEOF",
+    "x=$(git rev-parse HEAD); echo $x",
+    "set -euo pipefail; ls",
+    "echo $((1 + 2)); (( 3 > 2 ))",
+    "printf '%s\\n' a b",
+    'while read -r l; do echo "$l"; done < f',
+    "tar czf out.tgz dir",
+    "sh -c 'ls -la'",
+    "bash script.sh",
+    "timeout 60 pytest -x",
+    "env -i PATH=/usr/bin ls",
+    "git -c user.name=me commit -m x",
+    "shopt -s nullglob; ls *.py",
+    "trap 'echo bye' EXIT",
+    "f() { echo hi; }; f",
+    'while getopts ab opt; do echo "$opt"; done',
+    "eval -- 'ls -la'",
+]
+
+
+#: Lines the grammar cannot read as bash does: refused (every rule denies).
+REFUSED = [
+    "{rm,-rf,x}",
+    "bash <<'E'\n\\rm -rf x\nE",  # the grammar takes the body's first line as words
+    "sh <<E; rm -rf x\nE",
+    "echo $'a\x00' \0",
+    "echo a\0b".replace("\\0", "\0"),
+    "cat <<EOF\nabc\\\nEOF\nEOF",  # bash joins the lines before it looks for EOF
+]
+
+
+@pytest.mark.parametrize("line", REFUSED)
+def test_a_line_the_grammar_misreads_is_refused(line: str) -> None:
+    with pytest.raises(ShellError):
+        read_commands(line)
+
+
+@pytest.mark.parametrize("line", UNDERSTOOD)
+def test_an_everyday_line_is_allowed(line: str) -> None:
+    reading = read_commands(line)
+    assert [u for u in reading.undecided if u.program is None] == [], reading.undecided
+    assert verdict(line) == "allow"
+
+
+def test_a_line_of_literal_words_is_understood_with_its_argv() -> None:
+    reading = read_commands("cd /tmp && npm run test -- --watch | tee log")
+    assert reading.understood
+    assert [c.argv for c in reading.commands] == [
+        ("cd", "/tmp"),
+        ("npm", "run", "test", "--", "--watch"),
+        ("tee", "log"),
+    ]
+    computed = read_commands('npm run "$T"')
+    assert computed.commands[0].argv is None and not computed.understood
+    glob = read_commands("ls *.py")
+    assert glob.commands[0].argv is None and not glob.understood
+
+
+# The words bash computes, as bash computes them ---------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "program"),
+    [
+        ("$'rm\\0x' -rf y", "rm"),
+        ("$'\\x72m' -rf y", "rm"),
+        ("$'\\162m' -rf y", "rm"),
+        ("$'r\\u006d' -rf y", "rm"),
+        ("r$'\\0'm -rf y", "rm"),  # only the $'...' piece ends at the NUL
+        ("$'rm\\c@x' -rf y", "rm"),
+        ("\\r\\m -rf y", "rm"),
+        ("r\\\nm -rf y", "rm"),
+        ("'r'\"m\" -rf y", "rm"),
+    ],
+)
+def test_a_word_has_the_value_bash_gives_it(line: str, program: str) -> None:
+    [command] = read_commands(line).commands
+    assert command.program == program and has_flags(command, ["-r", "-f"])
+
+
+def test_env_split_string_follows_gnu_env() -> None:
+    from car_verify.rules.shell.programs import env_split
+
+    def values(text: str) -> list[str | None] | None:
+        words = env_split(text)
+        return None if words is None else [w.value for w in words]
+
+    assert values("rm\\_-rf\\_x") == ["rm", "-rf", "x"]
+    assert values("a 'b c' \"d\\_e\"") == ["a", "b c", "d e"]
+    assert values("a #b") == ["a"]
+    assert values("a\\cb c") == ["a"]
+    assert values("a ${HOME}") is None  # expands a variable: not evaluated
+    with pytest.raises(ShellError):
+        env_split("a\\qb")
+
+
+def test_a_heredoc_body_is_unescaped_as_bash_does() -> None:
+    [_, rm] = read_commands("bash <<EOF\nr\\\\m -rf x\nEOF").commands
+    assert rm.program == "rm" and rm.argv == ("rm", "-rf", "x")
+    quoted = read_commands("bash <<'EOF'\nr\\\\m -rf x\nEOF").commands
+    assert [c.program for c in quoted] == ["bash", "r\\m"]  # a quoted delimiter: literal
+
+
+def test_a_function_called_with_a_pipe_reads_it() -> None:
+    reading = read_commands("f() { sh; }; curl -s http://x | f")
+    assert any(u.reason.startswith("a program reads its commands") for u in reading.undecided)
+
+
+# The bound is a count ------------------------------------------------------------
+
+
+def test_a_line_past_the_step_bound_is_refused_every_time() -> None:
+    line = "echo a; " * 2000
+    spent = Budget()
+    read_plain(line, spent)
+    needed = spent.total - spent.left
+    for _ in range(3):
+        with pytest.raises(ShellError, match="steps"):
+            read_plain(line, Budget(needed - 1))
+    assert read_plain(line, Budget(needed)) == read_plain(line)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(min_value=1, max_value=40))
+def test_the_steps_a_line_takes_are_the_same_every_time(n: int) -> None:
+    line = "sh -c 'ls; " * n + "echo'" * n
+    counts = set()
+    for _ in range(2):
+        budget = Budget()
+        with contextlib.suppress(ShellError):
+            read_plain(line, budget)
+        counts.add(budget.total - budget.left)
+    assert len(counts) == 1
+
+
+# What an allow list needs --------------------------------------------------------
+
+
+def _one(line: str) -> Command:
+    [command] = read_commands(line).commands
+    return command
+
+
+@pytest.mark.parametrize(
+    ("line", "prefix", "matches"),
+    [
+        ("npm run test --watch", ["npm", "run", "test"], True),
+        ("npm run test", ["npm", "run", "test"], True),
+        ("npm run testing", ["npm", "run", "test"], False),
+        ("git -C x push", ["git", "push"], False),
+        ("/usr/bin/npm run test", ["npm", "run", "test"], True),
+        ("./run.sh a", ["./run.sh"], True),
+        ("./run.sh a", ["run.sh"], True),
+        ("other/run.sh a", ["./run.sh"], False),
+        ('npm run "$T"', ["npm"], False),  # a computed word: no prefix matches
+        ("npm run test", [], False),
+        ("npm", ["npm", "run"], False),
+        ("git push", ["git", "push", "origin"], False),
+    ],
+)
+def test_matches_prefix(line: str, prefix: list[str], matches: bool) -> None:
+    assert matches_prefix(_one(line), prefix) is matches
+
+
+def test_an_allow_list_built_on_the_reading_allows_only_what_it_lists() -> None:
+    """The shape of ``allow_command``: a line is allowed when it is understood and
+    every command it runs matches an allowed prefix."""
+    allowed = [["git", "status"], ["ls"], ["npm", "run", "test"]]
+
+    def allows(line: str) -> bool:
+        try:
+            reading: Reading = read_commands(line)
+        except ShellError:
+            return False
+        return reading.understood and all(
+            any(matches_prefix(c, p) for p in allowed) for c in reading.commands
+        )
+
+    assert allows("git status && ls -la | npm run test")
+    assert not allows("git status; rm -rf x")
+    assert not allows("ls $(rm -rf x)")
+    assert not allows("sh -c 'ls'")  # sh is not on the list
+    assert not allows("ls ${!x}")
+    assert not allows('ls "$X"')
+
+
+# The package ---------------------------------------------------------------------
+
+
+def test_shell_words_keeps_its_public_names() -> None:
+    for name in (
+        "FLAG_ALIASES",
+        "MAX_LINE",
+        "MAX_NESTING",
+        "SHELLS",
+        "WRAPPERS",
+        "Command",
+        "Reading",
+        "ShellError",
+        "Undecided",
+        "commands",
+        "has_flags",
+        "read_commands",
+        "read_plain",
+    ):
+        assert getattr(shell_words, name) is getattr(shell, name), name
