@@ -159,7 +159,15 @@ def apply_op(doc: Any, op: Mapping[str, Any]) -> Any:
         return _remove(doc, path)
     if name == "replace":
         _get(doc, path)  # it must exist
-        return _add(doc, path, copy.deepcopy(op["value"])) if path else copy.deepcopy(op["value"])
+        if not path:
+            return copy.deepcopy(op["value"])
+        tokens = parse_pointer(path)
+        parent = _parent(doc, tokens, path)
+        if isinstance(parent, list):
+            parent[_index(tokens[-1], len(parent), append=False)] = copy.deepcopy(op["value"])
+        else:
+            parent[tokens[-1]] = copy.deepcopy(op["value"])
+        return doc
     if name == "test":
         if not json_equal(_get(doc, path), op["value"]):
             raise PatchError(f"test {path}: the value differs")

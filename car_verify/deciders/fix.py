@@ -11,11 +11,9 @@ as the profile orders actions (its semantics' ``ordering_edit``: under ``strict`
 safe when z3 proves, on the profile's walk, the end state the same in every
 initial state (:func:`changes_the_end_state`).
 
-One repair is no finding's: ``remove-phantom-dependency``, a ``state_dependencies``
-entry that ``optimize`` removes (under the profile's own rule, docs/semantics.md
-§6 or CAR's, which keeps the findings), kept only when z3 proves the end state the
-same in every initial state (CAR's rule drops a dependency on a key no action
-writes, which unblocks the action in a state without the key).
+Only a finding's fix is applied: ``--fix`` leaves a plan without findings as it
+is. (A ``state_dependencies`` entry that orders nothing, which ``--fix`` removed
+before fixes were a finding's, is ``car-verify optimize``'s: it is no finding.)
 
 Every repair is an edit of the document as the user wrote it (a JSON Patch,
 applied to the file's text by :func:`car_verify.base.patch.apply_to_text`), so
@@ -32,7 +30,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..base.errors import deep_values_are_input_errors
-from ..base.findings import Applicability, Fix
 from ..ir.model import load_parsed
 from ..semantics import ProfileLike, profile_of
 from .repair import Applied, apply_fixes
@@ -89,8 +86,7 @@ def fix_document(
     unsafe: bool = False,
 ) -> FixResult:
     """The repairs of the proposal ``document`` (parsed JSON; not modified): the
-    findings' safe fixes (and unsafe ones with ``unsafe``), then the phantom
-    dependencies z3 proves removable."""
+    findings' safe fixes, and the unsafe ones too with ``unsafe``."""
     from ..api import verify
 
     chosen = profile_of(profile)
@@ -106,48 +102,7 @@ def fix_document(
         list(applied.dropped),
         unsafe_left=applied.unsafe_left,
     )
-    _remove_phantoms(out, initial_state, chosen, timeout_ms)
     return out
-
-
-def _remove_phantoms(
-    result: FixResult,
-    initial_state: Mapping[str, Any] | None,
-    profile: ProfileLike,
-    timeout_ms: int,
-) -> None:
-    from .optimize import optimize
-
-    optimized = optimize(
-        load_parsed(copy.deepcopy(result.document)), initial_state=initial_state, profile=profile
-    )
-    for change in optimized.removed:
-        action = result.document["actions"][change.index]
-        entries = action.get("state_dependencies", [])
-        edits = [
-            {"op": "remove", "path": f"/actions/{change.index}/state_dependencies/{n}"}
-            for n in range(len(entries) - 1, -1, -1)
-            if entries[n] == change.key
-        ]
-        if not edits:
-            continue
-        candidate = copy.deepcopy(result.document)
-        target = candidate["actions"][change.index]
-        target["state_dependencies"] = [k for k in entries if k != change.key]
-        # The profile's optimize rule keeps the findings; a repair must keep the end
-        # state too, in every initial state (CAR's rule drops a dependency on a key no
-        # action writes, which unblocks the action when the key is absent).
-        label = f"removing {change.key!r} from {change.action_id}'s state_dependencies"
-        why = changes_the_end_state(result.document, candidate, profile, timeout_ms)
-        if why is not None:
-            result.declined.append(f"{label}: {why}")
-            continue
-        result.document.clear()
-        result.document.update(candidate)
-        message = f"removed {change.key!r} from state_dependencies ({change.reason})"
-        fix = Fix(Applicability.SAFE, message, tuple(edits))
-        result.fixes.append(Applied("remove-phantom-dependency", change.action_id, fix))
-        result.edits += edits
 
 
 def changes_the_end_state(

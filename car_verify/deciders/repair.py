@@ -226,19 +226,46 @@ def _identities(issues: Iterable[Issue], actions: Sequence[Action]) -> Counter[t
     return Counter(_identity(i, actions) for i in issues)
 
 
-def _new_findings(scene: _Scene, trial: _Trial) -> list[Issue]:
-    """The findings of ``trial`` the original did not have (by identity)."""
-    assert trial.result is not None
-    after = trial.result.issues
-    counts = _identities(after, trial.result.proposal.actions)
-    extra = counts - scene.before
+#: What a fix of a code lets the checks see that they could not before, on the same
+#: action: a call to a registered tool has its parameters checked, a precondition
+#: with a known operator is evaluated (their problems were there all along, and have
+#: fixes of their own), so they are not "brought".
+_WALK = frozenset(
+    {"precondition-unsatisfied", "missing-dependency", "assertion-fails", "never-runs"}
+)
+REVEALS: Mapping[str, frozenset[str]] = {
+    "unknown-tool": frozenset({"param-schema", "param-schema-full"}),
+    "missing-tool-name": frozenset({"param-schema", "param-schema-full"}),
+    # a precondition the walk could not evaluate is evaluated
+    "unknown-operator": _WALK,
+}
+
+
+def _brought(
+    issues: Sequence[Issue],
+    actions: Sequence[Action],
+    before: Counter[tuple[Any, ...]],
+    fixed: Iterable[Issue],
+) -> list[Issue]:
+    """The findings among ``issues`` that ``before`` lacks, except what fixing the
+    findings ``fixed`` reveals (:data:`REVEALS`)."""
+    revealed = {(i.action_id, code) for i in fixed for code in REVEALS.get(i.code, ())}
+    extra = _identities(issues, actions) - before
     out = []
-    for issue in after:
-        key = _identity(issue, trial.result.proposal.actions)
+    for issue in issues:
+        key = _identity(issue, actions)
         if extra.get(key, 0) > 0:
             extra[key] -= 1
-            out.append(issue)
+            if (issue.action_id, issue.code) not in revealed:
+                out.append(issue)
     return out
+
+
+def _new_findings(scene: _Scene, trial: _Trial, fixed: Iterable[Issue] = ()) -> list[Issue]:
+    """The findings of ``trial`` the original did not have (by identity), but for
+    what fixing ``fixed`` reveals."""
+    assert trial.result is not None
+    return _brought(trial.result.issues, trial.result.proposal.actions, scene.before, fixed)
 
 
 def _gone(scene: _Scene, trial: _Trial, targets: Iterable[Issue]) -> bool:
@@ -796,7 +823,7 @@ def _first_that_works(scene: _Scene, issue: Issue, fixes: list[Fix]) -> Fix | No
         if trial is None or trial.result is None:
             continue
         if _gone(scene, trial, [issue]):
-            if not _new_findings(scene, trial):
+            if not _new_findings(scene, trial, [issue]):
                 return fix
             fallback = fallback or fix
     return fallback or fixes[0]
@@ -1186,7 +1213,7 @@ def _checked(scene: _Scene, issue: Issue, fix: Fix) -> Fix | None:
         return None  # the edit does not apply, or the plan stops being one
     if not _gone(scene, trial, [issue]):
         return None
-    new = _new_findings(scene, trial)
+    new = _new_findings(scene, trial, [issue])
     if new:
         brings = ", ".join(_said(i) for i in new[:3]) + (" ..." if len(new) > 3 else "")
         return Fix(DISPLAY, f"{fix.message} (it would bring {brings})", fix.edits)
@@ -1203,8 +1230,6 @@ def derive_fixes(
     findings' order; each is attached to its finding in ``result.issues``."""
     scene = _Scene(result, timeout_ms=timeout_ms, z3_questions=z3_questions)
     derived: dict[int, Fix] = {}
-    # a batch first: the fixes on different actions usually do not meet, and one
-    # re-verification then checks them all
     candidates: list[tuple[int, Fix]] = []
     for n, issue in enumerate(result.issues):
         derive = DERIVERS.get(issue.code)
@@ -1216,7 +1241,6 @@ def derive_fixes(
             fix = None
         if fix is not None:
             candidates.append((n, fix))
-    _batch(scene, result.issues, candidates)
     for n, fix in candidates:
         checked = _checked(scene, result.issues[n], fix)
         if checked is not None:
@@ -1228,34 +1252,6 @@ def derive_fixes(
     fixes = [derived[n] for n in sorted(derived)]
     result._fixes = fixes  # what `result.fixes` returns from now on
     return fixes
-
-
-def _batch(scene: _Scene, issues: Sequence[Issue], candidates: list[tuple[int, Fix]]) -> None:
-    """Try the applicable fixes whose edits do not meet all at once: when that trial
-    removes each one's finding and brings nothing new, remember each as clean (its
-    own trial is then not run)."""
-    chosen: list[tuple[int, Fix]] = []
-    touched: list[str] = []
-    for n, fix in candidates:
-        if not fix.edits or fix.applicability is DISPLAY:
-            continue
-        paths = [p for op in fix.edits for p in (op.get("path", ""), op.get("from", ""))]
-        if any(op["op"] == "move" and op.get("from", "").count("/") == 2 for op in fix.edits):
-            continue  # an action moved: every later pointer shifts
-        if any(_meets(p, t) for p in paths if p for t in touched):
-            continue
-        touched += [p for p in paths if p]
-        chosen.append((n, fix))
-    if len(chosen) < 2 or scene.trials_left <= 0:
-        return
-    edits = [op for _, fix in chosen for op in fix.edits]
-    trial = scene.trial(edits)
-    if trial is None or trial.result is None:
-        return
-    if _new_findings(scene, trial) or not _gone(scene, trial, [issues[n] for n, _ in chosen]):
-        return
-    for _, fix in chosen:  # each alone is as clean: its own trial is then this one
-        scene._trials.setdefault(_key(fix.edits), trial)
 
 
 def _key(edits: Sequence[Op]) -> str:
@@ -1385,7 +1381,7 @@ def _apply_round(
     except PatchError:
         candidate = None
     if candidate is not None:
-        after, new = clean(candidate, current, before)
+        after, new = clean(candidate, current, before, [i for i, _ in together])
         if after is not None and not new:
             for issue, fix in together:
                 out.applied.append(Applied(issue.code, issue.action_id, fix))
@@ -1400,7 +1396,7 @@ def _apply_round(
             said = f"[{issue.code}] {issue.action_id}: {fix.message}"
             out.dropped.append(f"{said}: it no longer applies")
             continue
-        after, new = clean(alone, current, before)
+        after, new = clean(alone, current, before, [issue])
         if after is None or new:
             brings = ", ".join(_said(i) for i in new[:3]) or "a document that is no proposal"
             said = f"[{issue.code}] {issue.action_id}: {fix.message}"
@@ -1414,16 +1410,18 @@ def _apply_round(
 
 
 def clean(
-    candidate: dict[str, Any], current: VerificationResult, before: Counter[tuple[Any, ...]]
+    candidate: dict[str, Any],
+    current: VerificationResult,
+    before: Counter[tuple[Any, ...]],
+    fixed: Sequence[Issue],
 ) -> tuple[VerificationResult | None, list[Issue]]:
-    """``candidate`` verified as ``current`` was, and its findings ``before`` lacks."""
+    """``candidate`` verified as ``current`` was, and its findings ``before`` lacks
+    (but for what fixing ``fixed`` reveals)."""
     try:
         after = current.rerun(candidate)
     except CarVerifyError:
         return None, []
-    counts = _identities(after.issues, after.proposal.actions)
-    extra = counts - before
-    return after, [i for i in after.issues if extra.get(_identity(i, after.proposal.actions))]
+    return after, _brought(after.issues, after.proposal.actions, before, fixed)
 
 
 @deep_values_are_input_errors
