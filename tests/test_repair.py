@@ -636,3 +636,27 @@ def test_a_patch_edits_only_what_it_touches() -> None:
     doc = json.loads(text)
     assert apply_patch(doc, [{"op": "remove", "path": "/z"}]) != doc and "z" in doc
     assert copy.deepcopy(doc) == json.loads(text)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(calls(), st.sampled_from(["car", "strict"]))
+def test_checking_a_call_fix_on_the_call_alone_agrees_with_a_full_re_verification(
+    plan: dict[str, Any], profile: str
+) -> None:
+    """The speed trick (a plan of the one call, before and after) and the plain check
+    (the whole plan re-verified) keep, drop and show the same fixes."""
+    from car_verify.deciders import repair as r
+
+    result = car_verify.verify(plan, tools=TOOLS, profile=profile)
+    fast = r._Scene(result, timeout_ms=5_000, z3_questions=0)
+    plain = r._Scene(result, timeout_ms=5_000, z3_questions=0)
+    plain.local_left = 0  # every fix re-verified with the whole plan
+    for issue in result.issues:
+        derive = r.DERIVERS.get(issue.code)
+        fix = derive(fast, issue) if derive is not None else None
+        if fix is None or not fix.edits or r._on_the_call_alone(fast, issue, fix) is None:
+            continue
+        quick, full = r._checked(fast, issue, fix), r._checked(plain, issue, fix)
+        assert (quick is None) == (full is None), (issue, fix, quick, full)
+        if quick is not None and full is not None:
+            assert quick.applicability == full.applicability, (issue, quick, full)

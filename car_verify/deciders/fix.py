@@ -30,9 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..base.errors import deep_values_are_input_errors
-from ..ir.model import load_parsed
 from ..semantics import ProfileLike, profile_of
-from .repair import Applied, apply_fixes
+from .repair import Applied, apply_fixes, changes_the_end_state
 
 __all__ = [
     "FixResult",
@@ -103,29 +102,6 @@ def fix_document(
         unsafe_left=applied.unsafe_left,
     )
     return out
-
-
-def changes_the_end_state(
-    before: Mapping[str, Any], after: Mapping[str, Any], profile: ProfileLike, timeout_ms: int
-) -> str | None:
-    """None when z3 proves the two plans leave the same end state in every initial
-    state (on the profile's walk); otherwise why not (a counterexample state)."""
-    from .equivalence import equivalent
-
-    same = equivalent(
-        load_parsed(copy.deepcopy(dict(before))),
-        load_parsed(copy.deepcopy(dict(after))),
-        method="z3",
-        profile=profile,
-        timeout_ms=timeout_ms,
-    )
-    if same.equivalent is True:
-        return None
-    if same.equivalent is None:
-        return "z3 could not decide whether it keeps the end state" + (
-            f": {same.reason}" if same.reason else ""
-        )
-    return f"it changes the end state, e.g. from {json.dumps(same.counterexample)}"
 
 
 def dump_like(document: Any, original: str) -> str:

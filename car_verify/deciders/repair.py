@@ -63,16 +63,20 @@ if TYPE_CHECKING:
     from ..semantics import ProfileLike
     from ..semantics.base import Semantics
 
-__all__ = ["Repaired", "derive_fixes", "repair"]
+__all__ = ["Applied", "Repaired", "apply_fixes", "changes_the_end_state", "derive_fixes", "repair"]
 
 SAFE, UNSAFE, DISPLAY = Applicability.SAFE, Applicability.UNSAFE, Applicability.DISPLAY
 
 #: Re-verifications one derivation may spend, counted in actions verified (a trial of
 #: a plan of n actions costs n): past it a fix is kept as derived, at most unsafe, its
 #: message saying it was not re-verified. Bounds the time on large plans.
-TRIAL_BUDGET = 200_000
+TRIAL_BUDGET = 3_000
 #: At most this many trials however small the plan.
-MAX_TRIALS = 200
+MAX_TRIALS = 100
+#: Fixes of one call's parameters or tool name one derivation may check on the call
+#: alone (a plan of one action: each costs a few milliseconds), before it counts
+#: against :data:`TRIAL_BUDGET` like any other fix.
+LOCAL_BUDGET = 200
 #: z3 questions one derivation may ask (a write conflict's ordering keeps the end state).
 MAX_Z3_QUESTIONS = 10
 #: Rounds of :func:`repair` (a round's fixes can make the next round's: a renamed tool
@@ -169,8 +173,10 @@ class _Scene:
         self.z3_left = z3_questions
         size = max(1, len(self.actions))
         self.trials_left = min(MAX_TRIALS, TRIAL_BUDGET // size) if inputs is not None else 0
+        self.local_left = LOCAL_BUDGET if inputs is not None else 0
         self._document: dict[str, Any] | None = None
         self._trials: dict[str, _Trial | None] = {}
+        self._calls: dict[tuple[str | None, str], int] | None = None
         self.before = _identities(result.issues, self.actions)
 
     @property
@@ -199,6 +205,33 @@ class _Scene:
             outcome = _Trial(doc, after, None)
         self._trials[key] = outcome
         return outcome
+
+    def alone(self, action: Mapping[str, Any]) -> list[Issue] | None:
+        """The findings of a plan of one action (``action``: a wire object), verified
+        with the run's inputs; None past the budget or when it is no plan."""
+        if self.local_left <= 0:
+            return None
+        self.local_left -= 1
+        doc = {k: v for k, v in self.document.items() if k != "actions"}
+        try:
+            return self.result.rerun({**doc, "actions": [action]}).issues
+        except CarVerifyError:
+            return None
+
+    def identical_elsewhere(self, index: int, tool: Any, parameters: Any) -> bool:
+        """Whether another call of the plan has this tool and these parameters (as the
+        profile compares them): a fix that makes the call so could bring a repeated
+        call."""
+        if self._calls is None:
+            self._calls = {}
+            for action in self.actions:
+                if action.type == "tool_call":
+                    key = (action.tool, self.semantics.canonical(action.parameters))
+                    self._calls[key] = self._calls.get(key, 0) + 1
+        key = (tool, self.semantics.canonical(parameters))
+        own = self.actions[index]
+        mine = own.tool == tool and self.semantics.canonical(own.parameters) == key[1]
+        return self._calls.get(key, 0) - int(mine) > 0
 
 
 @dataclass(slots=True)
@@ -924,8 +957,6 @@ def _write_conflict(scene: _Scene, issue: Issue) -> Fix | None:
         if scene.z3_left <= 0:
             return Fix(UNSAFE, f"{words} (not proven to keep the end state)", (op,))
         scene.z3_left -= 1
-        from .fix import changes_the_end_state
-
         try:
             after = apply_patch(scene.document, [op])
         except PatchError:
@@ -936,6 +967,30 @@ def _write_conflict(scene: _Scene, issue: Issue) -> Fix | None:
             return Fix(SAFE, f"{words} ({same})", (op,))
         return Fix(UNSAFE, f"{words} ({why})", (op,))
     return None
+
+
+def changes_the_end_state(
+    before: Mapping[str, Any], after: Mapping[str, Any], profile: ProfileLike, timeout_ms: int
+) -> str | None:
+    """None when z3 proves the two plans leave the same end state in every initial
+    state (on the profile's walk); otherwise why not (a counterexample state)."""
+    from ..ir.model import load_parsed
+    from .equivalence import equivalent
+
+    same = equivalent(
+        load_parsed(copy.deepcopy(dict(before))),
+        load_parsed(copy.deepcopy(dict(after))),
+        method="z3",
+        profile=profile,
+        timeout_ms=timeout_ms,
+    )
+    if same.equivalent is True:
+        return None
+    if same.equivalent is None:
+        return "z3 could not decide whether it keeps the end state" + (
+            f": {same.reason}" if same.reason else ""
+        )
+    return f"it changes the end state, e.g. from {json.dumps(same.counterexample)}"
 
 
 def _cycle(scene: _Scene, issue: Issue) -> Fix | None:
@@ -1205,6 +1260,9 @@ def _checked(scene: _Scene, issue: Issue, fix: Fix) -> Fix | None:
         fix = Fix(UNSAFE, fix.message, fix.edits)
     if not fix.edits or fix.applicability is DISPLAY:
         return fix
+    local = _on_the_call_alone(scene, issue, fix)
+    if local is not None:
+        return local if local is not _NOT_GONE else None
     trial = scene.trial(fix.edits)
     if trial is None:
         capped = UNSAFE if fix.applicability is SAFE else fix.applicability
@@ -1214,6 +1272,68 @@ def _checked(scene: _Scene, issue: Issue, fix: Fix) -> Fix | None:
     if not _gone(scene, trial, [issue]):
         return None
     new = _new_findings(scene, trial, [issue])
+    if new:
+        brings = ", ".join(_said(i) for i in new[:3]) + (" ..." if len(new) > 3 else "")
+        return Fix(DISPLAY, f"{fix.message} (it would bring {brings})", fix.edits)
+    return fix
+
+
+#: What :func:`_on_the_call_alone` answers for a fix whose finding stays.
+_NOT_GONE = Fix(DISPLAY, "")
+#: The codes a call's parameters and tool name make, on the call alone.
+_CALL_CODES = frozenset({"param-schema", "param-schema-full", "unknown-tool", "missing-tool-name"})
+
+
+def _on_the_call_alone(scene: _Scene, issue: Issue, fix: Fix) -> Fix | None:
+    """A fix of a call's parameters or tool name checked on the call alone (a plan of
+    that one action, before and after), which is what a full re-verification finds
+    when nothing else reads the call: no policies, labels, intent or chosen passes,
+    no output reference in its parameters, and no other call it would then repeat.
+    None: it cannot be checked so (a full trial decides); ``_NOT_GONE``: its finding
+    stays. ``tests/test_repair.py`` holds the two checks to the same answers."""
+    index = issue.index
+    inputs = scene.result.inputs
+    if index is None or inputs is None or issue.code not in _CALL_CODES:
+        return None
+    if inputs.policies is not None or inputs.labels is not None or inputs.intent is not None:
+        return None
+    if inputs.passes is not None or scene.actions[index].type != "tool_call":
+        return None
+    prefix = _at(index)
+    local: list[Op] = []
+    for op in fix.edits:
+        moved = {}
+        for member in ("path", "from"):
+            where = op.get(member)
+            if where is None:
+                continue
+            inner = where[len(prefix) :] if where.startswith(prefix + "/") else None
+            if inner is None or not (inner == "/tool" or inner.startswith("/parameters")):
+                return None
+            moved[member] = inner
+        local.append({**op, **moved})
+    original = scene.document["actions"][index]
+    try:
+        edited = apply_patch(original, local)
+    except PatchError:
+        return None
+    if "$" in json.dumps(original.get("parameters")) + json.dumps(edited.get("parameters")):
+        return None  # an output reference orders actions
+    tool, parameters = edited.get("tool"), edited.get("parameters", {})
+    if isinstance(parameters, dict) and scene.identical_elsewhere(index, tool, parameters):
+        return None
+    after_alone = scene.alone(edited)
+    if after_alone is None:
+        return None
+    one = [scene.actions[index]]
+    # the call's own findings are the same in the plan and alone: they read the call only
+    mine = [i for i in scene.result.issues if i.index == index and i.code in _CALL_CODES]
+    before = _identities(mine, one)
+    after = [i for i in after_alone if i.code in _CALL_CODES]
+    target = _identity(issue, scene.actions)
+    if _identities(after, one).get(target, 0) >= before.get(target, 0):
+        return _NOT_GONE
+    new = _brought(after, one, before, [issue])
     if new:
         brings = ", ".join(_said(i) for i in new[:3]) + (" ..." if len(new) > 3 else "")
         return Fix(DISPLAY, f"{fix.message} (it would bring {brings})", fix.edits)

@@ -51,6 +51,7 @@ from typing import Any
 from ..base.errors import InputError
 from ..base.findings import Issue, Severity, Tier
 from ..base.values import format_predicate
+from ..ir.model import Action
 from . import CheckRecord, Context, Example, Pass, Said
 
 __all__ = ["CAR_CHECKS", "CAR_CODES", "CHECK_OF_CODE", "CarCheck", "CarPass"]
@@ -353,7 +354,9 @@ def _overtaken(ctx: Context) -> Iterator[Issue]:
     """Each ``dependencies`` entry whose action CAR runs in the same level as, or a
     level before, the action it names (``dependency-overtaken``): the runtime
     ignores the entry, so the action does not wait for what the author made it
-    wait for (its failure does not hold the action back)."""
+    wait for (its failure does not hold the action back). Not in the same level
+    when the named action comes first and the action checks a key it writes: CAR's
+    walk of the level then takes them in that order, and the check holds it back."""
     if not ctx.reports("dependency-overtaken"):
         return
     actions = ctx.proposal.actions
@@ -368,7 +371,7 @@ def _overtaken(ctx: Context) -> Iterator[Issue]:
             if other is None or other == index:
                 continue
             theirs = order.level_of(other)
-            if mine > theirs:
+            if mine > theirs or (mine == theirs and other < index and _gated(ctx, action, other)):
                 continue
             when = (
                 f"in the same level as {name} (level {mine})"
@@ -382,6 +385,14 @@ def _overtaken(ctx: Context) -> Iterator[Issue]:
                 index=index,
                 where=("dependencies", n),
             )
+
+
+def _gated(ctx: Context, action: Action, other: int) -> bool:
+    """Whether ``action`` checks a key that action ``other`` (earlier in its level)
+    writes: CAR walks a level in proposal order, so that check sees what ``other``
+    did, and holds the action back when it failed."""
+    written = ctx.semantics.effects(ctx.proposal.actions[other])
+    return any(pre.key in written for pre, _ in ctx.semantics.checks(action))
 
 
 def _deviations(ctx: Context) -> Iterator[Issue]:
