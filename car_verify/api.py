@@ -79,7 +79,7 @@ class Inputs:
     flow_policy: Any
     intent: Any
     semantics: Any
-    passes: tuple[str | Pass | type[Pass], ...] | None
+    passes: Iterable[str | Pass | type[Pass]] | None
 
     @classmethod
     def of(cls, ctx: Context, passes: Iterable[str | Pass | type[Pass]] | None) -> Inputs:
@@ -92,7 +92,7 @@ class Inputs:
             ctx.flow_policy,
             ctx.intent,
             ctx.semantics,
-            None if passes is None else tuple(passes),
+            passes,
         )
 
     def context(self, proposal: ActionProposal) -> Context:
@@ -432,7 +432,8 @@ def assess(
     strict, docs/semantics.md's), plus the ones its inputs ask for."""
     from .passes.registry import resolve_passes  # the passes load with the first run
 
-    passes = None if passes is None else tuple(passes)  # kept for a rerun, read twice
+    if passes is not None and not isinstance(passes, str):
+        passes = tuple(passes)  # kept for a rerun: read twice
     chosen = resolve_passes(passes, ctx)
     issues, said = run_and_say(ctx, chosen)
     assumptions, untested, risks, score = gathered(said)

@@ -394,6 +394,20 @@ _TABLE = [
         ),
     ),
     Code(
+        "param-undeclared",
+        INFO,
+        D,
+        "a tool call passes a parameter its schema does not declare, close to one it "
+        "declares and the call leaves out (a misspelling?): the schema lets it through",
+        INFO,
+        "car-verify's own note, under both profiles",
+        repair=_fix(
+            "unsafe",
+            "the declared parameter it most likely stands for (a rename, its value "
+            "repaired for that parameter); a note's fix is at most unsafe",
+        ),
+    ),
+    Code(
         "missing-compensation",
         W,
         D,

@@ -180,9 +180,8 @@ def _report(
     from ..reporters.text import fixable_line, verdict_line
 
     pairs = list(zip(sources, results, strict=True))
-    if not getattr(args, "statistics", False):  # the findings are shown: with their fixes
-        for result in results:
-            result.fixes  # noqa: B018 - derived, and attached to the findings
+    for result in results:  # the findings are shown (or logged) with their fixes
+        result.fixes  # noqa: B018 - derived, and attached to the findings
     found: list[Issue] = [i for s, r in pairs for i in s.locate(r.issues)]
     fixable = fixable_line(found) if not (args.fix or args.diff) else None
     if len(pairs) == 1:

@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any
 from ..base.deferred import register_deriver
 from ..base.errors import CarVerifyError, deep_values_are_input_errors
 from ..base.findings import Applicability, Fix, Issue, Severity
+from ..base.names import closest, distance, squash, words
 from ..base.patch import PatchError, apply_patch, parse_pointer
 from ..base.values import KNOWN_OPERATORS, is_number, json_equal
 
@@ -87,67 +88,6 @@ Op = dict[str, Any]
 
 
 # --- names -------------------------------------------------------------------------------
-
-
-def _words(name: str) -> str:
-    """``getWeatherInfo``, ``get-weather_info``, ``Get Weather Info`` -> ``get_weather_info``."""
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name)
-    return re.sub(r"[^0-9a-z]+", "_", spaced.lower()).strip("_")
-
-
-def _squash(name: str) -> str:
-    """Case and separators left out: two spellings of one name are equal here."""
-    return re.sub(r"[^0-9a-z]", "", name.casefold())
-
-
-def _distance(a: str, b: str) -> int:
-    """The optimal string alignment distance (a swap of two neighbours is one edit)."""
-    if a == b:
-        return 0
-    rows = [list(range(len(b) + 1))]
-    for i in range(1, len(a) + 1):
-        row = [i] + [0] * len(b)
-        for j in range(1, len(b) + 1):
-            cost = a[i - 1] != b[j - 1]
-            row[j] = min(rows[-1][j] + 1, row[j - 1] + 1, rows[-1][j - 1] + cost)
-            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
-                row[j] = min(row[j], rows[-2][j - 2] + 1)
-        rows.append(row)
-    return rows[-1][-1]
-
-
-@dataclass(frozen=True, slots=True)
-class _Match:
-    """A known name a written one most likely stands for: ``same`` when only case
-    and separators differ."""
-
-    name: str
-    same: bool
-    distance: int
-
-
-def _closest(written: str, known: Iterable[str]) -> _Match | None:
-    """The one known name ``written`` most likely stands for: the same but for case
-    and separators, else within a typo or two (one per five letters, at least one),
-    else a close match by similarity; None when none is close or two are equally so."""
-    names = [k for k in dict.fromkeys(known) if k != written]
-    if not names:
-        return None
-    squashed = _squash(written)
-    same = [k for k in names if _squash(k) == squashed]
-    if len(same) == 1:
-        return _Match(same[0], True, 0)
-    if same:
-        return None
-    scored = sorted((_distance(squashed, _squash(k)), k) for k in names)
-    best, name = scored[0]
-    if best <= max(1, len(squashed) // 5) and (len(scored) == 1 or scored[1][0] > best):
-        return _Match(name, False, best)
-    near = difflib.get_close_matches(written.lower(), [k.lower() for k in names], n=2, cutoff=0.8)
-    if len(near) == 1:
-        chosen = next(k for k in names if k.lower() == near[0])
-        return _Match(chosen, False, _distance(squashed, _squash(chosen)))
-    return None
 
 
 # --- the scene: one result, its proposal, its inputs ------------------------------------------
@@ -267,8 +207,8 @@ _WALK = frozenset(
     {"precondition-unsatisfied", "missing-dependency", "assertion-fails", "never-runs"}
 )
 REVEALS: Mapping[str, frozenset[str]] = {
-    "unknown-tool": frozenset({"param-schema", "param-schema-full"}),
-    "missing-tool-name": frozenset({"param-schema", "param-schema-full"}),
+    "unknown-tool": frozenset({"param-schema", "param-schema-full", "param-undeclared"}),
+    "missing-tool-name": frozenset({"param-schema", "param-schema-full", "param-undeclared"}),
     # a precondition the walk could not evaluate is evaluated
     "unknown-operator": _WALK,
 }
@@ -486,7 +426,7 @@ def _enum_value(allowed: Sequence[Any], value: Any) -> tuple[Any, Applicability]
     if not isinstance(value, str):
         return None
     texts = [a for a in allowed if isinstance(a, str)]
-    match = _closest(value, texts)
+    match = closest(value, texts)
     if match is None:
         return None
     return match.name, SAFE if match.same else UNSAFE
@@ -516,7 +456,9 @@ def _name_of(path: Sequence[str | int]) -> str:
     return ".".join(str(p) for p in path) or "parameters"
 
 
-def _value_pieces(schema: Any, value: Any, path: tuple[str | int, ...], base: str) -> list[_Piece]:
+def _value_pieces(
+    schema: Any, value: Any, path: tuple[str | int, ...], base: str, *, loose: bool = False
+) -> list[_Piece]:
     """The repairs of ``value`` (at ``path`` inside the parameters, pointer ``base``)
     against ``schema``."""
     if not isinstance(schema, dict) or "$ref" in schema:
@@ -559,16 +501,23 @@ def _value_pieces(schema: Any, value: Any, path: tuple[str | int, ...], base: st
         )
         value = new
     if isinstance(value, dict):
-        pieces += _object_pieces(schema, value, path, base)
+        pieces += _object_pieces(schema, value, path, base, loose=loose)
     elif isinstance(value, list) and isinstance(schema.get("items"), dict):
         for n, item in enumerate(value):
-            pieces += _value_pieces(schema["items"], item, (*path, n), base)
+            pieces += _value_pieces(schema["items"], item, (*path, n), base, loose=loose)
     return pieces
 
 
 def _object_pieces(
-    schema: Mapping[str, Any], value: Mapping[str, Any], path: tuple[str | int, ...], base: str
+    schema: Mapping[str, Any],
+    value: Mapping[str, Any],
+    path: tuple[str | int, ...],
+    base: str,
+    *,
+    loose: bool = False,
 ) -> list[_Piece]:
+    """The repairs of an object's members; ``loose``: an undeclared member close to a
+    declared one the object leaves out is renamed even where the schema takes it."""
     from ..base.errors import json_pointer
 
     properties = schema.get("properties")
@@ -590,8 +539,8 @@ def _object_pieces(
         # a misspelling: a declared name not given, that the schema wants or that the
         # schema forbids the written one for
         open_names = [t for t in properties if t not in value and t not in provided]
-        wanted = open_names if forbidden else [t for t in open_names if t in missing]
-        match = _closest(key, wanted)
+        wanted = open_names if forbidden or loose else [t for t in open_names if t in missing]
+        match = closest(key, wanted)
         if match is None:
             continue
         target = match.name
@@ -707,6 +656,27 @@ def _param_schema(scene: _Scene, issue: Issue) -> Fix | None:
     return _parameter_fix(scene, issue, cache[issue.index])
 
 
+def _param_undeclared(scene: _Scene, issue: Issue) -> Fix | None:
+    """An undeclared parameter renamed to the declared one it most likely stands for."""
+    index = issue.index
+    tools = scene.tools
+    if index is None or tools is None or tools.names_only:
+        return None
+    action = scene.actions[index]
+    if action.tool is None or action.tool not in tools:
+        return None
+    key = parse_pointer(issue.pointer[len(_at(index, "parameters")) :])[:1]
+    base = _at(index, "parameters")
+    pieces = _value_pieces(tools[action.tool].parameters, action.parameters, (), base, loose=True)
+    chosen = [
+        p for p in pieces if p.edits and key and key[0] in p.names and p.edits[0]["op"] == "move"
+    ]
+    if not chosen:
+        return None
+    piece = chosen[0]
+    return Fix(piece.applicability, piece.message, tuple(piece.edits))
+
+
 def _fit(tools: ToolRegistry, name: str, parameters: Mapping[str, Any]) -> tuple[int, float]:
     """How well ``parameters`` fit tool ``name``: its schema's violations, and the share
     of the parameters it declares."""
@@ -728,8 +698,8 @@ def _unknown_tool(scene: _Scene, issue: Issue) -> Fix | None:
     action = scene.actions[index]
     written = action.tool or ""
     names = list(tools)
-    squashed = _squash(written)
-    near = [n for n in names if _squash(n) == squashed]
+    squashed = squash(written)
+    near = [n for n in names if squash(n) == squashed]
     near += difflib.get_close_matches(written, names, n=8, cutoff=0.6)
     lowered = {n.lower(): n for n in names}
     close = difflib.get_close_matches(written.lower(), list(lowered), n=8, cutoff=0.6)
@@ -738,10 +708,10 @@ def _unknown_tool(scene: _Scene, issue: Issue) -> Fix | None:
 
     def rank(name: str) -> tuple[Any, ...]:
         errors, share = _fit(tools, name, action.parameters) if not tools.names_only else (0, 1.0)
-        same = _squash(name) == squashed
-        distance = _distance(squashed, _squash(name))
+        same = squash(name) == squashed
+        typos = distance(squashed, squash(name))
         ratio = difflib.SequenceMatcher(None, written.lower(), name.lower()).ratio()
-        return (not same, min(errors, 3) + round((1 - share) * 3), distance, -ratio, name)
+        return (not same, min(errors, 3) + round((1 - share) * 3), typos, -ratio, name)
 
     why = "the closest registered name"
     if not near and action.parameters and not tools.names_only and len(names) <= 200:
@@ -1042,7 +1012,7 @@ def _unknown_dependency(scene: _Scene, issue: Issue) -> Fix | None:
             return None
         written = action.dependencies[n]
         others = [a.id for a in scene.actions if a.id != action.id]
-        match = _closest(written, others)
+        match = closest(written, others)
         if match is not None:
             op = {"op": "replace", "path": _at(index, "dependencies", n), "value": match.name}
             return Fix(UNSAFE, f"depend on {match.name} (no action is called {written!r})", (op,))
@@ -1077,15 +1047,15 @@ def _unknown_operator(scene: _Scene, issue: Issue) -> Fix | None:
     if n >= len(pres):
         return None
     written = pres[n].operator
-    words = _words(written)
+    spelled = words(written)
     if written in _OPERATOR_SIGNS:
         chosen, trust = _OPERATOR_SIGNS[written], SAFE
-    elif words in KNOWN_OPERATORS:
-        chosen, trust = words, SAFE
-    elif words in _OPERATOR_WORDS:
-        chosen, trust = _OPERATOR_WORDS[words], UNSAFE
+    elif spelled in KNOWN_OPERATORS:
+        chosen, trust = spelled, SAFE
+    elif spelled in _OPERATOR_WORDS:
+        chosen, trust = _OPERATOR_WORDS[spelled], UNSAFE
     else:
-        match = _closest(written, sorted(KNOWN_OPERATORS))
+        match = closest(written, sorted(KNOWN_OPERATORS))
         if match is None:
             return Fix(DISPLAY, f"use one of {', '.join(sorted(KNOWN_OPERATORS))}")
         chosen, trust = match.name, UNSAFE
@@ -1100,11 +1070,11 @@ def _unknown_action_type(scene: _Scene, issue: Issue) -> Fix | None:
     if index is None:
         return None
     written = scene.actions[index].type
-    words = _words(written)
+    spelled = words(written)
     known = sorted(Action.KNOWN_TYPES)
-    chosen = words if words in known else None
+    chosen = spelled if spelled in known else None
     if chosen is None:
-        match = _closest(written, known)
+        match = closest(written, known)
         chosen = match.name if match is not None else None
     if chosen is None:
         return None
@@ -1137,7 +1107,7 @@ def _unknown_field(scene: _Scene, issue: Issue) -> Fix | None:
         for part in found.path[:-1]:
             owner = owner[int(part)] if isinstance(owner, list) else getattr(owner, str(part))
         known = sorted(wire_names(type(owner)))
-        by_words = [k for k in known if _words(k) == _words(found.name)]
+        by_words = [k for k in known if words(k) == words(found.name)]
         target = by_words[0] if len(by_words) == 1 else found.suggestion
         if target is None:
             return None
@@ -1176,7 +1146,7 @@ def _compensation_target(scene: _Scene, issue: Issue) -> Fix | None:
         known = list(scene.tools or [])
     else:
         known = [a.id for a in scene.actions if a.id != scene.actions[index].id]
-    match = _closest(written, known)
+    match = closest(written, known)
     if match is None:
         return None
     op = {"op": "replace", "path": issue.pointer, "value": match.name}
@@ -1204,14 +1174,14 @@ def _missing_compensation(scene: _Scene, issue: Issue) -> Fix | None:
             "irreversible",
         )
     tool = action.tool
-    words = _words(tool)
-    names = [f"{p}_{words}" for p in ("rollback", "undo", "revert")]
-    names += [f"{words}_{s}" for s in ("rollback", "undo", "revert")]
+    spelled = words(tool)
+    names = [f"{p}_{spelled}" for p in ("rollback", "undo", "revert")]
+    names += [f"{spelled}_{s}" for s in ("rollback", "undo", "revert")]
     for do, undo in _INVERSES:
         for a, b in ((do, undo), (undo, do)):
-            if words.startswith(a + "_"):
-                names.append(b + words[len(a) :])
-    by_words = {_words(n): n for n in tools}
+            if spelled.startswith(a + "_"):
+                names.append(b + spelled[len(a) :])
+    by_words = {words(n): n for n in tools}
     found = next((by_words[n] for n in names if n in by_words), None)
     if found is None:
         return Fix(
@@ -1231,6 +1201,7 @@ def _missing_compensation(scene: _Scene, issue: Issue) -> Fix | None:
 DERIVERS: Mapping[str, Deriver] = {
     "param-schema": _param_schema,
     "param-schema-full": _param_schema,
+    "param-undeclared": _param_undeclared,
     "unknown-tool": _unknown_tool,
     "missing-tool-name": _missing_tool_name,
     "missing-dependency": _order_after_writer,
@@ -1281,7 +1252,9 @@ def _checked(scene: _Scene, issue: Issue, fix: Fix) -> Fix | None:
 #: What :func:`_on_the_call_alone` answers for a fix whose finding stays.
 _NOT_GONE = Fix(DISPLAY, "")
 #: The codes a call's parameters and tool name make, on the call alone.
-_CALL_CODES = frozenset({"param-schema", "param-schema-full", "unknown-tool", "missing-tool-name"})
+_CALL_CODES = frozenset(
+    {"param-schema", "param-schema-full", "param-undeclared", "unknown-tool", "missing-tool-name"}
+)
 
 
 def _on_the_call_alone(scene: _Scene, issue: Issue, fix: Fix) -> Fix | None:

@@ -54,7 +54,7 @@ from ..base.values import format_predicate
 from ..ir.model import Action
 from . import CheckRecord, Context, Example, Pass, Said
 
-__all__ = ["CAR_CHECKS", "CAR_CODES", "CHECK_OF_CODE", "CarCheck", "CarPass"]
+__all__ = ["ADDED_CODES", "CAR_CHECKS", "CAR_CODES", "CHECK_OF_CODE", "CarCheck", "CarPass"]
 
 D, H = Tier.DECISION_PROCEDURE, Tier.HEURISTIC
 
@@ -164,6 +164,12 @@ OWN_CODES = (
     "dependency-overtaken",
     "car-spec-deviation",
     "param-schema-full",
+)
+
+#: What car-verify adds beside CAR's verdict, never an error: the notes, and the one
+#: warning (an ignored `dependencies` entry that matters). The runtime reports none.
+ADDED_CODES = frozenset(
+    {"extension-ignored", "dependency-overtaken", "car-spec-deviation", "param-schema-full"}
 )
 
 #: Every code the car profile reports from CAR's checks and this pass's notes.
