@@ -548,7 +548,7 @@ def _check_fixes(plan: dict[str, Any], profile: str, **kw: Any) -> None:
         assert all(code in revealed for code, _, _ in new_found), (issue, fix, new_found)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(calls(), st.sampled_from(["car", "strict"]))
 def test_applying_a_call_fix_never_adds_a_finding_and_keeps_unknown_fields(
     plan: dict[str, Any], profile: str
@@ -638,7 +638,7 @@ def test_a_patch_edits_only_what_it_touches() -> None:
     assert copy.deepcopy(doc) == json.loads(text)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(calls(), st.sampled_from(["car", "strict"]))
 def test_checking_a_call_fix_on_the_call_alone_agrees_with_a_full_re_verification(
     plan: dict[str, Any], profile: str

@@ -71,15 +71,20 @@ SAFE, UNSAFE, DISPLAY = Applicability.SAFE, Applicability.UNSAFE, Applicability.
 #: Re-verifications one derivation may spend, counted in actions verified (a trial of
 #: a plan of n actions costs n): past it a fix is kept as derived, at most unsafe, its
 #: message saying it was not re-verified. Bounds the time on large plans.
-TRIAL_BUDGET = 3_000
+TRIAL_BUDGET = 4_000
 #: At most this many trials however small the plan.
 MAX_TRIALS = 100
+#: At most this many findings of one result get a fix (the first ones, in report
+#: order): a plan with more has its first ones repaired, and is verified again.
+MAX_DERIVED = 2_000
 #: Fixes of one call's parameters or tool name one derivation may check on the call
 #: alone (a plan of one action: each costs a few milliseconds), before it counts
 #: against :data:`TRIAL_BUDGET` like any other fix.
 LOCAL_BUDGET = 200
-#: z3 questions one derivation may ask (a write conflict's ordering keeps the end state).
-MAX_Z3_QUESTIONS = 10
+#: z3 questions one derivation may ask (a write conflict's ordering keeps the end state),
+#: and the largest plan it asks them of: past either, an ordering is unsafe, unproven.
+MAX_Z3_QUESTIONS = 4
+Z3_LARGEST = 100
 #: Rounds of :func:`repair` (a round's fixes can make the next round's: a renamed tool
 #: then has parameters to repair).
 MAX_ROUNDS = 8
@@ -111,12 +116,14 @@ class _Scene:
         self.position = {a.id: i for i, a in reversed(list(enumerate(self.actions)))}
         self.timeout_ms = timeout_ms
         self.z3_left = z3_questions
-        size = max(1, len(self.actions))
+        # a re-verification costs about the plan's actions and findings together
+        size = max(1, len(self.actions) + len(result.issues))
         self.trials_left = min(MAX_TRIALS, TRIAL_BUDGET // size) if inputs is not None else 0
         self.local_left = LOCAL_BUDGET if inputs is not None else 0
         self._document: dict[str, Any] | None = None
         self._trials: dict[str, _Trial | None] = {}
         self._calls: dict[tuple[str | None, str], int] | None = None
+        self._conflicts: dict[str, list[list[str]]] | None = None
         self.before = _identities(result.issues, self.actions)
 
     @property
@@ -157,6 +164,15 @@ class _Scene:
             return self.result.rerun({**doc, "actions": [action]}).issues
         except CarVerifyError:
             return None
+
+    def conflicts_of(self, action_id: str) -> list[list[str]]:
+        """The write conflicts ``[first, second, key]`` an action is in (indexed once)."""
+        if self._conflicts is None:
+            self._conflicts = {}
+            for conflict in self.result.conflicts:
+                for member in dict.fromkeys(conflict[:2]):
+                    self._conflicts.setdefault(member, []).append(conflict)
+        return self._conflicts.get(action_id, [])
 
     def identical_elsewhere(self, index: int, tool: Any, parameters: Any) -> bool:
         """Whether another call of the plan has this tool and these parameters (as the
@@ -906,8 +922,8 @@ def _write_conflict(scene: _Scene, issue: Issue) -> Fix | None:
     if issue.action_id is None:
         return None
     quoted = _quoted(issue.message)
-    for first, second, key in scene.result.conflicts:
-        if issue.action_id not in (first, second) or key not in quoted:
+    for first, second, key in scene.conflicts_of(issue.action_id):
+        if key not in quoted:
             continue
         if first not in quoted and second not in quoted and issue.action_id != first:
             continue
@@ -924,7 +940,7 @@ def _write_conflict(scene: _Scene, issue: Issue) -> Fix | None:
             return None
         op = _list_add(current, index, name, entry)
         words = f"add {entry!r} to {second}'s {name}, ordering it after {first}"
-        if scene.z3_left <= 0:
+        if scene.z3_left <= 0 or len(scene.actions) > Z3_LARGEST:
             return Fix(UNSAFE, f"{words} (not proven to keep the end state)", (op,))
         scene.z3_left -= 1
         try:
@@ -1261,7 +1277,8 @@ def _on_the_call_alone(scene: _Scene, issue: Issue, fix: Fix) -> Fix | None:
     """A fix of a call's parameters or tool name checked on the call alone (a plan of
     that one action, before and after), which is what a full re-verification finds
     when nothing else reads the call: no policies, labels, intent or chosen passes,
-    no output reference in its parameters, and no other call it would then repeat.
+    no output reference in its parameters, and no other call it repeats, before the
+    fix or after.
     None: it cannot be checked so (a full trial decides); ``_NOT_GONE``: its finding
     stays. ``tests/test_repair.py`` holds the two checks to the same answers."""
     index = issue.index
@@ -1293,8 +1310,11 @@ def _on_the_call_alone(scene: _Scene, issue: Issue, fix: Fix) -> Fix | None:
     if "$" in json.dumps(original.get("parameters")) + json.dumps(edited.get("parameters")):
         return None  # an output reference orders actions
     tool, parameters = edited.get("tool"), edited.get("parameters", {})
-    if isinstance(parameters, dict) and scene.identical_elsewhere(index, tool, parameters):
-        return None
+    own = scene.actions[index]
+    if not isinstance(parameters, dict) or scene.identical_elsewhere(index, tool, parameters):
+        return None  # the call would repeat another: the plan's loop check decides
+    if scene.identical_elsewhere(index, own.tool, own.parameters):
+        return None  # the call leaves a group of identical calls: the same
     after_alone = scene.alone(edited)
     if after_alone is None:
         return None
@@ -1316,7 +1336,7 @@ def _on_the_call_alone(scene: _Scene, issue: Issue, fix: Fix) -> Fix | None:
 def derive_fixes(
     result: VerificationResult,
     *,
-    timeout_ms: int = 5_000,
+    timeout_ms: int = 2_000,
     z3_questions: int = MAX_Z3_QUESTIONS,
 ) -> list[Fix]:
     """The fixes of ``result``'s findings (see the module's docstring), in the
@@ -1324,7 +1344,7 @@ def derive_fixes(
     scene = _Scene(result, timeout_ms=timeout_ms, z3_questions=z3_questions)
     derived: dict[int, Fix] = {}
     candidates: list[tuple[int, Fix]] = []
-    for n, issue in enumerate(result.issues):
+    for n, issue in enumerate(result.issues[:MAX_DERIVED]):
         derive = DERIVERS.get(issue.code)
         if derive is None:
             continue
