@@ -660,3 +660,53 @@ def test_checking_a_call_fix_on_the_call_alone_agrees_with_a_full_re_verificatio
         assert (quick is None) == (full is None), (issue, fix, quick, full)
         if quick is not None and full is not None:
             assert quick.applicability == full.applicability, (issue, quick, full)
+
+
+def test_the_repair_benchmark_reads_bfcl_and_its_mistakes_are_repaired() -> None:
+    """benchmarks/bench_repair.py: a BFCL case becomes a plan and a closed registry,
+    and a mistake of each parameter kind on it is repaired exactly (its full run is
+    the benchmark's; this keeps the script from rotting)."""
+    import importlib.util
+    import random
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location(
+        "bench_repair", root / "benchmarks" / "bench_repair.py"
+    )
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    entry = {
+        "id": "t",
+        "function": [
+            {
+                "name": "calc.area",
+                "parameters": {
+                    "type": "dict",
+                    "properties": {
+                        "base": {"type": "integer"},
+                        "unit": {"type": "string", "enum": ["cm", "m"]},
+                        "opts": {"type": "dict", "properties": {"round": {"type": "float"}}},
+                    },
+                    "required": ["base"],
+                },
+            }
+        ],
+        "ground_truth": [
+            {"calc.area": {"base": [10], "unit": ["cm", ""], "opts": [{"round": [2.5]}]}}
+        ],
+    }
+    label, plan, tools, _ = bench.bfcl_case(entry)
+    assert label == "bfcl/t"
+    assert plan["actions"][0]["parameters"] == {"base": 10, "unit": "cm", "opts": {"round": 2.5}}
+    schema = tools[0]["parameters"]
+    assert schema["type"] == "object" and schema["additionalProperties"] is False
+    assert schema["properties"]["opts"]["properties"]["round"]["type"] == "number"
+    registry = {t["name"]: t for t in tools}
+    rng = random.Random(1)
+    for kind in ("type-drift", "param-name", "tool-name", "enum-case", "extra-param"):
+        copies = bench.CORRUPTIONS[kind](plan, registry, rng)
+        assert copies, kind
+        for broken in copies:
+            assert broken != plan
+            assert bench.same(bench.fixed(broken, tools, None, "car", True), plan), (kind, broken)
