@@ -124,6 +124,8 @@ class _Scene:
         self._trials: dict[str, _Trial | None] = {}
         self._calls: dict[tuple[str | None, str], int] | None = None
         self._conflicts: dict[str, list[list[str]]] | None = None
+        #: Each call's parameter repairs, by action position (computed once).
+        self.pieces: dict[int, list[_Piece]] = {}
         self.before = _identities(result.issues, self.actions)
 
     @property
@@ -666,10 +668,9 @@ def _call_pieces(scene: _Scene, index: int) -> list[_Piece]:
 def _param_schema(scene: _Scene, issue: Issue) -> Fix | None:
     if issue.index is None:
         return None
-    cache: dict[int, list[_Piece]] = scene.__dict__.setdefault("_pieces", {})
-    if issue.index not in cache:
-        cache[issue.index] = _call_pieces(scene, issue.index)
-    return _parameter_fix(scene, issue, cache[issue.index])
+    if issue.index not in scene.pieces:
+        scene.pieces[issue.index] = _call_pieces(scene, issue.index)
+    return _parameter_fix(scene, issue, scene.pieces[issue.index])
 
 
 def _param_undeclared(scene: _Scene, issue: Issue) -> Fix | None:
@@ -1494,7 +1495,7 @@ def _apply_round(
     except PatchError:
         candidate = None
     if candidate is not None:
-        after, new = clean(candidate, current, before, [i for i, _ in together])
+        after, new = _clean(candidate, current, before, [i for i, _ in together])
         if after is not None and not new:
             for issue, fix in together:
                 out.applied.append(Applied(issue.code, issue.action_id, fix))
@@ -1509,7 +1510,7 @@ def _apply_round(
             said = f"[{issue.code}] {issue.action_id}: {fix.message}"
             out.dropped.append(f"{said}: it no longer applies")
             continue
-        after, new = clean(alone, current, before, [issue])
+        after, new = _clean(alone, current, before, [issue])
         if after is None or new:
             brings = ", ".join(_said(i) for i in new[:3]) or "a document that is no proposal"
             said = f"[{issue.code}] {issue.action_id}: {fix.message}"
@@ -1522,7 +1523,7 @@ def _apply_round(
     return (doc, current) if changed else None
 
 
-def clean(
+def _clean(
     candidate: dict[str, Any],
     current: VerificationResult,
     before: Counter[tuple[Any, ...]],
