@@ -9,6 +9,9 @@ What it checks:
     (2020-12 if none), each tool's validator built once; under car only what the
     runtime checks, the top-level ``required`` and each property's ``type`` (the
     ``car`` pass notes what the full schema says beside it, ``param-schema-full``).
+    A parameter the schema does not declare, where it lets one through, is noted
+    when it is close to a declared one the call leaves out (``param-undeclared``:
+    ``ctiy`` for ``city``, ``userId`` for ``user_id``), under both profiles.
     The strict message is jsonschema's, with a quoted value of more than 120
     characters (a long parameter, an ``enum`` of hundreds) cut to its start and its
     length; the path locates it whole.
@@ -20,10 +23,13 @@ Why it matters:
 
 How to fix:
     Correct the tool name or register the tool; fix the parameter named in the
-    message.
+    message. Each finding carries its fix where one can be derived (the closest
+    registered tool, a lossless type repair, the declared name: docs/fixes.md).
 
 Why this tier:
-    ``decision_procedure``: set membership and JSON Schema validation.
+    ``decision_procedure``: set membership and JSON Schema validation (a
+    ``param-undeclared`` note states two facts, an undeclared name and a declared
+    one close to it; whether it is a misspelling it asks).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from car_verify.base.findings import Issue, Tier
+from car_verify.base.names import closest
 from car_verify.passes import Context, Example, Pass, Requirement
 
 _DEPLOY_TOOL = {
@@ -50,7 +57,7 @@ def _deploy(**params: object) -> dict[str, object]:
 class ToolSchemaPass(Pass):
     name = "tools"
     tier = Tier.DECISION_PROCEDURE
-    codes = ("unknown-tool", "param-schema")
+    codes = ("unknown-tool", "param-schema", "param-undeclared")
     requires = frozenset({Requirement.TOOLS})
     verifies = "tool calls name registered tools and pass parameters their schemas accept"
     cannot_verify = "what a tool does with valid parameters"
@@ -68,6 +75,20 @@ class ToolSchemaPass(Pass):
             _deploy(env="qa"),
             ("param-schema",),
             tools=[_DEPLOY_TOOL],
+        ),
+        Example(
+            "a misspelled optional parameter the schema lets through (and the tool ignores)",
+            _deploy(env="staging", dryrun=True),
+            ("param-undeclared",),
+            tools=[
+                {
+                    "name": "deploy",
+                    "parameters": {
+                        **_DEPLOY_TOOL["parameters"],  # type: ignore[dict-item]
+                        "properties": {"env": {"type": "string"}, "dry_run": {"type": "boolean"}},
+                    },
+                }
+            ],
         ),
     )
 
@@ -89,3 +110,32 @@ class ToolSchemaPass(Pass):
                 continue
             for message, path in problems.get(i, ()):
                 yield ctx.issue("param-schema", message, index=i, where=("parameters", *path))
+            if not tools.names_only:
+                yield from _undeclared(ctx, i, tools[action.tool].parameters)
+
+
+def _undeclared(ctx: Context, index: int, schema: object) -> Iterator[Issue]:
+    """A parameter the schema lets through undeclared, close to a declared one the call
+    leaves out (``param-undeclared``); where the schema forbids it, the schema check
+    says so itself."""
+    if not isinstance(schema, dict) or schema.get("additionalProperties") is False:
+        return
+    properties = schema.get("properties")
+    if not isinstance(properties, dict) or not properties or schema.get("patternProperties"):
+        return
+    action = ctx.proposal.actions[index]
+    given = action.parameters
+    open_names = [name for name in properties if name not in given]
+    for key in given:
+        if key in properties or not open_names:
+            continue
+        match = closest(key, open_names)
+        if match is not None:
+            yield ctx.issue(
+                "param-undeclared",
+                f"tool {action.tool!r} declares no parameter {key!r}: did you mean "
+                f"{match.name!r}? (its schema lets {key!r} through, and the tool likely "
+                "ignores it)",
+                index=index,
+                where=("parameters", key),
+            )

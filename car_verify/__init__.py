@@ -12,17 +12,19 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
+from .base import deferred as _deferred
 from .base import display as _display
 
 if TYPE_CHECKING:
     from .api import Evidence, Simulation, VerificationResult, simulate, verify
     from .base.codes import CODES, Code
     from .base.errors import CarVerifyError, InputError, PassError, UsageError
-    from .base.findings import Issue, Severity, Tier
+    from .base.findings import Applicability, Fix, Issue, Severity, Tier
     from .deciders.equivalence import EquivalenceResult, equivalent
     from .deciders.optimize import OptimizeResult, optimize
     from .deciders.predictions import simulate_with_predictions, transaction_check_with_predictions
     from .deciders.ranking import ScoredProposal, rank_proposals
+    from .deciders.repair import Repaired, repair
     from .deciders.transactions import TransactionReport, transaction_check
     from .deciders.workflow import check_workflow_policies, verify_workflow, verify_workflow_graph
     from .deciders.wp import Condition, runs_unblocked
@@ -83,7 +85,8 @@ _LAZY = {
     **dict.fromkeys(["CODES", "Code"], "base.codes"),
     "Dag": "semantics.dag",
     **dict.fromkeys(["CarVerifyError", "InputError", "PassError", "UsageError"], "base.errors"),
-    **dict.fromkeys(["Issue", "Severity", "Tier"], "base.findings"),
+    **dict.fromkeys(["Applicability", "Fix", "Issue", "Severity", "Tier"], "base.findings"),
+    **dict.fromkeys(["Repaired", "repair"], "deciders.repair"),
     **dict.fromkeys(
         [
             "Action",
@@ -164,6 +167,17 @@ def _load_views() -> object:
 _display.register_views_loader(_load_views)
 
 
+def _load_derivers() -> object:
+    """The repairs of a result's findings (``deciders.repair``), imported from the
+    package, the top layer, when a result's ``fixes`` are first read."""
+    from .deciders import repair
+
+    return repair
+
+
+_deferred.register_derivers_loader(_load_derivers)
+
+
 def __dir__() -> list[str]:
     return sorted(__all__)
 
@@ -185,6 +199,7 @@ __all__ = [
     "ActionResult",
     "ActionStatus",
     "ActionType",
+    "Applicability",
     "CarVerifyError",
     "Code",
     "Condition",
@@ -199,6 +214,7 @@ __all__ = [
     "ExecutionResult",
     "Executor",
     "FailureBehavior",
+    "Fix",
     "InputError",
     "Issue",
     "Ledger",
@@ -209,6 +225,7 @@ __all__ = [
     "PolicyViolation",
     "Precondition",
     "ProposalResult",
+    "Repaired",
     "Requirement",
     "Reversibility",
     "RiskResult",
@@ -257,6 +274,7 @@ __all__ = [
     "policy_diff",
     "rank_proposals",
     "record_decision",
+    "repair",
     "risk",
     "runs_unblocked",
     "simulate",

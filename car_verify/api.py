@@ -10,7 +10,7 @@ from typing import Any
 
 from .base.display import HtmlDisplay
 from .base.errors import InputError, deep_values_are_input_errors
-from .base.findings import Issue, Severity
+from .base.findings import Fix, Issue, Severity
 from .base.schedules import Schedules
 from .base.values import copy_json
 from .ir._codec import Bad, d_json, expected
@@ -29,7 +29,7 @@ from .semantics.dag import Dag
 from .semantics.profiles import DEFAULT_PROFILE
 from .semantics.walk import ActionTrace, describe, walk
 
-__all__ = ["Evidence", "Simulation", "VerificationResult", "simulate", "verify"]
+__all__ = ["Evidence", "Inputs", "Simulation", "VerificationResult", "simulate", "verify"]
 
 ProposalLike = ActionProposal | Mapping[str, Any] | str | bytes | os.PathLike[str] | Readable
 
@@ -65,6 +65,50 @@ class Evidence:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class Inputs:
+    """What a verify run was given beside the proposal (its registry, initial state,
+    options, policies, labels, intent, semantics and the passes asked for), so that
+    another proposal can be checked the same way (:meth:`VerificationResult.rerun`)."""
+
+    tools: ToolRegistry | None
+    initial_state: Mapping[str, Any] | None
+    options: Options
+    policies: Any
+    labels: Any
+    flow_policy: Any
+    intent: Any
+    semantics: Any
+    passes: Iterable[str | Pass | type[Pass]] | None
+
+    @classmethod
+    def of(cls, ctx: Context, passes: Iterable[str | Pass | type[Pass]] | None) -> Inputs:
+        return cls(
+            ctx.tools,
+            ctx.initial_state if ctx.state_given else None,
+            ctx.options,
+            ctx.policies,
+            ctx.labels,
+            ctx.flow_policy,
+            ctx.intent,
+            ctx.semantics,
+            passes,
+        )
+
+    def context(self, proposal: ActionProposal) -> Context:
+        return Context(
+            proposal,
+            tools=self.tools,
+            initial_state=self.initial_state,
+            options=self.options,
+            policies=self.policies,
+            labels=self.labels,
+            flow_policy=self.flow_policy,
+            intent=self.intent,
+            semantics=self.semantics,
+        )
+
+
 @dataclass(slots=True)
 class VerificationResult(HtmlDisplay):
     """The verification result of the spec, plus ``evidence``.
@@ -82,6 +126,31 @@ class VerificationResult(HtmlDisplay):
     _dag: Dag | None = field(default=None, repr=False, compare=False)
     #: The profile whose answers these are (docs/semantics.md §9).
     profile: Profile = DEFAULT_PROFILE
+    #: What the run was given beside the proposal (None: not known).
+    inputs: Inputs | None = field(default=None, repr=False, compare=False)
+    _fixes: list[Fix] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def fixes(self) -> list[Fix]:
+        """The repairs of the findings, derived on first read (each re-verified:
+        ``car_verify.deciders.repair``): one :class:`~car_verify.base.findings.Fix`
+        per finding that has one, in the findings' order. Reading them also attaches
+        each to its finding in :attr:`issues` (``Issue.fix``), so the wire object
+        then carries them. Derived only when asked: ``verify`` itself does not."""
+        if self._fixes is None:
+            from .base.deferred import deriver
+
+            self._fixes = deriver("fixes")(self)
+        return self._fixes
+
+    def rerun(self, proposal: ProposalLike) -> VerificationResult:
+        """``verify`` of another proposal with this run's inputs (registry, initial
+        state, options, policies, labels, intent, profile and passes)."""
+        if self.inputs is None:
+            raise ValueError("this result does not know the inputs it was verified with")
+        model = load(proposal)
+        self.inputs.semantics.refuse(model)
+        return assess(self.inputs.context(model), self.inputs.passes)
 
     @property
     def dag(self) -> Dag:
@@ -110,7 +179,10 @@ class VerificationResult(HtmlDisplay):
     def codes(self) -> set[str]:
         return {i.code for i in self.issues}
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, *, fixes: bool = False) -> dict[str, Any]:
+        """The wire object; with ``fixes``, each finding with its repair (:attr:`fixes`)."""
+        if fixes:
+            self.fixes  # noqa: B018 - attaches each fix to its finding
         return {
             "valid": self.valid,
             "issues": [i.to_dict() for i in self.issues],
@@ -121,8 +193,8 @@ class VerificationResult(HtmlDisplay):
             "profile": self.profile.value,
         }
 
-    def to_json(self, *, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+    def to_json(self, *, indent: int | None = 2, fixes: bool = False) -> str:
+        return json.dumps(self.to_dict(fixes=fixes), indent=indent, ensure_ascii=False)
 
 
 class Simulation(dict[str, Any], HtmlDisplay):
@@ -360,6 +432,8 @@ def assess(
     strict, docs/semantics.md's), plus the ones its inputs ask for."""
     from .passes.registry import resolve_passes  # the passes load with the first run
 
+    if passes is not None and not isinstance(passes, str):
+        passes = tuple(passes)  # kept for a rerun: read twice
     chosen = resolve_passes(passes, ctx)
     issues, said = run_and_say(ctx, chosen)
     assumptions, untested, risks, score = gathered(said)
@@ -380,6 +454,7 @@ def assess(
         evidence=Evidence(checks, assumptions, untested, risks, score),
         proposal=ctx.proposal,
         profile=ctx.semantics.profile,
+        inputs=Inputs.of(ctx, passes),
     )
 
 

@@ -40,11 +40,14 @@ def car_verify(
 
 
 def verify_projection(result: dict[str, Any]) -> dict[str, Any]:
-    """What the car profile must agree on: everything but messages, order and info findings."""
+    """What the car profile must agree on: everything but messages, order, info
+    findings and the warning car-verify adds (``dependency-overtaken``)."""
+    from car_verify.passes.car import ADDED_CODES
+
     issues = Counter(
         (i["action_id"], i["severity"], i["tier"])
         for i in result["issues"]
-        if i["severity"] != "info"
+        if i["severity"] != "info" and i.get("code") not in ADDED_CODES
     )
     return {
         "valid": result["valid"],

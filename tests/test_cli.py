@@ -204,14 +204,21 @@ def test_simulate_prints_the_end_state(capsys: pytest.CaptureFixture[str]) -> No
         "build_artifact": "billing-service:fix-rounding",
         "tests_passed": True,
         "coverage": 0.87,
+        "gate_passed": True,
         "deployed": True,
     }
 
 
-def test_simulate_explains_level_by_level(capsys: pytest.CaptureFixture[str]) -> None:
+def test_simulate_explains_level_by_level(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """--explain listed the actions in document order, so the levels jumped
     (0, 1, 0, 1, 0 for the gated deploy under car)."""
-    plan = str(EXAMPLES / "gated-deploy" / "proposal.json")
+    # the gated deploy as it was before issue 60, ordered by `dependencies` alone
+    doc = json.loads((EXAMPLES / "gated-deploy" / "proposal.json").read_text())
+    doc["actions"][3]["state_dependencies"] = ["build_artifact"]
+    del doc["actions"][4]["state_dependencies"]
+    plan = write(tmp_path, "p.json", doc)
     code, out, _ = run(["simulate", plan, "--explain", "--profile", "car"], capsys)
     lines = [line for line in out.splitlines() if line.startswith("level ")]
     levels = [int(line.split()[1]) for line in lines]

@@ -203,7 +203,10 @@ ROWS = [
                 tc("deploy", dependencies=["build"], parameters={"image": "$build.output"}),
             ]
         },
-        lambda r: levels(r) == [["build", "deploy"]] and codes(r) == ["extension-ignored"],
+        lambda r: (
+            levels(r) == [["build", "deploy"]]
+            and codes(r) == ["dependency-overtaken", "extension-ignored"]
+        ),
         lambda r: levels(r) == [["build"], ["deploy"]],
     ),
     Row(

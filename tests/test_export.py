@@ -74,7 +74,7 @@ def test_every_element_is_on_the_graph() -> None:
     assert "subgraph cluster_legend" in text
     gated = to_dot_text(proposal("gated-deploy"), profile="strict")
     assert 'a2 [label="gate", shape=diamond' in gated  # shape by action type
-    assert 'a3 -> a4 [label="depends"]' in gated
+    assert 'a3 -> a4 [label="depends, deployed"]' in gated  # the reason, and the key
 
 
 def test_cycles_and_errors() -> None:

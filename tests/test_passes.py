@@ -118,8 +118,11 @@ def test_section5_table_severities_and_tiers() -> None:
     assert {k: (CODES[k].severity.value, CODES[k].tier.value) for k in table} == table
     default = {c for cls in default_passes("strict") for c in cls.codes}
     # Section 5's table, and unknown-field and duplicate-key (issue 25: nothing
-    # passes silently).
-    assert default == {*table, "unknown-field", "duplicate-key"}, "section 5's findings"
+    # passes silently), and param-undeclared, a note (issue 60: nor does a misspelled
+    # parameter a schema lets through).
+    assert default == {*table, "unknown-field", "duplicate-key", "param-undeclared"}, (
+        "section 5's findings"
+    )
 
 
 def test_a_subset_of_passes_runs_alone_and_evidence_says_what_ran() -> None:

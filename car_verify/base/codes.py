@@ -20,7 +20,16 @@ from .findings import Severity, Tier
 if TYPE_CHECKING:
     from .config import ProfileName
 
-__all__ = ["ALIASES", "AS_STRICT", "BLOCKING", "CODES", "Code", "lookup", "register_codes"]
+__all__ = [
+    "ALIASES",
+    "AS_STRICT",
+    "BLOCKING",
+    "CODES",
+    "Code",
+    "Repair",
+    "lookup",
+    "register_codes",
+]
 
 E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 D, H = Tier.DECISION_PROCEDURE, Tier.HEURISTIC
@@ -36,6 +45,30 @@ class _AsStrict(Enum):
 #: In the ``car`` column: the ``strict`` column's severity (the default, so that a
 #: third-party pass's code fires under both profiles unless it says otherwise).
 AS_STRICT = _AsStrict.AS_STRICT
+
+
+@dataclass(frozen=True, slots=True)
+class Repair:
+    """What car-verify can repair of a code's findings (the code table's repair
+    column): the applicabilities its fixes can have (``safe``, ``unsafe``,
+    ``display``; none: no repair can be derived) and, in words, how each fix is
+    derived or why none can be."""
+
+    kinds: tuple[str, ...]
+    how: str
+
+    @property
+    def column(self) -> str:
+        """The table cell: the applicabilities (``safe, unsafe``), or ``none``."""
+        return ", ".join(self.kinds) if self.kinds else "none"
+
+
+def _fix(kinds: str, how: str) -> Repair:
+    return Repair(tuple(k.strip() for k in kinds.split(",")), how)
+
+
+def _none(why: str) -> Repair:
+    return Repair((), why)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +101,9 @@ class Code:
     #: profile whose ``Semantics.skip_is_optional`` holds (the author declared the
     #: action optional).
     skip_warns: bool = False
+    #: What a fix of the code's findings does, or why none can be derived (every code
+    #: that is an error or a warning under some profile has one: a test holds it).
+    repair: Repair | None = None
 
     def severity_in(self, profile: ProfileName) -> Severity | None:
         """The severity under ``profile`` (``car`` or ``strict``), or None: the
@@ -115,7 +151,17 @@ _COLUMNS: Final[Mapping[str, Callable[[Code], Severity | None]]] = MappingProxyT
 
 
 _TABLE = [
-    Code("empty-proposal", W, D, "the proposal has no actions", NEVER),
+    Code(
+        "empty-proposal",
+        W,
+        D,
+        "the proposal has no actions",
+        NEVER,
+        repair=_none(
+            "there is nothing to repair from: which actions the plan needs is the planner's "
+            "question"
+        ),
+    ),
     Code(
         "duplicate-id",
         E,
@@ -125,6 +171,11 @@ _TABLE = [
         "CAR runs both: car-verify's own note",
         blocks=True,
         lint=W,
+        repair=_fix(
+            "unsafe",
+            "the later action renamed to a free id (`<id>-2`); an edge or reference that named the"
+            " id still names the first",
+        ),
     ),
     Code(
         "unknown-action-type",
@@ -134,8 +185,25 @@ _TABLE = [
         NEVER,
         "CAR rejects the whole proposal: an input error",
         blocks=True,
+        repair=_fix(
+            "unsafe",
+            "the action type closest by name (`tool-call` to `tool_call`, `toolCall` to "
+            "`tool_call`), when one is close",
+        ),
     ),
-    Code("missing-tool-name", E, D, "a `tool_call` without `tool`", E, blocks=True),
+    Code(
+        "missing-tool-name",
+        E,
+        D,
+        "a `tool_call` without `tool`",
+        E,
+        blocks=True,
+        repair=_fix(
+            "unsafe, display",
+            "the one registered tool whose parameter schema accepts the call's parameters; else "
+            "the registered tools, shown",
+        ),
+    ),
     Code(
         "state-write-without-key",
         E,
@@ -145,6 +213,10 @@ _TABLE = [
         "CAR writes nothing for it: car-verify's own note",
         blocks=True,
         lint=W,
+        repair=_none(
+            "the key is the plan's own name for its state: nothing in the plan says which one was "
+            "meant"
+        ),
     ),
     Code(
         "unknown-dependency",
@@ -153,9 +225,35 @@ _TABLE = [
         "`dependencies` or a `$id.output` reference names no action",
         NEVER,
         blocks=True,
+        repair=_fix(
+            "unsafe",
+            "the action id closest by name (case, separators, one typo); else the entry removed",
+        ),
     ),
-    Code("dependency-cycle", E, D, "the dependency graph has a cycle", NEVER, blocks=True),
-    Code("unknown-operator", E, D, "a precondition operator is not in the operator table", E),
+    Code(
+        "dependency-cycle",
+        E,
+        D,
+        "the dependency graph has a cycle",
+        NEVER,
+        blocks=True,
+        repair=_fix(
+            "unsafe",
+            "the `dependencies` entry on the cycle whose removal leaves the fewest findings",
+        ),
+    ),
+    Code(
+        "unknown-operator",
+        E,
+        D,
+        "a precondition operator is not in the operator table",
+        E,
+        repair=_fix(
+            "safe, unsafe",
+            "the operator the spelling stands for: a re-cased or symbolic one (`EQ`, `==`, `>=`) "
+            "safe, one closest by name (`equals`, `greater_than`) unsafe",
+        ),
+    ),
     Code(
         "precondition-unsatisfied",
         E,
@@ -164,6 +262,12 @@ _TABLE = [
         E,
         "an error under failure_behavior skip too; the walk is sequential inside a level",
         skip_warns=True,
+        repair=_fix(
+            "safe, unsafe",
+            "ordered after the action that writes a value that satisfies it, as the profile orders"
+            " (safe when the walk then proves it holds and nothing new is found); or moved after "
+            "that writer in the proposal (unsafe)",
+        ),
     ),
     Code(
         "missing-dependency",
@@ -173,6 +277,12 @@ _TABLE = [
         E,
         "an error under failure_behavior skip too; one finding per state_dependencies entry",
         skip_warns=True,
+        repair=_fix(
+            "safe, unsafe",
+            "ordered after the action that writes the key, as the profile orders (safe when the "
+            "walk then finds the key and nothing new); or moved after that writer in the proposal "
+            "(unsafe)",
+        ),
     ),
     Code(
         "assertion-fails",
@@ -183,6 +293,11 @@ _TABLE = [
         "one finding per false precondition; an assertion's parameters are ignored "
         "(an extension-ignored note says so)",
         skip_warns=True,
+        repair=_fix(
+            "safe, unsafe",
+            "as `precondition-unsatisfied`: ordered after the writer of a value that satisfies the"
+            " predicate",
+        ),
     ),
     Code(
         "write-conflict",
@@ -191,6 +306,12 @@ _TABLE = [
         "two actions write the same key and neither is ordered before the other",
         W,
         "any two writers, unless one lists the key in state_dependencies; on the earlier",
+        repair=_fix(
+            "safe, unsafe",
+            "the later writer ordered after the earlier, as the profile orders (safe when z3 "
+            "proves the end state the same in every initial state and nothing new is found, else "
+            "unsafe)",
+        ),
     ),
     Code(
         "repeated-call",
@@ -199,6 +320,10 @@ _TABLE = [
         "the same tool is called with deep-equal parameters 3 or more times",
         E,
         "an error, on action_id proposal",
+        repair=_none(
+            "whether identical calls are a runaway loop or an intended poll is the author's call; "
+            "the calls are listed"
+        ),
     ),
     Code(
         "duplicate-call",
@@ -207,6 +332,10 @@ _TABLE = [
         "the same tool is called with identical parameters exactly twice",
         W,
         "on action_id proposal",
+        repair=_none(
+            "whether the second identical call is a mistake or a retry the author wants is the "
+            "author's call"
+        ),
     ),
     Code(
         "too-many-actions",
@@ -216,6 +345,7 @@ _TABLE = [
         W,
         "a warning on the first action; the limit is 30 unless given",
         blocks=True,
+        repair=_none("which actions to drop or how to split the plan is the planner's question"),
     ),
     Code(
         "unknown-tool",
@@ -224,6 +354,11 @@ _TABLE = [
         "a `tool_call` names a tool that is not in the registry",
         E,
         blocks=True,
+        repair=_fix(
+            "unsafe",
+            "the registered tool the call most likely meant: name distance (case, snake/camel "
+            "case, typos) and how well the call's parameters fit its schema",
+        ),
     ),
     Code(
         "param-schema",
@@ -233,6 +368,15 @@ _TABLE = [
         E,
         "only `required` and each property's `type` are checked",
         blocks=True,
+        repair=_fix(
+            "safe, unsafe, display",
+            'from the tool\'s full JSON Schema: a lossless type repair (`"5"` to 5, `"true"` to '
+            'true, 94103 to `"94103"`, x to [x]), an enum value in the wrong case, a misspelled or'
+            " re-cased parameter name (safe when only case or separators differ), an undeclared "
+            "parameter removed where the schema forbids it (unsafe), a missing required parameter "
+            "from its `default` (unsafe) or single `enum` value (safe); else a display fix naming "
+            "the parameter, its type and description",
+        ),
     ),
     Code(
         "param-schema-full",
@@ -243,6 +387,25 @@ _TABLE = [
         INFO,
         "car-verify's own note: the strict profile reports these as `param-schema`",
         lint=W,
+        repair=_fix(
+            "unsafe, display",
+            "as `param-schema`; an `info` note is nothing the profile refuses, so its fixes are at"
+            " most unsafe",
+        ),
+    ),
+    Code(
+        "param-undeclared",
+        INFO,
+        D,
+        "a tool call passes a parameter its schema does not declare, close to one it "
+        "declares and the call leaves out (a misspelling?): the schema lets it through",
+        INFO,
+        "car-verify's own note, under both profiles",
+        repair=_fix(
+            "unsafe",
+            "the declared parameter it most likely stands for (a rename, its value "
+            "repaired for that parameter); a note's fix is at most unsafe",
+        ),
     ),
     Code(
         "missing-compensation",
@@ -251,6 +414,12 @@ _TABLE = [
         "`reversibility: compensable` without a `compensation`",
         E,
         "an error",
+        repair=_fix(
+            "unsafe, display",
+            "the registered tool named as the inverse (`rollback_<tool>`, `undo_<tool>`, "
+            "`revert_<tool>`, `<tool>_rollback`) as the compensation, with the call's parameters "
+            "it accepts; else shown: declare one or mark the action irreversible",
+        ),
     ),
     Code(
         "never-runs",
@@ -259,6 +428,10 @@ _TABLE = [
         "no initial state lets the action run (decided with z3)",
         E,
         "car-verify's own opt-in check, on CAR's walk",
+        repair=_none(
+            "no initial state lets the action run: the plan itself must change, and how is the "
+            "planner's question"
+        ),
     ),
     Code(
         "read-write-hazard",
@@ -267,6 +440,10 @@ _TABLE = [
         "an action reads a key that an unordered action of the same proposal writes",
         W,
         "car-verify's own opt-in check, on CAR's order",
+        repair=_none(
+            "whether the read is meant before or after the write is the author's call; either "
+            "order is an edit `dependencies` can say"
+        ),
     ),
     Code(
         "belief-divergence",
@@ -275,6 +452,9 @@ _TABLE = [
         "an assumption's expected_value differs from the given initial state",
         W,
         "car-verify's own opt-in check, with CAR's equality (1 is not 1.0)",
+        repair=_none(
+            "the plan's assumption or the given state is wrong, and only the author knows which"
+        ),
     ),
     Code(
         "unknown-compensation-target",
@@ -282,6 +462,7 @@ _TABLE = [
         D,
         "a compensation names no action of the proposal, or an unregistered tool",
         E,
+        repair=_fix("unsafe", "the action id or registered tool closest by name"),
     ),
     Code(
         "duplicate-key",
@@ -291,6 +472,10 @@ _TABLE = [
         W,
         "warning: CAR refuses a repeated field of the proposal, an action or a precondition "
         "(`duplicate field`) and reads the last value of a key repeated inside a value",
+        repair=_none(
+            "JSON Patch addresses the parsed document, which holds only the last value; delete the"
+            " earlier key in the file"
+        ),
     ),
     Code(
         "unknown-field",
@@ -300,6 +485,11 @@ _TABLE = [
         INFO,
         "info: CAR ignores unknown fields, and its verdict stays the verdict",
         lint=W,
+        repair=_fix(
+            "unsafe",
+            "the IR field closest by name (`dependancies` to `dependencies`, `stateDependencies` "
+            "to `state_dependencies`) when the action does not have it already",
+        ),
     ),
     Code(
         "policy-undecided",
@@ -307,6 +497,7 @@ _TABLE = [
         D,
         "a policy rule cannot be decided statically: the parameter is another action's output",
         W,
+        repair=_none("the call's parameter is another action's output: only the run decides it"),
     ),
     Code(
         "compensation-denied",
@@ -314,6 +505,7 @@ _TABLE = [
         D,
         "the action cannot be undone under these policies: its compensation is a call they deny",
         W,
+        repair=_none("whether to change the policy or the compensation is the author's call"),
     ),
     Code(
         "extension-ignored",
@@ -323,6 +515,25 @@ _TABLE = [
         "nothing, an assertion's `parameters` predicate is not evaluated",
         INFO,
         "car-verify's own note on what CAR will do instead",
+        repair=_none(
+            "a note on what the runtime does instead; where an ignored `dependencies` entry "
+            "matters, `dependency-overtaken` warns and repairs"
+        ),
+    ),
+    Code(
+        "dependency-overtaken",
+        NEVER,
+        D,
+        "an action runs in the same level as, or before, an action its `dependencies` "
+        "name: the runtime ignores the entry, so what it waits for does not gate it",
+        W,
+        "car-verify's own warning: CAR orders actions by state_dependencies only",
+        repair=_fix(
+            "safe, unsafe",
+            "a key the dependency writes added to `state_dependencies`, so CAR orders the action "
+            "after it (safe when the walk then finds nothing new); a dependency that writes "
+            "nothing is given an effect to depend on (unsafe)",
+        ),
     ),
     Code(
         "car-spec-deviation",
@@ -331,6 +542,7 @@ _TABLE = [
         "CAR's answer contradicts its own spec here; the finding names the hazard",
         INFO,
         "car-verify's own note beside CAR's answer",
+        repair=_none("a note beside the runtime's answer: the plan is as the runtime reads it"),
     ),
     # information flow, with tool labels (car-verify's input: on top of CAR's checks)
     Code(
@@ -339,6 +551,10 @@ _TABLE = [
         D,
         "data at the flow policy's confidentiality floor reaches a sink (the runtime's rule)",
         E,
+        repair=_none(
+            "whether the data may leave is the policy's question: declassify it on purpose or drop"
+            " the sink call"
+        ),
     ),
     Code(
         "flow-forbidden-sequence",
@@ -346,6 +562,10 @@ _TABLE = [
         D,
         "a forbidden capability ordering happens along a path of the DAG (the runtime's rule)",
         E,
+        repair=_none(
+            "the forbidden order is the plan's intent: which call to drop or move is the author's "
+            "call"
+        ),
     ),
     Code(
         "flow-forbidden-schedule",
@@ -354,6 +574,7 @@ _TABLE = [
         "a forbidden capability ordering that some schedule runs (the two are not ordered)",
         W,
         "beyond the runtime, which checks happens-before paths only: a warning under car",
+        repair=_none("which of the two calls should come first is the author's call"),
     ),
     Code(
         "flow-untrusted-to-consequential",
@@ -362,6 +583,7 @@ _TABLE = [
         "data from an untrusted tool reaches a sink or a consequential call, unsanitised",
         W,
         "beyond the runtime, which has no integrity rule: a warning under car",
+        repair=_none("where to sanitise the untrusted data is the author's call"),
     ),
     # intent, with a declared intent (car-verify's input)
     Code(
@@ -370,6 +592,9 @@ _TABLE = [
         D,
         "a call outside the user's declared intent (a tool, a target), nothing untrusted behind it",
         W,
+        repair=_none(
+            "the call may be what the user wants or not: only the user can widen the intent"
+        ),
     ),
     Code(
         "intent-injection",
@@ -377,6 +602,10 @@ _TABLE = [
         D,
         "a call outside the intent, influenced by an untrusted tool result: likely injection",
         E,
+        repair=_none(
+            "the call likely comes from injected text: drop it, and no edit of the plan can be "
+            "trusted to"
+        ),
     ),
     Code(
         "intent-forbidden-capability",
@@ -384,6 +613,10 @@ _TABLE = [
         D,
         "an action uses a capability the intent forbids",
         E,
+        repair=_none(
+            "the intent forbids the capability: the call must go, and what replaces it is the "
+            "planner's question"
+        ),
     ),
     # lint's own findings, about files rather than plans
     Code(
@@ -393,6 +626,7 @@ _TABLE = [
         "the file does not parse, or its proposal cannot be modelled",
         E,
         about="file",
+        repair=_none("the file does not parse: a JSON Patch needs a document"),
     ),
     Code(
         "not-a-proposal",
@@ -401,6 +635,7 @@ _TABLE = [
         "the file parses but holds no proposal (no object with an `actions` key)",
         W,
         about="file",
+        repair=_none("the file holds no proposal to repair"),
     ),
     # `policy lint`'s own findings, about the rules of a policy set
     Code(
@@ -410,6 +645,7 @@ _TABLE = [
         "RE2 cannot compile a `deny_tool_param_matching` pattern: every call of the tool is denied",
         E,
         about="policy",
+        repair=_none("a policy file is TOML, not a plan: the finding names the pattern to correct"),
     ),
     Code(
         "policy-unknown-tool",
@@ -418,6 +654,9 @@ _TABLE = [
         "a rule names a tool the tool registry does not have (the nearest name is suggested)",
         W,
         about="policy",
+        repair=_none(
+            "a policy file is TOML, not a plan: the finding suggests the nearest registered name"
+        ),
     ),
     Code(
         "policy-unknown-param",
@@ -426,6 +665,7 @@ _TABLE = [
         "a rule names a parameter the tool's schema does not declare",
         W,
         about="policy",
+        repair=_none("a policy file is TOML, not a plan: the finding names the parameter"),
     ),
     Code(
         "policy-dead-rule",
@@ -434,6 +674,9 @@ _TABLE = [
         "a rule can never deny a call, or a `deny_tool` denies its tool outright",
         W,
         about="policy",
+        repair=_none(
+            "a policy file is TOML, not a plan: delete the rule or widen it, the author's call"
+        ),
     ),
     Code(
         "policy-shadowed-rule",
@@ -442,6 +685,7 @@ _TABLE = [
         "every call a rule denies, other rules deny too",
         W,
         about="policy",
+        repair=_none("a policy file is TOML, not a plan: which rule to keep is the author's call"),
     ),
     Code(
         "policy-allow-cancelled",
@@ -450,6 +694,7 @@ _TABLE = [
         "an allow-list value that another rule denies anyway",
         W,
         about="policy",
+        repair=_none("a policy file is TOML, not a plan: which rule is meant is the author's call"),
     ),
     Code(
         "policy-lint-incomplete",
@@ -459,6 +704,7 @@ _TABLE = [
         "checked for shadowing or contradictions (the finding names the bound)",
         W,
         about="policy",
+        repair=_none("nothing is wrong with the rules: the analysis ran out of time"),
     ),
     Code(
         "policy-contradiction",
@@ -467,6 +713,7 @@ _TABLE = [
         "two rules that together deny every call of a tool, though neither does alone",
         W,
         about="policy",
+        repair=_none("a policy file is TOML, not a plan: which rule is meant is the author's call"),
     ),
 ]
 

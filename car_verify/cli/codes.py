@@ -48,6 +48,10 @@ def cmd_codes(args: argparse.Namespace) -> int:
             "tier": c.tier.value,
             "blocks": c.blocks,
             "summary": c.summary,
+            "fix": {
+                "kinds": list(c.repair.kinds) if c.repair else [],
+                "how": c.repair.how if c.repair else "",
+            },
         }
         for c in codes.values()
     ]
@@ -58,7 +62,7 @@ def cmd_codes(args: argparse.Namespace) -> int:
         # there), and lint's under car where it differs from verify's; then the tier.
         out = [
             f"{'code':<{width}}  {'strict':<7}  {'car':<7}  {'car lint':<8}  {'tier':<18}  "
-            "summary\n"
+            f"{'fix':<21}  summary\n"
         ]
         for c in codes.values():
             lint = lint_column(c.name, "car")
@@ -66,10 +70,15 @@ def cmd_codes(args: argparse.Namespace) -> int:
                 f"{c.column('strict'):<7}  {c.column('car'):<7}  "
                 f"{lint if lint != c.column('car') else '':<8}"
             )
-            out.append(f"{c.name:<{width}}  {severities}  {c.tier.value:<18}  {c.summary}\n")
+            fix = c.repair.column if c.repair else "none"
+            out.append(
+                f"{c.name:<{width}}  {severities}  {c.tier.value:<18}  {fix:<21}  {c.summary}\n"
+            )
         out.append(
             "\ncar lint: what `car-verify lint` reports under car where verify says info "
             "(docs/lint.md; [tool.car-verify.severity] sets it); blank: as verify.\n"
+            "fix: what a finding's fix can be (safe: --fix applies it; unsafe: with "
+            "--unsafe-fixes; display: shown only); none: why, in `car-verify codes CODE`.\n"
         )
         return "".join(out)
 

@@ -133,9 +133,12 @@ def render_codes_reference() -> str:
         "...)`: what CAR hides as a note, lint shows in review ([lint.md](lint.md)).",
         "",
         "`blocks`: the executor rejects a proposal with this finding at admission.",
+        "`fix`: what a finding's fix can be ([fixes.md](fixes.md)): `safe` (`--fix` applies",
+        "it), `unsafe` (with `--unsafe-fixes`), `display` (shown, never applied); `none`: no",
+        "repair can be derived, and the table of repairs below says why.",
         "",
-        "| code | strict | car | tier | blocks | pass | under car |",
-        "|---|---|---|---|---|---|---|",
+        "| code | strict | car | tier | blocks | fix | pass | under car |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     from ..corpora.lint import lint_column
 
@@ -149,9 +152,11 @@ def render_codes_reference() -> str:
         out.append(
             f"| [`{code.name}`](#{code.name}) | {code.column('strict')} | {car} "
             f"| {code.tier.value} | {'yes' if code.blocks else ''} "
+            f"| {code.repair.column if code.repair else 'none'} "
             f"| `{owner.get(code.name, 'car')}` | {code.car_note} |"
         )
     out.append("")
+    out += _repair_section()
     # The strict passes first: a code's anchor is in the section of the pass that
     # owns it under strict, and the car-only codes' in the car profile's table.
     anchored = {c.name for c in CODES.values() if c.severity is None}
@@ -195,6 +200,13 @@ def explain_code(name: str) -> str | None:
         )
         if code.car_note:
             head += f"\nUnder the car profile: {code.car_note}."
+        if code.repair is not None:
+            kinds = code.repair.column
+            head += (
+                f"\nFix ({kinds}): {code.repair.how}."
+                if code.repair.kinds
+                else f"\nNo fix: {code.repair.how}."
+            )
         owner = _owners(passes).get(name)
     elif ":" in name:  # a policy rule's finding is named after the rule: deny_tool:rm
         head = f"{name}: a violation of a policy rule (its kind, then its target or name)"
@@ -223,6 +235,23 @@ def _wrap(text: str) -> list[str]:
     import textwrap
 
     return textwrap.wrap(text, width=88, initial_indent="    ", subsequent_indent="    ")
+
+
+def _repair_section() -> list[str]:
+    """Each code's repair, or why none can be derived (the code table's repair column)."""
+    out = [
+        "## Repairs",
+        "",
+        "What a finding's fix does, code by code, or why no fix can be derived",
+        "([fixes.md](fixes.md) says how fixes are checked and applied).",
+        "",
+        "| code | fix | what it does, or why there is none |",
+        "|---|---|---|",
+    ]
+    for c in CODES.values():
+        if c.repair is not None:
+            out.append(f"| `{c.name}` | {c.repair.column} | {c.repair.how} |")
+    return [*out, ""]
 
 
 def _car_section() -> list[str]:

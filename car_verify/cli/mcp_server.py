@@ -237,7 +237,8 @@ def _verify(args: dict[str, Any], settings: Settings) -> tuple[Any, str]:
         with _naming("tools"):
             tools = ToolRegistry.coerce(args["tools"])
     result = verify(model, tools=tools, initial_state=args.get("state"), profile=args["profile"])
-    return result.to_dict(), render_text(result).strip()
+    # each finding with its fix (a JSON Patch of the proposal as given): what the agent applies
+    return result.to_dict(fixes=True), render_text(result).strip()
 
 
 def _simulate(args: dict[str, Any], settings: Settings) -> tuple[Any, str]:

@@ -354,17 +354,22 @@ def diff_option(p: argparse.ArgumentParser, help: str) -> None:
 
 
 def fix_options(p: argparse.ArgumentParser) -> None:
-    """``--fix`` and ``--diff``, as :func:`fix_files` reads them."""
+    """``--fix``, ``--unsafe-fixes`` and ``--diff``, as :func:`fix_files` reads them."""
     p.add_argument(
         "--fix",
         action="store_true",
-        help="apply the repairs car-verify proves safe (phantom state_dependencies; an "
-        "ordering that removes a write conflict, as the profile orders actions, checked "
-        "with z3), say each",
+        help="apply the findings' safe fixes (a lossless type repair, a re-cased name, an "
+        "ordering proven to keep the end state, ...), each re-verified, and say each",
+    )
+    p.add_argument(
+        "--unsafe-fixes",
+        action="store_true",
+        help="with --fix or --diff, apply the unsafe fixes too (the closest registered tool, "
+        "a misspelled name, an action moved after the one it reads from, ...)",
     )
     diff_option(
         p,
-        "show the repairs --fix would make as a unified diff, write nothing "
+        "show the fixes --fix would apply as a unified diff, write nothing "
         "(exit 1 when there are some)",
     )
 
@@ -747,14 +752,18 @@ def fix_files(
     names: Sequence[str],
     state: Mapping[str, JSONValue] | None,
     profile: ProfileLike,
+    tools: ToolRegistry | None = None,
 ) -> bool:
-    """``--fix`` / ``--diff``: repair each JSON file named (written back, or shown as a
-    unified diff), saying what was repaired, declined and not attempted. Whether
-    anything changed."""
-    from ..deciders.fix import dump_like, fix_document, unified_diff
+    """``--fix`` / ``--diff`` (with ``--unsafe-fixes``): repair each JSON file named
+    (its text edited where the fixes touch it, or the edits shown as a unified diff),
+    saying what was repaired, what was dropped and why, and what was not attempted.
+    Whether anything changed."""
+    from ..base.patch import apply_to_text
+    from ..deciders.fix import fix_document, unified_diff
     from ..ir.model import read_json
 
     changed = False
+    unsafe = bool(getattr(args, "unsafe_fixes", False))
     skipped = [n for n in names if n == "-" or not n.lower().endswith(".json")]
     if skipped:
         sys.stderr.write(
@@ -768,22 +777,35 @@ def fix_files(
         if not isinstance(document, dict) or not isinstance(document.get("actions"), list):
             continue  # verify says what is wrong with it
         repaired = fix_document(
-            document, initial_state=state, profile=profile, timeout_ms=timeout_ms(args)
+            document,
+            initial_state=state,
+            profile=profile,
+            timeout_ms=timeout_ms(args),
+            tools=tools,
+            policies=policies_for(args, name),
+            unsafe=unsafe,
         )
         for said in repaired.notes:
             note(args, f"{name}: {said}")
         for declined in repaired.declined:
             note(args, f"{name}: not repaired: {declined}")
+        if repaired.unsafe_left and not unsafe:
+            note(
+                args,
+                f"{name}: {repaired.unsafe_left} unsafe "
+                f"{'fix' if repaired.unsafe_left == 1 else 'fixes'} not applied "
+                "(--unsafe-fixes applies them)",
+            )
         if not repaired.changed:
             continue
         changed = True
-        after = dump_like(repaired.document, text)
+        after = apply_to_text(text, repaired.edits)
         if args.diff:
             write(unified_diff(text, after, name))
             continue
         Path(name).write_text(after, encoding="utf-8")
         for done in repaired.fixes:
-            write(f"{name}: fixed [{done.kind}] {done.describe()}\n")
+            write(f"{name}: fixed {done.describe()}\n")
     return changed
 
 

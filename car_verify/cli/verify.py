@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..base.errors import UsageError
+from ..base.errors import CarVerifyError, UsageError
 from .options import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -123,8 +123,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
         return show_settings(args, _verify_settings(args, passes))
     tools, state = load_tools(args.tools), load_state(args.state)
     profile = run_profile(args)  # resolved once: it may read the configuration file
+    if args.unsafe_fixes and not (args.fix or args.diff):
+        raise UsageError("--unsafe-fixes goes with --fix or --diff")
     if args.fix or args.diff:
-        changed = fix_files(args, args.proposals, state, profile)
+        changed = fix_files(args, args.proposals, state, profile, tools)
         if args.diff:
             return EXIT_FINDINGS if changed else EXIT_OK
     # Every input is read before anything is checked: a bad one is the error, alone.
@@ -175,32 +177,51 @@ def _report(
     JSON (docs/semantics.md §7) and its findings then its verdict in text; several
     files' are a list of ``{file, result}`` and each file's findings and verdict."""
     from ..reporters.json import dump
-    from ..reporters.text import verdict_line
+    from ..reporters.text import fixable_line, verdict_line
 
     pairs = list(zip(sources, results, strict=True))
+    for result in results:  # the findings are shown (or logged) with their fixes
+        result.fixes  # noqa: B018 - derived, and attached to the findings
     found: list[Issue] = [i for s, r in pairs for i in s.locate(r.issues)]
+    fixable = fixable_line(found) if not (args.fix or args.diff) else None
     if len(pairs) == 1:
-        summary = verdict_line(results[0])
+        summary = verdict_line(results[0]) + ("" if fixable is None else f"\n{fixable}")
         report = Report(
             lambda: findings_text(args, found, summary),
             lambda: dump(results[0].to_dict()),
             findings=found,
             artifact=sources[0].path,
+            text_of=_text_of,
         )
     else:
         summary = _verdicts(results)
 
         def text() -> str:
-            return "".join(
+            out = "".join(
                 findings_text(args, s.locate(r.issues), f"{s.label}: {verdict_line(r)}")
                 for s, r in pairs
             )
+            if fixable is not None and not getattr(args, "quiet", False):
+                out += fixable + "\n"
+            return out
 
         def json() -> str:
             return dump([{"file": s.label, "result": r.to_dict()} for s, r in pairs])
 
-        report = Report(text, json, findings=found)
+        report = Report(text, json, findings=found, text_of=_text_of)
     return counted(args, report, summary)
+
+
+def _text_of(path: str) -> str | None:
+    """A proposal file's text, for the SARIF log's fix regions (None: not a JSON file)."""
+    from ..ir.model import read_text_file
+
+    if not path.lower().endswith(".json"):
+        return None
+    try:
+        return read_text_file(path)
+    except (OSError, ValueError, CarVerifyError):
+        return None
 
 
 def _verdicts(results: Sequence[VerificationResult]) -> str:

@@ -1,23 +1,23 @@
-"""``--fix``: the repairs car-verify can prove safe, applied to the proposal's JSON.
+"""``--fix``: the findings' fixes applied to a proposal's JSON, and one repair more.
 
-Two kinds, as ruff applies only its safe fixes:
+The fixes are the findings' own (:mod:`car_verify.deciders.repair`: each a JSON
+Patch, safe, unsafe or display, re-verified): ``--fix`` applies the safe ones,
+``--unsafe-fixes`` the unsafe ones too, round after round, and a fix that brings a
+new finding once applied is dropped and said. Among them, a write conflict's:
+for ``[a, b, key]`` (``a`` before ``b`` in the proposal), ``b`` ordered after ``a``
+as the profile orders actions (its semantics' ``ordering_edit``: under ``strict``
+``a`` added to ``b``'s ``dependencies``; under ``car``, which orders by
+``state_dependencies`` alone, ``key`` added to ``b``'s ``state_dependencies``),
+safe when z3 proves, on the profile's walk, the end state the same in every
+initial state (:func:`changes_the_end_state`).
 
-- ``remove-phantom-dependency``: a ``state_dependencies`` entry that ``optimize``
-  removes (under the profile's own rule, docs/semantics.md §6 or CAR's, which
-  keeps the findings), kept only when z3 proves the end state the same in every
-  initial state: CAR's rule drops a dependency on a key no action writes, which
-  unblocks the action in a state without the key.
-- ``order-writers``: for a write conflict ``[a, b, key]`` (``a`` before ``b`` in
-  the proposal), ``b`` ordered after ``a`` as the profile orders actions (its
-  semantics' ``ordering_edit``): under ``strict`` ``a`` added to ``b``'s
-  ``dependencies``; under ``car``, which orders by ``state_dependencies`` alone,
-  ``key`` added to ``b``'s ``state_dependencies``. Kept only when z3 proves, on
-  the profile's own walk, that the end state is the same in every initial state
-  and verify then reports nothing it did not report before (the conflict gone).
+Only a finding's fix is applied: ``--fix`` leaves a plan without findings as it
+is. (A ``state_dependencies`` entry that orders nothing, which ``--fix`` removed
+before fixes were a finding's, is ``car-verify optimize``'s: it is no finding.)
 
-A repair is an edit of the document as the user wrote it (one list entry removed,
-one id appended), so unknown fields, key order and everything else stay; the
-JSON is written back with the file's own indentation.
+Every repair is an edit of the document as the user wrote it (a JSON Patch,
+applied to the file's text by :func:`car_verify.base.patch.apply_to_text`), so
+unknown fields, key order, indentation and everything else stay.
 """
 
 from __future__ import annotations
@@ -29,61 +29,48 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..api import verify
 from ..base.errors import deep_values_are_input_errors
-from ..ir.model import load_parsed
 from ..semantics import ProfileLike, profile_of
+from .repair import Applied, apply_fixes, changes_the_end_state
 
-__all__ = ["Fix", "FixResult", "dump_like", "fix_document", "unified_diff"]
-
-
-@dataclass(frozen=True, slots=True)
-class Fix:
-    """One repair: its kind, the action it edits (index and id), what and why."""
-
-    kind: str
-    index: int
-    action_id: str
-    detail: str
-    reason: str
-
-    def describe(self) -> str:
-        return f"{self.action_id}: {self.detail} ({self.reason})"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "action_id": self.action_id,
-            "detail": self.detail,
-            "reason": self.reason,
-        }
+__all__ = [
+    "FixResult",
+    "changes_the_end_state",
+    "dump_like",
+    "fix_document",
+    "unified_diff",
+]
 
 
 @dataclass(slots=True)
 class FixResult:
-    """The repaired document, the repairs made, and what was considered and left."""
+    """The repaired document, the repairs made (in order), the JSON Patch that makes
+    it from the given one, and what was considered and left."""
 
     document: dict[str, Any]
-    fixes: list[Fix] = field(default_factory=list)
+    fixes: list[Applied] = field(default_factory=list)
+    #: The edits of every repair made, in order: a JSON Patch of the given document.
+    edits: list[dict[str, Any]] = field(default_factory=list)
     #: Repairs tried and not made, each with why (a counterexample, a new finding).
     declined: list[str] = field(default_factory=list)
-    #: What was not attempted at all, and why (the profile, a duplicate id).
+    #: What was not attempted at all, and why.
     notes: list[str] = field(default_factory=list)
+    #: Unsafe fixes left unapplied (``unsafe=False``).
+    unsafe_left: int = 0
 
     @property
     def changed(self) -> bool:
-        return bool(self.fixes)
+        return bool(self.edits)
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "fixes": [f.to_dict() for f in self.fixes],
+            "fixes": [
+                {"code": f.code, "action_id": f.action_id, **f.fix.to_dict()} for f in self.fixes
+            ],
+            "edits": self.edits,
             "declined": self.declined,
             "notes": self.notes,
         }
-
-
-#: At most this many write conflicts are tried as ordering repairs (each is a z3 question).
-MAX_ORDERING_TRIALS = 50
 
 
 @deep_values_are_input_errors
@@ -93,127 +80,28 @@ def fix_document(
     initial_state: Mapping[str, Any] | None = None,
     profile: ProfileLike = None,
     timeout_ms: int = 30_000,
+    tools: Any = None,
+    policies: Any = None,
+    unsafe: bool = False,
 ) -> FixResult:
-    """The safe repairs of the proposal ``document`` (parsed JSON; not modified)."""
+    """The repairs of the proposal ``document`` (parsed JSON; not modified): the
+    findings' safe fixes, and the unsafe ones too with ``unsafe``."""
+    from ..api import verify
+
     chosen = profile_of(profile)
-    current: dict[str, Any] = copy.deepcopy(dict(document))
-    result = FixResult(current)
-    proposal = load_parsed(copy.deepcopy(current))
-    ids = [a.id for a in proposal.actions]
-    if len(set(ids)) != len(ids):
-        result.notes.append("no repairs: action ids repeat, so an edit could not name its action")
-        return result
-    _remove_phantoms(result, initial_state, chosen, timeout_ms)
-    _order_writers(result, initial_state, timeout_ms, chosen)
-    return result
-
-
-def _remove_phantoms(
-    result: FixResult,
-    initial_state: Mapping[str, Any] | None,
-    profile: ProfileLike,
-    timeout_ms: int,
-) -> None:
-    from .optimize import optimize
-
-    optimized = optimize(
-        load_parsed(copy.deepcopy(result.document)), initial_state=initial_state, profile=profile
+    given = copy.deepcopy(dict(document))
+    result = verify(
+        given, tools=tools, initial_state=initial_state, profile=chosen, policies=policies
     )
-    for change in optimized.removed:
-        candidate = copy.deepcopy(result.document)
-        action = candidate["actions"][change.index]
-        action["state_dependencies"] = [k for k in action["state_dependencies"] if k != change.key]
-        # The profile's optimize rule keeps the findings; a repair must keep the end
-        # state too, in every initial state (CAR's rule drops a dependency on a key no
-        # action writes, which unblocks the action when the key is absent).
-        label = f"removing {change.key!r} from {change.action_id}'s state_dependencies"
-        why = _changes_the_end_state(result.document, candidate, profile, timeout_ms)
-        if why is not None:
-            result.declined.append(f"{label}: {why}")
-            continue
-        result.document.clear()
-        result.document.update(candidate)
-        detail = f"removed {change.key!r} from state_dependencies"
-        result.fixes.append(
-            Fix("remove-phantom-dependency", change.index, change.action_id, detail, change.reason)
-        )
-
-
-def _changes_the_end_state(
-    before: Mapping[str, Any], after: Mapping[str, Any], profile: ProfileLike, timeout_ms: int
-) -> str | None:
-    """None when z3 proves the two plans leave the same end state in every initial
-    state (on the profile's walk); otherwise why not (a counterexample state)."""
-    from .equivalence import equivalent
-
-    same = equivalent(
-        load_parsed(copy.deepcopy(dict(before))),
-        load_parsed(copy.deepcopy(dict(after))),
-        method="z3",
-        profile=profile,
-        timeout_ms=timeout_ms,
+    applied = apply_fixes(given, result, unsafe=unsafe, timeout_ms=timeout_ms)
+    out = FixResult(
+        applied.proposal,
+        list(applied.applied),
+        list(applied.edits),
+        list(applied.dropped),
+        unsafe_left=applied.unsafe_left,
     )
-    if same.equivalent is True:
-        return None
-    if same.equivalent is None:
-        return "z3 could not decide it" + (f": {same.reason}" if same.reason else "")
-    return f"changes the end state, e.g. from {json.dumps(same.counterexample)}"
-
-
-def _signature(
-    doc: Mapping[str, Any], state: Mapping[str, Any] | None, profile: ProfileLike
-) -> Any:
-    checked = verify(load_parsed(copy.deepcopy(dict(doc))), initial_state=state, profile=profile)
-    return checked, {(i.action_id, i.code, i.severity.value, i.message) for i in checked.issues}
-
-
-def _order_writers(
-    result: FixResult,
-    initial_state: Mapping[str, Any] | None,
-    timeout_ms: int,
-    profile: ProfileLike,
-) -> None:
-    from ..semantics import semantics_of
-
-    semantics = semantics_of(profile)
-    checked, before = _signature(result.document, initial_state, profile)
-    tried: set[tuple[str, str]] = set()
-    for _ in range(MAX_ORDERING_TRIALS):
-        pending = [c for c in checked.conflicts if (c[0], c[1]) not in tried]
-        if not pending:
-            return
-        first, second, key = pending[0]
-        tried.add((first, second))
-        ids = [a["id"] for a in result.document["actions"]]
-        index = ids.index(second)
-        label = f"ordering {first} before {second} (write conflict on {key!r})"
-        candidate = copy.deepcopy(result.document)
-        target = candidate["actions"][index]
-        edit = semantics.ordering_edit(target, first, key)
-        if isinstance(edit, str):
-            result.declined.append(f"{label}: {edit}")
-            continue
-        name, entry = edit
-        if entry in target.get(name, []):
-            continue  # already there: this profile orders the two some other way
-        target[name] = [*target.get(name, []), entry]
-        why = _changes_the_end_state(result.document, candidate, profile, timeout_ms)
-        if why is not None:
-            result.declined.append(f"{label}: {why}")
-            continue
-        after_check, after = _signature(candidate, initial_state, profile)
-        new = after - before
-        if new:
-            code = sorted(new)[0]
-            result.declined.append(f"{label}: verify would then report {code[1]} on {code[0]}")
-            continue
-        result.document.clear()
-        result.document.update(candidate)
-        checked, before = after_check, after
-        reason = "z3 proves the end state the same in every initial state; no new finding"
-        detail = f"added {entry!r} to {name} (ordering the writers of {key!r})"
-        result.fixes.append(Fix("order-writers", index, second, detail, reason))
-    result.notes.append(f"stopped after {MAX_ORDERING_TRIALS} ordering trials")
+    return out
 
 
 def dump_like(document: Any, original: str) -> str:

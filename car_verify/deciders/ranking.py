@@ -144,7 +144,12 @@ def _score(
         max_actions=len(proposal.actions),  # no action budget: never over its own size
         profile=profile,
     )
-    errors, warnings = len(result.errors), len(result.warnings)
+    from ..passes.car import ADDED_CODES
+
+    # the runtime's counts: car-verify's own warning beside them (dependency-overtaken) is
+    # no warning of the runtime's ranking
+    errors = len(result.errors)
+    warnings = sum(1 for issue in result.warnings if issue.code not in ADDED_CODES)
     conflicts = sum(1 for issue in result.warnings if issue.code == "write-conflict")
     # 0.1 per warning and 0.15 more per conflict, in the runtime's order of float
     # operations: three warnings of which two conflicts give 0.39999999999999997

@@ -31,9 +31,11 @@ Why this tier:
     written), ``heuristic`` for the loop detection: identical calls are a proxy
     for a runaway loop.
 
-What car-verify adds on top is marked as such: ``info`` findings only
-(``extension-ignored``, ``car-spec-deviation``, and the strict-only codes, which
-CAR does not report), so CAR's verdict stays the verdict. Messages say in plain
+What car-verify adds on top is marked as such, and is never an error: ``info``
+findings (``extension-ignored``, ``car-spec-deviation``, and the strict-only codes,
+which CAR does not report) and one warning, ``dependency-overtaken`` (an action
+CAR runs beside or before what its ``dependencies`` name, so the entry gates
+nothing), so CAR's verdict stays the verdict. Messages say in plain
 words what CAR prints as Rust debug text. Where CAR is nondeterministic (its
 duplicate-call fingerprint, its JSON key order), this module gives the answer of
 CAR's documented rule, every time. ``docs/compat.md`` lists every difference.
@@ -49,9 +51,10 @@ from typing import Any
 from ..base.errors import InputError
 from ..base.findings import Issue, Severity, Tier
 from ..base.values import format_predicate
+from ..ir.model import Action
 from . import CheckRecord, Context, Example, Pass, Said
 
-__all__ = ["CAR_CHECKS", "CAR_CODES", "CHECK_OF_CODE", "CarCheck", "CarPass"]
+__all__ = ["ADDED_CODES", "CAR_CHECKS", "CAR_CODES", "CHECK_OF_CODE", "CarCheck", "CarPass"]
 
 D, H = Tier.DECISION_PROCEDURE, Tier.HEURISTIC
 
@@ -155,7 +158,19 @@ CHECK_OF_CODE = {code: check.name for check in CAR_CHECKS for code in check.code
 
 #: What CAR alone reports: the one code of its checks no strict pass has, and
 #: car-verify's notes beside CAR's verdict.
-OWN_CODES = ("duplicate-call", "extension-ignored", "car-spec-deviation", "param-schema-full")
+OWN_CODES = (
+    "duplicate-call",
+    "extension-ignored",
+    "dependency-overtaken",
+    "car-spec-deviation",
+    "param-schema-full",
+)
+
+#: What car-verify adds beside CAR's verdict, never an error: the notes, and the one
+#: warning (an ignored `dependencies` entry that matters). The runtime reports none.
+ADDED_CODES = frozenset(
+    {"extension-ignored", "dependency-overtaken", "car-spec-deviation", "param-schema-full"}
+)
 
 #: Every code the car profile reports from CAR's checks and this pass's notes.
 CAR_CODES = frozenset({*CHECK_OF_CODE, *OWN_CODES})
@@ -285,7 +300,7 @@ def _full_schema(ctx: Context) -> Iterator[Issue]:
             continue
         for error in errors:
             path = tuple(error.path)
-            if path in mine or (not path and mine):
+            if (path and path in mine) or (not path and () in mine and _required(error.message)):
                 continue  # CAR reports this one itself
             yield ctx.issue(
                 "param-schema-full",
@@ -294,6 +309,13 @@ def _full_schema(ctx: Context) -> Iterator[Issue]:
                 index=index,
                 where=("parameters", *path),
             )
+
+
+def _required(message: str) -> bool:
+    """Whether a JSON Schema message about the whole parameters object is about a
+    ``required`` property, which CAR checks itself (an ``additionalProperties`` or
+    ``minProperties`` one, say, it does not)."""
+    return message.endswith("is a required property")
 
 
 def _ignored(ctx: Context) -> Iterator[Issue]:
@@ -332,6 +354,51 @@ def _ignored(ctx: Context) -> Iterator[Issue]:
                     index=index,
                     where=("parameters",),
                 )
+
+
+def _overtaken(ctx: Context) -> Iterator[Issue]:
+    """Each ``dependencies`` entry whose action CAR runs in the same level as, or a
+    level before, the action it names (``dependency-overtaken``): the runtime
+    ignores the entry, so the action does not wait for what the author made it
+    wait for (its failure does not hold the action back). Not in the same level
+    when the named action comes first and the action checks a key it writes: CAR's
+    walk of the level then takes them in that order, and the check holds it back."""
+    if not ctx.reports("dependency-overtaken"):
+        return
+    actions = ctx.proposal.actions
+    if not any(action.dependencies for action in actions):
+        return
+    order = ctx.dag
+    position = {action.id: index for index, action in enumerate(actions)}
+    for index, action in enumerate(actions):
+        mine = order.level_of(index)
+        for n, name in enumerate(action.dependencies):
+            other = position.get(name)
+            if other is None or other == index:
+                continue
+            theirs = order.level_of(other)
+            if mine > theirs or (mine == theirs and other < index and _gated(ctx, action, other)):
+                continue
+            when = (
+                f"in the same level as {name} (level {mine})"
+                if mine == theirs
+                else f"before {name} (levels {mine} and {theirs})"
+            )
+            yield ctx.issue(
+                "dependency-overtaken",
+                f"{action.id} runs {when}, which it depends on: CAR ignores `dependencies` "
+                "and orders by state_dependencies only",
+                index=index,
+                where=("dependencies", n),
+            )
+
+
+def _gated(ctx: Context, action: Action, other: int) -> bool:
+    """Whether ``action`` checks a key that action ``other`` (earlier in its level)
+    writes: CAR walks a level in proposal order, so that check sees what ``other``
+    did, and holds the action back when it failed."""
+    written = ctx.semantics.effects(ctx.proposal.actions[other])
+    return any(pre.key in written for pre, _ in ctx.semantics.checks(action))
 
 
 def _deviations(ctx: Context) -> Iterator[Issue]:
@@ -502,7 +569,24 @@ class CarPass(Pass):
                     },
                 ]
             },
-            ("extension-ignored",),
+            ("extension-ignored", "dependency-overtaken"),
+            profile="car",
+        ),
+        Example(
+            "a dependency the runtime ignores while the action would run beside it: the "
+            "check does not gate the deploy",
+            {
+                "actions": [
+                    {"id": "check", "type": "tool_call", "tool": "run_checks"},
+                    {
+                        "id": "deploy",
+                        "type": "tool_call",
+                        "tool": "deploy",
+                        "dependencies": ["check"],
+                    },
+                ]
+            },
+            ("extension-ignored", "dependency-overtaken"),
             profile="car",
         ),
     )
@@ -521,5 +605,6 @@ _PARTS = (
     _duplicates,
     _full_schema,
     _ignored,
+    _overtaken,
     _deviations,
 )

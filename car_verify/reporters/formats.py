@@ -38,9 +38,10 @@ class Report:
     ``text()`` makes the readable form and ``json()`` the JSON text: only the one
     asked for is made. ``findings``: the located findings the SARIF log and the
     annotations list (None when the report has none to list); ``artifact``: the
-    file a finding without a location is about."""
+    file a finding without a location is about; ``text_of``: a file's text, where
+    the SARIF log places a finding's fix (None: not at hand)."""
 
-    __slots__ = ("artifact", "findings", "json", "text")
+    __slots__ = ("artifact", "findings", "json", "text", "text_of")
 
     def __init__(
         self,
@@ -49,11 +50,13 @@ class Report:
         *,
         findings: Sequence[Issue] | None = None,
         artifact: str | None = None,
+        text_of: Callable[[str], str | None] | None = None,
     ) -> None:
         self.text = text
         self.json = json
         self.findings = findings
         self.artifact = artifact
+        self.text_of = text_of
 
     @classmethod
     def of(
@@ -92,7 +95,7 @@ class Report:
 
             return statistics_json(found)
 
-        return Report(text, json, findings=found, artifact=self.artifact)
+        return Report(text, json, findings=found, artifact=self.artifact, text_of=self.text_of)
 
 
 class Reporter(Protocol):
@@ -114,7 +117,9 @@ def _sarif(report: Report, *, docs_url: str | None) -> str:
         return report.text()
     from .sarif import sarif
 
-    return sarif(report.findings, artifact=report.artifact, docs_url=docs_url)
+    return sarif(
+        report.findings, artifact=report.artifact, docs_url=docs_url, text_of=report.text_of
+    )
 
 
 def _github(report: Report, *, docs_url: str | None) -> str:

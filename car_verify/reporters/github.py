@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..base.findings import Issue, Severity
+from .text import fix_note
 
 __all__ = ["render_github"]
 
@@ -35,5 +36,7 @@ def render_github(issues: Iterable[Issue], *, artifact: str | None = None) -> st
             if issue.action_id is None or where
             else (f"{issue.action_id}: {issue.message}")
         )
+        if issue.fix is not None:
+            message += fix_note(issue.fix)
         out.append(f"::{_KIND[issue.severity]} {','.join(place)}::{_escape(message)}\n")
     return "".join(out)

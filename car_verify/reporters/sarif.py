@@ -10,13 +10,19 @@ documentation's address is given (``--docs-url``, ``$CAR_VERIFY_DOCS_URL``);
 without one, a rule carries its help text and no ``helpUri``. Every result
 also carries its JSON pointer into the proposal as a logical location, and a
 fingerprint (file, action id, code) that survives edits moving it to another line.
+
+A finding with a fix that edits the document carries it as a SARIF ``fix``: its
+message, and the change of the file's text as one replacement (the region of the
+original text the JSON Patch rewrites, and what goes there), when the file's text
+is at hand; its ``properties`` keep the applicability (``safe``, ``unsafe``) and the
+JSON Patch itself. A ``display`` fix (words only) is in the result's properties.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -76,28 +82,82 @@ def _location(issue: Issue, artifact: str | None) -> dict[str, Any]:
     return location
 
 
+def _fixes(issue: Issue, path: str, text: str | None) -> list[dict[str, Any]]:
+    """The finding's fix as SARIF ``fixes`` (none without edits, or without the text
+    a region is counted in)."""
+    fix = issue.fix
+    if fix is None or not fix.edits or text is None or not path:
+        return []
+    from ..base.patch import PatchError, apply_to_text, text_change
+
+    try:
+        change = text_change(text, apply_to_text(text, fix.edits))
+    except (PatchError, ValueError):
+        return []
+    if change is None:
+        return []
+    return [
+        {
+            "description": {"text": fix.message},
+            "artifactChanges": [
+                {
+                    "artifactLocation": {"uri": path, "uriBaseId": "%SRCROOT%"},
+                    "replacements": [
+                        {
+                            "deletedRegion": {
+                                "startLine": change.start_line,
+                                "startColumn": change.start_column,
+                                "endLine": change.end_line,
+                                "endColumn": change.end_column,
+                                "charOffset": change.start,
+                                "charLength": change.end - change.start,
+                            },
+                            "insertedContent": {"text": change.inserted},
+                        }
+                    ],
+                }
+            ],
+            "properties": {"applicability": fix.applicability.value},
+        }
+    ]
+
+
 def sarif(
-    issues: Sequence[Issue], *, artifact: str | None = None, docs_url: str | None = None
+    issues: Sequence[Issue],
+    *,
+    artifact: str | None = None,
+    docs_url: str | None = None,
+    text_of: Callable[[str], str | None] | None = None,
 ) -> str:
-    """A SARIF 2.1.0 log of ``issues`` (see the module's docstring)."""
+    """A SARIF 2.1.0 log of ``issues`` (see the module's docstring). ``text_of``: the
+    text of a file the findings are in (None: not at hand), for their fixes' regions."""
     extra = sorted({i.code for i in issues} - set(CODES))
     names = [*sorted(CODES), *extra]
     index = {name: i for i, name in enumerate(names)}
     results = []
+    texts: dict[str, str | None] = {}
     for issue in issues:
         path = issue.location.path if issue.location else (artifact or "")
         mark = hashlib.sha256(f"{path}\0{issue.action_id}\0{issue.code}".encode())
-        results.append(
-            {
-                "ruleId": issue.code,
-                "ruleIndex": index[issue.code],
-                "level": _LEVEL[issue.severity],
-                "message": {"text": issue.message},
-                "locations": [_location(issue, artifact)],
-                "partialFingerprints": {"carVerify/v1": mark.hexdigest()[:32]},
-                "properties": {"tier": issue.tier.value, "actionId": issue.action_id},
-            }
-        )
+        properties: dict[str, Any] = {"tier": issue.tier.value, "actionId": issue.action_id}
+        if issue.fix is not None:
+            properties["fix"] = issue.fix.to_dict()
+        entry: dict[str, Any] = {
+            "ruleId": issue.code,
+            "ruleIndex": index[issue.code],
+            "level": _LEVEL[issue.severity],
+            "message": {"text": issue.message},
+            "locations": [_location(issue, artifact)],
+            "partialFingerprints": {"carVerify/v1": mark.hexdigest()[:32]},
+            "properties": properties,
+        }
+        if text_of is not None and issue.fix is not None:
+            if path not in texts:
+                texts[path] = text_of(path) if path else None
+            fixes = _fixes(issue, path, texts[path])
+            if fixes:
+                entry["fixes"] = fixes
+        results.append(entry)
     run: dict[str, Any] = {
         "tool": {
             "driver": {
@@ -124,7 +184,12 @@ def render_sarif(
 ) -> str:
     """``verify``'s SARIF: the result's findings, in the file ``artifact`` when named,
     each at its action's line and column when the file's ``text`` is given."""
-    return sarif(located(result.issues, artifact, text), artifact=artifact, docs_url=docs_url)
+    return sarif(
+        located(result.issues, artifact, text),
+        artifact=artifact,
+        docs_url=docs_url,
+        text_of=None if text is None else (lambda path: text if path == artifact else None),
+    )
 
 
 def located(issues: Sequence[Issue], artifact: str | None, text: str | None) -> list[Issue]:

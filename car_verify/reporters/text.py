@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, TextIO
 
-from ..base.findings import Issue, Severity
+from ..base.findings import Applicability, Fix, Issue, Severity
 from ..base.values import plural
 
 if TYPE_CHECKING:
@@ -16,6 +16,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "color_wanted",
+    "fix_line",
+    "fix_note",
+    "fixable_line",
     "issue_line",
     "lines",
     "one_line",
@@ -57,19 +60,57 @@ def severity_counts(errors: int, warnings: int, infos: int) -> str:
     return counts + f", {infos} info" if infos else counts
 
 
+#: How a finding's line says it has a fix, by the fix's applicability.
+_FIX_WORDS = {
+    Applicability.SAFE: "fix available",
+    Applicability.UNSAFE: "unsafe fix available",
+    Applicability.DISPLAY: "to fix",
+}
+
+
+def fix_note(fix: Fix) -> str:
+    """What a finding's line adds for its fix: `` [fix available: <message>]`` (safe,
+    ``--fix`` applies it), `` [unsafe fix available: ...]`` (``--unsafe-fixes``), or
+    `` [to fix: ...]`` (shown, never applied)."""
+    return f" [{_FIX_WORDS[fix.applicability]}: {one_line(fix.message)}]"
+
+
+def fix_line(issue: Issue) -> str | None:
+    """A finding's fix as one line for a model (a gate's deny message quotes it):
+    ``fix (unsafe): call `deploy` instead; JSON Patch: [...]``; None without one."""
+    return None if issue.fix is None else issue.fix.one_line()
+
+
 def issue_line(issue: Issue, *, color: bool = False) -> str:
     """The one layout of a finding, in every command: ``path:line:col: severity[code]
-    action: message``. Without a file (stdin, the Python API) the location is left
-    out, and a finding about the whole proposal says ``(proposal)``; a finding in a
-    file about no action (lint's about the file itself) names none. ``color``: the
-    location in bold, the severity and code in the severity's colour."""
+    action: message``, and what its fix does when one was derived (:func:`fix_note`).
+    Without a file (stdin, the Python API) the location is left out, and a finding
+    about the whole proposal says ``(proposal)``; a finding in a file about no action
+    (lint's about the file itself) names none. ``color``: the location in bold, the
+    severity and code in the severity's colour."""
     where = issue.location
     head = _paint(f"{issue.severity.value}[{issue.code}]", _SGR[issue.severity], color)
     if where is not None:
         head = f"{_paint(f'{where.path}:{where.line}:{where.column}:', _BOLD, color)} {head}"
+    tail = "" if issue.fix is None else fix_note(issue.fix)
     if issue.action_id is not None:
-        return f"{head} {issue.action_id}: {issue.message}"
-    return f"{head} {issue.message}" if where is not None else f"{head} (proposal): {issue.message}"
+        return f"{head} {issue.action_id}: {issue.message}{tail}"
+    if where is not None:
+        return f"{head} {issue.message}{tail}"
+    return f"{head} (proposal): {issue.message}{tail}"
+
+
+def fixable_line(issues: Iterable[Issue]) -> str | None:
+    """``2 fixable with --fix (1 more with --unsafe-fixes)``, as ruff says it; None
+    when no finding has a fix that either applies."""
+    kinds = Counter(i.fix.applicability for i in issues if i.fix is not None and i.fix.edits)
+    safe, unsafe = kinds[Applicability.SAFE], kinds[Applicability.UNSAFE]
+    if not safe and not unsafe:
+        return None
+    more = f" ({unsafe} more with --unsafe-fixes)" if unsafe and safe else ""
+    if not safe:
+        return f"{unsafe} fixable with --fix --unsafe-fixes"
+    return f"{safe} fixable with --fix{more}"
 
 
 def lines(issues: Iterable[Issue], summary: str | None, *, color: bool = False) -> str:
@@ -113,8 +154,13 @@ def verdict_line(result: VerificationResult) -> str:
 
 
 def render_text(result: VerificationResult, *, color: bool = False) -> str:
-    """``verify``'s text: one line per issue (severity, code, action, message), then the verdict."""
-    return lines(result.issues, verdict_line(result), color=color)
+    """``verify``'s text: one line per issue (severity, code, action, message, and its
+    fix when the result's fixes were derived), then the verdict (and what ``--fix``
+    would repair)."""
+    summary = verdict_line(result)
+    fixable = fixable_line(result.issues)
+    shown = summary if fixable is None else f"{summary}\n{fixable}"
+    return lines(result.issues, shown, color=color)
 
 
 def one_line(text: str) -> str:
