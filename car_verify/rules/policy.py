@@ -1,10 +1,14 @@
 """Policies: registered rules, ``.car/policies/*.toml`` files, and the PolicyEngine.
 
-Every rule is a prohibition checked against one action, except ``allow_tool_param``
-(an allowlist that fails closed) and the stateful ``rate_limit_tool`` (a sliding
-window per rule and engine). ``trace_rule`` entries, which the upstream runtime
-refuses to load, are parsed here and enforced by :class:`~car_verify.rules.trace.TraceGate`
-(at dispatch) and :func:`~car_verify.rules.trace.check_schedules` (statically).
+What a rule of each kind reads, decides and means is its kind's module
+(:mod:`car_verify.rules.kinds`, one module per kind, and the registry that lists
+them). This module holds what is the same for every kind: the set of rules of a
+policy folder (:class:`PolicySet`, one list per kind), the strict loading of the
+files (each kind reads its own array), and :class:`PolicyEngine`, a loop over the
+rules of one call that judges a call of a tool: the rules of that tool, in the
+registry's order. Trace rules are parsed here and decided over the run's trace by
+:class:`~car_verify.rules.trace.TraceGate` (at dispatch, in the gate) and
+:func:`~car_verify.rules.trace.check_schedules` (statically).
 
 :meth:`PolicyEngine.check` returns *every* violation of an action, not the first.
 Violations of file rules carry stable names (``deny_tool:deploy``,
@@ -14,252 +18,165 @@ text a pattern matched: violation reasons are written to event logs.
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import json
-import math
 import os
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..base.config import find_policies
 from ..base.errors import InputError, UsageError
-from ..base.values import ABSENT, json_equal, plural
-from .trace import TraceGate, TraceRule, parse_trace_rule
+from ..base.values import plural
+from .kinds import FILE_KINDS, REGISTERED, Call, Kind, Reader
+from .kinds._base import coerce, strings_of, texts_of
+from .kinds.allow_command import AllowCommandRule
+from .kinds.allow_tool_param import AllowRule
+from .kinds.deny_command import CommandRule
+from .kinds.deny_keyword import keyword_rule_name
+from .kinds.deny_tool_param import ParamRule
+from .kinds.deny_tool_param_matching import (
+    MAX_MATCH_WORK,
+    MAX_PATTERN_PROGRAM,
+    MatchRule,
+    compile_pattern,
+    pattern_cost,
+)
+from .kinds.rate_limit_tool import KIND as RATE
+from .kinds.rate_limit_tool import RateRule
+from .kinds.registered import Registered
+from .trace import TraceRule
 
-if TYPE_CHECKING:  # the agent hook checks calls without loading the model
+if TYPE_CHECKING:
     from ..ir.model import Action, PolicyViolation
-    from .shell_words import Command
+    from .kinds.registered import Callback
 
 __all__ = [
+    "MAX_MATCH_WORK",
+    "MAX_PATTERN_PROGRAM",
+    "AllowCommandRule",
+    "AllowRule",
+    "CommandRule",
     "LoadedPolicies",
+    "MatchRule",
+    "ParamRule",
     "PolicyEngine",
     "PolicySet",
+    "RateRule",
+    "Registered",
+    "coerce",
+    "compile_pattern",
     "find_policies",
     "keyword_rule_name",
     "load_policies",
     "load_policy_file",
     "load_policy_object",
     "load_policy_text",
+    "pattern_cost",
     "policies_folder",
     "policy_engine",
     "policy_set_from_dict",
     "policy_set_to_dict",
     "rule_identities",
+    "strings_of",
+    "texts_of",
 ]
-
-Callback = Callable[[str, Mapping[str, Any], "Action"], Any]
-
-
-def keyword_rule_name(position: int) -> str:
-    """The name of the ``deny_keyword`` entry at ``position`` (0-based, in the merged
-    rules' order): its number, never its text, so that a secret a rule guards never
-    shows in a deny reason, a finding, SARIF or an event log."""
-    return f"deny_keyword:{position + 1}"
-
-
-def coerce(value: Any) -> str:
-    """A parameter's string form: a string as it is, anything else as compact JSON."""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
-def strings_of(value: Any) -> list[str]:
-    """Every string inside a parameter's value as it is (nested values and object
-    keys alike): a content rule that looked only at the value's JSON text would miss
-    a string whose quote, backslash or control character JSON escapes there."""
-    out: list[str] = []
-    stack = [value]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, str):
-            out.append(node)
-        elif isinstance(node, Mapping):
-            for key, item in node.items():
-                if isinstance(key, str):
-                    out.append(key)
-                stack.append(item)
-        elif isinstance(node, (list, tuple)):
-            stack.extend(node)
-    return out
-
-
-def texts_of(value: Any) -> list[str]:
-    """What a content rule reads of a parameter: its string form (the runtime's
-    reading) and, for anything that is not a string, every string inside it."""
-    if isinstance(value, str):
-        return [value]
-    return [coerce(value), *strings_of(value)]
-
 
 #: The most work the content rules may do on one call: the characters of the
 #: call's parameters read (their string forms and every string inside them) times
-#: the number of content rules that read them. Past it the call is denied (fails
-#: closed), never let through unread: 90,000 keywords against a 238 kB edit took
-#: minutes a call.
+#: the number of content rules on the call's tool that read them (``reads_content``:
+#: ``deny_keyword``, ``deny_tool_param``). Past it the content rules are not run and
+#: the call is denied (fails closed), never let through unread: 90,000 keywords
+#: against a 238 kB edit took minutes a call.
 MAX_CONTENT_WORK = 200_000_000
+#: The name of the content rules' work bound when it denies a call.
+WORK_BOUND = "deny_keyword:work-bound"
+
+#: The kinds of rule whose names are finding codes (``deny_tool:rm``).
+RULE_KINDS = frozenset({*FILE_KINDS, *REGISTERED})
 
 
-# --- the rules ---------------------------------------------------------------------------------
+# --- the rules of a policy folder ---------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class ParamRule:
-    """``deny_tool_param`` (equals / contains / presence)."""
-
-    tool: str
-    param: str
-    equals: Any = ABSENT
-    contains: str | None = None
-
-    @property
-    def name(self) -> str:
-        return f"deny_tool_param:{self.tool}.{self.param}"
-
-
-@dataclass(frozen=True, slots=True)
-class AllowRule:
-    tool: str
-    param: str
-    allow: tuple[str, ...] = ()
-
-    @property
-    def name(self) -> str:
-        return f"allow_tool_param:{self.tool}.{self.param}"
-
-
-@dataclass(frozen=True, slots=True)
-class MatchRule:
-    tool: str
-    param: str
-    matches: str
-
-    @property
-    def name(self) -> str:
-        return f"deny_tool_param_matching:{self.tool}.{self.param}"
-
-
-@dataclass(frozen=True, slots=True)
-class CommandRule:
-    """``deny_command``: a shell command line that runs ``program`` with every one of
-    ``flags`` (in any spelling :data:`~car_verify.rules.shell_words.FLAG_ALIASES`
-    holds), every one of ``args`` among its words, and, when ``input_from`` is given,
-    the output of one of those programs reaching it (``curl x | sh``); read as a shell
-    parses it (:mod:`car_verify.rules.shell_words`); the tool's name compared without
-    case (``Bash``, ``bash``)."""
-
-    program: str
-    flags: tuple[str, ...] = ()
-    tool: str = "Bash"
-    param: str = "command"
-    args: tuple[str, ...] = ()
-    input_from: tuple[str, ...] = ()
-
-    @property
-    def name(self) -> str:
-        return f"deny_command:{self.tool}.{self.program}"
-
-    def matches(self, command: Command) -> bool:
-        """Whether ``command`` is one this rule denies."""
-        from .shell_words import has_flags
-
-        return (
-            command.program == self.program
-            and has_flags(command, self.flags)
-            and all(arg in command.words[1:] for arg in self.args)
-            and (not self.input_from or any(p in command.inputs for p in self.input_from))
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class RateRule:
-    tool: str
-    max_calls: int
-    interval_secs: float
-
-    @property
-    def name(self) -> str:
-        return f"rate_limit_tool:{self.tool}"
-
-
-@dataclass(slots=True)
 class PolicySet:
-    """The file-authored rules, merged from every file in sorted filename order."""
+    """The file-authored rules, merged from every file in sorted filename order: a
+    list per kind of :data:`~car_verify.rules.kinds.FILE_KINDS`, read and written
+    as an attribute of the kind's key (``rules.deny_tool``, ``rules.trace_rule``),
+    or with :meth:`of`. ``PolicySet(trace_rule=[...])`` starts with those rules."""
 
-    deny_tool: list[str] = field(default_factory=list)
-    deny_keyword: list[str] = field(default_factory=list)
-    deny_tool_param: list[ParamRule] = field(default_factory=list)
-    allow_tool_param: list[AllowRule] = field(default_factory=list)
-    deny_tool_param_matching: list[MatchRule] = field(default_factory=list)
-    deny_command: list[CommandRule] = field(default_factory=list)
-    rate_limit_tool: list[RateRule] = field(default_factory=list)
-    trace_rule: list[TraceRule] = field(default_factory=list)
+    __slots__ = ("_rules",)
+    _rules: dict[str, list[Any]]
+
+    def __init__(self, **rules: Iterable[Any]) -> None:
+        object.__setattr__(self, "_rules", {key: [] for key in FILE_KINDS})
+        for key, items in rules.items():
+            setattr(self, key, items)
+
+    def __getattr__(self, key: str) -> list[Any]:
+        if key.startswith("_"):  # the store itself, before it is set (a copy in the making)
+            raise AttributeError(key)
+        try:
+            return self._rules[key]
+        except KeyError:
+            raise AttributeError(f"no rule kind {key!r} in a policy set") from None
+
+    def __setattr__(self, key: str, items: Iterable[Any]) -> None:
+        if key == "_rules":  # a copy restoring its store
+            object.__setattr__(self, key, items)
+            return
+        if key not in FILE_KINDS:
+            raise AttributeError(f"no rule kind {key!r} in a policy set")
+        self._rules[key] = list(items)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PolicySet) and self._rules == other._rules
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        held = ", ".join(f"{k}={v!r}" for k, v in self._rules.items() if v)
+        return f"PolicySet({held})"
+
+    def of(self, kind: Kind[Any]) -> list[Any]:
+        """The rules of ``kind`` (the list itself)."""
+        rules: list[Any] = self._rules[kind.key]
+        return rules
+
+    def kinds(self) -> Iterator[tuple[Kind[Any], list[Any]]]:
+        """Each file kind with its rules, in the registry's order."""
+        for key, kind in FILE_KINDS.items():
+            yield kind, self._rules[key]
 
     def extend(self, other: PolicySet) -> None:
-        for name in self.__dataclass_fields__:
-            getattr(self, name).extend(getattr(other, name))
+        for kind, rules in other.kinds():
+            self.of(kind).extend(rules)
 
     def count(self) -> int:
-        return sum(len(getattr(self, name)) for name in self.__dataclass_fields__)
+        return sum(len(rules) for rules in self._rules.values())
 
-
-def _rule_doc(rule: Any) -> Any:
-    """One file rule as JSON (a string rule as it is)."""
-    if isinstance(rule, str):
-        return rule
-    if isinstance(rule, TraceRule):
-        from .trace import rule_to_dict
-
-        doc = rule_to_dict(rule)
-        doc.pop("origin", None)  # where it was written is not what it says
-        return doc
-    out: dict[str, Any] = {}
-    for name in rule.__dataclass_fields__:
-        value = getattr(rule, name)
-        if value is ABSENT:
-            continue
-        out[name] = list(value) if isinstance(value, tuple) else value
-    return out
-
-
-def _rule_of(kind: str, doc: Any) -> Any:
-    """The rule :func:`_rule_doc` wrote, for a rule of ``kind``."""
-    if kind in ("deny_tool", "deny_keyword"):
-        if not isinstance(doc, str):
-            raise ValueError(f"a {kind} entry is a string")
-        return doc
-    if kind == "trace_rule":
-        from .trace import rule_from_dict
-
-        return rule_from_dict(doc)
-    cls = _RULE_CLASSES[kind]
-    if not isinstance(doc, dict):
-        raise ValueError(f"a {kind} entry is an object")
-    values = {k: tuple(v) if isinstance(v, list) and k != "equals" else v for k, v in doc.items()}
-    return cls(**values)
+    def counts(self) -> dict[str, int]:
+        """The number of rules of each kind that has any, by key."""
+        return {key: len(rules) for key, rules in self._rules.items() if rules}
 
 
 def policy_set_to_dict(rules: PolicySet) -> dict[str, list[Any]]:
     """Every file rule of ``rules`` as JSON, by kind (:func:`policy_set_from_dict`
     reads it back equal, but for where each trace rule was written)."""
-    return {
-        kind: [_rule_doc(r) for r in getattr(rules, kind)] for kind in rules.__dataclass_fields__
-    }
+    return {kind.key: [kind.to_doc(r) for r in items] for kind, items in rules.kinds()}
 
 
 def policy_set_from_dict(doc: Mapping[str, Any]) -> PolicySet:
     """The rules :func:`policy_set_to_dict` wrote; ValueError (or KeyError, TypeError)
     for anything else."""
     rules = PolicySet()
-    for kind, items in doc.items():
-        if kind not in rules.__dataclass_fields__ or not isinstance(items, list):
-            raise ValueError(f"unknown rule kind {kind!r}")
-        getattr(rules, kind).extend(_rule_of(kind, item) for item in items)
+    for key, items in doc.items():
+        kind = FILE_KINDS.get(key)
+        if kind is None or not isinstance(items, list):
+            raise ValueError(f"unknown rule kind {key!r}")
+        rules.of(kind).extend(kind.from_doc(item) for item in items)
     return rules
 
 
@@ -267,37 +184,37 @@ def rule_identities(rules: PolicySet) -> list[tuple[str, str]]:
     """Each file rule as (kind, its content as canonical JSON): two rules that say
     the same thing have the same identity, wherever they were written."""
     return [
-        (kind, json.dumps(_rule_doc(r), sort_keys=True, ensure_ascii=False))
-        for kind in rules.__dataclass_fields__
-        for r in getattr(rules, kind)
+        (kind.key, json.dumps(kind.to_doc(r), sort_keys=True, ensure_ascii=False))
+        for kind, items in rules.kinds()
+        for r in items
     ]
 
 
-# --- registered rules (the FFI's registerPolicy) ------------------------------------------
+# --- the engine ---------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
-class Registered:
+class _Entry:
+    """One rule of one call as the engine holds it: its kind, the rule, its name,
+    its place among the engine's rules (which is also its memory's) and among its
+    kind's."""
+
+    kind: Kind[Any]
+    rule: Any
     name: str
-    kind: str
-    target: str | None = None
-    key: str | None = None
-    pattern: str | None = None
-    value: Any = None
-    callback: Callback | None = None
+    slot: int
+    position: int
 
 
-_RULE_CLASSES: dict[str, type] = {
-    "deny_tool_param": ParamRule,
-    "allow_tool_param": AllowRule,
-    "deny_tool_param_matching": MatchRule,
-    "deny_command": CommandRule,
-    "rate_limit_tool": RateRule,
-}
+#: How many tools' lists of rules an engine keeps (a call of a tool it has not kept
+#: gathers them again): the names come from the agent.
+_KEPT_TOOLS = 4096
 
 
 class PolicyEngine:
-    """Checks actions against registered rules and a :class:`PolicySet`.
+    """Checks actions against registered rules and a :class:`PolicySet`: a loop over
+    the rules of one call of the tool called (the kinds decide; see
+    :mod:`car_verify.rules.kinds`).
 
     ``clock`` (seconds, monotonic) drives the rate-limit windows; tests pass a fake.
     """
@@ -305,13 +222,31 @@ class PolicyEngine:
     def __init__(
         self, rules: PolicySet | None = None, *, clock: Callable[[], float] = time.monotonic
     ) -> None:
-        self.rules = rules or PolicySet()
+        self.rules = rules if rules is not None else PolicySet()
         self.registered: list[Registered] = []
         self.clock = clock
-        self._windows: dict[int, deque[float]] = {}
-        self._patterns: dict[int, Any] = {}
-        for index, rule in enumerate(self.rules.deny_tool_param_matching):
-            self._patterns[index] = compile_pattern(rule.matches)
+        entries: list[_Entry] = []
+        for kind, items in self.rules.kinds():
+            if kind.stage != "call":
+                continue
+            for position, rule in enumerate(items):
+                name = kind.rule_name(rule, position)
+                entries.append(_Entry(kind, rule, name, len(entries), position))
+        self._entries = tuple(entries)
+        #: Each rule's memory (a rate limit's window, a compiled pattern), by slot.
+        self._memory: list[Any] = [e.kind.start(e.rule) for e in entries]
+        self._every: list[_Entry] = []
+        self._exact: dict[str, list[_Entry]] = {}
+        self._folded: dict[str, list[_Entry]] = {}
+        for e in entries:
+            tool = e.kind.tool_of(e.rule)
+            if tool is None:
+                self._every.append(e)
+            elif e.kind.tool_folded:
+                self._folded.setdefault(tool.casefold(), []).append(e)
+            else:
+                self._exact.setdefault(tool, []).append(e)
+        self._by_tool: dict[str | None, tuple[_Entry, ...]] = {}
 
     @property
     def trace_rules(self) -> list[TraceRule]:
@@ -321,35 +256,23 @@ class PolicyEngine:
     def windows(self) -> dict[int, tuple[float, ...]]:
         """The admitted calls' times of each rate limit with any (by its index in
         ``rules.rate_limit_tool``), to carry the windows to another engine."""
-        return {index: tuple(window) for index, window in self._windows.items() if window}
+        return {
+            e.position: tuple(self._memory[e.slot])
+            for e in self._entries
+            if e.kind is RATE and self._memory[e.slot]
+        }
+
+    def restore_windows(self, windows: Mapping[int, Iterable[float]]) -> None:
+        """Take up the windows another engine over the same rules saved (``windows``)."""
+        for e in self._entries:
+            if e.kind is RATE and e.position in windows:
+                self._memory[e.slot] = deque(windows[e.position])
 
     def fresh(self, *, clock: Callable[[], float] = time.monotonic) -> PolicyEngine:
         """An engine over the same rules (registered ones too), with empty windows."""
         engine = PolicyEngine(self.rules, clock=clock)
         engine.registered = list(self.registered)
         return engine
-
-    def admit(
-        self,
-        gate: TraceGate | None,
-        tool: str,
-        params: Mapping[str, Any],
-        state: Mapping[str, Any] | None = None,
-    ) -> list[tuple[str, str]]:
-        """Why a call is refused at dispatch, as (rule name, reason) pairs: this
-        engine's rules first, then, for a call they all allow, the trace rules of
-        ``gate``, which record it as dispatched when they admit it too. The order
-        the run-time gate (:class:`car_verify.plan.gate.CallGate`) keeps; the
-        analyses of rule sets model a run with it."""
-        found = self.check_call(tool, params, state)
-        if not found and gate is not None:
-            found = [(v.policy_name, v.reason) for v in gate.dispatch(tool, params)]
-        return found
-
-    def restore_windows(self, windows: Mapping[int, Iterable[float]]) -> None:
-        """Take up the windows another engine over the same rules saved (``windows``)."""
-        for index, times in windows.items():
-            self._windows[index] = deque(times)
 
     def register_policy(
         self,
@@ -366,28 +289,11 @@ class PolicyEngine:
         ``require_state`` (``value_json`` is the JSON text of the required value), or
         ``deny_tool_callback`` (``callback(tool, params, action)``; a non-empty string
         is the reason, any other truthy value denies)."""
-        if kind == "deny_tool":
-            if target is None:
-                raise UsageError("deny_tool needs a target tool")
-            self.registered.append(Registered(name, kind, target))
-        elif kind == "deny_tool_param":
-            if target is None or key is None or pattern is None:
-                raise UsageError("deny_tool_param needs a target, a key and a pattern")
-            self.registered.append(Registered(name, kind, target, key, pattern))
-        elif kind == "require_state":
-            if key is None or value_json is None:
-                raise UsageError("require_state needs a key and value_json")
-            try:
-                value = json.loads(value_json)
-            except ValueError:
-                raise UsageError(f"require_state value_json is not JSON: {value_json!r}") from None
-            self.registered.append(Registered(name, kind, key=key, value=value))
-        elif kind == "deny_tool_callback":
-            if callback is None:
-                raise UsageError("deny_tool_callback needs a callback")
-            self.registered.append(Registered(name, kind, target, callback=callback))
-        else:
+        registering = REGISTERED.get(kind)
+        if registering is None:
             raise UsageError(f"unknown policy rule type {kind!r}")
+        self.registered.append(registering.register(name, target, key, pattern, value_json,
+                                                    callback))  # fmt: skip
 
     def register_callback(self, name: str, callback: Callback, target: str | None = None) -> None:
         """A Python callable in place of the JS callback (any tool when ``target`` is None)."""
@@ -426,358 +332,87 @@ class PolicyEngine:
         action: Action | None = None,
     ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
         """The rules that deny a call of ``tool`` with ``params`` and those that
-        cannot be decided on it, each as (rule name, reason) pairs. A callback rule
-        is handed ``action``, or a ``tool_call`` action made from the call when there
-        is none. A rate limit takes a slot of its window when it admits the call."""
-        out: list[tuple[str, str]] = []
+        cannot be decided on it, each as (rule name, reason) pairs: each rule of one
+        call of the tool asked in turn (every one: a rate limit takes a slot of its
+        window when it admits the call, whatever the others say). A callback rule
+        is handed ``action``, or a ``tool_call`` action made from the call."""
+        denied: list[tuple[str, str]] = []
         undecided: list[tuple[str, str]] = []
-
-        def deny(name: str, reason: str) -> None:
-            out.append((name, reason))
-
+        call = Call(tool, params, state, action, self.clock)
         for rule in self.registered:
-            self._check_registered(rule, tool, params, action, state, deny)
-        rules = self.rules
-        if tool is not None and tool in rules.deny_tool:
-            deny(f"deny_tool:{tool}", f"tool {tool!r} is denied")
-        read: dict[str, list[str]] = {}  # each parameter read once per call
+            kind = REGISTERED[rule.kind]
+            target = kind.tool_of(rule)
+            if target is None or target == tool:
+                self._answer(kind.decide(rule, call, None), rule.name, denied, undecided)
+        entries = self._for_tool(tool)
+        bounded = self._over_work_bound(call, entries)
+        if bounded is not None:
+            denied.append((WORK_BOUND, bounded))
+        for e in entries:
+            if bounded is not None and e.kind.reads_content:
+                continue
+            self._answer(e.kind.decide(e.rule, call, self._memory[e.slot]), e.name, denied,
+                         undecided)  # fmt: skip
+        return denied, undecided
 
-        def texts(param: str) -> list[str]:
-            if param not in read:
-                read[param] = texts_of(params[param])
-            return read[param]
-
-        readers = len(rules.deny_keyword) + len(rules.deny_tool_param)
-        if readers and params:
-            size = sum(len(t) for name in params for t in texts(name))
-            if size * readers > MAX_CONTENT_WORK:
-                deny(
-                    "deny_keyword:work-bound",
-                    f"the parameters of {tool!r} ({size:,} characters) are too large to check "
-                    f"against {readers:,} content rules within the work bound: denied (fails "
-                    "closed)",
-                )
-                return out, undecided
-        for position, keyword in enumerate(rules.deny_keyword):
-            if any(keyword in t for name in params for t in (str(name), *texts(name))):
-                deny(
-                    keyword_rule_name(position),
-                    f"a parameter contains denied keyword #{position + 1}",
-                )
-        for p in rules.deny_tool_param:
-            if p.tool != tool or p.param not in params:
-                continue
-            value = params[p.param]
-            if p.equals is not ABSENT and not json_equal(value, p.equals):
-                continue
-            if p.contains is not None and not any(p.contains in t for t in texts(p.param)):
-                continue
-            how = (
-                "is present"
-                if p.equals is ABSENT and p.contains is None
-                else "matches a denied value"
-            )
-            deny(p.name, f"parameter {p.param!r} of {tool!r} {how}")
-        for a in rules.allow_tool_param:
-            if a.tool != tool:
-                continue
-            if a.param not in params:
-                deny(a.name, f"parameter {a.param!r} of {tool!r} is required and absent")
-            elif coerce(params[a.param]) not in a.allow:
-                deny(a.name, f"parameter {a.param!r} of {tool!r} is not an allowed value")
-        for index, m in enumerate(rules.deny_tool_param_matching):
-            if m.tool != tool:
-                continue
-            pattern = self._patterns[index]
-            if pattern is None:
-                deny(
-                    m.name,
-                    f"the pattern for {tool!r}.{m.param} does not compile: every call is denied",
-                )
-            elif m.param in params:
-                each = texts(m.param)
-                length = sum(len(t) for t in each)
-                if length * int(pattern.programsize) > MAX_MATCH_WORK:
-                    deny(
-                        m.name,
-                        f"parameter {m.param!r} of {tool!r} is too long ({length:,} "
-                        "characters) to match the rule's pattern within its work bound: "
-                        "denied (fails closed)",
-                    )
-                elif any(pattern.search(t) for t in each):
-                    deny(m.name, f"parameter {m.param!r} of {tool!r} matches a denied pattern")
-        for c in rules.deny_command:
-            if tool is None or tool.casefold() != c.tool.casefold() or c.param not in params:
-                continue
-            from .shell_words import ShellError, read_commands
-
-            line = params[c.param]
-            if isinstance(line, list) and line and all(isinstance(w, str) for w in line):
-                import shlex
-
-                line = shlex.join(line)  # an argv: the words as they are
-            elif not isinstance(line, str):
-                undecided.append(
-                    (
-                        c.name,
-                        f"parameter {c.param!r} of {tool!r} is no command line (a "
-                        f"{type(line).__name__}): what it runs cannot be decided",
-                    )
-                )
-                continue
-            try:
-                reading = read_commands(line)
-            except ShellError as err:
-                deny(
-                    c.name,
-                    f"parameter {c.param!r} of {tool!r} cannot be read as a shell command "
-                    f"line ({err}): denied (fails closed)",
-                )
-                continue
-            if any(c.matches(r) for r in reading.commands):
-                with_flags = f" with {' '.join(c.flags)}" if c.flags else ""
-                fed = f" fed by {' or '.join(c.input_from)}" if c.input_from else ""
-                ran_what = " ".join((c.program, *c.args))
-                deny(c.name, f"parameter {c.param!r} of {tool!r} runs {ran_what}{with_flags}{fed}")
-                continue
-            why = [u.reason for u in reading.undecided if u.program in (None, c.program)]
-            if why:
-                undecided.append(
-                    (
-                        c.name,
-                        f"parameter {c.param!r} of {tool!r} may run {c.program}, which cannot "
-                        f"be decided before it runs ({'; '.join(dict.fromkeys(why))})",
-                    )
-                )
-        # Last: a call denied only by this rule consumes no budget; any other call does.
-        for index, r in enumerate(rules.rate_limit_tool):
-            if r.tool != tool:
-                continue
-            if self._over_limit(index, r):
-                deny(
-                    r.name,
-                    f"{tool!r} may be called at most {r.max_calls} times in {r.interval_secs:g} s",
-                )
-        return out, undecided
-
-    def _check_registered(
-        self,
-        rule: Registered,
-        tool: str | None,
-        params: Mapping[str, Any],
-        action: Action | None,
-        state: Mapping[str, Any] | None,
-        deny: Callable[[str, str], None],
+    @staticmethod
+    def _answer(
+        answer: Any, name: str, denied: list[tuple[str, str]], undecided: list[tuple[str, str]]
     ) -> None:
-        if rule.kind == "deny_tool" and tool == rule.target:
-            deny(rule.name, f"tool {tool!r} is denied")
-        elif rule.kind == "deny_tool_param" and tool == rule.target:
-            assert rule.key is not None and rule.pattern is not None
-            if rule.key in params and rule.pattern in coerce(params[rule.key]):
-                deny(rule.name, f"param {rule.key!r} matches a denied pattern")
-        elif rule.kind == "require_state":
-            actual = (state or {}).get(rule.key or "", ABSENT)
-            if actual is ABSENT or not json_equal(actual, rule.value):
-                deny(rule.name, f"requires state {rule.key!r} to hold the rule's value")
-        elif rule.kind == "deny_tool_callback" and rule.callback is not None:
-            if rule.target is not None and tool != rule.target:
-                return
-            if action is None:
-                from ..ir.model import Action
+        if answer.decision == "deny":
+            denied.append((name, answer.reason))
+        elif answer.decision == "undecided":
+            undecided.append((name, answer.reason))
 
-                action = Action(id="call", type="tool_call", tool=tool, parameters=dict(params))
-            verdict = rule.callback(tool or "", params, action)
-            if verdict:
-                reason = verdict if isinstance(verdict, str) else "denied by callback"
-                deny(rule.name, reason)
+    def _for_tool(self, tool: str | None) -> tuple[_Entry, ...]:
+        """The rules of one call that judge a call of ``tool``, in the engine's order."""
+        found = self._by_tool.get(tool)
+        if found is None:
+            mine = [*self._every]
+            if tool is not None:
+                mine += self._exact.get(tool, ())
+                mine += self._folded.get(tool.casefold(), ())
+            found = tuple(sorted(mine, key=lambda e: e.slot))
+            if len(self._by_tool) < _KEPT_TOOLS:
+                self._by_tool[tool] = found
+        return found
 
-    def _over_limit(self, index: int, rule: RateRule) -> bool:
-        """Admit (and take a slot) or deny (taking nothing): the sliding window."""
-        now = self.clock()
-        window = self._windows.setdefault(index, deque())
-        while window and now - window[0] >= rule.interval_secs:
-            window.popleft()
-        if len(window) >= rule.max_calls:
-            return True
-        window.append(now)
-        return False
-
-
-#: The largest compiled RE2 program a policy pattern may have. RE2 is linear in the
-#: input, but its DFA runs out of memory on large programs and falls back to the
-#: NFA, whose cost is the program size times the input. The bound keeps a match on
-#: 100 kB near 10 ms (the measurements are in docs/security.md).
-MAX_PATTERN_PROGRAM = 1000
-#: The most work one match may do: the pattern's program size times the length of
-#: the text (RE2 runs in time linear in both; ``(.*a){40}``, 444 instructions, took
-#: 14.5 s on a 5 MB command). Past it the call is denied, never let through unread.
-MAX_MATCH_WORK = 100_000_000
-
-
-@functools.lru_cache(maxsize=1024)
-def compile_pattern(pattern: str) -> Any:
-    """RE2 (linear time, no backtracking); None when the pattern does not compile.
-    RE2 writes nothing to stderr (``log_errors`` off). Compiled once per pattern:
-    the engine, the load-time cost check and the schema ``pattern`` keyword (which
-    checks every value it is given) share it; a compiled pattern is immutable."""
-    import re2
-
-    options = re2.Options()
-    options.log_errors = False
-    try:
-        return re2.compile(pattern, options=options)
-    except Exception:
-        return None
-
-
-def pattern_cost(pattern: str) -> int | None:
-    """The size of ``pattern``'s compiled RE2 program; None if it does not compile."""
-    compiled = compile_pattern(pattern)
-    return None if compiled is None else int(compiled.programsize)
+    @staticmethod
+    def _over_work_bound(call: Call, entries: Iterable[_Entry]) -> str | None:
+        """Why the content rules cannot read this call within their work bound
+        (:data:`MAX_CONTENT_WORK`); None when they can."""
+        readers = sum(1 for e in entries if e.kind.reads_content)
+        if not readers or not call.params:
+            return None
+        size = sum(len(t) for name in call.params for t in call.texts(name))
+        if size * readers <= MAX_CONTENT_WORK:
+            return None
+        return (
+            f"the parameters of {call.tool!r} ({size:,} characters) are too large to check "
+            f"against {readers:,} content rules within the work bound: denied (fails "
+            "closed); send less text in one call"
+        )
 
 
 # --- loading files ------------------------------------------------------------------------------
 
-_KEYS = {
-    "deny_tool",
-    "deny_keyword",
-    "deny_tool_param",
-    "allow_tool_param",
-    "deny_tool_param_matching",
-    "deny_command",
-    "rate_limit_tool",
-    "trace_rule",
-}
 
-#: The kinds of rule whose names are finding codes (``deny_tool:rm``): the file keys
-#: and the registered ``require_state``.
-RULE_KINDS = frozenset({*_KEYS, "require_state"})
-
-
-class _Reader:
-    """Strict typed access to one parsed TOML file; every error names the file and key."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.source = str(path)
-
-    def fail(self, where: Sequence[str | int], problem: str) -> InputError:
-        return InputError(problem, list(where), source=self.source)
-
-    #: A value of each array of strings, for the examples in the messages.
-    _SAMPLES = (
-        ("deny_tool", "rm"),
-        ("deny_keyword", "rm -rf"),
-        ("allow", "staging"),
-        ("flags", "--force"),
-    )
-
-    def _form(self, where: Sequence[str | int]) -> str:
-        """The expected form of the array of strings at ``where``, as an example:
-        ``deny_tool = ["rm"]``."""
-        key = str(where[-1]) if where else "key"
-        return f'{key} = ["{dict(self._SAMPLES).get(key, "...")}"]'
-
-    def strings(self, value: Any, where: Sequence[str | int]) -> list[str]:
-        if not isinstance(value, list):
-            raise self.fail(where, f"expected an array of strings ({self._form(where)})")
-        for i, item in enumerate(value):
-            if not isinstance(item, str):
-                raise self.fail([*where, i], f"expected a string ({self._form(where)})")
-        return list(value)
-
-    def tables(
-        self,
-        value: Any,
-        where: str,
-        required: dict[str, type | tuple[type, ...]],
-        optional: dict[str, type | tuple[type, ...] | None],
-    ) -> list[dict[str, Any]]:
-        if not isinstance(value, list):
-            raise self.fail([where], f"expected an array of tables ([[{where}]])")
-        out = []
-        for i, table in enumerate(value):
-            if not isinstance(table, dict):
-                raise self.fail([where, i], f"expected a table ([[{where}]] with its keys)")
-            for key in table:
-                if key not in required and key not in optional:
-                    known = ", ".join(sorted([*required, *optional]))
-                    raise self.fail([where, i, key], f"unknown key (expected one of {known})")
-            for key in required:
-                if key not in table:
-                    raise self.fail([where, i], f"missing required key {key!r}")
-            for key, kind in {**required, **optional}.items():
-                if key in table and kind is not None:
-                    self.check_type(table[key], kind, [where, i, key])
-            out.append(table)
-        return out
-
-    def _sample(self, kind: type | tuple[type, ...], where: Sequence[str | int]) -> str:
-        """An example of the expected form of a table's key (`` (rule = "...")``)."""
-        kinds = kind if isinstance(kind, tuple) else (kind,)
-        if list in kinds and where:
-            return f" ({self._form(where)})"
-        examples = {str: '"..."', int: "3", float: "0.5", bool: "true"}
-        first = next((examples[k] for k in kinds if k in examples), None)
-        if first is None or not where:
-            return ""
-        return f" ({where[-1]} = {first})"
-
-    def check_type(self, value: Any, kind: type | tuple[type, ...], where: list[str | int]) -> None:
-        if (
-            isinstance(value, bool)
-            and kind is not bool
-            and bool not in (kind if isinstance(kind, tuple) else (kind,))
-        ):
-            raise self.fail(
-                where, f"expected {_type_name(kind)}, got a boolean{self._sample(kind, where)}"
-            )
-        if not isinstance(value, kind):
-            got = type(value).__name__
-            raise self.fail(
-                where, f"expected {_type_name(kind)}, got {got}{self._sample(kind, where)}"
-            )
-
-
-def _type_name(kind: type | tuple[type, ...]) -> str:
-    names = {
-        str: "a string",
-        int: "an integer",
-        float: "a number",
-        list: "an array",
-        bool: "a boolean",
-    }
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    return " or ".join(names.get(k, k.__name__) for k in kinds)
-
-
-def _json_value(reader: _Reader, value: Any, where: list[str | int]) -> Any:
-    if value is None or isinstance(value, (str, bool, int)):
-        return value
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise reader.fail(where, "expected a finite number")
-        return value
-    if isinstance(value, list):
-        return [_json_value(reader, v, [*where, i]) for i, v in enumerate(value)]
-    if isinstance(value, dict):
-        return {k: _json_value(reader, v, [*where, k]) for k, v in value.items()}
-    raise reader.fail(where, f"a {type(value).__name__} is not a JSON value")
-
-
-def load_policy_file(path: str | os.PathLike[str]) -> PolicySet:
+def load_policy_file(path: str | os.PathLike[str], *, strict: bool = True) -> PolicySet:
     """Read one policy file strictly: malformed TOML, an unknown key or a wrong type
-    raises InputError naming the file (and the key)."""
+    raises InputError naming the file (and the key). ``strict=False`` is ``policy
+    lint``'s reading: a rule that cannot be applied as written (a pattern RE2 cannot
+    compile) is kept, failing closed, for lint to report."""
     file = Path(path)
     try:
         text = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise InputError(f"cannot read policy file: {err}", source=str(file)) from None
-    return load_policy_text(text, source=str(file))
+    return load_policy_text(text, source=str(file), strict=strict)
 
 
-def load_policy_text(text: str, *, source: str = "<policies>") -> PolicySet:
-    """Read policy TOML text strictly (errors name ``source`` and the key)."""
+def load_policy_text(text: str, *, source: str = "<policies>", strict: bool = True) -> PolicySet:
+    """Read policy TOML text strictly (errors name ``source`` and the key; ``strict``:
+    see :func:`load_policy_file`)."""
     import tomllib
 
     try:
@@ -786,7 +421,7 @@ def load_policy_text(text: str, *, source: str = "<policies>") -> PolicySet:
         raise InputError(f"not valid TOML: {err}", source=str(Path(source))) from None
     except RecursionError:
         raise InputError("not valid TOML: nested too deeply", source=str(Path(source))) from None
-    return _policy_set(doc, _Reader(Path(source)), text)
+    return _policy_set(doc, Reader(Path(source), text, strict=strict))
 
 
 def load_policy_object(doc: Mapping[str, Any], *, source: str = "<policies>") -> PolicySet:
@@ -794,134 +429,20 @@ def load_policy_object(doc: Mapping[str, Any], *, source: str = "<policies>") ->
     parses to) as strictly as :func:`load_policy_text` reads the text."""
     if not isinstance(doc, Mapping):
         raise InputError("expected an object (the policy file's tables)", source=source)
-    return _policy_set(doc, _Reader(Path(source)), None)
+    return _policy_set(doc, Reader(Path(source)))
 
 
-def _policy_set(doc: Mapping[str, Any], reader: _Reader, text: str | None) -> PolicySet:
-    """The rules of one parsed policy file (``text``: its TOML, to place a trace
-    rule's error in it; None for a JSON object)."""
-    file = reader.path
-    rules = PolicySet()
+def _policy_set(doc: Mapping[str, Any], reader: Reader) -> PolicySet:
+    """The rules of one parsed policy file: each kind reads its own array."""
     for key in doc:
-        if key not in _KEYS:
-            raise reader.fail([key], f"unknown key (expected one of {', '.join(sorted(_KEYS))})")
-    if "deny_tool" in doc:
-        rules.deny_tool = reader.strings(doc["deny_tool"], ["deny_tool"])
-    if "deny_keyword" in doc:
-        rules.deny_keyword = reader.strings(doc["deny_keyword"], ["deny_keyword"])
-    for i, t in enumerate(
-        reader.tables(
-            doc.get("deny_tool_param", []),
-            "deny_tool_param",
-            {"tool": str, "param": str},
-            {"equals": None, "contains": str},
-        )
-    ):
-        equals = (
-            _json_value(reader, t["equals"], ["deny_tool_param", i, "equals"])
-            if "equals" in t
-            else ABSENT
-        )
-        rules.deny_tool_param.append(ParamRule(t["tool"], t["param"], equals, t.get("contains")))
-    for i, t in enumerate(
-        reader.tables(
-            doc.get("allow_tool_param", []),
-            "allow_tool_param",
-            {"tool": str, "param": str},
-            {"allow": list},
-        )
-    ):
-        allow = reader.strings(t.get("allow", []), ["allow_tool_param", i, "allow"])
-        rules.allow_tool_param.append(AllowRule(t["tool"], t["param"], tuple(allow)))
-    for t in reader.tables(
-        doc.get("deny_tool_param_matching", []),
-        "deny_tool_param_matching",
-        {"tool": str, "param": str, "matches": str},
-        {},
-    ):
-        cost = pattern_cost(t["matches"])
-        if cost is not None and cost > MAX_PATTERN_PROGRAM:
-            index = len(rules.deny_tool_param_matching)
-            raise reader.fail(
-                ["deny_tool_param_matching", index, "matches"],
-                f"the pattern compiles to {cost:,} RE2 instructions, over the bound of "
-                f"{MAX_PATTERN_PROGRAM:,}: matching it could take seconds per value",
-            )
-        rules.deny_tool_param_matching.append(MatchRule(t["tool"], t["param"], t["matches"]))
-    for i, t in enumerate(
-        reader.tables(
-            doc.get("deny_command", []),
-            "deny_command",
-            {"program": str},
-            {"flags": list, "tool": str, "param": str, "args": list, "input_from": list},
-        )
-    ):
-        flags = reader.strings(t.get("flags", []), ["deny_command", i, "flags"])
-        args = reader.strings(t.get("args", []), ["deny_command", i, "args"])
-        input_from = reader.strings(t.get("input_from", []), ["deny_command", i, "input_from"])
-        for n, flag in enumerate(flags):
-            if not flag.startswith("-") or flag in ("-", "--"):
-                raise reader.fail(["deny_command", i, "flags", n], "expected a flag: -r, --force")
-        split = [f"-{c}" for f in flags if not f.startswith("--") for c in f[1:]]
-        split += [f for f in flags if f.startswith("--")]  # -rf as -r and -f, as matched
-        rules.deny_command.append(
-            CommandRule(
-                t["program"],
-                tuple(dict.fromkeys(split)),
-                t.get("tool", "Bash"),
-                t.get("param", "command"),
-                tuple(args),
-                tuple(input_from),
-            )
-        )
-    for i, t in enumerate(
-        reader.tables(
-            doc.get("rate_limit_tool", []),
-            "rate_limit_tool",
-            {"tool": str, "max_calls": int, "interval_secs": (int, float)},
-            {},
-        )
-    ):
-        if t["max_calls"] < 0:
-            raise reader.fail(["rate_limit_tool", i, "max_calls"], "must not be negative")
-        if not math.isfinite(t["interval_secs"]) or t["interval_secs"] < 0:
-            raise reader.fail(
-                ["rate_limit_tool", i, "interval_secs"], "must be a non-negative number"
-            )
-        rules.rate_limit_tool.append(RateRule(t["tool"], t["max_calls"], float(t["interval_secs"])))
-    for i, t in enumerate(
-        reader.tables(doc.get("trace_rule", []), "trace_rule", {"rule": str}, {"name": str})
-    ):
-        try:
-            parsed = parse_trace_rule(t["rule"], name=t.get("name", ""), source=str(file))
-            at = None if text is None else _position_of(text, t["rule"])
-            origin = f"{file.name}:{at[0]}" if at is not None else f"{file.name}:trace_rule[{i}]"
-            rules.trace_rule.append(dataclasses.replace(parsed, origin=origin))
-        except InputError as err:
-            where = f"trace_rule[{i}].rule"
-            start = None if text is None else _position_of(text, t["rule"])
-            if start is None:  # written with escapes: only the rule's own position is known
-                problem = f"{where}, line {err.line} column {err.column} of the rule: {err.problem}"
-                raise InputError(problem, source=str(file)) from None
-            line, column = start
-            at_line = err.line or 1
-            raise InputError(
-                f"{where}: {err.problem}",
-                source=str(file),
-                line=line + at_line - 1,
-                column=(column if at_line == 1 else 1) + (err.column or 1) - 1,
-            ) from None
+        if key not in FILE_KINDS:
+            known = ", ".join(sorted(FILE_KINDS))
+            raise reader.fail([key], f"unknown key (expected one of {known})")
+    rules = PolicySet()
+    for key, kind in FILE_KINDS.items():
+        if key in doc:
+            rules.of(kind).extend(kind.read(reader, doc[key]))
     return rules
-
-
-def _position_of(text: str, needle: str) -> tuple[int, int] | None:
-    """The file line and column where a rule's text starts (TOML gives no positions:
-    found by its text, so a rule written with escapes is not found)."""
-    index = text.find(needle)
-    if index < 0:
-        return None
-    line_start = text.rfind("\n", 0, index) + 1
-    return text.count("\n", 0, index) + 1, index - line_start + 1
 
 
 @dataclass(slots=True)
@@ -966,13 +487,16 @@ class LoadedPolicies:
         return PolicyEngine(self.rules, clock=clock)
 
 
-def load_policies(directory: str | os.PathLike[str] | None = None) -> LoadedPolicies:
+def load_policies(
+    directory: str | os.PathLike[str] | None = None, *, strict: bool = True
+) -> LoadedPolicies:
     """Load every ``*.toml`` of a policies directory in sorted filename order.
 
     ``directory`` may be the policies directory itself or a project directory that
     holds ``.car/policies``; without it, the nearest ``.car/policies`` walking up
     from the working directory is used (:func:`policies_folder`). A missing
-    directory is not an error; a malformed file fails the whole load, naming the file.
+    directory is not an error; a malformed file fails the whole load, naming the file
+    (``strict``: see :func:`load_policy_file`).
     """
     folder, searched = policies_folder(directory)
     if folder is None:
@@ -980,7 +504,7 @@ def load_policies(directory: str | os.PathLike[str] | None = None) -> LoadedPoli
     read, skipped = _policy_files(folder)
     rules = PolicySet()
     for file, text in read:
-        rules.extend(load_policy_text(text, source=str(file)))
+        rules.extend(load_policy_text(text, source=str(file), strict=strict))
         if rules.count() > MAX_RULES or len(rules.trace_rule) > MAX_TRACE_RULES:
             raise InputError(
                 f"the policies hold over {MAX_RULES:,} rules, or over {MAX_TRACE_RULES:,} "
