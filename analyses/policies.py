@@ -129,7 +129,7 @@ def findings(ctx: Context, *, shortcuts: bool = True) -> Iterator[Issue]:
     find nothing (the per-call round when only trace rules are given, the output
     references when no rule reads a parameter); ``False`` does all of it, the plain
     version the tests compare with (``tests/test_policy_pass_shortcuts.py``)."""
-    from car_verify.plan.gate import CallGate
+    from car_verify.plan.gate import UNDECIDED, CallGate
     from car_verify.rules.policy import PolicyEngine, PolicySet
     from car_verify.rules.trace import check_schedules
 
@@ -155,7 +155,7 @@ def findings(ctx: Context, *, shortcuts: bool = True) -> Iterator[Issue]:
         # caller's rate-limit windows. Every call lands in one window (time 0).
         calls = PolicyEngine(one_call, clock=lambda: 0.0)
         calls.registered = list(given.registered)
-        gate = CallGate(calls)
+        gate = CallGate(calls, on_unknown=UNDECIDED["policy check"])
         for i, state in ctx.walk.action_states():  # the state at each action's turn
             action = actions[i]
             if action.type != "tool_call" or action.tool is None:
@@ -256,8 +256,9 @@ def _without_undecided(
 
 
 def _has_call_rules(rules: Any) -> bool:
-    """Whether a policy set holds a rule of one call (any kind but ``trace_rule``)."""
-    return any(getattr(rules, kind) for kind in rules.__dataclass_fields__ if kind != "trace_rule")
+    """Whether a policy set holds a rule of one call (any kind the gate asks call by
+    call, not over the trace)."""
+    return any(items and kind.stage == "call" for kind, items in rules.kinds())
 
 
 def _tests(rule: Any) -> bool:
@@ -341,34 +342,37 @@ def _compensations(ctx: Context, given: Any) -> Iterator[Issue]:
 
 def _undecided(ctx: Context, given: Any, index: int, referenced: set[str]) -> Iterator[Issue]:
     """Content rules cannot be decided for a parameter whose value is another action's
-    output (``referenced``: those of action ``index``): name each such rule and
-    parameter (the executor checks it at dispatch). A registered rule that reads the
-    parameter (``deny_tool_param`` on its key) or every parameter (a callback on the
-    tool or on any tool) is one of them."""
-    from car_verify.rules.policy import keyword_rule_name
+    output (``referenced``: those of action ``index``): name each rule of one call
+    of the action's tool that reads the parameter (each kind says which it reads:
+    every ``deny_keyword`` and callback reads them all), registered ones included;
+    the executor checks them at dispatch."""
+    from car_verify.rules.kinds import REGISTERED
 
     if not referenced:
         return
-    rules = given.rules
     tool = ctx.proposal.actions[index].tool
+    rules = [
+        (kind, rule, kind.rule_name(rule, n))
+        for kind, items in given.rules.kinds()
+        if kind.stage == "call"
+        for n, rule in enumerate(items)
+    ]
+    rules += [(REGISTERED[r.kind], r, r.name) for r in given.registered]
     for param in sorted(referenced):
-        names = [keyword_rule_name(n) for n in range(len(rules.deny_keyword))]
-        for r in [*rules.deny_tool_param, *rules.allow_tool_param, *rules.deny_tool_param_matching]:
-            if r.tool == tool and r.param == param:
-                names.append(r.name)
-        for c in rules.deny_command:
-            if tool is not None and c.tool.casefold() == tool.casefold() and c.param == param:
-                names.append(c.name)
-        for reg in given.registered:
-            reads_it = reg.kind == "deny_tool_param" and reg.key == param and reg.target == tool
-            reads_all = reg.kind == "deny_tool_callback" and reg.target in (None, tool)
-            if reads_it or reads_all:
-                names.append(reg.name)
-        for name in names:
-            yield ctx.issue(
-                "policy-undecided",
-                f"rule {name} cannot be decided before run time: parameter {param!r} is "
-                "another action's output (the executor checks it as sent)",
-                index=index,
-                where=["parameters", param],
-            )
+        for kind, rule, name in rules:
+            on = kind.tool_of(rule)
+            if on is not None and tool is not None and not _same_tool(kind, on, tool):
+                continue
+            read = kind.params(rule)
+            if read is None or param in read:
+                yield ctx.issue(
+                    "policy-undecided",
+                    f"rule {name} cannot be decided before run time: parameter {param!r} is "
+                    "another action's output (the executor checks it as sent)",
+                    index=index,
+                    where=["parameters", param],
+                )
+
+
+def _same_tool(kind: Any, rule_tool: str, tool: str) -> bool:
+    return rule_tool.casefold() == tool.casefold() if kind.tool_folded else rule_tool == tool

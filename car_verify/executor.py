@@ -477,13 +477,16 @@ class Executor:
         violations: list[PolicyViolation] = []
         completion: list[int] = []
         if self.policy_engine is not None or self.granted_tier is not None:
-            from .plan.gate import CallGate
+            from .plan.gate import UNDECIDED, CallGate
 
             # A fresh trace per run; the engine (and its rate windows) is the executor's.
             # The tier is checked again per call, on what is sent: the admission saw
             # the plan's parameters, an output reference's value only arrives now.
             self.call_gate = CallGate(
-                self.policy_engine, granted_tier=self.granted_tier, ledger=self.ledger
+                self.policy_engine,
+                granted_tier=self.granted_tier,
+                ledger=self.ledger,
+                on_unknown=UNDECIDED["executor"],
             )
         aborted_by: str | None = None
         run = _Run(self, outputs, cost, violations)

@@ -81,11 +81,14 @@ def add(sub: Subcommands, profiled: Parser) -> None:
         help="agent runs, read as the audit reads them (files, folders, globs)",
     )
     output_option(q, "OUT.parquet", "write one row per call (Parquet)")
+    from ..plan.gate import UNDECIDED
+
+    default = UNDECIDED["policy impact"]  # the face's answer, from the one table of them
     q.add_argument(
         "--on-unknown",
         choices=("deny", "allow", "ask"),
-        default="deny",
-        help="the answer to a rule that cannot be decided on a call (default: deny)",
+        default=default,
+        help=f"the answer to a rule that cannot be decided on a call (default: {default})",
     )
     format_option(q, ("text", "json"))
     q.set_defaults(run=cmd_policy_impact)
@@ -131,9 +134,8 @@ def cmd_policy_lint(args: argparse.Namespace) -> int:
     from ..rules.policy import load_policies
     from ..rules.policy_analysis import lint_policies
 
-    loaded = load_policies(args.directory)
-    rules = loaded.rules
-    counts = {kind: len(getattr(rules, kind)) for kind in rules.__dataclass_fields__}
+    loaded = load_policies(args.directory, strict=False)  # lint reports what a face refuses
+    counts = loaded.rules.counts()
     findings = lint_policies(loaded, tools=load_tools(args.tools))
     errors = sum(1 for f in findings if f.severity.value == "error")
 
@@ -166,8 +168,8 @@ def cmd_policy_lint(args: argparse.Namespace) -> int:
 
 
 def cmd_policy_diff(args: argparse.Namespace) -> int:
+    from ..plan.policy_diff import policy_diff
     from ..rules.policy import load_policies
-    from ..rules.policy_analysis import policy_diff
 
     old, new = load_policies(args.old), load_policies(args.new)
     diff = policy_diff(old, new, max_states=args.max_states)

@@ -370,14 +370,14 @@ def _held(trajectory: Any, engine: Any, profile: ProfileLike) -> dict[str, list[
     through the gate (a fresh one per trajectory; every call in one rate window),
     each admitted call reporting the outcome the run recorded. ``profile`` is not
     read: the gate decides a call the same way under both profiles."""
-    from ..plan.gate import CallGate
+    from ..plan.gate import UNDECIDED, CallGate
     from ..rules.policy import PolicyEngine
 
     if engine is None:
         return {}
     fresh = PolicyEngine(engine.rules, clock=lambda: 0.0)
     fresh.registered = list(engine.registered)
-    gate = CallGate(fresh)
+    gate = CallGate(fresh, on_unknown=UNDECIDED["audit"])
     calls: list[tuple[str, dict[str, Any], Literal["succeeded", "failed"] | None]] = [
         (
             call.tool,

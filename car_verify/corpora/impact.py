@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..plan.gate import CallGate, Decision
+from ..plan.gate import UNDECIDED, CallGate, Decision
 
 __all__ = ["Impact", "ImpactRow", "impact", "replay", "wilson"]
 
@@ -95,7 +95,9 @@ class ImpactRow:
 
 
 def replay(
-    trace: Iterable[tuple[str, dict[str, Any], str]], engine: Any, on_unknown: Decision = "deny"
+    trace: Iterable[tuple[str, dict[str, Any], str]],
+    engine: Any,
+    on_unknown: Decision = UNDECIDED["policy impact"],
 ) -> list[tuple[Decision, tuple[str, ...]]]:
     """Each call's (decision, rule names) through a fresh gate over ``engine``'s rules
     (see the module docs: outcomes reported, the clock standing still)."""
@@ -165,7 +167,9 @@ class Impact:
         }
 
 
-def impact(old: Any, new: Any, sources: Sequence[str], *, on_unknown: Decision = "deny") -> Impact:
+def impact(
+    old: Any, new: Any, sources: Sequence[str], *, on_unknown: Decision = UNDECIDED["policy impact"]
+) -> Impact:
     """Replay every trajectory of ``sources`` under both policy sets (each a policies
     folder, a policy file, loaded policies, a PolicySet or an engine)."""
     old_engine, new_engine = _engine(old), _engine(new)

@@ -40,7 +40,7 @@ class Rules:
         self,
         policies: Any,
         *,
-        on_unknown: Decision = "deny",
+        on_unknown: Decision,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if on_unknown not in DECISIONS:

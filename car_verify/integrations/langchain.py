@@ -51,7 +51,7 @@ from langchain.agents.middleware import AgentMiddleware, AgentState
 from langchain.agents.middleware.types import PrivateStateAttr
 from langchain_core.messages import ToolMessage
 
-from ..plan.gate import Decision, Verdict
+from ..plan.gate import UNDECIDED, Decision, Verdict
 from ._runs import Rules, Run, decide, refusal, report
 
 __all__ = ["PolicyMiddleware", "PolicyState"]
@@ -78,7 +78,7 @@ class PolicyMiddleware(AgentMiddleware[PolicyState, Any]):
         self,
         policies: Any = None,
         *,
-        on_unknown: Decision = "deny",
+        on_unknown: Decision = UNDECIDED["langchain"],
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__()

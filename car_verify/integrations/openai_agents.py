@@ -57,7 +57,7 @@ from agents.tool_guardrails import (
     ToolInputGuardrailData,
 )
 
-from ..plan.gate import Decision, Verdict
+from ..plan.gate import UNDECIDED, Decision, Verdict
 from ._runs import Rules, Run, RunsByObject, decide, refusal, refused_broken, report
 
 __all__ = ["PolicyGuard", "guard_tools", "policy_guardrail"]
@@ -80,7 +80,7 @@ class PolicyGuard:
         self,
         policies: Any,
         *,
-        on_unknown: Decision = "deny",
+        on_unknown: Decision = UNDECIDED["openai_agents"],
         clock: Callable[[], float] = time.monotonic,
         run_key: Callable[[ToolContext[Any]], Any] | None = None,
     ) -> None:
@@ -195,7 +195,7 @@ def _marking(formatter: Any) -> Any:
 def policy_guardrail(
     policies: Any = None,
     *,
-    on_unknown: Decision = "deny",
+    on_unknown: Decision = UNDECIDED["openai_agents"],
     clock: Callable[[], float] = time.monotonic,
     run_key: Callable[[ToolContext[Any]], Any] | None = None,
 ) -> ToolInputGuardrail[Any]:
@@ -210,7 +210,7 @@ def guard_tools(
     tools: Iterable[Any],
     policies: Any = None,
     *,
-    on_unknown: Decision = "deny",
+    on_unknown: Decision = UNDECIDED["openai_agents"],
     clock: Callable[[], float] = time.monotonic,
     run_key: Callable[[ToolContext[Any]], Any] | None = None,
 ) -> list[Any]:

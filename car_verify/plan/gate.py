@@ -13,6 +13,11 @@ A :class:`CallGate` holds
   what was dispatched, what is pending, what succeeded or failed);
 * optionally a granted permission tier and an approval ledger.
 
+A rule that cannot be decided on a call (``undecided``: a shell line whose program
+is computed, a parameter that is no command line) is answered by the gate's
+``on_unknown``; each face passes its own answer from :data:`UNDECIDED`, the one
+table of them (docs/policies.md shows it). Undecided is never allowed by default.
+
 :meth:`CallGate.decide` judges one call. It first takes a **frozen copy** of
 the parameters: the copy is what every rule reads and what the caller must send
 (:attr:`Verdict.sent`), so nothing the caller, the agent or a tool changes
@@ -33,6 +38,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..base.errors import UsageError
@@ -43,10 +49,47 @@ from ..rules.trace import Outcome, TraceGate
 if TYPE_CHECKING:
     from ..ir.model import Action
 
-__all__ = ["CallGate", "Decision", "Denial", "Verdict"]
+__all__ = ["FACES", "UNDECIDED", "CallGate", "Decision", "Denial", "Face", "Verdict"]
 
 Decision = Literal["allow", "deny", "ask"]
 DECISIONS: tuple[Decision, ...] = ("allow", "deny", "ask")
+
+
+@dataclass(frozen=True, slots=True)
+class Face:
+    """One face that asks the gate: its key, where it is, and what it answers a
+    rule that cannot be decided on a call."""
+
+    key: str
+    where: str
+    undecided: Decision
+    why: str
+
+
+#: Every face that asks the gate, with its answer to an undecided rule: the one
+#: table of them (each face reads its answer here; docs/policies.md shows it, and
+#: a test holds each face to it). None allows: a line the rules cannot decide is
+#: refused, or, in the agent hook, put to the person at the agent's prompt.
+FACES: tuple[Face, ...] = (
+    Face("executor", "`execute`, `car-verify run`: each attempt and compensation", "deny",
+         "no one is asked during a run"),
+    Face("policy check", "`policy check`, `verify --policies`, the MCP server's `policy_check` "
+         "and `verify`: each call of the plan", "deny", "reported as a violation"),
+    Face("openai_agents", "the OpenAI Agents SDK guardrail (`integrations.openai_agents`)",
+         "deny", "the model is told why, and may write the call another way"),
+    Face("langchain", "the LangChain middleware (`integrations.langchain`)", "deny",
+         "the model is told why, and may write the call another way"),
+    Face("hook", "`car-verify hook` (a coding agent's `PreToolUse`)", "ask",
+         "the agent's prompt names the rule and why the call was not understood"),
+    Face("audit", "`car-verify audit`: each call of a recorded run", "deny",
+         "counted as a call the rules refuse"),
+    Face("policy impact", "`policy impact`: each call replayed under both sets", "deny",
+         "`--on-unknown` chooses another answer, said in the report"),
+    Face("policy diff", "`policy diff`: each counterexample replayed", "deny",
+         "a set refuses what it cannot decide"),
+)  # fmt: skip
+#: Each face's answer to an undecided rule, by its key.
+UNDECIDED: Mapping[str, Decision] = MappingProxyType({f.key: f.undecided for f in FACES})
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +143,8 @@ class CallGate:
     (see the module docs). ``policies``: a PolicyEngine (used as it is, its rate
     windows included), loaded policies, a PolicySet or a policies directory;
     ``clock`` drives the rate windows of an engine the gate builds; ``on_unknown``
-    answers a rule that cannot be decided (``deny`` by default: fail closed);
+    answers a rule that cannot be decided (``deny`` by default: fail closed; a
+    face passes its own, from :data:`UNDECIDED`);
     ``granted_tier`` and ``ledger`` add the permission gate per call."""
 
     def __init__(
