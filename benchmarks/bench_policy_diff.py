@@ -24,9 +24,10 @@ import statistics
 import sys
 import time
 
+from car_verify.plan.policy_diff import policy_diff
 from car_verify.rules import policy_analysis
 from car_verify.rules.policy import load_policy_text
-from car_verify.rules.policy_analysis import lint_policies, policy_diff
+from car_verify.rules.policy_analysis import lint_policies
 from car_verify.semantics import solving, value_domain
 
 PATTERNS = ["sk-[A-Za-z0-9]{20,}", "^https?://10\\.", "(?:DROP|DELETE)\\s+TABLE", "\\d{16}", "x.y$"]

@@ -70,10 +70,11 @@ if TYPE_CHECKING:
         permission_evaluate,
         record_decision,
     )
+    from .plan.policy_diff import policy_diff
     from .plan.risk import RiskResult, risk
     from .plan.schedule_analysis import ScheduleAnalysis, analyze_schedule
     from .reporters.dot import to_dot
-    from .rules.policy_analysis import lint_policies, policy_diff
+    from .rules.policy_analysis import lint_policies
     from .rules.tools import ToolRegistry
     from .semantics.dag import Dag
 
@@ -143,7 +144,8 @@ _LAZY = {
     **dict.fromkeys(
         ["check_intent", "check_intent_plan", "enforce_intent", "gate_intent"], "plan.intent"
     ),
-    **dict.fromkeys(["lint_policies", "policy_diff"], "rules.policy_analysis"),
+    "lint_policies": "rules.policy_analysis",
+    "policy_diff": "plan.policy_diff",
     **dict.fromkeys(["ScoredProposal", "rank_proposals"], "deciders.ranking"),
     **dict.fromkeys(["RiskResult", "risk"], "plan.risk"),
     **dict.fromkeys(["ScheduleAnalysis", "analyze_schedule"], "plan.schedule_analysis"),

@@ -18,7 +18,8 @@ admits.
   both engines);
 - else a run that splits them, found by z3 over runs of up to :data:`MAX_RUN`
   calls whose times are multiples of half the windows' common divisor, and
-  replayed on both engines (:func:`replay`) before it is reported;
+  replayed through the gate on both sets (``car_verify.plan.policy_diff``) before
+  it is reported;
 - else *unknown*: no short run splits them, and a longer one may.
 """
 
@@ -28,11 +29,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
 
-from .policy import PolicyEngine, RateRule
+from .kinds.rate_limit_tool import RateRule
 
-__all__ = ["MAX_RUN", "RateSplit", "rate_splits", "replay"]
+__all__ = ["MAX_RUN", "RateSplit", "rate_splits"]
 
 #: The longest run of calls the search for a split tries.
 MAX_RUN = 12
@@ -132,27 +132,3 @@ def _search(a: Sequence[RateRule], b: Sequence[RateRule]) -> tuple[float, ...] |
         if answer != z3.unsat:
             return None
     return None
-
-
-def replay(
-    engine: PolicyEngine,
-    tool: str,
-    params: dict[str, Any],
-    state: dict[str, Any] | None,
-    run: Sequence[float],
-) -> list[str]:
-    """The rules of a fresh copy of ``engine`` (fake clock, its trace rules with a
-    fresh monitor) that deny the last call of ``run``, every call of it made with
-    ``params`` whatever the earlier verdicts (an admitted call succeeds)."""
-    from .trace import TraceGate
-
-    clock = [0.0]
-    fresh = engine.fresh(clock=lambda: clock[0])
-    gate = TraceGate(engine.trace_rules)
-    denied: list[str] = []
-    for t in run:
-        clock[0] = t
-        denied = [name for name, _ in fresh.admit(gate, tool, params, state)]
-        if not denied:
-            gate.record(tool, params, "succeeded")
-    return denied

@@ -147,6 +147,8 @@ def trace_containment(
     for part_a, part_b, judged in _cones(a, b, letters):
         if not part_a and not any(letters[i].denied[0] for i in judged):
             continue  # A refuses nothing this part decides
+        if _in_step(part_a, part_b, [letters[i] for i in judged]):
+            continue  # both sides move in step: neither ever refuses alone
         found = _search(part_a, part_b, letters, judged, budget, max_states)
         if isinstance(found, Split):
             if best is None or len(found.steps) < len(best.steps):
@@ -156,6 +158,17 @@ def trace_containment(
     if best is not None:
         return best
     return undecided
+
+
+def _in_step(a: Sequence[TraceRule], b: Sequence[TraceRule], letters: Sequence[Letter]) -> bool:
+    """Whether the two sides of a part hold the same rules (by what they say, in any
+    order) and the rules of one call refuse each of its letters on both sides or on
+    neither: then both monitors start alike and each call changes them alike, so no
+    run splits them, however far their counters go (``at most 1000000 a`` against
+    itself is decided here, not searched)."""
+    if sorted(r.to_text() for r in a) != sorted(r.to_text() for r in b):
+        return False
+    return all(bool(c.denied[0]) == bool(c.denied[1]) for c in letters)
 
 
 def _cones(
