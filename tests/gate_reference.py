@@ -1,17 +1,47 @@
 """A reference gate, written plainly: one rule at a time, each rule kind by its
-definition over the whole history of the run, no shared state, no monitor.
+definition over the whole history of the run, no shared state, no monitor, no
+parser of its own.
 
 The one gate (``car_verify.plan.gate.CallGate``) and every face that asks it (the
-executor, the agent hook) are held to this in ``tests/test_gate.py``.
+executor, the agent hook) are held to this in ``tests/test_gate.py``. There is a
+definition here for every kind of the registry (``car_verify.rules.kinds.KINDS``):
+:data:`DEFINITIONS`, keyed by the kind's name; a test fails on a kind without one.
 
-The history is a list of events in the order they happened: a call's dispatch
-(the gate admitted it) and, later, its reported outcome. The definitions:
+A call is a tool, its parameters and the run's state. A shell line is never
+parsed here: the lines the tests send are built from :class:`Segment` values whose
+commands (each command's words as the shell gives them, and the programs whose
+output reaches it) are written out by hand, and the definitions of ``deny_command``
+and ``allow_command`` read those.
+
+The definitions (each answers ``allow``, ``deny`` or ``undecided``):
 
 * ``deny_tool T``: a call of ``T`` is denied.
-* ``deny_tool_param T.p == v``: a call of ``T`` whose ``p`` equals ``v`` is denied.
+* ``deny_keyword K``: a call is denied when a parameter's name holds ``K``, or its
+  value's text does (a string as it is; anything else as compact JSON, and every
+  string inside it, object keys too).
+* ``deny_tool_param T.p [== v] [contains s]``: a call of ``T`` is denied when ``p``
+  is present and equals ``v`` (JSON equality) and a text of it holds ``s``.
+* ``allow_tool_param T.p in [...]``: a call of ``T`` is denied unless ``p`` is
+  present and its text (a string, or compact JSON) is listed.
+* ``deny_tool_param_matching T.p ~ re``: a call of ``T`` is denied when ``p`` is
+  present and Python's ``re.search`` finds ``re`` in a text of it (the patterns
+  the tests use mean the same in RE2).
+* ``deny_command T.p program flags args input_from``: a call of ``T`` (without
+  case) whose ``p`` is a line is denied when a command of the line has ``program``
+  as its first word's base name, every flag (in the flag table's spellings),
+  every arg among its words, and one of ``input_from`` feeding it; else undecided
+  when a part of the line is not understood for that program (or for any); a
+  line that cannot be read is denied.
+* ``allow_command T.p prefixes``: such a call is denied when a command of the line
+  starts with no prefix (word for word), or the line cannot be read; else
+  undecided when a part of it is not understood or it assigns a variable; else
+  allowed.
 * ``rate_limit_tool T max N`` (a window longer than the run): a call of ``T`` is
   denied when ``N`` calls of ``T`` took a slot before it; a call takes a slot
   when this rule admits it, whatever the other rules say.
+* Registered: ``deny_tool T``; ``deny_tool_param T.k`` (the text of ``k`` holds a
+  pattern); ``require_state k == v`` (denied unless the state holds ``v`` at
+  ``k``); a callback (denied when ``p`` is 2, on its tool or any).
 * Trace rules are asked only about a call no rule above denies:
   * ``never C``: a call matching ``C`` is denied;
   * ``never C after E``: denied when some earlier dispatched call matches ``E``;
@@ -20,16 +50,504 @@ The history is a list of events in the order they happened: a call's dispatch
   * ``C only after E``: denied unless some earlier call matching ``E`` reported an
     outcome (``E <outcome>``: that outcome);
   * ``at most N C``: denied when ``N`` dispatched calls matched ``C`` before it.
-* A call that nothing denies is dispatched. The rules named are those of the
-  first stage that denies (the policy rules, else the trace rules).
+* The decision: ``deny`` when a rule of one call denies, or (none does) a trace
+  rule does; else, when a rule is undecided, the face's answer to that
+  (``on_unknown``); else ``allow``. A call not denied is dispatched. The rules
+  named are the deniers of the first stage that denies, and the undecided ones.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 Outcome = Literal["succeeded", "failed"]
+Answer = Literal["allow", "deny", "undecided"]
+
+
+@dataclass(frozen=True)
+class Call:
+    tool: str
+    params: dict[str, Any]
+    state: dict[str, Any] | None = None
+
+
+# --- what a content rule reads -------------------------------------------------------------------
+
+
+def text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"),
+                                                           ensure_ascii=False)  # fmt: skip
+
+
+def texts(value: Any) -> list[str]:
+    """The value's text, and every string inside it (object keys too)."""
+    out = [text(value)]
+
+    def inside(v: Any) -> None:
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                out.append(k)
+                inside(x)
+        elif isinstance(v, list):
+            for x in v:
+                inside(x)
+
+    if not isinstance(value, str):
+        inside(value)
+    return out
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+
+
+def q(value: Any) -> str:
+    """A TOML value."""
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{json.dumps(k)} = {q(v)}" for k, v in value.items()) + " }"
+    if isinstance(value, list):
+        return "[" + ", ".join(q(v) for v in value) + "]"
+    return json.dumps(value)
+
+
+# --- shell lines, written out by hand ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cmd:
+    words: tuple[str, ...]
+    inputs: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A piece of a line: its text, the commands it runs, the programs for which
+    something in it is not understood (``ANY``: for every program), whether it
+    assigns a variable, whether bash could not even parse it."""
+
+    text: str
+    commands: tuple[Cmd, ...] = ()
+    unknown: frozenset[str] = frozenset()
+    assigns: bool = False
+    unreadable: bool = False
+
+
+ANY = "*"
+
+
+def _cmd(*words: str, fed: tuple[str, ...] = ()) -> Cmd:
+    return Cmd(tuple(words), frozenset(fed))
+
+
+SEGMENTS: tuple[Segment, ...] = (
+    Segment("rm -rf x", (_cmd("rm", "-rf", "x"),)),
+    Segment("\\rm -r -f x", (_cmd("rm", "-r", "-f", "x"),)),
+    Segment("/bin/rm -fr x", (_cmd("/bin/rm", "-fr", "x"),)),
+    Segment("r''m --recursive --force x", (_cmd("rm", "--recursive", "--force", "x"),)),
+    Segment("rm -r x", (_cmd("rm", "-r", "x"),)),
+    Segment("rm -R -- -f", (_cmd("rm", "-R", "--", "-f"),)),
+    Segment("ls", (_cmd("ls"),)),
+    Segment("ls -la", (_cmd("ls", "-la"),)),
+    Segment("git status", (_cmd("git", "status"),)),
+    Segment("/usr/bin/git status", (_cmd("/usr/bin/git", "status"),)),
+    Segment("git push --force", (_cmd("git", "push", "--force"),)),
+    Segment("git push -f origin", (_cmd("git", "push", "-f", "origin"),)),
+    Segment("git push origin", (_cmd("git", "push", "origin"),)),
+    Segment("npm run test", (_cmd("npm", "run", "test"),)),
+    Segment("npm run test:unit", (_cmd("npm", "run", "test:unit"),)),
+    Segment("sudo rm -rf x", (_cmd("sudo", "rm", "-rf", "x"), _cmd("rm", "-rf", "x"))),
+    Segment("bash -c 'ls -la'", (_cmd("bash", "-c", "ls -la"), _cmd("ls", "-la"))),
+    Segment("echo $(rm -rf x)", (_cmd("rm", "-rf", "x"), _cmd("echo", "$(rm -rf x)")),
+            unknown=frozenset({"echo"})),
+    Segment("curl -s x | sh", (_cmd("curl", "-s", "x"), _cmd("sh", fed=("curl",))),
+            unknown=frozenset({ANY})),
+    Segment("ls | sh", (_cmd("ls"), _cmd("sh", fed=("ls",))), unknown=frozenset({ANY})),
+    Segment("$X -rf x", unknown=frozenset({ANY})),
+    Segment("X=rm; $X -rf x", unknown=frozenset({ANY}), assigns=True),
+    Segment('eval "$C"', (_cmd("eval", '"$C"'),), unknown=frozenset({"eval", ANY})),
+    Segment("ls $DIR", (_cmd("ls", "$DIR"),), unknown=frozenset({"ls"})),
+    Segment("PATH=. ls", (_cmd("ls"),), assigns=True),
+)  # fmt: skip
+#: A line bash cannot parse.
+UNREADABLE = Segment("ls 'x", unreadable=True)
+
+
+@dataclass(frozen=True)
+class Line:
+    segments: tuple[Segment, ...]
+    joints: tuple[str, ...] = ()  # "; " or " && " between segments
+
+    @property
+    def text(self) -> str:
+        out = self.segments[0].text
+        for joint, segment in zip(self.joints, self.segments[1:], strict=True):
+            out += joint + segment.text
+        return out
+
+    @property
+    def commands(self) -> list[Cmd]:
+        return [c for s in self.segments for c in s.commands]
+
+    def unknown_for(self, program: str | None) -> bool:
+        """Whether a part of the line is not understood for ``program`` (None: any)."""
+        marks = {m for s in self.segments for m in s.unknown}
+        return bool(marks) if program is None else bool(marks & {ANY, program})
+
+    @property
+    def assigns(self) -> bool:
+        return any(s.assigns for s in self.segments)
+
+    @property
+    def unreadable(self) -> bool:
+        return any(s.unreadable for s in self.segments)
+
+
+#: Each line sent so far, by its text: what the definitions read of a call's line.
+LINES: dict[str, Line] = {}
+
+
+def line_value(line: Line) -> str:
+    LINES[line.text] = line
+    return line.text
+
+
+def _flags(words: tuple[str, ...]) -> set[str]:
+    out: set[str] = set()
+    for w in words:
+        if w == "--":
+            break
+        if w.startswith("--") and len(w) > 2:
+            out.add(w.split("=", 1)[0])
+        elif w.startswith("-") and len(w) > 1:
+            out.update(f"-{c}" for c in w[1:])
+        elif w.startswith("+") and len(w) > 1:
+            out.add("+REFSPEC")
+    return out
+
+
+#: Equal spellings of a flag (the few the tests use): docs/policies.md's table.
+SPELLINGS = {
+    "rm": [{"-r", "-R", "--recursive"}, {"-f", "--force"}],
+    "git push": [{"-f", "--force", "--force-with-lease", "--mirror", "+REFSPEC"}],
+}
+
+
+def _has_flags(program: str, words: tuple[str, ...], wanted: tuple[str, ...]) -> bool:
+    table = program
+    given = words[1:]
+    if program == "git" and "push" in given:
+        table, given = "git push", given[given.index("push") + 1 :]
+    have = _flags(given)
+    for flag in _flags(wanted):  # a rule's -rf is -r and -f, as a command's is
+        spellings = next((s for s in SPELLINGS.get(table, []) if flag in s), {flag})
+        if not have & spellings:
+            return False
+    return True
+
+
+# --- the definitions, one per kind ---------------------------------------------------------------
+
+
+class Rule:
+    """A rule of one kind: ``kind`` is the registry's name for it."""
+
+    kind: ClassVar[str]
+    name: str
+
+    def toml(self) -> str:
+        """The rule as a policy file's table ("" for a registered rule)."""
+        return ""
+
+    def register(self, engine: Any) -> None:
+        raise NotImplementedError
+
+    def decide(self, call: Call, slots: dict[int, int], me: int) -> Answer:
+        raise NotImplementedError
+
+
+@dataclass
+class DenyTool(Rule):
+    tool: str
+    kind = "deny_tool"
+
+    def __post_init__(self) -> None:
+        self.name = f"deny_tool:{self.tool}"
+
+    def decide(self, call: Call, slots: dict[int, int], me: int) -> Answer:
+        return "deny" if call.tool == self.tool else "allow"
+
+
+@dataclass
+class DenyKeyword(Rule):
+    word: str
+    number: int  # its place in the merged list, from 1
+    kind = "deny_keyword"
+
+    def __post_init__(self) -> None:
+        self.name = f"deny_keyword:{self.number}"
+
+    def decide(self, call: Call, slots: dict[int, int], me: int) -> Answer:
+        for key, value in call.params.items():
+            if self.word in key or any(self.word in t for t in texts(value)):
+                return "deny"
+        return "allow"
+
+
+@dataclass
+class DenyToolParam(Rule):
+    tool: str
+    param: str
+    equals: Any = None
+    contains: str | None = None
+    has_equals: bool = False
+    kind = "deny_tool_param"
+
+    def __post_init__(self) -> None:
+        self.name = f"deny_tool_param:{self.tool}.{self.param}"
+
+    def toml(self) -> str:
+        out = f"[[deny_tool_param]]\ntool = {q(self.tool)}\nparam = {q(self.param)}\n"
+        if self.has_equals:
+            out += f"equals = {q(self.equals)}\n"
+        if self.contains is not None:
+            out += f"contains = {q(self.contains)}\n"
+        return out
+
+    def decide(self, call: Call, slots: dict[int, int], me: int) -> Answer:
+        if call.tool != self.tool or self.param not in call.params:
+            return "allow"
+        value = call.params[self.param]
+        if self.has_equals and not json_equal(value, self.equals):
+            return "allow"
+        if self.contains is not None and not any(self.contains in t for t in texts(value)):
+            return "allow"
+        return "deny"
+
+
+@dataclass
+class AllowToolParam(Rule):
+    tool: str
+    param: str
+    allow: tuple[str, ...]
+    kind = "allow_tool_param"
+
+    def __post_init__(self) -> None:
+        self.name = f"allow_tool_param:{self.tool}.{self.param}"
+
+    def toml(self) -> str:
+        return (f"[[allow_tool_param]]\ntool = {q(self.tool)}\nparam = {q(self.param)}\n"
+                f"allow = {q(list(self.allow))}\n")  # fmt: skip
+
+    def decide(self, call: Call, slots: dict[int, int], me: int) -> Answer:
+        if call.tool != self.tool:
+            return "allow"
+        if self.param not in call.params or text(call.params[self.param]) not in self.allow:
+            return "deny"
+        return "allow"
+
+
+@dataclass
+class DenyToolParamMatching(Rule):
+    tool: str
+    param: str
+    pattern: str
+    kind = "deny_tool_param_matching"
+
+    def __post_init__(self) -> None:
+        self.name = f"deny_tool_param_matching:{self.tool}.{self.param}"
+
+    def toml(self) -> str:
+        return (f"[[deny_tool_param_matching]]\ntool = {q(self.tool)}\nparam = {q(self.param)}\n"
+                f"matches = {q(self.pattern)}\n")  # fmt: skip
+
+    def decide(self, call: Call, slots: dict[int, int], me: int) -> Answer:
+        if call.tool != self.tool or self.param not in call.params:
+            return "allow"
+        found = any(re.search(self.pattern, t) for t in texts(call.params[self.param]))
+        return "deny" if found else "allow"
+
+
+def _line_of(call: Call, tool: str, param: str) -> Line | Literal["none"] | None:
+    """The line a shell rule reads of ``call`` (None: the rule does not judge it;
+    "none": the parameter holds no line)."""
+    if call.tool.casefold() != tool.casefold() or param not in call.params:
+        return None
+    value = call.params[param]
+    if isinstance(value, list) and value and all(isinstance(w, str) for w in value):
+        return Line((Segment(" ".join(value), (Cmd(tuple(value)),)),))  # an argv: its words
+    if not isinstance(value, str):
+        return "none"
+    return LINES[value]
+
+
+@dataclass
+class DenyCommand(Rule):
+    program: str
+    flags: tuple[str, ...] = ()
+    args: tuple[str, ...] = ()
+    input_from: tuple[str, ...] = ()
+    tool: str = "Bash"
+    kind = "deny_command"
+
+    def __post_init__(self) -> None:
+        self.name = f"deny_command:{self.tool}.{self.program}"
+
+    def toml(self) -> str:
+        return (f"[[deny_command]]\ntool = {q(self.tool)}\nprogram = {q(self.program)}\n"
+                f"flags = {q(list(self.flags))}\nargs = {q(list(self.args))}\n"
+                f"input_from = {q(list(self.input_from))}\n")  # fmt: skip
+
+    def decide(self, call: Call, slots: dict[int, int], me: int) -> Answer:
+        line = _line_of(call, self.tool, "command")
+        if line is None:
+            return "allow"
+        if line == "none":
+            return "undecided"
+        if line.unreadable:
+            return "deny"
+        for c in line.commands:
+            if (
+                os.path.basename(c.words[0]) == self.program
+                and _has_flags(self.program, c.words, self.flags)
+                and all(a in c.words[1:] for a in self.args)
+                and (not self.input_from or bool(c.inputs & set(self.input_from)))
+            ):
+                return "deny"
+        return "undecided" if line.unknown_for(self.program) else "allow"
+
+
+@dataclass
+class AllowCommand(Rule):
+    prefixes: tuple[str, ...]
+    tool: str = "Bash"
+    kind = "allow_command"
+
+    def __post_init__(self) -> None:
+        self.name = f"allow_command:{self.tool}.command"
+
+    def toml(self) -> str:
+        return f"[[allow_command]]\ntool = {q(self.tool)}\nprefixes = {q(list(self.prefixes))}\n"
+
+    def decide(self, call: Call, slots: dict[int, int], me: int) -> Answer:
+        line = _line_of(call, self.tool, "command")
+        if line is None:
+            return "allow"
+        if line == "none":
+            return "undecided"
+        if line.unreadable:
+            return "deny"
+        for c in line.commands:
+            if not any(c.words[: len(p.split())] == tuple(p.split()) for p in self.prefixes):
+                return "deny"
+        return "undecided" if line.unknown_for(None) or line.assigns else "allow"
+
+
+@dataclass
+class RateLimit(Rule):
+    tool: str
+    limit: int
+    kind = "rate_limit_tool"
+
+    def __post_init__(self) -> None:
+        self.name = f"rate_limit_tool:{self.tool}"
+
+    def toml(self) -> str:
+        return (f"[[rate_limit_tool]]\ntool = {q(self.tool)}\nmax_calls = {self.limit}\n"
+                "interval_secs = 86400\n")  # fmt: skip
+
+    def decide(self, call: Call, slots: dict[int, int], me: int) -> Answer:
+        if call.tool != self.tool:
+            return "allow"
+        if slots.get(me, 0) >= self.limit:
+            return "deny"
+        slots[me] = slots.get(me, 0) + 1
+        return "allow"
+
+
+@dataclass
+class RegisteredDenyTool(Rule):
+    name: str
+    target: str
+    kind = "registered deny_tool"
+
+    def register(self, engine: Any) -> None:
+        engine.register_policy(self.name, "deny_tool", self.target)
+
+    def decide(self, call: Call, slots: dict[int, int], me: int) -> Answer:
+        return "deny" if call.tool == self.target else "allow"
+
+
+@dataclass
+class RegisteredDenyToolParam(Rule):
+    name: str
+    target: str
+    key: str
+    pattern: str
+    kind = "registered deny_tool_param"
+
+    def register(self, engine: Any) -> None:
+        engine.register_policy(self.name, "deny_tool_param", self.target, self.key, self.pattern)
+
+    def decide(self, call: Call, slots: dict[int, int], me: int) -> Answer:
+        if call.tool != self.target or self.key not in call.params:
+            return "allow"
+        return "deny" if self.pattern in text(call.params[self.key]) else "allow"
+
+
+@dataclass
+class RegisteredRequireState(Rule):
+    name: str
+    key: str
+    value: Any
+    kind = "registered require_state"
+
+    def register(self, engine: Any) -> None:
+        engine.register_policy(self.name, "require_state", None, self.key, None,
+                               json.dumps(self.value))  # fmt: skip
+
+    def decide(self, call: Call, slots: dict[int, int], me: int) -> Answer:
+        state = call.state or {}
+        ok = self.key in state and json_equal(state[self.key], self.value)
+        return "allow" if ok else "deny"
+
+
+@dataclass
+class RegisteredCallback(Rule):
+    name: str
+    target: str | None
+    kind = "registered deny_tool_callback"
+
+    @staticmethod
+    def refuses(params: dict[str, Any]) -> bool:
+        return params.get("p") == 2 and not isinstance(params.get("p"), bool)
+
+    def register(self, engine: Any) -> None:
+        def callback(tool: str, params: Any, action: Any) -> Any:
+            return "p is two" if self.refuses(dict(params)) else None
+
+        engine.register_callback(self.name, callback, self.target)
+
+    def decide(self, call: Call, slots: dict[int, int], me: int) -> Answer:
+        if self.target is not None and call.tool != self.target:
+            return "allow"
+        return "deny" if self.refuses(call.params) else "allow"
+
+
+# --- trace rules ----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -44,127 +562,138 @@ class Pattern:
         if self.test is None:
             return True
         param, value = self.test
-        return param in params and params[param] == value
+        return param in params and json_equal(params[param], value)
 
     def text(self) -> str:
         out = self.tool or "any tool"
         if self.test is not None:
-            out += f" where {self.test[0]} == {self.test[1]!r}".replace("'", '"')
+            out += f" where {self.test[0]} == {json.dumps(self.test[1])}"
         if self.outcome is not None:
             out += f" {self.outcome}"
         return out
 
 
-@dataclass(frozen=True)
-class Rule:
-    kind: Literal[
-        "deny_tool", "deny_param", "rate", "never", "never_after", "only_after", "at_most"
-    ]
-    name: str
-    tool: str = ""
-    param: tuple[str, Any] | None = None
-    limit: int = 0
-    call: Pattern | None = None
+@dataclass
+class TraceRule(Rule):
+    form: Literal["never", "never_after", "only_after", "at_most"]
+    label: str
+    call: Pattern
     event: Pattern | None = None
+    limit: int = 0
+    kind = "trace_rule"
 
-    @property
-    def is_trace(self) -> bool:
-        return self.kind in ("never", "never_after", "only_after", "at_most")
+    def __post_init__(self) -> None:
+        self.name = f"trace_rule:{self.label}"
 
-    def policy_name(self) -> str:
-        if self.kind == "deny_tool":
-            return f"deny_tool:{self.tool}"
-        if self.kind == "deny_param":
-            assert self.param is not None
-            return f"deny_tool_param:{self.tool}.{self.param[0]}"
-        if self.kind == "rate":
-            return f"rate_limit_tool:{self.tool}"
-        return f"trace_rule:{self.name}"
-
-    def trace_text(self) -> str:
-        assert self.call is not None
-        if self.kind == "never":
+    def sentence(self) -> str:
+        if self.form == "never":
             return f"never {self.call.text()}"
-        if self.kind == "at_most":
+        if self.form == "at_most":
             return f"at most {self.limit} {self.call.text()}"
         assert self.event is not None
-        if self.kind == "never_after":
+        if self.form == "never_after":
             return f"never {self.call.text()} after {self.event.text()}"
         return f"{self.call.text()} only after {self.event.text()}"
 
+    def toml(self) -> str:
+        return f"[[trace_rule]]\nname = {q(self.label)}\nrule = '{self.sentence()}'\n"
+
+    def refuses(self, gate: ReferenceGate, call: Call) -> bool:
+        if not self.call.matches(call.tool, call.params):
+            return False
+        if self.form == "never":
+            return True
+        if self.form == "at_most":
+            return gate.dispatched(self.call) >= self.limit
+        assert self.event is not None
+        if self.form == "never_after":
+            if self.event.outcome is None:
+                return gate.dispatched(self.event) > 0
+            return gate.reported(self.event, self.event.outcome)
+        return not gate.reported(self.event, self.event.outcome)
+
+
+#: The definition of every kind, by the registry's name for it.
+DEFINITIONS: dict[str, type[Rule]] = {
+    cls.kind: cls
+    for cls in (
+        DenyTool, DenyKeyword, DenyToolParam, AllowToolParam, DenyToolParamMatching,
+        DenyCommand, AllowCommand, RateLimit, RegisteredDenyTool, RegisteredDenyToolParam,
+        RegisteredRequireState, RegisteredCallback, TraceRule,
+    )
+}  # fmt: skip
+
 
 def toml(rules: list[Rule]) -> str:
-    """The rules as a policy file."""
+    """The file rules of ``rules`` as a policy file (its arrays of strings first)."""
     lines: list[str] = []
-    denied = [r.tool for r in rules if r.kind == "deny_tool"]
+    denied = [r.tool for r in rules if isinstance(r, DenyTool)]
     if denied:
-        lines.append("deny_tool = [" + ", ".join(f'"{t}"' for t in denied) + "]")
+        lines.append(f"deny_tool = {q(denied)}\n")
+    words = sorted((r for r in rules if isinstance(r, DenyKeyword)), key=lambda r: r.number)
+    if words:
+        lines.append(f"deny_keyword = {q([r.word for r in words])}\n")
+    lines += [r.toml() for r in rules]
+    return "".join(lines) or "\n"
+
+
+def register(rules: list[Rule], engine: Any) -> None:
+    """Register the registered rules of ``rules`` on ``engine``."""
     for r in rules:
-        if r.kind == "deny_param":
-            assert r.param is not None
-            lines += [
-                "[[deny_tool_param]]",
-                f'tool = "{r.tool}"',
-                f'param = "{r.param[0]}"',
-                f"equals = {r.param[1]!r}".replace("'", '"'),
-            ]
-        elif r.kind == "rate":
-            lines += [
-                "[[rate_limit_tool]]",
-                f'tool = "{r.tool}"',
-                f"max_calls = {r.limit}",
-                "interval_secs = 86400",
-            ]
-        elif r.is_trace:
-            lines += ["[[trace_rule]]", f'name = "{r.name}"', f"rule = '{r.trace_text()}'"]
-    return "\n".join(lines) + "\n"
+        if r.kind.startswith("registered "):
+            r.register(engine)
 
 
-@dataclass
-class _Call:
-    tool: str
-    params: dict[str, Any]
+# --- the gate -------------------------------------------------------------------------------------
 
 
 @dataclass
 class ReferenceGate:
     rules: list[Rule]
+    #: What a rule that cannot be decided gets (the face's answer).
+    on_unknown: Literal["deny", "ask"] = "deny"
     #: The events so far: ("dispatch", n) and ("outcome", n, outcome), n a call number.
     events: list[tuple[Any, ...]] = field(default_factory=list)
-    calls: list[_Call] = field(default_factory=list)
-    slots: dict[str, int] = field(default_factory=dict)  # rate rule name -> slots taken
+    calls: list[Call] = field(default_factory=list)
+    slots: dict[int, int] = field(default_factory=dict)  # rate rule index -> slots taken
+    #: The undecided rules of the last call (the faces say them apart).
+    undecided: list[str] = field(default_factory=list)
 
-    def pre(self, tool: str, params: dict[str, Any]) -> tuple[bool, list[str], int]:
-        """Decide a call: (admitted, the rules that deny it, its call number)."""
-        names: list[str] = []
-        for r in self.rules:
-            if r.kind == "deny_tool" and tool == r.tool:
-                names.append(r.policy_name())
-            elif r.kind == "deny_param" and tool == r.tool:
-                assert r.param is not None
-                if r.param[0] in params and params[r.param[0]] == r.param[1]:
-                    names.append(r.policy_name())
+    def pre(
+        self, tool: str, params: dict[str, Any], state: dict[str, Any] | None = None
+    ) -> tuple[str, list[str], int]:
+        """Decide a call: (decision, the rules behind it, its call number)."""
+        call = Call(tool, dict(params), state)
+        denied: list[str] = []
+        undecided: list[str] = []
         for index, r in enumerate(self.rules):
-            if r.kind == "rate" and tool == r.tool:
-                key = f"{index}"
-                if self.slots.get(key, 0) >= r.limit:
-                    names.append(r.policy_name())
-                else:
-                    self.slots[key] = self.slots.get(key, 0) + 1
-        if not names:
-            names = [
-                r.policy_name() for r in self.rules if r.is_trace and self._refuses(r, tool, params)
-            ]
+            if r.kind == "trace_rule":
+                continue
+            answer = r.decide(call, self.slots, index)
+            if answer == "deny":
+                denied.append(r.name)
+            elif answer == "undecided":
+                undecided.append(r.name)
+        trace = [r for r in self.rules if isinstance(r, TraceRule)]
+        tracing = [] if denied else [r.name for r in trace if r.refuses(self, call)]
+        if denied or tracing:
+            decision = "deny"
+        elif undecided:
+            decision = self.on_unknown
+        else:
+            decision = "allow"
         number = len(self.calls)
-        self.calls.append(_Call(tool, dict(params)))
-        if not names:
+        self.calls.append(call)
+        if decision != "deny":
             self.events.append(("dispatch", number))
-        return not names, list(dict.fromkeys(names)), number
+        self.undecided = undecided
+        names = list(dict.fromkeys([*(denied or tracing), *undecided]))
+        return decision, names, number
 
     def post(self, number: int, outcome: Outcome) -> None:
         self.events.append(("outcome", number, outcome))
 
-    def _dispatched(self, pattern: Pattern) -> int:
+    def dispatched(self, pattern: Pattern) -> int:
         return sum(
             1
             for e in self.events
@@ -172,25 +701,10 @@ class ReferenceGate:
             and pattern.matches(self.calls[e[1]].tool, self.calls[e[1]].params)
         )
 
-    def _reported(self, pattern: Pattern, outcome: Outcome | None) -> bool:
+    def reported(self, pattern: Pattern, outcome: Outcome | None) -> bool:
         return any(
             e[0] == "outcome"
             and (outcome is None or e[2] == outcome)
             and pattern.matches(self.calls[e[1]].tool, self.calls[e[1]].params)
             for e in self.events
         )
-
-    def _refuses(self, r: Rule, tool: str, params: dict[str, Any]) -> bool:
-        assert r.call is not None
-        if not r.call.matches(tool, params):
-            return False
-        if r.kind == "never":
-            return True
-        if r.kind == "at_most":
-            return self._dispatched(r.call) >= r.limit
-        assert r.event is not None
-        if r.kind == "never_after":
-            if r.event.outcome is None:
-                return self._dispatched(r.event) > 0
-            return self._reported(r.event, r.event.outcome)
-        return not self._reported(r.event, r.event.outcome)

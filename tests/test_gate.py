@@ -1,26 +1,58 @@
 """The one gate, held to the plain reference (tests/gate_reference.py): on generated
-rule sets of two to six rules and generated call sequences with outcomes, the
-gate itself, the agent hook (end to end, through PreToolUse / PostToolUse
-payloads) and the executor give the reference's decision and rule names."""
+rule sets of every kind the registry holds (two to six rules) and generated call
+sequences with outcomes, the gate itself, the agent hook (end to end, through
+PreToolUse / PostToolUse payloads) and the executor give the reference's decision
+and rule names."""
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 from pathlib import Path
 from typing import Any
 
 import pytest
-from gate_reference import Pattern, ReferenceGate, Rule, toml
-from hypothesis import given
+from gate_reference import (
+    DEFINITIONS,
+    SEGMENTS,
+    UNREADABLE,
+    AllowCommand,
+    AllowToolParam,
+    DenyCommand,
+    DenyKeyword,
+    DenyTool,
+    DenyToolParam,
+    DenyToolParamMatching,
+    Line,
+    Pattern,
+    RateLimit,
+    ReferenceGate,
+    RegisteredCallback,
+    RegisteredDenyTool,
+    RegisteredDenyToolParam,
+    RegisteredRequireState,
+    Rule,
+    TraceRule,
+    line_value,
+    register,
+    toml,
+)
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from car_verify.plan.gate import CallGate
-from car_verify.rules.policy import load_policy_text
+from car_verify.plan.gate import UNDECIDED, CallGate
+from car_verify.rules.kinds import KINDS
+from car_verify.rules.policy import PolicyEngine, load_policy_text
 from car_verify.rules.trace import TraceGate, parse_trace_rule
 
-TOOLS = ["a", "b", "c"]
-PARAMS: list[dict[str, Any]] = [{}, {"p": 1}, {"p": 2}, {"p": "x"}]
+TOOLS = ["a", "b", "Bash"]
+#: The tools calls are made to: ``bash`` is ``Bash`` to the shell rules, not to others.
+CALL_TOOLS = [*TOOLS, "bash"]
+#: ``["C:\\x"]``: its JSON text doubles the backslash, so only a rule that reads the
+#: strings inside a value (as every content rule does) finds ``:\x`` in it.
+VALUES: list[Any] = [1, 2, "x", "kw", ["kw", 1], {"kw": "x"}, "a zz", True, 2.0, ["C:\\x"]]
+STATES: list[Any] = [None, {}, {"ok": True}, {"ok": 1}]
 
 tests_ = st.sampled_from([None, ("p", 1), ("p", 2), ("p", "x")])
 
@@ -30,78 +62,179 @@ def patterns(event: bool = False) -> st.SearchStrategy[Pattern]:
     return st.builds(Pattern, st.sampled_from([*TOOLS, None]), tests_, outcome)
 
 
+tools = st.sampled_from(TOOLS)
+params = st.sampled_from(["p", "q"])
+
+#: A rule of each kind, by the registry's name for it (``n``: the rule's number,
+#: which names a registered or a trace rule). A kind without one fails a test.
+STRATEGIES: dict[str, Any] = {
+    "deny_tool": lambda n: st.builds(DenyTool, tools),
+    "deny_keyword": lambda n: st.builds(DenyKeyword, st.sampled_from(["kw", "zz"]), st.just(0)),
+    "deny_tool_param": lambda n: st.one_of(
+        st.builds(DenyToolParam, tools, params, st.sampled_from(VALUES),
+                  st.sampled_from([None, "k", "z"]), st.booleans()),
+        st.builds(DenyToolParam, tools, params, contains=st.sampled_from([None, "x", ":\\x"])),
+    ),
+    "allow_tool_param": lambda n: st.builds(
+        AllowToolParam, tools, params,
+        st.lists(st.sampled_from(["1", "x", "2", '["kw",1]']), max_size=2).map(tuple),
+    ),
+    "deny_tool_param_matching": lambda n: st.builds(
+        DenyToolParamMatching, tools, params,
+        st.sampled_from(["^x", "k.", "[0-9]", "z$", "kw|^2", "x{2}"]),
+    ),
+    "deny_command": lambda n: st.one_of(
+        st.builds(DenyCommand, st.just("rm"), st.sampled_from([(), ("-r",), ("-r", "-f")]),
+                  tool=st.sampled_from(["Bash", "a"])),
+        st.builds(DenyCommand, st.just("git"), st.just(("--force",)), st.just(("push",))),
+        st.builds(DenyCommand, st.just("sh"), input_from=st.just(("curl",))),
+        st.builds(DenyCommand, st.sampled_from(["ls", "npm"]), st.sampled_from([(), ("-l",)])),
+    ),
+    "allow_command": lambda n: st.builds(
+        AllowCommand,
+        st.lists(st.sampled_from(["ls", "git status", "npm run test", "rm -rf", "git push",
+                                  "echo", "sh"]), min_size=1, max_size=4).map(tuple),
+        tool=st.sampled_from(["Bash", "a"]),
+    ),
+    "rate_limit_tool": lambda n: st.builds(RateLimit, tools, st.integers(0, 3)),
+    "trace_rule": lambda n: st.one_of(
+        st.builds(TraceRule, st.just("never"), st.just(f"r{n}"), patterns()),
+        st.builds(TraceRule, st.just("at_most"), st.just(f"r{n}"), patterns(),
+                  limit=st.integers(0, 3)),
+        st.builds(TraceRule, st.sampled_from(["never_after", "only_after"]), st.just(f"r{n}"),
+                  patterns(), patterns(event=True)),
+    ),
+    "registered deny_tool": lambda n: st.builds(RegisteredDenyTool, st.just(f"r{n}"), tools),
+    "registered deny_tool_param": lambda n: st.builds(
+        RegisteredDenyToolParam, st.just(f"r{n}"), tools, params, st.sampled_from(["k", "2"])
+    ),
+    "registered require_state": lambda n: st.builds(
+        RegisteredRequireState, st.just(f"r{n}"), st.just("ok"), st.sampled_from([True, 1])
+    ),
+    "registered deny_tool_callback": lambda n: st.builds(
+        RegisteredCallback, st.just(f"r{n}"), st.sampled_from([None, *TOOLS])
+    ),
+}  # fmt: skip
+
+FILE_KINDS = [k.name for k in KINDS if not k.registered]
+ALL_KINDS = [k.name for k in KINDS]
+
+
+def test_every_kind_has_a_reference_definition_and_rules_generated() -> None:
+    """A kind added to the registry without a plain definition here (or without a
+    strategy that makes its rules) is not held to a reference: this fails."""
+    assert set(DEFINITIONS) == set(ALL_KINDS)
+    assert set(STRATEGIES) == set(ALL_KINDS)
+
+
+def rules(kinds: list[str], focus: str | None = None) -> st.SearchStrategy[list[Rule]]:
+    """Two to six rules of a few of ``kinds`` (so that rules of the same kinds meet
+    on one call); with ``focus``, one to three of that kind among them."""
+
+    @st.composite
+    def draw_rules(draw: st.DrawFn) -> list[Rule]:
+        chosen = draw(st.lists(st.sampled_from(kinds), min_size=1, max_size=3, unique=True))
+        drawn = [focus] * draw(st.integers(1, 3)) if focus else []
+        drawn += [
+            draw(st.sampled_from(chosen)) for _ in range(draw(st.integers(2, 6)) - len(drawn))
+        ]
+        drawn = draw(st.permutations(drawn))
+        out: list[Rule] = [draw(STRATEGIES[kind](n)) for n, kind in enumerate(drawn)]
+        keywords = [r for r in out if isinstance(r, DenyKeyword)]
+        for number, r in enumerate(keywords, 1):  # named by their place in the list
+            r.number, r.name = number, f"deny_keyword:{number}"
+        return out
+
+    return draw_rules()
+
+
 @st.composite
-def rules(draw: st.DrawFn) -> list[Rule]:
-    n = draw(st.integers(2, 6))
-    out: list[Rule] = []
-    for i in range(n):
-        kind = draw(
-            st.sampled_from(
-                ["deny_tool", "deny_param", "rate", "never", "never_after", "only_after",
-                 "at_most", "never_after", "only_after", "at_most"]
-            )
-        )  # fmt: skip
-        name = f"r{i}"
-        tool = draw(st.sampled_from(TOOLS))
-        if kind == "deny_tool":
-            out.append(Rule("deny_tool", name, tool=tool))
-        elif kind == "deny_param":
-            value = draw(st.sampled_from([1, 2, "x"]))
-            out.append(Rule("deny_param", name, tool=tool, param=("p", value)))
-        elif kind == "rate":
-            out.append(Rule("rate", name, tool=tool, limit=draw(st.integers(0, 3))))
-        elif kind == "never":
-            out.append(Rule("never", name, call=draw(patterns())))
-        elif kind == "at_most":
-            out.append(Rule("at_most", name, limit=draw(st.integers(0, 3)), call=draw(patterns())))
-        else:
-            out.append(Rule(kind, name, call=draw(patterns()), event=draw(patterns(event=True))))
+def lines(draw: st.DrawFn) -> Any:
+    """A shell line (its text, known to the reference), an argv, or no line."""
+    form = draw(st.sampled_from(["line", "line", "line", "argv", "none"]))
+    if form == "argv":
+        return draw(st.sampled_from([["ls", "-la"], ["rm", "-rf", "x"], ["npm", "run", "test"]]))
+    if form == "none":
+        return draw(st.sampled_from([1, {"cmd": "ls"}]))
+    segments = draw(st.lists(st.sampled_from(SEGMENTS), min_size=1, max_size=3))
+    if draw(st.integers(0, 9)) == 0:
+        segments.append(UNREADABLE)
+    joints = draw(st.lists(st.sampled_from(["; ", " && "]), min_size=len(segments) - 1,
+                           max_size=len(segments) - 1))  # fmt: skip
+    return line_value(Line(tuple(segments), tuple(joints)))
+
+
+@st.composite
+def call_params(draw: st.DrawFn) -> dict[str, Any]:
+    form = draw(st.sampled_from(["none", "p", "q", "pq", "command", "command", "named"]))
+    out: dict[str, Any] = {}
+    if form == "named":  # a parameter whose name holds a keyword
+        out["a kw"] = draw(st.sampled_from(VALUES))
+    if form in ("p", "pq"):
+        out["p"] = draw(st.sampled_from(VALUES))
+    if form in ("q", "pq"):
+        out["q"] = draw(st.sampled_from(VALUES))
+    if form == "command":
+        out["command"] = draw(lines())
     return out
 
 
-#: A step: a call, and what becomes of its outcome if it is admitted: reported at
-#: once, reported after the next call, or never (the agent's prompt refused it).
-steps = st.lists(
-    st.tuples(
-        st.sampled_from(TOOLS),
-        st.sampled_from(PARAMS),
-        st.sampled_from(["succeeded", "failed"]),
-        st.sampled_from(["now", "now", "later", "never"]),
-    ),
-    min_size=1,
-    max_size=12,
-)
+#: A step: a call, the run's state, and what becomes of its outcome if it is
+#: admitted: reported at once, reported after the next call, or never (the agent's
+#: prompt refused it).
+@st.composite
+def step(draw: st.DrawFn, shell_only: bool = False) -> tuple[Any, ...]:
+    params = {"command": draw(lines())} if shell_only else draw(call_params())
+    # a shell line is sent to a shell tool, mostly (the shell rules' tools: Bash, a)
+    shell = "command" in params and draw(st.integers(0, 3)) > 0
+    tool = draw(st.sampled_from(["Bash", "bash", "a"] if shell else CALL_TOOLS))
+    return (
+        tool,
+        params,
+        draw(st.sampled_from(STATES)),
+        draw(st.sampled_from(["succeeded", "failed"])),
+        draw(st.sampled_from(["now", "now", "later", "never"])),
+    )
 
 
-def replay(rule_set: list[Rule], calls: list[Any], face: Any) -> list[tuple[bool, list[str]]]:
-    """Drive the reference and ``face`` (pre(tool, params) -> (admitted, names);
+steps = st.lists(step(), min_size=1, max_size=12)
+#: Shell lines only, to the shell tools mostly.
+shell_steps = st.lists(step(shell_only=True), min_size=1, max_size=8)
+
+
+def replay(
+    rule_set: list[Rule], calls: list[Any], face: Any, on_unknown: Any = "deny"
+) -> list[tuple[Any, Any]]:
+    """Drive the reference and ``face`` (pre(tool, params, state) -> (decision, names);
     post(tool, params, outcome)) through the same events; both answers per call."""
-    ref = ReferenceGate(rule_set)
+    ref = ReferenceGate(rule_set, on_unknown)
     out = []
     late: list[tuple[int, str, dict[str, Any], str]] = []
-    for tool, params, outcome, when in calls:
-        ok, names, number = ref.pre(tool, params)
-        got = face.pre(tool, params)
-        out.append(((ok, sorted(names)), (got[0], sorted(got[1]))))
+    for tool, params, state, outcome, when in calls:
+        decision, names, number = ref.pre(tool, params, state)
+        got = face.pre(tool, params, state)
+        out.append(((decision, sorted(names)), (got[0], sorted(got[1]))))
         for n, t, p, o in late:  # an outcome reported after the next call came
             ref.post(n, o)  # type: ignore[arg-type]
             face.post(t, p, o)
         late = []
-        if ok and when == "now":
+        if decision != "deny" and when == "now":
             ref.post(number, outcome)
             face.post(tool, params, outcome)
-        elif ok and when == "later":
+        elif decision != "deny" and when == "later":
             late.append((number, tool, params, outcome))
     return out
 
 
 class GateFace:
-    def __init__(self, text: str) -> None:
-        self.gate = CallGate(load_policy_text(text))
+    def __init__(self, rule_set: list[Rule], on_unknown: Any = "deny") -> None:
+        engine = PolicyEngine(load_policy_text(toml(rule_set)))
+        register(rule_set, engine)
+        self.gate = CallGate(engine, on_unknown=on_unknown)
 
-    def pre(self, tool: str, params: dict[str, Any]) -> tuple[bool, list[str]]:
-        verdict = self.gate.decide(tool, params)
-        return verdict.allowed, verdict.rules
+    def pre(self, tool: str, params: dict[str, Any], state: Any) -> tuple[str, list[str]]:
+        verdict = self.gate.decide(tool, params, state)
+        return verdict.decision, verdict.rules
 
     def post(self, tool: str, params: dict[str, Any], outcome: Any) -> None:
         self.gate.report(tool, params, outcome)
@@ -109,7 +242,8 @@ class GateFace:
 
 class HookFace:
     """The agent hook, end to end: each call a PreToolUse payload, each outcome a
-    PostToolUse (or PostToolUseFailure) payload, one session."""
+    PostToolUse (or PostToolUseFailure) payload, one session; a rule it cannot
+    decide gets the hook's answer in the table of faces (``ask``)."""
 
     def __init__(self, text: str, root: Path) -> None:
         from car_verify import hook
@@ -123,15 +257,16 @@ class HookFace:
     def _send(self, payload: dict[str, Any]) -> Any:
         base = {"session_id": "s", "cwd": str(self.folder.parent.parent)}
         _, answer = self.hook.answer(
-            json.dumps({**base, **payload}), policies=self.folder, state_dir=self.state
-        )
+            json.dumps({**base, **payload}), policies=self.folder, state_dir=self.state,
+            on_unknown=UNDECIDED["hook"],
+        )  # fmt: skip
         return answer
 
-    def pre(self, tool: str, params: dict[str, Any]) -> tuple[bool, list[str]]:
+    def pre(self, tool: str, params: dict[str, Any], state: Any) -> tuple[str, list[str]]:
         answer = self._send(
             {"hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": params}
         )
-        return answer.decision == "allow", answer.rules
+        return answer.decision, answer.rules
 
     def post(self, tool: str, params: dict[str, Any], outcome: str) -> None:
         event = "PostToolUse" if outcome == "succeeded" else "PostToolUseFailure"
@@ -144,20 +279,94 @@ def agree(answers: list[Any]) -> None:
         assert got == expected, f"call {n}: reference {expected}, got {got}"
 
 
-@given(rules(), steps)
+@given(rules(ALL_KINDS), steps)
 def test_the_gate_gives_the_reference_decision(rule_set: list[Rule], calls: list[Any]) -> None:
-    agree(replay(rule_set, calls, GateFace(toml(rule_set))))
+    """Every kind, registered ones too; a rule that cannot be decided refused."""
+    agree(replay(rule_set, calls, GateFace(rule_set)))
 
 
-@given(rules(), steps)
+#: Examples per kind below: a quarter of the profile's (at least 20).
+PER_KIND = max(20, (settings.default.max_examples if settings.default else 80) // 4)
+
+
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_each_kind_gives_the_reference_decision(kind: str) -> None:
+    """Each kind of the registry, with one to three of its rules in every set (and
+    rules of other kinds beside them)."""
+
+    @settings(max_examples=PER_KIND)
+    @given(rule_set=rules(ALL_KINDS, focus=kind), calls=steps)
+    def check(rule_set: list[Rule], calls: list[Any]) -> None:
+        agree(replay(rule_set, calls, GateFace(rule_set)))
+
+    check()
+
+
+@st.composite
+def shell_cases(draw: st.DrawFn) -> tuple[list[Rule], list[Any]]:
+    """Shell rules and shell calls over one small vocabulary of line pieces: the
+    rules' programs and prefixes are those the pieces run, so that a line is often
+    all allowed but for what is not understood in it."""
+    vocabulary = draw(st.lists(st.sampled_from(SEGMENTS), min_size=1, max_size=4, unique=True))
+    words = [c.words for seg in vocabulary for c in seg.commands] or [("ls",)]
+    rule_set: list[Rule] = []
+    for _ in range(draw(st.integers(1, 3))):
+        chosen = draw(st.sampled_from(words))
+        if draw(st.booleans()):
+            prefixes = draw(st.lists(st.sampled_from(words), min_size=1, max_size=3))
+            cut = [" ".join(shlex.quote(w) for w in p[: draw(st.integers(1, 2))]) for p in prefixes]
+            rule_set.append(AllowCommand(tuple(cut)))
+        else:
+            program = os.path.basename(chosen[0])
+            flags = tuple(w for w in chosen[1:2] if w.startswith("-") and w != "--")
+            rule_set.append(DenyCommand(program, flags))
+    if draw(st.booleans()):
+        rule_set.append(draw(STRATEGIES["trace_rule"](len(rule_set))))
+    calls = []
+    for _ in range(draw(st.integers(1, 6))):
+        pieces = draw(st.lists(st.sampled_from(vocabulary), min_size=1, max_size=2))
+        joints = tuple(draw(st.sampled_from(["; ", " && "])) for _ in pieces[1:])
+        line = line_value(Line(tuple(pieces), joints))
+        calls.append((draw(st.sampled_from(["Bash", "bash"])), {"command": line},
+                      None, draw(st.sampled_from(["succeeded", "failed"])), "now"))  # fmt: skip
+    return rule_set, calls
+
+
+@given(shell_cases())
+def test_the_gate_gives_the_reference_decision_on_shell_lines(case: Any) -> None:
+    """The shell kinds, where the lines meet them: programs and prefixes taken from
+    the very pieces the lines are made of."""
+    rule_set, calls = case
+    agree(replay(rule_set, calls, GateFace(rule_set)))
+
+
+@given(rules(["deny_command", "allow_command", "trace_rule"]), shell_steps)
+def test_the_gate_gives_the_reference_decision_on_any_line(
+    rule_set: list[Rule], calls: list[Any]
+) -> None:
+    """The shell kinds on any line: understood or not, an argv, no line at all."""
+    agree(replay(rule_set, calls, GateFace(rule_set)))
+
+
+@given(rules(ALL_KINDS), steps)
+def test_the_gate_asks_what_it_cannot_decide_when_told_to(
+    rule_set: list[Rule], calls: list[Any]
+) -> None:
+    """With ``ask`` for an undecided rule (the hook's answer), the call may run: the
+    trace counts it from then, as the reference does."""
+    agree(replay(rule_set, calls, GateFace(rule_set, "ask"), "ask"))
+
+
+@given(rules(FILE_KINDS), steps)
 def test_the_hook_gives_the_reference_decision(
     tmp_path_factory: pytest.TempPathFactory, rule_set: list[Rule], calls: list[Any]
 ) -> None:
     root = tmp_path_factory.mktemp("hook")
-    agree(replay(rule_set, calls, HookFace(toml(rule_set), root)))
+    face = HookFace(toml(rule_set), root)
+    agree(replay(rule_set, calls, face, UNDECIDED["hook"]))
 
 
-@given(rule_set=rules(), calls=steps)
+@given(rule_set=rules(FILE_KINDS), calls=steps)
 def test_the_executor_gives_the_reference_decision(rule_set: list[Rule], calls: list[Any]) -> None:
     """A plan of the calls in order (one level, which the car profile runs one action
     at a time in proposal order, as the runtime does; ``skip`` on failure); a tool
@@ -168,7 +377,7 @@ def test_the_executor_gives_the_reference_decision(rule_set: list[Rule], calls: 
     from car_verify import execute_sync
 
     actions = []
-    for n, (tool, params, outcome, _) in enumerate(calls):
+    for n, (tool, params, _, outcome, _) in enumerate(calls):
         action: dict[str, Any] = {
             "id": f"s{n}",
             "type": "tool_call",
@@ -184,17 +393,17 @@ def test_the_executor_gives_the_reference_decision(rule_set: list[Rule], calls: 
         return {}
 
     # The reference, with every outcome reported at once (the executor knows it then).
-    ref = ReferenceGate(rule_set)
+    ref = ReferenceGate(rule_set, UNDECIDED["executor"])  # type: ignore[arg-type]
     expected = []
-    for tool_name, params, outcome, _ in calls:
-        ok, names, number = ref.pre(tool_name, {**params, "_outcome": outcome})
-        expected.append((ok, sorted(names)))
-        if ok:
+    for tool_name, params, _, outcome, _ in calls:
+        decision, names, number = ref.pre(tool_name, {**params, "_outcome": outcome})
+        expected.append((decision != "deny", sorted(names)))
+        if decision != "deny":
             ref.post(number, outcome)  # type: ignore[arg-type]
     plan = {"actions": actions}
     result = execute_sync(
         plan,
-        dict.fromkeys(TOOLS, tool),
+        dict.fromkeys(CALL_TOOLS, tool),
         policies=load_policy_text(toml(rule_set)),
         profile=profile,
     )

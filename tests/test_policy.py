@@ -130,7 +130,6 @@ def test_deny_tool_param_matching() -> None:
         'matches = "sk-[A-Za-z0-9]{20,}"\n'
         '[[deny_tool_param_matching]]\ntool = "http_request"\nparam = "method"\n'
         'matches = "^DELETE$"\n'
-        '[[deny_tool_param_matching]]\ntool = "broken"\nparam = "p"\nmatches = "(unclosed"\n'
     )
     secret = "sk-" + "A" * 24
     (v,) = e.check(call("http_request", body=f"token={secret}&x=1"))
@@ -138,8 +137,25 @@ def test_deny_tool_param_matching() -> None:
     assert secret not in v.reason and "token" not in v.reason  # no matched text
     assert names(e, call("http_request", method="XDELETE")) == []  # anchored by the author
     assert names(e, call("http_request", url="x")) == []  # absent parameter
-    assert names(e, call("broken")) == ["deny_tool_param_matching:broken.p"]  # denies every call
-    assert names(e, call("broken", p="fine")) == ["deny_tool_param_matching:broken.p"]
+
+
+@pytest.mark.parametrize(
+    "pattern", ["(unclosed", "(a)\\1", "(?=a)b", "(?<!a)b", "(?:[ab]{1,1000}){1,1000}c"]
+)
+def test_a_pattern_re2_cannot_compile_fails_the_load_naming_file_key_and_rule(pattern: str) -> None:
+    """Never loaded without a word to deny every call of its tool: the load fails,
+    naming the file, the key and the rule, and says how to fix it."""
+    text = f"[[deny_tool_param_matching]]\ntool = 'http'\nparam = 'body'\nmatches = '{pattern}'\n"
+    with pytest.raises(InputError) as caught:
+        load_policy_text(text, source="/p/rules.toml")
+    said = str(caught.value)
+    assert "rules.toml" in said and "deny_tool_param_matching[0].matches" in said
+    assert "deny_tool_param_matching:http.body" in said and "RE2 cannot compile" in said
+    # A rule built in code, never read from a file, still fails closed.
+    from car_verify.rules.policy import MatchRule, PolicySet
+
+    e = PolicyEngine(PolicySet(deny_tool_param_matching=[MatchRule("http", "body", pattern)]))
+    assert names(e, call("http", body="fine")) == ["deny_tool_param_matching:http.body"]
 
 
 def test_regex_is_linear_time() -> None:
@@ -685,7 +701,8 @@ def test_a_command_rule_reads_the_line_as_a_shell_does(command: str) -> None:
     e = engine('[[deny_command]]\nprogram = "rm"\nflags = ["-rf"]\n')
     for tool in ("Bash", "bash"):
         [(name, reason)] = e.check_call(tool, {"command": command})
-        assert name == "deny_command:Bash.rm" and "runs rm with -r -f" in reason
+        assert name == "deny_command:Bash.rm" and "runs rm with the flags" in reason
+        assert "-r" not in reason and "-f" not in reason  # no literal of the rule
     substring = engine(
         '[[deny_tool_param]]\ntool = "Bash"\nparam = "command"\ncontains = "rm -rf"\n'
     )
@@ -704,7 +721,7 @@ def test_a_command_rule_denies_what_it_cannot_read_and_leaves_the_rest() -> None
 
 
 def test_policy_diff_of_a_command_rule_is_unknown_never_a_guess(tmp_path: Path) -> None:
-    from car_verify.rules.policy_analysis import policy_diff
+    from car_verify.plan.policy_diff import policy_diff
 
     old = tmp_path / "old"
     new = tmp_path / "new"

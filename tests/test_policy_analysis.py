@@ -16,8 +16,10 @@ from hypothesis import strategies as st
 
 from car_verify.cli import main
 from car_verify.ir.model import Action
-from car_verify.rules.policy import PolicyEngine, PolicySet, load_policy_text
-from car_verify.rules.policy_analysis import lint_policies, policy_diff
+from car_verify.plan.policy_diff import policy_diff
+from car_verify.rules import policy
+from car_verify.rules.policy import PolicyEngine, PolicySet
+from car_verify.rules.policy_analysis import lint_policies
 from car_verify.rules.policy_regex import search_language
 
 #: Generated policy-set pairs per property: the fuzz of ``policy diff`` and
@@ -30,6 +32,12 @@ PARAMS = ["p", "q"]
 # the value and one on the text ("-") must be compared as one.
 VALUES: list[Any] = ["x", "xy", "y", "1", 1, 1.0, 0, -0.0, True, "", ["x"], {"k": "x"}, "true"]
 PATTERNS = ["^x", "y$", "x.y", "[0-9]", "(?!x)", "x|^$", "x{2}"]
+
+
+def load_policy_text(text: str) -> PolicySet:
+    """The rules as ``policy lint`` reads them: a pattern RE2 cannot compile (which
+    every face refuses to load) is kept, failing closed, and analysed as such."""
+    return policy.load_policy_text(text, strict=False)
 
 
 def toml_value(v: Any) -> str:
@@ -135,7 +143,7 @@ def only(rules: PolicySet, index: int) -> tuple[PolicySet, PolicySet]:
 def test_dead_and_shadowed_rules_agree_with_brute_force(text: str) -> None:
     rules = load_policy_text(text)
     findings = lint_policies(rules)
-    from car_verify.rules.policy_analysis import _rules
+    from car_verify.rules.policy_analysis import gather as _rules
 
     refs = [r for r in _rules(rules)[0] if r.kind not in ("rate_limit_tool", "trace_rule")]
     for finding in findings:
@@ -163,10 +171,13 @@ def test_lint_answers_slot_by_slot_as_it_does_whole(first: str, second: str) -> 
     at a time, each a single regular-language membership. The plain reading,
     every question asked whole, gives the same findings on generated sets (two
     sets merged, so that rules pile up on the same tool and parameter)."""
-    from car_verify.rules.policy_analysis import _redundancy, _rules
+    from car_verify.rules.policy_analysis import _redundancy
+    from car_verify.rules.policy_analysis import gather as _rules
 
     one, two = load_policy_text(first), load_policy_text(second)
-    both = PolicySet(**{k: [*getattr(one, k), *getattr(two, k)] for k in one.__dataclass_fields__})
+    both = PolicySet()
+    both.extend(one)
+    both.extend(two)
     refs = _rules(both)[0]
     # The witness is whichever model z3 returns first: not compared.
     # Without the time budget: the plain reading is the slow one it stands beside.
@@ -384,17 +395,24 @@ def test_an_invalid_pattern_writes_nothing_of_re2_to_stderr(tmp_path: Path) -> N
     plan = tmp_path / "p.json"
     call = {"id": "a", "type": "tool_call", "tool": "fetch", "parameters": {"url": "y"}}
     plan.write_text(json.dumps({"actions": [call]}))
-    for command in (
-        ["policy", "check", str(plan), "--policies", str(tmp_path / "pol"), "--format", "json"],
-        ["policy", "lint", str(tmp_path / "pol")],
-    ):
+    for command, code in (
+        (["policy", "check", str(plan), "--policies", str(tmp_path / "pol"), "--format", "json"],
+         2),
+        (["policy", "lint", str(tmp_path / "pol")], 1),
+    ):  # fmt: skip
         done = subprocess.run(  # from tmp_path: `-m` finds the installed package
             [sys.executable, "-m", "car_verify", *command],
             capture_output=True,
             text=True,
             cwd=tmp_path,
         )
-        assert done.returncode == 1 and done.stderr == "", (command, done.stderr)  # fd 2 itself
+        assert done.returncode == code, (command, done.stderr)
+        if code == 1:  # lint reports it as a finding: nothing on fd 2 itself
+            assert done.stderr == "", (command, done.stderr)
+        else:  # the check refuses to load it: our one line, naming file, key and rule
+            [line] = done.stderr.splitlines()
+            assert line.startswith("car-verify: error:") and "p.toml" in line
+            assert "deny_tool_param_matching:fetch.url" in line and "matches" in line
 
 
 def test_a_cancelled_allow_names_only_the_rules_that_deny_its_witness(tmp_path: Path) -> None:
@@ -426,7 +444,7 @@ def test_a_backslash_u_in_a_toml_literal_string_is_no_escape_to_the_solver(
     r"""``'\u003cscript'`` (a TOML literal string: a backslash, then ``u003c``) is not
     ``"<script"``: z3 reads such escapes in string constants, so each is written
     as the literal text it is, and the diff finds the call that tells them apart."""
-    from car_verify.rules.policy_analysis import policy_diff
+    from car_verify.plan.policy_diff import policy_diff
 
     old, new = tmp_path / "old", tmp_path / "new"
     old.mkdir()
@@ -529,6 +547,16 @@ TRACE_RULES = [
 ]
 
 
+def admit(engine: PolicyEngine, gate: Any, tool: str, params: dict[str, Any]) -> list[str]:
+    """Why a call is refused, in the order every face asks (a plain restatement, for
+    the brute force): the rules of one call; for a call they all allow, the trace
+    rules, which record it as dispatched when they admit it too."""
+    found = [name for name, _ in engine.check_call(tool, params)]
+    if not found:
+        found = [v.policy_name for v in gate.dispatch(tool, params)]
+    return found
+
+
 CALLS: list[tuple[str, dict[str, Any]]] = [
     (tool, params) for tool in ("a", "b", "c") for params in ({}, {"p": "x"})
 ]
@@ -549,7 +577,7 @@ def splits_by_brute_force(refuses: PolicySet, admits: PolicySet, length: int = 4
     def walk(pending: tuple[Pending, ...], left: int) -> bool:
         for tool, params in CALLS:
             states = [g.state for g in gates]
-            refused = [bool(e.admit(g, tool, params)) for e, g in zip(engines, gates, strict=True)]
+            refused = [bool(admit(e, g, tool, params)) for e, g in zip(engines, gates, strict=True)]
             if refused[0] and not refused[1]:
                 return True
             ran = tuple(g for g, r in zip(gates, refused, strict=True) if not r)
@@ -639,15 +667,15 @@ def replays_to_a_split(
         name, args, rest, other = found.groups()
         call = json.loads(args) if args else {}
         clock[0] = next(at, clock[0])
-        refused = [bool(e.admit(g, name, call)) for e, g in zip(engines, gates, strict=True)]
+        refused = [bool(admit(e, g, name, call)) for e, g in zip(engines, gates, strict=True)]
         if refused != [False, other is not None]:
             return False
         if rest != "awaiting its outcome":
             for g in gates[:1] if other else gates:
                 g.record(name, call, rest)  # type: ignore[arg-type]
     clock[0] = next(at, clock[0])
-    return bool(engines[0].admit(gates[0], tool, params)) and not engines[1].admit(
-        gates[1], tool, params
+    return bool(admit(engines[0], gates[0], tool, params)) and not admit(
+        engines[1], gates[1], tool, params
     )
 
 
@@ -733,7 +761,7 @@ def last_verdicts(
         clock[0] = at
         verdicts = []
         for engine, gate in sides:
-            refused = bool(engine.admit(gate, tool, params))
+            refused = bool(admit(engine, gate, tool, params))
             if not refused:
                 gate.record(tool, params, "succeeded")
             verdicts.append(refused)
@@ -794,3 +822,24 @@ def test_rate_limits_and_trace_rules_together_agree_with_runs_in_time(
                 assert replays_to_a_split(
                     steps, c.tool, c.parameters, refuses, admits, c.calls_at
                 ), c
+
+
+def test_the_same_rules_and_counters_in_step_are_decided_without_a_search() -> None:
+    """Issue 58: ``{at most 1000000 a, at most 1000000 b}`` against itself ran 239 s
+    to answer unknown. Two sets of the same rules are equivalent at once; a part of
+    the trace search whose rules are the same on both sides is not searched (here
+    with a bound of 1,000 states, which a search of either counter would pass)."""
+    counters = (
+        '[[trace_rule]]\nrule = "at most 1000000 a"\n[[trace_rule]]\nrule = "at most 1000000 b"\n'
+    )
+    a = load_policy_text(counters)
+    reordered = load_policy_text("\n".join(reversed(counters.split("\n[[")))
+                                 .replace("trace_rule]]", "[[trace_rule]]", 1))  # fmt: skip
+    assert [r.text for r in reordered.trace_rule] == ["at most 1000000 b", "at most 1000000 a"]
+    for old, new in ((a, a), (a, reordered)):
+        assert policy_diff(old, new, max_states=1_000).verdict == "equivalent"
+    more = load_policy_text(counters + '[[trace_rule]]\nrule = "never x"\n')
+    diff = policy_diff(a, more, max_states=1_000)
+    assert diff.verdict == "stricter" and diff.newly_denied[0].tool == "x"
+    fewer = load_policy_text('[[trace_rule]]\nrule = "at most 999999 a"\n' + counters)
+    assert policy_diff(a, fewer, max_states=1_000).verdict == "unknown"  # a real search

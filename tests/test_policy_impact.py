@@ -10,7 +10,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gate_reference import Pattern, ReferenceGate, Rule, toml
+from gate_reference import (
+    DenyTool,
+    DenyToolParam,
+    Pattern,
+    RateLimit,
+    ReferenceGate,
+    Rule,
+    TraceRule,
+    toml,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -133,17 +142,16 @@ def rule_sets(draw: st.DrawFn) -> list[Rule]:
                                      "only_after", "at_most"]))  # fmt: skip
         tool, name = draw(st.sampled_from(TOOLS)), f"r{i}"
         if kind == "deny_tool":
-            out.append(Rule("deny_tool", name, tool=tool))
+            out.append(DenyTool(tool))
         elif kind == "deny_param":
-            out.append(
-                Rule("deny_param", name, tool=tool, param=("p", draw(st.sampled_from([1, 2]))))
-            )
+            value = draw(st.sampled_from([1, 2]))
+            out.append(DenyToolParam(tool, "p", value, has_equals=True))
         elif kind == "rate":
-            out.append(Rule("rate", name, tool=tool, limit=draw(st.integers(0, 2))))
+            out.append(RateLimit(tool, draw(st.integers(0, 2))))
         elif kind == "at_most":
-            out.append(Rule("at_most", name, limit=draw(st.integers(0, 2)), call=draw(patterns())))
+            out.append(TraceRule("at_most", name, draw(patterns()), limit=draw(st.integers(0, 2))))
         else:
-            out.append(Rule(kind, name, call=draw(patterns()), event=draw(patterns(event=True))))
+            out.append(TraceRule(kind, name, draw(patterns()), draw(patterns(event=True))))
     return out
 
 
@@ -170,7 +178,7 @@ def tau_record(n: int, trajectory: list[tuple[str, dict[str, Any], bool]]) -> di
 def test_generated_corpora_agree_with_the_reference_and_with_policy_diff(
     tmp_path_factory: pytest.TempPathFactory, old: list[Rule], new: list[Rule], corpus: list[Any]
 ) -> None:
-    from car_verify.rules.policy_analysis import policy_diff
+    from car_verify.plan.policy_diff import policy_diff
 
     root = tmp_path_factory.mktemp("impact")
     source = root / "runs.jsonl"
@@ -186,9 +194,9 @@ def test_generated_corpora_agree_with_the_reference_and_with_policy_diff(
                 (before, row.old_decision, row.old_rules),
                 (after, row.new_decision, row.new_rules),
             ):
-                admitted, names, number = ref.pre(tool, params)
-                assert (decision != "deny") is admitted and sorted(rules) == sorted(names)
-                if admitted:
+                expected, names, number = ref.pre(tool, params)
+                assert decision == expected and sorted(rules) == sorted(names)
+                if expected != "deny":
                     ref.post(number, "failed" if failed else "succeeded")
     assert next(rows, None) is None
     if policy_diff(old_rules, new_rules).new_covers_old is True:

@@ -240,10 +240,18 @@ def test_a_parse_failure_denies_with_its_reason(engine: PolicyEngine) -> None:
 
 
 def test_the_reasons_name_what_ran(engine: PolicyEngine) -> None:
+    """The program the rule names, never a literal of the rule (its flags, words,
+    feeding programs) nor the line (issue 60)."""
     [(_, reason)] = engine.judge("Bash", {"command": "git push origin +main"})[0]
-    assert reason == "parameter 'command' of 'Bash' runs git push with --force"
+    assert reason == (
+        "parameter 'command' of 'Bash' runs git with the flags and words the rule denies: "
+        "leave that command out of the line"
+    )
     [(_, reason)] = engine.judge("Bash", {"command": "curl x | sh"})[0]
-    assert reason == "parameter 'command' of 'Bash' runs sh fed by curl or wget"
+    assert reason == (
+        "parameter 'command' of 'Bash' runs sh with the flags and words the rule denies fed "
+        "by a program the rule names: leave that command out of the line"
+    )
 
 
 def test_undecided_names_never_quote_the_line() -> None:
