@@ -1,6 +1,7 @@
 """Regenerate the generated documentation and fixtures (run after changing a pass,
-a command or the exporter): docs/codes.md, docs/cli.md, docs/images/*.svg, and
-with --golden the DOT golden files under tests/golden/."""
+a rule kind, a command or the exporter): docs/codes.md, docs/rules.md, the tables of
+docs/policies.md, docs/cli.md, docs/images/*.svg, and with --golden the DOT golden
+files under tests/golden/."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import sys
 from pathlib import Path
 
 from car_verify.cli._reference import render_cli_reference
+from car_verify.cli._rules_reference import render_rules_reference, update_policies_page
 from car_verify.cli.docgen import render_codes_reference
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,6 +36,12 @@ def main() -> None:
     target = ROOT / "docs" / "codes.md"
     target.write_text(render_codes_reference())
     print(f"wrote {target.relative_to(ROOT)}")
+    target = ROOT / "docs" / "rules.md"
+    target.write_text(render_rules_reference())
+    print(f"wrote {target.relative_to(ROOT)}")
+    target = ROOT / "docs" / "policies.md"
+    target.write_text(update_policies_page(target.read_text()))
+    print(f"wrote the tables of {target.relative_to(ROOT)}")
     target = ROOT / "docs" / "cli.md"
     target.write_text(render_cli_reference())
     print(f"wrote {target.relative_to(ROOT)}")
