@@ -275,6 +275,22 @@ class Rule:
     def register(self, engine: Any) -> None:
         raise NotImplementedError
 
+    def renamed(self, prefix: str) -> Rule:
+        """The rule with ``prefix`` before the name it was given (a trace rule's, a
+        registered rule's), to tell it from the same rule of another set; a rule
+        named by what it says keeps its name."""
+        import dataclasses
+
+        given = {f.name for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+        for field_name in ("label", "name"):
+            if field_name in given:
+                renamed: Rule = dataclasses.replace(
+                    self,  # type: ignore[type-var]
+                    **{field_name: prefix + getattr(self, field_name)},
+                )
+                return renamed
+        return self
+
     def decide(self, call: Call, slots: dict[int, int], me: int) -> Answer:
         raise NotImplementedError
 

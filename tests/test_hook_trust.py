@@ -18,7 +18,7 @@ from gate_reference import toml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from samples import claude
-from test_gate import HookFace, replay, rules, steps
+from test_gate import FILE_KINDS, HOOK_GUARD, HookFace, replay, rules, steps
 
 from car_verify.hook import answer
 
@@ -299,8 +299,8 @@ def test_policy_accept_on_the_command_line(project: Path, tmp_path: Path) -> Non
 
 @settings(max_examples=min(settings().max_examples, 100))  # each example runs the hook
 @given(
-    accepted=rules(),
-    written=st.one_of(st.just([]), rules()),
+    accepted=rules(FILE_KINDS),
+    written=st.one_of(st.just([]), rules(FILE_KINDS)),
     calls=steps,
 )
 def test_nothing_written_in_the_folder_weakens_the_accepted_rules(
@@ -309,15 +309,15 @@ def test_nothing_written_in_the_folder_weakens_the_accepted_rules(
     """The hook after the agent rewrote the accepted folder gives the decisions of
     the accepted rules and the written ones together (a call must pass both): the
     reference gate over both sets. So no call the accepted rules deny is allowed."""
-    import dataclasses
-
     from car_verify.hook import accept_policies
+    from car_verify.plan.gate import UNDECIDED
 
     face = HookFace(toml(accepted), tmp_path_factory.mktemp("hook"))
     accept_policies(face.folder, state_dir=face.state)
-    written = [dataclasses.replace(r, name=f"w{r.name}") for r in written]
+    written = [r.renamed("w") for r in written]
     (face.folder / "rules.toml").write_text(toml(written), encoding="utf-8")
-    answers: list[Any] = replay([*accepted, *written], calls, face)
+    answers: list[Any] = replay([*HOOK_GUARD, *accepted, *written], calls, face,
+                                UNDECIDED["hook"])  # fmt: skip
     for n, (expected, got) in enumerate(answers):
         assert got[0] == expected[0], f"call {n}: reference {expected}, got {got}"
         assert set(expected[1]) <= set(got[1]), f"call {n}: reference {expected}, got {got}"
@@ -340,7 +340,9 @@ def test_nothing_written_in_the_folder_weakens_the_accepted_rules(
 def test_the_agent_cannot_accept_the_rules(project: Path, command: str) -> None:
     result = call(project, "Bash", {"command": command})
     assert result.decision == "deny", command
-    assert "policy accept" in result.reason
+    # the hook's own rule, by its name (a deny_command reason holds no literal of the
+    # rule: its words are not said), or the phrase the hook finds itself
+    assert "policy accept" in result.reason or "deny_command:Bash.car-verify" in result.reason
 
 
 @pytest.mark.parametrize(

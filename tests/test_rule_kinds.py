@@ -237,6 +237,9 @@ def test_the_table_of_faces_never_allows_undecided() -> None:
     assert len({f.key for f in FACES}) == len(FACES)
     assert all(f.undecided != "allow" for f in FACES)
     assert UNDECIDED["hook"] == "ask"
+    from car_verify import hook
+
+    assert UNDECIDED["hook"] == hook.ON_UNKNOWN  # the hook's own default is the table's
     assert {k for k, v in UNDECIDED.items() if v != "deny"} == {"hook"}
 
 

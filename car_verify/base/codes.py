@@ -642,7 +642,7 @@ _TABLE = [
         "policy-invalid-pattern",
         E,
         D,
-        "RE2 cannot compile a `deny_tool_param_matching` pattern: every call of the tool is denied",
+        "RE2 cannot compile a `deny_tool_param_matching` pattern: the load fails (lint reports it)",
         E,
         about="policy",
         repair=_none("a policy file is TOML, not a plan: the finding names the pattern to correct"),
