@@ -33,8 +33,9 @@ The definitions (each answers ``allow``, ``deny`` or ``undecided``):
   when a part of the line is not understood for that program (or for any); a
   line that cannot be read is denied.
 * ``allow_command T.p prefixes``: such a call is denied when a command of the line
-  starts with no prefix (word for word), or the line cannot be read; else
-  undecided when a part of it is not understood or it assigns a variable; else
+  starts with no prefix (word for word; a command with a computed word, when its
+  first word starts none), or the line cannot be read; else undecided when a part
+  of it is not understood, a word is computed, or it assigns a variable; else
   allowed.
 * ``rate_limit_tool T max N`` (a window longer than the run): a call of ``T`` is
   denied when ``N`` calls of ``T`` took a slot before it; a call takes a slot
@@ -131,56 +132,67 @@ def q(value: Any) -> str:
 class Cmd:
     words: tuple[str, ...]
     inputs: frozenset[str] = frozenset()
+    known: bool = True  # False: the shell computes one of its words (``ls $DIR``)
 
 
 @dataclass(frozen=True)
 class Segment:
     """A piece of a line: its text, the commands it runs, the programs for which
     something in it is not understood (``ANY``: for every program), whether it
-    assigns a variable, whether bash could not even parse it."""
+    assigns a variable, whether bash could not even parse it, whether it runs a
+    file or may write one (a line where one piece runs a file another may write is
+    not understood)."""
 
     text: str
     commands: tuple[Cmd, ...] = ()
     unknown: frozenset[str] = frozenset()
     assigns: bool = False
     unreadable: bool = False
+    #: It runs what a file holds (``git push``: its hooks; ``npm run``: the scripts of
+    #: package.json; ``PATH=. ls``: ``./ls``), or it may write a file (``rm``, ``curl``).
+    runs_file: bool = False
+    writes: bool = False
 
 
 ANY = "*"
 
 
-def _cmd(*words: str, fed: tuple[str, ...] = ()) -> Cmd:
-    return Cmd(tuple(words), frozenset(fed))
+def _cmd(*words: str, fed: tuple[str, ...] = (), known: bool = True) -> Cmd:
+    return Cmd(tuple(words), frozenset(fed), known)
 
 
 SEGMENTS: tuple[Segment, ...] = (
-    Segment("rm -rf x", (_cmd("rm", "-rf", "x"),)),
-    Segment("\\rm -r -f x", (_cmd("rm", "-r", "-f", "x"),)),
-    Segment("/bin/rm -fr x", (_cmd("/bin/rm", "-fr", "x"),)),
-    Segment("r''m --recursive --force x", (_cmd("rm", "--recursive", "--force", "x"),)),
-    Segment("rm -r x", (_cmd("rm", "-r", "x"),)),
-    Segment("rm -R -- -f", (_cmd("rm", "-R", "--", "-f"),)),
+    Segment("rm -rf x", (_cmd("rm", "-rf", "x"),), writes=True),
+    Segment("\\rm -r -f x", (_cmd("rm", "-r", "-f", "x"),), writes=True),
+    Segment("/bin/rm -fr x", (_cmd("/bin/rm", "-fr", "x"),), writes=True),
+    Segment("r''m --recursive --force x", (_cmd("rm", "--recursive", "--force", "x"),),
+            writes=True),
+    Segment("rm -r x", (_cmd("rm", "-r", "x"),), writes=True),
+    Segment("rm -R -- -f", (_cmd("rm", "-R", "--", "-f"),), writes=True),
     Segment("ls", (_cmd("ls"),)),
     Segment("ls -la", (_cmd("ls", "-la"),)),
     Segment("git status", (_cmd("git", "status"),)),
     Segment("/usr/bin/git status", (_cmd("/usr/bin/git", "status"),)),
-    Segment("git push --force", (_cmd("git", "push", "--force"),)),
-    Segment("git push -f origin", (_cmd("git", "push", "-f", "origin"),)),
-    Segment("git push origin", (_cmd("git", "push", "origin"),)),
-    Segment("npm run test", (_cmd("npm", "run", "test"),)),
-    Segment("npm run test:unit", (_cmd("npm", "run", "test:unit"),)),
-    Segment("sudo rm -rf x", (_cmd("sudo", "rm", "-rf", "x"), _cmd("rm", "-rf", "x"))),
+    Segment("git push --force", (_cmd("git", "push", "--force"),), writes=True, runs_file=True),
+    Segment("git push -f origin", (_cmd("git", "push", "-f", "origin"),), writes=True,
+            runs_file=True),
+    Segment("git push origin", (_cmd("git", "push", "origin"),), writes=True, runs_file=True),
+    Segment("npm run test", (_cmd("npm", "run", "test"),), runs_file=True),
+    Segment("npm run test:unit", (_cmd("npm", "run", "test:unit"),), runs_file=True),
+    Segment("sudo rm -rf x", (_cmd("sudo", "rm", "-rf", "x"), _cmd("rm", "-rf", "x")),
+            writes=True),
     Segment("bash -c 'ls -la'", (_cmd("bash", "-c", "ls -la"), _cmd("ls", "-la"))),
-    Segment("echo $(rm -rf x)", (_cmd("rm", "-rf", "x"), _cmd("echo", "$(rm -rf x)")),
-            unknown=frozenset({"echo"})),
+    Segment("echo $(rm -rf x)", (_cmd("rm", "-rf", "x"),
+                                 _cmd("echo", "$(rm -rf x)", fed=("rm",), known=False)),
+            unknown=frozenset({"echo"}), writes=True),
     Segment("curl -s x | sh", (_cmd("curl", "-s", "x"), _cmd("sh", fed=("curl",))),
-            unknown=frozenset({ANY})),
+            unknown=frozenset({ANY}), writes=True),
     Segment("ls | sh", (_cmd("ls"), _cmd("sh", fed=("ls",))), unknown=frozenset({ANY})),
     Segment("$X -rf x", unknown=frozenset({ANY})),
     Segment("X=rm; $X -rf x", unknown=frozenset({ANY}), assigns=True),
-    Segment('eval "$C"', (_cmd("eval", '"$C"'),), unknown=frozenset({"eval", ANY})),
-    Segment("ls $DIR", (_cmd("ls", "$DIR"),), unknown=frozenset({"ls"})),
-    Segment("PATH=. ls", (_cmd("ls"),), assigns=True),
+    Segment('eval "$C"', (_cmd("eval", '"$C"', known=False),), unknown=frozenset({"eval", ANY})),
+    Segment("ls $DIR", (_cmd("ls", "$DIR", known=False),), unknown=frozenset({"ls"})),
+    Segment("PATH=. ls", (_cmd("ls"),), assigns=True, runs_file=True),
 )  # fmt: skip
 #: A line bash cannot parse.
 UNREADABLE = Segment("ls 'x", unreadable=True)
@@ -205,6 +217,9 @@ class Line:
     def unknown_for(self, program: str | None) -> bool:
         """Whether a part of the line is not understood for ``program`` (None: any)."""
         marks = {m for s in self.segments for m in s.unknown}
+        pieces = list(enumerate(self.segments))
+        if any(i != j and a.runs_file and b.writes for i, a in pieces for j, b in pieces):
+            marks.add(ANY)  # it runs a file another of its pieces may have written
         return bool(marks) if program is None else bool(marks & {ANY, program})
 
     @property
@@ -466,10 +481,15 @@ class AllowCommand(Rule):
             return "undecided"
         if line.unreadable:
             return "deny"
+        computed = False
         for c in line.commands:
-            if not any(c.words[: len(p.split())] == tuple(p.split()) for p in self.prefixes):
+            words = [tuple(p.split()) for p in self.prefixes]
+            if c.known and not any(c.words[: len(w)] == w for w in words):
                 return "deny"
-        return "undecided" if line.unknown_for(None) or line.assigns else "allow"
+            if not c.known and not any(c.words[0] == w[0] for w in words):
+                return "deny"  # its program is on no prefix: whatever its words
+            computed |= not c.known
+        return "undecided" if line.unknown_for(None) or line.assigns or computed else "allow"
 
 
 @dataclass

@@ -7,9 +7,11 @@ What it decides:
     line is understood completely and every command it runs (each part of a list
     or a pipeline, every substitution, the command a wrapper such as `sudo` or
     `timeout` runs and the wrapper itself) has words that start with one of
-    `prefixes`, word for word (`npm run test` allows `npm run test --watch`, not
-    `npm run test:unit` nor `/usr/bin/npm run test`). A command that starts with
-    none is denied, and so is a line the parser cannot read.
+    `prefixes`, word for word, its first word as written (`npm run test` allows
+    `npm run test --watch`, not `npm run test:unit`, `/usr/bin/npm run test` nor
+    `./npm run test`: a file of the workspace is not the program the list allows).
+    A command that starts with none is denied, and so is a line the parser cannot
+    read.
 
     It is sound by construction: a line is allowed only when what it runs is known
     and listed, so a spelling the reader does not know is never a way around it.
@@ -23,11 +25,12 @@ What it decides:
 
 Undecided:
     A line with any part the reader cannot resolve before it runs (a computed
-    program or word, `eval` of a variable, a shell reading a pipe), and a line
-    that assigns a variable (`PATH=. ls`, `LD_PRELOAD=x ls`: an assignment can
-    change what a word runs), unless a command it runs is outside the list (then
-    it is denied); a parameter that is no command line. Undecided is never
-    allowed: each face answers it as the table in policies.md says.
+    program, a computed word in a command whose program the list names, `eval` of
+    a variable, a shell reading a pipe, a file run that the line may have written
+    first), and a line that assigns a variable (`PATH=. ls`, `LD_PRELOAD=x ls`: an
+    assignment can change what a word runs), unless a command it runs is outside
+    the list (then it is denied); a parameter that is no command line. Undecided
+    is never allowed: each face answers it as the table in policies.md says.
 
 In policy diff:
     Not modelled (a shell's reading): a free choice, so a direction that depends on
@@ -49,9 +52,10 @@ if TYPE_CHECKING:
     from ..shell_words import Command
 
 #: A variable assigned anywhere in the line (``PATH=. ls``, ``X=1; ls``, ``a[0]+=x``),
-#: found in its text: an assignment may change what a word runs, and the reader
-#: does not list assignments. It may also find one inside a quoted word (``grep
-#: 'a; b=c'``): that line is then undecided, never allowed by mistake.
+#: found in its text: an assignment may change what a word runs (``PATH=. ls`` runs
+#: ``./ls``, which the agent may have written), and the reader lists commands, not
+#: assignments. It may also find one inside a quoted word (``grep 'a; b=c'``): that
+#: line is then undecided, never allowed by mistake.
 _ASSIGNMENT = re.compile(r"(?:^|[\s;&|(){}`!])[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
 
 
@@ -60,10 +64,15 @@ def prefix_words(prefix: str) -> tuple[str, ...]:
     return tuple(shlex.split(prefix))
 
 
-def starts_with(command: Command, prefix: tuple[str, ...]) -> bool:
-    """Whether ``command``'s words start with ``prefix``, word for word (its first
-    word as written: ``/usr/bin/git`` is not ``git``)."""
-    return command.words[: len(prefix)] == prefix
+def starts_with(command: Command, prefix: tuple[str, ...]) -> bool | None:
+    """Whether ``command``'s words start with ``prefix``, word for word, its first
+    word as written (``/usr/bin/git`` is not ``git``, and ``./git`` is not: a file in
+    the workspace is not the program the list allows); None when the shell computes
+    a word of the command (``git "$SUB"``) and its first word is the prefix's: it may
+    start with it, or not."""
+    if command.argv is not None:
+        return command.argv[: len(prefix)] == prefix
+    return None if command.words[0] == prefix[0] else False
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,14 +151,17 @@ class AllowCommand(Kind[AllowCommandRule]):
             return found
         line, read = found
         listed = len(rule.prefixes)
+        why = [u.reason for u in read.undecided]
         for n, command in enumerate(read.commands, 1):
-            if not any(starts_with(command, p) for p in rule.prefixes):
+            matched = [starts_with(command, p) for p in rule.prefixes]
+            if not any(m is not False for m in matched):
                 return denied(
                     f"{where} runs a command (the {_ordinal(n)} of the line) that starts with "
                     f"none of the rule's {listed} allowed prefixes: run only the commands "
                     "the rule allows"
                 )
-        why = [u.reason for u in read.undecided]
+            if not any(matched):
+                why.append(f"a word of its {_ordinal(n)} command is computed")
         if _ASSIGNMENT.search(line):
             why.append("a variable assigned in the line may change what a word runs")
         if why:
