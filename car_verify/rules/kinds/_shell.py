@@ -1,5 +1,5 @@
 """What the shell kinds (``deny_command``, ``allow_command``) share: the line a
-parameter holds, and its reading (:mod:`car_verify.rules.shell_words`)."""
+parameter holds, and its reading (:mod:`car_verify.rules.shell`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from ._base import Answer, Key, denied, undecided
 
 if TYPE_CHECKING:
-    from ..shell_words import Reading
+    from ..shell import Reading
 
 #: The keys both shell kinds have: which tool and parameter hold the line.
 TOOL_KEYS = (
@@ -24,7 +24,7 @@ def reading(value: Any, where: str) -> tuple[str, Reading] | Answer:
     with its words as they are), or the answer when it cannot be read: a value that
     is no line is undecided; a line the parser cannot read is denied (fails closed).
     ``where``: ``parameter 'command' of 'Bash'``, for the reason."""
-    from ..shell_words import ShellError, read_commands
+    from ..shell import ShellError, read_commands
 
     if isinstance(value, list) and value and all(isinstance(w, str) for w in value):
         import shlex

@@ -49,7 +49,7 @@ from ._shell import TOOL_KEYS, reading
 
 if TYPE_CHECKING:
     from ..policy_model import Model, Piece
-    from ..shell_words import Command
+    from ..shell import Command
 
 #: A variable assigned anywhere in the line (``PATH=. ls``, ``X=1; ls``, ``a[0]+=x``),
 #: found in its text: an assignment may change what a word runs (``PATH=. ls`` runs

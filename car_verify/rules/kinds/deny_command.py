@@ -34,16 +34,16 @@ from ._shell import TOOL_KEYS, reading
 
 if TYPE_CHECKING:
     from ..policy_model import Model, Piece
-    from ..shell_words import Command
+    from ..shell import Command
 
 
 @dataclass(frozen=True, slots=True)
 class CommandRule:
     """``deny_command``: a shell command line that runs ``program`` with every one of
-    ``flags`` (in any spelling :data:`~car_verify.rules.shell_words.FLAG_ALIASES`
+    ``flags`` (in any spelling :data:`~car_verify.rules.shell.FLAG_ALIASES`
     holds), every one of ``args`` among its words, and, when ``input_from`` is given,
     the output of one of those programs reaching it (``curl x | sh``); read as a shell
-    parses it (:mod:`car_verify.rules.shell_words`); the tool's name compared without
+    parses it (:mod:`car_verify.rules.shell`); the tool's name compared without
     case (``Bash``, ``bash``)."""
 
     program: str
@@ -59,7 +59,7 @@ class CommandRule:
 
     def matches(self, command: Command) -> bool:
         """Whether ``command`` is one this rule denies."""
-        from ..shell_words import has_flags
+        from ..shell import has_flags
 
         return (
             command.program == self.program
