@@ -411,19 +411,24 @@ def test_a_folder_that_would_check_nothing_is_refused(tmp_path: Path) -> None:
 
 
 def gates_after(runs: int, threads: int) -> int:
-    """The gates held after ``runs`` invocations and ``threads`` threads."""
+    """The gates held after ``runs`` invocations of a hand-built graph, and of
+    create_agent, and ``threads`` threads of create_agent."""
     tools = Tools("deploy")
     middleware = policy(ONCE)
-    model = ScriptedChat(turns=[[("deploy", {})], "finished"] * (runs + threads))
+    each: list[Turn] = [[("deploy", {})], "finished"]
+    graph = tool_graph(tools, middleware, (each * runs)[:-1]).compile()
+    for _ in range(runs):  # each invocation: one deploy, then "finished"
+        graph.invoke(GO)
+    model = ScriptedChat(turns=[[("deploy", {})], "finished"] * (threads + 10))
     agent = create_agent(model, tools.tools, middleware=[middleware])
-    for _ in range(runs):
+    for _ in range(10):
         agent.invoke(GO)
     threaded = create_agent(
         model, tools.tools, middleware=[middleware], checkpointer=InMemorySaver()
     )
     for i in range(threads):
         threaded.invoke(GO, {"configurable": {"thread_id": f"t{i}"}})
-    assert len(tools.ran) == runs + threads
+    assert len(tools.ran) == runs + 10 + threads
     return RUNS_IN_GRAPHS.held()
 
 
