@@ -154,6 +154,7 @@ class Rules:
         self.ask: tuple[str, ...] = tuple(ask)
         self.clock = clock
         self.key = self._key()
+        self._keys: tuple[list[str], list[str]] | None = None
 
     @property
     def may_ask(self) -> bool:
@@ -174,6 +175,11 @@ class Rules:
         text = json.dumps(doc, sort_keys=True, ensure_ascii=False, default=repr)
         return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
+    def _rule_keys(self) -> tuple[list[str], list[str]]:
+        if self._keys is None:
+            self._keys = _rule_keys(self.engine)
+        return self._keys
+
     def new_run(self) -> Run:
         gate = CallGate(
             self.engine.fresh(clock=self.clock), on_unknown=self.on_unknown, ask=self.ask
@@ -187,7 +193,7 @@ class Rules:
         limit's window (as ages, in seconds), keyed by the rule's content, so that a
         rule keeps its state while the rules around it change. Marks it saved."""
         with run.lock:
-            trace_keys, rate_keys = _rule_keys(self.engine)
+            trace_keys, rate_keys = self._rule_keys()
             now = self.clock()
             windows = run.gate.engine.windows
             run.saved = run.seq
@@ -212,7 +218,7 @@ class Rules:
         try:
             if not isinstance(doc, Mapping) or doc.get("format") != 1:
                 raise ValueError("not a snapshot of this format")
-            trace_keys, rate_keys = _rule_keys(self.engine)
+            trace_keys, rate_keys = self._rule_keys()
             trace, windows = doc["trace"], doc["windows"]
             run.gate.trace.restore(tuple(int(trace.get(k, 0)) for k in trace_keys))
             now = self.clock()

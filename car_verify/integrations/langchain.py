@@ -57,6 +57,7 @@ run share its gate; with other rules, a run refuses their calls.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
@@ -121,6 +122,10 @@ class PolicyMiddleware(AgentMiddleware[PolicyState, Any]):
         super().__init__()
         self.rules = Rules(
             policies, on_unknown=on_unknown, ask=ask, clock=clock, allow_empty=allow_empty
+        )
+        #: Each run's checked tools, made once per tool (held while the run is).
+        self._checked_tools: weakref.WeakKeyDictionary[Run, dict[int, _Checked]] = (
+            weakref.WeakKeyDictionary()
         )
 
     @property
@@ -203,17 +208,20 @@ class PolicyMiddleware(AgentMiddleware[PolicyState, Any]):
         run = self._run_or_refusal(request.state)
         if isinstance(run, str):
             return None, _refused(request.tool_call, run)
-        checker = _Checker(self, run)
-        checked = _Checked.model_construct(
-            name=tool.name,
-            description=tool.description,
-            args_schema=tool.args_schema,
-            return_direct=tool.return_direct,
-            response_format=tool.response_format,
-            inner=tool,
-            checker=checker,
-        )
-        return request.override(tool=checked), None
+        with run.lock:
+            made = self._checked_tools.setdefault(run, {})
+            found = made.get(id(tool))
+            if found is None or found.inner is not tool:
+                found = made[id(tool)] = _Checked.model_construct(
+                    name=tool.name,
+                    description=tool.description,
+                    args_schema=tool.args_schema,
+                    return_direct=tool.return_direct,
+                    response_format=tool.response_format,
+                    inner=tool,
+                    checker=_Checker(self, run),
+                )
+        return request.override(tool=found), None
 
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         checked, refused = self._checked(request)
@@ -506,9 +514,23 @@ def _call_of(given: Any) -> tuple[dict[str, Any] | None, dict[str, Any], str | N
     return None, {"_arguments": given}, None
 
 
+_INJECTED: dict[int, tuple[weakref.ref[BaseTool], frozenset[str]]] = {}
+
+
 def _injected(tool: BaseTool) -> frozenset[str]:
     """The arguments LangGraph gives the tool, not the model (state, store, runtime):
-    those of its input schema that the model's schema leaves out."""
+    those of its input schema that the model's schema leaves out (read once a tool)."""
+    found = _INJECTED.get(id(tool))
+    if found is not None and found[0]() is tool:
+        return found[1]
+    names = _injected_names(tool)
+    ident = id(tool)
+    with contextlib.suppress(TypeError):  # a tool that cannot be weakly held: read each time
+        _INJECTED[ident] = (weakref.ref(tool, lambda _: _INJECTED.pop(ident, None)), names)
+    return names
+
+
+def _injected_names(tool: BaseTool) -> frozenset[str]:
     try:
         model = tool.tool_call_schema
         if isinstance(model, dict):
