@@ -506,3 +506,80 @@ def test_langchain_runs_give_the_reference_decisions_at_length(
     rule_set: list[Rule], script: GraphScript
 ) -> None:
     _graph_property(rule_set, script)
+
+
+# --- parallel calls: both frameworks decide a turn the same way --------------------------------
+
+TURN_CASES = [
+    # (rule, the turn's calls in the model's order, the calls that run)
+    ("deploy only after test succeeded", ["test", "deploy"], ["test"]),
+    ("never deploy after test", ["test", "deploy"], ["test"]),
+    ("never deploy after test", ["deploy", "test"], ["deploy", "test"]),
+    ("at most 1 deploy", ["deploy", "test", "deploy"], ["deploy", "test"]),
+]
+
+
+@pytest.mark.parametrize(("rule", "turn", "ran"), TURN_CASES)
+def test_both_frameworks_decide_a_turn_in_the_models_order_before_it_runs(
+    rule: str, turn: list[str], ran: list[str]
+) -> None:
+    """The calls of one model turn run at once (tasks in the Agents SDK, threads in
+    LangGraph): each framework decides them in the order the model wrote them,
+    all before any runs, so the same turn gets the same verdicts everywhere."""
+    text = f'[[trace_rule]]\nrule = "{rule}"\n'
+    for _ in range(3):  # threads may start in any order: the verdicts may not
+        assert sorted(_sdk_turn(text, turn)) == sorted(ran)
+        assert sorted(_graph_turn(text, turn)) == sorted(ran)
+
+
+def _sdk_turn(text: str, turn: list[str]) -> list[str]:
+    from agents import Agent, Runner, function_tool
+    from agents.testing import ScriptedModel, assistant_message, function_call
+
+    from car_verify.integrations.openai_agents import guard_agent
+
+    ran: list[str] = []
+
+    def make(name: str) -> Any:
+        def body() -> str:
+            ran.append(name)
+            return "done"
+
+        return function_tool(body, name_override=name, strict_mode=False)
+
+    calls = [function_call(t, {}, call_id=f"c{i}") for i, t in enumerate(turn)]
+    model = ScriptedModel([calls, [assistant_message("done")]])
+    agent = Agent(name="a", model=model, tools=[make("test"), make("deploy")])
+    guard_agent(agent, policies=load_policy_text(text))
+    asyncio.run(Runner.run(agent, "go"))
+    return ran
+
+
+def _graph_turn(text: str, turn: list[str]) -> list[str]:
+    from langchain.agents import create_agent
+    from langchain_core.messages import AIMessage
+    from langchain_core.tools import StructuredTool
+
+    from car_verify.integrations.langchain import PolicyMiddleware
+
+    ran: list[str] = []
+
+    def make(name: str) -> Any:
+        def body() -> str:
+            ran.append(name)
+            return "done"
+
+        return StructuredTool.from_function(body, name=name, description=name)
+
+    chat = _chat([], "x")
+    calls = [
+        {"name": t, "args": {}, "id": f"c{i}", "type": "tool_call"} for i, t in enumerate(turn)
+    ]
+    chat.responses = [AIMessage(content="", tool_calls=calls), AIMessage(content="done")]
+    agent = create_agent(
+        chat,
+        [make("test"), make("deploy")],
+        middleware=[PolicyMiddleware(policies=load_policy_text(text))],
+    )
+    agent.invoke({"messages": [{"role": "user", "content": "go"}]})
+    return ran

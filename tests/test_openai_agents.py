@@ -546,3 +546,48 @@ def test_the_gates_of_ended_runs_are_freed() -> None:
 def test_no_gate_is_held_after_a_thousand_runs() -> None:
     before, after = gates_after(1000)
     assert after <= before
+
+
+def test_tools_guarded_one_by_one_beside_an_unguarded_mcp_server_stop_the_run() -> None:
+    """guard_tools sees only the tools it is given: an agent that also reaches an
+    MCP server is stopped at its first guarded call, loudly, not run half-checked."""
+    server = FakeServer("send")
+    tools = Tools("read")
+    model = ScriptedModel([[("read", {})], "finished"])
+    guarded = guard_tools(tools.tools, policies=load_policy_text(EXFIL))
+    agent = Agent(name="a", model=model, tools=guarded, mcp_servers=[server.server])
+    with pytest.raises(Exception, match="guard_agent"):
+        go(agent)
+    assert tools.ran == []
+
+
+def test_a_streamed_run_is_guarded_as_a_run() -> None:
+    tools = Tools("deploy")
+    model = ScriptedModel([[("deploy", {})], [("deploy", {})], "finished"])
+    agent = Agent(name="a", model=model, tools=guard_tools(tools.tools, load_policy_text(ONCE)))
+
+    async def stream() -> None:
+        result = Runner.run_streamed(agent, "go")
+        async for _ in result.stream_events():
+            pass
+
+    model.stream_response = _streamed(model)  # type: ignore[method-assign]
+    asyncio.run(stream())
+    assert len(tools.ran) == 1 and "trace_rule:once" in model.answers()["call2_0"]
+
+
+def _streamed(model: ScriptedModel) -> Any:
+    """The scripted model's answers as a stream: one completed response each."""
+    from openai.types.responses import Response, ResponseCompletedEvent
+
+    async def stream(*args: Any, **kw: Any) -> Any:
+        answer = await model.get_response(*args[:2])
+        response = Response(
+            id="r", created_at=0, model="m", object="response", output=answer.output,
+            parallel_tool_calls=True, tool_choice="auto", tools=[],
+        )  # fmt: skip
+        yield ResponseCompletedEvent(
+            type="response.completed", response=response, sequence_number=0
+        )
+
+    return stream

@@ -59,7 +59,8 @@ class Run:
     gate failed once in this run (an error while deciding or recording an outcome),
     so its state cannot be trusted: every later call of the run is refused.
     ``seq``: how many events the gate has recorded; ``saved``: the ``seq`` of the
-    last snapshot the framework keeps (:meth:`Rules.snapshot`)."""
+    last snapshot the framework keeps (:meth:`Rules.snapshot`). ``turns``: the
+    model turns (their call ids) whose calls were decided together."""
 
     gate: CallGate
     rules: str
@@ -70,6 +71,7 @@ class Run:
     broken: str | None = None
     seq: int = 0
     saved: int = 0
+    turns: set[tuple[str, ...]] = field(default_factory=set)
     lock: threading.RLock = field(default_factory=threading.RLock)
 
     def take_pending(self, call_id: str, tool: str, params: Any) -> Any | None:

@@ -68,7 +68,7 @@ from typing import Annotated, Any, NotRequired
 
 from langchain.agents.middleware import AgentMiddleware, AgentState
 from langchain.agents.middleware.types import PrivateStateAttr
-from langchain_core.messages import ToolMessage
+from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command
@@ -189,9 +189,8 @@ class PolicyMiddleware(AgentMiddleware[PolicyState, Any]):
             return None
         update = None
         if where.thread is not None and run.rules == self.rules.key:
-            with run.lock:
-                if run.seq != run.saved or GATE_KEY not in (state or {}):
-                    update = {GATE_KEY: self.rules.snapshot(run)}
+            # written each time: a value a tool wrote under the key is overwritten
+            update = {GATE_KEY: self.rules.snapshot(run)}
         if end and where.outermost:
             RUNS_IN_GRAPHS.release(where, run)
         return update
@@ -208,6 +207,7 @@ class PolicyMiddleware(AgentMiddleware[PolicyState, Any]):
         run = self._run_or_refusal(request.state)
         if isinstance(run, str):
             return None, _refused(request.tool_call, run)
+        self._decide_turn(run, request)
         with run.lock:
             made = self._checked_tools.setdefault(run, {})
             found = made.get(id(tool))
@@ -222,6 +222,44 @@ class PolicyMiddleware(AgentMiddleware[PolicyState, Any]):
                     checker=_Checker(self, run),
                 )
         return request.override(tool=found), None
+
+    def _decide_turn(self, run: Run, request: Any) -> None:
+        """Decide every call of this call's model turn, in the order the model wrote
+        them, before any of them runs (once a turn): the turn's calls run at once, in
+        threads or tasks in any order, and a trace rule must not depend on which came
+        first. Each call then takes its verdict when it runs (an attempt that differs
+        from the call the model wrote, a retry, is decided then)."""
+        call_id = request.tool_call.get("id")
+        messages = _saved_messages(request.state)
+        turn = next(
+            (
+                m.tool_calls
+                for m in reversed(messages)
+                if isinstance(m, AIMessage) and any(c.get("id") == call_id for c in m.tool_calls)
+            ),
+            None,
+        )
+        if not turn or len(turn) < 2:
+            return
+        key = tuple(str(c.get("id")) for c in turn)
+        tools = {t.name: t for t in (getattr(request.runtime, "tools", None) or [])}
+        if request.tool is not None:
+            tools[request.tool.name] = request.tool
+        answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+        with run.lock:
+            if key in run.turns:
+                return
+            run.turns.add(key)
+            for call in turn:
+                ident, name = call.get("id"), str(call.get("name", ""))
+                tool = tools.get(name)
+                if not ident or ident in answered or ident in run.pending or tool is None:
+                    continue  # done before, waiting on a person, or not a tool here
+                args = call.get("args")
+                args = args if isinstance(args, dict) else {"_arguments": args}
+                injected = _injected(tool)
+                params = {k: v for k, v in args.items() if k not in injected}
+                run.put_pending(str(ident), name, decide(run, self.rules, name, params))
 
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         checked, refused = self._checked(request)
@@ -378,6 +416,13 @@ def _where() -> _Where:
 def _paused_can_resume() -> bool:
     """Whether an interrupt here can be resumed: the graph has a checkpointer."""
     return _where().thread is not None
+
+
+def _saved_messages(state: Any) -> list[Any]:
+    found = state.get("messages") if isinstance(state, dict) else getattr(state, "messages", None)
+    if isinstance(state, list):
+        found = state
+    return list(found) if isinstance(found, list) else []
 
 
 def _saved(state: Any) -> Any:

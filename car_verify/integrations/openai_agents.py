@@ -179,6 +179,9 @@ class PolicyGuard:
 
     def _check(self, data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
         context = data.context
+        unseen = self._unseen_paths(getattr(context, "agent", None))
+        if unseen:  # the run reaches tools the gate cannot see: stop it, loudly
+            raise UserError(unseen)
         run, verdict = self._decided(context)
         if not isinstance(verdict, Verdict):
             return ToolGuardrailFunctionOutput.reject_content(verdict)
@@ -189,6 +192,33 @@ class PolicyGuard:
         with run.lock:
             run.admitted[context] = (context.tool_name, verdict)
         return ToolGuardrailFunctionOutput.allow(output_info={"decision": verdict.decision})
+
+    def _unseen_paths(self, agent: Any) -> str:
+        """What of ``agent`` reaches tools past the gate, when it was not guarded as
+        an agent (its tools guarded one by one): MCP servers, tools the gate cannot
+        guard. '' when nothing."""
+        if not isinstance(agent, Agent) or getattr(type(agent), "_car_verify_guard", None):
+            return ""
+        servers = [s for s in agent.mcp_servers if not isinstance(s, _GuardedServer)]
+        hosted = [
+            name
+            for t in agent.tools
+            if not isinstance(t, FunctionTool)
+            and (name := str(getattr(t, "name", "") or type(t).__name__))
+            not in self.allow_unguarded
+            and type(t).__name__ not in self.allow_unguarded
+        ]
+        if not servers and not hosted:
+            return ""
+        what = (
+            f"{len(servers)} MCP server(s)"
+            if servers
+            else f"tool(s) {', '.join(map(repr, hosted))}"
+        )
+        return (
+            f"agent {agent.name!r} reaches {what} whose calls do not pass the policy gate: "
+            "guard the agent (guard_agent(agent, policies=...)), not only its tools"
+        )
 
     def _admitted(self, context: ToolContext[Any]) -> tuple[Run | None, Verdict | str]:
         """The verdict the guardrail gave this call (the same tool context); decided
@@ -386,6 +416,13 @@ class _GuardedServer:
 
     def __repr__(self) -> str:
         return f"guarded({self._car_verify_server!r})"
+
+    async def __aenter__(self) -> Any:
+        await self._car_verify_server.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self._car_verify_server.__aexit__(*exc)
 
     async def call_tool(self, tool_name: str, arguments: Any, *args: Any, **kw: Any) -> Any:
         call = _CALL.get()
