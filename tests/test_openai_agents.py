@@ -591,3 +591,17 @@ def _streamed(model: ScriptedModel) -> Any:
         )
 
     return stream
+
+
+def test_a_hosted_tool_given_after_guard_agent_stops_the_run() -> None:
+    from agents import WebSearchTool
+
+    from car_verify.integrations.openai_agents import guard_agent
+
+    tools = Tools("read")
+    model = ScriptedModel([[("read", {})], "finished"])
+    agent = guard_agent(Agent(name="a", model=model, tools=tools.tools), load_policy_text(ONCE))
+    agent.tools.append(WebSearchTool())
+    with pytest.raises(Exception, match=r"web_search.*allow_unguarded"):
+        go(agent)
+    assert tools.ran == []

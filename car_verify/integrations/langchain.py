@@ -36,6 +36,11 @@ rewrites is decided again, on the arguments the tool will get. Then
   outcome is reported: ``failed`` when the tool raised, or returned a
   ``ToolMessage`` with ``status="error"``; else ``succeeded``.
 
+The calls of one model turn run at once, in threads or tasks in any order: the
+middleware decides them in the order the model wrote them, all before any runs
+(at the first of them to arrive), as the Agents SDK does, so that a trace rule's
+verdict on a turn never depends on which thread came first.
+
 **One gate per run.** Without a checkpointer, a run is one invocation of the
 outermost graph (``invoke``, ``stream`` and their async forms), with everything
 inside it: parallel tool calls, nested graphs (subgraph nodes), and agents or

@@ -45,7 +45,9 @@ held weakly: agents guarded separately share their run's gate, and a run's gate
 goes when the run's objects do (its result, or a paused ``RunState``).
 ``run_key`` keys it by something else (``lambda ctx: ctx.context``: the context
 object you pass to ``Runner.run``, to keep one trace across the runs that share
-it). A run reached by guards with different rules refuses their calls.
+it). A run reached by guards with different rules refuses their calls. The
+calls of one model turn are decided in the order the model wrote them, all
+before any of them runs (each in its own task, which the SDK starts in order).
 
 Limits: a guardrail attached by hand (``tool.tool_input_guardrails =
 [policy_guardrail(...)]``) decides calls but sees no outcome and cannot change
