@@ -501,6 +501,7 @@ _TRICKY = st.recursive(
 )
 
 
+@settings(max_examples=100, deadline=None)
 @given(
     st.lists(st.tuples(_KEYS, _TRICKY), max_size=6),
     st.booleans(),
