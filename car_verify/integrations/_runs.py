@@ -72,6 +72,7 @@ class Run:
     seq: int = 0
     saved: int = 0
     turns: set[tuple[str, ...]] = field(default_factory=set)
+    tools: dict[int, Any] = field(default_factory=dict)
     lock: threading.RLock = field(default_factory=threading.RLock)
 
     def take_pending(self, call_id: str, tool: str, params: Any) -> Any | None:

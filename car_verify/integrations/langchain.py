@@ -52,8 +52,9 @@ every invocation of the thread, a resume after an ``interrupt`` included,
 continues one trace. A ``create_agent`` graph keeps the thread's gate state in
 the thread's own state (a private key, ``car_verify_gate``, saved before each
 model call and at the end), so the gate is freed between invocations and taken
-up again from the checkpoint, in this process or another; a thread whose last
-invocation failed or paused keeps its gate in memory until it is invoked again.
+up again from the checkpoint at the thread's next tool call, in this process or
+another; a thread whose last invocation failed or paused keeps its gate in
+memory until it is invoked again.
 A hand-built graph, or an agent nested in another graph, keeps its threads'
 gates in memory while the checkpointer object lives. The gates are kept for
 every middleware object of the process: two agents with the same rules in one
@@ -128,10 +129,6 @@ class PolicyMiddleware(AgentMiddleware[PolicyState, Any]):
         self.rules = Rules(
             policies, on_unknown=on_unknown, ask=ask, clock=clock, allow_empty=allow_empty
         )
-        #: Each run's checked tools, made once per tool (held while the run is).
-        self._checked_tools: weakref.WeakKeyDictionary[Run, dict[int, _Checked]] = (
-            weakref.WeakKeyDictionary()
-        )
 
     @property
     def name(self) -> str:
@@ -161,13 +158,6 @@ class PolicyMiddleware(AgentMiddleware[PolicyState, Any]):
         except Exception as err:
             return refused_broken(type(err).__name__)
 
-    def before_agent(self, state: PolicyState, runtime: Any) -> dict[str, Any] | None:
-        self._run_or_refusal(state)  # a thread's saved gate is taken up now
-        return None
-
-    async def abefore_agent(self, state: PolicyState, runtime: Any) -> dict[str, Any] | None:
-        return self.before_agent(state, runtime)
-
     def before_model(self, state: PolicyState, runtime: Any) -> dict[str, Any] | None:
         return self._save(state, end=False)
 
@@ -194,8 +184,11 @@ class PolicyMiddleware(AgentMiddleware[PolicyState, Any]):
             return None
         update = None
         if where.thread is not None and run.rules == self.rules.key:
-            # written each time: a value a tool wrote under the key is overwritten
-            update = {GATE_KEY: self.rules.snapshot(run)}
+            # written when it differs from the state's: a value something else wrote
+            # under the key (a tool's Command) is overwritten
+            snapshot = self.rules.snapshot(run)
+            if _saved(state) != snapshot:
+                update = {GATE_KEY: snapshot}
         if end and where.outermost:
             RUNS_IN_GRAPHS.release(where, run)
         return update
@@ -214,10 +207,9 @@ class PolicyMiddleware(AgentMiddleware[PolicyState, Any]):
             return None, _refused(request.tool_call, run)
         self._decide_turn(run, request)
         with run.lock:
-            made = self._checked_tools.setdefault(run, {})
-            found = made.get(id(tool))
-            if found is None or found.inner is not tool:
-                found = made[id(tool)] = _Checked.model_construct(
+            found = run.tools.get(id(tool))
+            if not isinstance(found, _Checked) or found.inner is not tool:
+                found = run.tools[id(tool)] = _Checked.model_construct(
                     name=tool.name,
                     description=tool.description,
                     args_schema=tool.args_schema,
