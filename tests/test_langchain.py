@@ -420,33 +420,41 @@ def test_a_folder_that_would_check_nothing_is_refused(tmp_path: Path) -> None:
 
 def gates_after(runs: int, threads: int) -> int:
     """The gates held after ``runs`` invocations of a hand-built graph, and of
-    create_agent, and ``threads`` threads of create_agent."""
+    create_agent, and ``threads`` threads of create_agent: in the registry, or
+    anywhere (a cache that holds a run's gate keeps its memory)."""
+    import weakref
+
+    from car_verify.integrations._runs import Rules
+
+    made: list[weakref.ref[Any]] = []
+    new_run = Rules.new_run
+
+    def tracked(self: Rules) -> Any:
+        run = new_run(self)
+        made.append(weakref.ref(run))
+        return run
+
     tools = Tools("deploy")
     middleware = policy(ONCE)
     each: list[Turn] = [[("deploy", {})], "finished"]
     graph = tool_graph(tools, middleware, (each * runs)[:-1]).compile()
-    for _ in range(runs):  # each invocation: one deploy, then "finished"
-        graph.invoke(GO)
     model = ScriptedChat(turns=[[("deploy", {})], "finished"] * (threads + 10))
     agent = create_agent(model, tools.tools, middleware=[middleware])
-    for _ in range(10):
-        agent.invoke(GO)
     threaded = create_agent(
         model, tools.tools, middleware=[middleware], checkpointer=InMemorySaver()
     )
-    for i in range(threads):
-        threaded.invoke(GO, {"configurable": {"thread_id": f"t{i}"}})
-    assert len(tools.ran) == runs + 10 + threads
-    return held() + live_runs()
-
-
-def live_runs() -> int:
-    """The runs' gates alive anywhere (not only in the registry: a cache that holds
-    one keeps its memory)."""
-    from car_verify.integrations._runs import Run
-
-    gc.collect()
-    return sum(1 for o in gc.get_objects() if isinstance(o, Run))
+    Rules.new_run = tracked  # type: ignore[method-assign]
+    try:
+        for _ in range(runs):  # each invocation: one deploy, then "finished"
+            graph.invoke(GO)
+        for _ in range(10):
+            agent.invoke(GO)
+        for i in range(threads):
+            threaded.invoke(GO, {"configurable": {"thread_id": f"t{i}"}})
+    finally:
+        Rules.new_run = new_run  # type: ignore[method-assign]
+    assert len(tools.ran) == runs + 10 + threads and made
+    return held() + sum(1 for r in made if r() is not None)
 
 
 def test_the_gates_of_ended_runs_and_threads_are_freed() -> None:

@@ -518,27 +518,37 @@ def test_a_run_is_decided_by_one_rule_set() -> None:
 
 
 def gates_after(runs: int) -> tuple[int, int]:
-    """(gates held before, after) ``runs`` runs of a guarded agent."""
+    """(gates held before, alive after) ``runs`` runs of a guarded agent: in the
+    registry, or anywhere (a cache that holds a run's gate keeps its memory)."""
     import gc
+    import weakref
 
-    from car_verify.integrations._runs import RUNS
+    from car_verify.integrations._runs import RUNS, Rules
+
+    made: list[weakref.ref[Any]] = []
+    new_run = Rules.new_run
+
+    def tracked(self: Rules) -> Any:
+        run = new_run(self)
+        made.append(weakref.ref(run))
+        return run
 
     tools = Tools("send")
     agent = Agent(
         name="a", tools=guard_tools(tools.tools, policies=load_policy_text(ONCE)), model=None
     )
-    from car_verify.integrations._runs import Run
-
-    def alive() -> int:  # the runs' gates alive anywhere, not only in the registry
-        gc.collect()
-        return len(RUNS) + sum(1 for o in gc.get_objects() if isinstance(o, Run))
-
-    before = alive()
-    for i in range(runs):
-        agent.model = ScriptedModel([[("send", {"q": i})], "finished"])
-        go(agent)
-    assert len(tools.ran) == runs
-    return before, alive()
+    gc.collect()
+    before = len(RUNS)
+    Rules.new_run = tracked  # type: ignore[method-assign]
+    try:
+        for i in range(runs):
+            agent.model = ScriptedModel([[("send", {"q": i})], "finished"])
+            go(agent)
+    finally:
+        Rules.new_run = new_run  # type: ignore[method-assign]
+    gc.collect()
+    assert len(tools.ran) == runs and len(made) == runs
+    return before, len(RUNS) + sum(1 for r in made if r() is not None)
 
 
 def test_the_gates_of_ended_runs_are_freed() -> None:
