@@ -358,15 +358,17 @@ def refused_mixed() -> str:
     )
 
 
-def refused_unapproved(verdict: Verdict) -> str:
-    return f"refused: a person did not approve this call ({verdict.reason()})"
-
-
-def refusal(verdict: Verdict) -> str:
+def refusal(verdict: Verdict, *, person: str | None = None) -> str:
     """What the model is told of a call the gate did not allow: the rules by name
     and why, in words that hold no value of the call or of a rule. (The one place
-    that builds the message.)"""
+    that builds the message.) ``person``, for a call put to a person: why it does
+    not run: ``"rejected"`` (they did not approve it) or ``"unreachable"``
+    (nothing can pause the run to ask)."""
     if verdict.decision == "ask":
+        if person == "rejected":
+            return f"refused: a person did not approve this call ({verdict.reason()})"
+        if person == "unreachable":
+            return f"refused: needs approval, and nothing can pause this run ({verdict.reason()})"
         return f"refused: needs approval ({verdict.reason()})"
     if verdict.denied:
         return f"denied by policy: {verdict.reason()}"

@@ -90,7 +90,6 @@ from ._runs import (
     decide,
     refusal,
     refused_broken,
-    refused_unapproved,
     report,
 )
 
@@ -294,7 +293,7 @@ class _Checker:
             return None, _refused(call, verdict)
         if verdict.decision == "ask":
             if not _paused_can_resume():
-                return None, _refused(call, refusal(verdict) + "; nothing can pause this run")
+                return None, _refused(call, refusal(verdict, person="unreachable"))
             if call_id:
                 self.run.put_pending(call_id, name, verdict)
             from langgraph.types import interrupt
@@ -305,7 +304,7 @@ class _Checker:
             if call_id:
                 self.run.take_pending(call_id, name, params)
             if not _approved(answer):
-                return None, _refused(call, refused_unapproved(verdict))
+                return None, _refused(call, refusal(verdict, person="rejected"))
         elif not verdict.allowed:
             return None, _refused(call, refusal(verdict))
         sent = {**verdict.sent, **kept}
