@@ -313,6 +313,9 @@ class PolicyEngine:
         for index, rule in enumerate(self.rules.deny_tool_param_matching):
             self._patterns[index] = compile_pattern(rule.matches)
 
+    def __repr__(self) -> str:
+        return f"PolicyEngine({self.rules.count()} rules, {len(self.registered)} registered)"
+
     @property
     def trace_rules(self) -> list[TraceRule]:
         return list(self.rules.trace_rule)
