@@ -291,7 +291,7 @@ _TABLE = [
         "an assertion's predicate is false in the walk",
         E,
         "one finding per false precondition; an assertion's parameters are ignored "
-        "(an extension-ignored note says so)",
+        "(an assertion-not-evaluated note says so)",
         skip_warns=True,
         repair=_fix(
             "safe, unsafe",
@@ -484,7 +484,7 @@ _TABLE = [
         "a key no field of the IR knows (a misspelling?): kept, and ignored by every check",
         INFO,
         "info: CAR ignores unknown fields, and its verdict stays the verdict",
-        lint=W,
+        lint=E,
         repair=_fix(
             "unsafe",
             "the IR field closest by name (`dependancies` to `dependencies`, `stateDependencies` "
@@ -512,7 +512,7 @@ _TABLE = [
         NEVER,
         D,
         "CAR ignores what car-verify reads: `dependencies` and `$id.output` references order "
-        "nothing, an assertion's `parameters` predicate is not evaluated",
+        "nothing",
         INFO,
         "car-verify's own note on what CAR will do instead",
         repair=_none(
@@ -533,6 +533,20 @@ _TABLE = [
             "a key the dependency writes added to `state_dependencies`, so CAR orders the action "
             "after it (safe when the walk then finds nothing new); a dependency that writes "
             "nothing is given an effect to depend on (unsafe)",
+        ),
+    ),
+    Code(
+        "assertion-not-evaluated",
+        NEVER,
+        D,
+        "an assertion's `parameters` predicate, which CAR never evaluates: it gates nothing",
+        INFO,
+        "car-verify's own note: CAR checks an assertion's preconditions only",
+        lint=E,
+        repair=_none(
+            "write the predicate as a precondition of the assertion, which the runtime "
+            "evaluates: it then gates what follows, a change of what the plan checks that is "
+            "the author's to make"
         ),
     ),
     Code(
