@@ -47,7 +47,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from ..base.errors import InputError, UsageError
 from ..importers.base import MAX_FILE, MAX_RECORD, Bounds, count_records
@@ -55,7 +55,6 @@ from ..semantics.profiles import DEFAULT_PROFILE
 
 if TYPE_CHECKING:
     from ..base.config import ProfileName
-    from ..semantics import ProfileLike
 
 #: ``tool_rates.json``'s ``format``: ``car-verify risk --history OUT/`` reads it.
 RATES_FORMAT = "car-verify tool rates"
@@ -365,56 +364,14 @@ def _engine(settings: AuditSettings, directory: str | None = None) -> Any:
     return load_policies(chosen).engine()
 
 
-def _held(trajectory: Any, engine: Any, profile: ProfileLike) -> dict[str, list[str]]:
-    """Action id -> the rules that hold it back: the run's calls replayed in order
-    through the gate (a fresh one per trajectory; every call in one rate window),
-    each admitted call reporting the outcome the run recorded. ``profile`` is not
-    read: the gate decides a call the same way under both profiles."""
-    from ..plan.gate import CallGate
-    from ..rules.policy import PolicyEngine
+def _replay_rows(trajectory: Any, old: Any, new: Any) -> Iterator[dict[str, Any]]:
+    """What changing the policies from ``old`` to ``new`` does to each call: the rows
+    ``policy impact`` writes (:mod:`car_verify.corpora.replay`), one per call. The
+    gate decides a call the same way under both profiles."""
+    from .replay import trajectory_rows
 
-    if engine is None:
-        return {}
-    fresh = PolicyEngine(engine.rules, clock=lambda: 0.0)
-    fresh.registered = list(engine.registered)
-    gate = CallGate(fresh)
-    calls: list[tuple[str, dict[str, Any], Literal["succeeded", "failed"] | None]] = [
-        (
-            call.tool,
-            call.arguments if isinstance(call.arguments, dict) else {},
-            "failed" if call.failed else "succeeded",
-        )
-        for call in trajectory.calls
-    ]
-    held: dict[str, list[str]] = {}
-    for n, (call, verdict) in enumerate(zip(trajectory.calls, gate.replay(calls), strict=True), 1):
-        if verdict.decision == "deny":
-            action = f"c{n}" if trajectory.written is None else str(call.call_id)
-            held[action] = verdict.rules
-    return held
-
-
-def _replay_rows(
-    trajectory: Any, old: Any, new: Any, profile: ProfileLike
-) -> Iterator[dict[str, Any]]:
-    """What changing the policies from ``old`` to ``new`` does to each call."""
-    before, after = _held(trajectory, old, profile), _held(trajectory, new, profile)
-    for n, call in enumerate(trajectory.calls, 1):
-        action = f"c{n}" if trajectory.written is None else str(call.call_id)
-        was, now = before.get(action, []), after.get(action, [])
-        if not was and not now:
-            continue
-        change = "still_blocked" if was and now else ("newly_blocked" if now else "newly_allowed")
-        yield {
-            "trajectory_id": trajectory.id,
-            "source": trajectory.source,
-            "action_id": action,
-            "tool": call.tool,
-            "change": change,
-            "old_rules": ", ".join(sorted(set(was))) or None,
-            "new_rules": ", ".join(sorted(set(now))) or None,
-            "outcome": trajectory.outcome,
-        }
+    for row in trajectory_rows(trajectory, old, new):  # both given (--policies is checked)
+        yield row.to_dict()
 
 
 def audit_shard(shard: Shard, settings: AuditSettings, out: str) -> str:
@@ -465,7 +422,7 @@ def audit_shard(shard: Shard, settings: AuditSettings, out: str) -> str:
         if result is not None:
             findings.extend(_finding_rows(item, result))
         if newer is not None:
-            replay.extend(_replay_rows(item, engine, newer, settings.profile))
+            replay.extend(_replay_rows(item, engine, newer))
     clock = time.perf_counter()
     _write(folder / f"{name}.findings.parquet", findings, findings_schema())
     (folder / f"{name}.tools.json").write_text(json.dumps(tools, sort_keys=True), encoding="utf-8")
@@ -601,20 +558,11 @@ def trajectories_schema() -> Any:
 
 
 def replay_schema() -> Any:
-    import pyarrow as pa
+    """``replay.parquet``'s schema: ``policy impact``'s table (one vocabulary, one
+    schema: :func:`car_verify.corpora.replay.replay_schema`)."""
+    from .replay import replay_schema as schema
 
-    return pa.schema(
-        [
-            ("trajectory_id", pa.string()),
-            ("source", pa.string()),
-            ("action_id", pa.string()),
-            ("tool", pa.string()),
-            ("change", pa.string()),
-            ("old_rules", pa.string()),
-            ("new_rules", pa.string()),
-            ("outcome", pa.string()),
-        ]
-    )
+    return schema()
 
 
 def _pyarrow() -> Any:
