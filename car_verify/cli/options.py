@@ -631,6 +631,31 @@ def policies_for(args: argparse.Namespace, proposal: str | None = None) -> Loade
     return loaded
 
 
+def policies_argument(value: str, name: str) -> LoadedPolicies:
+    """The policies a command's positional argument ``name`` (``DIR``, ``OLD``,
+    ``NEW``) names: a policies folder, a project holding ``.car/policies``, or one
+    policy file (what ``policy impact`` has always taken; ``policy diff`` and
+    ``policy lint`` take the same). An error names the argument as the user wrote
+    it, never a flag they did not give."""
+    from ..rules.policy import LoadedPolicies, load_policies, load_policy_text
+
+    path = Path(value)
+    if path.is_file():
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            raise UsageError(f"{name} {value}: cannot read the policy file: {err}") from None
+        rules = load_policy_text(text, source=value)
+        return LoadedPolicies(path.parent.resolve(), [path], rules, [path], texts={path: text})
+    if not path.is_dir():
+        why = "no such file or folder" if not path.exists() else "neither a folder nor a file"
+        raise UsageError(
+            f"{name} {value}: {why}: {name} names a policies folder, a project holding "
+            ".car/policies, or one policy file"
+        )
+    return load_policies(path)
+
+
 def flow_files(args: argparse.Namespace) -> tuple[dict[str, Label] | None, FlowPolicy | None]:
     """Tool labels and a flow policy: ``--labels`` / ``--flow-policy``, else the
     nearest ``.car/tool-labels.json`` and ``.car/flow-policy.json`` (said on stderr),

@@ -51,7 +51,7 @@ from typing import Any
 
 from ..base.errors import InputError
 from ..base.findings import Issue, Severity, Tier
-from ..base.values import format_predicate
+from ..base.values import format_predicate, listed
 from ..ir.model import Action
 from . import CheckRecord, Context, Example, Pass, Said
 
@@ -343,9 +343,8 @@ def _ignored(ctx: Context) -> Iterator[Issue]:
             order = ctx.dag
             level = order.level_of(index)
             members = order.levels[level]
-            beside = [order.ids[i] for i in members[:6] if i != index][:5]  # a few, not all
-            more = len(members) - 1 - len(beside)
-            named = ", ".join(beside) + (f" and {more:,} more" if more > 0 else "")
+            beside = [order.ids[i] for i in members[:6] if i != index]  # a few, not all
+            named = listed(beside, total=len(members) - 1)
             where = f"level {level}" + (f", beside {named}" if beside else "")
             yield ctx.issue(
                 "extension-ignored",

@@ -1034,8 +1034,8 @@ def policies_folder(
         if not given.is_dir():
             why = "is not a directory" if given.exists() else "no such policies directory"
             raise InputError(
-                f"{why}: --policies names a folder (a policies folder or a project "
-                "holding .car/policies)",
+                f"{why}: policies are read from a folder (a policies folder or a "
+                "project holding .car/policies)",
                 source=str(given),
             )
         if is_policies_folder(given):
