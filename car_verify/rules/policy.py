@@ -892,21 +892,24 @@ def _policy_set(doc: Mapping[str, Any], reader: _Reader, text: str | None) -> Po
                 ["rate_limit_tool", i, "interval_secs"], "must be a non-negative number"
             )
         rules.rate_limit_tool.append(RateRule(t["tool"], t["max_calls"], float(t["interval_secs"])))
+    cursor = 0  # the rules stand in the file in their order: each is looked for after the last
     for i, t in enumerate(
         reader.tables(doc.get("trace_rule", []), "trace_rule", {"rule": str}, {"name": str})
     ):
+        start = None if text is None else _position_of(text, t["rule"], cursor)
+        if start is not None:
+            cursor = start[2]
         try:
             parsed = parse_trace_rule(t["rule"], name=t.get("name", ""), source=str(file))
-            at = None if text is None else _position_of(text, t["rule"])
+            at = start
             origin = f"{file.name}:{at[0]}" if at is not None else f"{file.name}:trace_rule[{i}]"
             rules.trace_rule.append(dataclasses.replace(parsed, origin=origin))
         except InputError as err:
             where = f"trace_rule[{i}].rule"
-            start = None if text is None else _position_of(text, t["rule"])
             if start is None:  # written with escapes: only the rule's own position is known
                 problem = f"{where}, line {err.line} column {err.column} of the rule: {err.problem}"
                 raise InputError(problem, source=str(file)) from None
-            line, column = start
+            line, column, _ = start
             at_line = err.line or 1
             raise InputError(
                 f"{where}: {err.problem}",
@@ -917,14 +920,24 @@ def _policy_set(doc: Mapping[str, Any], reader: _Reader, text: str | None) -> Po
     return rules
 
 
-def _position_of(text: str, needle: str) -> tuple[int, int] | None:
-    """The file line and column where a rule's text starts (TOML gives no positions:
-    found by its text, so a rule written with escapes is not found)."""
-    index = text.find(needle)
-    if index < 0:
-        return None
-    line_start = text.rfind("\n", 0, index) + 1
-    return text.count("\n", 0, index) + 1, index - line_start + 1
+def _position_of(text: str, needle: str, after: int = 0) -> tuple[int, int, int] | None:
+    """The file line and column where a rule's text starts, and the offset past it
+    (TOML gives no positions: found by its text, as the value of a ``rule`` key, at
+    or after offset ``after``; a rule written with escapes is not found). A comment
+    or a ``name`` that holds the same text, or an earlier rule that holds it whole,
+    is not taken for it."""
+    import re
+
+    quote = r"(?:\"\"\"\r?\n?|'''\r?\n?|\"|')"
+    value = re.compile(r"(?<![\w-])rule\s*=\s*" + quote + re.escape(needle))
+    for found in value.finditer(text, after):
+        line_start = text.rfind("\n", 0, found.start()) + 1
+        if "#" in text[line_start : found.start()]:  # inside a comment
+            continue
+        index = found.end() - len(needle)
+        line_start = text.rfind("\n", 0, index) + 1
+        return text.count("\n", 0, index) + 1, index - line_start + 1, found.end()
+    return None
 
 
 @dataclass(slots=True)

@@ -180,19 +180,26 @@ class TraceRule:
         }
 
 
+def written(name: str) -> str:
+    """A tool or parameter name as the rule language writes it: bare when it is a
+    word the grammar's ``NAME`` reads, else quoted (``"node2:sub2"``)."""
+    return name if _NAME.fullmatch(name) else json.dumps(name, ensure_ascii=False)
+
+
 def _call_text(call: Call, *, masked: bool = False) -> str:
     """A call pattern as the rule language writes it (``masked``: each literal as ``…``)."""
-    text = call.tool or "any tool"
+    text = "any tool" if call.tool is None else written(call.tool)
     if call.tests:
         parts = []
         for t in call.tests:
             literal = "…" if masked else json.dumps(t.value)
+            param = written(t.param)
             if t.op == "present":
-                parts.append(f"{t.param} exists")
+                parts.append(f"{param} exists")
             elif t.op == "contains":
-                parts.append(f"{t.param} contains {literal}")
+                parts.append(f"{param} contains {literal}")
             else:
-                parts.append(f"{t.param} {'==' if t.op == 'equals' else '!='} {literal}")
+                parts.append(f"{param} {'==' if t.op == 'equals' else '!='} {literal}")
         text += " where " + " and ".join(parts)
     if call.outcome:
         text += f" {call.outcome}"
@@ -295,8 +302,8 @@ def rule_from_dict(doc: Mapping[str, Any]) -> TraceRule:
     rule's text could not give (an unknown kind, operator or outcome, a tool or
     parameter name the language cannot write, a value that is no literal)."""
 
-    def name(value: Any) -> str:
-        if not isinstance(value, str) or not _NAME.fullmatch(value):
+    def name(value: Any) -> str:  # a bare word or, quoted, any other text
+        if not isinstance(value, str) or not value:
             raise ValueError(f"not a name the rule language writes: {value!r}")
         return value
 
@@ -411,16 +418,30 @@ def parse_trace_rule(text: str, *, name: str = "", source: str | None = None) ->
             return number(tree.children[0])
         return {"true": True, "false": False, "null": None}[str(kind)]
 
+    def named(token: Any) -> str:
+        """A bare name, or a quoted one (any text but none)."""
+        if token.type != "ESCAPED_STRING":
+            return str(token)
+        said = string(token)
+        if not said:
+            raise InputError(
+                f"trace rule {text!r}: a quoted name is empty",
+                source=source,
+                line=token.line,
+                column=token.column,
+            )
+        return said
+
     def call(tree: Any) -> Call:
         tool: str | None = None
         tests: list[Test] = []
         outcome: Outcome | None = None
         for child in tree.children:
             if child.data == "named_tool":
-                tool = str(child.children[0])
+                tool = named(child.children[0])
             elif child.data == "condition":
                 for t in child.children:
-                    param = str(t.children[0])
+                    param = named(t.children[0])
                     if t.data == "present":
                         tests.append(Test(param, "present"))
                     elif t.data == "contains":
@@ -446,10 +467,19 @@ def parse_trace_rule(text: str, *, name: str = "", source: str | None = None) ->
     return TraceRule(kind, call(rule.children[0]), event, text=text, name=name)  # type: ignore[arg-type]
 
 
-_TERMINALS = {"NAME": "a tool or parameter name", "$END": "the end of the rule", "INT": "a number"}
+_TERMINALS = {
+    "NAME": "a tool or parameter name",
+    "ESCAPED_STRING": 'a "quoted" string',
+    "$END": "the end of the rule",
+    "INT": "a number",
+}
 
 
 def _friendly(terminal: str) -> str:
+    if terminal.startswith("__ANON"):  # an operator the grammar spells in place: "==", "!="
+        spelt = {t.name: t.pattern.value for t in _parser().terminals}.get(terminal)
+        if spelt is not None:
+            return f'"{spelt}"'
     return _TERMINALS.get(terminal, f'"{terminal.lower()}"' if terminal.isupper() else terminal)
 
 
