@@ -9,6 +9,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from car_verify.base.values import listed, plural
 from car_verify.cli import main
@@ -208,3 +210,131 @@ def test_run_names_the_flag_the_tools_were_given_with(
     assert "ValueError: bad tools" in err and "--tools" not in err
     code, _, err = run(["run", plan, "--tool-module", "tools:MISSING"], capsys)
     assert code == 2 and "--tool-module: " in err and "--tools" not in err
+
+
+# --- the rule language writes any stage name ------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(min_size=1, max_size=12), st.text(min_size=1, max_size=6))
+def test_any_name_is_written_by_the_rule_language_and_read_back(tool: str, param: str) -> None:
+    """A name that is no bare word (``node2:sub2``, ``run tests``, a keyword) is quoted
+    in a rule's text, and the text parses back to the same rule."""
+    from car_verify.rules.trace import Call, Test, TraceRule, parse_trace_rule
+
+    rule = TraceRule("never", Call(tool, (Test(param, "present"),)))
+    assert parse_trace_rule(rule.to_text()).call == rule.call
+
+
+def test_workflow_rules_name_subgraph_stages_and_names_with_spaces(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    graph = {
+        "entry": "start",
+        "terminals": ["end"],
+        "stages": ["start", "node2:sub2", "run tests", "end"],
+        "edges": [
+            {"from": "start", "to": "node2:sub2"},
+            {"from": "node2:sub2", "to": "run tests"},
+            {"from": "run tests", "to": "end"},
+        ],
+    }
+    path = write(tmp_path / "g.json", graph)
+    code, out, err = run(
+        ["workflow", path, "--rule", 'never "run tests" after "node2:sub2"'], capsys
+    )
+    assert code == 1, err
+    assert "(path: start -> node2:sub2 -> run tests)" in out
+    code, out, err = run(
+        ["workflow", path, "--rule", '"run tests" only after "node2:sub2"'], capsys
+    )
+    assert code == 0, (out, err)
+    code, _, err = run(["workflow", path, "--rule", 'never "" after start'], capsys)
+    assert code == 2 and "a quoted name is empty" in err
+
+
+def test_a_trace_rule_typo_is_reported_where_the_rule_stands(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The rule's text was looked up as the file's first occurrence: a comment or a
+    ``name`` that held the same text, or an earlier rule that held it whole, took
+    the error (and the rule's origin) to the wrong line and column."""
+    folder = tmp_path / "pol"
+    folder.mkdir()
+    (folder / "r.toml").write_text(
+        "# never send_email aftr read_secret (the old rule, kept)\n"
+        "[[trace_rule]]\n"
+        'name = "never send_email aftr read_secret"\n'
+        'rule = "never send_email aftr read_secret"\n'
+    )
+    code, _, err = run(["policy", "lint", str(folder)], capsys)
+    assert code == 2 and "r.toml: line 4, column 26: trace_rule[0].rule" in err, err
+    (folder / "r.toml").write_text(
+        '[[trace_rule]]\nrule = "never deploy after build"\n'
+        '[[trace_rule]]\nrule = "never deploy"\n'
+        '[[trace_rule]]\nrule = """\nnever deploy where env aftr x"""\n'
+    )
+    code, _, err = run(["policy", "lint", str(folder)], capsys)
+    assert code == 2 and "r.toml: line 7, column 24: trace_rule[2].rule" in err, err
+    assert 'expected "!=", "==", "contains", "exists"' in err  # not "__anon_0"
+    from car_verify.rules.policy import load_policies
+
+    (folder / "r.toml").write_text(
+        '[[trace_rule]]\nrule = "never deploy after build"\n[[trace_rule]]\nrule = "never deploy"\n'
+    )
+    origins = [r.origin for r in load_policies(folder).rules.trace_rule]
+    assert origins == ["r.toml:2", "r.toml:4"]
+
+
+# --- papercuts ------------------------------------------------------------------------
+
+
+def test_policy_impact_writes_what_the_suffix_says(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from test_policy_impact import tau_record
+
+    runs = write(tmp_path / "runs.json", [tau_record(0, [("a", {}, False), ("b", {}, True)])])
+    old = write(tmp_path / "old.toml", 'deny_tool = ["a"]\n')
+    new = write(tmp_path / "new.toml", 'deny_tool = ["b"]\n')
+    assert main(["policy", "impact", old, new, runs, "-o", str(tmp_path / "calls.csv")]) == 1
+    lines = (tmp_path / "calls.csv").read_text().splitlines()
+    assert lines[0].startswith("trajectory,source,index,tool,old_decision,new_decision")
+    assert lines[1].endswith(",0,a,deny,allow,deny_tool:a,,no_longer_denied,success")
+    capsys.readouterr()
+    code, out, err = run(["policy", "impact", old, new, runs, "-o", "calls.txt"], capsys)
+    assert code == 2 and out == "" and "Parquet (-o calls.parquet) or CSV" in err
+    assert not (tmp_path / "calls.txt").exists()
+
+
+def test_policy_check_takes_q_and_says_a_large_check_on_a_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    (tmp_path / "pol").mkdir()
+    (tmp_path / "pol" / "p.toml").write_text('deny_tool = ["t"]\n')
+    plan = write(tmp_path / "p.json", {"actions": [CALL]})
+    code, out, _ = run(["policy", "check", plan, "--policies", str(tmp_path / "pol"), "-q"], capsys)
+    assert code == 1 and out.count("\n") == 1 and "error[deny_tool:t]" in out
+    actions = [{**CALL, "id": f"a{i}", "tool": f"t{i}"} for i in range(5000)]
+    plan = write(tmp_path / "big.json", {"actions": actions})
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    code, _, err = run(["policy", "check", plan, "--policies", str(tmp_path / "pol")], capsys)
+    assert code == 0 and "checking 5,000 actions ..." in err
+    code, _, err = run(["policy", "check", plan, "--policies", str(tmp_path / "pol"), "-q"], capsys)
+    assert code == 0 and err == ""
+
+
+@pytest.mark.parametrize(
+    ("module", "blocked", "extra"),
+    [("openai_agents", "agents", "agents"), ("langchain", "langchain", "langchain")],
+)
+def test_a_missing_extra_says_how_to_install_it(module: str, blocked: str, extra: str) -> None:
+    import subprocess
+    import sys
+
+    code = f"import sys; sys.modules[{blocked!r}] = None; import car_verify.integrations.{module}"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 1
+    assert f"pip install 'car-verify[{extra}]'" in done.stderr.splitlines()[-1]

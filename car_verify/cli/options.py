@@ -702,6 +702,19 @@ def write(text: str) -> None:
     sys.stdout.flush()
 
 
+#: From how many actions a lone proposal's check is announced on a terminal: a
+#: check of 50,000 actions takes several seconds, which a silent prompt hides.
+LARGE_PROPOSAL = 5_000
+
+
+def say_when_large(args: argparse.Namespace, actions: int) -> None:
+    """On a terminal, say that a large proposal is being checked (``verify``,
+    ``policy check``), unless ``--quiet``."""
+    if actions >= LARGE_PROPOSAL and sys.stderr.isatty() and not getattr(args, "quiet", False):
+        sys.stderr.write(f"car-verify: checking {actions:,} actions ...\n")
+        sys.stderr.flush()
+
+
 def note(args: argparse.Namespace, text: str) -> None:
     """A note on stderr (what was loaded), unless ``--quiet``."""
     if not getattr(args, "quiet", False):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..base.errors import UsageError
@@ -27,7 +28,9 @@ from .options import (
     policies_argument,
     policies_option,
     proposal_argument,
+    quiet_option,
     run_profile,
+    say_when_large,
     schedules_option,
     state_option,
     tools_option,
@@ -52,6 +55,7 @@ def add(sub: Subcommands, profiled: Parser) -> None:
     docs_url_option(q)
     schedules_option(q)
     color_option(q)
+    quiet_option(q, "print the violations only: no summary line, no notes on stderr")
     q.set_defaults(run=cmd_policy_check)
     q = policy.add_parser(
         "lint", parents=[profiled], help="load a policy directory and report what it holds"
@@ -91,7 +95,9 @@ def add(sub: Subcommands, profiled: Parser) -> None:
         nargs="+",
         help="agent runs, read as the audit reads them (files, folders, globs)",
     )
-    output_option(q, "OUT.parquet", "write one row per call (Parquet)")
+    output_option(
+        q, "OUT.parquet", "write one row per call: Parquet (.parquet) or CSV (.csv), by the suffix"
+    )
     q.add_argument(
         "--on-unknown",
         choices=("deny", "allow", "ask"),
@@ -116,6 +122,7 @@ def cmd_policy_check(args: argparse.Namespace) -> int:
     loaded = policies_to_check(
         args.policies, start, name_them="name the policies with --policies DIR"
     )
+    say_when_large(args, len(source.proposal.actions))
     result = verify(
         source.proposal,
         initial_state=load_state(args.state),
@@ -128,7 +135,7 @@ def cmd_policy_check(args: argparse.Namespace) -> int:
     directory = None if loaded.directory is None else str(loaded.directory)
     described = f"{loaded.describe()} (profile {result.profile})"
     report = Report(
-        lambda: policy_text(found, described, color=color(args)),
+        lambda: policy_text(found, described, color=color(args), quiet=args.quiet),
         lambda: policy_json(result, directory, [str(f) for f in loaded.files]),
         findings=found,
         artifact=source.path,
@@ -224,8 +231,14 @@ def cmd_policy_diff(args: argparse.Namespace) -> int:
 
 def cmd_policy_impact(args: argparse.Namespace) -> int:
     from ..base.values import plural
-    from ..corpora.impact import impact, write_parquet
+    from ..corpora.impact import WRITERS, impact
 
+    if args.output and Path(args.output).suffix.lower() not in WRITERS:
+        raise UsageError(
+            f"-o {args.output}: policy impact writes one row per call as Parquet "
+            f"(-o calls.parquet) or CSV (-o calls.csv); {Path(args.output).suffix or 'no suffix'} "
+            "is neither"
+        )
     old, new = _both(args)
     found = impact(old, new, args.sources, on_unknown=args.on_unknown)
     for problem in found.problems[:5]:
@@ -237,7 +250,7 @@ def cmd_policy_impact(args: argparse.Namespace) -> int:
             f"{', '.join(args.sources)}: no readable trajectory{said}, so nothing was replayed"
         )
     if args.output:
-        write_parquet(found, args.output)
+        WRITERS[Path(args.output).suffix.lower()](found, args.output)
     doc = found.to_dict()
 
     def text() -> str:

@@ -155,3 +155,28 @@ def write_parquet(found: Impact, out: str | Path) -> None:
     partial = target.with_name(target.name + ".partial")
     pq.write_table(table, partial)
     partial.replace(target)
+
+
+def write_csv(found: Impact, out: str | Path) -> None:
+    """The same rows as :func:`write_parquet`, as CSV with a header (the rule lists
+    joined by ``;``, an absent outcome empty), for a spreadsheet."""
+    import csv
+
+    from .replay import COLUMNS
+
+    target = Path(out)
+    partial = target.with_name(target.name + ".partial")
+    with partial.open("w", encoding="utf-8", newline="") as file:
+        writer = csv.writer(file)
+        writer.writerow(COLUMNS)
+        for row in found.rows:
+            cells = row.to_dict()
+            writer.writerow(
+                ";".join(v) if isinstance(v, list) else "" if v is None else v
+                for v in (cells[c] for c in COLUMNS)
+            )
+    partial.replace(target)
+
+
+#: What ``policy impact -o`` writes, by the file's suffix.
+WRITERS = {".parquet": write_parquet, ".csv": write_csv}

@@ -72,13 +72,20 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, NotRequired
 
-from langchain.agents.middleware import AgentMiddleware, AgentState
-from langchain.agents.middleware.types import PrivateStateAttr
-from langchain_core.messages import AIMessage, ToolMessage
-from langchain_core.tools import BaseTool
-from langgraph.errors import GraphBubbleUp
-from langgraph.types import Command
-from pydantic import ConfigDict
+try:
+    from langchain.agents.middleware import AgentMiddleware, AgentState
+    from langchain.agents.middleware.types import PrivateStateAttr
+    from langchain_core.messages import AIMessage, ToolMessage
+    from langchain_core.tools import BaseTool
+    from langgraph.errors import GraphBubbleUp
+    from langgraph.types import Command
+    from pydantic import ConfigDict
+except ImportError as err:  # the extra is not installed: say how to install it
+    raise ImportError(
+        f"car_verify.integrations.langchain needs LangChain 1.x ({err}): "
+        "pip install 'car-verify[langchain]'",
+        name=err.name,
+    ) from err
 
 from ..plan.gate import Decision, Verdict
 from ._runs import (

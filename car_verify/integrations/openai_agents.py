@@ -68,15 +68,22 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from agents import Agent, FunctionTool, Handoff
-from agents.exceptions import UserError
-from agents.run_context import RunContextWrapper
-from agents.tool_context import ToolContext
-from agents.tool_guardrails import (
-    ToolGuardrailFunctionOutput,
-    ToolInputGuardrail,
-    ToolInputGuardrailData,
-)
+try:
+    from agents import Agent, FunctionTool, Handoff
+    from agents.exceptions import UserError
+    from agents.run_context import RunContextWrapper
+    from agents.tool_context import ToolContext
+    from agents.tool_guardrails import (
+        ToolGuardrailFunctionOutput,
+        ToolInputGuardrail,
+        ToolInputGuardrailData,
+    )
+except ImportError as err:  # the extra is not installed: say how to install it
+    raise ImportError(
+        f"car_verify.integrations.openai_agents needs the OpenAI Agents SDK ({err}): "
+        "pip install 'car-verify[agents]'",
+        name=err.name,
+    ) from err
 
 from ..base.errors import UsageError
 from ..plan.gate import Decision, Verdict
