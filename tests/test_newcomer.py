@@ -338,3 +338,65 @@ def test_a_missing_extra_says_how_to_install_it(module: str, blocked: str, extra
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 1
     assert f"pip install 'car-verify[{extra}]'" in done.stderr.splitlines()[-1]
+
+
+def test_did_you_mean_for_commands_options_codes_and_keys(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(["verfiy", "p.json"], capsys)
+    assert code == 2 and "invalid choice: 'verfiy'; did you mean 'verify'?" in err
+    code, _, err = run(["policy", "chek", "p.json"], capsys)
+    assert code == 2 and "did you mean 'check'?" in err
+    code, _, err = run(["codes", "write-conflcit"], capsys)
+    assert code == 2 and "did you mean 'write-conflict'?" in err
+    plan = write(tmp_path / "p.json", {"action": []})
+    code, _, err = run(["verify", plan], capsys)
+    assert code == 2 and "did you mean `actions` for `action`?" in err
+    plan = write(tmp_path / "q.json", {"actions": [CALL]})
+    code, _, err = run(["verify", plan, "--profle", "car"], capsys)
+    assert code == 2 and "unrecognized arguments: --profle car (did you mean --profile?)" in err
+    (tmp_path / ".car").mkdir()
+    (tmp_path / ".car" / "verify.toml").write_text('selct = ["x"]\n')
+    code, _, err = run(["lint", plan], capsys)
+    assert code == 2 and "selct: unknown key (did you mean 'select'?" in err
+
+
+def test_an_unknown_argument_prints_the_commands_usage_not_the_top_levels(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plan = write(tmp_path / "p.json", {"actions": [CALL]})
+    code, out, err = run(["verify", plan, "--bogus"], capsys)
+    lines = err.splitlines()
+    assert (
+        code == 2 and out == "" and lines[0] == "car-verify: error: unrecognized arguments: --bogus"
+    )
+    assert lines[1].startswith("usage: car-verify verify ") and lines[-1].startswith(
+        "Try 'car-verify verify --help'"
+    )
+    code, _, err = run(["policy", "check", "--bogus", plan], capsys)
+    assert code == 2 and "usage: car-verify policy check " in err
+
+
+def test_errors_found_after_reading_name_the_file_and_the_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad_type = {"actions": [CALL, {"id": "b", "type": "tool_cal", "tool": "t"}]}
+    plan = tmp_path / "p.json"
+    plan.write_text(json.dumps(bad_type, indent=2))
+    for command in ("verify", "simulate", "optimize"):
+        code, _, err = run([command, str(plan)], capsys)
+        assert code == 2 and f"error: {plan}: line 10, column 15: actions[1].type: unknown" in err
+    goal = write(tmp_path / "goal.json", {"condition": {"kind": "bogus"}, "inputs": {}})
+    code, _, err = run(["goal", goal], capsys)
+    assert code == 2 and f"error: {goal}: line 1, column 24: condition.kind: unknown goal" in err
+    graph = write(tmp_path / "g.json", {"units": [{"id": "a", "duration": -1}]})
+    code, _, err = run(["schedule", graph], capsys)
+    assert code == 2 and f"error: {graph}: units[0].duration:" in err
+
+
+def test_mcp_missing_argument_names_the_misspelt_key() -> None:
+    from car_verify.cli.mcp_server import call
+
+    found = call("verify", {"proposl": {"actions": []}})
+    assert found[1] == "missing argument proposal (given 'proposl' for 'proposal': a misspelling?)"
+    assert call("verify", {})[1] == "missing argument proposal"

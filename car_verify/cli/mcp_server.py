@@ -465,9 +465,17 @@ def check_arguments(tool: McpTool, args: Mapping[str, Any]) -> str | None:
     from ..rules.tools import _jsonschema
 
     missing = [r for r in tool.required if r not in args]
-    if missing:
-        return f"missing argument {', '.join(missing)}"
     unknown = sorted(set(args) - set(tool.arguments))
+    if missing:  # the nearest unknown key given: a misspelling of it?
+        import difflib
+
+        near = [
+            f"{close[0]!r} for {r!r}"
+            for r in missing
+            if (close := difflib.get_close_matches(r, unknown, n=1, cutoff=0.6))
+        ]
+        said = f" (given {', '.join(near)}: a misspelling?)" if near else ""
+        return f"missing argument {', '.join(missing)}{said}"
     if unknown:
         return f"unknown argument {', '.join(unknown)} (takes {', '.join(tool.arguments)})"
     for name, value in args.items():  # before the schema: its checks recurse

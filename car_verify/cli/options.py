@@ -133,10 +133,41 @@ class ArgumentError(UsageError):
 
 class Parser(argparse.ArgumentParser):
     """The parser of the command line and of each command: an argument it refuses
-    is an :class:`ArgumentError` (exit 2), never a ``SystemExit`` from inside."""
+    is an :class:`ArgumentError` (exit 2), never a ``SystemExit`` from inside. A
+    misspelt command or option gets the nearest one (``did you mean 'verify'?``),
+    and an argument a command does not take is refused with that command's usage,
+    not the top level's."""
 
     def error(self, message: str) -> NoReturn:
-        raise ArgumentError(message, self.format_usage(), self.prog)
+        raise ArgumentError(self._suggest(message), self.format_usage(), self.prog)
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras and " " in self.prog:  # a command: its own arguments, its own usage
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
+
+    def _suggest(self, message: str) -> str:
+        """``message`` with the nearest choice or option, where one is close."""
+        import difflib
+        import re
+
+        choice = re.match(r"argument (.+?): invalid choice: '(.*?)' \(choose from (.*)\)$", message)
+        if choice:
+            known = re.findall(r"'([^']*)'", choice[3])
+            near = difflib.get_close_matches(choice[2], known, n=1)
+            hint = f"; did you mean {near[0]!r}?" if near else f" (choose from {choice[3]})"
+            return f"argument {choice[1]}: invalid choice: {choice[2]!r}{hint}"
+        unknown = re.match(r"unrecognized arguments: (.*)$", message)
+        if unknown:
+            options = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
+            for word in unknown[1].split():
+                near = difflib.get_close_matches(word.partition("=")[0], options, n=1)
+                if word.startswith("-") and near:
+                    return f"{message} (did you mean {near[0]}?)"
+        return message
 
 
 #: The command line's subparsers, on which each command module's ``add`` declares

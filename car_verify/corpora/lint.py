@@ -15,6 +15,7 @@ types are errors naming the file and key. Command-line flags win over the file.
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import json
 import os
@@ -111,7 +112,9 @@ def load_config(path: str | os.PathLike[str] | None = None) -> LintConfig:
 
     for key in doc:
         if key not in _KEYS:
-            raise fail(key, f"unknown key (expected one of {', '.join(sorted(_KEYS))})")
+            near = difflib.get_close_matches(key, sorted(_KEYS), n=1)
+            said = f"did you mean {near[0]!r}? " if near else ""
+            raise fail(key, f"unknown key ({said}expected one of {', '.join(sorted(_KEYS))})")
 
     def strings(key: str, default: tuple[str, ...] = ()) -> tuple[str, ...]:
         value = doc.get(key, list(default))
