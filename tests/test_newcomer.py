@@ -322,7 +322,8 @@ def test_policy_check_takes_q_and_says_a_large_check_on_a_terminal(
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
     code, _, err = run(["policy", "check", plan, "--policies", str(tmp_path / "pol")], capsys)
     assert code == 0 and "checking 5,000 actions ..." in err
-    code, _, err = run(["policy", "check", plan, "--policies", str(tmp_path / "pol"), "-q"], capsys)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False)  # a pipe: nothing said
+    code, _, err = run(["policy", "check", plan, "--policies", str(tmp_path / "pol")], capsys)
     assert code == 0 and err == ""
 
 
@@ -400,3 +401,70 @@ def test_mcp_missing_argument_names_the_misspelt_key() -> None:
     found = call("verify", {"proposl": {"actions": []}})
     assert found[1] == "missing argument proposal (given 'proposl' for 'proposal': a misspelling?)"
     assert call("verify", {})[1] == "missing argument proposal"
+
+
+def test_optimize_format_text_is_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = Path(__file__).resolve().parents[1]
+    plan = str(root / "examples" / "gated-deploy" / "proposal.json")
+    code, out, _ = run(["optimize", plan, "--format", "text"], capsys)
+    assert code == 0 and not out.lstrip().startswith("{") and "(profile car)" in out
+    _, diff, _ = run(["optimize", plan, "--diff"], capsys)
+    assert out == diff
+    assert json.loads(run(["optimize", plan], capsys)[1])["actions"]  # the default: the plan
+    assert "removed" in json.loads(run(["optimize", plan, "--diff", "--format", "json"], capsys)[1])
+
+
+def test_a_proposal_is_not_taken_as_the_state(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plan = write(tmp_path / "p.json", {"actions": [CALL]})
+    (tmp_path / "pol").mkdir()
+    (tmp_path / "pol" / "p.toml").write_text('deny_tool = ["x"]\n')
+    for command in (["verify"], ["simulate"], ["policy", "check", "--policies", "pol"]):
+        code, out, err = run([*command, plan, "--state", plan], capsys)
+        assert code == 2 and out == "" and "this is a proposal" in err, (command, err)
+    state = write(tmp_path / "s.json", {"actions": ["a", "b"], "k": 1})  # a key of that name
+    assert main(["simulate", plan, "--state", state]) == 0
+
+
+def test_an_empty_proposal_keeps_cars_verdict_with_a_note(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plan = write(tmp_path / "p.json", {"actions": []})
+    code, out, _ = run(["verify", plan, "--profile", "car"], capsys)
+    assert code == 0 and "info[empty-proposal]" in out
+    code, out, _ = run(["lint", plan, "--profile", "car"], capsys)
+    assert code == 0 and "warning[empty-proposal]" in out
+
+
+def test_api_errors_say_values_as_json_not_python() -> None:
+    import car_verify as cv
+    from car_verify.base.errors import UsageError
+
+    for kwargs, said in [
+        ({"max_actions": True}, "got true"),
+        ({"schedules": "x"}, 'must be "levels" or "any", got "x"'),
+        ({"profile": True}, "unknown profile true"),
+        ({"passes": 3}, "passes must be pass names"),
+    ]:
+        with pytest.raises(UsageError) as caught:
+            cv.verify({"actions": []}, **kwargs)  # type: ignore[arg-type]
+        assert said in str(caught.value) and "True" not in str(caught.value)
+
+
+def test_an_audit_rerun_says_which_settings_differ_and_writes_no_null_strings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from test_policy_impact import tau_record
+
+    runs = write(tmp_path / "runs.json", [tau_record(0, [("a", {}, False)])])
+    out_dir = tmp_path / "out"
+    assert main(["audit", runs, "-o", str(out_dir), "--no-progress"]) == 0
+    manifest = json.loads((out_dir / "audit.json").read_text())
+    assert manifest["labels"] is None and manifest["flow_policy"] is None
+    capsys.readouterr()
+    argv = ["audit", runs, "-o", str(out_dir), "--no-progress", "--profile", "strict"]
+    code, _, err = run([*argv, "--budget", "5"], capsys)
+    assert (
+        code == 2 and "(the profile: car before, strict now; --budget: 10.0 before, 5.0 now)" in err
+    )

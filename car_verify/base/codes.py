@@ -156,7 +156,9 @@ _TABLE = [
         W,
         D,
         "the proposal has no actions",
-        NEVER,
+        INFO,
+        "CAR accepts it and runs nothing: car-verify's own note",
+        lint=W,
         repair=_none(
             "there is nothing to repair from: which actions the plan needs is the planner's "
             "question"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import json.encoder
+import math
 import re
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final, TypeAlias
@@ -326,6 +327,21 @@ def plural(n: int, noun: str, many: str | None = None) -> str:
         ies = noun.endswith("y") and noun[-2:-1] not in ("", "a", "e", "i", "o", "u")
         many = noun[:-1] + "ies" if ies else noun + "s"
     return f"{n} {many}"
+
+
+def shown(value: object) -> str:
+    """A value a caller passed, as an error says it: a JSON scalar as JSON text
+    (``true``, ``3``, ``"x"``, ``null``), an array or object by its kind, anything
+    else by its Python type (``a Python set``); never a Python repr (``True``)."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, float):
+        return json.dumps(value) if math.isfinite(value) else f"the number {value}"
+    if isinstance(value, (list, tuple)):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return f"a Python {type(value).__name__}"
 
 
 def listed(names: Sequence[str], limit: int = 5, *, total: int | None = None) -> str:

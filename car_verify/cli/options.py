@@ -304,8 +304,30 @@ def format_option(
     if unknown or default not in choices:
         raise ValueError(f"--format {unknown or default}: not a reporter ({', '.join(FORMATS)})")
     p.add_argument(
-        "--format", "--output-format", dest="format", choices=choices, default=default, help=help
+        "--format",
+        "--output-format",
+        dest="format",
+        choices=choices,
+        default=default,
+        help=help,
+        action=_GivenFormat,
     )
+
+
+class _GivenFormat(argparse.Action):
+    """``--format``'s action: the value, and that the user gave it
+    (``args.format_given``), for a command whose other flag implies a format unless
+    one is named (``optimize --diff``: text, unless ``--format json``)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        setattr(namespace, self.dest, values)
+        namespace.format_given = True
 
 
 def ledger_option(p: argparse.ArgumentParser, help: str) -> None:
@@ -589,8 +611,23 @@ def load_json(name: str, kind: type, what: str) -> JSONValue:
 
 
 def load_state(name: str | None) -> dict[str, JSONValue] | None:
-    """``--state``: the JSON object in file ``name``, or None without one."""
-    return None if name is None else dict(load_json(name, dict, "state"))
+    """``--state``: the JSON object in file ``name``, or None without one. A proposal
+    given in its place (an ``actions`` array of actions) is refused: read as a state,
+    it would be one key, ``actions``, and every check would run on a wrong state."""
+    if name is None:
+        return None
+    state = dict(load_json(name, dict, "state"))
+    actions = state.get("actions")
+    if (
+        isinstance(actions, list)
+        and actions
+        and all(isinstance(a, dict) and ("type" in a or "tool" in a) for a in actions)
+    ):
+        raise UsageError(
+            f"--state {name}: this is a proposal (its `actions` are actions), not a state: "
+            "--state takes the initial state, a JSON object of key -> value"
+        )
+    return state
 
 
 def load_tools(name: str | None) -> ToolRegistry | None:
@@ -740,8 +777,8 @@ LARGE_PROPOSAL = 5_000
 
 def say_when_large(args: argparse.Namespace, actions: int) -> None:
     """On a terminal, say that a large proposal is being checked (``verify``,
-    ``policy check``), unless ``--quiet``."""
-    if actions >= LARGE_PROPOSAL and sys.stderr.isatty() and not getattr(args, "quiet", False):
+    ``policy check``; with ``-q`` too: it is progress, not a note, and never in a pipe)."""
+    if actions >= LARGE_PROPOSAL and sys.stderr.isatty():
         sys.stderr.write(f"car-verify: checking {actions:,} actions ...\n")
         sys.stderr.flush()
 

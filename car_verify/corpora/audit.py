@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..base.errors import InputError, UsageError
+from ..base.values import listed
 from ..importers.base import MAX_FILE, MAX_RECORD, Bounds, count_records
 from ..semantics.profiles import DEFAULT_PROFILE
 
@@ -966,8 +967,9 @@ def _manifest(files: Sequence[Path], settings: AuditSettings, shard_size: int) -
         "profile": settings.profile,
         "policies": policy,
         "compare_policies": _digest(settings.compare_policies),
-        "labels": json.dumps(settings.labels, sort_keys=True),
-        "flow_policy": json.dumps(settings.flow_policy, sort_keys=True),
+        # as JSON values, null when not given (a round trip through the file's JSON)
+        "labels": json.loads(json.dumps(settings.labels, sort_keys=True)),
+        "flow_policy": json.loads(json.dumps(settings.flow_policy, sort_keys=True)),
         "budget": settings.budget,
         "max_record": settings.max_record,
         "max_file": settings.max_file,
@@ -986,6 +988,60 @@ def _digest(folder: str | None) -> str | None:
     return digest.hexdigest()
 
 
+#: How a rerun's refusal names each setting of the manifest.
+_SETTINGS = {
+    "shard_size": "--shard-size",
+    "profile": "the profile",
+    "policies": "--policies",
+    "compare_policies": "--compare-policies",
+    "labels": "--labels",
+    "flow_policy": "--flow-policy",
+    "budget": "--budget",
+    "max_record": "--max-record-size",
+    "max_file": "--max-file-size",
+}
+
+
+def _differences(before: Any, now: dict[str, Any]) -> str:
+    """What differs between the manifest in the folder and this run's, in words: the
+    sources added, gone or changed since, and each setting with its two values
+    (a digest's change said as "its files changed")."""
+    if not isinstance(before, dict):
+        return "the folder's audit.json cannot be read"
+    said: list[str] = []
+    old_files = {f[0]: f[1:] for f in before.get("sources", []) if isinstance(f, list) and f}
+    new_files = {f[0]: f[1:] for f in now["sources"]}
+    for what, names in (
+        ("new sources", [n for n in new_files if n not in old_files]),
+        ("sources left out", [n for n in old_files if n not in new_files]),
+        (
+            "sources changed since",
+            [n for n in new_files if n in old_files and old_files[n] != new_files[n]],
+        ),
+    ):
+        if names:
+            said.append(f"{what}: {listed(names, 3)}")
+    for key, name in _SETTINGS.items():
+        was, is_ = before.get(key), now.get(key)
+        if was == is_:
+            continue
+        if key in ("policies", "compare_policies") and was is not None and is_ is not None:
+            said.append(f"{name}: the policies' files changed")
+        elif key in ("labels", "flow_policy") and was is not None and is_ is not None:
+            said.append(f"{name}: another file")
+        else:
+            said.append(f"{name}: {_setting(was)} before, {_setting(is_)} now")
+    return "; ".join(said) or "a setting this version records differently"
+
+
+def _setting(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, str) and len(value) == 64:  # a digest
+        return "given"
+    return str(value) if isinstance(value, (int, float, str)) else "given"
+
+
 def _claim(out: Path, manifest: dict[str, Any], fresh: bool) -> None:
     """Record ``manifest`` in ``out/audit.json``; shards of a different audit there
     are an error (unless ``fresh``: they are removed)."""
@@ -1001,9 +1057,10 @@ def _claim(out: Path, manifest: dict[str, Any], fresh: bool) -> None:
         except ValueError:
             before = None
         if before != manifest:
+            said = _differences(before, manifest)
             raise UsageError(
-                f"{out} holds the shards of an audit with other sources or settings: "
-                "give another output folder, or --fresh to start over"
+                f"{out} holds the shards of an audit with other sources or settings "
+                f"({said}): give another output folder, or --fresh to start over"
             )
         return
     if fresh and (out / "shards").exists():
