@@ -468,3 +468,43 @@ def test_an_audit_rerun_says_which_settings_differ_and_writes_no_null_strings(
     assert (
         code == 2 and "(the profile: car before, strict now; --budget: 10.0 before, 5.0 now)" in err
     )
+
+
+def test_lint_says_where_yaml_1_1_reads_a_scalar_as_another_type(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plan = tmp_path / "p.yaml"
+    plan.write_text(
+        "actions:\n"
+        "  - id: a\n"
+        "    type: tool_call\n"
+        "    tool: t\n"
+        "    parameters:\n"
+        "      country: NO\n"
+        "      code: 010\n"
+        "      time: 1:20\n"
+        '      quoted: "no"\n'
+        "      plain: true\n"
+        "      hex: 0x1F\n"
+    )
+    code, out, _ = run(["lint", str(plan)], capsys)
+    found = [line.split(" ", 1) for line in out.splitlines() if "yaml-coercion" in line]
+    assert [at.rsplit(":", 3)[1:3] for at, _ in found] == [["6", "16"], ["7", "13"], ["8", "13"]]
+    assert '`NO` is read as false (YAML 1.1): quote it ("NO")' in found[0][1]
+    assert "`010` is read as 8" in found[1][1] and "`1:20` is read as 80" in found[2][1]
+    assert code == 0  # warnings: the default --fail-on error passes
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.dictionaries(
+        st.text(max_size=5), st.one_of(st.text(max_size=5), st.integers(), st.booleans())
+    )
+)
+def test_yaml_as_a_yaml_writer_writes_it_has_no_coercion(parameters: dict[str, object]) -> None:
+    """PyYAML's own writer quotes every ambiguous string: nothing to flag."""
+    import yaml
+
+    from car_verify.corpora.lint import yaml_coercions
+
+    assert yaml_coercions(yaml.safe_dump({"actions": [{"parameters": parameters}]})) == []

@@ -653,6 +653,15 @@ _TABLE = [
         about="file",
         repair=_none("the file holds no proposal to repair"),
     ),
+    Code(
+        "yaml-coercion",
+        W,
+        D,
+        "a plain YAML scalar that YAML 1.1 reads as another type than it reads as "
+        "(`NO` as false, `010` as 8, `1:20` as 80): quote it, or write the value",
+        W,
+        about="file",
+    ),
     # `policy lint`'s own findings, about the rules of a policy set
     Code(
         "policy-invalid-pattern",
