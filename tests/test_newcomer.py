@@ -508,3 +508,31 @@ def test_yaml_as_a_yaml_writer_writes_it_has_no_coercion(parameters: dict[str, o
     from car_verify.corpora.lint import yaml_coercions
 
     assert yaml_coercions(yaml.safe_dump({"actions": [{"parameters": parameters}]})) == []
+
+
+def test_lint_md_says_truly_which_of_lints_options_verify_takes() -> None:
+    """lint.md said "verify takes the same options": it takes the table's options but
+    the file patterns, and none of lint's own."""
+    import re
+
+    from car_verify.cli import _parser
+    from car_verify.cli.options import command_tree
+
+    parsers = {name: parser for name, parser, _ in command_tree(_parser())}
+
+    def options(command: str) -> set[str]:
+        found = parsers[f"car-verify {command}"]._actions
+        return {o for a in found for o in a.option_strings if o.startswith("--")}
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "lint.md").read_text()
+    table = page.split("## Options a ruff user expects", 1)[1].split("## Baselines", 1)[0]
+    rows = [line for line in table.splitlines() if line.startswith("| `")]
+    claim = table.split("`verify` takes the options of this table", 1)[1]
+    patterns, lint_only = claim.split("The rest of", 1)
+    in_table = {o for row in rows for o in re.findall(r"`(--[a-z-]+)", row.split("|")[1])}
+    said_patterns = set(re.findall(r"`(--[a-z-]+)`", patterns))
+    said_lint_only = set(re.findall(r"`(--[a-z-]+)`", lint_only))
+    assert said_patterns and said_lint_only
+    assert in_table - said_patterns <= options("verify")
+    assert not (said_patterns | said_lint_only) & options("verify")
+    assert said_patterns | said_lint_only <= options("lint")
