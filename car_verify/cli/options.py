@@ -618,6 +618,8 @@ def load_state(name: str | None) -> dict[str, JSONValue] | None:
         return None
     state = dict(load_json(name, dict, "state"))
     actions = state.get("actions")
+    if name == "-":  # stdin: a proposal here is stdin named twice, which is said first
+        return state
     if (
         isinstance(actions, list)
         and actions

@@ -300,11 +300,15 @@ _NAME = re.compile(
 def rule_from_dict(doc: Mapping[str, Any]) -> TraceRule:
     """The rule :func:`rule_to_dict` wrote; ValueError for anything a parse of a
     rule's text could not give (an unknown kind, operator or outcome, a tool or
-    parameter name the language cannot write, a value that is no literal)."""
+    parameter name that is no bare word and not quoted in the rule's text, a value
+    that is no literal)."""
 
-    def name(value: Any) -> str:  # a bare word or, quoted, any other text
-        if not isinstance(value, str) or not value:
-            raise ValueError(f"not a name the rule language writes: {value!r}")
+    text = doc["text"] if isinstance(doc.get("text"), str) else ""
+
+    def name(value: Any) -> str:  # a bare word, or quoted in the rule's own text
+        quoted = isinstance(value, str) and json.dumps(value, ensure_ascii=False) in text
+        if not isinstance(value, str) or not (_NAME.fullmatch(value) or (value and quoted)):
+            raise ValueError(f"not a name the rule's text writes: {value!r}")
         return value
 
     def literal(value: Any) -> Any:
