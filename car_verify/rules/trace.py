@@ -307,7 +307,7 @@ def rule_from_dict(doc: Mapping[str, Any]) -> TraceRule:
 
     def name(value: Any) -> str:  # a bare word, or quoted in the rule's own text
         quoted = isinstance(value, str) and json.dumps(value, ensure_ascii=False) in text
-        if not isinstance(value, str) or not (_NAME.fullmatch(value) or (value and quoted)):
+        if not isinstance(value, str) or not (_NAME.fullmatch(value) or quoted):
             raise ValueError(f"not a name the rule's text writes: {value!r}")
         return value
 
@@ -423,18 +423,9 @@ def parse_trace_rule(text: str, *, name: str = "", source: str | None = None) ->
         return {"true": True, "false": False, "null": None}[str(kind)]
 
     def named(token: Any) -> str:
-        """A bare name, or a quoted one (any text but none)."""
-        if token.type != "ESCAPED_STRING":
-            return str(token)
-        said = string(token)
-        if not said:
-            raise InputError(
-                f"trace rule {text!r}: a quoted name is empty",
-                source=source,
-                line=token.line,
-                column=token.column,
-            )
-        return said
+        """A bare name, or a quoted one: any text, "" too (the runtime dispatches a
+        tool named "", and a JSON key may be empty)."""
+        return str(token) if token.type != "ESCAPED_STRING" else string(token)
 
     def call(tree: Any) -> Call:
         tool: str | None = None
