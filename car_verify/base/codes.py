@@ -661,6 +661,10 @@ _TABLE = [
         "(`NO` as false, `010` as 8, `1:20` as 80): quote it, or write the value",
         W,
         about="file",
+        repair=_none(
+            "quote the scalar for the text, or write the value it is read as: which one the "
+            "author meant is theirs to say (the message gives both)"
+        ),
     ),
     # `policy lint`'s own findings, about the rules of a policy set
     Code(
