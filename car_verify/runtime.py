@@ -367,7 +367,7 @@ def analyze_concurrency(ops_json: str) -> str:
     from .plan.concurrency import analyze_concurrency as run
 
     ops = _read(ops_json, "ops")
-    return _text(_answer("ops", lambda: run(ops)).to_dict())
+    return _text(_answer("ops", lambda: run(ops, profile=PROFILE)).to_dict())
 
 
 def gate_concurrency(report_json: str, policy_json: str | None = None) -> str:

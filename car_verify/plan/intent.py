@@ -17,8 +17,9 @@ explanation}]}``, as ``car_runtime.check_intent`` does:
 An action is **influenced** when it, or an action it depends on (``depends_on``,
 followed through), is ``untrusted`` (an id names the last action of that id, so
 repeated ids can make ``depends_on`` a cycle: :func:`influenced_ids` searches
-backwards from the untrusted actions, never caching an answer mid-search). A violation blocks the commit when it is
-influenced or names a forbidden capability; ``safe`` is that nothing blocks it.
+backwards from the untrusted actions, never caching an answer mid-search). A
+violation blocks the commit when it is influenced or names a forbidden
+capability; ``safe`` is that nothing blocks it.
 Out-of-intent drift that no untrusted result influenced is reported but does not
 block: the gate (``gate_intent``) asks a human about it by default.
 

@@ -138,6 +138,10 @@ class Semantics(abc.ABC):
     own_checks_decide: ClassVar[bool]
     #: Where the findings whose place differs between the profiles go.
     placement: ClassVar[Placement]
+    #: Two concurrency ops (``AgentOp``) of one id are answered as the runtime reads
+    #: them, with a note saying how (True), or refused as input naming the repeat
+    #: (False: ``depends_on`` cannot say which of them it names).
+    answers_repeated_op_ids: ClassVar[bool]
     #: The action budget when none is given (None: no budget, the budget pass waits
     #: for one).
     default_max_actions: ClassVar[int | None]

@@ -576,6 +576,7 @@ class CarSemantics(Semantics):
         each_false_part=True,
     )
     default_max_actions: ClassVar[int | None] = DEFAULT_MAX_ACTIONS
+    answers_repeated_op_ids: ClassVar[bool] = True
     skip_is_optional: ClassVar[bool] = False
     words: ClassVar[Mapping[str, str]] = MappingProxyType(
         {  # the runtime's messages (docs/compat.md: in plain words where they hold values)

@@ -61,6 +61,7 @@ class StrictSemantics(Semantics):
         each_false_part=False,
     )
     default_max_actions: ClassVar[int | None] = None
+    answers_repeated_op_ids: ClassVar[bool] = False
     skip_is_optional: ClassVar[bool] = True
     summary: ClassVar[str] = (
         "dependencies, output references and every earlier writer of a key order an "
