@@ -205,9 +205,12 @@ class Semantics(abc.ABC):
         """A text that two values share exactly when :meth:`equal` says they are equal."""
 
     @abc.abstractmethod
-    def holds_term(self, encoder: Any, pre: Precondition, present: Any, value: Any) -> Any:
+    def holds_term(
+        self, encoder: Any, pre: Precondition, present: Any, value: Any, negative_zero: Any = None
+    ) -> Any:
         """:meth:`holds` as a z3 formula over a key's presence bit and value term (the
-        vocabulary of :class:`car_verify.semantics.symbolic.Encoder`)."""
+        vocabulary of :class:`car_verify.semantics.symbolic.Encoder`), and the sign of
+        a float zero there (a z3 boolean: ``-0.0``; None: not known)."""
 
     @abc.abstractmethod
     def number_term(self, encoder: Any, value: int | float) -> Any:
