@@ -222,17 +222,38 @@ def influence_reference(actions: list[dict[str, Any]]) -> dict[str, bool]:
     return influenced
 
 
-FEW_IDS = st.sampled_from(["x", "y", "u"])  # so ids repeat and depends_on makes cycles
-tangled = st.lists(
-    st.fixed_dictionaries(
-        {"id": FEW_IDS, "tool": st.just("pay")},  # every action out of intent: each reports
-        optional={
-            "depends_on": st.lists(st.sampled_from(["x", "y", "u", "gone"]), max_size=3),
-            "untrusted": st.booleans(),
-        },
+FEW_IDS = st.sampled_from(["x", "y", "u", "w"])  # so ids repeat and depends_on makes cycles
+#: Actions over few ids (so ids repeat and depends_on makes cycles), every one out
+#: of intent (so each reports, with its taint): any such list, or one shaped as the
+#: false allow needs: cycles among x, y and z first in each depends_on, then now
+#: and then the untrusted u last (a search that leaves x for y, comes back to x
+#: still in progress and so reads y as clean, before it reaches u).
+tangled = st.one_of(
+    st.lists(
+        st.fixed_dictionaries(
+            {"id": FEW_IDS, "tool": st.just("pay")},
+            optional={
+                "depends_on": st.lists(st.sampled_from(["x", "y", "u", "w", "gone"]), max_size=3),
+                "untrusted": st.integers(0, 3).map(lambda n: n == 0),
+            },
+        ),
+        min_size=1,
+        max_size=7,
     ),
-    min_size=1,
-    max_size=6,
+    st.lists(
+        st.fixed_dictionaries(
+            {
+                "id": st.sampled_from(["x", "y", "z"]),
+                "tool": st.just("pay"),
+                "depends_on": st.tuples(
+                    st.lists(st.sampled_from(["x", "y", "z"]), min_size=1, max_size=2),
+                    st.booleans(),
+                ).map(lambda drawn: [*drawn[0], *["u"] * drawn[1]]),
+            }
+        ),
+        min_size=2,
+        max_size=5,
+    ).map(lambda acts: [*acts, {"id": "u", "tool": "pay", "untrusted": True}]),
 )
 #: The false allow of issue 59: x depends on y and then on the untrusted u, y on x.
 #: A search that answered "clean" for x while x was still being searched kept y clean.
@@ -266,18 +287,33 @@ def test_influence_over_repeated_ids_and_cycles_is_the_fixpoints_and_the_runtime
 
 @st.composite
 def plans_with_repeated_ids(draw: st.DrawFn) -> list[dict[str, Any]]:
-    """Tool calls over three keys whose ids repeat (an id names its last action, so
-    the DAG's edges read by id can form cycles)."""
+    """Tool calls whose ids repeat (an id names its last action, so the DAG's edges
+    read by id can form cycles): over three shared keys, or shaped as a DAG (each
+    action writes a key of its own and reads those of the earlier actions it
+    follows) over the ids x, y, z and one u (which the tests call untrusted)."""
     n = draw(st.integers(2, 6))
-    ids = [f"a{i}" for i in range(n)]
-    for i in range(1, n):
-        if draw(st.integers(0, 2)) == 0:
-            ids[i] = ids[draw(st.integers(0, i - 1))]
-    keys = st.sampled_from(["k", "j", "m"])
+    if draw(st.booleans()):
+        ids = [f"a{i}" for i in range(n)]
+        for i in range(1, n):
+            if draw(st.integers(0, 2)) == 0:
+                ids[i] = ids[draw(st.integers(0, i - 1))]
+        keys = st.sampled_from(["k", "j", "m"])
+        return [
+            {"id": ids[i], "type": "tool_call", "tool": draw(TOOLS),
+             "state_dependencies": draw(st.lists(keys, max_size=3, unique=True)),
+             "expected_effects": draw(st.dictionaries(keys, st.just(1), max_size=2))}
+            for i in range(n)
+        ]  # fmt: skip
+    ids = draw(st.lists(st.sampled_from(["x", "y", "z"]), min_size=n - 1, max_size=n - 1))
+    ids.insert(draw(st.integers(0, n - 1)), "u")
+    follows = [
+        draw(st.lists(st.integers(0, i - 1), max_size=3, unique=True)) if i else []
+        for i in range(n)
+    ]
     return [
-        {"id": ids[i], "type": "tool_call", "tool": draw(TOOLS),
-         "state_dependencies": draw(st.lists(keys, max_size=3, unique=True)),
-         "expected_effects": draw(st.dictionaries(keys, st.just(1), max_size=2))}
+        {"id": ids[i], "type": "tool_call", "tool": draw(st.sampled_from(["search", "pay"])),
+         "expected_effects": {f"k{i}": 1},
+         "state_dependencies": [f"k{j}" for j in sorted(follows[i])]}
         for i in range(n)
     ]  # fmt: skip
 
@@ -293,11 +329,11 @@ PLAN_CYCLE = [
 ]  # fmt: skip
 
 
-@SETTINGS
+@settings(SETTINGS, max_examples=150)
 @given(
     plans_with_repeated_ids(),
     st.lists(TOOLS, max_size=1),
-    st.lists(st.sampled_from(["a0", "a1", "a2", "x", "u"]), max_size=2),
+    st.lists(st.sampled_from(["a0", "a1", "a2", "x", "u"]), max_size=2) | st.just(["u"]),
 )
 @example(PLAN_CYCLE, [], ["u"])
 def test_check_intent_plan_with_repeated_ids_blocks_what_the_runtime_blocks(

@@ -343,7 +343,7 @@ def brute_force_strict(
                         if not (c.precondition is not None and c.precondition.key == NEVER["key"])
                     ]
                 )
-                no_tool = model.actions[i].type == "tool_call" and not model.actions[i].tool
+                no_tool = model.actions[i].type == "tool_call" and model.actions[i].tool is None
                 if trace is None or own or no_tool:
                     rejected[i] += weight
                 else:
