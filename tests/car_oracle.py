@@ -87,7 +87,8 @@ values = st.recursive(
     ),
     max_leaves=3,
 )
-keys = st.sampled_from(KEYS)
+#: A key, now and then the empty one (a name like any other to the runtime).
+keys = st.sampled_from([*KEYS * 3, ""])
 
 
 @st.composite
@@ -99,19 +100,19 @@ def preconditions(draw: st.DrawFn) -> dict[str, Any]:
 
 
 @st.composite
-def actions(draw: st.DrawFn, index: int, ids: list[str]) -> dict[str, Any]:
+def actions(draw: st.DrawFn, index: int, ids: list[str], unknown: bool = True) -> dict[str, Any]:
     kind = draw(
         st.sampled_from(
             ["tool_call"] * 8
             + ["state_write"] * 2
             + ["state_read"] * 2
             + ["assertion"] * 2
-            + ["shell"]
+            + ["shell"] * unknown  # a type the runtime does not know: it refuses the plan
         )
     )
     action: dict[str, Any] = {"id": ids[index], "type": kind}
     if kind == "tool_call" and draw(st.integers(0, 9)) > 0:
-        action["tool"] = draw(st.sampled_from([*TOOLS, "zz"]))
+        action["tool"] = draw(st.sampled_from([*TOOLS, *TOOLS, "zz", ""]))
     if kind == "tool_call" and draw(st.booleans()):
         action["parameters"] = draw(
             st.dictionaries(st.sampled_from(["n", "s", "x"]), scalars, max_size=2)
@@ -147,6 +148,8 @@ def actions(draw: st.DrawFn, index: int, ids: list[str]) -> dict[str, Any]:
         ]
     if draw(st.integers(0, 4)) == 0:
         action["failure_behavior"] = draw(st.sampled_from(["skip", "retry", "abort"]))
+        if action["failure_behavior"] == "retry" and draw(st.booleans()):
+            action["max_retries"] = draw(st.integers(0, 3))
     if draw(st.integers(0, 3)) == 0:
         action["reversibility"] = draw(st.sampled_from(["compensable", "reversible"]))
         if draw(st.booleans()):
@@ -168,11 +171,22 @@ def actions(draw: st.DrawFn, index: int, ids: list[str]) -> dict[str, Any]:
 
 @st.composite
 def proposals(draw: st.DrawFn, max_actions: int = 6, min_actions: int = 0) -> dict[str, Any]:
-    n = draw(st.integers(min_actions, max_actions))
+    """Proposals of ``min_actions`` to ``max_actions`` actions; now and then (1 in 10,
+    when ``max_actions`` is the default) a long one of 10 to 24, so a plan reaches
+    many warnings and many untested regions. Ids now and then repeat (the first
+    id again, or any earlier one, more than once), and one may be the empty id."""
+    long = max_actions == 6 and min_actions == 0 and draw(st.integers(0, 9)) == 0
+    n = draw(st.integers(10, 24) if long else st.integers(min_actions, max_actions))
     ids = [f"a{i}" for i in range(n)]
     if n >= 2 and draw(st.integers(0, 9)) == 0:
         ids[draw(st.integers(1, n - 1))] = ids[0]  # a duplicate id
-    return {"actions": [draw(actions(i, ids)) for i in range(n)]}
+    for i in range(1, n):
+        if draw(st.integers(0, 11)) == 0:
+            ids[i] = ids[draw(st.integers(0, i - 1))]  # any earlier id, again
+    if n and draw(st.integers(0, 11)) == 0:
+        ids[draw(st.integers(0, n - 1))] = ""  # the empty id
+    # a long plan without an action type the runtime refuses, or few would be answered
+    return {"actions": [draw(actions(i, ids, unknown=not long)) for i in range(n)]}
 
 
 states = st.none() | st.dictionaries(keys, values, max_size=3)

@@ -295,6 +295,7 @@ def _policy_check(args: dict[str, Any], settings: Settings) -> tuple[Any, str]:
 
 def _risk(args: dict[str, Any], settings: Settings) -> tuple[Any, str]:
     from ..plan.risk import risk
+    from ..semantics import semantics_of
 
     result = risk(
         _proposal(args),
@@ -303,11 +304,11 @@ def _risk(args: dict[str, Any], settings: Settings) -> tuple[Any, str]:
         args.get("goal"),
         profile=args["profile"],
     )
-    doc = result.to_dict()
-    goal = doc["p_goal_reached"]
-    reached = "no goal given" if goal is None else f"the goal is reached with p = {goal}"
-    landed = f"every effect lands with p = {doc['p_all_effects_landed']}"
-    return doc, f"{reached}; {landed} ({doc['method']}, tier {doc['tier']})"
+    # the command line's answer: its lines (what the goal could not decide, each
+    # note on the inputs) in the text, and the notes beside the numbers in the JSON
+    profile = semantics_of(args["profile"]).profile.value
+    doc = {**result.to_dict(), "notes": list(result.notes), "profile": profile}
+    return doc, f"{result.explain()}\n({result.method}, tier {doc['tier']}, profile {profile})"
 
 
 def _codes(args: dict[str, Any], settings: Settings) -> tuple[Any, str]:
