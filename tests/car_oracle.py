@@ -56,6 +56,20 @@ def verify_projection(result: dict[str, Any]) -> dict[str, Any]:
         "execution_levels": result["execution_levels"],
         "conflicts": sorted(map(tuple, result["conflicts"])),
         "checks": [(c["name"], c["ran"], c["findings"]) for c in result["evidence"]["checks"]],
+        "evidence": evidence_projection(result["evidence"]),
+    }
+
+
+def evidence_projection(evidence: dict[str, Any]) -> dict[str, Any]:
+    """The evidence block but its check records (``verify_projection`` compares their
+    names, flags and counts; their words are car-verify's): what was assumed, the
+    untested regions in the runtime's order, the residual risks and the coverage
+    score, exactly."""
+    return {
+        "assumptions": evidence["assumptions"],
+        "untested_regions": evidence["untested_regions"],
+        "residual_risks": evidence["residual_risks"],
+        "confidence": evidence["confidence"],
     }
 
 
@@ -189,6 +203,33 @@ def proposals(draw: st.DrawFn, max_actions: int = 6, min_actions: int = 0) -> di
     return {"actions": [draw(actions(i, ids, unknown=not long)) for i in range(n)]}
 
 
+@st.composite
+def crowded_proposals(draw: st.DrawFn) -> dict[str, Any]:
+    """Proposals of up to 24 actions, most of them tool calls on a few shared keys:
+    many untested regions (past the runtime's bound of 12 on their deduction, with ids
+    whose text order is not their document order: a2 after a10), many warnings
+    (write conflicts and identical calls, past the bound of 4), and the findings of
+    :func:`actions` beside them."""
+    n = draw(st.integers(0, 24))
+    ids = [f"a{i}" for i in range(n)]
+    out = []
+    for i in range(n):
+        if draw(st.integers(0, 3)) == 0:
+            out.append(draw(actions(i, ids)))
+            continue
+        action: dict[str, Any] = {"id": ids[i], "type": "tool_call"}
+        if draw(st.integers(0, 9)) > 0:
+            action["tool"] = draw(st.sampled_from(TOOLS))
+        if draw(st.booleans()):
+            action["parameters"] = {"n": draw(st.integers(0, 2))}
+        if draw(st.integers(0, 2)) > 0:
+            action["expected_effects"] = draw(st.dictionaries(keys, scalars, min_size=1))
+        if draw(st.integers(0, 3)) == 0:
+            action["state_dependencies"] = draw(st.lists(keys, max_size=2))
+        out.append(action)
+    return {"actions": out}
+
+
 states = st.none() | st.dictionaries(keys, values, max_size=3)
 tool_registries = st.none() | st.just(
     [
@@ -223,6 +264,10 @@ def without_loops(projection: dict[str, Any]) -> dict[str, Any]:
     out["issues"] = [i for i in out["issues"] if i[0][0] != "proposal" or i[0][2] != "heuristic"]
     out["checks"] = [c for c in out["checks"] if c[0] != "loop_detection"]
     out["valid"] = None  # an error from the loop rule decides it
+    # A duplicate-call warning counts in the residual risks and the score.
+    out["evidence"] = {
+        k: v for k, v in out["evidence"].items() if k not in ("residual_risks", "confidence")
+    }
     return out
 
 

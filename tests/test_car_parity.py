@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from car_oracle import (
     assert_projection_matches,
+    crowded_proposals,
     proposals,
     runtime,
     states,
@@ -59,6 +60,16 @@ def test_verify_agrees_with_the_runtime(
     proposal: dict[str, Any], state: Any, tools: Any, max_actions: Any
 ) -> None:
     assert_projection_matches(proposal, state, tools, max_actions)
+
+
+@settings(RUNS, max_examples=150)
+@given(crowded_proposals(), states, tool_registries)
+def test_the_evidence_of_crowded_plans_agrees_with_the_runtime(
+    proposal: dict[str, Any], state: Any, tools: Any
+) -> None:
+    """Many untested regions and many warnings: the runtime bounds the score's two
+    deductions and lists the regions in their text order (issue 59)."""
+    assert_projection_matches(proposal, state, tools)
 
 
 @RUNS

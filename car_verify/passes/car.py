@@ -248,7 +248,7 @@ def _summary(ctx: Context, found: Sequence[Issue], records: Mapping[str, CheckRe
         for a in tool_calls
         for key in a.expected_effects
     ]
-    untested = list(dict.fromkeys(untested))
+    untested = sorted(set(untested))  # the runtime's: a set of texts, in their order
     conflicts = counts.get("write_conflicts", 0)
     risks = []
     if conflicts:
@@ -259,14 +259,25 @@ def _summary(ctx: Context, found: Sequence[Issue], records: Mapping[str, CheckRe
         risks.append(
             "outcomes depending on runtime tool output or runtime-set state are unverified"
         )
-    # CAR's coverage score (outside the parity promise, matched where measured).
+    return Said(
+        checks, assumptions, untested, risks, car_confidence(tool_calls, tools, untested, warnings)
+    )
+
+
+def car_confidence(
+    tool_calls: Sequence[object], tools: object, untested: Sequence[str], warnings: int
+) -> float:
+    """CAR's coverage score, as ``car_runtime.verify`` computes it (the same float
+    operations in the same order): 0.15 off when tool calls go unchecked for
+    existence, 0.2 when their parameters do, 0.02 per untested region up to 0.25,
+    and 0.05 per warning up to 0.2, never below 0."""
+    schemas = tools is not None and not getattr(tools, "names_only", False)
     confidence = 1.0
     if tool_calls and tools is None:
         confidence = confidence - 0.15  # existence unchecked
     if tool_calls and not schemas:
         confidence = confidence - 0.2  # parameters unchecked
-    confidence = max(0.0, confidence - 0.02 * len(untested) - 0.05 * warnings)
-    return Said(checks, assumptions, untested, risks, confidence)
+    return max(0.0, confidence - min(0.25, 0.02 * len(untested)) - min(0.2, 0.05 * warnings))
 
 
 # -- CAR's checks not yet run by the passes of analyses/ ---------------------------
