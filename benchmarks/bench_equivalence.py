@@ -62,9 +62,14 @@ def run(profile: str, pairs: list[tuple[dict, dict]], runtime: object) -> dict[s
                 first_wrong.append(f"{why}: {a} / {b}")
     seconds = time.perf_counter() - start
     answered = len(pairs) - refused
-    print(f"profile {profile}: {len(pairs):,} pairs, {refused} refused as input")
+    # A refused pair is no undecided one: the profile answers it with an input error,
+    # as the runtime does (an action type CAR does not know). Both shares are printed.
+    print(
+        f"profile {profile}: {len(pairs):,} pairs, {refused} refused as input "
+        f"(decided {decided} of all {len(pairs):,}: {100 * decided / len(pairs):.1f}%)"
+    )
     share = 100 * decided / answered if answered else 100.0
-    print(f"  decided {decided} of {answered} ({share:.1f}%), wrong {wrong}, "
+    print(f"  decided {decided} of {answered} answered ({share:.1f}%), wrong {wrong}, "
           f"undecided {sum(undecided.values())}  [{seconds:.1f} s]")  # fmt: skip
     for reason, n in undecided.most_common():
         print(f"    {n:4}  {reason}")

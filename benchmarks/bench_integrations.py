@@ -1,5 +1,6 @@
 """The gate's overhead per tool call inside each agent framework (target: under
-100 microseconds per call), for a 50-rule set of every kind (bench_hook's).
+100 microseconds per call), for a 50-rule set of every kind (bench_hook's), and
+the memory the integrations hold once runs have ended.
 
 Each round runs one agent whose scripted model makes CALLS tool calls, one per
 turn (no network), once with the gate and once without, in alternation; the
@@ -9,7 +10,12 @@ work per call (decide and report, outside any framework). The frameworks' own
 cost per tool call is milliseconds, so a run-to-run difference is noisy: the
 ratio is the number to read, the gate alone the floor of the overhead.
 
-    python benchmarks/bench_integrations.py [ROUNDS] [CALLS]
+Then RUNS runs (1,000 by default) of a guarded agent, one call each (and, for
+LangGraph, as many threads of a checkpointer): the gates still held after them
+and the memory still allocated (tracemalloc, after a collection), against the
+same runs unguarded.
+
+    python benchmarks/bench_integrations.py [ROUNDS] [CALLS] [RUNS]
 """
 
 from __future__ import annotations
@@ -42,7 +48,7 @@ def openai_agents(calls: int, rules: Any) -> tuple[Callable[[], Any], Callable[[
         )
     except ImportError:
         return None
-    from car_verify.integrations.openai_agents import guard_tools
+    from car_verify.integrations.openai_agents import guard_agent
 
     set_tracing_disabled(True)
 
@@ -73,10 +79,12 @@ def openai_agents(calls: int, rules: Any) -> tuple[Callable[[], Any], Callable[[
             """Read a file."""
             return "contents"
 
-        tools = guard_tools([read], policies=rules) if guarded else [read]
+        agent = Agent(name="a", model=None, tools=[read])
+        if guarded:
+            guard_agent(agent, policies=rules)
 
         def run() -> Any:
-            agent = Agent(name="a", model=Scripted(), tools=tools)
+            agent.model = Scripted()
             return asyncio.run(Runner.run(agent, "go", max_turns=calls + 2))
 
         return run
@@ -84,7 +92,10 @@ def openai_agents(calls: int, rules: Any) -> tuple[Callable[[], Any], Callable[[
     return make(False), make(True)
 
 
-def langchain(calls: int, rules: Any) -> tuple[Callable[[], Any], Callable[[], Any]] | None:
+def langchain(
+    calls: int, rules: Any, *, threads: bool = False
+) -> tuple[Callable[[], Any], Callable[[], Any]] | None:
+    """A create_agent run; ``threads``: each run a thread of a checkpointer."""
     try:
         from langchain.agents import create_agent
         from langchain_core.language_models.chat_models import BaseChatModel
@@ -121,12 +132,21 @@ def langchain(calls: int, rules: Any) -> tuple[Callable[[], Any], Callable[[], A
         """Read a file."""
         return "contents"
 
+    from langgraph.checkpoint.memory import InMemorySaver
+
     def make(guarded: bool) -> Callable[[], Any]:
         middleware = [PolicyMiddleware(policies=rules)] if guarded else []
+        saver = InMemorySaver() if threads else None
+        numbers = iter(range(10**9))
+
+        model = Scripted()
+        agent = create_agent(model, [read], middleware=middleware, checkpointer=saver)
 
         def run() -> Any:
-            agent = create_agent(Scripted(), [read], middleware=middleware)
+            model.turn = 0
             config: Any = {"recursion_limit": 4 * calls + 10}
+            if threads:
+                config["configurable"] = {"thread_id": f"t{next(numbers)}"}
             return agent.invoke({"messages": [{"role": "user", "content": "go"}]}, config)
 
         return run
@@ -177,14 +197,54 @@ def gate_alone(rules: Any, calls: int, rounds: int) -> None:
     )
 
 
+def held(name: str, pair: Any, runs: int, gates: Callable[[], int]) -> None:
+    """The gates and memory held after ``runs`` runs of one call each (median of
+    nothing: one measurement each way, after a collection)."""
+    import gc
+    import tracemalloc
+
+    if pair is None:
+        print(f"{name}: not installed, skipped")
+        return
+    plain, guarded = pair
+    plain(), guarded()  # warm
+    grown = {}
+    for label, run in (("unguarded", plain), ("guarded", guarded)):
+        gc.collect()
+        tracemalloc.start()
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(runs):
+            run()
+        gc.collect()
+        grown[label] = tracemalloc.get_traced_memory()[0] - before
+        tracemalloc.stop()
+    print(
+        f"{name}: after {runs:,} runs, {gates()} gates held; memory still allocated "
+        f"{grown['guarded'] / 1024:.0f} KiB guarded, {grown['unguarded'] / 1024:.0f} KiB "
+        "unguarded"
+    )
+
+
 def main() -> None:
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 7
     calls = int(sys.argv[2]) if len(sys.argv) > 2 else 50
+    runs = int(sys.argv[3]) if len(sys.argv) > 3 else 1000
     rules = load_policy_text(policy(50))
     assert rules.count() == 50
     gate_alone(rules, 1000, rounds)
     measure("openai-agents", openai_agents(calls, rules), rounds, calls)
     measure("langchain", langchain(calls, rules), rounds, calls)
+    if not runs:
+        return
+    from car_verify.integrations._runs import RUNS
+
+    held("openai-agents", openai_agents(1, rules), runs, lambda: len(RUNS))
+    try:
+        from car_verify.integrations.langchain import RUNS_IN_GRAPHS
+    except ImportError:
+        return
+    held("langchain", langchain(1, rules), runs, RUNS_IN_GRAPHS.held)
+    held("langgraph threads", langchain(1, rules, threads=True), runs, RUNS_IN_GRAPHS.held)
 
 
 if __name__ == "__main__":

@@ -432,8 +432,8 @@ def assess(
     strict, docs/semantics.md's), plus the ones its inputs ask for."""
     from .passes.registry import resolve_passes  # the passes load with the first run
 
-    if passes is not None and not isinstance(passes, str):
-        passes = tuple(passes)  # kept for a rerun: read twice
+    if passes is not None and not isinstance(passes, str) and isinstance(passes, Iterable):
+        passes = tuple(passes)  # kept for a rerun: read twice (anything else: refused below)
     chosen = resolve_passes(passes, ctx)
     issues, said = run_and_say(ctx, chosen)
     assumptions, untested, risks, score = gathered(said)

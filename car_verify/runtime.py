@@ -220,8 +220,11 @@ def equivalent(p1_json: str, p2_json: str) -> bool:
     from .deciders.equivalence import equivalent as run
 
     first, second = _proposal(p1_json, "proposal1"), _proposal(p2_json, "proposal2")
-    result = _answer("proposal", lambda: run(first, second, method="sampled", profile=PROFILE))
-    return bool(result.equivalent)
+    result = _answer(
+        "proposal",
+        lambda: run(first, second, method="sampled", profile=PROFILE, probe_constants=False),
+    )
+    return result.no_difference_found  # the runtime's True: no difference on its probes
 
 
 def transaction_check(
@@ -372,7 +375,7 @@ def analyze_concurrency(ops_json: str) -> str:
     from .plan.concurrency import analyze_concurrency as run
 
     ops = _read(ops_json, "ops")
-    return _text(_answer("ops", lambda: run(ops)).to_dict())
+    return _text(_answer("ops", lambda: run(ops, profile=PROFILE)).to_dict())
 
 
 def gate_concurrency(report_json: str, policy_json: str | None = None) -> str:

@@ -56,6 +56,20 @@ def verify_projection(result: dict[str, Any]) -> dict[str, Any]:
         "execution_levels": result["execution_levels"],
         "conflicts": sorted(map(tuple, result["conflicts"])),
         "checks": [(c["name"], c["ran"], c["findings"]) for c in result["evidence"]["checks"]],
+        "evidence": evidence_projection(result["evidence"]),
+    }
+
+
+def evidence_projection(evidence: dict[str, Any]) -> dict[str, Any]:
+    """The evidence block but its check records (``verify_projection`` compares their
+    names, flags and counts; their words are car-verify's): what was assumed, the
+    untested regions in the runtime's order, the residual risks and the coverage
+    score, exactly."""
+    return {
+        "assumptions": evidence["assumptions"],
+        "untested_regions": evidence["untested_regions"],
+        "residual_risks": evidence["residual_risks"],
+        "confidence": evidence["confidence"],
     }
 
 
@@ -87,7 +101,8 @@ values = st.recursive(
     ),
     max_leaves=3,
 )
-keys = st.sampled_from(KEYS)
+#: A key, now and then the empty one (a name like any other to the runtime).
+keys = st.sampled_from([*KEYS * 3, ""])
 
 
 @st.composite
@@ -99,19 +114,19 @@ def preconditions(draw: st.DrawFn) -> dict[str, Any]:
 
 
 @st.composite
-def actions(draw: st.DrawFn, index: int, ids: list[str]) -> dict[str, Any]:
+def actions(draw: st.DrawFn, index: int, ids: list[str], unknown: bool = True) -> dict[str, Any]:
     kind = draw(
         st.sampled_from(
             ["tool_call"] * 8
             + ["state_write"] * 2
             + ["state_read"] * 2
             + ["assertion"] * 2
-            + ["shell"]
+            + ["shell"] * unknown  # a type the runtime does not know: it refuses the plan
         )
     )
     action: dict[str, Any] = {"id": ids[index], "type": kind}
     if kind == "tool_call" and draw(st.integers(0, 9)) > 0:
-        action["tool"] = draw(st.sampled_from([*TOOLS, "zz"]))
+        action["tool"] = draw(st.sampled_from([*TOOLS, *TOOLS, "zz", ""]))
     if kind == "tool_call" and draw(st.booleans()):
         action["parameters"] = draw(
             st.dictionaries(st.sampled_from(["n", "s", "x"]), scalars, max_size=2)
@@ -147,6 +162,8 @@ def actions(draw: st.DrawFn, index: int, ids: list[str]) -> dict[str, Any]:
         ]
     if draw(st.integers(0, 4)) == 0:
         action["failure_behavior"] = draw(st.sampled_from(["skip", "retry", "abort"]))
+        if action["failure_behavior"] == "retry" and draw(st.booleans()):
+            action["max_retries"] = draw(st.integers(0, 3))
     if draw(st.integers(0, 3)) == 0:
         action["reversibility"] = draw(st.sampled_from(["compensable", "reversible"]))
         if draw(st.booleans()):
@@ -168,11 +185,49 @@ def actions(draw: st.DrawFn, index: int, ids: list[str]) -> dict[str, Any]:
 
 @st.composite
 def proposals(draw: st.DrawFn, max_actions: int = 6, min_actions: int = 0) -> dict[str, Any]:
-    n = draw(st.integers(min_actions, max_actions))
+    """Proposals of ``min_actions`` to ``max_actions`` actions; now and then (1 in 10,
+    when ``max_actions`` is the default) a long one of 10 to 24, so a plan reaches
+    many warnings and many untested regions. Ids now and then repeat (the first
+    id again, or any earlier one, more than once), and one may be the empty id."""
+    long = max_actions == 6 and min_actions == 0 and draw(st.integers(0, 9)) == 0
+    n = draw(st.integers(10, 24) if long else st.integers(min_actions, max_actions))
     ids = [f"a{i}" for i in range(n)]
     if n >= 2 and draw(st.integers(0, 9)) == 0:
         ids[draw(st.integers(1, n - 1))] = ids[0]  # a duplicate id
-    return {"actions": [draw(actions(i, ids)) for i in range(n)]}
+    for i in range(1, n):
+        if draw(st.integers(0, 11)) == 0:
+            ids[i] = ids[draw(st.integers(0, i - 1))]  # any earlier id, again
+    if n and draw(st.integers(0, 11)) == 0:
+        ids[draw(st.integers(0, n - 1))] = ""  # the empty id
+    # a long plan without an action type the runtime refuses, or few would be answered
+    return {"actions": [draw(actions(i, ids, unknown=not long)) for i in range(n)]}
+
+
+@st.composite
+def crowded_proposals(draw: st.DrawFn) -> dict[str, Any]:
+    """Proposals of up to 24 actions, most of them tool calls on a few shared keys:
+    many untested regions (past the runtime's bound of 12 on their deduction, with ids
+    whose text order is not their document order: a2 after a10), many warnings
+    (write conflicts and identical calls, past the bound of 4), and the findings of
+    :func:`actions` beside them."""
+    n = draw(st.integers(0, 24))
+    ids = [f"a{i}" for i in range(n)]
+    out = []
+    for i in range(n):
+        if draw(st.integers(0, 3)) == 0:
+            out.append(draw(actions(i, ids)))
+            continue
+        action: dict[str, Any] = {"id": ids[i], "type": "tool_call"}
+        if draw(st.integers(0, 9)) > 0:
+            action["tool"] = draw(st.sampled_from(TOOLS))
+        if draw(st.booleans()):
+            action["parameters"] = {"n": draw(st.integers(0, 2))}
+        if draw(st.integers(0, 2)) > 0:
+            action["expected_effects"] = draw(st.dictionaries(keys, scalars, min_size=1))
+        if draw(st.integers(0, 3)) == 0:
+            action["state_dependencies"] = draw(st.lists(keys, max_size=2))
+        out.append(action)
+    return {"actions": out}
 
 
 states = st.none() | st.dictionaries(keys, values, max_size=3)
@@ -209,6 +264,10 @@ def without_loops(projection: dict[str, Any]) -> dict[str, Any]:
     out["issues"] = [i for i in out["issues"] if i[0][0] != "proposal" or i[0][2] != "heuristic"]
     out["checks"] = [c for c in out["checks"] if c[0] != "loop_detection"]
     out["valid"] = None  # an error from the loop rule decides it
+    # A duplicate-call warning counts in the residual risks and the score.
+    out["evidence"] = {
+        k: v for k, v in out["evidence"].items() if k not in ("residual_risks", "confidence")
+    }
     return out
 
 

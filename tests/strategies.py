@@ -38,12 +38,15 @@ def precondition(draw: st.DrawFn) -> dict[str, Any]:
 
 @st.composite
 def proposals(draw: st.DrawFn, max_actions: int = 7, cycles: bool = True) -> dict[str, Any]:
-    """Small proposals exercising every ordering and blocking rule."""
+    """Small proposals exercising every ordering and blocking rule: ids used twice
+    (with ``cycles``), the empty id, key and tool name now and then, retries."""
     n = draw(st.integers(0, max_actions))
     ids = [f"a{i}" for i in range(n)]
     for i in range(1, n if cycles else 0):  # now and then an id used twice: edges from each
         if draw(st.integers(0, 7)) == 0:  # (a reference may then point forward: not acyclic)
             ids[i] = ids[draw(st.integers(0, i - 1))]
+    if n and cycles and draw(st.integers(0, 11)) == 0:
+        ids[draw(st.integers(0, n - 1))] = ""  # the empty id, a name like any other
     actions = []
     for i in range(n):
         kind = draw(
@@ -52,7 +55,7 @@ def proposals(draw: st.DrawFn, max_actions: int = 7, cycles: bool = True) -> dic
         action: dict[str, Any] = {"id": ids[i], "type": kind}
         params: dict[str, Any] = {}
         if kind == "tool_call":
-            action["tool"] = draw(st.sampled_from(["t", "u"]))
+            action["tool"] = draw(st.sampled_from(["t", "u", "t", "u", ""]))
             params["p"] = draw(st.sampled_from([1, 2]))
         elif kind in ("state_write", "state_read", "assertion"):
             params["key"] = draw(st.sampled_from(KEYS))
@@ -82,7 +85,9 @@ def proposals(draw: st.DrawFn, max_actions: int = 7, cycles: bool = True) -> dic
         if draw(st.integers(0, 5)) == 0:
             action["write_set"] = draw(st.lists(st.sampled_from(KEYS), min_size=1, max_size=2))
         if draw(st.integers(0, 3)) == 0:
-            action["failure_behavior"] = "skip"
+            action["failure_behavior"] = draw(st.sampled_from(["skip", "skip", "retry", "abort"]))
+            if action["failure_behavior"] == "retry":
+                action["max_retries"] = draw(st.integers(0, 2))
         actions.append(action)
     return {"id": "p", "source": "test", "timestamp": "2026-01-01T00:00:00Z", "actions": actions}
 

@@ -145,7 +145,7 @@ def test_the_audit_is_the_same_whatever_the_workers_and_resumes(
     one, two = tmp_path / "one", tmp_path / "two"
     assert run(str(source), "-o", str(one), "--shard-size", "10") == 0
     out = capsys.readouterr()
-    assert "45 trajectories, 1 malformed records" in out.out
+    assert "45 trajectories, 1 malformed record, 45 findings" in out.out
     assert f"{source}:22: not JSON" in out.err  # the corrupted line, named; the rest go on
     assert run(str(source), "-o", str(two), "--shard-size", "10", "--workers", "2") == 0
     for table in ("findings.parquet", "trajectories.parquet"):
@@ -203,14 +203,26 @@ def test_policy_replay_and_tool_rates(tmp_path: Path, capsys: pytest.CaptureFixt
     args = [str(source), "-o", str(out), "--policies", str(old), "--compare-policies", str(new)]
     assert run(*args) == 0
     text = capsys.readouterr().out
-    # 45 runs of search, book, search: book is allowed now, both searches newly blocked
-    assert "90 calls newly blocked, 45 newly allowed, 0 still blocked" in text
-    rows = pq.read_table(out / "replay.parquet").to_pylist()
-    first = [r for r in rows if r["trajectory_id"] == "run-0"]
-    assert [(r["action_id"], r["change"]) for r in first] == [
-        ("c1", "newly_blocked"), ("c2", "newly_allowed"), ("c3", "newly_blocked"),
+    # 45 runs of search, book, search: book is allowed now, both searches newly denied
+    assert "90 calls newly denied, 45 no longer denied, 0 still denied, in 135 calls" in text
+    table = pq.read_table(out / "replay.parquet")
+    rows = table.to_pylist()
+    first = [r for r in rows if r["trajectory"] == "run-0"]
+    assert [(r["index"], r["change"]) for r in first] == [
+        (0, "newly_denied"), (1, "no_longer_denied"), (2, "newly_denied"),
     ]  # fmt: skip
-    assert first[1]["old_rules"] == "deny_tool:book" and first[1]["new_rules"] is None
+    assert first[1]["old_rules"] == ["deny_tool:book"] and first[1]["new_rules"] == []
+    # one vocabulary and one table with policy impact (issue 59): the same rows
+    from car_verify.corpora.impact import impact
+    from car_verify.corpora.replay import replay_schema
+
+    assert table.schema.equals(replay_schema())
+    replayed = impact(str(old), str(new), [str(source)])
+    assert sorted(rows, key=str) == sorted((r.to_dict() for r in replayed.rows), key=str)
+    assert main(["policy", "impact", str(old), str(new), str(source), "-o",
+                 str(tmp_path / "calls.parquet")]) == 1  # fmt: skip
+    capsys.readouterr()
+    assert pq.read_table(tmp_path / "calls.parquet").equals(table)
     rates = json.loads((out / "tool_rates.json").read_text())
     assert rates["tools"]["book"] == {"dispatched": 45, "succeeded": 0}  # "Error: sold out"
     assert rates["tools"]["search"] == {"dispatched": 90, "succeeded": 90}
@@ -422,7 +434,7 @@ def test_hostile_files_are_malformed_rows_naming_the_file_and_the_audit_goes_on(
     out = tmp_path / "out"
     assert run(str(corpus), "-o", str(out)) == 0
     said = capsys.readouterr()
-    assert said.out.startswith("1 trajectories, ")
+    assert said.out.startswith("1 trajectory, ")
     for name in ("truncated.jsonl.gz", "not-gzip.jsonl.gz", "bad-utf8.jsonl.gz",
                  "corrupt.parquet", "deep.jsonl", "bomb.jsonl.gz"):  # fmt: skip
         assert name in said.err, name
@@ -489,7 +501,7 @@ def test_a_gzip_bomb_is_cut_off_at_the_bounds_in_seconds(
     elapsed = time.monotonic() - clock
     assert code == 0 and elapsed < 10, elapsed
     said = capsys.readouterr()
-    assert said.out.startswith("1 trajectories, 2 malformed records")
+    assert said.out.startswith("1 trajectory, 2 malformed records")
     rows = pq.read_table(tmp_path / "out" / "trajectories.parquet").to_pylist()
     problems = [(r["line"], r["problem"]) for r in rows if r["status"] == "malformed"]
     assert problems == [

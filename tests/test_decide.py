@@ -55,27 +55,34 @@ def test_named_probes_try_the_constants_the_plans_name_and_their_neighbours() ->
     assert len({json.dumps(s, sort_keys=True) for s in probes}) == len(probes)
 
 
-def test_sampling_keeps_the_runtimes_probes_unless_asked_for_the_constants() -> None:
-    """Sampled equivalent is the runtime's answer (docs/semantics.md §6, §9): its two
-    probes. The command line, and ``probe_constants=True``, add the plans' constants."""
+def test_sampling_probes_the_plans_constants_in_python_as_on_the_command_line() -> None:
+    """Issue 59: ``method="sampled"`` answered True from the runtime's two probes
+    where the command line found the difference from the plans' constants. One
+    default for both now (the constants too); ``probe_constants=False`` keeps the
+    runtime's two (the drop-in's); no difference found is undecided, never True."""
     a = write_z(1, {"key": "n", "operator": "eq", "value": 7})
     b = write_z(1, {"key": "n", "operator": "eq", "value": 8})
     for profile in ("car", "strict"):
-        runtime_probes = equivalent(a, b, method="sampled", profile=profile)
-        assert runtime_probes.equivalent is True and runtime_probes.probes == 2
-        named = equivalent(a, b, method="sampled", profile=profile, probe_constants=True)
+        named = equivalent(a, b, method="sampled", profile=profile)
         assert named.equivalent is False and named.tier is Tier.SAMPLED
         assert named.counterexample in ({"n": 7}, {"n": 8})
-        given = equivalent(a, b, [{}], method="sampled", profile=profile, probe_constants=True)
-        assert given.equivalent is True and given.probes == 1  # the caller's probes only
+        runtime_probes = equivalent(a, b, method="sampled", profile=profile, probe_constants=False)
+        assert runtime_probes.equivalent is None and runtime_probes.no_difference_found
+        assert runtime_probes.probes == 2 and not runtime_probes.decided
+        assert runtime_probes.reason == (
+            "no difference on 2 probe states; sampled, not decided (method z3 decides)"
+        )
+        given = equivalent(a, b, [{}], method="sampled", profile=profile)
+        assert given.no_difference_found and given.probes == 1  # the caller's probes only
+        assert given.to_dict()["equivalent"] is None
 
 
 def test_the_specs_example_sampled_equal_but_z3_not() -> None:
     """Two proposals writing different values to a key no probe state reaches."""
     a = write_z(1, {"key": "mode", "value": "blue"})
     b = write_z(2, {"key": "mode", "value": "blue"})
-    sampled = equivalent(a, b, method="sampled", profile="strict")
-    assert sampled.equivalent is True and sampled.tier is Tier.SAMPLED
+    sampled = equivalent(a, b, method="sampled", profile="strict", probe_constants=False)
+    assert sampled.no_difference_found and sampled.tier is Tier.SAMPLED  # the spec's probes
     decided = equivalent(a, b, method="z3", profile="strict")
     assert decided.equivalent is False and decided.tier is Tier.DECISION_PROCEDURE
     assert decided.counterexample == {"mode": "blue"} and decided.differing_keys == ["z"]
@@ -121,7 +128,7 @@ def test_explain_says_how_far_the_answer_goes_and_shows_each_differing_key() -> 
     a = write_z(1, {"key": "mode", "value": "blue"})
     b = write_z(2, {"key": "mode", "value": "blue"})
     assert (
-        equivalent(a, b, method="sampled", profile="strict").explain()
+        equivalent(a, b, method="sampled", profile="strict", probe_constants=False).explain()
         == "no difference on 2 probe states (not a proof; --method z3 decides) (tier sampled)"
     )
     assert equivalent(a, a, method="z3", profile="strict").explain() == (
@@ -189,7 +196,7 @@ def test_z3_agrees_with_sampling_and_its_counterexamples_replay(
     decided = equivalent(a, b, method="z3", profile="strict")
     assert decided.equivalent is not None, decided.reason
     if decided.equivalent:
-        assert equivalent(a, b, probes, method="sampled", profile="strict").equivalent is True
+        assert equivalent(a, b, probes, method="sampled", profile="strict").no_difference_found
     else:
         ce = decided.counterexample
         assert ce is not None
@@ -759,7 +766,7 @@ def test_cli_equivalent_optimize_wp_txcheck(
         ["equivalent", str(a), str(b), "--method", "sampled", "--states", str(states)], capsys
     )
     assert (code, out) == (
-        0,
+        3,  # undecided, as --method auto on the same answer
         "no difference on 2 probe states (not a proof; --method z3 decides) (tier sampled) "
         "(profile strict)\n",
     )

@@ -358,3 +358,52 @@ def test_a_layout_failure_falls_back_and_is_otherwise_one_clear_error(
     monkeypatch.setattr(export, "RENDER_TIMEOUT", 0.5)
     with pytest.raises(car_verify.CarVerifyError, match=r"within 0\.5 s"):
         export.render(export.to_dot(json.loads(plan.read_text())), "svg", timeout=0.5)
+
+
+def test_a_layout_graphviz_cannot_rank_falls_back_to_one_that_draws(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 59: Debian's Graphviz 2.43 fails the default picture of a 1,000-action
+    plan ("trouble in init_rank"). Without the levels' rows it ranks; a picture too
+    large for it is drawn as a coarser summary, and the command says so."""
+    from car_verify.reporters import dot as export
+
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    monkeypatch.setenv("PATH", f"{bin_}:{os.environ['PATH']}")
+    _fake_dot(bin_, 'if grep -q "rank=same"; then echo "trouble in init_rank" >&2; exit 1; fi\n'
+              'echo "<svg>no rows</svg>"\n')  # fmt: skip
+    graph = export.to_dot(proposal("gated-deploy"))
+    assert export.render(graph, "svg") == b"<svg>no rows</svg>\n"
+    # A fake Graphviz that cannot lay out more than 40 actions: the summary shrinks.
+    _fake_dot(bin_, 'n=$(grep -c "^a[0-9]* \\[")\n'
+              'if [ "$n" -gt 40 ]; then echo "trouble in init_rank" >&2; exit 1; fi\n'
+              'echo "<svg>$n</svg>"\n')  # fmt: skip
+    plan = tmp_path / "p.json"
+    actions = [{"id": f"a{i}", "type": "tool_call", "tool": f"t{i}"} for i in range(1_000)]
+    plan.write_text(json.dumps({"actions": actions}))
+    out = tmp_path / "p.svg"
+    assert main(["dot", str(plan), "-o", str(out)]) == 0
+    drawn = int(out.read_text().strip()[5:-6])
+    assert 30 <= drawn <= 40
+    err = capsys.readouterr().err
+    assert "trouble in init_rank); drawing 125 actions instead" in err
+    assert "drawing 31 actions instead" in err and "31 drawn: the picture is summarised" in err
+
+
+def test_the_picture_draws_findings_about_the_whole_proposal_and_one_label_per_pair() -> None:
+    """A finding about no one action (a duplicate call under car) was drawn nowhere;
+    two keys in conflict between the same two actions drew two labels on one spot."""
+    doc = {
+        "actions": [
+            {"id": "a", "type": "tool_call", "tool": "t", "expected_effects": {"x": 1, "y": 1}},
+            {"id": "b", "type": "tool_call", "tool": "t", "expected_effects": {"x": 2, "y": 2}},
+        ]
+    }
+    text = to_dot_text(doc, profile="car")
+    (note,) = [line for line in text.splitlines() if line.startswith("proposal_findings [")]
+    assert "the whole proposal" in note and "warning[duplicate-call]" in note
+    assert "proposal_findings -> level0 [style=invis]" in text
+    assert "note at the top: findings about the whole proposal" in text
+    conflicts = [line for line in text.splitlines() if "conflict:" in line]
+    assert len(conflicts) == 1 and 'label="conflict: x, y"' in conflicts[0]

@@ -199,3 +199,158 @@ def test_the_intent_command(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -
     assert main(["intent", str(path), "--gate"]) == 1
     out = capsys.readouterr().out
     assert "tool_out_of_intent" in out and "gate: block" in out
+
+
+# --- taint over repeated ids and cycles of depends_on (issue 59) ----------------------
+
+
+def influence_reference(actions: list[dict[str, Any]]) -> dict[str, bool]:
+    """The plain reading of "influenced": the least fixpoint of "an id is influenced
+    when its action is untrusted or names an influenced id in ``depends_on``",
+    iterated from all-false until nothing changes (an id names its last action)."""
+    last = {a["id"]: a for a in actions}
+    influenced = dict.fromkeys(last, False)
+    changed = True
+    while changed:
+        changed = False
+        for name, action in last.items():
+            now = bool(action.get("untrusted")) or any(
+                influenced.get(d, False) for d in action.get("depends_on", [])
+            )
+            if now and not influenced[name]:
+                influenced[name] = changed = True
+    return influenced
+
+
+FEW_IDS = st.sampled_from(["x", "y", "u", "w"])  # so ids repeat and depends_on makes cycles
+#: Actions over few ids (so ids repeat and depends_on makes cycles), every one out
+#: of intent (so each reports, with its taint): any such list, or one shaped as the
+#: false allow needs: cycles among x, y and z first in each depends_on, then now
+#: and then the untrusted u last (a search that leaves x for y, comes back to x
+#: still in progress and so reads y as clean, before it reaches u).
+tangled = st.one_of(
+    st.lists(
+        st.fixed_dictionaries(
+            {"id": FEW_IDS, "tool": st.just("pay")},
+            optional={
+                "depends_on": st.lists(st.sampled_from(["x", "y", "u", "w", "gone"]), max_size=3),
+                "untrusted": st.integers(0, 3).map(lambda n: n == 0),
+            },
+        ),
+        min_size=1,
+        max_size=7,
+    ),
+    st.lists(
+        st.fixed_dictionaries(
+            {
+                "id": st.sampled_from(["x", "y", "z"]),
+                "tool": st.just("pay"),
+                "depends_on": st.tuples(
+                    st.lists(st.sampled_from(["x", "y", "z"]), min_size=1, max_size=2),
+                    st.booleans(),
+                ).map(lambda drawn: [*drawn[0], *["u"] * drawn[1]]),
+            }
+        ),
+        min_size=2,
+        max_size=5,
+    ).map(lambda acts: [*acts, {"id": "u", "tool": "pay", "untrusted": True}]),
+)
+#: The false allow of issue 59: x depends on y and then on the untrusted u, y on x.
+#: A search that answered "clean" for x while x was still being searched kept y clean.
+CYCLE_THROUGH_A_LATER_TAINT = [
+    {"id": "x", "tool": "pay", "depends_on": ["y", "u"]},
+    {"id": "y", "tool": "pay", "depends_on": ["x"]},
+    {"id": "u", "tool": "pay", "untrusted": True},
+]
+
+
+@SETTINGS
+@given(tangled)
+@example(CYCLE_THROUGH_A_LATER_TAINT)
+@example([*CYCLE_THROUGH_A_LATER_TAINT[:2], {"id": "x", "tool": "pay", "depends_on": ["u"]},
+          {"id": "u", "tool": "pay", "untrusted": True}])  # fmt: skip
+def test_influence_over_repeated_ids_and_cycles_is_the_fixpoints_and_the_runtimes(
+    acts: list[dict[str, Any]],
+) -> None:
+    """Each action's ``tool_influenced`` (every action here reports a violation) is
+    the fixpoint reference's answer for its id, and the runtime's; an action that
+    holds the commit in the runtime holds it here (never a false allow)."""
+    request = {"intent": {"allowed_tools": ["search"]}, "actions": acts}
+    report = check_intent(request)
+    expected = influence_reference(acts)
+    assert [(v.action, v.tool_influenced) for v in report.violations] == [
+        (a["id"], expected[a["id"]]) for a in acts
+    ]
+    theirs = json.loads(runtime().check_intent(json.dumps(request)))
+    assert report.to_dict() == theirs
+
+
+@st.composite
+def plans_with_repeated_ids(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Tool calls whose ids repeat (an id names its last action, so the DAG's edges
+    read by id can form cycles): over three shared keys, or shaped as a DAG (each
+    action writes a key of its own and reads those of the earlier actions it
+    follows) over the ids x, y, z and one u (which the tests call untrusted)."""
+    n = draw(st.integers(2, 6))
+    if draw(st.booleans()):
+        ids = [f"a{i}" for i in range(n)]
+        for i in range(1, n):
+            if draw(st.integers(0, 2)) == 0:
+                ids[i] = ids[draw(st.integers(0, i - 1))]
+        keys = st.sampled_from(["k", "j", "m"])
+        return [
+            {"id": ids[i], "type": "tool_call", "tool": draw(TOOLS),
+             "state_dependencies": draw(st.lists(keys, max_size=3, unique=True)),
+             "expected_effects": draw(st.dictionaries(keys, st.just(1), max_size=2))}
+            for i in range(n)
+        ]  # fmt: skip
+    ids = draw(st.lists(st.sampled_from(["x", "y", "z"]), min_size=n - 1, max_size=n - 1))
+    ids.insert(draw(st.integers(0, n - 1)), "u")
+    follows = [
+        draw(st.lists(st.integers(0, i - 1), max_size=3, unique=True)) if i else []
+        for i in range(n)
+    ]
+    return [
+        {"id": ids[i], "type": "tool_call", "tool": draw(st.sampled_from(["search", "pay"])),
+         "expected_effects": {f"k{i}": 1},
+         "state_dependencies": [f"k{j}" for j in sorted(follows[i])]}
+        for i in range(n)
+    ]  # fmt: skip
+
+
+#: The plan of the issue's false allow: the last x reads what x, y and u write, so
+#: by id x depends on y and u, and y on x; u is untrusted, so y (out of intent) blocks.
+PLAN_CYCLE = [
+    {"id": "x", "type": "tool_call", "tool": "search", "expected_effects": {"k": 1}},
+    {"id": "y", "type": "tool_call", "tool": "pay", "state_dependencies": ["k"],
+     "expected_effects": {"m": 1}},
+    {"id": "u", "type": "tool_call", "tool": "search", "expected_effects": {"j": 1}},
+    {"id": "x", "type": "tool_call", "tool": "search", "state_dependencies": ["k", "m", "j"]},
+]  # fmt: skip
+
+
+@settings(SETTINGS, max_examples=150)
+@given(
+    plans_with_repeated_ids(),
+    st.lists(TOOLS, max_size=1),
+    st.lists(st.sampled_from(["a0", "a1", "a2", "x", "u"]), max_size=2) | st.just(["u"]),
+)
+@example(PLAN_CYCLE, [], ["u"])
+def test_check_intent_plan_with_repeated_ids_blocks_what_the_runtime_blocks(
+    acts: list[dict[str, Any]], tools: list[str], ids: list[str]
+) -> None:
+    from car_verify.ir.model import load
+    from car_verify.plan.intent import plan_actions
+
+    request = {"intent": {"allowed_tools": ["search"]}, "actions": acts,
+               "untrusted_tools": tools, "untrusted_ids": ids}  # fmt: skip
+    theirs = json.loads(runtime().check_intent_plan(json.dumps(request)))
+    ours = check_intent_plan(request).to_dict()
+    assert (ours["safe"], ours["commit_blocked"]) == (theirs["safe"], theirs["commit_blocked"])
+    assert Counter(map(_key, ours["violations"])) == Counter(map(_key, theirs["violations"]))
+    read = [
+        {"id": a.id, "depends_on": list(a.depends_on), "untrusted": a.untrusted}
+        for a in plan_actions(load({"actions": acts}), tools, ids)
+    ]
+    expected = influence_reference(read)
+    assert all(v["tool_influenced"] == expected[v["action"]] for v in ours["violations"])

@@ -125,6 +125,36 @@ def test_a_subgraph_is_nested() -> None:
     assert ("unreachable_terminal", END, ()) in kinds(graph_document(outer2))
 
 
+def test_a_subgraphs_quiet_end_returns_to_its_parent() -> None:
+    """LangGraph's documented subgraph pattern: the subgraph's last node has no edge
+    to END, and LangGraph runs it to completion, back in the parent (issue 59: 9
+    defects before, `__end__` among them)."""
+    inner = StateGraph(State)
+    inner.add_node("sub1", step)
+    inner.add_node("sub2", step)
+    inner.add_edge(START, "sub1")
+    inner.add_edge("sub1", "sub2")  # and no edge from sub2: a quiet end
+    outer = StateGraph(State)
+    outer.add_node("node1", step)
+    outer.add_node("node2", inner.compile())
+    outer.add_node("after", step)
+    outer.add_edge(START, "node1")
+    outer.add_edge("node1", "node2")
+    outer.add_edge("node2", "after")
+    outer.add_edge("after", END)
+    doc = graph_document(outer)
+    assert {"from": "node2:sub2", "to": "node2:__end__",
+            "condition": "ends the subgraph: back to node2"} in doc["edges"]  # fmt: skip
+    graph = workflow_graph(outer.compile())
+    assert verify_workflow_graph(graph).sound, verify_workflow_graph(graph).defects
+    rule = [{"kind": "precedes", "earlier": "node2:sub2", "later": "after"}]
+    assert not check_workflow_policies(graph, rule).violations  # the path goes through
+    # A top-level quiet end still ends the run where nothing declares an exit.
+    outer.add_node("stop", step)
+    outer.add_edge("node1", "stop")
+    assert ("dead_end", "stop", (START, "node1", "stop")) in kinds(graph_document(outer))
+
+
 def test_a_branch_with_no_known_targets_may_go_to_any_node() -> None:
     g = StateGraph(State)
     g.add_node("a", step)

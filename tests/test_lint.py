@@ -658,7 +658,8 @@ def test_what_car_only_notes_lint_shows_as_a_warning(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Under car, a duplicate id, a misspelled field and a full JSON Schema violation
-    keep CAR's verdict (info on verify), and lint shows them as warnings by default."""
+    keep CAR's verdict (info on verify), and lint shows them by default: the
+    misspelled field as an error (it gates nothing), the others as warnings."""
     (tmp_path / "tools.json").write_text(
         '[{"name": "t", "parameters": {"type": "object", "properties": '
         '{"n": {"type": "integer", "minimum": 3}}}}]'
@@ -675,7 +676,33 @@ def test_what_car_only_notes_lint_shows_as_a_warning(
         assert code in out, out  # printed, -q or not
     main(["lint", str(plan), "--profile", "car", "--fail-on", "warning"])
     out = capsys.readouterr().out
-    assert "warning[duplicate-id]" in out and "warning[unknown-field]" in out
+    assert "warning[duplicate-id]" in out and "error[unknown-field]" in out
+
+
+@pytest.mark.parametrize("profile", ["car", "strict"])
+def test_a_misspelt_field_and_an_unevaluated_assertion_fail_lint_by_default(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], profile: str
+) -> None:
+    """Issue 59: ``precondition`` for ``preconditions`` and an assertion predicate
+    the runtime never evaluates gate nothing; lint's default ``--fail-on error``
+    fails the file under either profile, and verify under car keeps CAR's verdict."""
+    plan = tmp_path / "p.json"
+    misspelt = {"id": "a", "type": "tool_call", "tool": "t",
+                "precondition": [{"key": "k", "operator": "eq", "value": 1}]}  # fmt: skip
+    plan.write_text(json.dumps({"actions": [misspelt]}))
+    assert main(["lint", str(plan), "--profile", profile]) == 1
+    assert "error[unknown-field]" in capsys.readouterr().out
+    unevaluated = {"id": "c", "type": "assertion",
+                   "parameters": {"key": "k", "operator": "eq", "value": 1}}  # fmt: skip
+    plan.write_text(json.dumps({"actions": [unevaluated]}))
+    code = main(["lint", str(plan), "--profile", profile])
+    out = capsys.readouterr().out
+    if profile == "car":  # strict evaluates the predicate: assertion-fails says so
+        assert code == 1 and "error[assertion-not-evaluated]" in out, out
+        assert main(["verify", str(plan), "--profile", "car"]) == 0
+        assert "info[assertion-not-evaluated]" in capsys.readouterr().out
+    else:
+        assert code == 1 and "error[assertion-fails]" in out, out
 
 
 def test_selection_adds_up_takes_all_and_prefixes_and_a_misspelled_rule_is_a_usage_error(

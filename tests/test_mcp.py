@@ -198,3 +198,36 @@ def test_the_sdk_client_gets_tool_errors_naming_the_argument(tmp_path: Path) -> 
     ):
         assert got[name].is_error and got[name].content[0].text == text
     assert not got["fine"].is_error and got["fine"].structured_content["code"] == "duplicate-id"
+
+
+def test_risk_gives_the_notes_the_command_line_gives(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 59: the MCP ``risk`` dropped what the command line says beside the
+    numbers: a goal kind it cannot decide here, a rate clamped to [0, 1], a goal
+    key no action writes. Its text is the command line's, its JSON has the notes."""
+    from car_verify.cli import main
+
+    plan = {"actions": [{"id": "a", "type": "tool_call", "tool": "build",
+                         "expected_effects": {"k": 1}}]}  # fmt: skip
+    goal = {"kind": "all_of", "conditions": [
+        {"kind": "state_predicate", "key": "kk", "equals": 1},
+        {"kind": "tool_receipt", "id": "r1"},
+    ]}  # fmt: skip
+    doc, said, failed = call("risk", {"proposal": plan, "rates": {"build": 1.5}, "goal": goal})
+    assert not failed
+    paths = {}
+    for name, value in (("p", plan), ("rates", {"build": 1.5}), ("goal", goal)):
+        paths[name] = tmp_path / f"{name}.json"
+        paths[name].write_text(json.dumps(value))
+    assert main(["risk", str(paths["p"]), "--rates", str(paths["rates"]),
+                 "--goal", str(paths["goal"])]) == 0  # fmt: skip
+    cli = capsys.readouterr().out
+    notes = [line for line in cli.splitlines() if line.startswith(("note:", "not decidable"))]
+    assert len(notes) == 3  # the goal's undecidable part, the clamped rate, the unwritten key
+    assert "clamped to [0, 1]: build 1.5 -> 1" in cli and "'kk', which no action writes" in cli
+    for line in notes:
+        assert line in said.splitlines()
+    assert doc["goal_underivable_conditions"] == ["tool_receipt:r1"]
+    assert [n for n in doc["notes"] if "clamped" in n or "no action writes" in n] == doc["notes"]
+    assert len(doc["notes"]) == 2 and doc["profile"] == "car"

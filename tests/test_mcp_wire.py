@@ -146,7 +146,7 @@ def test_every_request_line_the_sdk_dropped_gets_an_answer(tmp_path: Path) -> No
             -32602,
             "params.\u00e9\\udc80: a key holds a lone surrogate",
         ),
-        (b'{"jsonrpc":"2.0","id":4,', None, -32700, "Parse error"),
+        (b'{"jsonrpc":"2.0","id":4,', 4, -32700, "Parse error"),  # the id was read
         (b"\xff\xfe", None, -32700, "not UTF-8"),
         (b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":[1]}', 5, -32602, "params"),
         (b"[]", None, -32600, "one object"),
@@ -160,7 +160,15 @@ def test_every_request_line_the_sdk_dropped_gets_an_answer(tmp_path: Path) -> No
             "nested deeper than 512 levels",
         ),
         (b'{"jsonrpc":"2.0","id":9.5,"method":"ping"}', None, -32600, "id"),
-        (b'{"jsonrpc":"2.0","id":10,"method":"ping","params":{"x":NaN}}', None, -32700, "NaN"),
+        (b'{"jsonrpc":"2.0","id":10,"method":"ping","params":{"x":NaN}}', 10, -32602, "x: NaN"),
+        (b'{"jsonrpc":"2.0","id":13,"method":"ping","params":[-Infinity]}', 13, -32602, "[0]"),
+        (b'{"jsonrpc":"2.0","id":NaN,"method":"ping"}', None, -32600, "id"),
+        (
+            b'{"method":"ping","params":{"x":"' + b"y" * (17 << 20) + b'"},"id":"big"}',
+            "big",
+            -32600,
+            "over 16,777,216 bytes",
+        ),
     ]
     for line, answer_id, code, text in cases:
         wire.send(line)
@@ -355,8 +363,12 @@ class _Number(str):
     """A number as the oracle reads it: its text."""
 
 
+class _NotJson:
+    """NaN or Infinity: a value no JSON holds (never a usable id)."""
+
+
 def _constant(name: str) -> Any:
-    raise ValueError(name)
+    return _NotJson()
 
 
 def _expected(line: bytes) -> tuple[int, Any]:
@@ -371,8 +383,10 @@ def _expected(line: bytes) -> tuple[int, Any]:
         )
     except RecursionError:
         return 1, "deep"
-    except ValueError:
-        return 1, None
+    except ValueError:  # a parse error, with the id the line's top level names
+        from car_verify.cli.mcp_stdio import scan_id
+
+        return 1, scan_id(data)
     if type(doc) is not dict:
         return 1, None
     has_id, raw = "id" in doc, doc.get("id")
@@ -466,3 +480,48 @@ def test_an_answer_over_the_bound_keeps_its_text_cut_and_says_so(tmp_path: Path)
                          "cut; the command line gives the whole]")  # fmt: skip
     assert wire.close() == 0
     assert wire.stderr_text() == ""
+
+
+# --- the id of a line that is never read whole ----------------------------------------------
+
+_KEYS = st.sampled_from(["id", "jsonrpc", "method", "params", "x", "i\\d", 'a"b', "[", "}"])
+_ID_VALUES = (
+    st.integers(-(10**30), 10**30)
+    | _CLEAN_TEXT
+    | st.text(st.sampled_from('"\\[]{},: id'), max_size=8)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.none()
+    | st.booleans()
+    | st.lists(st.integers(), max_size=2)
+)
+_TRICKY = st.recursive(
+    _ID_VALUES,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=3),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.tuples(_KEYS, _TRICKY), max_size=6),
+    st.booleans(),
+    st.integers(1, 64),
+)
+def test_the_id_scanner_reads_the_id_pythons_json_reader_reads(
+    members: list[tuple[str, Any]], spaced: bool, chunk: int
+) -> None:
+    """The scanner (the fast, bounded reader of a line too long to keep) against
+    Python's JSON reader on whole messages, fed in chunks of any size: the id is
+    the same, or None where it is not a string of text or an integer."""
+    from car_verify.cli.mcp_stdio import IdScanner
+
+    pairs = ", ".join(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in members)
+    text = ("{ " + pairs + " }") if spaced else ("{" + pairs.replace(", ", ",") + "}")
+    doc = json.loads(text)
+    raw = doc.get("id")
+    expected = raw if type(raw) is int or (type(raw) is str and _is_text(raw)) else None
+    data = text.encode("utf-8", "surrogatepass")
+    scanner = IdScanner()
+    for at in range(0, len(data), chunk):
+        scanner.feed(data[at : at + chunk])
+    assert scanner.end() == expected, text

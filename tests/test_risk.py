@@ -343,7 +343,7 @@ def brute_force_strict(
                         if not (c.precondition is not None and c.precondition.key == NEVER["key"])
                     ]
                 )
-                no_tool = model.actions[i].type == "tool_call" and not model.actions[i].tool
+                no_tool = model.actions[i].type == "tool_call" and model.actions[i].tool is None
                 if trace is None or own or no_tool:
                     rejected[i] += weight
                 else:
@@ -874,6 +874,6 @@ def test_risks_compiled_rejection_rule_is_the_walks(
             plan.order, step.index, current, lambda t: bool(notok >> t & 1), semantics=sem
         )
         nameless = (
-            model.actions[step.index].type == "tool_call" and not model.actions[step.index].tool
-        )
+            model.actions[step.index].type == "tool_call" and model.actions[step.index].tool is None
+        )  # a tool named "" is a name: dispatched
         assert _blocked(plan, step, current, notok) == (bool(plain) or nameless), step.action_id

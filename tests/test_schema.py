@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -17,19 +18,21 @@ from strategies import json_values, proposals
 
 from car_verify import load, load_tools
 from car_verify.base.errors import InputError
+from car_verify.base.values import KNOWN_OPERATORS
 from car_verify.cli import main
-from car_verify.ir._codec import field_specs
+from car_verify.ir._codec import field_specs, wire_names
 from car_verify.ir.model import (
     Action,
     ActionProposal,
     ActionRefCompensation,
+    ActionType,
     Precondition,
     StateAssumption,
     ToolCompensation,
     ToolRateLimit,
     ToolSchema,
 )
-from car_verify.ir.schema import KINDS, json_schema
+from car_verify.ir.schema import KINDS, json_schema, near_miss, near_miss_pattern
 
 ROOT = Path(__file__).resolve().parents[1]
 VALIDATORS = {kind: jsonschema.Draft202012Validator(json_schema(kind)) for kind in KINDS}
@@ -86,17 +89,29 @@ def _no_integral_floats(value: Any) -> bool:
 
 
 def _loads(doc: Any) -> bool:
+    """Whether the schema should accept ``doc``: ``load`` reads it, and it holds no
+    string outside the ones the code knows (an action type, an operator) and no
+    near miss of a known field (docs/schema.md)."""
     try:
-        load(doc)
+        proposal = load(doc)
     except InputError:
         return False
-    return True
+    if any(a.type not in {t.value for t in ActionType} for a in proposal.actions):
+        return False
+    pres = [p for a in proposal.actions for p in a.preconditions]
+    if any(p.operator not in KNOWN_OPERATORS for p in pres):
+        return False
+    objects = [proposal, *proposal.actions, *pres]
+    objects += [x for a in proposal.actions for x in (*a.assumptions, a.compensation) if x]
+    return not any(near_miss(key, wire_names(type(obj))) for obj in objects for key in obj.extra)
 
 
 FIELDS = ["id", "type", "tool", "parameters", "preconditions", "expected_effects",
           "state_dependencies", "dependencies", "read_set", "write_set", "assumptions",
           "invocation_mode", "reversibility", "compensation", "idempotent", "max_retries",
-          "failure_behavior", "timeout_ms", "metadata", "x-ext"]  # fmt: skip
+          "failure_behavior", "timeout_ms", "metadata", "x-ext", "owner",
+          # near misses: the schema refuses them, load keeps them
+          "precondition", "tools", "Tool", "stateDependencies", "idempotnet", "ID"]  # fmt: skip
 PRECONDITION = st.fixed_dictionaries(
     {"key": st.text(max_size=2)}, optional={"operator": json_values}
 )
@@ -188,3 +203,69 @@ def test_a_file_that_names_its_schema_is_checked_without_a_finding(
     assert json.loads(capsys.readouterr().out) == json_schema("proposal")
     assert main(["schema", "tools"]) == 0
     assert json.loads(capsys.readouterr().out)["type"] == "array"
+
+
+# --- near misses: the schema refuses a misspelt field and keeps an extension ----------
+
+
+def test_the_schema_refuses_an_unknown_type_and_a_misspelt_field_and_keeps_extensions() -> None:
+    """A misspelt field (``precondition``) and a misspelt type (``tool_cal``) are what
+    an editor should mark; an extension field (``x_owner``, ``ticket``) is allowed."""
+    check = VALIDATORS["proposal"]
+
+    def errors(action: dict[str, Any], **top: Any) -> list[str]:
+        base = {"id": "a", "type": "tool_call", "tool": "t"}
+        return [e.message for e in check.iter_errors({"actions": [{**base, **action}], **top})]
+
+    assert errors({"type": "tool_cal"}) and errors({"precondition": []})
+    assert errors({"tools": "t"}) and errors({"stateDependencies": []})
+    assert errors({"failure-behavior": "skip"}) and errors({"Tool": "t"})
+    assert errors({}, actoins=[]) and not check.is_valid({"action": []})
+    assert errors({"preconditions": [{"key": "k", "operater": "eq", "value": 1}]})
+    assert not errors({"x_owner": "me", "ticket": 42, "metadata": {"a": 1}})
+    assert not errors({}, labels=["x"])
+
+
+KNOWN = sorted(wire_names(Action))
+MUTATIONS = st.sampled_from(["add", "drop", "change", "swap", "case", "separator"])
+
+
+@st.composite
+def keys_near_known_names(draw: st.DrawFn) -> str:
+    """A known name with up to two random edits, or any short text."""
+    if draw(st.integers(0, 4)) == 0:
+        return draw(st.text(max_size=6))
+    key = draw(st.sampled_from([*KNOWN, "id", "key"]))
+    for _ in range(draw(st.integers(0, 2))):
+        at = draw(st.integers(0, max(len(key) - 1, 0)))
+        kind = draw(MUTATIONS)
+        char = draw(st.sampled_from("aeiostx_-\n.$Z"))
+        if kind == "add":
+            key = key[:at] + char + key[at:]
+        elif kind == "drop":
+            key = key[:at] + key[at + 1 :]
+        elif kind == "change":
+            key = key[:at] + char + key[at + 1 :]
+        elif kind == "swap" and at + 1 < len(key):
+            key = key[:at] + key[at + 1] + key[at] + key[at + 2 :]
+        elif kind == "case":
+            key = key.swapcase()
+        elif kind == "separator":
+            key = key.replace("_", draw(st.sampled_from(["", "-", "__"])))
+    return key
+
+
+@settings(deadline=None, max_examples=200)
+@given(keys_near_known_names())
+@example("precondition")
+@example("stateDependencies")
+@example("ID")
+@example("ip")
+@example("$shema")
+def test_the_near_miss_pattern_is_the_plain_rule(key: str) -> None:
+    """The schema's ``patternProperties`` (a regular expression, read by JSON Schema)
+    and :func:`near_miss` (plain Python) find the same near misses."""
+    assert (PATTERN.search(key) is not None) == (near_miss(key, [*KNOWN, "$schema"]) is not None)
+
+
+PATTERN = re.compile(near_miss_pattern([*KNOWN, "$schema"]))

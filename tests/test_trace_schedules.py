@@ -157,6 +157,38 @@ def test_every_violating_action_of_every_run_the_executor_can_take(
     assert {v.action_id for v in result.violations} == violators(rule, doc, mode)
     for found in result.violations:
         assert found.schedule[-1] == found.action_id and replays(rule, doc, found)
+        assert shortest_on_its_own(rule, doc, found)
+
+
+#: How many steps the shortest run that breaks each kind of rule has (issue 59: a
+#: counterexample listed every call of the schedule, 130 unrelated ones too).
+SHORTEST = {"never": 1, "only_after": 1, "never_after": 2}
+
+
+def shortest_on_its_own(rule: Any, doc: dict[str, Any], found: Any) -> bool:
+    """The steps the counterexample shows (``relevant``) are a subsequence of its
+    schedule ending with the violating action; replayed on their own they break
+    the rule (each admitted, its outcome recorded, the last refused); and there are
+    as few as the rule's kind needs (``at most N``: N + 1)."""
+    shown = list(found.relevant)
+    it = iter(found.schedule)
+    if not all(step in it for step in shown) or shown[-1] != found.action_id:
+        return False
+    refused_steps = {k for k, step in enumerate(found.schedule) if step in found.refused}
+    if any(found.schedule.index(step) in refused_steps for step in shown[:-1]):
+        return False
+    stripped = type(found)(
+        found.action_id, found.index, tuple(shown), found.failed, found.violation
+    )
+    need = rule.limit + 1 if rule.kind == "at_most" else SHORTEST[rule.kind]
+    if rule.kind == "only_after":  # and the calls of its event that ran, in vain
+        by_id = {a["id"]: a for a in doc["actions"]}
+        need += sum(
+            1
+            for k, step in enumerate(found.schedule[:-1])
+            if k not in refused_steps and rule.event.matches(by_id[step]["tool"], {})
+        )
+    return replays(rule, doc, stripped) and len(shown) == need
 
 
 # --- the issue's cases ---------------------------------------------------------------------

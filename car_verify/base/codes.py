@@ -156,7 +156,9 @@ _TABLE = [
         W,
         D,
         "the proposal has no actions",
-        NEVER,
+        INFO,
+        "CAR accepts it and runs nothing: car-verify's own note",
+        lint=W,
         repair=_none(
             "there is nothing to repair from: which actions the plan needs is the planner's "
             "question"
@@ -291,7 +293,7 @@ _TABLE = [
         "an assertion's predicate is false in the walk",
         E,
         "one finding per false precondition; an assertion's parameters are ignored "
-        "(an extension-ignored note says so)",
+        "(an assertion-not-evaluated note says so)",
         skip_warns=True,
         repair=_fix(
             "safe, unsafe",
@@ -484,7 +486,7 @@ _TABLE = [
         "a key no field of the IR knows (a misspelling?): kept, and ignored by every check",
         INFO,
         "info: CAR ignores unknown fields, and its verdict stays the verdict",
-        lint=W,
+        lint=E,
         repair=_fix(
             "unsafe",
             "the IR field closest by name (`dependancies` to `dependencies`, `stateDependencies` "
@@ -512,7 +514,7 @@ _TABLE = [
         NEVER,
         D,
         "CAR ignores what car-verify reads: `dependencies` and `$id.output` references order "
-        "nothing, an assertion's `parameters` predicate is not evaluated",
+        "nothing",
         INFO,
         "car-verify's own note on what CAR will do instead",
         repair=_none(
@@ -533,6 +535,20 @@ _TABLE = [
             "a key the dependency writes added to `state_dependencies`, so CAR orders the action "
             "after it (safe when the walk then finds nothing new); a dependency that writes "
             "nothing is given an effect to depend on (unsafe)",
+        ),
+    ),
+    Code(
+        "assertion-not-evaluated",
+        NEVER,
+        D,
+        "an assertion's `parameters` predicate, which CAR never evaluates: it gates nothing",
+        INFO,
+        "car-verify's own note: CAR checks an assertion's preconditions only",
+        lint=E,
+        repair=_none(
+            "write the predicate as a precondition of the assertion, which the runtime "
+            "evaluates: it then gates what follows, a change of what the plan checks that is "
+            "the author's to make"
         ),
     ),
     Code(
@@ -636,6 +652,19 @@ _TABLE = [
         W,
         about="file",
         repair=_none("the file holds no proposal to repair"),
+    ),
+    Code(
+        "yaml-coercion",
+        W,
+        D,
+        "a plain YAML scalar that YAML 1.1 reads as another type than it reads as "
+        "(`NO` as false, `010` as 8, `1:20` as 80): quote it, or write the value",
+        W,
+        about="file",
+        repair=_none(
+            "quote the scalar for the text, or write the value it is read as: which one the "
+            "author meant is theirs to say (the message gives both)"
+        ),
     ),
     # `policy lint`'s own findings, about the rules of a policy set
     Code(

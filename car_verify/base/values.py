@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import json
 import json.encoder
+import math
 import re
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final, TypeAlias
 
 __all__ = [
@@ -315,9 +316,41 @@ def deepest(value: Any) -> tuple[list[str | int], int]:
 _PRESENCE_OPERATORS: Final = frozenset({"exists", "not_exists"})
 
 
-def plural(n: int, noun: str) -> str:
-    """A count as messages write it: ``1 action``, ``2 actions``."""
-    return f"{n} {noun}{'s' * (n != 1)}"
+def plural(n: int, noun: str, many: str | None = None) -> str:
+    """A count as messages write it: ``1 action``, ``2 actions``, ``2 trajectories``
+    (a consonant's ``y`` becomes ``ies``); ``many`` is the plural where it is
+    neither (``plural(2, "policy violation")`` needs none: the last word takes the
+    ending)."""
+    if n == 1:
+        return f"1 {noun}"
+    if many is None:
+        ies = noun.endswith("y") and noun[-2:-1] not in ("", "a", "e", "i", "o", "u")
+        many = noun[:-1] + "ies" if ies else noun + "s"
+    return f"{n} {many}"
+
+
+def shown(value: object) -> str:
+    """A value a caller passed, as an error says it: a JSON scalar as JSON text
+    (``true``, ``3``, ``"x"``, ``null``), an array or object by its kind, anything
+    else by its Python type (``a Python set``); never a Python repr (``True``)."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, float):
+        return json.dumps(value) if math.isfinite(value) else f"the number {value}"
+    if isinstance(value, (list, tuple)):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return f"a Python {type(value).__name__}"
+
+
+def listed(names: Sequence[str], limit: int = 5, *, total: int | None = None) -> str:
+    """Names as messages list them: the first ``limit``, then how many more
+    (``a, b, c, d, e and 7 more``), so that a cut list never reads as the whole.
+    ``total``: how many there are, where ``names`` holds only the first few."""
+    count = len(names) if total is None else total
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {count - min(limit, len(names))} more" if count > limit else "")
 
 
 def format_predicate(key: str, operator: str, value: object) -> str:

@@ -134,6 +134,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CarVerifyError as err:
         if isinstance(err, InputError) and is_too_deep(err) and args is not None:
             err = _locate_deep(args) or err
+        elif isinstance(err, InputError) and not err.source and args is not None:
+            with contextlib.suppress(Exception):  # a nicety: never a traceback for it
+                err = _placed(args, err) or err
         sys.stderr.write(f"car-verify: error: {_one_line(str(err))}\n")
         if isinstance(err, ArgumentError):  # as ruff and mypy do: the usage, a hint
             sys.stderr.write(f"{err.usage}\n{err.hint}\n")
@@ -164,6 +167,57 @@ def _one_line(text: str) -> str:
     from ..reporters.text import one_line  # only when there is an error to say
 
     return one_line(text)
+
+
+#: The attributes that hold a command's main input file, by the commands' names.
+_INPUTS = ("proposal", "request", "input", "graph", "a", "b", "proposals")
+
+
+def _placed(args: argparse.Namespace, err: InputError) -> InputError | None:
+    """An input error that names no file (``actions[1].type: unknown action type``,
+    ``condition.kind: unknown goal kind``, found after the file was read): the one
+    input file whose document holds the error's path, with the line and column of
+    the deepest part of the path found there. None when no single file holds it."""
+    from ..base.errors import json_pointer
+    from ..base.locate import json_positions
+    from ..ir.model import read_json, read_text_file
+
+    if not err.path:
+        return None
+    names: list[str] = []
+    for attr in _INPUTS:
+        value = getattr(args, attr, None)
+        names.extend(v for v in (value if isinstance(value, list) else [value]) if v)
+    holding = []
+    for name in dict.fromkeys(names):
+        if name == "-" or not isinstance(name, str) or not os.path.isfile(name):
+            continue
+        try:
+            doc: object = read_json(Path(name), name=name)
+        except (CarVerifyError, OSError):
+            continue
+        for key in err.path[:1]:
+            inside = isinstance(doc, dict) and key in doc
+            inside |= isinstance(doc, list) and isinstance(key, int) and 0 <= key < len(doc)
+            if inside:
+                holding.append(name)
+    if not holding and names == ["-"]:  # the one input was stdin
+        return err.with_source("<stdin>")
+    if len(holding) != 1:
+        return None
+    name = holding[0]
+    line = column = None
+    if not name.lower().endswith((".yaml", ".yml")):
+        try:
+            positions = json_positions(read_text_file(name), depth=len(err.path))
+        except (CarVerifyError, OSError, ValueError):
+            positions = {}
+        for end in range(len(err.path), 0, -1):  # the deepest part of the path located
+            found = positions.get(json_pointer(err.path[:end]))
+            if found is not None:
+                line, column = found
+                break
+    return InputError(err.problem, err.path, source=name, line=line, column=column)
 
 
 def _locate_deep(args: argparse.Namespace) -> InputError | None:

@@ -44,8 +44,8 @@ def add(sub: Subcommands, profiled: Parser) -> None:
     p.add_argument(
         "--compare-policies",
         metavar="DIR",
-        help="replay: what replacing --policies with these would newly block, newly allow "
-        "and keep blocking, per call (replay.parquet)",
+        help="replay: which calls replacing --policies with these would newly deny, no "
+        "longer deny and still deny (replay.parquet: the rows of policy impact)",
     )
     labels_option(p, "tool labels: the flow checks too")
     flow_policy_option(p, "the flow policy for --labels")
@@ -110,6 +110,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from collections import Counter
 
     from ..base.progress import progress
+    from ..base.values import plural
     from ..corpora.audit import AuditSettings, audit, rates_by_outcome
     from ..importers.base import MAX_FILE, MAX_RECORD
 
@@ -149,19 +150,31 @@ def cmd_audit(args: argparse.Namespace) -> int:
         )
     for problem in summary.problems:
         note(args, f"skipped a record: {problem}")
-    if not summary.trajectories and not summary.skipped:
-        bad = f" ({summary.malformed} malformed records)" if summary.malformed else ""
-        raise UsageError(
-            f"{', '.join(args.sources)}: no readable trajectory{bad}, so nothing was audited"
+    if not summary.trajectories:  # this run's shards, and those a run before wrote
+        bad = f" ({plural(summary.malformed, 'malformed record')})" if summary.malformed else ""
+        before = (
+            f"; {summary.skipped} of {plural(summary.shards, 'shard')} written by an earlier "
+            f"run into {summary.out} (--fresh starts over)"
+            if summary.skipped
+            else ""
         )
-    done = f" ({summary.skipped} of {summary.shards} shards done before)" if summary.skipped else ""
+        raise UsageError(
+            f"{', '.join(args.sources)}: no readable trajectory{bad}, so nothing was "
+            f"audited{before}"
+        )
+    done = (
+        f" ({summary.skipped} of {plural(summary.shards, 'shard')} done before)"
+        if summary.skipped
+        else ""
+    )
     extra = ""
     if summary.malformed:
-        extra += f", {summary.malformed} malformed records"
+        extra += f", {plural(summary.malformed, 'malformed record')}"
     if summary.unknown:
         extra += f", {summary.unknown} past the budget (unknown)"
     write(
-        f"{summary.trajectories} trajectories{extra}, {summary.findings} findings in "
+        f"{plural(summary.trajectories, 'trajectory')}{extra}, "
+        f"{plural(summary.findings, 'finding')} in "
         f"{summary.out}{done}: findings.parquet, trajectories.parquet "
         f"(profile {settings.profile})\n"
     )
@@ -173,9 +186,11 @@ def cmd_audit(args: argparse.Namespace) -> int:
         )
         write(
             f"replacing {args.policies} with {args.compare_policies}: "
-            f"{changes.get('newly_blocked', 0)} calls newly blocked, "
-            f"{changes.get('newly_allowed', 0)} newly allowed, "
-            f"{changes.get('still_blocked', 0)} still blocked (replay.parquet)\n"
+            f"{plural(changes.get('newly_denied', 0), 'call')} newly denied, "
+            f"{changes.get('no_longer_denied', 0)} no longer denied, "
+            f"{changes.get('still_denied', 0)} still denied, in "
+            f"{plural(sum(changes.values()), 'call')} (replay.parquet: the rows of "
+            "car-verify policy impact, which adds the intervals)\n"
         )
     if args.report:
         from ..corpora.audit_report import write_report

@@ -43,8 +43,10 @@ def cmd_check_plan(args: argparse.Namespace) -> int:
         report = check_plan(request)
 
     def text() -> str:
+        from ..base.values import plural
+
         defects = "".join(f"{d.kind}: {d.explanation}\n" for d in report.defects)
-        verdict = "valid" if report.valid else f"invalid: {len(report.defects)} defects"
+        verdict = "valid" if report.valid else f"invalid: {plural(len(report.defects), 'defect')}"
         final = ", ".join(report.final_state) or "(empty)"
         return defects + f"{verdict}; final state: {final} (profile {run_profile(args)})\n"
 

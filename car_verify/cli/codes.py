@@ -33,7 +33,11 @@ def cmd_codes(args: argparse.Namespace) -> int:
 
         explained = explain_code(args.code)
         if explained is None:
-            raise UsageError(f"unknown code {args.code!r}; 'car-verify codes' lists them")
+            import difflib
+
+            near = difflib.get_close_matches(args.code, sorted(CODES), n=1)
+            hint = f"did you mean {near[0]!r}? " if near else ""
+            raise UsageError(f"unknown code {args.code!r}; {hint}'car-verify codes' lists them")
         write(explained)
         return EXIT_OK
     codes = CODES  # verify's, then lint's own (about files)

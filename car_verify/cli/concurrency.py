@@ -51,7 +51,7 @@ def cmd_concurrency(args: argparse.Namespace) -> int:
         doc = load_json(args.ops, object, "ops")
         # a proposal: its actions as the executor schedules them
         ops = ops_from_proposal(doc, profile=run_profile(args)) if isinstance(doc, dict) else doc
-        report = analyze_concurrency(ops)
+        report = analyze_concurrency(ops, profile=run_profile(args))
     gate = None
     if args.gate or args.gate_policy is not None:
         policy = (
@@ -63,7 +63,8 @@ def cmd_concurrency(args: argparse.Namespace) -> int:
         doc_out["gate"] = gate.to_dict()
 
     def text() -> str:
-        out = [
+        out = [f"warning: {note}\n" for note in report.notes]
+        out += [
             f"{a.anomaly} ({', '.join(a.ops)} on {a.key!r}): {a.explanation}\n"
             for a in report.anomalies
         ]

@@ -74,9 +74,10 @@ def add(sub: Subcommands, profiled: Parser) -> None:
 
 
 def cmd_dot(args: argparse.Namespace) -> int:
+    from ..base.errors import TooLarge
     from ..base.progress import progress
     from ..ir.model import ProposalResult
-    from ..reporters.dot import MAX_LAYOUT_EDGES, to_dot
+    from ..reporters.dot import MAX_LAYOUT_EDGES, LayoutFailed, to_dot
     from ..reporters.dot import write as draw
 
     execution: ProposalResult | JSONObject | None = None
@@ -97,28 +98,57 @@ def cmd_dot(args: argparse.Namespace) -> int:
 
         rates = None if args.rates is None else load_json(args.rates, dict, "rates")
         risked = risk(proposal, state, rates, profile=run_profile(args))
+    drawn = args.max_nodes
     with progress(4, "dot", "steps", show=None if len(proposal.actions) > 200 else False) as bar:
-        graph = to_dot(
-            proposal,
-            tools=tools,
-            initial_state=state,
-            execution=execution,
-            profile=run_profile(args),
-            policies=policies,
-            max_nodes=args.max_nodes,
-            progress=bar,
-            risk=risked,
-        )
-        bar.note("render")
-        if args.output is None:
-            write(graph.to_string())
-        else:
-            draw(graph, args.output, max_edges=args.max_edges or MAX_LAYOUT_EDGES)
+        while True:
+            graph = to_dot(
+                proposal,
+                tools=tools,
+                initial_state=state,
+                execution=execution,
+                profile=run_profile(args),
+                policies=policies,
+                max_nodes=drawn,
+                progress=bar,
+                risk=risked,
+            )
+            bar.note("render")
+            if args.output is None:
+                write(graph.to_string())
+                break
+            try:
+                draw(graph, args.output, max_edges=args.max_edges or MAX_LAYOUT_EDGES)
+                break
+            except (TooLarge, LayoutFailed) as err:  # a coarser summary that draws
+                coarser = _coarser(drawn, len(proposal.actions))
+                if coarser is None:
+                    raise
+                note(args, f"dot: {_one_line(str(err))}; drawing {coarser} actions instead")
+                drawn = coarser
         bar.update()
-    if len(proposal.actions) > args.max_nodes:
+    if len(proposal.actions) > drawn:
+        bound = f"more than --max-nodes {drawn}" if drawn == args.max_nodes else f"{drawn} drawn"
         note(
             args,
-            f"dot: {len(proposal.actions):,} actions, more than --max-nodes {args.max_nodes}: "
+            f"dot: {len(proposal.actions):,} actions, {bound}: "
             "the picture is summarised (actions with findings first; the title says how)",
         )
     return EXIT_OK
+
+
+#: The fewest actions a summary that Graphviz could not draw falls back to.
+FEWEST_DRAWN = 30
+
+
+def _coarser(drawn: int, actions: int) -> int | None:
+    """The next summary to try when Graphviz cannot draw (or is not allowed to draw)
+    ``drawn`` actions of ``actions``: half as many, down to :data:`FEWEST_DRAWN`;
+    None when there is no smaller picture to draw."""
+    shown = min(drawn, actions)
+    if shown <= FEWEST_DRAWN:
+        return None
+    return max(FEWEST_DRAWN, shown // 2)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split()).split(": write a .dot file")[0].split(": draw fewer")[0]

@@ -45,8 +45,8 @@ def add(sub: Subcommands, profiled: Parser) -> None:
         p,
         ("auto", "sampled", "z3"),
         "auto (default): z3 where it can model the plans, else sampled, which is "
-        "then unknown (exit 3) when the probes agree; sampled: the probes only (no "
-        "difference found exits 0, tier sampled: not a proof); z3: decide",
+        "then unknown (exit 3) when the probes agree; sampled: the probes only (a "
+        "difference exits 1; none found is undecided, exit 3: not a proof); z3: decide",
     )
     timeout_option(p)
     format_option(p, ("text", "json"))
@@ -77,7 +77,6 @@ def cmd_equivalent(args: argparse.Namespace) -> int:
         method=args.method,
         timeout_ms=timeout_ms(args),
         profile=run_profile(args),
-        probe_constants=True,
     )
     profile = run_profile(args)  # the profile whose walks were compared
     emit(args, Report.of(result.to_dict(), lambda: with_profile(result.explain(), profile) + "\n"))

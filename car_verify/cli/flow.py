@@ -98,6 +98,8 @@ def cmd_flow(args: argparse.Namespace) -> int:
     passed = None if enforcement is None else bool(enforcement.allow)
 
     def text() -> str:
+        from ..base.values import plural
+
         out = []
         for v in report.violations:
             out.append(f"{v.kind}: {v.explanation}\n    fix: {v.mitigation}\n")
@@ -112,7 +114,9 @@ def cmd_flow(args: argparse.Namespace) -> int:
             if report.beyond_car
             else ""
         )
-        verdict = "safe" if report.safe else f"unsafe: {len(report.violations)} violations"
+        verdict = (
+            "safe" if report.safe else f"unsafe: {plural(len(report.violations), 'violation')}"
+        )
         out.append(f"{verdict} (profile {report.profile}{extra})\n")
         out.append(gate_text(decision, enforcement, passed, "allow"))
         if enforcement is not None:

@@ -53,6 +53,19 @@ def cmd_intent(args: argparse.Namespace) -> int:
                 "(give {intent, actions}; to check a proposal against an intent file, "
                 "run verify --intent FILE)"
             )
+        intent = request.get("intent")
+        declared = isinstance(intent, dict) and any(
+            intent.get(key)
+            for key in ("allowed_tools", "allowed_resources", "forbidden_capabilities")
+        )
+        if not declared:  # a proposal given on its own: no call is judged against anything
+            what = "no `intent`" if intent is None else "an `intent` that declares nothing"
+            raise UsageError(
+                f"{args.request}: the request has {what}, so no call was checked against "
+                "one (give {intent: {allowed_tools, allowed_resources, "
+                "forbidden_capabilities}, actions}; to check a proposal against an intent "
+                "file, run verify --intent FILE)"
+            )
         plan = isinstance(actions, list) and any(
             isinstance(a, dict) and "type" in a for a in actions
         )

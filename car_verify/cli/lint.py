@@ -225,7 +225,8 @@ def cmd_lint(args: argparse.Namespace) -> int:
     if args.write_baseline:
         lint.Baseline.of(report.findings).write(args.write_baseline)
         sys.stderr.write(
-            f"car-verify: wrote {len(report.findings)} findings to {args.write_baseline}\n"
+            f"car-verify: wrote {plural(len(report.findings), 'finding')} "
+            f"to {args.write_baseline}\n"
         )
         return EXIT_OK
     if args.baseline:

@@ -295,6 +295,7 @@ def _policy_check(args: dict[str, Any], settings: Settings) -> tuple[Any, str]:
 
 def _risk(args: dict[str, Any], settings: Settings) -> tuple[Any, str]:
     from ..plan.risk import risk
+    from ..semantics import semantics_of
 
     result = risk(
         _proposal(args),
@@ -303,11 +304,11 @@ def _risk(args: dict[str, Any], settings: Settings) -> tuple[Any, str]:
         args.get("goal"),
         profile=args["profile"],
     )
-    doc = result.to_dict()
-    goal = doc["p_goal_reached"]
-    reached = "no goal given" if goal is None else f"the goal is reached with p = {goal}"
-    landed = f"every effect lands with p = {doc['p_all_effects_landed']}"
-    return doc, f"{reached}; {landed} ({doc['method']}, tier {doc['tier']})"
+    # the command line's answer: its lines (what the goal could not decide, each
+    # note on the inputs) in the text, and the notes beside the numbers in the JSON
+    profile = semantics_of(args["profile"]).profile.value
+    doc = {**result.to_dict(), "notes": list(result.notes), "profile": profile}
+    return doc, f"{result.explain()}\n({result.method}, tier {doc['tier']}, profile {profile})"
 
 
 def _codes(args: dict[str, Any], settings: Settings) -> tuple[Any, str]:
@@ -465,9 +466,17 @@ def check_arguments(tool: McpTool, args: Mapping[str, Any]) -> str | None:
     from ..rules.tools import _jsonschema
 
     missing = [r for r in tool.required if r not in args]
-    if missing:
-        return f"missing argument {', '.join(missing)}"
     unknown = sorted(set(args) - set(tool.arguments))
+    if missing:  # the nearest unknown key given: a misspelling of it?
+        import difflib
+
+        near = [
+            f"{close[0]!r} for {r!r}"
+            for r in missing
+            if (close := difflib.get_close_matches(r, unknown, n=1, cutoff=0.6))
+        ]
+        said = f" (given {', '.join(near)}: a misspelling?)" if near else ""
+        return f"missing argument {', '.join(missing)}{said}"
     if unknown:
         return f"unknown argument {', '.join(unknown)} (takes {', '.join(tool.arguments)})"
     for name, value in args.items():  # before the schema: its checks recurse

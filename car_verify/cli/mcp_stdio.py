@@ -7,16 +7,19 @@ of nesting, params that are not an object, a batch or a bare value got no answer
 at all, and the client waited for good. This layer reads the lines itself, in a
 thread of its own, and answers those as JSON-RPC says (:func:`classify`):
 
-* a line that is not UTF-8 JSON: parse error (-32700), id null;
+* a line that is not UTF-8 JSON: parse error (-32700), with the id the line's
+  top level names where it can be read (:class:`IdScanner`), else null;
 * JSON that is not a request (no object, no string method, an id that is neither a
   string nor an integer, ``jsonrpc`` not "2.0"): invalid request (-32600), with the
   request's id where it has a usable one, else null;
 * a request whose params are not an object, or hold what no JSON value is here (a
   lone surrogate, an integer past :data:`MAX_INT_DIGITS` digits, a number past the
-  range of a double, nesting past :data:`MAX_NESTING` levels): invalid params
-  (-32602) with its id, naming the place (``params.arguments.code``);
-* a line longer than :data:`MAX_LINE` bytes: invalid request, id null (the rest of
-  the line is skipped unread).
+  range of a double, ``NaN`` or ``Infinity``, nesting past :data:`MAX_NESTING`
+  levels): invalid params (-32602) with its id, naming the place
+  (``params.arguments.code``);
+* a line longer than :data:`MAX_LINE` bytes: invalid request, with the id its top
+  level names (read by :class:`IdScanner` as the line is passed over, never held
+  whole), else null.
 
 A well-formed notification (no id) and a response (an id with ``result`` or
 ``error``, no method) are never answered, as JSON-RPC says; anything else goes to
@@ -86,8 +89,8 @@ def _float(text: str) -> float | _Flaw:
     return value
 
 
-def _constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+def _constant(name: str) -> _Flaw:
+    return _Flaw(f"{name} (not a JSON number)")
 
 
 def _is_text(value: str) -> bool:
@@ -167,6 +170,238 @@ def _cut(text: str, limit: int) -> str:
     return "".join(out)
 
 
+_STRING_BODY = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*', re.DOTALL)
+_NESTED_BODY = re.compile(rb'[^"\[\]{}]*(?:"[^"\\]*(?:\\.[^"\\]*)*"[^"\[\]{}]*)*', re.DOTALL)
+_OPENERS = re.compile(rb"[\[{]+")
+_CLOSERS = re.compile(rb"[\]}]+")
+_SCALAR_STOP = re.compile(rb"[,}\]\s]")
+_WHITESPACE = b" \t\r\n"
+#: The longest key, and the longest id, kept while scanning (an id longer is no id here).
+_KEY_BYTES = 256
+_ID_BYTES = 64 * 1024
+_INTEGER = re.compile(rb"-?(?:0|[1-9][0-9]*)")
+#: The most runs of brackets a scan passes over (about a second of work): a line of
+#: millions of tiny arrays is answered without its id rather than read for minutes.
+_SCAN_WORK = 1_000_000
+
+
+class IdScanner:
+    """The id a JSON-RPC message's top level names, read from its bytes as they come
+    (:meth:`feed` chunks of any size), holding at most a key and an id, never the
+    message: for a line too long to read, or one that is not JSON.
+
+    It follows the top-level object member by member (a key, a colon, a value, a
+    comma) and skips each value that is not the id by its brackets and strings,
+    without reading it. It stops at the first place the top level is not an
+    object's members (the ids read before stay read), or past :data:`_SCAN_WORK`
+    runs of brackets (then no id is read). Like a JSON reader, a later ``"id"``
+    member replaces an earlier one. :attr:`id` is the id when it is a
+    string of text or an integer (of at most :data:`MAX_INT_DIGITS` digits), else
+    None. Held to Python's JSON reader on whole messages in tests/test_mcp_wire.py."""
+
+    __slots__ = ("_capture", "_depth", "_escape", "_kind", "_resume", "_state", "_work", "id")
+
+    def __init__(self) -> None:
+        self.id: JSONValue = None
+        self._state = "start"
+        self._resume = ""  # the state a skipped string returns to
+        self._depth = 0  # the brackets open in a skipped value
+        self._escape = False  # a backslash ended the last chunk, inside a string
+        self._capture: bytearray | None = None  # a key or the id, as read so far
+        self._kind = ""  # what is captured: "key", "id" (a string) or "number"
+        self._work = _SCAN_WORK  # runs of brackets left to pass over
+
+    @property
+    def done(self) -> bool:
+        return self._state in ("end", "stop")
+
+    def feed(self, data: bytes) -> None:
+        at, size = 0, len(data)
+        while at < size and not self.done:
+            at = getattr(self, "_" + self._state)(data, at)
+
+    def end(self) -> JSONValue:
+        """The id, once the message has no more bytes (a number at the very end is
+        complete then)."""
+        if self._state == "number":
+            self._close_number()
+        return self.id
+
+    # --- the states: each reads from ``at`` and returns where it stopped -----------------
+
+    @staticmethod
+    def _blank(data: bytes, at: int) -> int:
+        while at < len(data) and data[at] in _WHITESPACE:
+            at += 1
+        return at
+
+    def _expect(self, data: bytes, at: int, wanted: bytes, then: str) -> int:
+        at = self._blank(data, at)
+        if at < len(data):
+            self._state = then if data[at : at + 1] == wanted else "stop"
+            at += 1
+        return at
+
+    def _start(self, data: bytes, at: int) -> int:
+        return self._expect(data, at, b"{", "member")
+
+    def _member(self, data: bytes, at: int) -> int:
+        at = self._blank(data, at)
+        if at < len(data):
+            mark = data[at : at + 1]
+            if mark == b'"':
+                self._capture, self._kind, self._state = bytearray(), "key", "text"
+            else:
+                self._state = "end" if mark == b"}" else "stop"
+            at += 1
+        return at
+
+    def _colon(self, data: bytes, at: int) -> int:
+        return self._expect(data, at, b":", "value")
+
+    def _value(self, data: bytes, at: int) -> int:
+        at = self._blank(data, at)
+        if at >= len(data):
+            return at
+        mark = data[at : at + 1]
+        if self._kind == "id?":  # the value of an "id" member
+            self.id = None
+            if mark == b'"':
+                self._capture, self._kind, self._state = bytearray(), "id", "text"
+                return at + 1
+            if mark in b"-0123456789":
+                self._capture, self._kind, self._state = bytearray(), "number", "number"
+                return at
+        if mark == b'"':
+            self._resume, self._state = "after", "skip"
+            return at + 1
+        if mark in b"[{":
+            self._depth, self._state = 1, "nested"
+            return at + 1
+        self._state = "scalar"
+        return at
+
+    def _text(self, data: bytes, at: int) -> int:
+        """A key or the id, kept (up to its bound) until its closing quote."""
+        capture = self._capture
+        assert capture is not None
+        bound = _KEY_BYTES if self._kind == "key" else _ID_BYTES
+        begin = at
+        at, closed = self._string_end(data, at)
+        if len(capture) <= bound:
+            capture += data[begin : min(at, begin + bound + 1)]
+        if closed:
+            self._close_text(bytes(capture), len(capture) > bound)
+            return at + 1
+        return at
+
+    def _string_end(self, data: bytes, at: int) -> tuple[int, bool]:
+        """Where the string being read ends in ``data`` (at its closing quote, True),
+        or the end of ``data`` (False), past escapes (one may be cut by the chunk)."""
+        if self._escape:
+            if at >= len(data):
+                return at, False
+            self._escape = False
+            at += 1
+        at = _STRING_BODY.match(data, at).end()  # type: ignore[union-attr]
+        if at >= len(data):
+            return at, False
+        if data[at] == 0x5C:  # a backslash, the chunk's last byte
+            self._escape = True
+            return len(data), False
+        return at, True
+
+    def _close_text(self, raw: bytes, too_long: bool) -> None:
+        value: Any = None
+        if not too_long:
+            try:
+                value = json.loads(b'"' + raw + b'"')
+            except ValueError:
+                value = None
+        self._capture = None
+        if self._kind == "key":
+            self._kind = "id?" if value == "id" else ""
+            self._state = "colon"
+            return
+        self.id = value if isinstance(value, str) and _is_text(value) else None
+        self._kind, self._state = "", "after"
+
+    def _number(self, data: bytes, at: int) -> int:
+        capture = self._capture
+        assert capture is not None
+        found = _SCALAR_STOP.search(data, at)
+        stop = len(data) if found is None else found.start()
+        if len(capture) <= MAX_INT_DIGITS + 1:
+            capture += data[at : min(stop, at + MAX_INT_DIGITS + 2)]
+        if found is not None:
+            self._close_number()
+        return stop
+
+    def _close_number(self) -> None:
+        raw = bytes(self._capture or b"")
+        digits = len(raw) - raw.startswith(b"-")
+        whole = _INTEGER.fullmatch(raw) is not None and digits <= MAX_INT_DIGITS
+        self.id = int(raw) if whole else None
+        self._capture, self._kind, self._state = None, "", "after"
+
+    def _scalar(self, data: bytes, at: int) -> int:
+        found = _SCALAR_STOP.search(data, at)
+        if found is None:
+            return len(data)
+        self._state = "after"
+        return found.start()
+
+    def _skip(self, data: bytes, at: int) -> int:
+        """A string not kept, to its closing quote."""
+        at, closed = self._string_end(data, at)
+        if closed:
+            self._state = self._resume
+            return at + 1
+        return at
+
+    def _nested(self, data: bytes, at: int) -> int:
+        """An array or object not kept, to its closing bracket: what is neither a
+        bracket nor in a string is passed over in one step."""
+        size = len(data)
+        while True:
+            at = _NESTED_BODY.match(data, at).end()  # type: ignore[union-attr]
+            if at >= size:
+                return at
+            mark = data[at]
+            if mark == 0x22:  # a string that goes on in the next chunk
+                self._resume, self._state = "nested", "skip"
+                return at + 1
+            self._work -= 1
+            if self._work < 0:  # past the scan's bound: the id is not read
+                self.id, self._state = None, "stop"
+                return size
+            brackets = _OPENERS if mark in b"[{" else _CLOSERS
+            run = brackets.match(data, at).end()  # type: ignore[union-attr]
+            if mark in b"[{":
+                self._depth += run - at
+            elif run - at >= self._depth:
+                self._state = "after"
+                return at + self._depth
+            else:
+                self._depth -= run - at
+            at = run
+
+    def _after(self, data: bytes, at: int) -> int:
+        at = self._blank(data, at)
+        if at < len(data):
+            mark = data[at : at + 1]
+            self._state = "member" if mark == b"," else "end" if mark == b"}" else "stop"
+            at += 1
+        return at
+
+
+def scan_id(data: bytes) -> JSONValue:
+    """The id the top level of a message's bytes names (see :class:`IdScanner`)."""
+    scanner = IdScanner()
+    scanner.feed(data)
+    return scanner.end()
+
+
 def _error(request_id: JSONValue, code: int, message: str) -> Message:
     return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
 
@@ -180,7 +415,8 @@ def classify(line: bytes) -> tuple[Message | None, Message | None]:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
-        return None, _error(None, PARSE_ERROR, f"Parse error: not UTF-8 (byte {err.start + 1})")
+        message = f"Parse error: not UTF-8 (byte {err.start + 1})"
+        return None, _error(scan_id(data), PARSE_ERROR, message)
     deep = False
     try:
         doc = json.loads(text, parse_int=_integer, parse_float=_float, parse_constant=_constant)
@@ -194,13 +430,13 @@ def classify(line: bytes) -> tuple[Message | None, Message | None]:
                 parse_constant=_constant,
             )
         except (ValueError, RecursionError):
-            return None, _error(None, PARSE_ERROR, "Parse error: not JSON")
+            return None, _error(scan_id(data), PARSE_ERROR, "Parse error: not JSON")
     except ValueError as err:
         where = ""
         if isinstance(err, json.JSONDecodeError):
             where = f" (line {err.lineno}, column {err.colno})"
             err = ValueError(err.msg)
-        return None, _error(None, PARSE_ERROR, f"Parse error: {err}{where}")
+        return None, _error(scan_id(data), PARSE_ERROR, f"Parse error: {err}{where}")
     return _envelope(doc, deep)
 
 
@@ -244,16 +480,29 @@ def _envelope(doc: JSONValue, deep: bool) -> tuple[Message | None, Message | Non
 # --- the wire -------------------------------------------------------------------------
 
 
-def _lines(wire: BinaryIO) -> Iterator[bytes | None]:
-    """The lines of ``wire``; None for one longer than :data:`MAX_LINE` (skipped)."""
+@dataclass(frozen=True, slots=True)
+class _TooLong:
+    """A line longer than :data:`MAX_LINE`, read past without being kept: the id its
+    top level names."""
+
+    id: JSONValue
+
+
+def _lines(wire: BinaryIO) -> Iterator[bytes | _TooLong]:
+    """The lines of ``wire``; for one longer than :data:`MAX_LINE`, the id scanned
+    from it as it was read past (:class:`IdScanner`: never held whole)."""
     while True:
         line = wire.readline(MAX_LINE + 1)
         if not line:
             return
         if len(line) > MAX_LINE:
-            while line and not line.endswith(b"\n"):
+            scanner = IdScanner()
+            while True:
+                scanner.feed(line)
+                if not line or line.endswith(b"\n"):
+                    break
                 line = wire.readline(1 << 20)
-            yield None
+            yield _TooLong(scanner.end())
             continue
         yield line
 
@@ -341,10 +590,9 @@ async def serve_stdio(call_timeout: float) -> AsyncIterator[tuple[Any, Any]]:
             for line in _lines(wire):
                 while link.out.qsize() > 256 and not link.gone:  # the client reads slowly
                     threading.Event().wait(0.01)
-                if line is None:
-                    link.answer(
-                        _error(None, INVALID_REQUEST, f"Invalid request: over {MAX_LINE:,} bytes")
-                    )
+                if isinstance(line, _TooLong):
+                    said = f"Invalid request: over {MAX_LINE:,} bytes"
+                    link.answer(_error(line.id, INVALID_REQUEST, said))
                     continue
                 try:
                     message, answer = classify(line)

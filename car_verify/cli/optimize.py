@@ -20,7 +20,6 @@ from .options import (
     proposal_argument,
     run_profile,
     state_option,
-    write,
 )
 
 if TYPE_CHECKING:
@@ -34,7 +33,13 @@ def add(sub: Subcommands, profiled: Parser) -> None:
     proposal_argument(p)
     state_option(p)
     diff_option(p, "show what was removed (or kept) and why")
-    format_option(p, ("text", "json"))
+    format_option(
+        p,
+        ("json", "text"),
+        "json",
+        "json: the optimized proposal (the default); text: what was removed (or kept) and "
+        "why, as --diff prints it (--diff --format json: that account as JSON)",
+    )
     p.set_defaults(run=cmd_optimize)
 
 
@@ -47,15 +52,21 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         profile=run_profile(args),
     )
     profile = run_profile(args)
-    if not args.diff:  # the optimized proposal, whatever --format says
+
+    def account() -> str:
+        return f"{result.diff()}\n(profile {profile})\n"
+
+    if not args.diff:  # json: the optimized proposal; text: what was done, and why
         from ..reporters.json import dump
 
-        write(dump(_as_written(args.proposal, result)))
+        emit(args, Report(account, lambda: dump(_as_written(args.proposal, result))))
         return EXIT_OK
+    if not getattr(args, "format_given", False):  # --diff reads as text unless told
+        args.format = "text"
     doc = result.to_dict()
     del doc["proposal"]
     doc["profile"] = profile
-    emit(args, Report.of(doc, lambda: f"{result.diff()}\n(profile {profile})\n"))
+    emit(args, Report.of(doc, account))
     return EXIT_OK
 
 

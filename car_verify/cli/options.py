@@ -133,10 +133,41 @@ class ArgumentError(UsageError):
 
 class Parser(argparse.ArgumentParser):
     """The parser of the command line and of each command: an argument it refuses
-    is an :class:`ArgumentError` (exit 2), never a ``SystemExit`` from inside."""
+    is an :class:`ArgumentError` (exit 2), never a ``SystemExit`` from inside. A
+    misspelt command or option gets the nearest one (``did you mean 'verify'?``),
+    and an argument a command does not take is refused with that command's usage,
+    not the top level's."""
 
     def error(self, message: str) -> NoReturn:
-        raise ArgumentError(message, self.format_usage(), self.prog)
+        raise ArgumentError(self._suggest(message), self.format_usage(), self.prog)
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras and " " in self.prog:  # a command: its own arguments, its own usage
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
+
+    def _suggest(self, message: str) -> str:
+        """``message`` with the nearest choice or option, where one is close."""
+        import difflib
+        import re
+
+        choice = re.match(r"argument (.+?): invalid choice: '(.*?)' \(choose from (.*)\)$", message)
+        if choice:
+            known = re.findall(r"'([^']*)'", choice[3])
+            near = difflib.get_close_matches(choice[2], known, n=1)
+            hint = f"; did you mean {near[0]!r}?" if near else f" (choose from {choice[3]})"
+            return f"argument {choice[1]}: invalid choice: {choice[2]!r}{hint}"
+        unknown = re.match(r"unrecognized arguments: (.*)$", message)
+        if unknown:
+            options = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
+            for word in unknown[1].split():
+                near = difflib.get_close_matches(word.partition("=")[0], options, n=1)
+                if word.startswith("-") and near:
+                    return f"{message} (did you mean {near[0]}?)"
+        return message
 
 
 #: The command line's subparsers, on which each command module's ``add`` declares
@@ -273,8 +304,30 @@ def format_option(
     if unknown or default not in choices:
         raise ValueError(f"--format {unknown or default}: not a reporter ({', '.join(FORMATS)})")
     p.add_argument(
-        "--format", "--output-format", dest="format", choices=choices, default=default, help=help
+        "--format",
+        "--output-format",
+        dest="format",
+        choices=choices,
+        default=default,
+        help=help,
+        action=_GivenFormat,
     )
+
+
+class _GivenFormat(argparse.Action):
+    """``--format``'s action: the value, and that the user gave it
+    (``args.format_given``), for a command whose other flag implies a format unless
+    one is named (``optimize --diff``: text, unless ``--format json``)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        setattr(namespace, self.dest, values)
+        namespace.format_given = True
 
 
 def ledger_option(p: argparse.ArgumentParser, help: str) -> None:
@@ -558,8 +611,25 @@ def load_json(name: str, kind: type, what: str) -> JSONValue:
 
 
 def load_state(name: str | None) -> dict[str, JSONValue] | None:
-    """``--state``: the JSON object in file ``name``, or None without one."""
-    return None if name is None else dict(load_json(name, dict, "state"))
+    """``--state``: the JSON object in file ``name``, or None without one. A proposal
+    given in its place (an ``actions`` array of actions) is refused: read as a state,
+    it would be one key, ``actions``, and every check would run on a wrong state."""
+    if name is None:
+        return None
+    state = dict(load_json(name, dict, "state"))
+    actions = state.get("actions")
+    if name == "-":  # stdin: a proposal here is stdin named twice, which is said first
+        return state
+    if (
+        isinstance(actions, list)
+        and actions
+        and all(isinstance(a, dict) and ("type" in a or "tool" in a) for a in actions)
+    ):
+        raise UsageError(
+            f"--state {name}: this is a proposal (its `actions` are actions), not a state: "
+            "--state takes the initial state, a JSON object of key -> value"
+        )
+    return state
 
 
 def load_tools(name: str | None) -> ToolRegistry | None:
@@ -631,6 +701,33 @@ def policies_for(args: argparse.Namespace, proposal: str | None = None) -> Loade
     return loaded
 
 
+def policies_argument(value: str, name: str, *, strict: bool = True) -> LoadedPolicies:
+    """The policies a command's positional argument ``name`` (``DIR``, ``OLD``,
+    ``NEW``) names: a policies folder, a project holding ``.car/policies``, or one
+    policy file (what ``policy impact`` has always taken; ``policy diff`` and
+    ``policy lint`` take the same). An error names the argument as the user wrote
+    it, never a flag they did not give. ``strict``: see
+    :func:`~car_verify.rules.policy.load_policy_file` (``policy lint`` alone reads
+    leniently, to report what a face refuses)."""
+    from ..rules.policy import LoadedPolicies, load_policies, load_policy_text
+
+    path = Path(value)
+    if path.is_file():
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            raise UsageError(f"{name} {value}: cannot read the policy file: {err}") from None
+        rules = load_policy_text(text, source=value, strict=strict)
+        return LoadedPolicies(path.parent.resolve(), [path], rules, [path], texts={path: text})
+    if not path.is_dir():
+        why = "no such file or folder" if not path.exists() else "neither a folder nor a file"
+        raise UsageError(
+            f"{name} {value}: {why}: {name} names a policies folder, a project holding "
+            ".car/policies, or one policy file"
+        )
+    return load_policies(path, strict=strict)
+
+
 def flow_files(args: argparse.Namespace) -> tuple[dict[str, Label] | None, FlowPolicy | None]:
     """Tool labels and a flow policy: ``--labels`` / ``--flow-policy``, else the
     nearest ``.car/tool-labels.json`` and ``.car/flow-policy.json`` (said on stderr),
@@ -675,6 +772,19 @@ def write(text: str) -> None:
     """``text`` on stdout, flushed."""
     sys.stdout.write(text)
     sys.stdout.flush()
+
+
+#: From how many actions a lone proposal's check is announced on a terminal: a
+#: check of 50,000 actions takes several seconds, which a silent prompt hides.
+LARGE_PROPOSAL = 5_000
+
+
+def say_when_large(args: argparse.Namespace, actions: int) -> None:
+    """On a terminal, say that a large proposal is being checked (``verify``,
+    ``policy check``; with ``-q`` too: it is progress, not a note, and never in a pipe)."""
+    if actions >= LARGE_PROPOSAL and sys.stderr.isatty():
+        sys.stderr.write(f"car-verify: checking {actions:,} actions ...\n")
+        sys.stderr.flush()
 
 
 def note(args: argparse.Namespace, text: str) -> None:

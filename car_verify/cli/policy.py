@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
+from typing import TYPE_CHECKING
 
+from ..base.errors import UsageError
 from .options import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -20,14 +23,21 @@ from .options import (
     load_state,
     load_tools,
     max_states_option,
+    note,
     output_option,
+    policies_argument,
     policies_option,
     proposal_argument,
+    quiet_option,
     run_profile,
+    say_when_large,
     schedules_option,
     state_option,
     tools_option,
 )
+
+if TYPE_CHECKING:
+    from ..rules.policy import LoadedPolicies
 
 
 def add(sub: Subcommands, profiled: Parser) -> None:
@@ -45,11 +55,16 @@ def add(sub: Subcommands, profiled: Parser) -> None:
     docs_url_option(q)
     schedules_option(q)
     color_option(q)
+    quiet_option(q, "print the violations only: no summary line, no notes on stderr")
     q.set_defaults(run=cmd_policy_check)
     q = policy.add_parser(
         "lint", parents=[profiled], help="load a policy directory and report what it holds"
     )
-    q.add_argument("directory", metavar="DIR", help="policy directory (or a project holding .car)")
+    q.add_argument(
+        "directory",
+        metavar="DIR",
+        help="policy directory (or a project holding .car), or one policy file",
+    )
     tools_option(q)
     format_option(q, ("text", "json"))
     q.set_defaults(run=cmd_policy_lint)
@@ -58,8 +73,8 @@ def add(sub: Subcommands, profiled: Parser) -> None:
         parents=[profiled],
         help="does NEW deny everything OLD denies? counterexample calls either way",
     )
-    q.add_argument("old", metavar="OLD", help="the policy directory before")
-    q.add_argument("new", metavar="NEW", help="the policy directory after")
+    q.add_argument("old", metavar="OLD", help="the policies before (a folder or a policy file)")
+    q.add_argument("new", metavar="NEW", help="the policies after (a folder or a policy file)")
     max_states_option(
         q,
         "the most states of the two sets' trace-rule monitors the search visits in "
@@ -80,7 +95,9 @@ def add(sub: Subcommands, profiled: Parser) -> None:
         nargs="+",
         help="agent runs, read as the audit reads them (files, folders, globs)",
     )
-    output_option(q, "OUT.parquet", "write one row per call (Parquet)")
+    output_option(
+        q, "OUT.parquet", "write one row per call: Parquet (.parquet) or CSV (.csv), by the suffix"
+    )
     from ..plan.gate import UNDECIDED
 
     default = UNDECIDED["policy impact"]  # the face's answer, from the one table of them
@@ -108,6 +125,7 @@ def cmd_policy_check(args: argparse.Namespace) -> int:
     loaded = policies_to_check(
         args.policies, start, name_them="name the policies with --policies DIR"
     )
+    say_when_large(args, len(source.proposal.actions))
     result = verify(
         source.proposal,
         initial_state=load_state(args.state),
@@ -120,7 +138,7 @@ def cmd_policy_check(args: argparse.Namespace) -> int:
     directory = None if loaded.directory is None else str(loaded.directory)
     described = f"{loaded.describe()} (profile {result.profile})"
     report = Report(
-        lambda: policy_text(found, described, color=color(args)),
+        lambda: policy_text(found, described, color=color(args), quiet=args.quiet),
         lambda: policy_json(result, directory, [str(f) for f in loaded.files]),
         findings=found,
         artifact=source.path,
@@ -131,10 +149,16 @@ def cmd_policy_check(args: argparse.Namespace) -> int:
 
 
 def cmd_policy_lint(args: argparse.Namespace) -> int:
-    from ..rules.policy import load_policies
     from ..rules.policy_analysis import lint_policies
 
-    loaded = load_policies(args.directory, strict=False)  # lint reports what a face refuses
+    loaded = policies_argument(
+        args.directory, "DIR", strict=False
+    )  # lint reports what a face refuses
+    if not loaded.rules.count():  # a clean report about no rule is no clean report
+        said = "" if loaded.skipped else " (a policy file's name ends in .toml)"
+        raise UsageError(
+            f"{loaded.describe()}: the policy set holds no rule, so nothing was linted{said}"
+        )
     counts = loaded.rules.counts()
     findings = lint_policies(loaded, tools=load_tools(args.tools))
     errors = sum(1 for f in findings if f.severity.value == "error")
@@ -167,11 +191,20 @@ def cmd_policy_lint(args: argparse.Namespace) -> int:
     return EXIT_FINDINGS if errors else EXIT_OK
 
 
+def _both(args: argparse.Namespace) -> tuple[LoadedPolicies, LoadedPolicies]:
+    """OLD and NEW (each a folder, a project holding .car/policies, or one policy
+    file), with what each skipped said on stderr."""
+    both = policies_argument(args.old, "OLD"), policies_argument(args.new, "NEW")
+    for name, loaded in zip(("OLD", "NEW"), both, strict=True):
+        if loaded.skipped:
+            note(args, f"{name}: {loaded.describe()}")
+    return both
+
+
 def cmd_policy_diff(args: argparse.Namespace) -> int:
     from ..plan.policy_diff import policy_diff
-    from ..rules.policy import load_policies
 
-    old, new = load_policies(args.old), load_policies(args.new)
+    old, new = _both(args)
     diff = policy_diff(old, new, max_states=args.max_states)
 
     def text() -> str:
@@ -202,11 +235,26 @@ def cmd_policy_diff(args: argparse.Namespace) -> int:
 
 def cmd_policy_impact(args: argparse.Namespace) -> int:
     from ..base.values import plural
-    from ..corpora.impact import impact, write_parquet
+    from ..corpora.impact import WRITERS, impact
 
-    found = impact(args.old, args.new, args.sources, on_unknown=args.on_unknown)
+    if args.output and Path(args.output).suffix.lower() not in WRITERS:
+        raise UsageError(
+            f"-o {args.output}: policy impact writes one row per call as Parquet "
+            f"(-o calls.parquet) or CSV (-o calls.csv); {Path(args.output).suffix or 'no suffix'} "
+            "is neither"
+        )
+    old, new = _both(args)
+    found = impact(old, new, args.sources, on_unknown=args.on_unknown)
+    for problem in found.problems[:5]:
+        note(args, f"skipped a record: {problem}")
+    if not found.trajectories:  # as the audit: a replay of nothing is no answer
+        bad = found.problems
+        said = f" ({plural(len(bad), 'record')} could not be read)" if bad else ""
+        raise UsageError(
+            f"{', '.join(args.sources)}: no readable trajectory{said}, so nothing was replayed"
+        )
     if args.output:
-        write_parquet(found, args.output)
+        WRITERS[Path(args.output).suffix.lower()](found, args.output)
     doc = found.to_dict()
 
     def text() -> str:
@@ -224,8 +272,8 @@ def cmd_policy_impact(args: argparse.Namespace) -> int:
             t_low, t_high = c["trajectories_ci95"]
             out.append(
                 f"{label}: {plural(c['calls'], 'call')} ({c['calls_share']:.1%}, 95% CI "
-                f"{low:.1%}-{high:.1%} of calls), in {c['trajectories']} of {runs} "
-                f"trajectories (95% CI {t_low:.1%}-{t_high:.1%})\n"
+                f"{low:.1%}-{high:.1%} of calls), in {c['trajectories']} of "
+                f"{plural(runs, 'trajectory')} (95% CI {t_low:.1%}-{t_high:.1%})\n"
             )
             out += [f"  {rule}: {n}\n" for rule, n in c["by_rule"].items()]
             if c["example"] is not None:

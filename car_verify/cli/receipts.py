@@ -49,6 +49,8 @@ def cmd_receipts(args: argparse.Namespace) -> int:
         )
 
     def text() -> str:
+        from ..base.values import plural
+
         out = [f"{h['kind']}: {h['explanation']}\n" for h in report.hallucinations]
         out += [f"ungroundable: {u['explanation']}\n" for u in report.ungroundable]
         profile = run_profile(args)
@@ -57,7 +59,7 @@ def cmd_receipts(args: argparse.Namespace) -> int:
             out.append(f"grounded ({ungroundable} ungroundable; profile {profile})\n")
         else:
             count = len(report.hallucinations)
-            out.append(f"not grounded: {count} hallucinations (profile {profile})\n")
+            out.append(f"not grounded: {plural(count, 'hallucination')} (profile {profile})\n")
         return "".join(out)
 
     emit(args, Report.of(report.to_dict(), text))

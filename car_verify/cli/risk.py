@@ -87,6 +87,7 @@ def add(sub: Subcommands, profiled: Parser) -> None:
 
 
 def cmd_risk(args: argparse.Namespace) -> int:
+    from ..base.values import plural
     from ..plan.risk import risk
 
     config: dict[str, JSONValue] = {}
@@ -107,7 +108,11 @@ def cmd_risk(args: argparse.Namespace) -> int:
         history = rates_from_history(args.history)
         for said in history.notes:
             note(args, said)
-        note(args, f"history: {len(history.files)} files, {len(history.dispatched)} tools")
+        note(
+            args,
+            f"history: {plural(len(history.files), 'file')}, "
+            f"{plural(len(history.dispatched), 'tool')}",
+        )
     from ..base.progress import progress
 
     trials = config.get("trials", 1000)

@@ -87,28 +87,30 @@ def add(sub: Subcommands, profiled: Parser) -> None:
     p.set_defaults(run=cmd_run)
 
 
-def _tool_arguments(args: argparse.Namespace) -> tuple[str, str | None]:
+def _tool_arguments(args: argparse.Namespace) -> tuple[str, str | None, str]:
     """The tools that run (``--tool-module``) and the registry (``--tools``).
 
     ``--tools`` is the JSON registry for every command. Before, ``run`` took the
     Python tools under that name and the registry as ``--schemas``: a ``--tools``
     that is no JSON or YAML file, given without ``--tool-module``, is still read
-    as the tools that run, and a note says so."""
+    as the tools that run, and a note says so. The third value is the flag the
+    user named the tools with, for messages about them."""
     module, registry = args.tool_module, args.tools
+    flag = "--tool-module"
     if args.schemas is not None:
         _said("--schemas is now --tools (the tool registry, as for every command)")
         if module is None and registry is not None:
-            module, registry = registry, None
+            module, registry, flag = registry, None, "--tools"
         registry = args.schemas
     if module is None and registry is not None and not registry.endswith(_REGISTRY_SUFFIXES):
         _said(
             f"--tools {registry}: read as --tool-module (the tools that run); --tools "
             "names the tool registry (JSON) for every command"
         )
-        module, registry = registry, None
+        module, registry, flag = registry, None, "--tools"
     if module is None:
         raise UsageError("run needs --tool-module MODULE[:ATTR]: the tools that run")
-    return module, registry
+    return module, registry, flag
 
 
 _REGISTRY_SUFFIXES = (".json", ".yaml", ".yml")
@@ -119,8 +121,9 @@ def _said(text: str) -> None:
     sys.stderr.write(f"car-verify: note: {text}\n")
 
 
-def _load_tool_module(spec: str) -> Tools:
-    """``MODULE[:ATTR]``: a dotted module or a ``.py`` file; ATTR defaults to ``TOOLS``."""
+def _load_tool_module(spec: str, flag: str = "--tool-module") -> Tools:
+    """``MODULE[:ATTR]``: a dotted module or a ``.py`` file; ATTR defaults to ``TOOLS``.
+    Errors name ``flag``, the option the user gave."""
     import importlib
     import importlib.util
 
@@ -130,10 +133,10 @@ def _load_tool_module(spec: str) -> Tools:
         if module_name.endswith(".py") or os.sep in module_name:
             path = Path(module_name)
             if not path.is_file():
-                raise UsageError(f"--tools: no such file {module_name!r}")
+                raise UsageError(f"{flag}: no such file {module_name!r}")
             loader_spec = importlib.util.spec_from_file_location(path.stem, path)
             if loader_spec is None or loader_spec.loader is None:
-                raise UsageError(f"--tools: cannot import {module_name!r}")
+                raise UsageError(f"{flag}: cannot import {module_name!r}")
             module = importlib.util.module_from_spec(loader_spec)
             sys.path.insert(0, str(path.resolve().parent))
             loader_spec.loader.exec_module(module)
@@ -141,17 +144,17 @@ def _load_tool_module(spec: str) -> Tools:
             module = importlib.import_module(module_name)
     except UsageError:
         raise
-    except Exception as err:
+    except (Exception, SystemExit) as err:  # the user's module raised: say so, as it is
         raise UsageError(
-            f"--tools: importing {module_name!r} failed: {type(err).__name__}: {err}"
-        ) from err
+            f"{flag}: importing {module_name!r} failed: {type(err).__name__}: {err}"
+        ) from None
     if not hasattr(module, attr):
-        raise UsageError(f"--tools: {module_name!r} has no attribute {attr!r}")
+        raise UsageError(f"{flag}: {module_name!r} has no attribute {attr!r}")
     tools: object = getattr(module, attr)
     if isinstance(tools, Mapping) or callable(tools):
         return tools
     raise UsageError(
-        f"--tools: {module_name}:{attr} is {type(tools).__name__!r}; expected a mapping "
+        f"{flag}: {module_name}:{attr} is {type(tools).__name__!r}; expected a mapping "
         "of tool name -> callable, or one dispatch callable"
     )
 
@@ -165,8 +168,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ..reporters.text import run_text
 
     proposal = load_proposal(args.proposal)
-    module, registry = _tool_arguments(args)
-    tools = _load_tool_module(module)
+    module, registry, flag = _tool_arguments(args)
+    tools = _load_tool_module(module, flag)
     policies = policies_for(args, args.proposal)
     labels, flow_policy = flow_files(args)
     quiet = args.quiet

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..base.errors import InputError
 from .options import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -14,7 +15,6 @@ from .options import (
     emit,
     format_option,
     load_json,
-    named_inputs,
     run_profile,
 )
 
@@ -40,10 +40,14 @@ def add(sub: Subcommands, profiled: Parser) -> None:
 def cmd_schedule(args: argparse.Namespace) -> int:
     from ..plan.schedule_analysis import analyze_schedule, schedule_of
 
-    with named_inputs({"graph": args.input}):
-        doc = load_json(args.input, dict, "schedule graph or proposal")
+    doc = load_json(args.input, dict, "schedule graph or proposal")
+    try:
         graph = schedule_of(doc, profile=run_profile(args)) if "actions" in doc else doc
         result = analyze_schedule(graph)
+    except InputError as err:  # about the file's content: it names the file
+        if err.source:
+            raise
+        raise err.with_source("<stdin>" if args.input == "-" else args.input) from None
 
     def text() -> str:
         path = " -> ".join(result.critical_path) or "(none: nothing takes time)"

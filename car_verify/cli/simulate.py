@@ -1,11 +1,16 @@
-"""``car-verify simulate``: print the end state the executor would leave."""
+"""``car-verify simulate``: print the end state the executor would leave.
+
+Exit 0 when every action runs, 1 when one is blocked or not walked (its effects
+are not in the end state, as ``verify`` exits 1 on the plan), 2 on bad input."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING
 
 from .options import (
+    EXIT_FINDINGS,
     EXIT_OK,
     Parser,
     Report,
@@ -26,7 +31,9 @@ if TYPE_CHECKING:
 def add(sub: Subcommands, profiled: Parser) -> None:
     """Declare the command on the command line's subparsers."""
     p = sub.add_parser(
-        "simulate", parents=[profiled], help="print the end state the executor would leave"
+        "simulate",
+        parents=[profiled],
+        help="print the end state the executor would leave (exit 1 when an action is blocked)",
     )
     proposal_argument(p)
     state_option(p)
@@ -66,4 +73,17 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if args.explain:  # --format text under its older name, whatever --format says
         args.format = "text"
     emit(args, Report.of(doc, lambda: f"{sim.explain()}\n(profile {sim.profile})\n"))
-    return EXIT_OK
+    left_out = [*sim.blocked, *sim.unwalked]
+    if not left_out:
+        return EXIT_OK
+    from ..base.values import listed, plural
+
+    total = plural(len(sim.trace) + len(sim.unwalked), "action")
+    what = [f"{len(sim.blocked)} of {total} blocked"] if sim.blocked else []
+    if sim.unwalked:
+        what.append(f"{len(sim.unwalked)} not walked (on or after a dependency cycle)")
+    sys.stderr.write(
+        f"car-verify: {'; '.join(what)} ({listed(left_out)}): the end state leaves out "
+        "their effects (--explain says why)\n"
+    )
+    return EXIT_FINDINGS

@@ -38,6 +38,7 @@ from .options import (
     repeat_threshold_option,
     report_options,
     run_profile,
+    say_when_large,
     schedules_option,
     show_settings,
     state_option,
@@ -49,7 +50,6 @@ if TYPE_CHECKING:
     from ..api import VerificationResult
     from ..base.findings import Issue
     from ..base.values import JSONValue
-    from ..ir.model import ActionProposal
     from ..plan.intent import Intent
     from ..rules.policy import LoadedPolicies
     from ..rules.tools import ToolRegistry
@@ -143,7 +143,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     shown = progress(len(sources), "verify", "files", show=None if len(sources) > 1 else False)
     for source in sources:
         shown.update()
-        _say_when_large(source.proposal, len(sources))
+        if len(sources) == 1:  # several files have their own progress bar
+            say_when_large(args, len(source.proposal.actions))
         result = verify(
             source.proposal,
             tools=tools,
@@ -283,17 +284,3 @@ def _verify_settings(args: argparse.Namespace, passes: list[str] | None) -> dict
 def _profile_source(args: argparse.Namespace) -> str:
     run_profile(args)
     return str(args._resolved_profile[1])
-
-
-#: From how many actions a lone proposal's check is announced on a terminal: a
-#: check of 50,000 actions takes several seconds, which a silent prompt hides.
-LARGE_PROPOSAL = 5_000
-
-
-def _say_when_large(proposal: ActionProposal, files: int) -> None:
-    """On a terminal, say that a large lone proposal is being checked (several
-    files have their own progress bar)."""
-    count = len(getattr(proposal, "actions", ()))
-    if files == 1 and count >= LARGE_PROPOSAL and sys.stderr.isatty():
-        sys.stderr.write(f"car-verify: checking {count:,} actions ...\n")
-        sys.stderr.flush()

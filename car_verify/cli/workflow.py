@@ -199,6 +199,8 @@ def cmd_workflow(args: argparse.Namespace) -> int:
         out["trace_rules"] = traced.to_dict()
 
     def text() -> str:
+        from ..base.values import plural
+
         lines = []
         for d in report.defects:
             path = f" (path: {' -> '.join(d.witness)})" if d.witness else ""
@@ -216,20 +218,20 @@ def cmd_workflow(args: argparse.Namespace) -> int:
             lines.append(f"trace rule {c.rule!r}: {c.message} (path: {_path_text(c.path)})\n")
         for u in traced.unknown if traced else []:
             lines.append(f"trace rule {u.rule!r}: {u.message}\n")
-        parts = ["sound" if report.sound else f"unsound: {len(report.defects)} defects"]
+        parts = ["sound" if report.sound else f"unsound: {plural(len(report.defects), 'defect')}"]
         if policies is not None:
             parts.append(
                 "policies hold"
                 if policies.compliant
-                else f"{len(policies.violations)} policy violations"
+                else plural(len(policies.violations), "policy violation")
             )
         if traced is not None:
             if traced.holds:
                 parts.append("trace rules hold")
             if traced.counterexamples:
-                parts.append(f"{len(traced.counterexamples)} trace rules broken")
+                parts.append(plural(len(traced.counterexamples), "trace rule") + " broken")
             if traced.unknown:
-                parts.append(f"{len(traced.unknown)} trace rules unknown")
+                parts.append(plural(len(traced.unknown), "trace rule") + " unknown")
         lines.append("; ".join(parts) + f" (profile {run_profile(args)})\n")
         return "".join(lines)
 
@@ -255,11 +257,22 @@ def _graph_object(given: str) -> JSONObject | None:
 
     from ..importers.langgraph import graph_document
 
+    if module.endswith(".py"):  # a file's name, where Python takes a module's
+        dotted = module[:-3].replace(os.sep, ".").replace("/", ".")
+        raise UsageError(
+            f"GRAPH {given}: name the module without .py: car-verify workflow "
+            f"{dotted}:{attr} (from the folder that holds {module})"
+        )
     sys.path.insert(0, os.getcwd())  # a module of the project the command runs in
     try:
         found: object = importlib.import_module(module)
     except ImportError as err:
-        raise UsageError(f"GRAPH {given}: cannot import {module!r} ({err})") from None
+        raise UsageError(f"GRAPH {given}: {_import_problem(module, err)}") from None
+    except (Exception, SystemExit) as err:  # the user's module raised: say so, as it is
+        raise UsageError(
+            f"GRAPH {given}: importing {module!r} raised {type(err).__name__}: {err} "
+            "(the error is in that module, not in car-verify)"
+        ) from None
     finally:
         sys.path.remove(os.getcwd())
     for part in attr.split("."):
@@ -267,6 +280,27 @@ def _graph_object(given: str) -> JSONObject | None:
             raise UsageError(f"GRAPH {given}: {module!r} has no attribute {attr!r}")
         found = getattr(found, part)
     return graph_document(found)
+
+
+#: The packages of the ``langchain`` extra a LangGraph module imports, by the name
+#: an ImportError gives.
+_EXTRA = {"langgraph": "LangGraph", "langchain": "LangChain", "langchain_core": "LangChain"}
+
+
+def _import_problem(module: str, err: ImportError) -> str:
+    """Why ``module`` could not be imported, and what to do about it."""
+    missing = (err.name or "").partition(".")[0]
+    if missing in _EXTRA:
+        return (
+            f"importing {module!r} needs {_EXTRA[missing]}, which is not installed: "
+            "pip install 'car-verify[langchain]'"
+        )
+    if err.name == module or (err.name and module.startswith(err.name + ".")):
+        return (
+            f"no module {module!r} in the working directory or on the import path "
+            "(run from the folder that holds it, or set PYTHONPATH)"
+        )
+    return f"importing {module!r} failed: {err}"
 
 
 def _path_text(path: Sequence[str], ends: int = 12) -> str:

@@ -47,15 +47,15 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from ..base.errors import InputError, UsageError
+from ..base.values import listed
 from ..importers.base import MAX_FILE, MAX_RECORD, Bounds, count_records
 from ..semantics.profiles import DEFAULT_PROFILE
 
 if TYPE_CHECKING:
     from ..base.config import ProfileName
-    from ..semantics import ProfileLike
 
 #: ``tool_rates.json``'s ``format``: ``car-verify risk --history OUT/`` reads it.
 RATES_FORMAT = "car-verify tool rates"
@@ -365,56 +365,17 @@ def _engine(settings: AuditSettings, directory: str | None = None) -> Any:
     return load_policies(chosen).engine()
 
 
-def _held(trajectory: Any, engine: Any, profile: ProfileLike) -> dict[str, list[str]]:
-    """Action id -> the rules that hold it back: the run's calls replayed in order
-    through the gate (a fresh one per trajectory; every call in one rate window),
-    each admitted call reporting the outcome the run recorded. ``profile`` is not
-    read: the gate decides a call the same way under both profiles."""
-    from ..plan.gate import UNDECIDED, CallGate
-    from ..rules.policy import PolicyEngine
+def _replay_rows(trajectory: Any, old: Any, new: Any) -> Iterator[dict[str, Any]]:
+    """What changing the policies from ``old`` to ``new`` does to each call: the rows
+    ``policy impact`` writes (:mod:`car_verify.corpora.replay`), one per call. The
+    gate decides a call the same way under both profiles."""
+    from ..plan.gate import UNDECIDED
+    from .replay import trajectory_rows
 
-    if engine is None:
-        return {}
-    fresh = PolicyEngine(engine.rules, clock=lambda: 0.0)
-    fresh.registered = list(engine.registered)
-    gate = CallGate(fresh, on_unknown=UNDECIDED["audit"])
-    calls: list[tuple[str, dict[str, Any], Literal["succeeded", "failed"] | None]] = [
-        (
-            call.tool,
-            call.arguments if isinstance(call.arguments, dict) else {},
-            "failed" if call.failed else "succeeded",
-        )
-        for call in trajectory.calls
-    ]
-    held: dict[str, list[str]] = {}
-    for n, (call, verdict) in enumerate(zip(trajectory.calls, gate.replay(calls), strict=True), 1):
-        if verdict.decision == "deny":
-            action = f"c{n}" if trajectory.written is None else str(call.call_id)
-            held[action] = verdict.rules
-    return held
-
-
-def _replay_rows(
-    trajectory: Any, old: Any, new: Any, profile: ProfileLike
-) -> Iterator[dict[str, Any]]:
-    """What changing the policies from ``old`` to ``new`` does to each call."""
-    before, after = _held(trajectory, old, profile), _held(trajectory, new, profile)
-    for n, call in enumerate(trajectory.calls, 1):
-        action = f"c{n}" if trajectory.written is None else str(call.call_id)
-        was, now = before.get(action, []), after.get(action, [])
-        if not was and not now:
-            continue
-        change = "still_blocked" if was and now else ("newly_blocked" if now else "newly_allowed")
-        yield {
-            "trajectory_id": trajectory.id,
-            "source": trajectory.source,
-            "action_id": action,
-            "tool": call.tool,
-            "change": change,
-            "old_rules": ", ".join(sorted(set(was))) or None,
-            "new_rules": ", ".join(sorted(set(now))) or None,
-            "outcome": trajectory.outcome,
-        }
+    for row in trajectory_rows(
+        trajectory, old, new, UNDECIDED["audit"]
+    ):  # both given (--policies is checked)
+        yield row.to_dict()
 
 
 def audit_shard(shard: Shard, settings: AuditSettings, out: str) -> str:
@@ -465,7 +426,7 @@ def audit_shard(shard: Shard, settings: AuditSettings, out: str) -> str:
         if result is not None:
             findings.extend(_finding_rows(item, result))
         if newer is not None:
-            replay.extend(_replay_rows(item, engine, newer, settings.profile))
+            replay.extend(_replay_rows(item, engine, newer))
     clock = time.perf_counter()
     _write(folder / f"{name}.findings.parquet", findings, findings_schema())
     (folder / f"{name}.tools.json").write_text(json.dumps(tools, sort_keys=True), encoding="utf-8")
@@ -601,20 +562,11 @@ def trajectories_schema() -> Any:
 
 
 def replay_schema() -> Any:
-    import pyarrow as pa
+    """``replay.parquet``'s schema: ``policy impact``'s table (one vocabulary, one
+    schema: :func:`car_verify.corpora.replay.replay_schema`)."""
+    from .replay import replay_schema as schema
 
-    return pa.schema(
-        [
-            ("trajectory_id", pa.string()),
-            ("source", pa.string()),
-            ("action_id", pa.string()),
-            ("tool", pa.string()),
-            ("change", pa.string()),
-            ("old_rules", pa.string()),
-            ("new_rules", pa.string()),
-            ("outcome", pa.string()),
-        ]
-    )
+    return schema()
 
 
 def _pyarrow() -> Any:
@@ -1018,8 +970,9 @@ def _manifest(files: Sequence[Path], settings: AuditSettings, shard_size: int) -
         "profile": settings.profile,
         "policies": policy,
         "compare_policies": _digest(settings.compare_policies),
-        "labels": json.dumps(settings.labels, sort_keys=True),
-        "flow_policy": json.dumps(settings.flow_policy, sort_keys=True),
+        # as JSON values, null when not given (a round trip through the file's JSON)
+        "labels": json.loads(json.dumps(settings.labels, sort_keys=True)),
+        "flow_policy": json.loads(json.dumps(settings.flow_policy, sort_keys=True)),
         "budget": settings.budget,
         "max_record": settings.max_record,
         "max_file": settings.max_file,
@@ -1038,6 +991,60 @@ def _digest(folder: str | None) -> str | None:
     return digest.hexdigest()
 
 
+#: How a rerun's refusal names each setting of the manifest.
+_SETTINGS = {
+    "shard_size": "--shard-size",
+    "profile": "the profile",
+    "policies": "--policies",
+    "compare_policies": "--compare-policies",
+    "labels": "--labels",
+    "flow_policy": "--flow-policy",
+    "budget": "--budget",
+    "max_record": "--max-record-size",
+    "max_file": "--max-file-size",
+}
+
+
+def _differences(before: Any, now: dict[str, Any]) -> str:
+    """What differs between the manifest in the folder and this run's, in words: the
+    sources added, gone or changed since, and each setting with its two values
+    (a digest's change said as "its files changed")."""
+    if not isinstance(before, dict):
+        return "the folder's audit.json cannot be read"
+    said: list[str] = []
+    old_files = {f[0]: f[1:] for f in before.get("sources", []) if isinstance(f, list) and f}
+    new_files = {f[0]: f[1:] for f in now["sources"]}
+    for what, names in (
+        ("new sources", [n for n in new_files if n not in old_files]),
+        ("sources left out", [n for n in old_files if n not in new_files]),
+        (
+            "sources changed since",
+            [n for n in new_files if n in old_files and old_files[n] != new_files[n]],
+        ),
+    ):
+        if names:
+            said.append(f"{what}: {listed(names, 3)}")
+    for key, name in _SETTINGS.items():
+        was, is_ = before.get(key), now.get(key)
+        if was == is_:
+            continue
+        if key in ("policies", "compare_policies") and was is not None and is_ is not None:
+            said.append(f"{name}: the policies' files changed")
+        elif key in ("labels", "flow_policy") and was is not None and is_ is not None:
+            said.append(f"{name}: another file")
+        else:
+            said.append(f"{name}: {_setting(was)} before, {_setting(is_)} now")
+    return "; ".join(said) or "a setting this version records differently"
+
+
+def _setting(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, str) and len(value) == 64:  # a digest
+        return "given"
+    return str(value) if isinstance(value, (int, float, str)) else "given"
+
+
 def _claim(out: Path, manifest: dict[str, Any], fresh: bool) -> None:
     """Record ``manifest`` in ``out/audit.json``; shards of a different audit there
     are an error (unless ``fresh``: they are removed)."""
@@ -1053,9 +1060,10 @@ def _claim(out: Path, manifest: dict[str, Any], fresh: bool) -> None:
         except ValueError:
             before = None
         if before != manifest:
+            said = _differences(before, manifest)
             raise UsageError(
-                f"{out} holds the shards of an audit with other sources or settings: "
-                "give another output folder, or --fresh to start over"
+                f"{out} holds the shards of an audit with other sources or settings "
+                f"({said}): give another output folder, or --fresh to start over"
             )
         return
     if fresh and (out / "shards").exists():

@@ -1,19 +1,10 @@
 """What a policy change does to real runs: ``car-verify policy impact OLD NEW SOURCE...``.
 
 Each trajectory of the sources (read as the audit reads them: any format
-:mod:`car_verify.importers` knows) is replayed call by call through a fresh
-:class:`~car_verify.plan.gate.CallGate` for each policy set: a call the gate
-denies is not dispatched to its trace rules; a call it admits is, and its
-recorded outcome (``failed`` when its result says it errored, else
-``succeeded``) is reported before the next call, as the hook and the executor
-report them. A trajectory records no times, so the replay's clock stands still:
-a rate limit sees every call of a trajectory inside one window (its window is
-the run). Each call is then
-
-* ``newly_denied``: NEW denies it, OLD did not;
-* ``no_longer_denied``: OLD denied it, NEW does not;
-* ``still_denied``: both deny it (the rules may differ);
-* ``allowed``: neither denies it.
+:mod:`car_verify.importers` knows) is replayed call by call under each policy
+set, as :mod:`car_verify.corpora.replay` says (the one vocabulary and the one
+table it shares with ``audit --compare-policies``): each call is then
+``newly_denied``, ``no_longer_denied``, ``still_denied`` or ``allowed``.
 
 This is :func:`car_verify.rules.policy_analysis.policy_diff`'s model of a run
 (one agent's run replayed against two gates), so the two agree: when ``policy
@@ -33,16 +24,18 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..plan.gate import UNDECIDED, CallGate, Decision
+from ..plan.gate import UNDECIDED
+from .replay import CHANGES, ImpactRow, replay, replay_schema, trajectory_rows
+
+if TYPE_CHECKING:
+    from ..plan.gate import Decision
 
 __all__ = ["Impact", "ImpactRow", "impact", "replay", "wilson"]
-
-CHANGES = ("newly_denied", "no_longer_denied", "still_denied", "allowed")
 
 
 def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
@@ -56,59 +49,6 @@ def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
     low = 0.0 if k == 0 else max(0.0, centre - half)
     return low, 1.0 if k == n else min(1.0, centre + half)
-
-
-@dataclass(frozen=True, slots=True)
-class ImpactRow:
-    """One call of one trajectory, under both policy sets."""
-
-    trajectory: str
-    source: str
-    index: int
-    tool: str
-    old_decision: Decision
-    new_decision: Decision
-    old_rules: tuple[str, ...]
-    new_rules: tuple[str, ...]
-
-    @property
-    def change(self) -> str:
-        was, now = self.old_decision == "deny", self.new_decision == "deny"
-        if was and now:
-            return "still_denied"
-        if now:
-            return "newly_denied"
-        return "no_longer_denied" if was else "allowed"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "trajectory": self.trajectory,
-            "source": self.source,
-            "index": self.index,
-            "tool": self.tool,
-            "old_decision": self.old_decision,
-            "new_decision": self.new_decision,
-            "old_rules": list(self.old_rules),
-            "new_rules": list(self.new_rules),
-            "change": self.change,
-        }
-
-
-def replay(
-    trace: Iterable[tuple[str, dict[str, Any], str]],
-    engine: Any,
-    on_unknown: Decision = UNDECIDED["policy impact"],
-) -> list[tuple[Decision, tuple[str, ...]]]:
-    """Each call's (decision, rule names) through a fresh gate over ``engine``'s rules
-    (see the module docs: outcomes reported, the clock standing still)."""
-    gate = CallGate(engine.fresh(clock=lambda: 0.0), on_unknown=on_unknown)
-    out: list[tuple[Decision, tuple[str, ...]]] = []
-    for tool, params, outcome in trace:
-        verdict = gate.decide(tool, params)
-        if verdict.decision != "deny":
-            gate.report(tool, verdict.sent, "failed" if outcome == "failed" else "succeeded")
-        out.append((verdict.decision, tuple(verdict.rules)))
-    return out
 
 
 @dataclass
@@ -178,14 +118,8 @@ def impact(
         if isinstance(item, str):
             found.problems.append(item)
             continue
-        trace = item.trace()
         found.trajectories += 1
-        before = replay(trace, old_engine, on_unknown)
-        after = replay(trace, new_engine, on_unknown)
-        for index, ((tool, _, _), was, now) in enumerate(zip(trace, before, after, strict=True)):
-            found.rows.append(
-                ImpactRow(item.id, item.source, index, tool, was[0], now[0], was[1], now[1])
-            )
+        found.rows.extend(trajectory_rows(item, old_engine, new_engine, on_unknown))
     return found
 
 
@@ -211,28 +145,41 @@ def _trajectories(sources: Sequence[str]) -> Iterator[Any]:
 
 
 def write_parquet(found: Impact, out: str | Path) -> None:
-    """One row per call (trajectory, source, index, tool, old and new decision and
-    rules, change): a table DuckDB and pandas read."""
+    """One row per call (:data:`car_verify.corpora.replay.COLUMNS`): the table
+    ``audit --compare-policies`` writes as ``replay.parquet``, which DuckDB and
+    pandas read."""
     from .audit import _pyarrow
 
     pa = _pyarrow()
     import pyarrow.parquet as pq
 
-    schema = pa.schema(
-        [
-            ("trajectory", pa.string()),
-            ("source", pa.string()),
-            ("index", pa.int64()),
-            ("tool", pa.string()),
-            ("old_decision", pa.string()),
-            ("new_decision", pa.string()),
-            ("old_rules", pa.list_(pa.string())),
-            ("new_rules", pa.list_(pa.string())),
-            ("change", pa.string()),
-        ]
-    )
-    table = pa.Table.from_pylist([r.to_dict() for r in found.rows], schema=schema)
+    table = pa.Table.from_pylist([r.to_dict() for r in found.rows], schema=replay_schema())
     target = Path(out)
     partial = target.with_name(target.name + ".partial")
     pq.write_table(table, partial)
     partial.replace(target)
+
+
+def write_csv(found: Impact, out: str | Path) -> None:
+    """The same rows as :func:`write_parquet`, as CSV with a header (the rule lists
+    joined by ``;``, an absent outcome empty), for a spreadsheet."""
+    import csv
+
+    from .replay import COLUMNS
+
+    target = Path(out)
+    partial = target.with_name(target.name + ".partial")
+    with partial.open("w", encoding="utf-8", newline="") as file:
+        writer = csv.writer(file)
+        writer.writerow(COLUMNS)
+        for row in found.rows:
+            cells = row.to_dict()
+            writer.writerow(
+                ";".join(v) if isinstance(v, list) else "" if v is None else v
+                for v in (cells[c] for c in COLUMNS)
+            )
+    partial.replace(target)
+
+
+#: What ``policy impact -o`` writes, by the file's suffix.
+WRITERS = {".parquet": write_parquet, ".csv": write_csv}

@@ -15,9 +15,11 @@ types are errors naming the file and key. Command-line flags win over the file.
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import json
 import os
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -111,7 +113,9 @@ def load_config(path: str | os.PathLike[str] | None = None) -> LintConfig:
 
     for key in doc:
         if key not in _KEYS:
-            raise fail(key, f"unknown key (expected one of {', '.join(sorted(_KEYS))})")
+            near = difflib.get_close_matches(key, sorted(_KEYS), n=1)
+            said = f"did you mean {near[0]!r}? " if near else ""
+            raise fail(key, f"unknown key ({said}expected one of {', '.join(sorted(_KEYS))})")
 
     def strings(key: str, default: tuple[str, ...] = ()) -> tuple[str, ...]:
         value = doc.get(key, list(default))
@@ -419,6 +423,8 @@ def lint_file(path: str | Path, config: LintConfig) -> FileResult:
             try:
                 for data, positions in yaml_documents(text):
                     documents.append((data, positions, positions.get("", (1, 1))[0], []))
+                for at_line, at_column, message in yaml_coercions(text):
+                    file_finding("yaml-coercion", message, at_line, at_column)
             except yaml.YAMLError as err:
                 mark = getattr(err, "problem_mark", None)
                 at_line = mark.line + 1 if mark is not None else 1
@@ -875,3 +881,55 @@ def unknown_codes(codes: Iterable[str]) -> list[str]:
 def with_overrides(config: LintConfig, **changes: Any) -> LintConfig:
     """The configuration with the command line's values on top (None: keep the file's)."""
     return replace(config, **{k: v for k, v in changes.items() if v is not None})
+
+
+#: YAML 1.1's plain scalars that a reader of JSON or of YAML 1.2 reads otherwise:
+#: booleans beyond true / false, octal with a bare leading zero, base 60, digit
+#: separators. (YAML 1.2's core schema, and JSON, read each as text or decimal.)
+_YAML11_BOOL = re.compile(r"(?i:y|yes|n|no|on|off)")
+_YAML11_INT = re.compile(r"[-+]?(0[0-7_]+|[0-9][0-9_]*(:[0-5]?[0-9])+|[0-9]+(_[0-9]*)+)")
+_YAML11_FLOAT = re.compile(
+    r"[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+\.[0-9_]*|[-+]?[0-9]*_[0-9_]*\.[0-9_]*"
+)
+
+
+def yaml_coercions(text: str) -> list[tuple[int, int, str]]:
+    """Each plain scalar of a YAML text (keys too) that YAML 1.1, which PyYAML and
+    car-verify read, takes for another type than the text it looks like: ``NO``,
+    ``no``, ``on`` as booleans, ``010`` as 8, ``1:20`` as 80, ``1_000`` as 1000.
+    Each as (line, column, message)."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    found: list[tuple[int, int, str]] = []
+    stack = list(yaml.compose_all(text, Loader=loader))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, yaml.MappingNode):
+            stack.extend(part for pair in node.value for part in pair)
+            continue
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+            continue
+        if not isinstance(node, yaml.ScalarNode) or node.style:  # None or "": plain
+            continue  # quoted, or a block scalar: text as written
+        kind = node.tag.rpartition(":")[2]
+        plain = node.value
+        coerced = (
+            (kind == "bool" and _YAML11_BOOL.fullmatch(plain))
+            or (kind == "int" and _YAML11_INT.fullmatch(plain))
+            or (kind == "float" and _YAML11_FLOAT.fullmatch(plain))
+        )
+        if not coerced:
+            continue
+        value = json.dumps(yaml.load(yaml.serialize(node), Loader=loader))
+        mark = node.start_mark
+        found.append(
+            (
+                mark.line + 1,
+                mark.column + 1,
+                f'`{plain}` is read as {value} (YAML 1.1): quote it ("{plain}") for the '
+                f"text, or write {value}",
+            )
+        )
+    return sorted(found)

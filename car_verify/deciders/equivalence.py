@@ -3,11 +3,15 @@
 Under either profile (the walk compared is the active profile's ``simulate``):
 
 * ``method="sampled"`` (the spec's check): compare ``simulate`` end states over
-  probe states (default ``{}`` and ``{"x": 1, "y": 2}``, the runtime's). Tier
-  ``sampled``: two proposals that differ only where no probe reaches compare
-  equal, and an equal answer is no proof. ``probe_constants=True`` (what the
-  command line does) adds car-verify's own probes, built from the constants the
-  plans name (:func:`named_probes`).
+  probe states: the runtime's two (``{}`` and ``{"x": 1, "y": 2}``) and
+  car-verify's own, built from the constants the plans name
+  (:func:`named_probes`), in Python as on the command line
+  (``probe_constants=False`` leaves the runtime's two only, as the drop-in
+  ``car_verify.runtime.equivalent`` does). Tier ``sampled``. A probe that
+  separates the plans is a real difference (``equivalent`` False, with the
+  probe as the counterexample); no difference on the probes is no proof:
+  ``equivalent`` is None, ``no_difference_found`` True and ``reason`` says how
+  many probes were compared. (Before, this answer was ``equivalent=True``.)
 * ``method="z3"``: decide the same question over **all** initial states
   (:mod:`car_verify.semantics.symbolic`, over the profile's semantics). Equivalent: tier
   ``decision_procedure``. Not equivalent: a concrete counterexample initial state,
@@ -66,6 +70,17 @@ class EquivalenceResult(HtmlDisplay):
     #: How many probe states were compared (sampled answers).
     probes: int = 0
 
+    @property
+    def no_difference_found(self) -> bool:
+        """Sampling compared the plans on :attr:`probes` states and found no
+        difference: not a proof, so :attr:`equivalent` is None (undecided)."""
+        return self.equivalent is None and self.tier is Tier.SAMPLED and self.probes > 0
+
+    @property
+    def decided(self) -> bool:
+        """Whether :attr:`equivalent` is an answer (True or False), not None."""
+        return self.equivalent is not None
+
     def to_dict(self) -> dict[str, Any]:
         """The wire object: ``{equivalent, tier, counterexample, differing_keys}``
         (plus ``reason`` when the answer is unknown), and the ``profile``."""
@@ -84,16 +99,16 @@ class EquivalenceResult(HtmlDisplay):
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
 
     def explain(self) -> str:
-        if self.equivalent is None:
-            return f"unknown ({self.method}, tier {self.tier.value}): {self.reason}"
-        if self.equivalent:
-            if self.method == "z3":
-                return f"equivalent for every initial state (tier {self.tier.value})"
+        if self.no_difference_found and self.method == "sampled":
             states = "probe state" if self.probes == 1 else "probe states"
             return (
                 f"no difference on {self.probes:,} {states} (not a proof; --method z3 "
                 f"decides) (tier {self.tier.value})"
             )
+        if self.equivalent is None:
+            return f"unknown ({self.method}, tier {self.tier.value}): {self.reason}"
+        if self.equivalent:
+            return f"equivalent for every initial state (tier {self.tier.value})"
         lines = [
             f"not equivalent (tier {self.tier.value}): they differ on "
             + ", ".join(self.differing_keys),
@@ -131,15 +146,18 @@ def equivalent(
     *,
     timeout_ms: int = 30_000,
     profile: ProfileLike = None,
-    probe_constants: bool = False,
+    probe_constants: bool = True,
 ) -> EquivalenceResult:
     """Compare the ``simulate`` end states of two proposals (see the module docs),
     under the profile's semantics (``car``, the default, or ``strict``).
 
-    ``probe_constants=True`` adds, to the default probes, the states built from
-    the constants the plans name (:func:`named_probes`): sampling then tries the
-    values the plans test and write, where the runtime's two probes do not look.
-    It changes nothing when ``test_states`` is given, or when z3 decides."""
+    ``probe_constants`` (True, as on the command line) adds, to the runtime's two
+    probes, the states built from the constants the plans name
+    (:func:`named_probes`): sampling then tries the values the plans test and
+    write, where the runtime's two probes do not look. False leaves the runtime's
+    two. It changes nothing when ``test_states`` is given, or when z3 decides.
+    A sampled "no difference" is undecided (``equivalent`` None,
+    ``no_difference_found`` True), never True."""
     sem = semantics_of(profile)
     if method not in ("auto", "sampled", "z3"):
         raise UsageError(f"unknown method {method!r}; expected 'auto', 'sampled' or 'z3'")
@@ -171,7 +189,6 @@ def _auto(
     sampled = _sampled(a, b, probes, sem)
     if sampled.equivalent is False:  # a probe that differs is a real difference
         return sampled
-    sampled.equivalent = None
     sampled.reason = f"equal on {sampled.probes:,} probe states; not decided ({why})"
     return sampled
 
@@ -209,7 +226,15 @@ def _sampled(a: Any, b: Any, probes: list[dict[str, Any]], sem: Semantics) -> Eq
                 end_states=(end_a, end_b),
                 probes=tried,
             )
-    return EquivalenceResult(True, Tier.SAMPLED, "sampled", probes=len(probes))
+    states = "probe state" if len(probes) == 1 else "probe states"
+    return EquivalenceResult(
+        None,
+        Tier.SAMPLED,
+        "sampled",
+        reason=f"no difference on {len(probes):,} {states}; sampled, not decided "
+        "(method z3 decides)",
+        probes=len(probes),
+    )
 
 
 def named_probes(proposals: Sequence[Any], profile: ProfileLike = None) -> list[dict[str, Any]]:

@@ -24,8 +24,11 @@ without running it:
   ``<node>:<stage>`` (as ``get_graph(xray=True)`` names them), and the node's
   own edges leave from ``<node>:__end__``, so a path goes through the subgraph.
 
-A node with no outgoing edge ends a LangGraph run quietly; the check reports it
-as a ``dead_end`` (an exit nothing declares), with the path to it.
+A node with no outgoing edge ends its graph quietly, as LangGraph runs it: inside
+a subgraph that end returns to the parent (an edge to ``<node>:__end__``, its
+condition ``ends the subgraph``), so the parent's own edges go on from there; at
+the top, it ends the run, and the check reports it as a ``dead_end`` (an exit
+nothing declares), with the path to it.
 """
 
 from __future__ import annotations
@@ -128,6 +131,11 @@ def _add(
         handler = getattr(spec, "error_handler_node", None)
         if handler:
             edge(node, handler, "on error")
+    if prefix:  # a subgraph's quiet end returns to its parent, as LangGraph runs it
+        leaving = {e["from"] for e in edges}
+        for node in nodes:
+            if out_of(node) not in leaving:
+                edge(node, END, f"ends the subgraph: back to {prefix[:-1]}")
 
 
 def _destinations(ends: Any) -> Iterable[str]:

@@ -2,12 +2,19 @@
 
 ::
 
-    from agents import Agent, function_tool
-    from car_verify.integrations.openai_agents import guard_tools
+    from agents import Agent
+    from car_verify.integrations.openai_agents import guard_agent
 
-    agent = Agent(name="ops", tools=guard_tools([deploy, send_email], policies=".car/policies"))
+    triage = guard_agent(Agent(name="triage", tools=[...], handoffs=[billing],
+                               mcp_servers=[server]), policies=".car/policies")
 
-:func:`guard_tools` gives each function tool of a list
+:func:`guard_agent` guards every path from an agent to a tool, recursively:
+its function tools, the tools of its MCP servers, the agents it hands off to
+and the agents it calls as tools. A tool the gate cannot see the calls of (a
+hosted tool: web search, file search, code interpreter, computer use, hosted
+MCP) is refused when the agent is guarded (a :class:`UsageError`) unless
+``allow_unguarded=[its name, ...]`` says to let it run unchecked. Each function
+tool gets
 
 * a **tool input guardrail** (:func:`policy_guardrail`): before the tool runs,
   the run's :class:`~car_verify.plan.gate.CallGate` decides the call from the
@@ -17,152 +24,439 @@
   that cannot be decided is answered by ``on_unknown``; an error inside the gate
   rejects the call, and every later call of the run (fails closed);
 * its **invocation wrapped**: an admitted call runs with exactly the arguments
-  the gate checked (its frozen copy, as JSON), not the model's text read a
-  second time; its outcome is reported to the gate when it ends: ``failed`` when
-  the tool raised, or when the SDK's failure formatter turned its error into the
-  model's answer (the default formatter, or one given as
-  ``failure_error_function``), else ``succeeded``. Outcomes come from the
-  invocation, not from an output guardrail, because only the invocation sees
-  whether the tool failed.
+  the gate checked (its frozen copy, as JSON; for an MCP tool, the arguments the
+  server receives), and its outcome is reported to the gate when it ends:
+  ``failed`` when the tool raised, when the SDK's failure formatter turned its
+  error into the model's answer, or when an MCP server answered ``isError``;
+  else ``succeeded``;
+* when a call can be put to a person (``on_unknown="ask"``, or ``ask=[rule-name
+  prefixes]``), a **needs_approval** policy: the gate's ``ask`` interrupts the
+  run with the SDK's approval item (``result.interruptions``); a call the person
+  approves (``state.approve(item)``, then ``Runner.run(agent, state)``) runs,
+  one they reject never does.
 
-**One gate per run.** The gates are kept by the identity of the run's usage
-record, held weakly (``ToolContext.usage``), the object the SDK creates once
-per ``Runner.run`` and hands to every tool call of that run: trace rules and
-rate limits see the run's calls in order, and a run's state goes when the run
-does. ``run_key`` keys it by something else (``lambda ctx: ctx.context``: the
-context object you pass to ``Runner.run``, to keep one trace across the runs
-that share it); it must be an object a weak reference can point to.
+**One gate per run.** A run is one ``Runner.run`` (or ``run_streamed``), resumed
+or not, with everything it does: handoffs, agents called as tools (their nested
+runs share the run's usage record), parallel tool calls, and any agent run
+started inside a guarded tool (a sub-agent: :data:`~car_verify.integrations._runs.ACTIVE`
+names the calling run while the tool runs). The gates are kept for every guard
+of the process by the identity of the run's usage record (``ToolContext.usage``),
+held weakly: agents guarded separately share their run's gate, and a run's gate
+goes when the run's objects do (its result, or a paused ``RunState``).
+``run_key`` keys it by something else (``lambda ctx: ctx.context``: the context
+object you pass to ``Runner.run``, to keep one trace across the runs that share
+it). A run reached by guards with different rules refuses their calls. The
+calls of one model turn are decided in the order the model wrote them, all
+before any of them runs (each in its own task, which the SDK starts in order).
 
 Limits: a guardrail attached by hand (``tool.tool_input_guardrails =
 [policy_guardrail(...)]``) decides calls but sees no outcome and cannot change
-the arguments the SDK sends: ``X only after Y`` then never opens (it fails
-closed) and ``... after Y failed`` never fires; use :func:`guard_tools`. A run
-resumed from a saved ``RunState`` gets a new usage record, so a new trace,
-unless ``run_key`` names an object that outlives it. Hosted tools (web search,
-file search, computer use) are not function tools and are not guarded.
+the arguments the SDK sends; use :func:`guard_agent` or :func:`guard_tools`. A
+run resumed from a ``RunState`` written to JSON (``to_json``/``from_json``) gets
+a new usage record, so a new trace, unless ``run_key`` names an object that
+outlives it. An agent run from inside a tool is part of the run only when its
+own tools are guarded (``guard_agent`` it too).
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
-from agents import FunctionTool
-from agents.tool_context import ToolContext
-from agents.tool_guardrails import (
-    ToolGuardrailFunctionOutput,
-    ToolInputGuardrail,
-    ToolInputGuardrailData,
-)
+try:
+    from agents import Agent, FunctionTool, Handoff
+    from agents.exceptions import UserError
+    from agents.run_context import RunContextWrapper
+    from agents.tool_context import ToolContext
+    from agents.tool_guardrails import (
+        ToolGuardrailFunctionOutput,
+        ToolInputGuardrail,
+        ToolInputGuardrailData,
+    )
+except ImportError as err:  # the extra is not installed: say how to install it
+    raise ImportError(
+        f"car_verify.integrations.openai_agents needs the OpenAI Agents SDK ({err}): "
+        "pip install 'car-verify[agents]'",
+        name=err.name,
+    ) from err
 
+from ..base.errors import UsageError
 from ..plan.gate import UNDECIDED, Decision, Verdict
-from ._runs import Rules, Run, RunsByObject, decide, refusal, refused_broken, report
+from ._runs import ACTIVE, RUNS, Rules, Run, active, decide, refusal, refused_broken, report
 
-__all__ = ["PolicyGuard", "guard_tools", "policy_guardrail"]
+__all__ = ["PolicyGuard", "guard_agent", "guard_tools", "policy_guardrail"]
 
 #: The attribute the SDK's default failure formatter sets on a tool context when it
 #: turned the tool's error into the answer the model sees.
 _DEFAULT_FAILURE = "_function_tool_default_failure_handled"
 
 
-def _usage_key(context: ToolContext[Any]) -> Any:
+@dataclass(slots=True)
+class _Call:
+    """One admitted call while its tool runs: what an MCP server may receive for it
+    (once), and whether the server answered it as an error."""
+
+    verdict: Verdict
+    used: bool = False
+    failed: bool = False
+
+
+#: The admitted call whose tool is being invoked, for the MCP servers' wrappers.
+_CALL: ContextVar[_Call | None] = ContextVar("car_verify_agents_call", default=None)
+
+
+def _usage_key(context: RunContextWrapper[Any]) -> Any:
     return context.usage
 
 
 class PolicyGuard:
     """The rules, and a gate per run (see the module docs). :meth:`guardrail` is the
-    tool input guardrail; :meth:`guard` attaches it to a function tool and wraps the
-    tool's invocation."""
+    tool input guardrail; :meth:`guard` guards one function tool; :meth:`guard_agent`
+    an agent and everything it reaches."""
 
     def __init__(
         self,
         policies: Any,
         *,
         on_unknown: Decision = UNDECIDED["openai_agents"],
+        ask: Sequence[str] = (),
         clock: Callable[[], float] = time.monotonic,
-        run_key: Callable[[ToolContext[Any]], Any] | None = None,
+        run_key: Callable[[RunContextWrapper[Any]], Any] | None = None,
+        allow_empty: bool = False,
+        allow_unguarded: Iterable[str] = (),
     ) -> None:
-        self.rules = Rules(policies, on_unknown=on_unknown, clock=clock)
+        self.rules = Rules(
+            policies, on_unknown=on_unknown, ask=ask, clock=clock, allow_empty=allow_empty
+        )
         self.run_key = run_key or _usage_key
-        self._runs = RunsByObject(self.rules)
+        if isinstance(allow_unguarded, str):
+            raise UsageError("allow_unguarded must be a list of tool names")
+        self.allow_unguarded = frozenset(allow_unguarded)
         self.guardrail: ToolInputGuardrail[Any] = ToolInputGuardrail(
             guardrail_function=self._check, name="car_verify_policy"
         )
+        self._classes: dict[type[Any], type[Any]] = {}
 
-    def run(self, context: ToolContext[Any]) -> Run:
-        """The gate of the run this tool call belongs to (made at its first call)."""
-        return self._runs.of(self.run_key(context))
+    # --- the run -------------------------------------------------------------------------------
 
-    def _verdict(self, context: ToolContext[Any], arguments: str) -> tuple[Run | None, Any]:
-        """(the run, the verdict) or (the run or None, the words refusing the call)."""
+    def run(self, context: RunContextWrapper[Any]) -> Run:
+        """The gate of the run this call belongs to: the run of the guarded tool
+        running now, if any (a sub-agent started inside it), else the run the
+        context's key names (made at its first call)."""
+        found = ACTIVE.get()
+        if found is not None:
+            return found
+        return RUNS.of(self.run_key(context), self.rules)
+
+    def _run_or_refusal(self, context: RunContextWrapper[Any]) -> Run | str:
         try:
-            run = self.run(context)
+            return self.run(context)
         except Exception as err:  # no run to key it by: refused
-            return None, refused_broken(type(err).__name__)
-        return run, decide(run, context.tool_name, _params(arguments))
+            return refused_broken(type(err).__name__)
+
+    # --- deciding ------------------------------------------------------------------------------
+
+    def _decided(self, context: ToolContext[Any]) -> tuple[Run | None, Verdict | str]:
+        """The verdict for this call: the one its approval policy was given (a call
+        put to a person), else decided now."""
+        run = self._run_or_refusal(context)
+        if isinstance(run, str):
+            return None, run
+        params = _params(context.tool_arguments)
+        earlier = run.take_pending(context.tool_call_id, context.tool_name, params)
+        if earlier is not None:
+            return run, earlier
+        return run, decide(run, self.rules, context.tool_name, params)
+
+    @staticmethod
+    def _runs_now(context: ToolContext[Any], verdict: Verdict) -> bool:
+        """Whether an admitted verdict lets the call run now: ``allow``, or ``ask``
+        that a person approved (the SDK's approval record for this call)."""
+        if verdict.allowed:
+            return True
+        if verdict.decision != "ask":
+            return False
+        try:
+            return context.is_tool_approved(context.tool_name, context.tool_call_id) is True
+        except Exception:  # no approval record to read: not approved
+            return False
 
     def _check(self, data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
         context = data.context
-        run, verdict = self._verdict(context, context.tool_arguments)
+        unseen = self._unseen_paths(getattr(context, "agent", None))
+        if unseen:  # the run reaches tools the gate cannot see: stop it, loudly
+            raise UserError(unseen)
+        run, verdict = self._decided(context)
         if not isinstance(verdict, Verdict):
             return ToolGuardrailFunctionOutput.reject_content(verdict)
-        if not verdict.allowed:
+        if not self._runs_now(context, verdict):
             info = {"decision": verdict.decision, "rules": verdict.rules}
             return ToolGuardrailFunctionOutput.reject_content(refusal(verdict), output_info=info)
         assert run is not None
         with run.lock:
-            run.admitted[context.tool_call_id] = (context.tool_name, verdict)
-        return ToolGuardrailFunctionOutput.allow(output_info={"decision": "allow"})
+            run.admitted[context] = (context.tool_name, verdict)
+        return ToolGuardrailFunctionOutput.allow(output_info={"decision": verdict.decision})
+
+    def _unseen_paths(self, agent: Any) -> str:
+        """What of ``agent`` reaches tools past the gate, when it was not guarded as
+        an agent (its tools guarded one by one): MCP servers, tools the gate cannot
+        guard. '' when nothing."""
+        if not isinstance(agent, Agent) or getattr(type(agent), "_car_verify_guard", None):
+            return ""
+        servers = [s for s in agent.mcp_servers if not isinstance(s, _GuardedServer)]
+        hosted = [
+            name
+            for t in agent.tools
+            if not isinstance(t, FunctionTool)
+            and (name := str(getattr(t, "name", "") or type(t).__name__))
+            not in self.allow_unguarded
+            and type(t).__name__ not in self.allow_unguarded
+        ]
+        if not servers and not hosted:
+            return ""
+        what = (
+            f"{len(servers)} MCP server(s)"
+            if servers
+            else f"tool(s) {', '.join(map(repr, hosted))}"
+        )
+        return (
+            f"agent {agent.name!r} reaches {what} whose calls do not pass the policy gate: "
+            "guard the agent (guard_agent(agent, policies=...)), not only its tools"
+        )
+
+    def _admitted(self, context: ToolContext[Any]) -> tuple[Run | None, Verdict | str]:
+        """The verdict the guardrail gave this call (the same tool context); decided
+        now when it gave none (the guardrail was removed from the tool, or the call
+        came another way)."""
+        run = self._run_or_refusal(context)
+        if isinstance(run, str):
+            return None, run
+        with run.lock:
+            found = run.admitted.pop(context, None)
+        if found is not None and found[0] == context.tool_name:
+            return run, found[1]
+        return self._decided(context)
+
+    def _needs_approval(self, tool: FunctionTool) -> Callable[..., Any]:
+        """The tool's approval policy: the gate decides the call (once: the verdict
+        waits for the guardrail), and a call it answers ``ask`` interrupts the run
+        for a person; else the tool's own policy, if it had one, is asked."""
+        theirs = tool.needs_approval
+        name = tool.name
+
+        async def needs(context: RunContextWrapper[Any], params: Any, call_id: str) -> bool:
+            run = self._run_or_refusal(context)
+            if isinstance(run, str):
+                return False  # the guardrail refuses it
+            sent = params if isinstance(params, dict) else {"_arguments": params}
+            verdict = decide(run, self.rules, name, sent)
+            run.put_pending(call_id, name, verdict)
+            if not isinstance(verdict, Verdict) or verdict.decision == "deny":
+                return False  # refused by the guardrail: no one is asked
+            if verdict.decision == "ask":
+                return True
+            if callable(theirs):
+                answer = theirs(context, params, call_id)
+                return bool(await answer if inspect.isawaitable(answer) else answer)
+            return bool(theirs)
+
+        needs._car_verify_guard = self  # type: ignore[attr-defined]
+        return needs
+
+    # --- guarding --------------------------------------------------------------------------------
 
     def guard(self, tool: FunctionTool) -> FunctionTool:
-        """Attach the guardrail to ``tool`` (first, before its own) and wrap its
-        invocation; the tool is changed in place and returned."""
-        guardrails = list(tool.tool_input_guardrails or [])
-        if self.guardrail not in guardrails:
-            tool.tool_input_guardrails = [self.guardrail, *guardrails]
-        if getattr(tool.on_invoke_tool, "_car_verify_guard", None) is self:
+        """Attach the guardrail to ``tool`` (first, before its own), wrap its
+        invocation and, when a call can be put to a person, its approval policy;
+        the tool is changed in place and returned. A tool another guard with other
+        rules holds is refused."""
+        owner = getattr(tool.on_invoke_tool, "_car_verify_guard", None)
+        if owner is self or (isinstance(owner, PolicyGuard) and owner.rules.key == self.rules.key):
             return tool
+        if owner is not None:
+            raise UsageError(
+                f"tool {tool.name!r} is already guarded by other rules: a run is decided by "
+                "one rule set; guard it with one guard"
+            )
+        guardrails = list(tool.tool_input_guardrails or [])
+        tool.tool_input_guardrails = [self.guardrail, *guardrails]
+        if self.rules.may_ask:
+            tool.needs_approval = self._needs_approval(tool)
         invoke = tool.on_invoke_tool
         formatter = getattr(tool, "_failure_error_function", None)
         if formatter is not None and not getattr(formatter, "_car_verify_marks", False):
             tool._failure_error_function = _marking(formatter)
 
         async def guarded(context: ToolContext[Any], arguments: str) -> Any:
-            run, verdict = self._admitted(context, arguments)
+            run, verdict = self._admitted(context)
             if not isinstance(verdict, Verdict):
                 return verdict  # refused here: the guardrail did not run for this call
-            if not verdict.allowed:
+            if not self._runs_now(context, verdict):
                 return refusal(verdict)
             assert run is not None
             name = context.tool_name
             setattr(context, _DEFAULT_FAILURE, False)
+            call = _Call(verdict)
+            token = _CALL.set(call)
             try:
-                result = await invoke(context, json.dumps(verdict.sent))
+                with active(run):
+                    result = await invoke(context, json.dumps(verdict.sent))
             except BaseException:
                 report(run, name, verdict.sent, "failed")
                 raise
-            failed = bool(getattr(context, _DEFAULT_FAILURE, False))
+            finally:
+                _CALL.reset(token)
+            failed = call.failed or bool(getattr(context, _DEFAULT_FAILURE, False))
             report(run, name, verdict.sent, "failed" if failed else "succeeded")
             return result
 
         guarded._car_verify_guard = self  # type: ignore[attr-defined]
         tool.on_invoke_tool = guarded
+        nested = getattr(tool, "_agent_instance", None)
+        if isinstance(nested, Agent):  # an agent called as a tool: its own tools too
+            self.guard_agent(nested)
         return tool
 
-    def _admitted(self, context: ToolContext[Any], arguments: str) -> tuple[Run | None, Any]:
-        """The verdict the guardrail gave this call; decided now when it gave none
-        (the guardrail was removed from the tool, or the call came another way)."""
-        try:
-            run = self.run(context)
-        except Exception as err:
-            return None, refused_broken(type(err).__name__)
-        with run.lock:
-            found = run.admitted.pop(context.tool_call_id, None)
-        if found is not None and found[0] == context.tool_name:
-            return run, found[1]
-        return self._verdict(context, arguments)
+    def guard_tools(self, tools: Iterable[Any]) -> list[Any]:
+        """``tools`` with every function tool guarded (in place), in order; a tool the
+        gate cannot guard is refused unless ``allow_unguarded`` names it."""
+        return [self._guard_tool(t, where="the tools") for t in tools]
+
+    def _guard_tool(self, tool: Any, *, where: str) -> Any:
+        if isinstance(tool, FunctionTool):
+            return self.guard(tool)
+        name = str(getattr(tool, "name", "") or type(tool).__name__)
+        if name in self.allow_unguarded or type(tool).__name__ in self.allow_unguarded:
+            return tool
+        raise UsageError(
+            f"{where}: tool {name!r} ({type(tool).__name__}) runs where the gate cannot see "
+            f"its calls (a hosted tool), so it would run unchecked; remove it, or pass "
+            f"allow_unguarded=[{name!r}] to let it run unchecked"
+        )
+
+    def guard_agent(self, agent: Any) -> Any:
+        """Guard ``agent`` and every agent it reaches (handoffs, agents called as
+        tools), in place: their function tools, their MCP servers' tools (the
+        servers are wrapped), and any tool they are given later (checked when the
+        run lists the agent's tools). Returns ``agent``."""
+        seen: set[int] = set()
+        todo = [agent]
+        while todo:
+            current = todo.pop()
+            if id(current) in seen:
+                continue
+            seen.add(id(current))
+            if not isinstance(current, Agent):
+                raise UsageError(f"guard_agent: {current!r} is not an Agent")
+            where = f"agent {current.name!r}"
+            current.tools = [self._guard_tool(t, where=where) for t in current.tools]
+            current.mcp_servers = [self._server(s) for s in current.mcp_servers]
+            for handoff in current.handoffs:
+                target = _handoff_target(handoff)
+                if target is not None:
+                    todo.append(target)
+                elif _handoff_name(handoff) not in self.allow_unguarded:
+                    raise UsageError(
+                        f"{where}: the agent behind handoff {_handoff_name(handoff)!r} cannot be "
+                        "seen, so its tools cannot be guarded; hand off to an Agent (or "
+                        "handoff(agent)), or pass allow_unguarded=[its name]"
+                    )
+            current.__class__ = self._agent_class(type(current))
+        return agent
+
+    def _server(self, server: Any) -> Any:
+        if isinstance(server, _GuardedServer):
+            if server._car_verify_guard.rules.key != self.rules.key:
+                raise UsageError("an MCP server is already guarded by other rules")
+            return server
+        return _GuardedServer(server, self)
+
+    def _agent_class(self, cls: type[Any]) -> type[Any]:
+        """``cls`` with ``get_all_tools`` checking what the run lists: every function
+        tool guarded (one added after guard_agent, an MCP tool), any other refused."""
+        if getattr(cls, "_car_verify_guard", None) is not None:
+            if cls._car_verify_guard.rules.key != self.rules.key:
+                raise UsageError("an agent is already guarded by other rules")
+            return cls
+        found = self._classes.get(cls)
+        if found is not None:
+            return found
+        guard = self
+
+        async def get_all_tools(self: Any, run_context: RunContextWrapper[Any]) -> list[Any]:
+            tools = await cls.get_all_tools(self, run_context)
+            where = f"agent {self.name!r}"
+            try:
+                return [guard._guard_tool(t, where=where) for t in tools]
+            except UsageError as err:
+                raise UserError(str(err)) from None
+
+        made = type(
+            cls.__name__,
+            (cls,),
+            {
+                "get_all_tools": get_all_tools,
+                "_car_verify_guard": guard,
+                "__qualname__": cls.__qualname__,
+                "__module__": cls.__module__,
+            },
+        )
+        self._classes[cls] = made
+        return made
+
+
+class _GuardedServer:
+    """An MCP server whose tool calls come only through the gate: the admitted
+    call's checked arguments are what the server receives, and an ``isError``
+    answer is reported as the call's failure. A call that did not come through a
+    guarded tool is refused. Everything else is the server's own."""
+
+    def __init__(self, server: Any, guard: PolicyGuard) -> None:
+        self._car_verify_server = server
+        self._car_verify_guard = guard
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._car_verify_server, name)
+
+    def __repr__(self) -> str:
+        return f"guarded({self._car_verify_server!r})"
+
+    async def __aenter__(self) -> Any:
+        await self._car_verify_server.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self._car_verify_server.__aexit__(*exc)
+
+    async def call_tool(self, tool_name: str, arguments: Any, *args: Any, **kw: Any) -> Any:
+        call = _CALL.get()
+        if call is None or call.used:
+            raise UserError(
+                f"refused: a call of MCP tool {tool_name!r} did not come through the policy gate"
+            )
+        call.used = True
+        result = await self._car_verify_server.call_tool(tool_name, call.verdict.sent, *args, **kw)
+        if getattr(result, "is_error", None) or getattr(result, "isError", None):
+            call.failed = True
+        return result
+
+
+def _handoff_target(handoff: Any) -> Any:
+    if isinstance(handoff, Agent):
+        return handoff
+    if isinstance(handoff, Handoff):
+        ref = getattr(handoff, "_agent_ref", None)
+        return ref() if callable(ref) else None
+    return None
+
+
+def _handoff_name(handoff: Any) -> str:
+    return str(getattr(handoff, "tool_name", "") or getattr(handoff, "name", "") or handoff)
 
 
 def _params(arguments: str) -> dict[str, Any]:
@@ -197,13 +491,17 @@ def policy_guardrail(
     *,
     on_unknown: Decision = UNDECIDED["openai_agents"],
     clock: Callable[[], float] = time.monotonic,
-    run_key: Callable[[ToolContext[Any]], Any] | None = None,
+    run_key: Callable[[RunContextWrapper[Any]], Any] | None = None,
+    allow_empty: bool = False,
 ) -> ToolInputGuardrail[Any]:
     """A tool input guardrail that asks the gate about each call (see the module
-    docs, and its limits when attached by hand rather than by :func:`guard_tools`).
+    docs, and its limits when attached by hand rather than by :func:`guard_agent`).
     ``policies``: a policies directory, loaded policies, a PolicySet or a
     PolicyEngine (its rules; each run gets fresh rate windows)."""
-    return PolicyGuard(policies, on_unknown=on_unknown, clock=clock, run_key=run_key).guardrail
+    guard = PolicyGuard(
+        policies, on_unknown=on_unknown, clock=clock, run_key=run_key, allow_empty=allow_empty
+    )
+    return guard.guardrail
 
 
 def guard_tools(
@@ -211,10 +509,48 @@ def guard_tools(
     policies: Any = None,
     *,
     on_unknown: Decision = UNDECIDED["openai_agents"],
+    ask: Sequence[str] = (),
     clock: Callable[[], float] = time.monotonic,
-    run_key: Callable[[ToolContext[Any]], Any] | None = None,
+    run_key: Callable[[RunContextWrapper[Any]], Any] | None = None,
+    allow_empty: bool = False,
+    allow_unguarded: Iterable[str] = (),
 ) -> list[Any]:
-    """``tools`` with every function tool guarded (changed in place), the others as
-    they are, in order: one set of rules for all of them, one gate per run."""
-    guard = PolicyGuard(policies, on_unknown=on_unknown, clock=clock, run_key=run_key)
-    return [guard.guard(t) if isinstance(t, FunctionTool) else t for t in tools]
+    """``tools`` with every function tool guarded (changed in place; an agent called
+    as a tool is guarded with everything it reaches), in order: one set of rules for
+    all of them, one gate per run. A tool the gate cannot guard (a hosted tool) is a
+    :class:`UsageError` unless ``allow_unguarded`` names it."""
+    guard = PolicyGuard(
+        policies,
+        on_unknown=on_unknown,
+        ask=ask,
+        clock=clock,
+        run_key=run_key,
+        allow_empty=allow_empty,
+        allow_unguarded=allow_unguarded,
+    )
+    return guard.guard_tools(tools)
+
+
+def guard_agent(
+    agent: Any,
+    policies: Any = None,
+    *,
+    on_unknown: Decision = UNDECIDED["openai_agents"],
+    ask: Sequence[str] = (),
+    clock: Callable[[], float] = time.monotonic,
+    run_key: Callable[[RunContextWrapper[Any]], Any] | None = None,
+    allow_empty: bool = False,
+    allow_unguarded: Iterable[str] = (),
+) -> Any:
+    """``agent`` guarded, with every agent it reaches (see the module docs): changed
+    in place and returned."""
+    guard = PolicyGuard(
+        policies,
+        on_unknown=on_unknown,
+        ask=ask,
+        clock=clock,
+        run_key=run_key,
+        allow_empty=allow_empty,
+        allow_unguarded=allow_unguarded,
+    )
+    return guard.guard_agent(agent)

@@ -1492,10 +1492,23 @@ def _model(
     depth: int | None = None,
 ) -> ActionProposal:
     if isinstance(data, dict) and not any(k in data for k in PROPOSAL_FIELDS):
-        found = ", ".join(f"`{k}`" for k in list(data)[:5]) or "no keys at all"
+        import difflib
+
+        keys = [k for k in list(data)[:5] if isinstance(k, str)]
+        found = ", ".join(f"`{k}`" for k in keys) or "no keys at all"
+        near = [
+            (k, close[0])
+            for k in keys
+            if (close := difflib.get_close_matches(k, PROPOSAL_FIELDS, n=1, cutoff=0.75))
+        ]
+        hint = (
+            f"; did you mean `{near[0][1]}` for `{near[0][0]}`?"
+            if near
+            else " (a state or tools file?)"
+        )
         raise InputError(
             f"not a proposal: the object has none of the proposal's fields "
-            f"({', '.join(PROPOSAL_FIELDS)}), but {found} (a state or tools file?)",
+            f"({', '.join(PROPOSAL_FIELDS)}), but {found}{hint}",
             source=label,
         )
     if depth is None:  # (a document's depth is found as it is decoded)

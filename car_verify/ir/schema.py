@@ -7,18 +7,35 @@ schema, and a decoder the generator does not know is an error, not a gap. An
 editor given the schema (``"$schema"`` in the file, or a mapping of file names;
 docs/schema.md) checks a proposal while it is typed.
 
-The schema accepts and rejects what ``load`` does, with three limits that JSON
-Schema cannot say (docs/schema.md): an integer written with a fraction (``3.0``)
-is an integer to JSON Schema and not to ``load``; nesting past
+The schema rejects what ``load`` rejects, with three limits that JSON Schema
+cannot say (docs/schema.md): an integer written with a fraction (``3.0``) is an
+integer to JSON Schema and not to ``load``; nesting past
 :data:`car_verify.base.values.MAX_DEPTH` levels; and, in a tools file, a tool name
-listed twice. Unknown fields are allowed, as ``load`` keeps them (``verify``
-then reports each one).
+listed twice. It also rejects two things ``load`` keeps and ``verify`` then
+refuses or reports, because they are the mistakes an editor should mark while
+the plan is typed:
+
+* a string outside the values the code knows (an action's ``type``: ``tool_cal``;
+  a precondition's ``operator``), which every profile refuses;
+* a *near miss* of a known field of the same object (:func:`near_miss`): the name
+  in another case or with other ``_``/``-`` separators (``stateDependencies``),
+  or, for a name of four or more characters, one edit away from it (one
+  character added, removed or changed, or two neighbours swapped:
+  ``precondition``, ``tools``). Any other unknown key is an *extension*: the
+  schema allows it, as ``load`` keeps it (``verify`` and ``lint`` report it as an
+  ``unknown-field``, which a project carrying its own fields can ignore).
+
+The near misses are one ``patternProperties`` entry per object whose schema is
+``false`` (an editor says "property ... is not allowed"), so the rule is JSON
+Schema's own: :func:`near_miss` is its plain statement, and a test holds the two
+to the same answers.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
+from collections.abc import Iterable
 from typing import Any, Final
 
 from ._codec import (
@@ -32,7 +49,7 @@ from ._codec import (
     field_specs,
 )
 
-__all__ = ["KINDS", "json_schema"]
+__all__ = ["KINDS", "json_schema", "near_miss", "near_miss_pattern"]
 
 DIALECT: Final = "https://json-schema.org/draft/2020-12/schema"
 #: The files a schema is made for.
@@ -60,8 +77,8 @@ class _Builder:
             return dict(_PLAIN[decoder])
         if hasattr(decoder, "json_schema"):
             return dict(decoder.json_schema)
-        if hasattr(decoder, "known"):  # any string; these are the ones the code knows
-            return {"type": "string", "examples": sorted(decoder.known)}
+        if hasattr(decoder, "known"):  # load keeps any string; verify refuses the others
+            return {"type": "string", "enum": sorted(decoder.known)}
         if hasattr(decoder, "inner"):  # null reads as absent
             return {"anyOf": [self.of(decoder.inner), {"type": "null"}]}
         if hasattr(decoder, "enum"):
@@ -106,7 +123,96 @@ class _Builder:
         }
         if required:
             out["required"] = required
+        out["patternProperties"] = {near_miss_pattern(properties): False}
         return out
+
+
+#: The shortest known name whose one-edit neighbours are near misses: below it, one
+#: edit reaches too many plain words (``id`` -> ``ip``, ``key`` -> ``kid``).
+EDITED_FROM: Final = 4
+_SEPARATORS: Final = "_-"
+_ASCII_LOWER: Final = str.maketrans(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz", _SEPARATORS
+)
+#: Any one character, in the regular expressions of both JSON Schema (ECMA 262) and
+#: Python (``.`` stops at a line end in both).
+_ANY: Final = r"[\s\S]"
+
+
+def _folded(name: str) -> str:
+    """``name`` in ASCII lower case without ``_`` and ``-``."""
+    return name.translate(_ASCII_LOWER)
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` differ by exactly one character added, removed or
+    changed, or by two neighbouring characters swapped."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) > len(b):
+        a, b = b, a
+    i = 0
+    while i < len(a) and a[i] == b[i]:
+        i += 1
+    if len(a) < len(b):  # one added
+        return a[i:] == b[i + 1 :]
+    if a[i + 1 :] == b[i + 1 :]:  # one changed
+        return True
+    swapped = i + 1 < len(a) and a[i] == b[i + 1] and a[i + 1] == b[i]
+    return swapped and a[i + 2 :] == b[i + 2 :]
+
+
+def near_miss(key: str, known: Iterable[str]) -> str | None:
+    """The known name ``key`` misspells, or None (``key`` is known, or an extension).
+
+    A near miss is a name of ``known`` in another ASCII case or with other ``_``
+    and ``-`` separators, or, for a name of :data:`EDITED_FROM` or more
+    characters, one edit away (:func:`_one_edit`). This is the rule the schema's
+    ``patternProperties`` states (:func:`near_miss_pattern`)."""
+    names = list(known)
+    if key in names:
+        return None
+    folded = _folded(key)
+    for name in names:
+        if _folded(name) == folded or (len(name) >= EDITED_FROM and _one_edit(key, name)):
+            return name
+    return None
+
+
+def _escape(text: str) -> str:
+    """``text`` as a regular expression that matches it: only the syntax characters
+    escaped, so that the pattern reads the same in ECMA 262's unicode mode (where
+    Python's ``re.escape`` of ``-`` would be an error)."""
+    return "".join("\\" + c if c in _SYNTAX else c for c in text)
+
+
+_SYNTAX: Final = frozenset("^$\\.*+?()[]{}|/")
+
+
+def near_miss_pattern(known: Iterable[str]) -> str:
+    """A regular expression (JSON Schema's and Python's) matching exactly the keys
+    :func:`near_miss` finds for ``known``."""
+    names = sorted(set(known))
+    alternatives: set[str] = set()
+    gap = f"[{_SEPARATORS}]*"
+    for name in names:
+        letters = [c for c in name if c not in _SEPARATORS]
+        cased = [
+            f"[{c.lower()}{c.upper()}]" if c.isascii() and c.isalpha() else _escape(c)
+            for c in letters
+        ]
+        alternatives.add(gap + gap.join(cased) + gap)  # another case, other separators
+        if len(name) < EDITED_FROM:
+            continue
+        for i in range(len(name) + 1):
+            head, tail = _escape(name[:i]), _escape(name[i:])
+            alternatives.add(head + _ANY + tail)  # one added
+            if i < len(name):  # one removed or changed
+                alternatives.add(head + _ANY + "?" + _escape(name[i + 1 :]))
+            if i + 1 < len(name) and name[i] != name[i + 1]:  # two neighbours swapped
+                alternatives.add(_escape(name[:i] + name[i + 1] + name[i] + name[i + 2 :]))
+    exact = "|".join(_escape(name) for name in names)
+    return f"^(?!(?:{exact})$)(?:{'|'.join(sorted(alternatives))})$"
 
 
 def _default(spec: Any) -> Any:

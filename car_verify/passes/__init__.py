@@ -30,6 +30,7 @@ from ..base.codes import Code, lookup
 from ..base.errors import TOO_DEEP, CarVerifyError, InputError, PassError, UsageError, json_pointer
 from ..base.findings import Issue, Severity, Tier
 from ..base.schedules import SCHEDULES, Schedules
+from ..base.values import shown
 from ..ir.model import ActionProposal
 from ..rules.tools import ToolRegistry
 from ..semantics import semantics_of
@@ -96,13 +97,13 @@ class Options:
     def __post_init__(self) -> None:
         limit = self.max_actions
         if limit is not None and (type(limit) is not int or limit < 0):
-            raise UsageError(f"max_actions must be a non-negative integer, got {limit!r}")
+            raise UsageError(f"max_actions must be a non-negative integer, got {shown(limit)}")
         threshold = self.repeat_threshold
         if type(threshold) is not int or threshold < 1:
-            raise UsageError(f"repeat_threshold must be a positive integer, got {threshold!r}")
+            raise UsageError(f"repeat_threshold must be a positive integer, got {shown(threshold)}")
         if self.schedules not in SCHEDULES:
-            known = " or ".join(repr(s) for s in SCHEDULES)
-            raise UsageError(f"schedules must be {known}, got {self.schedules!r}")
+            known = " or ".join(f'"{s}"' for s in SCHEDULES)
+            raise UsageError(f"schedules must be {known}, got {shown(self.schedules)}")
 
 
 @dataclass(frozen=True)

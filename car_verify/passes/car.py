@@ -32,10 +32,11 @@ Why this tier:
     for a runaway loop.
 
 What car-verify adds on top is marked as such, and is never an error: ``info``
-findings (``extension-ignored``, ``car-spec-deviation``, and the strict-only codes,
-which CAR does not report) and one warning, ``dependency-overtaken`` (an action
-CAR runs beside or before what its ``dependencies`` name, so the entry gates
-nothing), so CAR's verdict stays the verdict. Messages say in plain
+findings (``extension-ignored``, ``assertion-not-evaluated``, ``car-spec-deviation``,
+and the strict-only codes, which CAR does not report) and one warning,
+``dependency-overtaken`` (an action CAR runs beside or before what its
+``dependencies`` name, so the entry gates nothing), so CAR's verdict stays the
+verdict. Messages say in plain
 words what CAR prints as Rust debug text. Where CAR is nondeterministic (its
 duplicate-call fingerprint, its JSON key order), this module gives the answer of
 CAR's documented rule, every time. ``docs/compat.md`` lists every difference.
@@ -50,7 +51,7 @@ from typing import Any
 
 from ..base.errors import InputError
 from ..base.findings import Issue, Severity, Tier
-from ..base.values import format_predicate
+from ..base.values import format_predicate, listed
 from ..ir.model import Action
 from . import CheckRecord, Context, Example, Pass, Said
 
@@ -162,6 +163,7 @@ OWN_CODES = (
     "duplicate-call",
     "extension-ignored",
     "dependency-overtaken",
+    "assertion-not-evaluated",
     "car-spec-deviation",
     "param-schema-full",
 )
@@ -169,7 +171,13 @@ OWN_CODES = (
 #: What car-verify adds beside CAR's verdict, never an error: the notes, and the one
 #: warning (an ignored `dependencies` entry that matters). The runtime reports none.
 ADDED_CODES = frozenset(
-    {"extension-ignored", "dependency-overtaken", "car-spec-deviation", "param-schema-full"}
+    {
+        "extension-ignored",
+        "assertion-not-evaluated",
+        "dependency-overtaken",
+        "car-spec-deviation",
+        "param-schema-full",
+    }
 )
 
 #: Every code the car profile reports from CAR's checks and this pass's notes.
@@ -240,7 +248,7 @@ def _summary(ctx: Context, found: Sequence[Issue], records: Mapping[str, CheckRe
         for a in tool_calls
         for key in a.expected_effects
     ]
-    untested = list(dict.fromkeys(untested))
+    untested = sorted(set(untested))  # the runtime's: a set of texts, in their order
     conflicts = counts.get("write_conflicts", 0)
     risks = []
     if conflicts:
@@ -251,14 +259,25 @@ def _summary(ctx: Context, found: Sequence[Issue], records: Mapping[str, CheckRe
         risks.append(
             "outcomes depending on runtime tool output or runtime-set state are unverified"
         )
-    # CAR's coverage score (outside the parity promise, matched where measured).
+    return Said(
+        checks, assumptions, untested, risks, car_confidence(tool_calls, tools, untested, warnings)
+    )
+
+
+def car_confidence(
+    tool_calls: Sequence[object], tools: object, untested: Sequence[str], warnings: int
+) -> float:
+    """CAR's coverage score, as ``car_runtime.verify`` computes it (the same float
+    operations in the same order): 0.15 off when tool calls go unchecked for
+    existence, 0.2 when their parameters do, 0.02 per untested region up to 0.25,
+    and 0.05 per warning up to 0.2, never below 0."""
+    schemas = tools is not None and not getattr(tools, "names_only", False)
     confidence = 1.0
     if tool_calls and tools is None:
         confidence = confidence - 0.15  # existence unchecked
     if tool_calls and not schemas:
         confidence = confidence - 0.2  # parameters unchecked
-    confidence = max(0.0, confidence - 0.02 * len(untested) - 0.05 * warnings)
-    return Said(checks, assumptions, untested, risks, confidence)
+    return max(0.0, confidence - min(0.25, 0.02 * len(untested)) - min(0.2, 0.05 * warnings))
 
 
 # -- CAR's checks not yet run by the passes of analyses/ ---------------------------
@@ -319,21 +338,25 @@ def _required(message: str) -> bool:
 
 
 def _ignored(ctx: Context) -> Iterator[Issue]:
-    """What CAR ignores that car-verify reads (``extension-ignored``)."""
-    if not ctx.reports("extension-ignored"):
+    """What CAR ignores that car-verify reads: ``dependencies`` and output references
+    (``extension-ignored``), an assertion's ``parameters`` (``assertion-not-evaluated``)."""
+    ordering = ctx.reports("extension-ignored")
+    asserting = ctx.reports("assertion-not-evaluated")
+    if not ordering and not asserting:
         return
-    order = ctx.dag
     for index, action in enumerate(ctx.proposal.actions):
         ignored = []
-        if action.dependencies:
+        if ordering and action.dependencies:
             ignored.append("`dependencies`")
-        if action.output_refs():
+        if ordering and action.output_refs():
             ignored.append("`$id.output` references")
         if ignored:
+            order = ctx.dag
             level = order.level_of(index)
             members = order.levels[level]
-            beside = [order.ids[i] for i in members[:6] if i != index][:5]  # a few, not all
-            where = f"level {level}" + (f", beside {', '.join(beside)}" if beside else "")
+            beside = [order.ids[i] for i in members[:6] if i != index]  # a few, not all
+            named = listed(beside, total=len(members) - 1)
+            where = f"level {level}" + (f", beside {named}" if beside else "")
             yield ctx.issue(
                 "extension-ignored",
                 f"CAR ignores {' and '.join(ignored)}: it orders {action.id} only by "
@@ -341,12 +364,12 @@ def _ignored(ctx: Context) -> Iterator[Issue]:
                 index=index,
             )
         # An assertion's `parameters` predicate: CAR checks its preconditions only.
-        if action.type == "assertion":
+        if asserting and action.type == "assertion":
             spelled = [pre for pre, at in action.predicate() if at == ("parameters",)]
             if spelled:
                 pre = spelled[0]
                 yield ctx.issue(
-                    "extension-ignored",
+                    "assertion-not-evaluated",
                     f"CAR does not evaluate an assertion's `parameters` predicate "
                     f"({format_predicate(pre.key, pre.operator, pre.value)}): it checks "
                     f"{action.id}'s preconditions only, so this predicate gates nothing; "
@@ -550,8 +573,7 @@ class CarPass(Pass):
             profile="car",
         ),
         Example(
-            "what the runtime ignores: a dependency, an output reference, an assertion's "
-            "parameters",
+            "what the runtime ignores: a dependency, an output reference",
             {
                 "actions": [
                     {"id": "a", "type": "tool_call", "tool": "build"},
@@ -562,6 +584,15 @@ class CarPass(Pass):
                         "dependencies": ["a"],
                         "parameters": {"image": "$a.output"},
                     },
+                ]
+            },
+            ("extension-ignored", "dependency-overtaken"),
+            profile="car",
+        ),
+        Example(
+            "an assertion's `parameters` predicate, which the runtime never evaluates",
+            {
+                "actions": [
                     {
                         "id": "c",
                         "type": "assertion",
@@ -569,7 +600,7 @@ class CarPass(Pass):
                     },
                 ]
             },
-            ("extension-ignored", "dependency-overtaken"),
+            ("assertion-not-evaluated",),
             profile="car",
         ),
         Example(

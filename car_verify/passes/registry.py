@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, cast
 from ..base.codes import register_codes
 from ..base.config import PROFILES
 from ..base.errors import UsageError
+from ..base.values import shown
 from . import Context, Pass, Requirement
 
 if TYPE_CHECKING:
@@ -235,6 +236,10 @@ def resolve_passes(selection: Iterable[str | Pass | type[Pass]] | None, ctx: Con
     registry = _passes()
     if isinstance(selection, str):
         selection = [name.strip() for name in selection.split(",") if name.strip()]
+    elif selection is not None and not isinstance(selection, Iterable):
+        raise UsageError(
+            f"passes must be pass names (or Pass classes or instances), got {shown(selection)}"
+        )
     if selection is None:
         given = frozenset(r for r in _inputs_asked(registry.build) if ctx.has(r))
         defaults, built = _default_instances(ctx.profile, given, registry.build)
@@ -253,7 +258,8 @@ def resolve_passes(selection: Iterable[str | Pass | type[Pass]] | None, ctx: Con
             chosen.append(_built(registry[item]))
         else:
             known = ", ".join(sorted(registry))
-            raise UsageError(f"unknown pass {item!r}; known passes: {known}")
+            said = repr(item) if isinstance(item, str) else shown(item)
+            raise UsageError(f"unknown pass {said}; known passes: {known}")
     return chosen
 
 

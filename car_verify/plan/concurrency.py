@@ -17,11 +17,18 @@ does, in this order:
   ``[read_at, commit_at]`` overlap, and neither depends on the other (through
   ``depends_on``, followed through): their effects land in either order.
 
+Two ops may share an id; ``depends_on`` then names them as the runtime reads it
+(``causal_cascade`` compares with the first op of the id; followed through, and
+in the serialization graph, the id is its last op). Under ``car`` the answer is
+given with a note in :attr:`ConcurrencyReport.notes`; under ``strict`` the ops are
+refused, naming the repeat (the profile's ``answers_repeated_op_ids``).
+
 ``level`` is the most severe anomaly's: ``l0`` (a causal cascade), ``l1`` (stale
 generation), ``l2`` (a phantom tool), ``l3`` (a reorder), ``l4`` (none).
-``serializable`` is decided separately: the serialization graph (an edge for each
-write-write, write-read and read-write conflict, in time order, and for each
-``depends_on``) has no cycle. The two disagree on write skew (ops that read
+``serializable`` is decided separately: the serialization graph (a node per op, an
+edge for each write-write, write-read and read-write conflict, in time order, two
+writes committed at the same time ordered by id, and for each ``depends_on``) has
+no cycle. The two disagree on write skew (ops that read
 overlapping keys and write disjoint ones match no anomaly, ``l4``, and are not
 serializable); a cycle is reported in :attr:`ConcurrencyReport.cycle`.
 
@@ -120,12 +127,25 @@ def parse_ops(doc: Any) -> list[AgentOp]:
                 commit_at=times["commit_at"],
             )
         )
-    seen: dict[str, int] = {}
-    for n, op in enumerate(out):
-        if op.id in seen:  # which op would `depends_on` name? (the runtime picks one)
-            raise InputError(f"op id {op.id!r} is also ops[{seen[op.id]}]'s", ["ops", n, "id"])
-        seen[op.id] = n
     return out
+
+
+def repeated_ids(ops: Sequence[AgentOp]) -> dict[str, list[int]]:
+    """Each op id that more than one op has, with their positions (in order)."""
+    where: dict[str, list[int]] = {}
+    for n, op in enumerate(ops):
+        where.setdefault(op.id, []).append(n)
+    return {name: at for name, at in where.items() if len(at) > 1}
+
+
+def _repeat_note(name: str, at: Sequence[int]) -> str:
+    places = ", ".join(f"ops[{n}]" for n in at)
+    return (
+        f"op id {name!r} is used by {places}: a depends_on naming it is read as the runtime "
+        "reads it (causal_cascade compares with the first of them; followed through, and in "
+        "the serialization graph, it is the last of them); give each op its own id to say "
+        "which one you mean"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +172,9 @@ class ConcurrencyReport:
     #: A cycle of the serialization graph (op ids, the first repeated at the end)
     #: when the schedule is not serializable: car-verify's, the runtime gives none.
     cycle: list[str] = field(default_factory=list)
+    #: What the answer rests on that the ops leave open (an op id that repeats):
+    #: car-verify's, the runtime says nothing.
+    notes: list[str] = field(default_factory=list)
 
     def to_dict(self, *, extras: bool = False) -> dict[str, Any]:
         doc: dict[str, Any] = {
@@ -161,23 +184,26 @@ class ConcurrencyReport:
         }
         if extras:
             doc["cycle"] = list(self.cycle)
+            doc["notes"] = list(self.notes)
         return doc
 
 
-def _causal(ops: Sequence[AgentOp]) -> dict[str, set[str]]:
-    """Each op id -> every op id it depends on, followed through (a search per op:
-    a cycle of ``depends_on`` must not cut a closure short)."""
-    direct = {op.id: set(op.depends_on) for op in ops}
-    closed: dict[str, set[str]] = {}
+def _causal(ops: Sequence[AgentOp]) -> list[set[str]]:
+    """Each op -> every op id it depends on, followed through: its own
+    ``depends_on``, then the ``depends_on`` of the op each id names, where an id
+    that repeats names its last op (the runtime's reading). A search per op: a
+    cycle of ``depends_on`` must not cut a closure short."""
+    direct = {op.id: op.depends_on for op in ops}  # the last op of an id
+    closed: list[set[str]] = []
     for op in ops:
         seen: set[str] = set()
-        stack = list(direct[op.id])
+        stack = list(op.depends_on)
         while stack:
             name = stack.pop()
             if name not in seen:
                 seen.add(name)
                 stack.extend(direct.get(name, ()))
-        closed[op.id] = seen
+        closed.append(seen)
     return closed
 
 
@@ -189,25 +215,25 @@ def _anomalies(ops: Sequence[AgentOp], *, indexed: bool = True) -> list[Anomaly]
     the tests check this one against); both judge a pair with the same code."""
     writers: dict[str, list[int]] = {}
     tool_writers: dict[str, list[int]] = {}
-    by_id: dict[str, list[int]] = {}
+    first: dict[str, int] = {}  # an id's first op: the one a causal_cascade compares with
     for n, op in enumerate(ops):
         for key in dict.fromkeys(op.write_set):
             writers.setdefault(key, []).append(n)
         for tool in dict.fromkeys(op.tools_written):
             tool_writers.setdefault(tool, []).append(n)
-        by_id.setdefault(op.id, []).append(n)
+        first.setdefault(op.id, n)
     found: list[Anomaly] = []
     for m, b in enumerate(ops):  # per op, and per other op: stale reads, phantom tools,
         reads = [k for k in dict.fromkeys(b.read_set) if k in b.write_set]  # early commits
         if indexed:
             near = {n for k in reads for n in writers.get(k, ())}
             near.update(n for t in dict.fromkeys(b.tools_read) for n in tool_writers.get(t, ()))
-            near.update(n for name in b.depends_on for n in by_id.get(name, ()))
+            near.update(first[name] for name in b.depends_on if name in first)
         else:
             near = set(range(len(ops)))
         near.discard(m)
         for n in sorted(near):
-            found += _against(b, ops[n], reads)
+            found += _against(b, ops[n], reads, first=first[ops[n].id] == n)
     reorder = []
     causal = _causal(ops)
     for i, a in enumerate(ops):
@@ -216,14 +242,15 @@ def _anomalies(ops: Sequence[AgentOp], *, indexed: bool = True) -> list[Anomaly]
         else:
             later = list(range(i + 1, len(ops)))
         for j in later:
-            reorder += _reordered(a, ops[j], causal)
+            reorder += _reordered(a, ops[j], causal[i], causal[j])
     return found + reorder
 
 
-def _against(b: AgentOp, a: AgentOp, reads: Sequence[str]) -> list[Anomaly]:
+def _against(b: AgentOp, a: AgentOp, reads: Sequence[str], *, first: bool) -> list[Anomaly]:
     """What op ``a`` does to op ``b``: a write into ``b``'s read-then-written keys or
     a change of a tool ``b`` consulted inside ``b``'s window, or a commit after
-    ``b``'s although ``b`` depends on ``a``."""
+    ``b``'s although ``b`` depends on ``a`` (when ``a`` is the ``first`` op of its
+    id: the one a dependency on an id that repeats is compared with)."""
     out = []
     window = b.read_at < a.commit_at < b.commit_at
     for key in reads:
@@ -248,7 +275,7 @@ def _against(b: AgentOp, a: AgentOp, reads: Sequence[str]) -> list[Anomaly]:
                     "changed the registry entry mid-window (phantom tool)",
                 )
             )
-    for _ in range(b.depends_on.count(a.id) if a.commit_at > b.commit_at else 0):
+    for _ in range(b.depends_on.count(a.id) if first and a.commit_at > b.commit_at else 0):
         out.append(
             Anomaly(
                 "causal_cascade",
@@ -261,10 +288,11 @@ def _against(b: AgentOp, a: AgentOp, reads: Sequence[str]) -> list[Anomaly]:
     return out
 
 
-def _reordered(a: AgentOp, b: AgentOp, causal: Mapping[str, set[str]]) -> list[Anomaly]:
+def _reordered(a: AgentOp, b: AgentOp, before_a: set[str], before_b: set[str]) -> list[Anomaly]:
     """Two ops (``a`` first in the document) whose windows overlap, unordered by
-    ``depends_on``, writing the same keys."""
-    if a.id in causal.get(b.id, ()) or b.id in causal.get(a.id, ()):
+    ``depends_on`` (``before_a``, ``before_b``: the ids each depends on, followed
+    through), writing the same keys."""
+    if a.id in before_b or b.id in before_a:
         return []
     if not (a.read_at <= b.commit_at and b.read_at <= a.commit_at):
         return []
@@ -281,13 +309,15 @@ def _reordered(a: AgentOp, b: AgentOp, causal: Mapping[str, set[str]]) -> list[A
     ]
 
 
-def _edges(ops: Sequence[AgentOp], *, indexed: bool = True) -> dict[str, set[str]]:
-    """The serialization graph: a node per op id (two ops that share an id are one
-    node, and a conflict between them adds nothing), an edge for each conflict in
-    time order and each ``depends_on``. Only ops that share a key (or a tool) can
+def _edges(ops: Sequence[AgentOp], *, indexed: bool = True) -> list[set[int]]:
+    """The serialization graph: a node per op (by position: two ops that share an id
+    are two nodes), an edge for each conflict in time order and each
+    ``depends_on`` (from the last op of the id it names, as the runtime reads an id
+    that repeats; never an op to itself). Only ops that share a key (or a tool) can
     conflict: each op is paired with those, through an index by key
     (``indexed=False``: with every op, the plain reading the tests check against)."""
-    out: dict[str, set[str]] = {op.id: set() for op in ops}
+    out: list[set[int]] = [set() for _ in ops]
+    last = {op.id: n for n, op in enumerate(ops)}
     # a tool is shared state too: consulting it reads it, changing it writes it
     reads = [{*op.read_set, *(("tool", t) for t in op.tools_read)} for op in ops]
     writes = [{*op.write_set, *(("tool", t) for t in op.tools_written)} for op in ops]
@@ -302,27 +332,29 @@ def _edges(ops: Sequence[AgentOp], *, indexed: bool = True) -> dict[str, set[str
             near = list(range(len(ops)))
         for j in near:
             b = ops[j]
-            if a.id == b.id:
+            if i == j:
                 continue
-            first = a.commit_at < b.commit_at or (a.commit_at == b.commit_at and i < j)
+            # at the same time, the smaller id first, as the runtime breaks the tie (not
+            # document order; two ops of one id: each before the other)
+            first = a.commit_at < b.commit_at or (a.commit_at == b.commit_at and a.id <= b.id)
             if writes[i] & writes[j] and first:
-                out[a.id].add(b.id)  # write-write (at the same time: in order)
+                out[i].add(j)  # write-write
             if writes[i] & reads[j] and a.commit_at <= b.read_at:
-                out[a.id].add(b.id)  # write-read
+                out[i].add(j)  # write-read
             if reads[i] & writes[j] and a.read_at < b.commit_at:
-                out[a.id].add(b.id)  # read-write (anti-dependency)
+                out[i].add(j)  # read-write (anti-dependency)
         for name in a.depends_on:
-            if name in out and name != a.id:
-                out[name].add(a.id)
+            if last.get(name, i) != i:
+                out[last[name]].add(i)
     return out
 
 
-def _cycle(edges: Mapping[str, set[str]]) -> list[str]:
-    """One cycle of the graph (ids, the first repeated at the end), or []."""
-    colour = dict.fromkeys(edges, 0)
-    stack: list[str] = []
+def _cycle(edges: Sequence[set[int]]) -> list[int]:
+    """One cycle of the graph (positions, the first repeated at the end), or []."""
+    colour = [0] * len(edges)
+    stack: list[int] = []
 
-    def visit(n: str) -> list[str]:
+    def visit(n: int) -> list[int]:
         colour[n] = 1
         stack.append(n)
         for m in sorted(edges[n]):
@@ -336,7 +368,7 @@ def _cycle(edges: Mapping[str, set[str]]) -> list[str]:
         colour[n] = 2
         return []
 
-    for n in edges:
+    for n in range(len(edges)):
         if colour[n] == 0:
             found = visit(n)
             if found:
@@ -345,17 +377,30 @@ def _cycle(edges: Mapping[str, set[str]]) -> list[str]:
 
 
 @deep_values_are_input_errors
-def analyze_concurrency(ops: Any) -> ConcurrencyReport:
-    """The anomalies, the level and serializability (see the module docs)."""
+def analyze_concurrency(ops: Any, *, profile: ProfileLike = None) -> ConcurrencyReport:
+    """The anomalies, the level and serializability (see the module docs). Two ops
+    of one id are answered as the runtime reads them, with a note (``car``), or
+    refused naming the repeat (``strict``): the profile's semantics says which."""
+    from ..semantics import semantics_of
+
     parsed = (
         ops
         if isinstance(ops, list) and all(isinstance(o, AgentOp) for o in ops)
         else parse_ops(ops)
     )
+    repeats = repeated_ids(parsed)
+    if repeats and not semantics_of(profile).answers_repeated_op_ids:
+        name, at = next(iter(repeats.items()))
+        raise InputError(
+            f"op id {name!r} is also ops[{at[0]}]'s: give each op its own id (under the "
+            "car profile the runtime's reading of a repeated id is answered, with a note)",
+            ["ops", at[1], "id"],
+        )
     found = _anomalies(parsed)
     level = min((_LEVEL_OF[a.anomaly] for a in found), default="l4")
-    cycle = _cycle(_edges(parsed))
-    return ConcurrencyReport(level, not cycle, found, cycle)
+    cycle = [parsed[n].id for n in _cycle(_edges(parsed))]
+    notes = [_repeat_note(name, at) for name, at in repeats.items()]
+    return ConcurrencyReport(level, not cycle, found, cycle, notes)
 
 
 # --- the gate -----------------------------------------------------------------------------

@@ -15,8 +15,11 @@ explanation}]}``, as ``car_runtime.check_intent`` does:
 - ``forbidden_capability``: a capability is among ``forbidden_capabilities``.
 
 An action is **influenced** when it, or an action it depends on (``depends_on``,
-followed through), is ``untrusted``. A violation blocks the commit when it is
-influenced or names a forbidden capability; ``safe`` is that nothing blocks it.
+followed through), is ``untrusted`` (an id names the last action of that id, so
+repeated ids can make ``depends_on`` a cycle: :func:`influenced_ids` searches
+backwards from the untrusted actions, never caching an answer mid-search). A
+violation blocks the commit when it is influenced or names a forbidden
+capability; ``safe`` is that nothing blocks it.
 Out-of-intent drift that no untrusted result influenced is reported but does not
 block: the gate (``gate_intent``) asks a human about it by default.
 
@@ -148,25 +151,37 @@ def judge(intent: Intent, actions: Sequence[IntentAction]) -> IntentReport:
     return _judge(intent, actions)
 
 
-def _judge(intent: Intent, actions: Sequence[IntentAction]) -> IntentReport:
-    by_id = {a.id: a for a in actions}  # the last action of an id, as the runtime reads it
-    influenced: dict[str, bool] = {}
+def influenced_ids(actions: Sequence[IntentAction]) -> set[str]:
+    """The ids whose action is influenced: those from which ``depends_on``, followed
+    through, reaches an ``untrusted`` action. An id names the last action of that
+    id, as the runtime reads it (its ``depends_on`` and its ``untrusted``).
 
-    def tainted(action_id: str) -> bool:
-        if action_id in influenced:
-            return influenced[action_id]
-        influenced[action_id] = False  # a cycle adds nothing
-        action = by_id.get(action_id)
-        found = action is not None and (
-            action.untrusted or any(tainted(d) for d in action.depends_on)
-        )
-        influenced[action_id] = found
-        return found
+    Computed backwards, from each untrusted action along the reversed edges (a
+    search that marks each id once), so a cycle of ``depends_on``, or an id that
+    repeats and so names a later action, cannot cut the search short: no answer is
+    taken before the search that decides it is over."""
+    by_id = {a.id: a for a in actions}  # the last action of an id
+    dependents: dict[str, list[str]] = {}
+    for name, action in by_id.items():
+        for dependency in action.depends_on:
+            dependents.setdefault(dependency, []).append(name)
+    found = {name for name, action in by_id.items() if action.untrusted}
+    stack = list(found)
+    while stack:
+        for name in dependents.get(stack.pop(), ()):
+            if name not in found:
+                found.add(name)
+                stack.append(name)
+    return found
+
+
+def _judge(intent: Intent, actions: Sequence[IntentAction]) -> IntentReport:
+    influenced = influenced_ids(actions)
 
     violations: list[IntentViolation] = []
     blocked: list[str] = []  # once per action that holds the commit (ids may repeat)
     for action in actions:
-        hit = tainted(action.id)
+        hit = action.id in influenced
         found: list[tuple[Kind, str, str]] = []
         if (
             intent.allowed_tools

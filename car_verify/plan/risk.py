@@ -1203,6 +1203,14 @@ def risk(
         result.notes.append(
             "success rates are probabilities: clamped to [0, 1]: " + ", ".join(clamped)
         )
+    written = {key for step in plan.steps for key in step.effects}
+    unwritten = sorted(compiled_goal.keys - written)
+    if unwritten:
+        names = ", ".join(repr(key) for key in unwritten)
+        result.notes.append(
+            f"the goal reads {names}, which no action writes: the initial state alone "
+            "decides it (a misspelt key, or an effect the plan does not declare?)"
+        )
     assumed = sorted(t for t, e in provenance.items() if e["source"] == "default")
     if assumed:
         rate = _clamp(settings.default_success_rate)

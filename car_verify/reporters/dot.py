@@ -27,7 +27,14 @@ from ..ir.model import ActionProposal, ProposalResult, load
 from ..semantics import ProfileLike
 from ..semantics.dag import Dag
 
-__all__ = ["GraphvizMissing", "render", "to_dot", "to_dot_text", "workflow_to_dot"]
+__all__ = [
+    "GraphvizMissing",
+    "LayoutFailed",
+    "render",
+    "to_dot",
+    "to_dot_text",
+    "workflow_to_dot",
+]
 
 SHAPES = {
     "tool_call": "box",
@@ -58,6 +65,11 @@ _INSTALL = (
     "(Debian/Ubuntu: apt-get install graphviz; macOS: brew install graphviz) "
     "or write DOT text instead (-o out.dot)"
 )
+
+
+class LayoutFailed(CarVerifyError):
+    """Graphviz could not lay a picture out (every fallback failed), or took longer
+    than its time: a smaller picture may draw (``car-verify dot`` tries one)."""
 
 
 class GraphvizMissing(CarVerifyError):
@@ -179,6 +191,10 @@ def to_dot(
     used = _Used()
     shown.note("graph")
     previous: str | None = None
+    whole = [issue for issue in result.issues if issue.index is None]
+    if whole:  # a finding about no one action: drawn above the first level
+        graph.add_node(_whole(pydot, whole, used))
+        previous = "proposal_findings"
     for r, (name, members, hidden) in enumerate(bands):
         rank = pydot.Subgraph(f"rank{r}", rank="same")
         marker = f"level{r}"
@@ -215,13 +231,17 @@ def to_dot(
             used.ignored = True
         graph.add_edge(pydot.Edge(f"a{source}", f"a{target}", **attrs))
     conflicts = [(a, b, key) for a, b, key in all_conflicts if a in drawn and b in drawn]
+    pairs: dict[tuple[int, int], list[str]] = {}  # one edge per pair, its keys together
     for a, b, key in conflicts[:MAX_CONFLICT_EDGES]:
+        pairs.setdefault((min(a, b), max(a, b)), []).append(key)
+    for (a, b), keys in pairs.items():
         used.conflict = True
+        said = ", ".join(keys[:3]) + (f" +{len(keys) - 3}" if len(keys) > 3 else "")
         graph.add_edge(
             pydot.Edge(
                 f"a{a}",
                 f"a{b}",
-                label=_quote(f"conflict: {key}"),
+                label=_quote(f"conflict: {said}"),
                 color=CONFLICT_COLOUR,
                 fontcolor=CONFLICT_COLOUR,
                 style="dashed",
@@ -235,6 +255,29 @@ def to_dot(
     graph.add_subgraph(_legend(pydot, used))
     shown.update()
     return graph
+
+
+def _whole(pydot: Any, issues: list[Issue], used: _Used) -> Any:
+    """The findings about the whole proposal (no one action): one note, coloured by
+    the worst, listing each (the first few; the tooltip holds them all)."""
+    worst = _worst(issues)
+    used.colours.add(f"finding:{worst}")
+    used.whole = True
+
+    def line(issue: Issue) -> str:
+        text = f"{issue.severity.value}[{issue.code}] {issue.message}"
+        return text if len(text) <= 70 else text[:67] + "..."
+
+    lines = [line(i) for i in issues[:4]]
+    if len(issues) > 4:
+        lines.append(f"and {len(issues) - 4} more")
+    return pydot.Node(
+        "proposal_findings",
+        label=_quote("the whole proposal\n" + "\n".join(lines)),
+        shape="note",
+        fillcolor=_quote(SEVERITY_COLOURS[worst]),
+        tooltip=_quote("\n".join(f"{i.severity.value}[{i.code}] {i.message}" for i in issues)),
+    )
 
 
 def _statuses(execution: Any) -> dict[str, str]:
@@ -377,6 +420,7 @@ class _Used:
         self.conflict = False
         self.supplies = False
         self.ignored = False
+        self.whole = False
 
 
 def _node(
@@ -428,6 +472,8 @@ def _node(
     tip = f"{action.type} {action.tool or ''} {params}".strip()
     if issues:
         tip += "\n" + "\n".join(f"{i.severity.value}[{i.code}] {i.message}" for i in issues[:5])
+        if len(issues) > 5:
+            tip += f"\nand {len(issues) - 5} more"
     return pydot.Node(
         f"a{i}",
         label=_quote(head),
@@ -477,6 +523,8 @@ def _legend(pydot: Any, used: _Used) -> Any:
         rows.append(("#ffffff", "dotted edge: supplies a precondition"))
     if used.ignored:
         rows.append(("#ffffff", "grey dashed edge: an order the profile ignores"))
+    if used.whole:
+        rows.append(("#ffffff", "note at the top: findings about the whole proposal"))
     cells = "".join(
         f'<TR><TD BGCOLOR="{colour}" WIDTH="14"> </TD><TD ALIGN="LEFT">{escape(text)}</TD></TR>'
         for colour, text in rows
@@ -533,9 +581,10 @@ def render(
 
     Graphviz's ranking can fail on some large summaries ("trouble in init_rank",
     seen with Debian's 2.43 and ``newrank``): the layout is then tried again without
-    ``newrank``. A layout that fails both ways, or runs past ``timeout``, is one
-    clear error (a ``CarVerifyError``), never Graphviz's output or an exception's
-    bytes on stdout."""
+    ``newrank``, and then without the ranks that put each level on one row (the
+    levels still read top to bottom by the edges). A layout that fails every way,
+    or runs past ``timeout``, is one clear error (:class:`LayoutFailed`), never
+    Graphviz's output or an exception's bytes on stdout."""
     import subprocess
 
     nodes, edges = size(graph)
@@ -558,6 +607,8 @@ def render(
     attempts = [source]
     if "newrank=true;" in source:
         attempts.append(source.replace("newrank=true;", "newrank=false;", 1))
+    if "rank=same;" in source:  # the levels' rows left to the edges: ranking always succeeds
+        attempts.append(source.replace("newrank=true;", "", 1).replace("rank=same;\n", ""))
     problems: list[str] = []
     for text in attempts:
         try:
@@ -565,7 +616,7 @@ def render(
                 ["dot", f"-T{fmt}"], input=text.encode(), capture_output=True, timeout=timeout
             )
         except subprocess.TimeoutExpired:
-            raise CarVerifyError(
+            raise LayoutFailed(
                 f"Graphviz did not lay the graph out within {timeout:g} s: write a .dot file "
                 "and render it yourself, or draw fewer actions (--max-nodes)"
             ) from None
@@ -574,7 +625,7 @@ def render(
             return data
         said = done.stderr.decode("utf-8", "replace").strip().splitlines()
         problems.append(said[0] if said else f"exit {done.returncode}")
-    raise CarVerifyError(
+    raise LayoutFailed(
         f"Graphviz could not lay the graph out ({problems[0]}): write a .dot file and "
         "render it yourself, or draw fewer actions (--max-nodes)"
     )

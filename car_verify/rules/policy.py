@@ -248,6 +248,9 @@ class PolicyEngine:
                 self._exact.setdefault(tool, []).append(e)
         self._by_tool: dict[str | None, tuple[_Entry, ...]] = {}
 
+    def __repr__(self) -> str:
+        return f"PolicyEngine({self.rules.count()} rules, {len(self.registered)} registered)"
+
     @property
     def trace_rules(self) -> list[TraceRule]:
         return list(self.rules.trace_rule)
@@ -555,8 +558,8 @@ def policies_folder(
         if not given.is_dir():
             why = "is not a directory" if given.exists() else "no such policies directory"
             raise InputError(
-                f"{why}: --policies names a folder (a policies folder or a project "
-                "holding .car/policies)",
+                f"{why}: policies are read from a folder (a policies folder or a "
+                "project holding .car/policies)",
                 source=str(given),
             )
         if is_policies_folder(given):

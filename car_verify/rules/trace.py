@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
@@ -180,19 +180,26 @@ class TraceRule:
         }
 
 
+def written(name: str) -> str:
+    """A tool or parameter name as the rule language writes it: bare when it is a
+    word the grammar's ``NAME`` reads, else quoted (``"node2:sub2"``)."""
+    return name if _NAME.fullmatch(name) else json.dumps(name, ensure_ascii=False)
+
+
 def _call_text(call: Call, *, masked: bool = False) -> str:
     """A call pattern as the rule language writes it (``masked``: each literal as ``…``)."""
-    text = call.tool or "any tool"
+    text = "any tool" if call.tool is None else written(call.tool)
     if call.tests:
         parts = []
         for t in call.tests:
             literal = "…" if masked else json.dumps(t.value)
+            param = written(t.param)
             if t.op == "present":
-                parts.append(f"{t.param} exists")
+                parts.append(f"{param} exists")
             elif t.op == "contains":
-                parts.append(f"{t.param} contains {literal}")
+                parts.append(f"{param} contains {literal}")
             else:
-                parts.append(f"{t.param} {'==' if t.op == 'equals' else '!='} {literal}")
+                parts.append(f"{param} {'==' if t.op == 'equals' else '!='} {literal}")
         text += " where " + " and ".join(parts)
     if call.outcome:
         text += f" {call.outcome}"
@@ -293,11 +300,15 @@ _NAME = re.compile(
 def rule_from_dict(doc: Mapping[str, Any]) -> TraceRule:
     """The rule :func:`rule_to_dict` wrote; ValueError for anything a parse of a
     rule's text could not give (an unknown kind, operator or outcome, a tool or
-    parameter name the language cannot write, a value that is no literal)."""
+    parameter name that is no bare word and not quoted in the rule's text, a value
+    that is no literal)."""
 
-    def name(value: Any) -> str:
-        if not isinstance(value, str) or not _NAME.fullmatch(value):
-            raise ValueError(f"not a name the rule language writes: {value!r}")
+    text = doc["text"] if isinstance(doc.get("text"), str) else ""
+
+    def name(value: Any) -> str:  # a bare word, or quoted in the rule's own text
+        quoted = isinstance(value, str) and json.dumps(value, ensure_ascii=False) in text
+        if not isinstance(value, str) or not (_NAME.fullmatch(value) or quoted):
+            raise ValueError(f"not a name the rule's text writes: {value!r}")
         return value
 
     def literal(value: Any) -> Any:
@@ -411,16 +422,21 @@ def parse_trace_rule(text: str, *, name: str = "", source: str | None = None) ->
             return number(tree.children[0])
         return {"true": True, "false": False, "null": None}[str(kind)]
 
+    def named(token: Any) -> str:
+        """A bare name, or a quoted one: any text, "" too (the runtime dispatches a
+        tool named "", and a JSON key may be empty)."""
+        return str(token) if token.type != "ESCAPED_STRING" else string(token)
+
     def call(tree: Any) -> Call:
         tool: str | None = None
         tests: list[Test] = []
         outcome: Outcome | None = None
         for child in tree.children:
             if child.data == "named_tool":
-                tool = str(child.children[0])
+                tool = named(child.children[0])
             elif child.data == "condition":
                 for t in child.children:
-                    param = str(t.children[0])
+                    param = named(t.children[0])
                     if t.data == "present":
                         tests.append(Test(param, "present"))
                     elif t.data == "contains":
@@ -446,10 +462,19 @@ def parse_trace_rule(text: str, *, name: str = "", source: str | None = None) ->
     return TraceRule(kind, call(rule.children[0]), event, text=text, name=name)  # type: ignore[arg-type]
 
 
-_TERMINALS = {"NAME": "a tool or parameter name", "$END": "the end of the rule", "INT": "a number"}
+_TERMINALS = {
+    "NAME": "a tool or parameter name",
+    "ESCAPED_STRING": 'a "quoted" string',
+    "$END": "the end of the rule",
+    "INT": "a number",
+}
 
 
 def _friendly(terminal: str) -> str:
+    if terminal.startswith("__ANON"):  # an operator the grammar spells in place: "==", "!="
+        spelt = {t.name: t.pattern.value for t in _parser().terminals}.get(terminal)
+        if spelt is not None:
+            return f'"{spelt}"'
     return _TERMINALS.get(terminal, f'"{terminal.lower()}"' if terminal.isupper() else terminal)
 
 
@@ -575,7 +600,9 @@ class Counterexample:
     """An action that breaks a rule, and a schedule that shows it: the calls
     dispatched, in order, ending with the refused one; ``failed`` names those of
     them that failed (a failure that does not stop the run); ``refused`` those an
-    earlier refusal of the same rule turned away."""
+    earlier refusal of the same rule turned away. ``seen``, beside ``schedule``:
+    whether the verdict needs each step (the steps marked, replayed on their own
+    through the rule's monitor, break it; empty: every step counts)."""
 
     action_id: str
     index: int
@@ -583,14 +610,30 @@ class Counterexample:
     failed: tuple[str, ...]
     violation: TraceViolation
     refused: tuple[str, ...] = ()
+    seen: tuple[bool, ...] = ()
+
+    @property
+    def relevant(self) -> tuple[str, ...]:
+        """The steps of the schedule the verdict needs, in order (the last is the
+        action that breaks the rule): on their own, in this order, they break it."""
+        if not self.seen:
+            return self.schedule
+        return tuple(a for a, sees in zip(self.schedule, self.seen, strict=True) if sees)
 
     def describe(self) -> str:
-        """The schedule as a reader follows it: ``fetch (failed), send``."""
+        """The steps the verdict needs, as a reader follows them: ``fetch (failed),
+        send``; then how many other steps the schedule had (the whole schedule is
+        :attr:`schedule`)."""
         failed, refused = set(self.failed), set(self.refused)
-        return ", ".join(
+        shown = ", ".join(
             f"{a} (failed)" if a in failed else f"{a} (refused)" if a in refused else a
-            for a in self.schedule
+            for a in self.relevant
         )
+        others = len(self.schedule) - len(self.relevant)
+        if others:
+            calls = "call" if others == 1 else "calls"
+            shown += f" (and {others:,} other {calls} the verdict does not need)"
+        return shown
 
 
 @dataclass(slots=True)
@@ -731,8 +774,11 @@ class _Plan:
 
 
 #: A schedule as a linked list, last step first: (action, 0 succeeded | 1 failed |
-#: 2 refused, the steps before), so that a step copies nothing.
+#: 2 refused | 3 dispatched with no outcome within the run, the steps before), so
+#: that a step copies nothing.
 _Path: TypeAlias = "tuple[int, int, _Path] | None"
+#: How a step ended, by the outcome the monitor recorded (None: none, a detached call).
+_HOW: dict[Outcome | None, int] = {"succeeded": 0, "failed": 1, None: 3}
 #: (finished, not succeeded, stopping, monitor, level, ready before, last action, path)
 _Entry: TypeAlias = "tuple[int, int, bool, tuple[int, ...], int, tuple[int, ...], int, _Path]"
 
@@ -802,7 +848,7 @@ def _check_rule(
                 violations = gate.dispatch(*event)
                 if violations:
                     if i not in found:
-                        found[i] = _counterexample(plan, i, path, violations[0])
+                        found[i] = _counterexample(plan, rule, i, path, violations[0], relevant)
                     stack.append((done | bit, failed, halt, state, level, ready, i, (i, 2, path)))
                     continue
                 after_dispatch = gate.state
@@ -821,7 +867,7 @@ def _check_rule(
                         level,
                         ready,
                         i,
-                        (i, 1 if recorded == "failed" else 0, path),
+                        (i, _HOW[recorded], path),
                     )
                 )
     return _result(plan, rule, found, explored, True, mode)
@@ -848,9 +894,20 @@ def _outcomes(plan: _Plan, i: int, seen: bool) -> list[tuple[Outcome | None, boo
     return branches[::-1]  # the stack pops the last first
 
 
-def _counterexample(plan: _Plan, i: int, path: _Path, violation: TraceViolation) -> Counterexample:
+def _counterexample(
+    plan: _Plan,
+    rule: TraceRule,
+    i: int,
+    path: _Path,
+    violation: TraceViolation,
+    relevant: Sequence[bool],
+) -> Counterexample:
+    """Action ``i`` breaks the rule after ``path``. Which steps the reader is shown
+    (``seen``): those the rule's verdict needs (:func:`_needed`), out of the calls
+    it names (``relevant``, per action); the rest of the schedule is kept whole."""
     steps = _unwind(path)
     ids = plan.dag.ids
+    needed = _needed(plan, rule, steps, i, relevant)
     return Counterexample(
         ids[i],
         i,
@@ -858,7 +915,74 @@ def _counterexample(plan: _Plan, i: int, path: _Path, violation: TraceViolation)
         tuple(ids[j] for j, how in steps if how == 1),
         violation,
         tuple(ids[j] for j, how in steps if how == 2),
+        tuple([k in needed for k in range(len(steps))] + [True]),
     )
+
+
+#: At most this many steps the rule names are narrowed down one by one (beyond, a
+#: counterexample shows every step the rule names).
+MAX_NARROWED = 48
+
+
+def _needed(
+    plan: _Plan, rule: TraceRule, steps: list[tuple[int, int]], i: int, relevant: Sequence[bool]
+) -> set[int]:
+    """The positions in ``steps`` of a short run of the rule's own events that breaks
+    it at action ``i`` on its own: replayed through the rule's monitor in order
+    (each call dispatched and admitted, then its recorded outcome), then ``i``
+    refused. A call the rule does not name, or one it refused, never changes its
+    state, so the answer is among the others: none if ``i`` is refused alone, else
+    one of them if one suffices, else (up to :data:`MAX_NARROWED` of them) each
+    left out in turn where the rest still breaks it. For ``X only after Y`` the
+    calls of ``Y`` that ran are kept too (they say why the way was still closed).
+    What it returns always replays; at worst it is every step the rule names."""
+    named = [k for k, (j, how) in enumerate(steps) if relevant[j] and how != 2]
+
+    def breaks(kept: Sequence[int]) -> bool:
+        gate = TraceGate([rule])
+        for k in kept:
+            j, how = steps[k]
+            event = _call(plan, j)
+            if gate.dispatch(*event):
+                return False  # refused here: not the run it claims
+            if how != 3:
+                gate.record(event[0], event[1], "failed" if how == 1 else "succeeded")
+        final = plan.events[i]
+        assert final is not None
+        return bool(gate.dispatch(*final))
+
+    shortest = _shortest(named, breaks)
+    if rule.kind == "only_after" and rule.event is not None:
+        # what the call waited for in vain: the event's calls that ran (and failed,
+        # or did not report) say why the way was still closed
+        event = rule.event
+        tried = {k for k in named if event.matches(*_call(plan, steps[k][0]))}
+        if tried and breaks(sorted(shortest | tried)):
+            return shortest | tried
+    return shortest
+
+
+def _shortest(named: list[int], breaks: Callable[[Sequence[int]], bool]) -> set[int]:
+    """The fewest of ``named`` that break the rule on their own (see :func:`_needed`)."""
+    if breaks([]):
+        return set()
+    for k in reversed(named):
+        if breaks([k]):
+            return {k}
+    if len(named) > MAX_NARROWED or not breaks(named):
+        return set(named)
+    kept = list(named)
+    for k in named:
+        trial = [x for x in kept if x != k]
+        if breaks(trial):
+            kept = trial
+    return set(kept)
+
+
+def _call(plan: _Plan, j: int) -> tuple[str, Any]:
+    event = plan.events[j]
+    assert event is not None  # a call the rule names
+    return event
 
 
 def _result(

@@ -138,6 +138,10 @@ class Semantics(abc.ABC):
     own_checks_decide: ClassVar[bool]
     #: Where the findings whose place differs between the profiles go.
     placement: ClassVar[Placement]
+    #: Two concurrency ops (``AgentOp``) of one id are answered as the runtime reads
+    #: them, with a note saying how (True), or refused as input naming the repeat
+    #: (False: ``depends_on`` cannot say which of them it names).
+    answers_repeated_op_ids: ClassVar[bool]
     #: The action budget when none is given (None: no budget, the budget pass waits
     #: for one).
     default_max_actions: ClassVar[int | None]
@@ -201,9 +205,12 @@ class Semantics(abc.ABC):
         """A text that two values share exactly when :meth:`equal` says they are equal."""
 
     @abc.abstractmethod
-    def holds_term(self, encoder: Any, pre: Precondition, present: Any, value: Any) -> Any:
+    def holds_term(
+        self, encoder: Any, pre: Precondition, present: Any, value: Any, negative_zero: Any = None
+    ) -> Any:
         """:meth:`holds` as a z3 formula over a key's presence bit and value term (the
-        vocabulary of :class:`car_verify.semantics.symbolic.Encoder`)."""
+        vocabulary of :class:`car_verify.semantics.symbolic.Encoder`), and the sign of
+        a float zero there (a z3 boolean: ``-0.0``; None: not known)."""
 
     @abc.abstractmethod
     def number_term(self, encoder: Any, value: int | float) -> Any:

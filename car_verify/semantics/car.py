@@ -576,6 +576,7 @@ class CarSemantics(Semantics):
         each_false_part=True,
     )
     default_max_actions: ClassVar[int | None] = DEFAULT_MAX_ACTIONS
+    answers_repeated_op_ids: ClassVar[bool] = True
     skip_is_optional: ClassVar[bool] = False
     words: ClassVar[Mapping[str, str]] = MappingProxyType(
         {  # the runtime's messages (docs/compat.md: in plain words where they hold values)
@@ -754,7 +755,9 @@ class CarSemantics(Semantics):
         i = J.i(value)
         return z3.Implies(J.is_integer(value), z3.And(i >= -_I64, i < _U64))
 
-    def holds_term(self, encoder: Any, pre: Precondition, present: Any, value: Any) -> Any:
+    def holds_term(
+        self, encoder: Any, pre: Precondition, present: Any, value: Any, negative_zero: Any = None
+    ) -> Any:
         z3, J = encoder.z3, encoder.J
         op, expected = pre.operator, pre.value
         if op == "exists":
@@ -789,10 +792,10 @@ class CarSemantics(Semantics):
             as_float = z3.And(J.is_number(value), compare(J.n(value)))
             return z3.And(present, z3.Or(as_integer, as_float))
         if op == "contains":
-            return z3.And(present, self._contains(encoder, value, expected))
+            return z3.And(present, self._contains(encoder, value, expected, negative_zero))
         return encoder.false  # an unknown operator fails
 
-    def _contains(self, encoder: Any, value: Any, needle: Any) -> Any:
+    def _contains(self, encoder: Any, value: Any, needle: Any, negative_zero: Any) -> Any:
         """The needle's text inside the value's text (:func:`_text`): exact for a
         string, a known constant, ``null`` and booleans. For a number and an opaque
         array or object, an uninterpreted predicate of the value (any answer, the
@@ -801,8 +804,9 @@ class CarSemantics(Semantics):
         when it is negative; a needle whose text is inside another's holds where
         that one does, and each number the plans name holds exactly the needles its
         text holds (:meth:`constant_facts`). ``0.0`` and ``-0.0`` are equal and their
-        texts differ, so at zero a needle inside ``-0.0`` only may answer either way
-        at each place it is asked."""
+        texts differ, so at zero a needle inside ``-0.0`` only holds where the
+        value's sign (``negative_zero``, carried beside it by the encoder) is
+        negative; where the sign is not known, either way at each place it is asked."""
         z3, J = encoder.z3, encoder.J
         text = _text(needle)
         if text == "":
@@ -828,7 +832,11 @@ class CarSemantics(Semantics):
             if text in "0.0":
                 zero = encoder.true
             elif text in "-0.0":
-                zero = z3.FreshBool("zero_sign", ctx=ctx)
+                zero = (
+                    negative_zero
+                    if negative_zero is not None
+                    else z3.FreshBool("zero_sign", ctx=ctx)
+                )
             else:
                 zero = encoder.false
             parts.append(z3.And(J.is_number(value), z3.If(J.n(value) == 0, zero, free)))

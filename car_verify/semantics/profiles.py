@@ -45,7 +45,10 @@ def profile_of(value: object) -> Profile:
     try:
         return Profile(str(named))
     except ValueError:
-        raise UsageError(f"unknown profile {value!r} (choose car or strict)") from None
+        from ..base.values import shown
+
+        said = shown(value) if not hasattr(value, "profile") else repr(named)
+        raise UsageError(f"unknown profile {said} (choose car or strict)") from None
 
 
 def resolve_profile(

@@ -61,6 +61,7 @@ class StrictSemantics(Semantics):
         each_false_part=False,
     )
     default_max_actions: ClassVar[int | None] = None
+    answers_repeated_op_ids: ClassVar[bool] = False
     skip_is_optional: ClassVar[bool] = True
     summary: ClassVar[str] = (
         "dependencies, output references and every earlier writer of a key order an "
@@ -127,7 +128,10 @@ class StrictSemantics(Semantics):
     def value_domain(self, encoder: Any, value: Any) -> Any:
         return encoder.z3.Not(encoder.J.is_integer(value))  # one kind of number
 
-    def holds_term(self, encoder: Any, pre: Precondition, present: Any, value: Any) -> Any:
+    def holds_term(
+        self, encoder: Any, pre: Precondition, present: Any, value: Any, negative_zero: Any = None
+    ) -> Any:
+        # no operator of the spec reads a value's text: the sign of zero plays no part
         z3, J = encoder.z3, encoder.J
         op, expected = pre.operator, pre.value
         if op == "exists":

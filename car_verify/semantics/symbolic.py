@@ -16,6 +16,11 @@ a presence bit and a JSON value; JSON values are a z3 datatype:
   What an operator asks of an opaque value (membership, ``car``'s text search) is
   an uninterpreted predicate of it: any answer, the same for equal values.
 
+A float zero has two texts (``0.0``, ``-0.0``) and one value, so the sign of zero
+travels beside each value as a boolean (:attr:`Encoder.negative_zero`: one per key
+of the initial state, the constants' own signs where an action writes one): a
+profile that reads a value's text (``car``'s ``contains``) is given it.
+
 A construct the encoding cannot model raises :class:`Unmodelled`; the deciders
 answer unknown and name it. The tests check this encoding against the concrete
 walk (a counterexample is always replayed through :func:`car_verify.simulate`
@@ -70,17 +75,20 @@ def load_z3() -> Any:
 
 
 class SymbolicRun:
-    """One proposal walked symbolically: final state terms and per-action blocked terms."""
+    """One proposal walked symbolically: final state terms, per-action blocked terms,
+    and each key's final sign of zero (:attr:`Encoder.negative_zero`)."""
 
     def __init__(
         self,
         final: dict[str, tuple[Any, Any]],
         blocked: list[Any],
         dag: Dag,
+        signs: dict[str, Any] | None = None,
     ) -> None:
         self.final = final
         self.blocked = blocked
         self.dag = dag
+        self.signs = signs or {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +204,11 @@ class Encoder:
             )
             for key in self.keys
         }
+        #: Per key: its initial value, where that is a float zero, is ``-0.0`` (the two
+        #: zeros are one value with two texts; meaningless for any other value).
+        self.negative_zero: dict[str, Any] = {
+            key: z3.Bool(f"negative_zero[{key}]", ctx=self.ctx) for key in self.keys
+        }
         self.true = z3.BoolVal(True, ctx=self.ctx)
         self.false = z3.BoolVal(False, ctx=self.ctx)
 
@@ -265,10 +278,16 @@ class Encoder:
 
     # --- operators -----------------------------------------------------------------------------
 
-    def holds(self, pre: Precondition, present: Any, value: Any) -> Any:
-        """The precondition as a z3 formula over a key's presence and value, as the
-        semantics reads the operator."""
-        return self.semantics.holds_term(self, pre, present, value)
+    def holds(self, pre: Precondition, present: Any, value: Any, negative_zero: Any = None) -> Any:
+        """The precondition as a z3 formula over a key's presence and value (and the
+        sign of a float zero there: None when unknown, and then any answer that
+        depends on it is left open), as the semantics reads the operator."""
+        return self.semantics.holds_term(self, pre, present, value, negative_zero)
+
+    def sign_of(self, value: Any) -> Any:
+        """A constant's sign of zero: true for ``-0.0`` only."""
+        negative = isinstance(value, float) and value == 0 and math.copysign(1.0, value) < 0
+        return self.true if negative else self.false
 
     # --- the walk ------------------------------------------------------------------------------
 
@@ -284,6 +303,7 @@ class Encoder:
         dag = sem.order(proposal)
         actions = proposal.actions
         state = dict(self.initial)
+        signs = dict(self.negative_zero)
         blocked: list[Any] = [self.false] * dag.n
         # "none of these ran blocked", once per duplicated id waited for (Dag.waits_shared_with)
         shared: dict[str, Any] = {}
@@ -292,36 +312,39 @@ class Encoder:
                 ok = []
                 for pre, _ in sem.checks(actions[i]):
                     present, value = state[pre.key]
-                    ok.append(self.holds(pre, present, value))
+                    ok.append(self.holds(pre, present, value, signs[pre.key]))
                 for key in dag.keys[i]:
                     ok.append(state[key][0])
                 if not assume_unblocked:
                     ok.extend(self._ran(dag, i, blocked, shared))
                 blocked[i] = self.z3.Not(self.z3.And(*ok)) if ok else self.false
             for i in turn:  # the turn is over: its effects land, in proposal order
-                self._apply(state, i, sem.effects(actions[i]), blocked, assume_unblocked)
-        return SymbolicRun(state, blocked, dag)
+                self._apply(state, signs, i, sem.effects(actions[i]), blocked, assume_unblocked)
+        return SymbolicRun(state, blocked, dag, signs)
 
     def _apply(
         self,
         state: dict[str, tuple[Any, Any]],
+        signs: dict[str, Any],
         i: int,
         change: Mapping[str, Any],
         blocked: list[Any],
         assume_unblocked: bool,
     ) -> None:
-        """Action ``i``'s effects on the symbolic state: where it ran (every action
-        runs, with ``assume_unblocked``)."""
+        """Action ``i``'s effects on the symbolic state (and on the signs of zero):
+        where it ran (every action runs, with ``assume_unblocked``)."""
         z3 = self.z3
         for key, value in change.items():
             if assume_unblocked:
                 state[key] = (self.true, self.const(value))
+                signs[key] = self.sign_of(value)
                 continue
             present, current = state[key]
             state[key] = (
                 z3.If(blocked[i], present, self.true),
                 z3.If(blocked[i], current, self.const(value)),
             )
+            signs[key] = z3.If(blocked[i], signs[key], self.sign_of(value))
 
     def _ran(self, dag: Dag, i: int, blocked: list[Any], shared: dict[str, Any]) -> list[Any]:
         """The terms "each action ``i`` waits for ran"."""
@@ -352,7 +375,11 @@ class Encoder:
         for key in self.keys if keys is None else keys:
             present, value = self.initial[key]
             if self.z3.is_true(model.eval(present, model_completion=True)):
-                out[key] = self.to_json(model, model.eval(value, model_completion=True))
+                found = self.to_json(model, model.eval(value, model_completion=True))
+                negative = model.eval(self.negative_zero[key], model_completion=True)
+                if isinstance(found, float) and found == 0 and self.z3.is_true(negative):
+                    found = -0.0  # the zero the model's sign says
+                out[key] = found
         return out
 
     def realized_state(self, model: Any, proposals: Sequence[ActionProposal]) -> dict[str, Any]:
@@ -379,7 +406,8 @@ class Encoder:
             present, term = self.initial[key]
             tests: list[tuple[Any, bool]] = []
             for pre in checks.get(key, []):
-                truth = self.z3.is_true(model.eval(self.holds(pre, present, term), True))
+                held = self.holds(pre, present, term, self.negative_zero[key])
+                truth = self.z3.is_true(model.eval(held, True))
                 tests.append((lambda v, pre=pre: sem.holds(pre.operator, v, pre.value), truth))
             for constant in written.get(key, []):
                 truth = self.z3.is_true(model.eval(term == self.const(constant), True))

@@ -25,7 +25,7 @@ from openai.types.responses import (
     ResponseOutputText,
 )
 
-from car_verify.integrations.openai_agents import guard_tools
+from car_verify.integrations.openai_agents import guard_agent
 
 SCRIPT: list[Any] = [
     ("send_email", {"to": "ceo@external.example", "body": "the numbers"}),
@@ -89,8 +89,8 @@ def deploy(env: str) -> str:
 def main() -> None:
     set_tracing_disabled(True)
     policies = Path(__file__).parent / ".car" / "policies"
-    tools = guard_tools([send_email, run_tests, deploy], policies=str(policies))
-    agent = Agent(name="ops", model=ScriptedModel(), tools=tools)
+    agent = Agent(name="ops", model=ScriptedModel(), tools=[send_email, run_tests, deploy])
+    guard_agent(agent, policies=str(policies))  # its tools, MCP servers, handoffs, agents as tools
     result = asyncio.run(Runner.run(agent, "Ship it."))
     for item in result.new_items:
         if item.type == "tool_call_output_item":

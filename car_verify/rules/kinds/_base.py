@@ -132,6 +132,10 @@ class Reader:
         #: pattern RE2 cannot compile) is kept, failing closed, for lint to report
         #: with the others; every face that enforces reads strictly.
         self.strict = strict
+        #: Where a kind that places its rules in :attr:`text` has looked so far, by
+        #: the kind's key: the rules stand in the file in their order, each is looked
+        #: for after the last.
+        self.cursor: dict[str, int] = {}
 
     def fail(self, where: Sequence[str | int], problem: str) -> InputError:
         return InputError(problem, list(where), source=self.source)

@@ -27,6 +27,7 @@ In policy diff:
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -73,14 +74,17 @@ class TraceRuleKind(Kind[TraceRule]):
     def build(self, reader: Reader, table: Mapping[str, Any], index: int) -> TraceRule:
         text, file = table["rule"], reader.path
         where = f"{self.key}[{index}].rule"
-        start = None if reader.text is None else _position_of(reader.text, text)
+        after = reader.cursor.get(self.key, 0)
+        start = None if reader.text is None else _position_of(reader.text, text, after)
+        if start is not None:
+            reader.cursor[self.key] = start[2]
         try:
             parsed = parse_trace_rule(text, name=table.get("name", ""), source=str(file))
         except InputError as err:
             if start is None:  # written with escapes: only the rule's own position is known
                 problem = f"{where}, line {err.line} column {err.column} of the rule: {err.problem}"
                 raise InputError(problem, source=str(file)) from None
-            line, column = start
+            line, column, _ = start
             at_line = err.line or 1
             raise InputError(
                 f"{where}: {err.problem}",
@@ -126,14 +130,22 @@ class TraceRuleKind(Kind[TraceRule]):
         return out
 
 
-def _position_of(text: str, needle: str) -> tuple[int, int] | None:
-    """The file line and column where a rule's text starts (TOML gives no positions:
-    found by its text, so a rule written with escapes is not found)."""
-    index = text.find(needle)
-    if index < 0:
-        return None
-    line_start = text.rfind("\n", 0, index) + 1
-    return text.count("\n", 0, index) + 1, index - line_start + 1
+def _position_of(text: str, needle: str, after: int = 0) -> tuple[int, int, int] | None:
+    """The file line and column where a rule's text starts, and the offset past it
+    (TOML gives no positions: found by its text, as the value of a ``rule`` key, at
+    or after offset ``after``; a rule written with escapes is not found). A comment
+    or a ``name`` that holds the same text, or an earlier rule that holds it whole,
+    is not taken for it."""
+    quote = r"(?:\"\"\"\r?\n?|'''\r?\n?|\"|')"
+    value = re.compile(r"(?<![\w-])rule\s*=\s*" + quote + re.escape(needle))
+    for found in value.finditer(text, after):
+        line_start = text.rfind("\n", 0, found.start()) + 1
+        if "#" in text[line_start : found.start()]:  # inside a comment
+            continue
+        index = found.end() - len(needle)
+        line_start = text.rfind("\n", 0, index) + 1
+        return text.count("\n", 0, index) + 1, index - line_start + 1, found.end()
+    return None
 
 
 KIND = TraceRuleKind()

@@ -1,0 +1,585 @@
+"""The gate inside the agent frameworks, held to the plain reference
+(tests/gate_reference.py) as tests/test_gate.py holds the gate itself.
+
+Generated multi-agent runs, with the frameworks' own scripted models (no
+network): in the OpenAI Agents SDK, handoffs, an agent called as a tool, a
+sub-agent run from inside a tool, an MCP server's tool, parallel calls, agents
+guarded together or one by one; in LangChain/LangGraph, a sub-agent invoked
+inside a tool, nested graphs, a retry middleware, parallel calls, with and
+without a checkpointer (a thread over several invocations). Every decision and
+every reported outcome of the gate is logged, and:
+
+* each run is decided by one gate (a run that reached two gates is a bypass);
+* the reference, driven through the same events in the same order, gives each
+  call the same decision and rule names;
+* the calls the tools actually received are exactly the admitted ones, with the
+  checked arguments, and the outcomes reported are those the tools had.
+
+A few examples by default; ``CI=1`` or ``--run-slow`` runs more (the ``slow``
+tests)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from gate_reference import ReferenceGate, Rule, toml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_gate import PARAMS, TOOLS, rules
+
+from car_verify.plan.gate import CallGate
+from car_verify.rules.policy import load_policy_text
+
+FEW = settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+MORE = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+
+#: A call a model makes: (tool, params), the params holding the outcome the tool
+#: will have (``o``).
+Call = tuple[str, dict[str, Any]]
+
+
+def calls(max_parallel: int = 3) -> st.SearchStrategy[list[Call]]:
+    """One model turn: 1-``max_parallel`` calls of the reference's tools."""
+    one = st.tuples(
+        st.sampled_from(TOOLS),
+        st.sampled_from(PARAMS),
+        st.sampled_from(["succeeded", "failed"]),
+    ).map(lambda c: (c[0], {**c[1], "o": c[2]}))
+    return st.lists(one, min_size=1, max_size=max_parallel)
+
+
+def turns(max_turns: int = 4) -> st.SearchStrategy[list[list[Call]]]:
+    return st.lists(calls(), min_size=1, max_size=max_turns)
+
+
+# --- the log of the gate, and the reference driven through it ---------------------------------
+
+
+@dataclass
+class Log:
+    """Every decision and reported outcome of every gate, in order; what the tools
+    received and how each ended."""
+
+    events: list[tuple[Any, ...]] = field(default_factory=list)
+    received: list[tuple[str, dict[str, Any], str]] = field(default_factory=list)
+
+
+@contextmanager
+def logged() -> Iterator[Log]:
+    log = Log()
+    decide, report = CallGate.decide, CallGate.report
+
+    def logged_decide(self: CallGate, tool: str, params: Any, *args: Any, **kw: Any) -> Any:
+        verdict = decide(self, tool, params, *args, **kw)
+        log.events.append(("decide", id(self), tool, dict(verdict.sent), verdict))
+        return verdict
+
+    def logged_report(self: CallGate, tool: str, params: Any, outcome: Any) -> None:
+        report(self, tool, params, outcome)
+        log.events.append(("report", id(self), tool, dict(params), outcome))
+
+    CallGate.decide = logged_decide  # type: ignore[method-assign]
+    CallGate.report = logged_report  # type: ignore[method-assign]
+    try:
+        yield log
+    finally:
+        CallGate.decide = decide  # type: ignore[method-assign]
+        CallGate.report = report  # type: ignore[method-assign]
+
+
+def held_to_the_reference(
+    rule_set: list[Rule], log: Log, runs: int = 1, *, one_trace: bool = False
+) -> None:
+    """The log, one run after another (``runs`` runs, each of its own gate), against
+    the reference; the tools' calls against the admitted ones. ``one_trace``: the
+    events are one run's whatever gate object decided them (a checkpointer's
+    thread, whose gate is saved in the thread between invocations and taken up
+    again)."""
+    gates = list(dict.fromkeys(e[1] for e in log.events))
+    if one_trace:
+        gates, log.events = [0], [(e[0], 0, *e[2:]) for e in log.events]
+    assert len(gates) <= runs, f"{len(gates)} gates for {runs} runs: a run reached two gates"
+    admitted: Counter[Any] = Counter()
+    reported: Counter[Any] = Counter()
+    for gate in gates:
+        ref = ReferenceGate(rule_set)
+        open_calls: dict[Any, list[int]] = {}
+        for event in (e for e in log.events if e[1] == gate):
+            kind, _, tool, params, result = event
+            key = (tool, repr(sorted(params.items())))
+            if kind == "decide":
+                ok, names, number = ref.pre(tool, params)
+                got = (result.decision != "deny", sorted(result.rules) if not ok else [])
+                assert got == (ok, sorted(names) if not ok else []), (event, ok, names)
+                if ok:
+                    open_calls.setdefault(key, []).append(number)
+                    admitted[key] += 1
+            else:
+                assert open_calls.get(key), f"an outcome with no admitted call: {event}"
+                ref.post(open_calls[key].pop(0), result)
+                reported[(key, result)] += 1
+    received = Counter((t, repr(sorted(p.items()))) for t, p, _ in log.received)
+    assert received == admitted, f"tools received {received}, the gate admitted {admitted}"
+    ended = Counter(((t, repr(sorted(p.items()))), o) for t, p, o in log.received)
+    assert reported == ended, f"outcomes reported {reported}, the tools had {ended}"
+
+
+# --- the OpenAI Agents SDK ---------------------------------------------------------------------
+
+agents_sdk = pytest.importorskip("agents", reason="the [agents] extra is not installed")
+
+
+@dataclass
+class SdkScript:
+    """A run of agents: the main agent's turns (lists of parallel calls); a helper
+    agent it calls as a tool, a sub-agent a tool of it runs, an agent it hands off
+    to at the end (each with its own turns, or None); whether tool ``c`` of the
+    main agent comes from an MCP server; whether the agents are guarded together
+    (``guard_agent``) or one by one (``guard_tools`` per agent)."""
+
+    main: list[list[Call]]
+    helper: list[list[Call]] | None
+    sub: list[list[Call]] | None
+    handoff: list[list[Call]] | None
+    mcp: bool
+    together: bool
+
+
+@st.composite
+def sdk_scripts(draw: st.DrawFn) -> SdkScript:
+    main = draw(turns())
+    helper = draw(st.none() | turns(2))
+    sub = draw(st.none() | turns(2))
+    for name, agent in (("helper", helper), ("delegate", sub)):
+        if agent is not None:  # called once, alone or beside other calls of a turn
+            at = draw(st.integers(0, len(main) - 1))
+            main[at] = [*main[at], (name, {"input": "go"} if name == "helper" else {})]
+    return SdkScript(
+        main=main,
+        helper=helper,
+        sub=sub,
+        handoff=draw(st.none() | turns(2)),
+        mcp=draw(st.booleans()),
+        together=draw(st.booleans()),
+    )
+
+
+def _sdk_tools(log: Log, names: list[str]) -> list[Any]:
+    from agents import function_tool
+
+    def make(name: str) -> Any:
+        def body(p: int | str | None = None, o: str | None = None) -> str:
+            params: dict[str, Any] = {"o": o} if p is None else {"p": p, "o": o}
+            log.received.append((name, params, "failed" if o == "failed" else "succeeded"))
+            if o == "failed":
+                raise RuntimeError("the step fails")
+            return f"{name} done"
+
+        return function_tool(body, name_override=name, strict_mode=False)
+
+    return [make(n) for n in names]
+
+
+class _Server:
+    """An MCP server in the process, serving tool ``c`` (isError when it fails)."""
+
+    def __init__(self, log: Log) -> None:
+        from agents.mcp import MCPServer
+
+        class Server(MCPServer):
+            @property
+            def name(self) -> str:
+                return "fake"
+
+            async def connect(self) -> None:
+                return None
+
+            async def cleanup(self) -> None:
+                return None
+
+            async def list_tools(self, run_context: Any = None, agent: Any = None) -> Any:
+                import mcp.types as mt
+
+                schema = {"type": "object", "properties": {}, "additionalProperties": True}
+                return [mt.Tool(name="c", description="c", input_schema=schema)]
+
+            async def call_tool(self, tool_name: str, arguments: Any, meta: Any = None) -> Any:
+                import mcp.types as mt
+
+                params = dict(arguments or {})
+                failed = params.get("o") == "failed"
+                log.received.append((tool_name, params, "failed" if failed else "succeeded"))
+                text = mt.TextContent(type="text", text="c broke" if failed else "c done")
+                return mt.CallToolResult(content=[text], is_error=failed)
+
+            async def list_prompts(self) -> Any:
+                raise NotImplementedError
+
+            async def get_prompt(self, name: str, arguments: Any = None) -> Any:
+                raise NotImplementedError
+
+        self.server = Server()
+
+
+def _steps(script: list[list[Call]], prefix: str, end: list[Call] | None = None) -> list[Any]:
+    """A scripted model's steps: each turn's calls, then a final text (or ``end``)."""
+    from agents.testing import assistant_message, function_call
+
+    ids = itertools.count()
+    out: list[Any] = [
+        [function_call(t, p, call_id=f"{prefix}{next(ids)}") for t, p in turn] for turn in script
+    ]
+    if end is not None:
+        out.append([function_call(t, p, call_id=f"{prefix}{next(ids)}") for t, p in end])
+    else:
+        out.append([assistant_message(f"{prefix} done")])
+    return out
+
+
+def _delegate(sub: Any, log: Log) -> Any:
+    """A tool that runs the sub-agent (a run of its own, as far as the SDK knows)."""
+    from agents import Runner, function_tool
+
+    @function_tool(name_override="delegate", strict_mode=False)
+    async def delegate() -> str:
+        """Runs the sub-agent."""
+        result = await Runner.run(sub, "go")
+        log.received.append(("delegate", {}, "succeeded"))
+        return str(result.final_output)
+
+    return delegate
+
+
+def run_sdk(rule_set: list[Rule], script: SdkScript, log: Log, runs: int = 1) -> None:
+    from agents import Agent, Runner
+    from agents.testing import ScriptedModel
+
+    from car_verify.integrations.openai_agents import guard_agent, guard_tools
+
+    policies = load_policy_text(toml(rule_set))
+    for n in range(runs):
+        guarded: list[Any] = []
+
+        def guard(agent: Any, _: list[Any] = guarded) -> Any:
+            if script.together:
+                _.append(agent)
+                return agent
+            agent.tools = guard_tools(agent.tools, policies=policies)
+            return guard_agent(agent, policies=policies)
+
+        tools = _sdk_tools(log, ["a", "b"] if script.mcp else TOOLS)
+        servers = [_Server(log).server] if script.mcp else []
+        handoffs: list[Any] = []
+        if script.handoff is not None:
+            target = Agent(
+                name="h",
+                model=ScriptedModel(_steps(script.handoff, f"r{n}h")),
+                tools=_sdk_tools(log, TOOLS),
+            )
+            handoffs = [guard(target)]
+        if script.helper is not None:
+            helper = Agent(
+                name="helper",
+                model=ScriptedModel(_steps(script.helper, f"r{n}t")),
+                tools=_sdk_tools(log, TOOLS),
+            )
+            as_tool = guard(helper).as_tool(tool_name="helper", tool_description="helps")
+            invoke = as_tool.on_invoke_tool
+
+            async def recorded(context: Any, arguments: str, _invoke: Any = invoke) -> Any:
+                log.received.append(("helper", {"input": "go"}, "succeeded"))
+                return await _invoke(context, arguments)
+
+            as_tool.on_invoke_tool = recorded
+            tools.append(as_tool)
+        if script.sub is not None:
+            sub = guard(
+                Agent(
+                    name="sub",
+                    model=ScriptedModel(_steps(script.sub, f"r{n}s")),
+                    tools=_sdk_tools(log, TOOLS),
+                )
+            )
+            if script.together:  # not reachable from the main agent: guarded on its own
+                guard_agent(sub, policies=policies)
+
+            tools.append(_delegate(sub, log))
+        end = [("transfer_to_h", {})] if handoffs else None
+        main = Agent(
+            name="main",
+            model=ScriptedModel(_steps(script.main, f"r{n}m", end)),
+            tools=tools,
+            handoffs=handoffs,
+            mcp_servers=servers,
+        )
+        main = guard(main)
+        if script.together:
+            guard_agent(main, policies=policies)
+        result = asyncio.run(Runner.run(main, "go", max_turns=30))
+        assert result.final_output is not None
+
+
+def _sdk_property(rule_set: list[Rule], script: SdkScript) -> None:
+    with logged() as log:
+        run_sdk(rule_set, script, log, runs=2)
+    held_to_the_reference(rule_set, log, runs=2)
+
+
+@FEW
+@given(rules(), sdk_scripts())
+def test_agents_sdk_runs_give_the_reference_decisions(
+    rule_set: list[Rule], script: SdkScript
+) -> None:
+    _sdk_property(rule_set, script)
+
+
+@pytest.mark.slow
+@MORE
+@given(rules(), sdk_scripts())
+def test_agents_sdk_runs_give_the_reference_decisions_at_length(
+    rule_set: list[Rule], script: SdkScript
+) -> None:
+    _sdk_property(rule_set, script)
+
+
+# --- LangChain agents and LangGraph graphs ---------------------------------------------------
+
+
+@dataclass
+class GraphScript:
+    """Runs of a LangChain agent: the main agent's turns in each invocation; a
+    sub-agent a tool of it invokes (in the first invocation), with the same
+    middleware object or another over the same rules; a second agent run after the
+    main one as a node of an outer graph (a nested graph); a retry middleware
+    (retries, 0: none; listed before or after the policy); a checkpointer (the
+    invocations are one thread)."""
+
+    invocations: list[list[list[Call]]]
+    sub: list[list[Call]] | None
+    shared: bool
+    nested: list[list[Call]] | None
+    retries: int
+    retry_outside: bool
+    checkpointer: bool
+
+
+@st.composite
+def graph_scripts(draw: st.DrawFn) -> GraphScript:
+    invocations = draw(st.lists(turns(3), min_size=1, max_size=2))
+    sub = draw(st.none() | turns(2))
+    if sub is not None:
+        first = invocations[0]
+        at = draw(st.integers(0, len(first) - 1))
+        first[at] = [*first[at], ("delegate", {})]
+    return GraphScript(
+        invocations=invocations,
+        sub=sub,
+        shared=draw(st.booleans()),
+        nested=draw(st.none() | turns(2)),
+        retries=draw(st.sampled_from([0, 0, 1, 2])),
+        retry_outside=draw(st.booleans()),
+        checkpointer=draw(st.booleans()),
+    )
+
+
+def _chat(script: list[list[list[Call]]], prefix: str) -> Any:
+    """LangChain's own fake chat model, answering each invocation's turns then a
+    final text, in order."""
+    from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+    from langchain_core.messages import AIMessage
+
+    class Scripted(FakeMessagesListChatModel):
+        def bind_tools(self, tools: Any, **kw: Any) -> Any:
+            return self
+
+    ids = itertools.count()
+    responses: list[Any] = []
+    for invocation in script:
+        for turn in invocation:
+            tool_calls = [
+                {"name": t, "args": p, "id": f"{prefix}{next(ids)}", "type": "tool_call"}
+                for t, p in turn
+            ]
+            responses.append(AIMessage(content="", tool_calls=tool_calls))
+        responses.append(AIMessage(content=f"{prefix} done"))
+    return Scripted(responses=responses)
+
+
+def _lc_tools(log: Log, crash: bool) -> list[Any]:
+    from langchain_core.tools import StructuredTool, ToolException
+
+    def make(name: str) -> Any:
+        def body(p: int | str | None = None, o: str | None = None) -> str:
+            params: dict[str, Any] = {"o": o} if p is None else {"p": p, "o": o}
+            log.received.append((name, params, "failed" if o == "failed" else "succeeded"))
+            if o == "failed":
+                raise (RuntimeError if crash else ToolException)("the step fails")
+            return f"{name} done"
+
+        return StructuredTool.from_function(
+            body, name=name, description=name, handle_tool_error=not crash
+        )
+
+    return [make(n) for n in TOOLS]
+
+
+def run_graph(rule_set: list[Rule], script: GraphScript, log: Log) -> int:
+    """Run the script; the number of runs it makes (a thread is one)."""
+    from langchain.agents import create_agent
+    from langchain.agents.middleware import ToolRetryMiddleware
+    from langchain_core.tools import StructuredTool
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import END, START, MessagesState, StateGraph
+
+    from car_verify.integrations.langchain import PolicyMiddleware
+
+    policies = load_policy_text(toml(rule_set))
+    middleware = PolicyMiddleware(policies=policies)
+    crash = script.retries > 0
+
+    def layers(gate: Any) -> list[Any]:
+        if not crash:
+            return [gate]
+        retry = ToolRetryMiddleware(max_retries=script.retries, initial_delay=0, jitter=False)
+        return [retry, gate] if script.retry_outside else [gate, retry]
+
+    tools = _lc_tools(log, crash)
+    if script.sub is not None:
+        gate = middleware if script.shared else PolicyMiddleware(policies=policies)
+        sub = create_agent(_chat([script.sub], "s"), _lc_tools(log, crash), middleware=layers(gate))
+
+        def delegate() -> str:
+            result = sub.invoke({"messages": [{"role": "user", "content": "go"}]})
+            log.received.append(("delegate", {}, "succeeded"))
+            return str(result["messages"][-1].content)
+
+        tools.append(StructuredTool.from_function(delegate, name="delegate", description="d"))
+    main = create_agent(_chat(script.invocations, "m"), tools, middleware=layers(middleware))
+    saver = InMemorySaver() if script.checkpointer else None
+    if script.nested is not None:
+        runs = [script.nested] * len(script.invocations)
+        second = create_agent(
+            _chat(runs, "n"), _lc_tools(log, crash), middleware=layers(middleware)
+        )
+        outer = StateGraph(MessagesState)
+        outer.add_node("main", main)
+        outer.add_node("second", second)
+        outer.add_edge(START, "main")
+        outer.add_edge("main", "second")
+        outer.add_edge("second", END)
+        graph = outer.compile(checkpointer=saver)
+    else:
+        graph = create_agent(
+            _chat(script.invocations, "m"), tools, middleware=layers(middleware), checkpointer=saver
+        )
+    config: Any = {"configurable": {"thread_id": "t"}} if saver is not None else {}
+    for _ in script.invocations:
+        graph.invoke({"messages": [{"role": "user", "content": "go"}]}, config)
+    return 1 if saver is not None else len(script.invocations)
+
+
+def _graph_property(rule_set: list[Rule], script: GraphScript) -> None:
+    with logged() as log:
+        runs = run_graph(rule_set, script, log)
+    held_to_the_reference(rule_set, log, runs=runs, one_trace=script.checkpointer)
+
+
+@FEW
+@given(rules(), graph_scripts())
+def test_langchain_runs_give_the_reference_decisions(
+    rule_set: list[Rule], script: GraphScript
+) -> None:
+    _graph_property(rule_set, script)
+
+
+@pytest.mark.slow
+@MORE
+@given(rules(), graph_scripts())
+def test_langchain_runs_give_the_reference_decisions_at_length(
+    rule_set: list[Rule], script: GraphScript
+) -> None:
+    _graph_property(rule_set, script)
+
+
+# --- parallel calls: both frameworks decide a turn the same way --------------------------------
+
+TURN_CASES = [
+    # (rule, the turn's calls in the model's order, the calls that run)
+    ("deploy only after test succeeded", ["test", "deploy"], ["test"]),
+    ("never deploy after test", ["test", "deploy"], ["test"]),
+    ("never deploy after test", ["deploy", "test"], ["deploy", "test"]),
+    ("at most 1 deploy", ["deploy", "test", "deploy"], ["deploy", "test"]),
+]
+
+
+@pytest.mark.parametrize(("rule", "turn", "ran"), TURN_CASES)
+def test_both_frameworks_decide_a_turn_in_the_models_order_before_it_runs(
+    rule: str, turn: list[str], ran: list[str]
+) -> None:
+    """The calls of one model turn run at once (tasks in the Agents SDK, threads in
+    LangGraph): each framework decides them in the order the model wrote them,
+    all before any runs, so the same turn gets the same verdicts everywhere."""
+    text = f'[[trace_rule]]\nrule = "{rule}"\n'
+    for _ in range(3):  # threads may start in any order: the verdicts may not
+        assert sorted(_sdk_turn(text, turn)) == sorted(ran)
+        assert sorted(_graph_turn(text, turn)) == sorted(ran)
+
+
+def _sdk_turn(text: str, turn: list[str]) -> list[str]:
+    from agents import Agent, Runner, function_tool
+    from agents.testing import ScriptedModel, assistant_message, function_call
+
+    from car_verify.integrations.openai_agents import guard_agent
+
+    ran: list[str] = []
+
+    def make(name: str) -> Any:
+        def body() -> str:
+            ran.append(name)
+            return "done"
+
+        return function_tool(body, name_override=name, strict_mode=False)
+
+    calls = [function_call(t, {}, call_id=f"c{i}") for i, t in enumerate(turn)]
+    model = ScriptedModel([calls, [assistant_message("done")]])
+    agent = Agent(name="a", model=model, tools=[make("test"), make("deploy")])
+    guard_agent(agent, policies=load_policy_text(text))
+    asyncio.run(Runner.run(agent, "go"))
+    return ran
+
+
+def _graph_turn(text: str, turn: list[str]) -> list[str]:
+    from langchain.agents import create_agent
+    from langchain_core.messages import AIMessage
+    from langchain_core.tools import StructuredTool
+
+    from car_verify.integrations.langchain import PolicyMiddleware
+
+    ran: list[str] = []
+
+    def make(name: str) -> Any:
+        def body() -> str:
+            ran.append(name)
+            return "done"
+
+        return StructuredTool.from_function(body, name=name, description=name)
+
+    chat = _chat([], "x")
+    calls = [
+        {"name": t, "args": {}, "id": f"c{i}", "type": "tool_call"} for i, t in enumerate(turn)
+    ]
+    chat.responses = [AIMessage(content="", tool_calls=calls), AIMessage(content="done")]
+    agent = create_agent(
+        chat,
+        [make("test"), make("deploy")],
+        middleware=[PolicyMiddleware(policies=load_policy_text(text))],
+    )
+    agent.invoke({"messages": [{"role": "user", "content": "go"}]})
+    return ran
