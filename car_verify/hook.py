@@ -70,6 +70,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from .plan.gate import UNDECIDED, Decision
+
 __all__ = [
     "AGENTS",
     "EVENTS",
@@ -82,7 +84,6 @@ __all__ = [
     "run",
 ]
 
-Decision = Literal["allow", "deny", "ask"]
 AGENTS = ("claude", "codex")
 #: The events the hook answers: before a call, and after one (its outcome; Claude
 #: Code reports a failed call as PostToolUseFailure). Any other event
@@ -90,11 +91,13 @@ AGENTS = ("claude", "codex")
 #: nothing on stdout and a note on stderr: the hook has nothing to decide there.
 EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
 #: The hook's answer to a call a rule cannot decide (a shell line whose program
-#: is computed, ``eval``, a decoded script piped to a shell): the user's prompt.
-ON_UNKNOWN: Decision = "ask"
+#: is computed, ``eval``, a decoded script piped to a shell): the user's prompt,
+#: as the one table of every face's answer says (:data:`car_verify.plan.gate.FACES`).
+ON_UNKNOWN: Decision = UNDECIDED["hook"]
 #: The session state file's format: each rule's state keyed by the rule's
-#: content, and how much of the session's journal of outcomes it holds.
-STATE_FORMAT = 4
+#: content (:func:`~car_verify.rules.policy.state_keys`), and how much of the
+#: session's journal of outcomes it holds.
+STATE_FORMAT = 5
 #: The accepted rules' file format: each policy file's text, as read.
 ACCEPTED_FORMAT = 1
 ACCEPTED_FILE = "accepted.json"
@@ -292,7 +295,12 @@ def _before(
             else f"car-verify: warning: also undecided: {told}"
         )
     if found.decision == "allow":
-        return HookAnswer("allow", warnings=warnings, message=rules.message)
+        message = rules.message
+        if found.undecided:  # only --on-unknown allow lets one through: the user is told
+            told = "; ".join(d.text() for d in found.undecided)
+            let = f"car-verify: allowed unchecked (--on-unknown allow): {told}"
+            message = f"{message} {let}" if message else let
+        return HookAnswer("allow", warnings=warnings, message=message)
     return HookAnswer(
         found.decision, found.reason(), found.rules(), warnings, message=rules.message
     )
@@ -779,7 +787,7 @@ class _Found:
 class _State:
     """One session's gates (one per rule set in force), restored from and saved to
     its state file: each rule's own trace and rate-limit state, keyed by the
-    rule's content (see :func:`_rule_keys`), and how much of the journal of
+    rule's content (see :func:`~car_verify.rules.policy.state_keys`), and how much of the journal of
     outcomes it holds."""
 
     def __init__(
@@ -791,7 +799,7 @@ class _State:
         ask: Sequence[str] = (),
     ) -> None:
         from .plan.gate import CallGate
-        from .rules.policy import PolicyEngine
+        from .rules.policy import PolicyEngine, state_keys
 
         self.markers = markers
         self.warnings: list[str] = []
@@ -799,7 +807,7 @@ class _State:
         for label, ruleset in rules.sets:
             engine = PolicyEngine(ruleset, clock=time.time)  # windows span processes
             gate = CallGate(engine, on_unknown=on_unknown, ask=ask)
-            self.gates.append((label, gate, *_rule_keys(ruleset)))
+            self.gates.append((label, gate, *state_keys(ruleset)))
         self.ask = tuple(ask)
         self.journal = 0 if saved is None else int(saved["journal"])
         if saved is None:
@@ -1047,33 +1055,6 @@ def _after(
             "folder and start a new session"
         )
     return HookAnswer(None, warnings=[f"{said} (fails closed)"], message=said)
-
-
-def _rule_keys(rules: Any) -> tuple[list[str], list[str]]:
-    """A key per trace rule and per rate limit: a digest of the rule's content (and
-    its occurrence, for a rule written twice), so that a rule keeps its state while
-    the files around it change, and a changed rule does not take another's."""
-    import hashlib
-
-    from .rules.trace import rule_to_dict
-
-    def keys(texts: list[str]) -> list[str]:
-        seen: dict[str, int] = {}
-        out = []
-        for text in texts:
-            digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:20]
-            seen[digest] = seen.get(digest, 0) + 1
-            out.append(f"{digest}:{seen[digest]}")
-        return out
-
-    def content(rule: Any) -> str:
-        doc = rule_to_dict(rule)
-        doc.pop("origin", None)  # moving a rule in its file keeps its state
-        return json.dumps(doc, sort_keys=True)
-
-    trace = [content(r) for r in rules.trace_rule]
-    rates = [f"{r.tool}\0{r.max_calls}\0{r.interval_secs!r}" for r in rules.rate_limit_tool]
-    return keys(trace), keys(rates)
 
 
 def _read_state(path: Path) -> dict[str, Any] | None:

@@ -32,7 +32,8 @@ import pytest
 from gate_reference import ReferenceGate, Rule, toml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_gate import PARAMS, TOOLS, rules
+from test_gate import FILE_KINDS, lines
+from test_gate import rules as kinds_rules
 
 from car_verify.plan.gate import CallGate
 from car_verify.rules.policy import load_policy_text
@@ -44,14 +45,31 @@ MORE = settings(max_examples=25, deadline=None, suppress_health_check=list(Healt
 #: will have (``o``).
 Call = tuple[str, dict[str, Any]]
 
+#: The tools of the frameworks' agents (``c`` is the MCP server's when a script has
+#: one) and their parameters; ``command`` is a shell line, which the shell kinds read.
+TOOLS = ["a", "b", "c"]
+PARAMS: list[dict[str, Any]] = [{}, {"p": 1}, {"p": 2}, {"p": "x"}]
+
+
+def rules() -> st.SearchStrategy[list[Rule]]:
+    """Rule sets of every kind a policy file holds (the frameworks take files)."""
+    return kinds_rules(FILE_KINDS)
+
+
+def commands() -> st.SearchStrategy[dict[str, Any]]:
+    """No shell line, mostly; else one (as text: the tools take a string)."""
+    line = lines().filter(lambda v: isinstance(v, str)).map(lambda v: {"command": v})
+    return st.one_of(st.just({}), st.just({}), line)
+
 
 def calls(max_parallel: int = 3) -> st.SearchStrategy[list[Call]]:
     """One model turn: 1-``max_parallel`` calls of the reference's tools."""
     one = st.tuples(
         st.sampled_from(TOOLS),
         st.sampled_from(PARAMS),
+        commands(),
         st.sampled_from(["succeeded", "failed"]),
-    ).map(lambda c: (c[0], {**c[1], "o": c[2]}))
+    ).map(lambda c: (c[0], {**c[1], **c[2], "o": c[3]}))
     return st.lists(one, min_size=1, max_size=max_parallel)
 
 
@@ -115,7 +133,8 @@ def held_to_the_reference(
             kind, _, tool, params, result = event
             key = (tool, repr(sorted(params.items())))
             if kind == "decide":
-                ok, names, number = ref.pre(tool, params)
+                decision, names, number = ref.pre(tool, params)
+                ok = decision != "deny"  # a framework's answer to undecided is deny
                 got = (result.decision != "deny", sorted(result.rules) if not ok else [])
                 assert got == (ok, sorted(names) if not ok else []), (event, ok, names)
                 if ok:
@@ -175,8 +194,12 @@ def _sdk_tools(log: Log, names: list[str]) -> list[Any]:
     from agents import function_tool
 
     def make(name: str) -> Any:
-        def body(p: int | str | None = None, o: str | None = None) -> str:
+        def body(
+            p: int | str | None = None, o: str | None = None, command: str | None = None
+        ) -> str:
             params: dict[str, Any] = {"o": o} if p is None else {"p": p, "o": o}
+            if command is not None:
+                params["command"] = command
             log.received.append((name, params, "failed" if o == "failed" else "succeeded"))
             if o == "failed":
                 raise RuntimeError("the step fails")
@@ -416,8 +439,12 @@ def _lc_tools(log: Log, crash: bool) -> list[Any]:
     from langchain_core.tools import StructuredTool, ToolException
 
     def make(name: str) -> Any:
-        def body(p: int | str | None = None, o: str | None = None) -> str:
+        def body(
+            p: int | str | None = None, o: str | None = None, command: str | None = None
+        ) -> str:
             params: dict[str, Any] = {"o": o} if p is None else {"p": p, "o": o}
+            if command is not None:
+                params["command"] = command
             log.received.append((name, params, "failed" if o == "failed" else "succeeded"))
             if o == "failed":
                 raise (RuntimeError if crash else ToolException)("the step fails")

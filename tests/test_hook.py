@@ -461,6 +461,10 @@ def test_on_unknown_allow_stays_possible_and_says_so_on_every_call(project: Path
         out, result = ask(project, claude("Bash", {"command": line}), on_unknown="allow")
         assert "permissionDecision" not in out["hookSpecificOutput"]
         assert any("--on-unknown allow" in w for w in result.warnings), line
+        if line != "ls":  # the user is told which rule let it through unchecked, and why
+            assert "allowed unchecked (--on-unknown allow)" in out["systemMessage"]
+            assert "deny_command:Bash.rm" in out["systemMessage"]
+            assert "cannot be decided" in out["systemMessage"]
     out, _ = ask(project, claude("Bash", {"command": "rm -rf x"}), on_unknown="allow")
     assert decision(out) == "deny"
 

@@ -1,7 +1,7 @@
 """Every rule kind of the registry (``car_verify.rules.kinds.KINDS``), from its own
 declarations: its examples run through the gate give the answers they say, and the
 reference page shows the same; its reader names the file and the key of every
-error; its rules survive their JSON form. A kind is one module, and is registered."""
+error; the hook keeps them as their files' text. A kind is one module, and is registered."""
 
 from __future__ import annotations
 
@@ -22,11 +22,9 @@ from car_verify.cli._rules_reference import (
 from car_verify.rules import kinds as kinds_package
 from car_verify.rules.kinds import FILE_KINDS, KINDS, Kind
 from car_verify.rules.policy import (
-    PolicySet,
+    load_policies,
     load_policy_object,
     load_policy_text,
-    policy_set_from_dict,
-    policy_set_to_dict,
     rule_identities,
 )
 
@@ -145,19 +143,34 @@ def test_an_unknown_kind_names_every_kind_there_is() -> None:
     assert "deny_tools: unknown key" in said and all(k in said for k in FILE_KINDS)
 
 
-def test_every_kind_survives_its_json_form() -> None:
-    """What a session keeps of its rules (their JSON form) reads back equal, for every
-    kind's example rules: the same identities, the same rules."""
-    rules = PolicySet()
-    for kind in FILE_KINDS.values():
-        for example in kind.examples:
-            rules.extend(load_policy_text(example.policy, source="rules.toml"))
-    assert all(rules.counts().get(key) for key in FILE_KINDS)
-    again = policy_set_from_dict(json.loads(json.dumps(policy_set_to_dict(rules))))
-    assert rule_identities(again) == rule_identities(rules)
-    for kind, items in rules.kinds():
-        if kind.key != "trace_rule":  # a trace rule forgets where it was written
-            assert again.of(kind) == items, kind.key
+def test_the_hook_keeps_the_files_it_accepted_and_reads_them_with_the_same_reader(
+    tmp_path: Path,
+) -> None:
+    """The hook's accepted rules are the policy files' text, read back by the policy
+    reader itself: for every kind's examples, the rules it keeps in force once the
+    folder is emptied are the folder's (the same identities); a stored file the
+    strict reader refuses fails the call closed, naming the key."""
+    from car_verify import hook
+
+    folder, state = tmp_path / "policies", tmp_path / "state"
+    folder.mkdir()
+    for n, kind in enumerate(FILE_KINDS.values()):
+        for m, example in enumerate(kind.examples):
+            (folder / f"{n:02d}-{m}-{kind.key}.toml").write_text(example.policy)
+    loaded = load_policies(folder)
+    assert all(loaded.rules.counts().get(key) for key in FILE_KINDS)
+    hook._in_force(str(folder), True, state, before=True)  # the first call accepts them
+    for file in folder.iterdir():
+        file.unlink()
+    sets = dict(hook._in_force(str(folder), True, state, before=True).sets)
+    assert rule_identities(sets["accepted"]) == rule_identities(loaded.rules)
+    stored = json.loads((state / hook.ACCEPTED_FILE).read_text())
+    assert stored["files"] == [[p.name, text] for p, text in loaded.texts.items()]  # as read
+    stored["files"][0][1] = "deny_tools = []\n"  # what the agent cannot write, read strictly
+    (state / hook.ACCEPTED_FILE).write_text(json.dumps(stored))
+    payload = {"hook_event_name": "PreToolUse", "tool_name": "ls", "tool_input": {}}
+    found = hook.decide(payload, policies=folder, state_dir=state)
+    assert found.decision == "deny" and "deny_tools: unknown key" in found.reason
 
 
 # --- allow_command ------------------------------------------------------------------------------
@@ -291,13 +304,16 @@ def test_the_framework_integrations_and_the_replays_refuse_an_undecided_line(
 
 
 def test_the_audit_counts_an_undecided_line_as_refused() -> None:
-    from car_verify.corpora.audit import _held
+    from car_verify.corpora.audit import _replay_rows
     from car_verify.importers.base import Call, Trajectory
     from car_verify.rules.policy import PolicyEngine
 
     run = Trajectory("t", "test", [Call("Bash", {"command": UNDECIDED_LINE}), Call("ls", {})])
-    held = _held(run, PolicyEngine(load_policy_text(DENY_RM)), "car")
-    assert list(held.values()) == [["deny_command:Bash.rm"]]
+    rows = list(_replay_rows(run, PolicyEngine(), PolicyEngine(load_policy_text(DENY_RM))))
+    assert [(r["tool"], r["new_decision"], r["new_rules"]) for r in rows] == [
+        ("Bash", "deny", ["deny_command:Bash.rm"]),
+        ("ls", "allow", []),
+    ]
 
 
 def test_the_impact_command_answers_undecided_as_the_table_says() -> None:

@@ -29,7 +29,13 @@ from typing import Any
 
 from ..base.errors import UsageError
 from ..plan.gate import DECISIONS, CallGate, Decision, Verdict
-from ..rules.policy import LoadedPolicies, PolicyEngine, load_policies, policy_engine
+from ..rules.policy import (
+    LoadedPolicies,
+    PolicyEngine,
+    load_policies,
+    policy_engine,
+    state_keys,
+)
 from ..rules.trace import Outcome
 
 __all__ = [
@@ -180,7 +186,7 @@ class Rules:
 
     def _rule_keys(self) -> tuple[list[str], list[str]]:
         if self._keys is None:
-            self._keys = _rule_keys(self.engine)
+            self._keys = state_keys(self.engine.rules)
         return self._keys
 
     def new_run(self) -> Run:
@@ -259,22 +265,6 @@ def _refuse_incomplete(loaded: LoadedPolicies) -> None:
             f"policies: {said}: the policy set holds no rule, so the gate would check "
             "nothing; add rules, or pass allow_empty=True to run every call unchecked"
         )
-
-
-def _rule_keys(engine: PolicyEngine) -> tuple[list[str], list[str]]:
-    """A key per trace rule and per rate limit: a digest of its content and its
-    occurrence (a rule written twice keeps two states)."""
-    from ..rules.policy import rule_identities
-
-    seen: dict[str, int] = {}
-    keys: dict[str, list[str]] = {"trace_rule": [], "rate_limit_tool": []}
-    for kind, text in rule_identities(engine.rules):
-        if kind not in keys:
-            continue
-        digest = hashlib.sha256(f"{kind}:{text}".encode("utf-8", "surrogatepass")).hexdigest()[:20]
-        seen[digest] = seen.get(digest, 0) + 1
-        keys[kind].append(f"{digest}:{seen[digest]}")
-    return keys["trace_rule"], keys["rate_limit_tool"]
 
 
 class RunsByObject:

@@ -44,7 +44,6 @@ from .kinds.deny_tool_param_matching import (
     compile_pattern,
     pattern_cost,
 )
-from .kinds.rate_limit_tool import KIND as RATE
 from .kinds.rate_limit_tool import RateRule
 from .kinds.registered import Registered
 from .trace import TraceRule
@@ -77,9 +76,8 @@ __all__ = [
     "pattern_cost",
     "policies_folder",
     "policy_engine",
-    "policy_set_from_dict",
-    "policy_set_to_dict",
     "rule_identities",
+    "state_keys",
     "strings_of",
     "texts_of",
 ]
@@ -162,24 +160,6 @@ class PolicySet:
         return {key: len(rules) for key, rules in self._rules.items() if rules}
 
 
-def policy_set_to_dict(rules: PolicySet) -> dict[str, list[Any]]:
-    """Every file rule of ``rules`` as JSON, by kind (:func:`policy_set_from_dict`
-    reads it back equal, but for where each trace rule was written)."""
-    return {kind.key: [kind.to_doc(r) for r in items] for kind, items in rules.kinds()}
-
-
-def policy_set_from_dict(doc: Mapping[str, Any]) -> PolicySet:
-    """The rules :func:`policy_set_to_dict` wrote; ValueError (or KeyError, TypeError)
-    for anything else."""
-    rules = PolicySet()
-    for key, items in doc.items():
-        kind = FILE_KINDS.get(key)
-        if kind is None or not isinstance(items, list):
-            raise ValueError(f"unknown rule kind {key!r}")
-        rules.of(kind).extend(kind.from_doc(item) for item in items)
-    return rules
-
-
 def rule_identities(rules: PolicySet) -> list[tuple[str, str]]:
     """Each file rule as (kind, its content as canonical JSON): two rules that say
     the same thing have the same identity, wherever they were written."""
@@ -188,6 +168,34 @@ def rule_identities(rules: PolicySet) -> list[tuple[str, str]]:
         for kind, items in rules.kinds()
         for r in items
     ]
+
+
+def state_keys(rules: PolicySet) -> tuple[list[str], list[str]]:
+    """A key for each rule whose state a run carries: each rule of a ``trace``
+    kind (in :class:`~car_verify.rules.trace.TraceGate`'s order) and each rule
+    whose memory is a window of call times (``Kind.windowed``, in the order of
+    :attr:`PolicyEngine.windows`). A key is a digest of the rule's kind and content
+    and its occurrence (a rule written twice keeps two states), so that a rule
+    keeps its state while the rules around it change, and a changed rule does not
+    take another's. The one place both the hook's session file and the framework
+    integrations' saved runs take their keys from."""
+    import hashlib
+
+    seen: dict[str, int] = {}
+    trace: list[str] = []
+    windows: list[str] = []
+    for kind, items in rules.kinds():
+        held = trace if kind.stage == "trace" else windows if kind.windowed else None
+        if held is None:
+            continue
+        for rule in items:
+            text = json.dumps(kind.to_doc(rule), sort_keys=True, ensure_ascii=False)
+            digest = hashlib.sha256(
+                f"{kind.key}:{text}".encode("utf-8", "surrogatepass")
+            ).hexdigest()[:20]
+            seen[digest] = seen.get(digest, 0) + 1
+            held.append(f"{digest}:{seen[digest]}")
+    return trace, windows
 
 
 # --- the engine ---------------------------------------------------------------------------------
@@ -253,23 +261,24 @@ class PolicyEngine:
 
     @property
     def trace_rules(self) -> list[TraceRule]:
-        return list(self.rules.trace_rule)
+        """The rules of the ``trace`` kinds, decided by the gate's trace monitor."""
+        return [r for kind, items in self.rules.kinds() if kind.stage == "trace" for r in items]
 
     @property
     def windows(self) -> dict[int, tuple[float, ...]]:
-        """The admitted calls' times of each rate limit with any (by its index in
-        ``rules.rate_limit_tool``), to carry the windows to another engine."""
+        """The admitted calls' times of each windowed rule with any (``Kind.windowed``:
+        a rate limit), by its index among the windowed rules (the order of
+        :func:`state_keys`), to carry the windows to another engine."""
+        windowed = (e for e in self._entries if e.kind.windowed)
         return {
-            e.position: tuple(self._memory[e.slot])
-            for e in self._entries
-            if e.kind is RATE and self._memory[e.slot]
+            i: tuple(self._memory[e.slot]) for i, e in enumerate(windowed) if self._memory[e.slot]
         }
 
     def restore_windows(self, windows: Mapping[int, Iterable[float]]) -> None:
         """Take up the windows another engine over the same rules saved (``windows``)."""
-        for e in self._entries:
-            if e.kind is RATE and e.position in windows:
-                self._memory[e.slot] = deque(windows[e.position])
+        for i, e in enumerate(e for e in self._entries if e.kind.windowed):
+            if i in windows:
+                self._memory[e.slot] = deque(windows[i])
 
     def fresh(self, *, clock: Callable[[], float] = time.monotonic) -> PolicyEngine:
         """An engine over the same rules (registered ones too), with empty windows."""

@@ -290,6 +290,12 @@ class Kind(Generic[R]):
     #: Whether it reads the text of the call's parameters: the engine bounds the
     #: work of those rules on one call (``MAX_CONTENT_WORK``).
     reads_content: ClassVar[bool] = False
+    #: Whether its memory (:meth:`start`) is a window of the admitted calls' times:
+    #: the run's state, which a run saved and taken up elsewhere carries (the hook's
+    #: session file, a framework's checkpointer thread; see
+    #: :func:`~car_verify.rules.policy.state_keys`). A memory that is not (a
+    #: compiled pattern) is made again from the rule.
+    windowed: ClassVar[bool] = False
     #: Whether its tool's name is compared without case (``Bash``, ``bash``).
     tool_folded: ClassVar[bool] = False
     #: An example of an array-of-strings kind's entry, for its error messages.
@@ -327,7 +333,9 @@ class Kind(Generic[R]):
         return str(rule.name)  # type: ignore[attr-defined]
 
     def to_doc(self, rule: R) -> Any:
-        """The rule as JSON (:meth:`from_doc` reads it back equal)."""
+        """What the rule says, as JSON: its identity (two rules that say the same
+        thing have the same, wherever they were written). Rules are stored as the
+        text of their file and read by :meth:`read`, never from this."""
         out: dict[str, Any] = {}
         for f in fields(rule):  # type: ignore[arg-type]
             value = getattr(rule, f.name)
@@ -335,13 +343,6 @@ class Kind(Generic[R]):
                 continue
             out[f.name] = list(value) if isinstance(value, tuple) else value
         return out
-
-    def from_doc(self, doc: Any) -> R:
-        if not isinstance(doc, dict):
-            raise ValueError(f"a {self.name} entry is an object")
-        values = {k: tuple(v) if isinstance(v, list) else v for k, v in doc.items()}
-        rule: R = self.rule_type(**values)
-        return rule
 
     def line_of(self, text: str, rule: R, index: int) -> int | None:
         """The line of its file where the rule is written (``index``: its place among

@@ -136,12 +136,6 @@ class AllowCommand(Kind[AllowCommandRule]):
             "param": rule.param,
         }
 
-    def from_doc(self, doc: Any) -> AllowCommandRule:
-        if not isinstance(doc, dict):
-            raise ValueError("an allow_command entry is an object")
-        prefixes = tuple(prefix_words(p) for p in doc["prefixes"])
-        return AllowCommandRule(prefixes, doc.get("tool", "Bash"), doc.get("param", "command"))
-
     def decide(self, rule: AllowCommandRule, call: Call, memory: Any) -> Answer:
         if rule.param not in call.params:
             return ALLOW

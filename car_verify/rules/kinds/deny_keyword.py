@@ -65,11 +65,6 @@ class DenyKeyword(Kind[str]):
     def to_doc(self, rule: str) -> Any:
         return rule
 
-    def from_doc(self, doc: Any) -> str:
-        if not isinstance(doc, str):
-            raise ValueError("a deny_keyword entry is a string")
-        return doc
-
     def tool_of(self, rule: str) -> str | None:
         return None
 

@@ -47,11 +47,6 @@ class DenyTool(Kind[str]):
     def to_doc(self, rule: str) -> Any:
         return rule
 
-    def from_doc(self, doc: Any) -> str:
-        if not isinstance(doc, str):
-            raise ValueError("a deny_tool entry is a string")
-        return doc
-
     def tool_of(self, rule: str) -> str | None:
         return rule
 

@@ -84,11 +84,6 @@ class DenyToolParam(Kind[ParamRule]):
         )
         return ParamRule(table["tool"], table["param"], equals, table.get("contains"))
 
-    def from_doc(self, doc: Any) -> ParamRule:
-        if not isinstance(doc, dict):
-            raise ValueError("a deny_tool_param entry is an object")
-        return ParamRule(**doc)
-
     def decide(self, rule: ParamRule, call: Call, memory: Any) -> Answer:
         param = rule.param
         if param not in call.params:

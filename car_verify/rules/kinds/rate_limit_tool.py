@@ -48,6 +48,7 @@ class RateLimitTool(Kind[RateRule]):
     name = key = "rate_limit_tool"
     summary = "the call of a tool past `max_calls` in a trailing window"
     name_form = "rate_limit_tool:TOOL"
+    windowed = True
     rule_type = RateRule
     keys = (
         Key("tool", (str,), "the tool whose calls it counts", required=True),
@@ -77,11 +78,6 @@ class RateLimitTool(Kind[RateRule]):
         if not math.isfinite(interval) or interval < 0:
             raise reader.fail([self.key, index, "interval_secs"], "must be a non-negative number")
         return RateRule(table["tool"], table["max_calls"], float(interval))
-
-    def from_doc(self, doc: Any) -> RateRule:
-        if not isinstance(doc, dict):
-            raise ValueError("a rate_limit_tool entry is an object")
-        return RateRule(doc["tool"], doc["max_calls"], float(doc["interval_secs"]))
 
     def start(self, rule: RateRule) -> deque[float]:
         return deque()

@@ -83,9 +83,6 @@ class _Registered(Kind[Registered]):
     def to_doc(self, rule: Registered) -> Any:
         raise TypeError("a registered rule lives in its engine, not in a policy file")
 
-    def from_doc(self, doc: Any) -> Registered:
-        raise TypeError("a registered rule lives in its engine, not in a policy file")
-
 
 class RegisteredDenyTool(_Registered):
     name, key = "registered deny_tool", "deny_tool"

@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...base.errors import InputError
-from ..trace import TraceRule, parse_trace_rule, rule_from_dict, rule_to_dict
+from ..trace import TraceRule, parse_trace_rule, rule_to_dict
 from ._base import Answer, Call, Example, Key, Kind, Reader, Step
 
 
@@ -102,9 +102,6 @@ class TraceRuleKind(Kind[TraceRule]):
         doc = rule_to_dict(rule)
         doc.pop("origin", None)  # where it was written is not what it says
         return doc
-
-    def from_doc(self, doc: Any) -> TraceRule:
-        return rule_from_dict(doc)
 
     def tool_of(self, rule: TraceRule) -> str | None:
         return None
