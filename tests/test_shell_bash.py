@@ -24,28 +24,49 @@ from hypothesis import strategies as st
 from shell_lines import FOUND_BY_BASH, TWENTY_SEVEN, lines, soups
 from shell_oracle import BashOracle, available, bash_oracle, rm_recursive_force
 
-from car_verify.rules.shell import Reading, ShellError, has_flags, read_commands
+from car_verify.plan.gate import CallGate
+from car_verify.rules.policy import load_policy_text
+from car_verify.rules.shell import ShellError, has_flags, read_commands
 
 pytestmark = pytest.mark.skipif(available() is not None, reason=str(available()))
 
 RULE_FLAGS = ("-r", "-f")
 
 
+#: The rule the lines are held to, as a policy file writes it; the gate decides
+#: each line with it (the ``deny_command`` kind and the reader together), so the
+#: face an agent meets is what bash is compared with.
+RULE = '[[deny_command]]\nprogram = "rm"\nflags = ["-r", "-f"]\n'
+GATE = CallGate(load_policy_text(RULE), on_unknown="ask")  # ask: undecided, said apart
+
+
 def verdict(line: str) -> str:
-    """What a ``deny_command`` rule on ``rm`` with ``-r`` and ``-f`` answers."""
+    """What the gate answers a ``Bash`` call of ``line`` under :data:`RULE`:
+    ``deny``, ``undecided`` (any face refuses it, or asks) or ``allow``."""
+    answer = GATE.decide("Bash", {"command": line})
+    if answer.decision == "ask":
+        return "undecided"
+    assert answer.decision == "allow" or answer.rules == ["deny_command:Bash.rm"], answer
+    return answer.decision
+
+
+def reader_verdict(line: str) -> str:
+    """The same question put to the reader alone (a test holds the two equal)."""
     try:
         reading = read_commands(line)
     except ShellError:
         return "deny"  # a line that cannot be read is refused
-    return decide(reading)
-
-
-def decide(reading: Reading) -> str:
     if any(c.program == "rm" and has_flags(c, RULE_FLAGS) for c in reading.commands):
         return "deny"
     if any(u.program in (None, "rm") for u in reading.undecided):
         return "undecided"
     return "allow"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(lines(), soups()))
+def test_the_gate_answers_a_line_as_the_reader_reads_it(line: str) -> None:
+    assert verdict(line) == reader_verdict(line), line
 
 
 @pytest.fixture(scope="module")
