@@ -493,7 +493,7 @@ class _InForce:
     message: str = ""
 
     def trace_rules(self) -> list[Any]:
-        return [rule for _, rules in self.sets for rule in rules.trace_rule]
+        return [rule for _, rules in self.sets for rule in rules.trace_rules()]
 
 
 def _in_force(

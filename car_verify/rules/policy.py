@@ -155,6 +155,11 @@ class PolicySet:
     def count(self) -> int:
         return sum(len(rules) for rules in self._rules.values())
 
+    def trace_rules(self) -> list[TraceRule]:
+        """The rules of the ``trace`` kinds, decided on the run's trace by the
+        gate's trace monitor, in the registry's order."""
+        return [r for kind, items in self.kinds() if kind.stage == "trace" for r in items]
+
     def counts(self) -> dict[str, int]:
         """The number of rules of each kind that has any, by key."""
         return {key: len(rules) for key, rules in self._rules.items() if rules}
@@ -262,7 +267,7 @@ class PolicyEngine:
     @property
     def trace_rules(self) -> list[TraceRule]:
         """The rules of the ``trace`` kinds, decided by the gate's trace monitor."""
-        return [r for kind, items in self.rules.kinds() if kind.stage == "trace" for r in items]
+        return self.rules.trace_rules()
 
     @property
     def windows(self) -> dict[int, tuple[float, ...]]:
@@ -517,7 +522,7 @@ def load_policies(
     rules = PolicySet()
     for file, text in read:
         rules.extend(load_policy_text(text, source=str(file), strict=strict))
-        if rules.count() > MAX_RULES or len(rules.trace_rule) > MAX_TRACE_RULES:
+        if rules.count() > MAX_RULES or len(rules.trace_rules()) > MAX_TRACE_RULES:
             raise InputError(
                 f"the policies hold over {MAX_RULES:,} rules, or over {MAX_TRACE_RULES:,} "
                 "trace rules: more than a check of every call can afford; the policies fail "
