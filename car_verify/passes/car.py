@@ -242,7 +242,11 @@ def _summary(ctx: Context, found: Sequence[Issue], records: Mapping[str, CheckRe
         assumptions.append(
             "tool_call parameters are well-formed (no schemas supplied to check them)"
         )
-    untested = [f"runtime output of tool '{a.tool}' (action {a.id})" for a in tool_calls if a.tool]
+    untested = [
+        f"runtime output of tool '{a.tool}' (action {a.id})"
+        for a in tool_calls
+        if a.tool is not None
+    ]
     untested += [
         f"state key '{key}' (value set at runtime by action {a.id})"
         for a in tool_calls
