@@ -141,6 +141,11 @@ class OutputError(CarVerifyError):
         super().__init__(f"{source}: {problem}" if source else problem)
 
 
+class EngineError(CarVerifyError):
+    """A distributed engine (Ray, Dask) the caller chose did not start: nothing was
+    done with it. The message names the engine, its own words and what to try."""
+
+
 class UsageError(CarVerifyError):
     """The caller asked for something that does not exist (an unknown pass, a bad option)."""
 

@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..base.errors import InputError, UsageError
+from ..base.errors import EngineError, InputError, UsageError
 from ..base.values import listed
 from ..importers.base import MAX_FILE, MAX_RECORD, Bounds, count_records
 from ..semantics.profiles import DEFAULT_PROFILE
@@ -907,8 +907,11 @@ def _ray(shards: Sequence[Shard], settings: AuditSettings, out: str, workers: in
         raise UsageError("--engine ray needs Ray: pip install 'car-verify[ray]'") from None
     started = not ray.is_initialized()
     if started:
-        ray.init(address=address, num_cpus=None if address else workers, log_to_driver=False,
-                 include_dashboard=False)  # fmt: skip
+        try:
+            ray.init(address=address, num_cpus=None if address else workers,
+                     log_to_driver=False, include_dashboard=False)  # fmt: skip
+        except Exception as err:  # Ray's own start-up errors: one line, no traceback
+            raise EngineError(_engine_failed("Ray", address, err)) from None
     try:
         data: Any = importlib.import_module("ray.data")
         items = [{"shard": s} for s in shards]
@@ -924,6 +927,17 @@ def _ray(shards: Sequence[Shard], settings: AuditSettings, out: str, workers: in
             ray.shutdown()
 
 
+def _engine_failed(engine: str, address: str | None, err: BaseException) -> str:
+    """Why ``engine`` did not start, and what to try: the same words for Ray and Dask."""
+    where = f"the cluster at {address}" if address else "a local cluster"
+    text = " ".join(str(err).split()) or type(err).__name__
+    return (
+        f"--engine {engine.lower()}: {engine} did not start {where}: {text}; nothing was "
+        f"audited (try again on a less loaded machine, --address of a running cluster, "
+        f"or --engine local)"
+    )
+
+
 def _dask(shards: Sequence[Shard], settings: AuditSettings, out: str, workers: int,
           address: str | None, progress: Any) -> None:  # fmt: skip
     """A Dask bag over the shards: ``address`` a scheduler, else a local cluster of
@@ -936,11 +950,16 @@ def _dask(shards: Sequence[Shard], settings: AuditSettings, out: str, workers: i
     except ImportError:
         raise UsageError("--engine dask needs Dask: pip install 'car-verify[dask]'") from None
     cluster = None
-    if address is None:
-        cluster = distributed.LocalCluster(
-            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
-        )
-    client = distributed.Client(address or cluster)
+    try:
+        if address is None:
+            cluster = distributed.LocalCluster(
+                n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
+            )
+        client = distributed.Client(address or cluster)
+    except Exception as err:  # Dask's own start-up errors (a time-out, a refused address)
+        if cluster is not None:
+            cluster.close()
+        raise EngineError(_engine_failed("Dask", address, err)) from None
     try:
         if shards:
             bag = bags.from_sequence(
