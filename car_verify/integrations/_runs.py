@@ -99,6 +99,26 @@ class Run:
         with self.lock:
             self.pending.setdefault(call_id, []).append((tool, verdict))
 
+    def fork(self) -> Run:
+        """A run that continues from this one's state as it is now (a paused run
+        resumed from a copy of its state: the copy's calls go on from the pause, and
+        two copies resumed do not see each other's calls). The same rules, trace
+        and windows (the same clock), verdicts pending, and breakage."""
+        with self.lock:
+            engine = self.gate.engine.fresh(clock=self.gate.engine.clock)
+            gate = CallGate(engine, on_unknown=self.gate.on_unknown, ask=self.gate.ask)
+            gate.trace.restore(self.gate.trace.state)
+            engine.restore_windows(self.gate.engine.windows)
+            return Run(
+                gate,
+                self.rules,
+                pending={k: list(v) for k, v in self.pending.items()},
+                broken=self.broken,
+                seq=self.seq,
+                saved=self.saved,
+                turns=set(self.turns),
+            )
+
 
 #: The run of the guarded tool running now, in this context (a thread, an asyncio
 #: task, and whatever either starts): an agent run started inside the tool belongs
@@ -280,13 +300,14 @@ class RunsByObject:
         with self._lock:
             return len(self._runs)
 
-    def of(self, key: Any, rules: Rules) -> Run:
-        """The run ``key`` names (made, over ``rules``, at its first call)."""
+    def of(self, key: Any, rules: Rules, make: Callable[[], Run] | None = None) -> Run:
+        """The run ``key`` names (made at its first call: by ``make``, else a new
+        run over ``rules``)."""
         with self._lock:
             found = self._runs.get(id(key))
             if found is not None and found[0]() is key:
                 return found[1]
-            run = rules.new_run()
+            run = make() if make is not None else rules.new_run()
             ident = id(key)
             self._runs[ident] = (weakref.ref(key, lambda _: self._drop(ident)), run)
             return run

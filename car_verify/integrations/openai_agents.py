@@ -114,6 +114,43 @@ def _usage_key(context: RunContextWrapper[Any]) -> Any:
     return context.usage
 
 
+#: The attribute of a run's usage record that names its run (see :class:`_Link`).
+_LINK = "_car_verify_run"
+
+
+class _Link:
+    """A run's usage record names its run with this: a paused run's ``RunState``
+    (``result.to_state()``) holds a copy of the usage record, which keeps the link
+    (a copy of a link is the link), so the resumed run finds the run it continues.
+    Written out of the process (pickled), it is a link to no run: the run it
+    continues cannot be found, and its calls are refused."""
+
+    __slots__ = ("run",)
+
+    def __init__(self, run: Run | None) -> None:
+        self.run = run
+
+    def __copy__(self) -> _Link:
+        return self
+
+    def __deepcopy__(self, memo: Any) -> _Link:
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_Link, (None,))
+
+
+def _decided_by_a_person(context: Any) -> bool:
+    """Whether the run's context holds a person's decision on a call (an approval or
+    a rejection): it does only in a run resumed from a pause."""
+    return bool(getattr(context, "_approvals", None))
+
+
+class _Untied(UserError):
+    """A resumed run whose gate cannot be found: it is stopped, not run on a fresh
+    gate (which would forget what the run did before its pause)."""
+
+
 class PolicyGuard:
     """The rules, and a gate per run (see the module docs). :meth:`guardrail` is the
     tool input guardrail; :meth:`guard` guards one function tool; :meth:`guard_agent`
@@ -151,11 +188,36 @@ class PolicyGuard:
         found = ACTIVE.get()
         if found is not None:
             return found
-        return RUNS.of(self.run_key(context), self.rules)
+        usage = context.usage
+        run = RUNS.of(self.run_key(context), self.rules, lambda: self._begin(context))
+        link = getattr(usage, _LINK, None)
+        if not isinstance(link, _Link) or link.run is not run:
+            setattr(usage, _LINK, _Link(run))
+        return run
+
+    def _begin(self, context: RunContextWrapper[Any]) -> Run:
+        """The gate of a run at its first call: a resumed run continues the run its
+        state was copied from; a resumed run that names none is refused (a
+        :class:`UserError`: it stops); else a new gate."""
+        link = getattr(context.usage, _LINK, None)
+        if isinstance(link, _Link) and link.run is not None:
+            return link.run.fork()
+        if isinstance(link, _Link) or _decided_by_a_person(context):
+            raise _Untied(
+                "refused: this run was resumed from a RunState whose policy state is not in "
+                "this process (written to JSON, or made in another process), so the rules "
+                "cannot see what the run did before its pause; resume the RunState object "
+                "(result.to_state()) in the process that paused it, or key runs by an object "
+                "you keep and give back (run_key=lambda ctx: ctx.context, with "
+                "RunState.from_json(..., context_override=that object))"
+            )
+        return self.rules.new_run()
 
     def _run_or_refusal(self, context: RunContextWrapper[Any]) -> Run | str:
         try:
             return self.run(context)
+        except _Untied:
+            raise
         except Exception as err:  # no run to key it by: refused
             return refused_broken(type(err).__name__)
 
@@ -342,8 +404,9 @@ class PolicyGuard:
     def guard_agent(self, agent: Any) -> Any:
         """Guard ``agent`` and every agent it reaches (handoffs, agents called as
         tools), in place: their function tools, their MCP servers' tools (the
-        servers are wrapped), and any tool they are given later (checked when the
-        run lists the agent's tools). Returns ``agent``."""
+        servers are wrapped), and any tool, server or handoff they are given later
+        (checked when the run lists the agent's tools, each turn; the agent a
+        handoff gives is guarded when the handoff is taken). Returns ``agent``."""
         seen: set[int] = set()
         todo = [agent]
         while todo:
@@ -354,20 +417,48 @@ class PolicyGuard:
             if not isinstance(current, Agent):
                 raise UsageError(f"guard_agent: {current!r} is not an Agent")
             where = f"agent {current.name!r}"
-            current.tools = [self._guard_tool(t, where=where) for t in current.tools]
-            current.mcp_servers = [self._server(s) for s in current.mcp_servers]
+            for tool in current.tools:  # a function tool is guarded in place
+                self._guard_tool(tool, where=where)
+            for index, server in enumerate(current.mcp_servers):
+                if not isinstance(server, _GuardedServer):
+                    current.mcp_servers[index] = self._server(server)
             for handoff in current.handoffs:
-                target = _handoff_target(handoff)
+                target = self._guard_handoff(handoff, where=where)
                 if target is not None:
                     todo.append(target)
-                elif _handoff_name(handoff) not in self.allow_unguarded:
-                    raise UsageError(
-                        f"{where}: the agent behind handoff {_handoff_name(handoff)!r} cannot be "
-                        "seen, so its tools cannot be guarded; hand off to an Agent (or "
-                        "handoff(agent)), or pass allow_unguarded=[its name]"
-                    )
             current.__class__ = self._agent_class(type(current))
         return agent
+
+    def _guard_handoff(self, handoff: Any, *, where: str) -> Any:
+        """The agent ``handoff`` reaches, to be guarded (None: nothing to guard); a
+        :class:`Handoff` is changed in place so that the agent it gives when it is
+        taken is guarded then (whatever agent that is). A handoff whose agent
+        cannot be seen is refused unless ``allow_unguarded`` names it."""
+        target = _handoff_target(handoff)
+        if target is None:
+            if _handoff_name(handoff) in self.allow_unguarded:
+                return None
+            raise UsageError(
+                f"{where}: the agent behind handoff {_handoff_name(handoff)!r} cannot be "
+                "seen, so its tools cannot be guarded; hand off to an Agent (or "
+                "handoff(agent)), or pass allow_unguarded=[its name]"
+            )
+        if isinstance(handoff, Handoff):
+            invoke = handoff.on_invoke_handoff
+            if getattr(invoke, "_car_verify_guard", None) is None:
+                guard = self
+
+                async def invoked(context: RunContextWrapper[Any], arguments: str) -> Any:
+                    agent = await invoke(context, arguments)
+                    try:
+                        guard.guard_agent(agent)
+                    except UsageError as err:
+                        raise UserError(str(err)) from None
+                    return agent
+
+                invoked._car_verify_guard = self  # type: ignore[attr-defined]
+                handoff.on_invoke_handoff = invoked
+        return target
 
     def _server(self, server: Any) -> Any:
         if isinstance(server, _GuardedServer):
@@ -389,9 +480,12 @@ class PolicyGuard:
         guard = self
 
         async def get_all_tools(self: Any, run_context: RunContextWrapper[Any]) -> list[Any]:
-            tools = await cls.get_all_tools(self, run_context)
             where = f"agent {self.name!r}"
             try:
+                # what the agent was given since it was guarded (a handoff appended,
+                # a clone's handoffs, a server): guarded before the run can reach it
+                guard.guard_agent(self)
+                tools = await cls.get_all_tools(self, run_context)
                 return [guard._guard_tool(t, where=where) for t in tools]
             except UsageError as err:
                 raise UserError(str(err)) from None
