@@ -149,15 +149,25 @@ def test_string_arguments_are_never_paths(tmp_path: Path) -> None:
 
 def test_policies_are_the_policy_files_content_or_the_servers_folder(tmp_path: Path) -> None:
     plan = {"actions": [{"id": "a", "type": "tool_call", "tool": "rm"}]}
+    (tmp_path / ".git").mkdir()  # the search for a .car/policies stops here
+    alone = Settings(start=str(tmp_path))  # a server with no folder
     for policies in ('deny_tool = ["rm"]\n', {"deny_tool": ["rm"]}):
-        doc, said, failed = call("policy_check", {"proposal": plan, "policies": policies})
+        doc, said, failed = call(
+            "policy_check", {"proposal": plan, "policies": policies}, settings=alone
+        )
         assert not failed and said.startswith("loaded 1 rule from the policies argument")
         assert [i["code"] for i in doc["issues"]] == ["deny_tool:rm"]
-    doc, said, failed = call("policy_check", {"proposal": plan, "policies": {"deny_tool": [3]}})
+    doc, said, failed = call(
+        "policy_check", {"proposal": plan, "policies": {"deny_tool": [3]}}, settings=alone
+    )
     assert failed and said == 'policies.deny_tool[0]: expected a string (deny_tool = ["rm"])'
-    doc, said, failed = call("policy_check", {"proposal": plan, "policies": {"nope": 1}})
+    doc, said, failed = call(
+        "policy_check", {"proposal": plan, "policies": {"nope": 1}}, settings=alone
+    )
     assert failed and said.startswith("policies.nope: unknown key")
-    doc, said, failed = call("policy_check", {"proposal": plan, "policies": {}})
+    doc, said, failed = call(
+        "policy_check", {"proposal": plan, "policies": {}}, settings=alone
+    )
     assert failed and "holds no rule" in said
     # without the argument: the server's folder (its --policies), never one a call names
     (tmp_path / "server").mkdir()

@@ -66,8 +66,9 @@ class Settings:
     """What the server was started with (``car-verify mcp``'s flags).
 
     ``profile``: each call's default profile. ``policies``: the policies folder
-    ``policy_check`` reads when a call gives no ``policies`` (else the nearest
-    ``.car/policies`` at or above ``start``, the server's working directory).
+    ``policy_check`` checks every call against (else the nearest ``.car/policies``
+    at or above ``start``, the server's working directory); a call's ``policies``
+    argument adds rules to it.
     ``call_timeout``: each call's budget in seconds. ``workers``: how many worker
     processes run calls at once."""
 
@@ -91,8 +92,9 @@ _SHAPES: dict[str, dict[str, Any]] = {
 
 _POLICIES = (
     "the policy file's content: its TOML text, or the same tables as a JSON object "
-    '({"deny_tool": ["rm"]}); without it, the policies folder the server was started '
-    "with (a path here is read as TOML text, never opened)"
+    '({"deny_tool": ["rm"]}), checked together with the policies folder the server was '
+    "started with (its rules are added, never in place of the folder's; a path here is "
+    "read as TOML text, never opened)"
 )
 
 
@@ -257,16 +259,24 @@ def _equivalent(args: dict[str, Any], settings: Settings) -> tuple[Any, str]:
 
 
 def _policy_check(args: dict[str, Any], settings: Settings) -> tuple[Any, str]:
+    """The proposal against the server's rules (its ``--policies`` folder, else the
+    nearest ``.car/policies``) and the rules of the ``policies`` argument, both: a
+    call adds rules, it never takes the server's away (the agent writes the
+    arguments). Only a server that has no folder checks the argument's alone."""
+    from dataclasses import replace
+
     from ..api import verify
+    from ..base.config import find_policies
     from ..base.errors import UsageError
     from ..base.values import plural
     from ..reporters.text import render_text
-    from ..rules.policy import load_policy_object, load_policy_text, policies_to_check
+    from ..rules.policy import PolicySet, load_policy_object, load_policy_text, policies_to_check
 
     model = _proposal(args)
     given = args.get("policies")
-    rules: Any
-    if given is None:
+    rules: Any = None
+    said = ""
+    if given is None or settings.policies is not None or find_policies(settings.start)[0]:
         loaded = policies_to_check(
             settings.policies,
             settings.start,
@@ -274,15 +284,22 @@ def _policy_check(args: dict[str, Any], settings: Settings) -> tuple[Any, str]:
             "server with --policies DIR",
         )
         rules, said = loaded, loaded.describe()
-    else:
+    if given is not None:
         with _naming("policies"):
             if isinstance(given, str):
-                rules = load_policy_text(given, source="policies")
+                added = load_policy_text(given, source="policies")
             else:
-                rules = load_policy_object(given, source="policies")
-        if not rules.count():
+                added = load_policy_object(given, source="policies")
+        if not added.count():
             raise UsageError("policies: the policy set holds no rule, so nothing was checked")
-        said = f"loaded {plural(rules.count(), 'rule')} from the policies argument"
+        from_argument = f"{plural(added.count(), 'rule')} from the policies argument"
+        if rules is None:
+            rules, said = added, f"loaded {from_argument}"
+        else:
+            both = PolicySet()
+            both.extend(rules.rules)
+            both.extend(added)
+            rules, said = replace(rules, rules=both), f"{said}, and {from_argument}"
     result = verify(
         model,
         initial_state=args.get("state"),

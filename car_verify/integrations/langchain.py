@@ -64,6 +64,7 @@ run share its gate; with other rules, a run refuses their calls.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import sys
 import threading
 import time
@@ -78,6 +79,7 @@ try:
     from langchain_core.messages import AIMessage, ToolMessage
     from langchain_core.tools import BaseTool
     from langgraph.errors import GraphBubbleUp
+    from langgraph.prebuilt.tool_node import ToolCallRequest
     from langgraph.types import Command
     from pydantic import ConfigDict
 except ImportError as err:  # the extra is not installed: say how to install it
@@ -202,16 +204,29 @@ class PolicyMiddleware(AgentMiddleware[PolicyState, Any]):
     # --- each tool call --------------------------------------------------------------------------
 
     def _checked(self, request: Any) -> Any:
-        """The request with its tool replaced by the checked tool of its run."""
+        """The request with its tool replaced by the checked tool of its run, as a
+        request that keeps whatever tool a middleware below puts in it checked
+        (``request.override(tool=...)``, LangChain's dynamic tools: the tool that
+        runs is the one checked, and a request with no tool may be given one)."""
         tool = request.tool
-        if tool is None:  # not a tool of the node: the node answers it, nothing runs
-            return request, None
-        if isinstance(tool, _Checked) and tool.checker.middleware.rules.key == self.rules.key:
-            return request, None
+        if isinstance(request, _CheckedRequest) and request.checker.middleware.rules.key == (
+            self.rules.key
+        ):
+            return request, None  # checked above (another middleware with these rules)
         run = self._run_or_refusal(request.state)
         if isinstance(run, str):
             return None, _refused(request.tool_call, run)
         self._decide_turn(run, request)
+        checker = _Checker(self, run)
+        fields = {name: getattr(request, name) for name in _REQUEST_FIELDS}
+        return _CheckedRequest(**fields, checker=checker), None
+
+    def _checked_tool(self, run: Run, tool: Any) -> Any:
+        """``tool`` behind the gate of ``run`` (one checked tool a tool and run)."""
+        if not isinstance(tool, BaseTool):
+            return tool  # None (no tool: the node answers), or not a tool the node runs
+        if isinstance(tool, _Checked) and tool.checker.middleware.rules.key == self.rules.key:
+            return tool
         with run.lock:
             found = run.tools.get(id(tool))
             if not isinstance(found, _Checked) or found.inner is not tool:
@@ -224,7 +239,7 @@ class PolicyMiddleware(AgentMiddleware[PolicyState, Any]):
                     inner=tool,
                     checker=_Checker(self, run),
                 )
-        return request.override(tool=found), None
+        return found
 
     def _decide_turn(self, run: Run, request: Any) -> None:
         """Decide every call of this call's model turn, in the order the model wrote
@@ -357,6 +372,36 @@ class _Checker:
             raise
         self.after(inner.name, verdict, result)
         return result
+
+
+_REQUEST_FIELDS = tuple(f.name for f in dataclasses.fields(ToolCallRequest))
+
+
+@dataclasses.dataclass
+class _CheckedRequest(ToolCallRequest):
+    """A tool call request whose tool is always a checked tool of its run: the
+    tool it is made with, and any a middleware below puts in its place
+    (``override`` and ``dataclasses.replace`` make one of this class; setting
+    ``tool`` is checked too), so the tool the node runs is the one checked."""
+
+    checker: Any = dataclasses.field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._check_tool()
+
+    def _check_tool(self) -> None:
+        checker = self.checker
+        if checker is not None:
+            tool = checker.middleware._checked_tool(checker.run, self.tool)
+            object.__setattr__(self, "tool", tool)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "checker":  # set once, as the request is made
+            object.__setattr__(self, name, value)
+            return
+        super().__setattr__(name, value)
+        if name == "tool" and self.checker is not None:
+            self._check_tool()
 
 
 class _Checked(BaseTool):
