@@ -610,3 +610,309 @@ def _graph_turn(text: str, turn: list[str]) -> list[str]:
     )
     agent.invoke({"messages": [{"role": "user", "content": "go"}]})
     return ran
+
+
+# --- a run resumed, a handoff given late, a tool a middleware substitutes ---------------------
+#
+# Each held against a false allow a review found: a paused run resumed on a fresh
+# gate, a handoff given after guard_agent reaching unchecked tools, a tool a
+# middleware puts in the request running unchecked, an MCP call's own rules in
+# place of the server's.
+
+
+def _sdk_script(*turns: list[str] | str) -> Any:
+    """The SDK's own scripted model (it streams too): each turn, tool calls by
+    name (no arguments) or a final text."""
+    from agents.testing import ScriptedModel, assistant_message, function_call
+
+    steps: list[Any] = []
+    for at, turn in enumerate(turns):
+        if isinstance(turn, str):
+            steps.append([assistant_message(turn)])
+        else:
+            steps.append([function_call(t, {}, call_id=f"c{at}_{i}") for i, t in enumerate(turn)])
+    return ScriptedModel(steps)
+
+
+def _told(model: Any) -> dict[str, str]:
+    """What the model was told of each call, by call id."""
+    return {
+        item["call_id"]: str(item["output"])
+        for call in model.calls
+        if isinstance(call.input, list)
+        for item in call.input
+        if isinstance(item, dict) and item.get("type") == "function_call_output"
+    }
+
+
+def _recording(ran: list[str], *names: str) -> list[Any]:
+    from agents import function_tool
+
+    def make(name: str) -> Any:
+        def body() -> str:
+            ran.append(name)
+            return f"{name} done"
+
+        return function_tool(body, name_override=name, strict_mode=False)
+
+    return [make(n) for n in names]
+
+
+async def _sdk_go(agent: Any, given: Any, streamed: bool = False, **kw: Any) -> Any:
+    from agents import RunConfig, Runner
+
+    kw["run_config"] = RunConfig(tracing_disabled=True)
+    if not streamed:
+        return await Runner.run(agent, given, **kw)
+    result = Runner.run_streamed(agent, given, **kw)
+    async for _ in result.stream_events():
+        pass
+    return result
+
+
+ONCE_AND_ASK = 'deny_tool = ["risky"]\n[[trace_rule]]\nname = "once"\nrule = "at most 1 deploy"\n'
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+@pytest.mark.parametrize("person", ["approve", "reject"])
+def test_a_run_resumed_after_a_pause_goes_on_with_its_gate(streamed: bool, person: str) -> None:
+    """A run paused for a person (needs_approval) and resumed from its RunState
+    object is the same run: the rules still see what it did before the pause."""
+    from agents import Agent
+
+    from car_verify.integrations.openai_agents import guard_agent
+
+    ran: list[str] = []
+    model = _sdk_script(["deploy"], ["risky"], ["deploy"], "finished")
+    agent = Agent(name="a", model=model, tools=_recording(ran, "deploy", "risky"))
+    guard_agent(agent, policies=load_policy_text(ONCE_AND_ASK), ask=["deny_tool"])
+
+    async def go() -> Any:
+        result = await _sdk_go(agent, "go", streamed)
+        assert [i.name for i in result.interruptions] == ["risky"] and ran == ["deploy"]
+        state = result.to_state()
+        getattr(state, person)(result.interruptions[0])
+        return await _sdk_go(agent, state, streamed)
+
+    assert asyncio.run(go()).final_output == "finished"
+    assert ran == (["deploy", "risky"] if person == "approve" else ["deploy"])
+    assert "trace_rule:once" in _told(model)["c2_0"]
+
+
+def test_a_secret_read_before_a_pause_is_remembered_after_it() -> None:
+    from agents import Agent
+
+    from car_verify.integrations.openai_agents import guard_agent
+
+    rules = 'deny_tool = ["wire"]\n[[trace_rule]]\nrule = "never send after read_secret"\n'
+    ran: list[str] = []
+    model = _sdk_script(["read_secret"], ["wire"], ["send"], "finished")
+    agent = Agent(name="a", model=model, tools=_recording(ran, "read_secret", "wire", "send"))
+    guard_agent(agent, policies=load_policy_text(rules), ask=["deny_tool"])
+
+    async def go() -> None:
+        result = await _sdk_go(agent, "go")
+        while result.interruptions:
+            state = result.to_state()
+            for item in result.interruptions:
+                state.approve(item)
+            result = await _sdk_go(agent, state)
+
+    asyncio.run(go())
+    assert ran == ["read_secret", "wire"]
+
+
+def test_two_copies_of_a_paused_run_each_go_on_from_the_pause() -> None:
+    """A RunState is the run as it was at the pause: each copy resumed goes on
+    from there, as the SDK's own state does, and does not see the other's calls."""
+    from agents import Agent
+
+    from car_verify.integrations.openai_agents import guard_agent
+
+    rules = 'deny_tool = ["risky"]\n[[trace_rule]]\nname = "twice"\nrule = "at most 2 deploy"\n'
+    ran: list[str] = []
+    model = _sdk_script(["deploy"], ["risky"], ["deploy"], "a", ["deploy"], ["deploy"], "b")
+    agent = Agent(name="a", model=model, tools=_recording(ran, "deploy", "risky"))
+    guard_agent(agent, policies=load_policy_text(rules), ask=["deny_tool"])
+
+    async def go() -> None:
+        paused = await _sdk_go(agent, "go", False)
+        for _ in range(2):
+            state = paused.to_state()
+            state.approve(paused.interruptions[0])
+            await _sdk_go(agent, state, False)
+
+    asyncio.run(go())
+    # the first copy: risky, deploy (2nd); the second: risky, deploy (2nd), deploy (3rd: refused)
+    assert ran == ["deploy", "risky", "deploy", "risky", "deploy"]
+    assert "trace_rule:twice" in _told(model)["c5_0"]
+
+
+@pytest.mark.parametrize("how", ["json", "pickled", "json, keyed"])
+def test_a_resumed_state_that_cannot_be_tied_to_its_gate_stops(how: str) -> None:
+    """A RunState written to JSON (or carried to another process) holds no gate
+    state: resumed, its run stops with an error saying how to resume, instead of
+    starting over on a fresh gate. Keyed by an object given back (run_key,
+    context_override), it goes on with its gate."""
+    import pickle
+
+    from agents import Agent, RunState
+    from agents.exceptions import UserError
+
+    from car_verify.integrations.openai_agents import guard_agent
+
+    class Context:
+        pass
+
+    ran: list[str] = []
+    context = Context()
+    model = _sdk_script(["deploy"], ["risky"], ["deploy"], "finished")
+    agent = Agent(name="a", model=model, tools=_recording(ran, "deploy", "risky"))
+    keyed = {"run_key": lambda ctx: ctx.context} if how.endswith("keyed") else {}
+    guard_agent(agent, policies=load_policy_text(ONCE_AND_ASK), ask=["deny_tool"], **keyed)
+
+    async def go() -> Any:
+        result = await _sdk_go(agent, "go", context=context)
+        state = result.to_state()
+        state.approve(result.interruptions[0])
+        if how == "pickled":  # its usage record, as another process would get it
+            state._context.usage = pickle.loads(pickle.dumps(state._context.usage))
+            return await _sdk_go(agent, state)
+        back = await RunState.from_json(agent, state.to_json(), context_override=context)
+        return await _sdk_go(agent, back)
+
+    if how.endswith("keyed"):
+        assert asyncio.run(go()).final_output == "finished"
+        assert ran == ["deploy", "risky"] and "trace_rule:once" in _told(model)["c2_0"]
+    else:
+        with pytest.raises(UserError, match=r"resumed from a RunState.*run_key"):
+            asyncio.run(go())
+        assert ran == ["deploy"]
+
+
+@pytest.mark.parametrize("how", ["appended", "clone", "handoff() appended", "another agent"])
+def test_a_handoff_given_after_guard_agent_reaches_only_guarded_tools(how: str) -> None:
+    """guard_agent guards what the agent is given later: a handoff appended, a
+    clone's handoffs, a Handoff whose agent is another than the one it names (the
+    agent it gives is guarded when it is taken)."""
+    from agents import Agent, handoff
+
+    from car_verify.integrations.openai_agents import guard_agent
+
+    ran: list[str] = []
+    model = _sdk_script(["transfer_to_ops"], ["wipe"], "done")
+    ops = Agent(name="ops", model=model, tools=_recording(ran, "wipe"))
+    triage = Agent(name="triage", model=model)
+    if how == "another agent":  # given before guard_agent, naming an agent it does not give
+        given = handoff(Agent(name="ops", model=model))
+        named = given.on_invoke_handoff
+
+        async def gives_ops(context: Any, arguments: str) -> Any:
+            await named(context, arguments)
+            return ops
+
+        given.on_invoke_handoff = gives_ops
+        triage.handoffs.append(given)
+    guard_agent(triage, policies=load_policy_text('deny_tool = ["wipe"]\n'))
+    entry = triage
+    if how == "appended":
+        triage.handoffs.append(ops)
+    elif how == "clone":
+        entry = triage.clone(handoffs=[ops])
+    elif how == "handoff() appended":
+        triage.handoffs.append(handoff(ops))
+    result = asyncio.run(_sdk_go(entry, "go"))
+    assert ran == [] and result.final_output == "done"
+    assert "deny_tool:wipe" in _told(model)["c1_0"]
+
+
+def test_an_mcp_server_given_after_guard_agent_is_guarded_when_listed() -> None:
+    """A server appended to a guarded agent is wrapped when the run lists the
+    agent's tools: its answers' isError reach the trace rules as failures."""
+    from agents import Agent
+    from test_openai_agents import FakeServer
+
+    from car_verify.integrations.openai_agents import guard_agent
+
+    server = FakeServer("test", "deploy", broken=["test"])
+    model = _sdk_script(["test"], ["deploy"], "finished")
+    rules = '[[trace_rule]]\nrule = "never deploy after test failed"\nname = "red"\n'
+    agent = guard_agent(Agent(name="a", model=model), policies=load_policy_text(rules))
+    agent.mcp_servers.append(server.server)
+    asyncio.run(_sdk_go(agent, "go"))
+    assert server.received == [("test", {})]
+    assert "trace_rule:red" in _told(model)["c1_0"]
+
+
+@pytest.mark.parametrize("order", ["policy first", "policy last"])
+@pytest.mark.parametrize("how", ["override", "a tool of the node replaced", "set"])
+def test_a_tool_a_middleware_puts_in_the_request_is_the_one_checked(order: str, how: str) -> None:
+    """LangChain's dynamic tools: a middleware gives the request its tool
+    (``request.override(tool=...)``) below PolicyMiddleware or above it; the tool
+    that runs is the one checked, in any order."""
+    import warnings
+
+    from langchain.agents import create_agent
+    from langchain.agents.middleware import AgentMiddleware
+    from langchain_core.messages import AIMessage
+    from langchain_core.tools import StructuredTool
+
+    from car_verify.integrations.langchain import PolicyMiddleware
+
+    ran: list[str] = []
+    wipe = StructuredTool.from_function(
+        lambda: ran.append("wipe") or "wiped", name="wipe", description="wipe"
+    )
+    noop = StructuredTool.from_function(
+        lambda: ran.append("noop") or "ok", name="noop", description="noop"
+    )
+    asked = "noop" if how == "a tool of the node replaced" else "wipe"
+
+    class DynamicTools(AgentMiddleware[Any, Any]):
+        def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+            if how == "set":
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    request.tool = wipe
+                return handler(request)
+            return handler(request.override(tool=wipe))
+
+    middleware = [
+        PolicyMiddleware(policies=load_policy_text('deny_tool = ["wipe"]\n')),
+        DynamicTools(),
+    ]
+    if order == "policy last":
+        middleware.reverse()
+    chat = _chat([], "x")
+    call = {"name": asked, "args": {}, "id": "c0", "type": "tool_call"}
+    chat.responses = [AIMessage(content="", tool_calls=[call]), AIMessage(content="done")]
+    agent = create_agent(chat, [noop], middleware=middleware)
+    out = agent.invoke({"messages": [{"role": "user", "content": "go"}]})
+    assert ran == []
+    answer = next(m for m in out["messages"] if getattr(m, "type", "") == "tool")
+    assert "deny_tool:wipe" in str(answer.content) and answer.status == "error"
+
+
+def test_the_policies_argument_of_policy_check_adds_to_the_servers_rules(tmp_path: Any) -> None:
+    """An MCP call's ``policies`` argument adds rules; the server's stay in force
+    (the agent writes the arguments)."""
+    pytest.importorskip("mcp", reason="the [mcp] extra is not installed")
+    from car_verify.cli.mcp_server import Settings, call
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".car" / "policies").mkdir(parents=True)
+    (tmp_path / ".car" / "policies" / "r.toml").write_text('deny_tool = ["rm"]\n')
+    plan = {"actions": [{"id": "a", "type": "tool_call", "tool": "rm"},
+                        {"id": "b", "type": "tool_call", "tool": "curl"}]}  # fmt: skip
+    found = Settings(start=str(tmp_path))
+    named = Settings(policies=str(tmp_path / ".car" / "policies"), start="/")
+    for server in (found, named):
+        for added in ('deny_tool = ["nothing"]\n', {"deny_tool": ["curl"]}):
+            doc, said, failed = call(
+                "policy_check", {"proposal": plan, "policies": added}, settings=server
+            )
+            codes = sorted(i["code"] for i in doc["issues"])
+            extra = ["deny_tool:curl"] if isinstance(added, dict) else []
+            assert not failed and codes == sorted(["deny_tool:rm", *extra]), said
+            assert "r.toml" in said or "1 file" in said
+            assert "and 1 rule from the policies argument" in said.splitlines()[0]

@@ -165,9 +165,7 @@ def test_policies_are_the_policy_files_content_or_the_servers_folder(tmp_path: P
         "policy_check", {"proposal": plan, "policies": {"nope": 1}}, settings=alone
     )
     assert failed and said.startswith("policies.nope: unknown key")
-    doc, said, failed = call(
-        "policy_check", {"proposal": plan, "policies": {}}, settings=alone
-    )
+    doc, said, failed = call("policy_check", {"proposal": plan, "policies": {}}, settings=alone)
     assert failed and "holds no rule" in said
     # without the argument: the server's folder (its --policies), never one a call names
     (tmp_path / "server").mkdir()

@@ -208,7 +208,6 @@ class PolicyMiddleware(AgentMiddleware[PolicyState, Any]):
         request that keeps whatever tool a middleware below puts in it checked
         (``request.override(tool=...)``, LangChain's dynamic tools: the tool that
         runs is the one checked, and a request with no tool may be given one)."""
-        tool = request.tool
         if isinstance(request, _CheckedRequest) and request.checker.middleware.rules.key == (
             self.rules.key
         ):
