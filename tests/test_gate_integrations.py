@@ -699,6 +699,45 @@ def test_a_run_resumed_after_a_pause_goes_on_with_its_gate(streamed: bool, perso
     assert "trace_rule:once" in _told(model)["c2_0"]
 
 
+@FEW
+@given(rules(), turns(), st.data())
+def test_a_run_paused_and_resumed_gives_the_reference_decisions(
+    rule_set: list[Rule], script: list[list[Call]], data: st.DataObject
+) -> None:
+    """Generated runs paused for a person at generated turns (a tool that needs
+    approval, beside the turn's other calls) and resumed from their RunState, each
+    time, by Runner.run or run_streamed: the whole run is one trace, decided as the
+    reference decides it unpaused."""
+    from agents import Agent
+    from agents.testing import ScriptedModel
+
+    from car_verify.integrations.openai_agents import guard_agent
+
+    at = data.draw(st.sets(st.integers(0, len(script) - 1), min_size=1, max_size=2))
+    streamed = data.draw(st.booleans())
+    main = [[*t, ("pause", {"o": "succeeded"})] if i in at else t for i, t in enumerate(script)]
+    with logged() as log:
+        tools = _sdk_tools(log, [*TOOLS, "pause"])
+        tools[-1].needs_approval = True
+        agent = Agent(name="main", model=ScriptedModel(_steps(main, "p")), tools=tools)
+        guard_agent(agent, policies=load_policy_text(toml(rule_set)))
+
+        async def go() -> int:
+            result = await _sdk_go(agent, "go", streamed, max_turns=30)
+            pauses = 0
+            while result.interruptions:
+                pauses += 1
+                state = result.to_state()
+                for item in result.interruptions:
+                    state.approve(item)
+                result = await _sdk_go(agent, state, streamed, max_turns=30)
+            assert result.final_output == "p done"
+            return pauses
+
+        assert asyncio.run(go()) >= 1
+    held_to_the_reference(rule_set, log, one_trace=True)
+
+
 def test_a_secret_read_before_a_pause_is_remembered_after_it() -> None:
     from agents import Agent
 
