@@ -18,7 +18,11 @@
 hands the calls below it a **checked tool** (``request.tool`` replaced), so the
 check runs last, right before the tool runs, wherever the middleware is listed:
 every retry (``ToolRetryMiddleware``) and every request another middleware
-rewrites is decided again, on the arguments the tool will get. Then
+rewrites is decided again, on the arguments the tool will get, and a tool a
+middleware below puts in the request (``request.override(tool=...)``: the
+request it is handed keeps any tool set in it checked) is the one checked. A
+middleware below that builds a new ``ToolCallRequest`` itself, instead of from
+the one it was given, hands the node a tool this middleware never saw. Then
 
 * the run's :class:`~car_verify.plan.gate.CallGate` decides the call from the
   tool's name and arguments (the model's: arguments LangGraph injects, such as

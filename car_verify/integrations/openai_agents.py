@@ -10,7 +10,9 @@
 
 :func:`guard_agent` guards every path from an agent to a tool, recursively:
 its function tools, the tools of its MCP servers, the agents it hands off to
-and the agents it calls as tools. A tool the gate cannot see the calls of (a
+and the agents it calls as tools, and what it is given later (a tool, a server,
+a handoff: guarded when the run lists its tools; the agent a handoff gives,
+when the handoff is taken). A tool the gate cannot see the calls of (a
 hosted tool: web search, file search, code interpreter, computer use, hosted
 MCP) is refused when the agent is guarded (a :class:`UsageError`) unless
 ``allow_unguarded=[its name, ...]`` says to let it run unchecked. Each function
@@ -35,14 +37,19 @@ tool gets
   approves (``state.approve(item)``, then ``Runner.run(agent, state)``) runs,
   one they reject never does.
 
-**One gate per run.** A run is one ``Runner.run`` (or ``run_streamed``), resumed
-or not, with everything it does: handoffs, agents called as tools (their nested
+**One gate per run.** A run is one ``Runner.run`` (or ``run_streamed``) and its
+resumptions from a ``RunState`` (``result.to_state()``), with everything it does:
+handoffs, agents called as tools (their nested
 runs share the run's usage record), parallel tool calls, and any agent run
 started inside a guarded tool (a sub-agent: :data:`~car_verify.integrations._runs.ACTIVE`
 names the calling run while the tool runs). The gates are kept for every guard
 of the process by the identity of the run's usage record (``ToolContext.usage``),
 held weakly: agents guarded separately share their run's gate, and a run's gate
-goes when the run's objects do (its result, or a paused ``RunState``).
+goes when the run's objects do (its result, or a paused ``RunState``). A
+``RunState``'s copy of the usage record names the run it was copied from
+(an attribute the copy keeps): the resumed run goes on from the gate's state at the pause (each
+copy on its own). A resumed run that names none (its state written to JSON, or
+carried to another process) is stopped, not run on a fresh gate.
 ``run_key`` keys it by something else (``lambda ctx: ctx.context``: the context
 object you pass to ``Runner.run``, to keep one trace across the runs that share
 it). A run reached by guards with different rules refuses their calls. The
@@ -52,9 +59,9 @@ before any of them runs (each in its own task, which the SDK starts in order).
 Limits: a guardrail attached by hand (``tool.tool_input_guardrails =
 [policy_guardrail(...)]``) decides calls but sees no outcome and cannot change
 the arguments the SDK sends; use :func:`guard_agent` or :func:`guard_tools`. A
-run resumed from a ``RunState`` written to JSON (``to_json``/``from_json``) gets
-a new usage record, so a new trace, unless ``run_key`` names an object that
-outlives it. An agent run from inside a tool is part of the run only when its
+run resumed from a ``RunState`` written to JSON (``to_json``/``from_json``) stops
+(a ``UserError``) unless ``run_key`` names an object given back
+(``context_override``). An agent run from inside a tool is part of the run only when its
 own tools are guarded (``guard_agent`` it too).
 """
 
