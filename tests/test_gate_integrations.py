@@ -620,9 +620,10 @@ def _graph_turn(text: str, turn: list[str]) -> list[str]:
 # place of the server's.
 
 
-def _sdk_script(*turns: list[str] | str) -> Any:
+def _sdk_script(*turns: list[str] | str, prefix: str = "c") -> Any:
     """The SDK's own scripted model (it streams too): each turn, tool calls by
-    name (no arguments) or a final text."""
+    name (no arguments; ``helper``'s: an input) or a final text; call ids
+    ``{prefix}{turn}_{index}``."""
     from agents.testing import ScriptedModel, assistant_message, function_call
 
     steps: list[Any] = []
@@ -630,7 +631,13 @@ def _sdk_script(*turns: list[str] | str) -> Any:
         if isinstance(turn, str):
             steps.append([assistant_message(turn)])
         else:
-            steps.append([function_call(t, {}, call_id=f"c{at}_{i}") for i, t in enumerate(turn)])
+            calls = [
+                function_call(
+                    t, {"input": "x"} if t == "helper" else {}, call_id=f"{prefix}{at}_{i}"
+                )
+                for i, t in enumerate(turn)
+            ]
+            steps.append(calls)
     return ScriptedModel(steps)
 
 
@@ -759,6 +766,34 @@ def test_a_secret_read_before_a_pause_is_remembered_after_it() -> None:
 
     asyncio.run(go())
     assert ran == ["read_secret", "wire"]
+
+
+def test_an_agent_called_as_a_tool_paused_inside_resumes_with_the_run() -> None:
+    """A pause inside an agent called as a tool pauses the run; resumed, the
+    nested agent's calls are still decided with the run's calls before the pause."""
+    from agents import Agent
+
+    from car_verify.integrations.openai_agents import guard_agent
+
+    ran: list[str] = []
+    inner = _sdk_script(["risky"], ["deploy"], "helped", prefix="h")
+    helper = Agent(name="helper", model=inner, tools=_recording(ran, "deploy", "risky"))
+    outer = _sdk_script(["deploy"], ["helper"], "finished")
+    tools = [*_recording(ran, "deploy"), helper.as_tool(tool_name="helper", tool_description="h")]
+    main = Agent(name="main", model=outer, tools=tools)
+    guard_agent(main, policies=load_policy_text(ONCE_AND_ASK), ask=["deny_tool"])
+
+    async def go() -> Any:
+        result = await _sdk_go(main, "go")
+        while result.interruptions:
+            state = result.to_state()
+            for item in result.interruptions:
+                state.approve(item)
+            result = await _sdk_go(main, state)
+        return result
+
+    assert asyncio.run(go()).final_output == "finished"
+    assert ran == ["deploy", "risky"] and "trace_rule:once" in _told(inner)["h1_0"]
 
 
 def test_two_copies_of_a_paused_run_each_go_on_from_the_pause() -> None:
