@@ -46,10 +46,10 @@ names the calling run while the tool runs). The gates are kept for every guard
 of the process by the identity of the run's usage record (``ToolContext.usage``),
 held weakly: agents guarded separately share their run's gate, and a run's gate
 goes when the run's objects do (its result, or a paused ``RunState``). A
-``RunState``'s copy of the usage record names the run it was copied from
-(an attribute the copy keeps): the resumed run goes on from the gate's state at the pause (each
-copy on its own). A resumed run that names none (its state written to JSON, or
-carried to another process) is stopped, not run on a fresh gate.
+``RunState``'s copy of the usage record names the run it was copied from (an
+attribute the copy keeps): the resumed run goes on from the gate's state at the
+pause (each copy on its own). A resumed run that names none (its state written
+to JSON, or carried to another process) is stopped, not run on a fresh gate.
 ``run_key`` keys it by something else (``lambda ctx: ctx.context``: the context
 object you pass to ``Runner.run``, to keep one trace across the runs that share
 it). A run reached by guards with different rules refuses their calls. The
@@ -61,8 +61,8 @@ Limits: a guardrail attached by hand (``tool.tool_input_guardrails =
 the arguments the SDK sends; use :func:`guard_agent` or :func:`guard_tools`. A
 run resumed from a ``RunState`` written to JSON (``to_json``/``from_json``) stops
 (a ``UserError``) unless ``run_key`` names an object given back
-(``context_override``). An agent run from inside a tool is part of the run only when its
-own tools are guarded (``guard_agent`` it too).
+(``context_override``). An agent run from inside a tool is part of the run only
+when its own tools are guarded (``guard_agent`` it too).
 """
 
 from __future__ import annotations
