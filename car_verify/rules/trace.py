@@ -504,9 +504,21 @@ class TraceGate:
     but that never ran, or has not finished, does not open the way for ``X``.
     """
 
-    def __init__(self, rules: Sequence[TraceRule]) -> None:
+    def __init__(self, rules: Sequence[TraceRule], *, indexed: bool = True) -> None:
         self.rules = tuple(rules)
         self._state = [0] * len(self.rules)
+        # The speed trick, in this one place: a call of ``tool`` can only match a
+        # rule whose pattern names ``tool`` or names no tool, so ``check`` and
+        # ``_observe`` visit those rules alone, in the rules' order. ``indexed=False``
+        # is the plain version (every rule at every call); tests/test_trace_index.py
+        # holds the two equal on generated rules and traces.
+        everything = tuple(range(len(self.rules)))
+        self._calls = _Positions([r.call.tool for r in self.rules], everything, indexed)
+        observed = [
+            r.call.tool if r.kind == "at_most" or r.event is None else r.event.tool
+            for r in self.rules
+        ]
+        self._events = _Positions(observed, everything, indexed)
 
     @property
     def state(self) -> tuple[int, ...]:
@@ -519,7 +531,8 @@ class TraceGate:
         """The rules that refuse a call of ``tool`` with ``params`` now, each with a
         reason that names the tools and never a value (of the rule or the call)."""
         out = []
-        for rule, seen in zip(self.rules, self._state, strict=True):
+        for index in self._calls.of(tool):
+            rule, seen = self.rules[index], self._state[index]
             if not rule.call.matches(tool, params):
                 continue
             if rule.kind == "never":
@@ -557,7 +570,8 @@ class TraceGate:
 
     def _observe(self, tool: str, params: Mapping[str, Any], outcome: Outcome | None) -> None:
         """``outcome`` None: the call was dispatched; else its outcome was reported."""
-        for index, rule in enumerate(self.rules):
+        for index in self._events.of(tool):
+            rule = self.rules[index]
             if rule.kind == "at_most":
                 if outcome is None and rule.call.matches(tool, params):
                     self._state[index] += 1
@@ -579,6 +593,30 @@ class TraceGate:
             elif event.outcome == outcome and event.matches(tool, params):
                 # never ... after: at dispatch, or at the named outcome's report
                 self._state[index] = 1
+
+
+class _Positions:
+    """The positions of the rules whose pattern can match a call of each tool: those
+    naming it and those naming no tool, in order. Made from the rules alone (a tool
+    no rule names gets the rules naming none), so it never grows with the calls."""
+
+    __slots__ = ("_any", "_named")
+
+    def __init__(
+        self, tools: Sequence[str | None], everything: tuple[int, ...], indexed: bool
+    ) -> None:
+        self._any = tuple(i for i, t in enumerate(tools) if t is None) if indexed else everything
+        self._named: dict[str, tuple[int, ...]] = (
+            {
+                name: tuple(i for i, t in enumerate(tools) if t is None or t == name)
+                for name in {t for t in tools if t is not None}
+            }
+            if indexed
+            else {}
+        )
+
+    def of(self, tool: str) -> tuple[int, ...]:
+        return self._named.get(tool, self._any)
 
 
 def _event(rule: TraceRule) -> str:
