@@ -161,6 +161,10 @@ def verify(
     from .api import verify as run
     from .semantics.car import runtime_words
 
+    if tool_names is None and tool_schemas_json is None and type(proposal_json) is str:
+        answer = _verify_flat(proposal_json, initial_state_json, max_actions)
+        if answer is not None:
+            return answer
     proposal = _proposal(proposal_json)
     state = _map(initial_state_json, "state")
     schemas = _read(tool_schemas_json, "tool schemas")
@@ -188,7 +192,31 @@ def verify(
     doc["issues"] = [
         i for i in doc["issues"] if i["severity"] != "info" and i["code"] not in ADDED_CODES
     ]
+    doc["evidence"].pop("runner")
     return _text(doc)
+
+
+def _verify_flat(text: str, state_text: str | None, max_actions: int | None) -> str | None:
+    """``verify`` of JSON text by the fused kernel (:mod:`car_verify.passes.fused`),
+    JSON out without the result's objects (its notes never made); None where the
+    kernel does not model the document, and the plain path answers."""
+    from .api import _fused
+    from .ir.flat import flat_plan_text
+    from .semantics.car import CAR, runtime_words
+
+    if max_actions is not None and (type(max_actions) is not int or max_actions < 0):
+        return None  # the plain path says what is wrong
+    plan = flat_plan_text(text)
+    if plan is None or CAR.refuses_flat(plan):
+        return None
+    state = _map(state_text, "state")  # read after the proposal, as the runtime reads it
+    with runtime_words():  # a failed precondition worded as the runtime words it
+        result = _answer("proposal", lambda: _fused(plan, PROFILE, state, max_actions, 3))
+    if result is None:
+        return None
+    doc = result._doc(notes=False)  # type: ignore[attr-defined]
+    doc["evidence"].pop("runner")
+    return json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
 
 
 def simulate(proposal_json: str, initial_state_json: str | None = None) -> str:

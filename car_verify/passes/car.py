@@ -45,7 +45,7 @@ CAR's documented rule, every time. ``docs/compat.md`` lists every difference.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,9 +53,19 @@ from ..base.errors import InputError
 from ..base.findings import Issue, Severity, Tier
 from ..base.values import format_predicate, listed
 from ..ir.model import Action
+from ..semantics.base import ToolSchemas
 from . import CheckRecord, Context, Example, Pass, Said
 
-__all__ = ["ADDED_CODES", "CAR_CHECKS", "CAR_CODES", "CHECK_OF_CODE", "CarCheck", "CarPass"]
+__all__ = [
+    "ADDED_CODES",
+    "CAR_CHECKS",
+    "CAR_CODES",
+    "CHECK_OF_CODE",
+    "CarCheck",
+    "CarPass",
+    "car_confidence",
+    "car_evidence",
+]
 
 D, H = Tier.DECISION_PROCEDURE, Tier.HEURISTIC
 
@@ -185,12 +195,8 @@ CAR_CODES = frozenset({*CHECK_OF_CODE, *OWN_CODES})
 
 
 def _summary(ctx: Context, found: Sequence[Issue], records: Mapping[str, CheckRecord]) -> Said:
-    """CAR's evidence from the findings of the passes that make its checks: eight
-    check records (counts, ``ran``), CAR's assumptions, untested regions, residual
-    risks and coverage score, as ``car_runtime.verify`` says them."""
-    tools = ctx.tools
-    actions = ctx.proposal.actions
-    limit = ctx.max_actions
+    """CAR's evidence from the findings of the passes that make its checks
+    (:func:`car_evidence`)."""
     counts: dict[str, int] = {}
     warnings = 0
     for issue in found:
@@ -198,10 +204,34 @@ def _summary(ctx: Context, found: Sequence[Issue], records: Mapping[str, CheckRe
         if owner is not None:
             counts[owner] = counts.get(owner, 0) + 1
             warnings += issue.severity is Severity.WARNING
-    schemas = tools is not None and not tools.names_only
-    action_refs = any(
-        a.compensation is not None and a.compensation.type == "action_ref" for a in actions
+    actions = ctx.proposal.actions
+    return car_evidence(
+        counts,
+        warnings,
+        records,
+        ctx.tools,
+        ctx.max_actions,
+        [(a.tool, a.id, a.expected_effects) for a in actions if a.type == "tool_call"],
+        any(a.compensation is not None and a.compensation.type == "action_ref" for a in actions),
     )
+
+
+def car_evidence(
+    counts: Mapping[str, int],
+    warnings: int,
+    selected: Collection[str],
+    tools: ToolSchemas | None,
+    limit: int | None,
+    calls: Sequence[tuple[str | None, str, Iterable[str]]],
+    action_refs: bool,
+) -> Said:
+    """CAR's evidence, as ``car_runtime.verify`` says it: eight check records (their
+    finding ``counts`` by check name, ``ran``), CAR's assumptions, untested regions,
+    residual risks and coverage score. ``warnings``: the warnings among those
+    findings; ``selected``: the passes that ran or were skipped (a check whose pass
+    was not selected did not run); ``calls``: each tool call's tool, id and effect
+    keys; ``action_refs``: whether a compensation names an action."""
+    schemas = tools is not None and not tools.names_only
     ran = {  # CAR's own rules: what it can check with what it was given
         "tool_existence": tools is not None or counts.get("tool_existence", 0) > 0,
         "param_schema": schemas,
@@ -211,7 +241,7 @@ def _summary(ctx: Context, found: Sequence[Issue], records: Mapping[str, CheckRe
     }
     checks = []
     for check in CAR_CHECKS:
-        absent = [name for name in check.passes if name not in records]
+        absent = [name for name in check.passes if name not in selected]
         did = ran.get(check.name, True) and not absent
         if not did and check.skipped and not absent:
             verifies = check.skipped
@@ -233,24 +263,23 @@ def _summary(ctx: Context, found: Sequence[Issue], records: Mapping[str, CheckRe
                 reason,
             )
         )
-    tool_calls = [a for a in actions if a.type == "tool_call"]
     assumptions = [
         "supplied initial-state values are accurate",
         "tool implementations honor their declared effects and side effects",
     ]
-    if tool_calls and not schemas:
+    if calls and not schemas:
         assumptions.append(
             "tool_call parameters are well-formed (no schemas supplied to check them)"
         )
     untested = [
-        f"runtime output of tool '{a.tool}' (action {a.id})"
-        for a in tool_calls
-        if a.tool is not None
+        f"runtime output of tool '{tool}' (action {id_})"
+        for tool, id_, _ in calls
+        if tool is not None  # "" is a tool's name too, as the runtime reads it
     ]
     untested += [
-        f"state key '{key}' (value set at runtime by action {a.id})"
-        for a in tool_calls
-        for key in a.expected_effects
+        f"state key '{key}' (value set at runtime by action {id_})"
+        for _, id_, keys in calls
+        for key in keys
     ]
     untested = sorted(set(untested))  # the runtime's: a set of texts, in their order
     conflicts = counts.get("write_conflicts", 0)
@@ -264,7 +293,7 @@ def _summary(ctx: Context, found: Sequence[Issue], records: Mapping[str, CheckRe
             "outcomes depending on runtime tool output or runtime-set state are unverified"
         )
     return Said(
-        checks, assumptions, untested, risks, car_confidence(tool_calls, tools, untested, warnings)
+        checks, assumptions, untested, risks, car_confidence(calls, tools, untested, warnings)
     )
 
 
