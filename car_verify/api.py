@@ -216,13 +216,20 @@ class _FusedResult(VerificationResult):
     :class:`Issue` objects, the evidence, the model of the proposal), and
     :meth:`to_dict` writes what is not made yet without making it."""
 
-    __slots__ = ("_run",)
+    __slots__ = ("_given", "_run")
 
     _run: Fused
+    #: What the run was given beside the proposal: the initial state (None: none), the
+    #: budget and repeat threshold as given, and the schedules (for :attr:`inputs`).
+    _given: tuple[dict[str, Any] | None, int | None, int, Schedules]
 
-    def __init__(self, run: Fused) -> None:
+    def __init__(
+        self, run: Fused, given: tuple[dict[str, Any] | None, int | None, int, Schedules]
+    ) -> None:
         self._run = run
+        self._given = given
         self._dag = None
+        self._fixes = None
         self.profile = run.semantics.profile
 
     @staticmethod
@@ -308,34 +315,44 @@ class _FusedResult(VerificationResult):
         _SLOTS["proposal"].__set__(self, value)
 
     @property
+    def inputs(self) -> Inputs | None:
+        made = self._made(_SLOTS["inputs"], self)
+        if made is _UNMADE:
+            state, max_actions, repeat_threshold, schedules = self._given
+            options = Options(
+                max_actions=max_actions, repeat_threshold=repeat_threshold, schedules=schedules
+            )
+            sem = self._run.semantics
+            made = self.inputs = Inputs(None, state, options, None, None, None, None, sem, None)
+        return made  # type: ignore[no-any-return]
+
+    @inputs.setter
+    def inputs(self, value: Inputs | None) -> None:
+        _SLOTS["inputs"].__set__(self, value)
+
+    @property
     def valid(self) -> bool:
         if self._made(_SLOTS["issues"], self) is _UNMADE:
             return self._run.errors == 0  # the notes are never errors
         return VerificationResult.valid.fget(self)  # type: ignore[attr-defined,no-any-return]
 
-    def to_dict(self) -> dict[str, Any]:
-        doc = self._doc(notes=True)
-        doc["simulated_state"] = json.loads(json.dumps(doc["simulated_state"]))
-        doc["profile"] = self.profile.value
-        return doc
-
-    def _doc(self, *, notes: bool) -> dict[str, Any]:
-        """:meth:`to_dict` as it stands (its end state the walk's own), without the
-        ``info`` findings when not ``notes`` (the runtime's answer)."""
+    def to_dict(self, *, fixes: bool = False) -> dict[str, Any]:
+        """:meth:`VerificationResult.to_dict`, writing what is not made yet without
+        making it (its findings from the kernel's until the :class:`Issue` objects are)."""
+        if fixes:
+            self.fixes  # noqa: B018 - attaches each fix to its finding
         run = self._run
         issues = self._made(_SLOTS["issues"], self)
-        if issues is _UNMADE:
-            listed = run.issue_dicts(notes=notes)
-        else:
-            listed = [i.to_dict() for i in issues if notes or i.severity is not Severity.INFO]
+        listed = run.issue_dicts() if issues is _UNMADE else [i.to_dict() for i in issues]
         state = self._made(_SLOTS["simulated_state"], self)
         return {
             "valid": self.valid,
             "issues": listed,
-            "simulated_state": run.state if state is _UNMADE else state,
+            "simulated_state": json.loads(json.dumps(run.state if state is _UNMADE else state)),
             "execution_levels": [list(level) for level in self.execution_levels],
             "conflicts": [list(c) for c in self.conflicts],
             "evidence": self.evidence.to_dict(),
+            "profile": self.profile.value,
         }
 
 
@@ -344,7 +361,7 @@ _UNMADE: Any = object()
 _SLOTS: dict[str, Any] = {
     name: VerificationResult.__dict__[name]
     for name in ("issues", "simulated_state", "execution_levels", "conflicts", "evidence",
-                 "proposal")
+                 "proposal", "inputs")
 }  # fmt: skip
 
 
@@ -493,7 +510,7 @@ def verify(
     ):
         # The default passes and nothing they do not read: the fused kernel, where it
         # models the document (else the plain runner, which raises what is wrong).
-        fused = _fused(proposal, profile, initial_state, max_actions, repeat_threshold)
+        fused = _fused(proposal, profile, initial_state, max_actions, repeat_threshold, schedules)
         if fused is not None:
             return fused
     flow = _flow_inputs(labels, flow_policy)
@@ -534,6 +551,9 @@ def _fused(
     initial_state: StateLike,
     max_actions: int | None,
     repeat_threshold: int,
+    schedules: Schedules = "levels",
+    *,
+    complete: bool = False,
 ) -> VerificationResult | None:
     """``verify`` by the fused kernel (:mod:`car_verify.passes.fused`) where it models
     the run and the document, else None: the plain runner answers, in the same
@@ -562,10 +582,10 @@ def _fused(
     if passes is None:
         return None
     state = None if initial_state is None else _state(initial_state)
-    run = fused_verify(plan, sem, passes, state, limit, repeat_threshold)
+    run = fused_verify(plan, sem, passes, state, limit, repeat_threshold, complete=complete)
     if run is None:
         return None
-    result = _FusedResult(run)
+    result = _FusedResult(run, (state, max_actions, repeat_threshold, schedules))
     if has_state and _shares_values(proposal, initial_state):
         result.simulated_state = copy_json(run.state)
     return result

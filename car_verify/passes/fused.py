@@ -15,7 +15,8 @@ Hypothesis property on generated plans of every kind.
 What it computes at once is what the verdict needs: the order, the walk, the
 findings that are errors or warnings (their messages made as the plain passes
 make them), the conflicts. What never changes the verdict is made when asked:
-the ``info`` notes (CAR's ``extension-ignored`` and ``car-spec-deviation``, the
+the ``info`` notes (CAR's ``extension-ignored``, ``assertion-not-evaluated`` and
+``car-spec-deviation``, the
 notes ``structure`` gives under ``car``), the :class:`~car_verify.base.findings.Issue`
 objects, the evidence and the result's dictionary.
 
@@ -42,7 +43,14 @@ from typing import TYPE_CHECKING, Any, Final
 from ..base.codes import lookup
 from ..base.errors import json_pointer
 from ..base.findings import Issue, Severity
-from ..base.values import ABSENT, KNOWN_OPERATORS, format_predicate, format_value, plural
+from ..base.values import (
+    ABSENT,
+    KNOWN_OPERATORS,
+    format_predicate,
+    format_value,
+    listed,
+    plural,
+)
 from ..ir.flat import FlatPlan
 from ..ir.model import _find_output_refs
 from ..semantics.dag import forward_reachable
@@ -57,12 +65,12 @@ from . import (
     key_pointer_in,
     named_actions,
 )
-from .car import CHECK_OF_CODE, car_evidence
+from .car import ADDED_CODES, CHECK_OF_CODE, CarEvidence, car_evidence, car_evidence_parts
 
 if TYPE_CHECKING:
     from ..semantics.base import FlatOrder, Semantics
 
-__all__ = ["MODELLED", "Fused", "evidence_parts", "fused_verify", "runnable"]
+__all__ = ["MODELLED", "Fused", "car_parts", "evidence_parts", "fused_verify", "runnable"]
 
 #: A finding, as the kernel keeps it: its sort key (the action's position, -1 for
 #: the proposal), its code, its position (None: the proposal), where inside the
@@ -128,6 +136,7 @@ class Fused:
         "_notes",
         "_warned",
         "asked",
+        "complete",
         "effects",
         "errors",
         "found",
@@ -170,6 +179,8 @@ class Fused:
         self.names, self.severities, self.phase = setup[:3]
         self.max_actions = max_actions
         self.repeat_threshold = repeat_threshold
+        #: Every finding but the notes will be asked for (the drop-in's answer).
+        self.complete = False
         self.order = order
         self.levels = order.levels
         self.found: list[Found] = []
@@ -259,25 +270,38 @@ class Fused:
             code, severity, tier, text, self.plan.ids[index], index, f"/actions/{index}{pointer}"
         )
 
-    def issue_dicts(self, *, notes: bool = True) -> list[dict[str, Any]]:
-        """``[i.to_dict() for i in issues()]`` without the Issues (``notes=False``: but
-        the ``info`` ones, as the runtime's answer leaves them out)."""
-        every = self.sorted(notes=notes)
+    def issue_dicts(self) -> list[dict[str, Any]]:
+        """``[i.to_dict() for i in issues()]`` without the Issues."""
+        return [
+            {"action_id": at, "severity": severity, "message": message, "tier": tier, "code": code}
+            for at, severity, message, tier, code in self.issue_fields()
+        ]
+
+    def issue_fields(self, *, added: bool = True) -> list[tuple[str | None, str, str, str, str]]:
+        """Each finding's wire fields in the runner's order: action id, severity, message,
+        tier, code. ``added=False``: but what car-verify adds beside the runtime's
+        verdict (the ``info`` notes and :data:`~car_verify.passes.car.ADDED_CODES`), as
+        the runtime's answer leaves them out."""
+        every = self.sorted(notes=added)
+        if not added:
+            every = [f for f in every if f[1] not in ADDED_CODES]
         ids = self.plan.ids
         proposal_id = self.semantics.placement.proposal_id
+        table = self.severities
+        optional = self.semantics.skip_is_optional and self.plan.long
         out = []
         with self.semantics.words_in(self.words):
             for _, code, index, _, message in every:
-                severity = self._severity_at(code, index)
+                severity = self._severity_at(code, index) if optional else table[code]
                 assert severity is not None
                 out.append(
-                    {
-                        "action_id": proposal_id if index is None else ids[index],
-                        "severity": severity._value_,
-                        "message": message if type(message) is str else _made(message),
-                        "tier": _tier_value(code),
-                        "code": code,
-                    }
+                    (
+                        proposal_id if index is None else ids[index],
+                        severity._value_,
+                        message if type(message) is str else message[0](*message[1]),
+                        _tier_value(code),
+                        code,
+                    )
                 )
         return out
 
@@ -436,13 +460,44 @@ def _why_skipped(p: Pass, run: Fused) -> str | None:
 
 
 def _car_summary(run: Fused, every: list[Found], records: Collection[str]) -> Said:
+    return car_evidence(*_car_inputs(run, every, records))
+
+
+def car_parts(run: Fused) -> CarEvidence | None:
+    """CAR's evidence of ``run`` in parts (:func:`~car_verify.passes.car.car_evidence_parts`),
+    where its summary is the whole evidence (every pass of the run is one it stands
+    for); None otherwise."""
+    _, summing, members = _layout(run.passes)
+    if summing is None or members != run.names or (summing.requires and _why_skipped(summing, run)):
+        return None
+    return car_evidence_parts(*_car_inputs(run, run.found + run.warned(), members))
+
+
+def _car_inputs(
+    run: Fused, every: list[Found], records: Collection[str]
+) -> tuple[
+    dict[str, int],
+    int,
+    Collection[str],
+    None,
+    int | None,
+    list[tuple[str | None, str, dict[str, Any]]],
+    bool,
+]:
+    """What CAR's evidence reads of a run: its checks' counts, the warnings among
+    them, the passes selected, no tool registry, the budget, the tool calls and
+    whether a compensation names an action."""
     counts: dict[str, int] = {}
     warnings = 0
+    check_of = CHECK_OF_CODE
+    table = run.severities
+    optional = run.semantics.skip_is_optional and run.plan.long
     for _, code, index, _, _ in every:
-        check = CHECK_OF_CODE.get(code)
+        check = check_of.get(code)
         if check is not None:
             counts[check] = counts.get(check, 0) + 1
-            warnings += run._severity_at(code, index) is _WARNING
+            severity = run._severity_at(code, index) if optional else table[code]
+            warnings += severity is _WARNING
     plan = run.plan
     types, tools, ids, effects = plan.types, plan.tools, plan.ids, plan.effects
     calls = [(tools[i], ids[i], effects[i]) for i in range(plan.n) if types[i] == "tool_call"]
@@ -450,7 +505,7 @@ def _car_summary(run: Fused, every: list[Found], records: Collection[str]) -> Sa
         type(c := plan.field(i, "compensation")) is dict and c.get("type") == "action_ref"
         for i in plan.long
     )
-    return car_evidence(counts, warnings, records, None, run.max_actions, calls, refs)
+    return counts, warnings, records, None, run.max_actions, calls, refs
 
 
 def evidence_parts(
@@ -474,14 +529,18 @@ def fused_verify(
     initial_state: Mapping[str, Any] | None,
     max_actions: int | None,
     repeat_threshold: int,
+    *,
+    complete: bool = False,
 ) -> Fused | None:
     """The default passes' verdict on ``plan`` under ``semantics`` (None: a plan the
     kernel leaves to the plain runner, such as one whose order has a cycle).
-    ``max_actions``: the budget in force (the given one, else the profile's)."""
+    ``max_actions``: the budget in force (the given one, else the profile's);
+    ``complete``: every finding but the notes will be asked for."""
     order = semantics.flat_order(plan)
     if order is None:
         return None
     run = Fused(plan, semantics, passes, max_actions, repeat_threshold, order)
+    run.complete = complete
     _walk(run, initial_state or {})
     _checks(run)
     found, table = run.found, run.severities
@@ -510,6 +569,7 @@ def _checks(run: Fused) -> None:
         _compensation(run)
     if "car" in names:
         _ignored(run)
+        _overtaken(run)
         _deviations(run)
 
 
@@ -811,7 +871,9 @@ def _loops(run: Fused, loops: bool, car: bool) -> None:
     if not (repeats or duplicates):
         return
     threshold = run.repeat_threshold
-    at_least = min(2, threshold) if duplicates else threshold
+    # The groups below the threshold, when they are a later phase's (CAR's
+    # duplicate calls) and that phase is sure to be asked for, are found at once.
+    at_least = min(2, threshold) if duplicates or (car and run.complete) else threshold
     groups = _identical_calls(run, at_least)
     if not groups:
         return
@@ -927,50 +989,110 @@ def _compensation(run: Fused) -> None:
 
 
 def _ignored(run: Fused) -> None:
-    """What CAR ignores that car-verify reads (``extension-ignored``): the ``car``
-    pass's ``_ignored`` over the flat plan."""
-    if "extension-ignored" not in run.phase:
+    """What CAR ignores that car-verify reads: ``dependencies`` and output references
+    (``extension-ignored``), an assertion's ``parameters`` (``assertion-not-evaluated``):
+    the ``car`` pass's ``_ignored`` over the flat plan."""
+    phase = run.phase
+    ordering = "extension-ignored" in phase
+    asserting = "assertion-not-evaluated" in phase
+    if not ordering and not asserting:
         return
     plan, order = run.plan, run.order
     levels, level_of, ids = order.levels, order.level, plan.ids
     deps, params, types = plan.dependencies, plan.parameters, plan.types
     for index in range(plan.n):
-        ignored = []
-        if deps[index]:
-            ignored.append("`dependencies`")
         p = params[index]
-        if p:
-            refs: list[Any] = []
-            _find_output_refs(p, ("parameters",), refs)
-            if refs:
-                ignored.append("`$id.output` references")
-        if ignored:
-            level = level_of[index]
-            members = levels[level]
-            beside = [ids[i] for i in members[:6] if i != index][:5]  # a few, not all
-            where = f"level {level}" + (f", beside {', '.join(beside)}" if beside else "")
-            _add(
-                run,
-                "extension-ignored",
-                index,
-                _NO_WHERE,
-                f"CAR ignores {' and '.join(ignored)}: it orders {ids[index]} only by "
-                f"state_dependencies, so it runs in {where}",
-            )
-        if types[index] == "assertion" and type(p.get("key")) is str:
+        if ordering:
+            ignored = []
+            if deps[index]:
+                ignored.append("`dependencies`")
+            if p:
+                refs: list[Any] = []
+                _find_output_refs(p, ("parameters",), refs)
+                if refs:
+                    ignored.append("`$id.output` references")
+            if ignored:
+                level = level_of[index]
+                members = levels[level]
+                beside = [ids[i] for i in members[:6] if i != index]  # a few, not all
+                named = listed(beside, total=len(members) - 1)
+                where = f"level {level}" + (f", beside {named}" if beside else "")
+                _add(
+                    run,
+                    "extension-ignored",
+                    index,
+                    _NO_WHERE,
+                    f"CAR ignores {' and '.join(ignored)}: it orders {ids[index]} only by "
+                    f"state_dependencies, so it runs in {where}",
+                )
+        if asserting and types[index] == "assertion" and type(p.get("key")) is str:
             operator = p.get("operator", "eq")
             if type(operator) is not str:
                 operator = json.dumps(operator)
             shown = format_predicate(p["key"], operator, p.get("value"))
             _add(
                 run,
-                "extension-ignored",
+                "assertion-not-evaluated",
                 index,
                 ("parameters",),
                 f"CAR does not evaluate an assertion's `parameters` predicate "
                 f"({shown}): it checks {ids[index]}'s preconditions only, so this "
                 "predicate gates nothing; write it as a precondition",
             )
+
+
+def _overtaken(run: Fused) -> None:
+    """Each ``dependencies`` entry whose action the profile's order runs in the same
+    level as, or a level before, the action it names (``dependency-overtaken``),
+    but where the action, later in the level, checks a key that one writes: the
+    ``car`` pass's ``_overtaken`` over the flat plan."""
+    if "dependency-overtaken" not in run.phase:
+        return
+    plan = run.plan
+    deps = plan.dependencies
+    if not any(deps):
+        return
+    level_of, ids, types = run.order.level, plan.ids, plan.types
+    position = {name: index for index, name in enumerate(ids)}
+    for index in range(plan.n):
+        names = deps[index]
+        if not names:
+            continue
+        mine = level_of[index]
+        for n, name in enumerate(names):
+            other = position.get(name)
+            if other is None or other == index:
+                continue
+            theirs = level_of[other]
+            if mine > theirs or (
+                mine == theirs and other < index and _gated(run, index, types[index], other)
+            ):
+                continue
+            when = (
+                f"in the same level as {name} (level {mine})"
+                if mine == theirs
+                else f"before {name} (levels {mine} and {theirs})"
+            )
+            _add(
+                run,
+                "dependency-overtaken",
+                index,
+                ("dependencies", n),
+                f"{ids[index]} runs {when}, which it depends on: CAR ignores `dependencies` "
+                "and orders by state_dependencies only",
+            )
+
+
+def _gated(run: Fused, index: int, kind: str, other: int) -> bool:
+    """Whether action ``index`` checks a key that action ``other`` (earlier in its
+    level) writes (the ``car`` pass's ``_gated``)."""
+    written = run.effects[other]
+    if not written:
+        return False
+    checks = [pre["key"] for pre in run.plan.preconditions[index]]
+    if kind == "assertion":
+        checks += [spelled["key"] for spelled, _ in run.semantics.flat_checks(run.plan, index)]
+    return any(key in written for key in checks)
 
 
 def _deviations(run: Fused) -> None:
