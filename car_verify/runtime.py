@@ -24,12 +24,17 @@ top-level :mod:`car_verify`.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import re
-from collections.abc import Callable, Iterator
-from typing import Any, Final, TypeVar
+from collections.abc import Callable, Iterator, Sequence
+from json.encoder import encode_basestring
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from .base.errors import CarVerifyError, InputError
+
+if TYPE_CHECKING:
+    from .passes.fused import Fused
 
 __all__ = [
     "analyze_concurrency",
@@ -211,12 +216,95 @@ def _verify_flat(text: str, state_text: str | None, max_actions: int | None) -> 
         return None
     state = _map(state_text, "state")  # read after the proposal, as the runtime reads it
     with runtime_words():  # a failed precondition worded as the runtime words it
-        result = _answer("proposal", lambda: _fused(plan, PROFILE, state, max_actions, 3))
+        result = _answer(
+            "proposal", lambda: _fused(plan, PROFILE, state, max_actions, 3, complete=True)
+        )
     if result is None:
         return None
-    doc = result._doc(notes=False)  # type: ignore[attr-defined]
-    doc["evidence"].pop("runner")
-    return json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+    return _answer_text(result._run)  # type: ignore[attr-defined]
+
+
+def _answer_text(run: Fused) -> str:
+    """The runtime's answer as JSON text, written from the kernel's findings: what
+    :func:`_text` writes of the result's dictionary without the info findings (its
+    plain twin: tests/test_fused.py holds the drop-in's answer to it, byte for
+    byte), without making the dictionary, its ``Issue`` objects or its notes. Fixed
+    texts (the check records' words, the assumptions) are written once a process."""
+    q = _quoted
+    ids = run.plan.ids
+    quoted = [q(i) for i in ids]
+    out = ['{"valid":', "true" if run.errors == 0 else "false", ',"issues":[']
+    sep = ""
+    for at, severity, message, tier, code in run.issue_fields(added=False):
+        out += (
+            sep, '{"action_id":', "null" if at is None else q(at), ',"severity":"', severity,
+            '","message":', q(message), ',"tier":"', tier, '","code":', q(code), "}",
+        )  # fmt: skip
+        sep = ","
+    out += ('],"simulated_state":', _compact(run.state), ',"execution_levels":[')
+    out.append(",".join("[" + ",".join([quoted[i] for i in level]) + "]" for level in run.levels))
+    out.append('],"conflicts":[')
+    out.append(",".join(f"[{quoted[a]},{quoted[b]},{q(key)}]" for a, b, key in run.conflicts))
+    out.append('],"evidence":')
+    out.append(_evidence_text(run))
+    out.append("}")
+    return "".join(out)
+
+
+def _evidence_text(run: Fused) -> str:
+    """The evidence of :func:`_answer_text`, as ``Evidence.to_dict`` has it (but the
+    runner): from CAR's evidence in parts, its check records' text made once for
+    each way a run can be, the counts put in."""
+    from .passes.fused import car_parts, evidence_parts
+
+    parts = car_parts(run)
+    if parts is not None:
+        checks = _checks_text(parts.rows) % parts.counts
+        assumptions: Sequence[str] = parts.assumptions
+        untested, risks, score = parts.untested, parts.risks, parts.confidence
+    else:  # not CAR's summary alone: from the records (a run of the drop-in has it)
+        records, assumptions, untested, risks, found = evidence_parts(run)
+        checks = ",".join(
+            _checks_text(((c.name, c.ran, c.verifies, c.cannot_verify, c.tier, c.reason),))
+            % (c.findings,)
+            for c in records
+        )
+        score = found if found is not None else (
+            sum(1 for c in records if c.ran) / len(records) if records else 0.0
+        )  # fmt: skip
+    return "".join(
+        (
+            '{"checks":[', checks, '],"assumptions":[', ",".join(map(_fixed_text, assumptions)),
+            '],"untested_regions":[', ",".join(map(_quoted, untested)),
+            '],"residual_risks":[', ",".join(map(_quoted, risks)),
+            '],"confidence":', repr(float(score)), "}",
+        )
+    )  # fmt: skip
+
+
+@functools.lru_cache(maxsize=256)
+def _checks_text(rows: tuple[tuple[str, bool, str, str, Any, str | None], ...]) -> str:
+    """Check records' JSON text, comma-separated, with ``%d`` in the place of each
+    count (one text for each of the few ways a run can be)."""
+    texts = []
+    for name, ran, verifies, cannot_verify, tier, reason in rows:
+        head = _compact({"name": name, "ran": ran, "verifies": verifies,
+                         "cannot_verify": cannot_verify, "findings": 0})  # fmt: skip
+        tail = _compact({"tier": tier.value, **({} if reason is None else {"reason": reason})})
+        texts.append(head[: -len("0}")].replace("%", "%%") + "%d," + tail[1:].replace("%", "%%"))
+    return ",".join(texts)
+
+
+@functools.lru_cache(maxsize=512)
+def _fixed_text(text: str) -> str:
+    """A string of the evidence that is one of a few (an assumption), as JSON."""
+    return _quoted(text)
+
+
+#: JSON text as the runtime's answer has it (compact, not ASCII-escaped): a string,
+#: and any value.
+_quoted = encode_basestring
+_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 def simulate(proposal_json: str, initial_state_json: str | None = None) -> str:
