@@ -157,6 +157,52 @@ def test_the_verdict_is_known_before_the_findings_are_made() -> None:
     assert result.issues == twin.issues and result.conflicts == twin.conflicts
 
 
+@pytest.mark.parametrize("profile", ["car", "strict"])
+@pytest.mark.parametrize("use", ["valid", "issues", "to_dict", "evidence", "proposal"])
+def test_a_run_is_freed_when_its_result_is_dropped(profile: str, use: str) -> None:
+    """A run and its findings are no reference cycle (a lazy message holds its run
+    weakly): they are freed by their count of references when the caller drops the
+    result, not left to the cyclic collector (issue 61: the collector's share)."""
+    import weakref
+
+    from bench_small import proposal
+
+    rng = random.Random(7)
+    texts = [json.dumps(proposal(rng, rng.randint(3, 10))) for _ in range(20)]
+    texts.append(json.dumps(LARGE_SHAPES["synth"](60)))
+    for text in texts:
+        result = car_verify.verify(text, profile=profile)
+        getattr(result, use)
+        if use == "to_dict":
+            result.to_dict()
+        held = weakref.ref(result._run)  # type: ignore[attr-defined]
+        del result
+        assert held() is None, text
+
+
+@pytest.mark.parametrize("profile", ["car", "strict"])
+def test_a_fused_result_reruns_and_repairs_as_the_plain_ones(profile: str) -> None:
+    """The fused result's inputs are the plain runner's (``rerun`` of another plan
+    gives the same answer), and its repairs (``to_dict(fixes=True)``) too."""
+    document = {
+        "actions": [
+            {"id": "a", "type": "tool_call", "tool": "t", "reversibility": "compensable"},
+            {"id": "b", "type": "tool_call", "tool": "t", "state_dependencies": ["k"]},
+        ]
+    }
+    other = {"actions": [{"id": "c", "type": "tool_call", "tool": "u"}]}
+    state = {"env": "prod"}
+    ours = car_verify.verify(document, profile=profile, initial_state=state, max_actions=5)
+    assert ours.evidence.runner == "fused"
+    twin = plain(document, profile, initial_state=state, max_actions=5)
+    assert ours.inputs == twin.inputs
+    assert ours.rerun(other).to_dict() == twin.rerun(other).to_dict()
+    mine, theirs = ours.to_dict(fixes=True), twin.to_dict(fixes=True)
+    mine["evidence"].pop("runner"), theirs["evidence"].pop("runner")
+    assert mine == theirs
+    assert any("fix" in issue for issue in mine["issues"])
+
+
 @st.composite
 def broken_documents(draw: st.DrawFn) -> Any:
     """Documents with one field of a wrong type, an unknown field, a missing type or

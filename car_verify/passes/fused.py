@@ -35,6 +35,7 @@ words, each code's severity. Nothing here branches on a profile's name.
 from __future__ import annotations
 
 import json
+import weakref
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -129,6 +130,7 @@ class Fused:
     """
 
     __slots__ = (
+        "__weakref__",
         "_conflicts",
         "_groups",
         "_issues",
@@ -142,6 +144,7 @@ class Fused:
         "found",
         "levels",
         "max_actions",
+        "me",
         "names",
         "order",
         "passes",
@@ -170,6 +173,10 @@ class Fused:
         self.plan = plan
         self.semantics = semantics
         self.passes = passes
+        #: The run as its findings' lazy messages hold it: a weak reference, so that a
+        #: run and its findings are no reference cycle (freed when the caller drops
+        #: them, not left to the cyclic collector).
+        self.me = weakref.proxy(self)
         setup = _SETUPS.get((semantics, passes))
         if setup is None:
             setup = _SETUPS[(semantics, passes)] = _setup(semantics, passes)
@@ -716,7 +723,7 @@ def _missing(run: Fused, i: int, key: str) -> tuple[Callable[..., str], tuple[An
     """``strips``' words for a depended-on key absent at action ``i``'s turn, where the
     profile has none of its own: why it is absent, from the writers of the key (made
     when asked)."""
-    return _missing_why, (run, i, key)
+    return _missing_why, (run.me, i, key)
 
 
 def _missing_why(run: Fused, i: int, key: str) -> str:
@@ -756,7 +763,7 @@ def _explained(
     own: which writers of its key are not ordered before the action (asked of the
     DAG once for all of them, when the first is made)."""
     run.asked.append((i, key))
-    return _precondition_why, (run, i, key, operator, expected, actual)
+    return _precondition_why, (run.me, i, key, operator, expected, actual)
 
 
 def _precondition_why(
