@@ -321,22 +321,29 @@ def identical_groups(
     ``semantics`` calls equal, each in proposal order, sorted by first member
     (:attr:`Context.identical_calls`; the flat plan's reader asks it too)."""
     fingerprint, canonical = semantics.fingerprint, semantics.canonical
-    # A cheap fingerprint first; only crowded buckets are compared exactly.
-    buckets: dict[tuple[str, int], list[tuple[int, Mapping[str, Any]]]] = {}
+    # A cheap fingerprint first; only crowded buckets are compared exactly. A bucket
+    # is its first call's position until a second call falls in it (then a list):
+    # no object per call (at 10,000 calls, the collector's share).
+    buckets: dict[tuple[str, int], int | list[int]] = {}
+    given: dict[int, Mapping[str, Any]] = {}
     for i, tool, parameters in calls:
+        given[i] = parameters
         key = (tool, fingerprint(parameters))
         found = buckets.get(key)
         if found is None:
-            buckets[key] = [(i, parameters)]
+            buckets[key] = i
+        elif isinstance(found, int):
+            buckets[key] = [found, i]
         else:
-            found.append((i, parameters))
+            found.append(i)
     groups: list[list[int]] = []
     for members in buckets.values():
-        if len(members) < at_least:
+        if isinstance(members, int) or len(members) < at_least:
             continue
         exact: dict[str, list[int]] = {}
         texts: dict[int, str] = {}  # by object: the calls that share one parameters object
-        for i, parameters in members:
+        for i in members:
+            parameters = given[i]
             text = texts.get(id(parameters))
             if text is None:
                 text = texts[id(parameters)] = canonical(parameters)

@@ -75,8 +75,10 @@ __all__ = ["MODELLED", "Fused", "car_parts", "evidence_parts", "fused_verify", "
 
 #: A finding, as the kernel keeps it: its sort key (the action's position, -1 for
 #: the proposal), its code, its position (None: the proposal), where inside the
-#: action (a path), and its message: the text, or a function and its arguments
-#: that make it when it is asked for.
+#: action (a path), and its message: the text, or a tuple of a function and its
+#: arguments that make it when it is asked for (one tuple, and paths shared
+#: between findings: at 10,000 actions a finding is one object the collector
+#: tracks, not four).
 Found = tuple[int, str, int | None, tuple[Any, ...], Any]
 
 _ERROR, _WARNING, _INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
@@ -305,7 +307,7 @@ class Fused:
                     (
                         proposal_id if index is None else ids[index],
                         severity._value_,
-                        message if type(message) is str else message[0](*message[1]),
+                        message if type(message) is str else message[0](*message[1:]),
                         _tier_value(code),
                         code,
                     )
@@ -451,9 +453,23 @@ def _sort_key(found: Found) -> tuple[int, str]:
     return found[0], found[1]
 
 
-def _made(message: tuple[Callable[..., str], tuple[Any, ...]]) -> str:
-    make, args = message
-    return make(*args)
+def _made(message: tuple[Any, ...]) -> str:
+    return message[0](*message[1:])  # type: ignore[no-any-return]
+
+
+def _path(name: str, at: int) -> tuple[str, int]:
+    """The path ``(name, at)`` inside an action, one tuple for all findings."""
+    if at >= 64:
+        return (name, at)
+    known = _PATHS.get((name, at))
+    if known is None:
+        known = _PATHS[(name, at)] = (name, at)
+    return known
+
+
+#: The paths findings share (a field's name and a position in it; positions past
+#: the first few are made for each finding).
+_PATHS: dict[tuple[str, int], tuple[str, int]] = {}
 
 
 def _owners(passes: Sequence[Pass]) -> dict[str, str]:
@@ -616,6 +632,7 @@ def _walk(run: Fused, initial_state: Mapping[str, Any]) -> None:
     sequential = sem.sequential
     words = sem.has_failure_words
     absent = ABSENT
+    said: dict[str, tuple[Any, ...]] = {}  # the missing keys' messages, where they are words
     for level in run.levels:
         for i in level:
             pres = preconditions[i]
@@ -627,7 +644,7 @@ def _walk(run: Fused, initial_state: Mapping[str, Any]) -> None:
                     if not holds(pre.get("operator", "eq"), actual, pre.get("value")):
                         if failed is None:
                             failed = []
-                        failed.append((pre, ("preconditions", j), actual))
+                        failed.append((pre, _path("preconditions", j), actual))
             if assertion:
                 for spelled, place in extra_checks(plan, i):
                     actual = state.get(spelled["key"], absent)
@@ -647,13 +664,18 @@ def _walk(run: Fused, initial_state: Mapping[str, Any]) -> None:
                     start = 0 if seen is None else seen.get(key, 0)
                     if key in sdeps[start:]:  # the common case: its own entry
                         at = sdeps.index(key, start)
-                        where: tuple[Any, ...] = ("state_dependencies", at)
+                        where: tuple[Any, ...] = _path("state_dependencies", at)
                         if seen is None:
                             seen = {}
                         seen[key] = at + 1
                     else:
                         where = key_pointer_in(sdeps, plan.parameters[i], key, start)
-                    message = (missing_words, (None, key, None)) if words else _missing(run, i, key)
+                    if words:  # one message for every finding of the key
+                        message = said.get(key)
+                        if message is None:
+                            message = said[key] = (missing_words, None, key, None)
+                    else:
+                        message = _missing(run, i, key)
                     found.append((i, "missing-dependency", i, where, message))
             if sequential and effects_of[i]:
                 state.update(effects_of[i])
@@ -680,11 +702,11 @@ def _failed(
         operator = pre.get("operator", "eq")
         if operator not in KNOWN_OPERATORS:  # false whatever the state: never held
             key = pre["key"]
-            said = (_unknown_operator, (words, key, operator, pre.get("value"), actual))
+            said = (_unknown_operator, words, key, operator, pre.get("value"), actual)
             found.append((i, "unknown-operator", i, (*where, "operator"), said))
     if assertion and not sem.placement.each_false_part:
         parts = tuple((p["key"], p.get("operator", "eq"), p.get("value"), a) for p, _, a in failed)
-        found.append((i, "assertion-fails", i, failed[0][1], (_assertion_false, (parts,))))
+        found.append((i, "assertion-fails", i, failed[0][1], (_assertion_false, parts)))
         return
     code = "assertion-fails" if assertion else "precondition-unsatisfied"
     for pre, where, actual in failed:
@@ -693,7 +715,7 @@ def _failed(
             continue  # the operators pass's
         key, expected = pre["key"], pre.get("value")
         if sem.has_failure_words:
-            message: Any = (words, (key, operator, expected, actual))
+            message: Any = (words, key, operator, expected, actual)
         else:
             message = _explained(run, i, key, operator, expected, actual, assertion)
         found.append((i, code, i, where, message))
@@ -719,11 +741,11 @@ def _assertion_false(parts: tuple[tuple[str, str, Any, Any], ...]) -> str:
     return f"assertion is false in the walk: {shown}"
 
 
-def _missing(run: Fused, i: int, key: str) -> tuple[Callable[..., str], tuple[Any, ...]]:
+def _missing(run: Fused, i: int, key: str) -> tuple[Any, ...]:
     """``strips``' words for a depended-on key absent at action ``i``'s turn, where the
     profile has none of its own: why it is absent, from the writers of the key (made
     when asked)."""
-    return _missing_why, (run.me, i, key)
+    return _missing_why, run.me, i, key
 
 
 def _missing_why(run: Fused, i: int, key: str) -> str:
@@ -758,12 +780,12 @@ def _is_writer(writers: list[int], i: int) -> bool:
 
 def _explained(
     run: Fused, i: int, key: str, operator: str, expected: Any, actual: Any, assertion: bool
-) -> tuple[Callable[..., str], tuple[Any, ...]]:
+) -> tuple[Any, ...]:
     """``strips``' words for a false precondition where the profile has none of its
     own: which writers of its key are not ordered before the action (asked of the
     DAG once for all of them, when the first is made)."""
     run.asked.append((i, key))
-    return _precondition_why, (run.me, i, key, operator, expected, actual)
+    return _precondition_why, run.me, i, key, operator, expected, actual
 
 
 def _precondition_why(
@@ -939,11 +961,11 @@ def _grouped(run: Fused, at_least: int) -> list[list[int]]:
     if not often:
         return []
     types, parameters = plan.types, plan.parameters
-    calls = [
+    calls = (  # one call at a time: no list of them
         (i, tool, parameters[i])
         for i, tool in enumerate(tools)
         if tool in often and types[i] == "tool_call"
-    ]
+    )
     return identical_groups(calls, run.semantics, at_least)
 
 
