@@ -282,10 +282,27 @@ def _evidence_text(run: Fused) -> str:
     )  # fmt: skip
 
 
-@functools.lru_cache(maxsize=256)
 def _checks_text(rows: tuple[tuple[str, bool, str, str, Any, str | None], ...]) -> str:
     """Check records' JSON text, comma-separated, with ``%d`` in the place of each
-    count (one text for each of the few ways a run can be)."""
+    count (one text for each of the few ways a run can be). CAR's rows are one
+    object for each way (:func:`~car_verify.passes.car.car_evidence_parts` keeps
+    them), so they are known by identity first, without hashing them."""
+    known = _CHECKS_TEXTS.get(id(rows))
+    if known is not None and known[0] is rows:
+        return known[1]
+    text = _rows_text(rows)
+    if len(_CHECKS_TEXTS) >= 256:
+        _CHECKS_TEXTS.clear()
+    _CHECKS_TEXTS[id(rows)] = (rows, text)  # the rows held: their id is not reused
+    return text
+
+
+#: :func:`_checks_text`'s texts by the id of their rows (with the rows).
+_CHECKS_TEXTS: dict[int, tuple[tuple[Any, ...], str]] = {}
+
+
+@functools.lru_cache(maxsize=256)
+def _rows_text(rows: tuple[tuple[str, bool, str, str, Any, str | None], ...]) -> str:
     texts = []
     for name, ran, verifies, cannot_verify, tier, reason in rows:
         head = _compact({"name": name, "ran": ran, "verifies": verifies,
