@@ -43,28 +43,14 @@ from collections.abc import Iterator
 from car_verify.base.findings import Issue, Tier
 from car_verify.base.values import KNOWN_OPERATORS, format_predicate, format_value
 from car_verify.ir.model import Action, Precondition
-from car_verify.passes import Context, Example, Pass, Preserves
+from car_verify.passes import Context, Example, Pass, Preserves, key_pointer_in, named_actions
 from car_verify.semantics.walk import Cause
-
-
-def _names(ids: list[str], positions: list[int], total: int | None = None) -> str:
-    """The first five actions by id, and how many more of ``total`` there are."""
-    total = len(positions) if total is None else total
-    shown = ", ".join([ids[i] for i in positions[:5]])
-    return shown + (f" and {total - 5} more" if total > 5 else "")
 
 
 def key_pointer(action: Action, key: str, start: int = 0) -> tuple[str | int, ...]:
     """Where an action names a depended-on key (in ``state_dependencies``, its first
     entry from ``start`` on)."""
-    if key in action.state_dependencies[start:]:
-        return ("state_dependencies", action.state_dependencies.index(key, start))
-    if action.parameters.get("key") == key:
-        return ("parameters", "key")
-    keys = action.parameters.get("keys")
-    if isinstance(keys, list) and key in keys:
-        return ("parameters", "keys", keys.index(key))
-    return ()
+    return key_pointer_in(action.state_dependencies, action.parameters, key, start)
 
 
 class StripsPass(Pass):
@@ -210,14 +196,14 @@ class StripsPass(Pass):
                 if unordered:
                     why = (
                         f"{key!r} is {format_value(cause.actual)} here; "
-                        f"written by {_names(dag.ids, first, unordered)}, "
+                        f"written by {named_actions(dag.ids, first, unordered)}, "
                         "not ordered before this action"
                     )
                 else:
                     others = len(writers) - dag.is_writer(key, i)
                     why = (
                         f"{key!r} is {format_value(cause.actual)} here, after the writes of "
-                        f"{_names(dag.ids, [w for w in writers[:6] if w != i], others)}"
+                        f"{named_actions(dag.ids, [w for w in writers[:6] if w != i], others)}"
                         if others
                         else f"{key!r} is {format_value(cause.actual)}; only this action writes it"
                     )
@@ -240,15 +226,15 @@ class StripsPass(Pass):
                 if not any(key in actions[w].effects() for w in writers[:earlier]):
                     verb = "names" if earlier == 1 else "name"
                     why = (
-                        f"{_names(dag.ids, writers[:5], earlier)} {verb} it in write_set but "
-                        "no declared effect sets it"
+                        f"{named_actions(dag.ids, writers[:5], earlier)} {verb} it in write_set "
+                        "but no declared effect sets it"
                     )
                 else:
                     why = "it is absent when this action's level begins"
             elif later < len(writers):
                 why = (
                     "it is absent from the initial state and written only by later actions: "
-                    f"{_names(dag.ids, writers[later : later + 5], len(writers) - later)}"
+                    f"{named_actions(dag.ids, writers[later : later + 5], len(writers) - later)}"
                 )
             else:
                 why = "it is absent from the initial state and written by no earlier action"

@@ -19,39 +19,20 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from shapes import mixed
 
 import car_verify
 
 KEYS = [f"k{i}" for i in range(8)]
-TYPES = ["tool_call"] * 6 + ["state_write", "state_read", "assertion"]
-OPERATORS = ["eq", "neq", "gt", "exists", "not_exists", "contains"]
 
 
 def proposal(rng: random.Random, n: int) -> dict[str, Any]:
-    actions = []
-    for i in range(n):
-        kind = rng.choice(TYPES)
-        action: dict[str, Any] = {"id": f"a{i}", "type": kind}
-        if kind == "tool_call":
-            action["tool"] = rng.choice(["fetch", "build", "deploy", "notify"])
-            action["parameters"] = {"target": rng.choice(["staging", "prod"]), "n": i}
-        elif kind in ("state_write", "state_read"):
-            action["parameters"] = {"key": rng.choice(KEYS), "value": i}
-        if rng.random() < 0.5:
-            action["preconditions"] = [
-                {
-                    "key": rng.choice(KEYS),
-                    "operator": rng.choice(OPERATORS),
-                    "value": rng.randint(0, 3),
-                }
-            ]
-        if kind != "state_read" and rng.random() < 0.7:
-            action["expected_effects"] = {rng.choice(KEYS): rng.randint(0, 3)}
-        if rng.random() < 0.5:
-            action["state_dependencies"] = rng.sample(KEYS, rng.randint(1, 2))
-        actions.append(action)
-    return {"id": "p", "source": "bench", "actions": actions}
+    return {"id": "p", "source": "bench", "actions": mixed(rng, n, KEYS)}
 
 
 def timed(fn: Callable[[], object]) -> float:

@@ -225,8 +225,51 @@ def long_parameters(n: int, fields: int = 40) -> dict[str, Any]:
     return {"id": "long-parameters", "source": "benchmark", "actions": actions}
 
 
+#: The small plans' mix (benchmarks/bench_small.py): every action type, the operators.
+MIX_TYPES = ["tool_call"] * 6 + ["state_write", "state_read", "assertion"]
+MIX_OPERATORS = ["eq", "neq", "gt", "exists", "not_exists", "contains"]
+
+
+def mixed(rng: random.Random, n: int, keys: list[str]) -> list[dict[str, Any]]:
+    """``n`` actions of every type over ``keys``: tool calls of four tools, state
+    writes and reads, assertions; preconditions (half of them), effects and state
+    dependencies on keys drawn at random, so a plan has findings of every kind."""
+    actions = []
+    for i in range(n):
+        kind = rng.choice(MIX_TYPES)
+        action: dict[str, Any] = {"id": f"a{i}", "type": kind}
+        if kind == "tool_call":
+            action["tool"] = rng.choice(["fetch", "build", "deploy", "notify"])
+            action["parameters"] = {"target": rng.choice(["staging", "prod"]), "n": i}
+        elif kind in ("state_write", "state_read"):
+            action["parameters"] = {"key": rng.choice(keys), "value": i}
+        if rng.random() < 0.5:
+            action["preconditions"] = [
+                {
+                    "key": rng.choice(keys),
+                    "operator": rng.choice(MIX_OPERATORS),
+                    "value": rng.randint(0, 3),
+                }
+            ]
+        if kind != "state_read" and rng.random() < 0.7:
+            action["expected_effects"] = {rng.choice(keys): rng.randint(0, 3)}
+        if rng.random() < 0.5:
+            action["state_dependencies"] = rng.sample(keys, rng.randint(1, 2))
+        actions.append(action)
+    return actions
+
+
+def synth(n: int, seed: int = 61) -> dict[str, Any]:
+    """The small plans' mix at ``n`` actions (``mixed``), over ``n // 4`` keys: a
+    generated plan with findings of every kind, as many as its size gives."""
+    rng = random.Random(seed)
+    keys = [f"k{i}" for i in range(max(8, n // 4))]
+    return {"id": "synth", "source": "benchmark", "actions": mixed(rng, n, keys)}
+
+
 #: The large-plan shapes, by name (wide_dag is the realistic mix).
 LARGE_SHAPES = {
+    "synth": synth,
     "wide_dag": wide_dag,
     "deep_chain": deep_chain,
     "wide_level": wide_level,

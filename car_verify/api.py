@@ -6,28 +6,36 @@ import json
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .base.display import HtmlDisplay
 from .base.errors import InputError, deep_values_are_input_errors
 from .base.findings import Fix, Issue, Severity
-from .base.schedules import Schedules
+from .base.schedules import SCHEDULES, Schedules
 from .base.values import copy_json
 from .ir._codec import Bad, d_json, expected
+from .ir.flat import FlatPlan, flat_source
 from .ir.model import ActionProposal, Readable, load
 from .passes import (
     CheckRecord,
     Context,
     Options,
     Pass,
+    Requirement,
     gathered,
     run_and_say,
 )
+from .passes.fused import fused_verify, runnable
+from .passes.registry import default_selection, registry_build
 from .rules.tools import ToolRegistry
 from .semantics import Profile, ProfileLike, semantics_of
+from .semantics.base import Semantics
 from .semantics.dag import Dag
 from .semantics.profiles import DEFAULT_PROFILE
 from .semantics.walk import ActionTrace, describe, walk
+
+if TYPE_CHECKING:
+    from .passes.fused import Fused
 
 __all__ = ["Evidence", "Inputs", "Simulation", "VerificationResult", "simulate", "verify"]
 
@@ -44,6 +52,10 @@ class Evidence:
     residual_risks: list[str]
     #: A score given by the profile (the ``car`` profile reports CAR's own).
     score: float | None = None
+    #: What ran the checks: ``"passes"``, the pass runner (every pass, every input),
+    #: or ``"fused"``, the default passes fused over the flat plan
+    #: (:mod:`car_verify.passes.fused`), which give the same findings.
+    runner: str = "passes"
 
     @property
     def confidence(self) -> float:
@@ -62,6 +74,7 @@ class Evidence:
             "untested_regions": list(self.untested_regions),
             "residual_risks": list(self.residual_risks),
             "confidence": self.confidence,
+            "runner": self.runner,
         }
 
 
@@ -195,6 +208,161 @@ class VerificationResult(HtmlDisplay):
 
     def to_json(self, *, indent: int | None = 2, fixes: bool = False) -> str:
         return json.dumps(self.to_dict(fixes=fixes), indent=indent, ensure_ascii=False)
+
+
+class _FusedResult(VerificationResult):
+    """A :class:`VerificationResult` of the fused kernel (:mod:`car_verify.passes.fused`):
+    the verdict is known, each field is made on first use (the ``info`` notes, the
+    :class:`Issue` objects, the evidence, the model of the proposal), and
+    :meth:`to_dict` writes what is not made yet without making it."""
+
+    __slots__ = ("_given", "_run")
+
+    _run: Fused
+    #: What the run was given beside the proposal: the initial state (None: none), the
+    #: budget and repeat threshold as given, and the schedules (for :attr:`inputs`).
+    _given: tuple[dict[str, Any] | None, int | None, int, Schedules]
+
+    def __init__(
+        self, run: Fused, given: tuple[dict[str, Any] | None, int | None, int, Schedules]
+    ) -> None:
+        self._run = run
+        self._given = given
+        self._dag = None
+        self._fixes = None
+        self.profile = run.semantics.profile
+
+    @staticmethod
+    def _made(slot: Any, result: VerificationResult) -> Any:
+        try:
+            return slot.__get__(result)
+        except AttributeError:
+            return _UNMADE
+
+    @property
+    def issues(self) -> list[Issue]:
+        made = self._made(_SLOTS["issues"], self)
+        if made is _UNMADE:
+            made = self.issues = self._run.issues()
+        return made  # type: ignore[no-any-return]
+
+    @issues.setter
+    def issues(self, value: list[Issue]) -> None:
+        _SLOTS["issues"].__set__(self, value)
+
+    @property
+    def simulated_state(self) -> dict[str, Any]:
+        made = self._made(_SLOTS["simulated_state"], self)
+        if made is _UNMADE:
+            self._run.rest()  # the state holds the document's values, as the model does
+            made = self.simulated_state = self._run.state
+        return made  # type: ignore[no-any-return]
+
+    @simulated_state.setter
+    def simulated_state(self, value: dict[str, Any]) -> None:
+        _SLOTS["simulated_state"].__set__(self, value)
+
+    @property
+    def execution_levels(self) -> list[list[str]]:
+        made = self._made(_SLOTS["execution_levels"], self)
+        if made is _UNMADE:
+            ids = self._run.plan.ids
+            made = self.execution_levels = [[ids[i] for i in level] for level in self._run.levels]
+        return made  # type: ignore[no-any-return]
+
+    @execution_levels.setter
+    def execution_levels(self, value: list[list[str]]) -> None:
+        _SLOTS["execution_levels"].__set__(self, value)
+
+    @property
+    def conflicts(self) -> list[list[str]]:
+        made = self._made(_SLOTS["conflicts"], self)
+        if made is _UNMADE:
+            ids = self._run.plan.ids
+            made = self.conflicts = [[ids[a], ids[b], key] for a, b, key in self._run.conflicts]
+        return made  # type: ignore[no-any-return]
+
+    @conflicts.setter
+    def conflicts(self, value: list[list[str]]) -> None:
+        _SLOTS["conflicts"].__set__(self, value)
+
+    @property
+    def evidence(self) -> Evidence:
+        made = self._made(_SLOTS["evidence"], self)
+        if made is _UNMADE:
+            from .passes.fused import evidence_parts
+
+            checks, assumptions, untested, risks, score = evidence_parts(self._run)
+            made = self.evidence = Evidence(checks, assumptions, untested, risks, score, "fused")
+        return made  # type: ignore[no-any-return]
+
+    @evidence.setter
+    def evidence(self, value: Evidence) -> None:
+        _SLOTS["evidence"].__set__(self, value)
+
+    @property
+    def proposal(self) -> ActionProposal:
+        made = self._made(_SLOTS["proposal"], self)
+        if made is _UNMADE:
+            # The model shares the document's values: what is left to find is found
+            # first, so that no change made to it through the model can reach it.
+            self._run.rest()
+            made = self.proposal = self._run.plan.model()
+        return made  # type: ignore[no-any-return]
+
+    @proposal.setter
+    def proposal(self, value: ActionProposal) -> None:
+        _SLOTS["proposal"].__set__(self, value)
+
+    @property
+    def inputs(self) -> Inputs | None:
+        made = self._made(_SLOTS["inputs"], self)
+        if made is _UNMADE:
+            state, max_actions, repeat_threshold, schedules = self._given
+            options = Options(
+                max_actions=max_actions, repeat_threshold=repeat_threshold, schedules=schedules
+            )
+            sem = self._run.semantics
+            made = self.inputs = Inputs(None, state, options, None, None, None, None, sem, None)
+        return made  # type: ignore[no-any-return]
+
+    @inputs.setter
+    def inputs(self, value: Inputs | None) -> None:
+        _SLOTS["inputs"].__set__(self, value)
+
+    @property
+    def valid(self) -> bool:
+        if self._made(_SLOTS["issues"], self) is _UNMADE:
+            return self._run.errors == 0  # the notes are never errors
+        return VerificationResult.valid.fget(self)  # type: ignore[attr-defined,no-any-return]
+
+    def to_dict(self, *, fixes: bool = False) -> dict[str, Any]:
+        """:meth:`VerificationResult.to_dict`, writing what is not made yet without
+        making it (its findings from the kernel's until the :class:`Issue` objects are)."""
+        if fixes:
+            self.fixes  # noqa: B018 - attaches each fix to its finding
+        run = self._run
+        issues = self._made(_SLOTS["issues"], self)
+        listed = run.issue_dicts() if issues is _UNMADE else [i.to_dict() for i in issues]
+        state = self._made(_SLOTS["simulated_state"], self)
+        return {
+            "valid": self.valid,
+            "issues": listed,
+            "simulated_state": json.loads(json.dumps(run.state if state is _UNMADE else state)),
+            "execution_levels": [list(level) for level in self.execution_levels],
+            "conflicts": [list(c) for c in self.conflicts],
+            "evidence": self.evidence.to_dict(),
+            "profile": self.profile.value,
+        }
+
+
+_UNMADE: Any = object()
+#: The slots of VerificationResult's fields, which _FusedResult's properties fill.
+_SLOTS: dict[str, Any] = {
+    name: VerificationResult.__dict__[name]
+    for name in ("issues", "simulated_state", "execution_levels", "conflicts", "evidence",
+                 "proposal", "inputs")
+}  # fmt: skip
 
 
 class Simulation(dict[str, Any], HtmlDisplay):
@@ -331,6 +499,20 @@ def verify(
     (``"levels"``, the default) or every order the DAG allows (``"any"``).
     Malformed input raises :class:`InputError`; a bad plan is a result.
     """
+    if (
+        tools is None
+        and passes is None
+        and policies is None
+        and labels is None
+        and flow_policy is None
+        and intent is None
+        and schedules in SCHEDULES
+    ):
+        # The default passes and nothing they do not read: the fused kernel, where it
+        # models the document (else the plain runner, which raises what is wrong).
+        fused = _fused(proposal, profile, initial_state, max_actions, repeat_threshold, schedules)
+        if fused is not None:
+            return fused
     flow = _flow_inputs(labels, flow_policy)
     declared = _intent_input(intent)
     initial_state = _state_file(initial_state)
@@ -361,6 +543,58 @@ def verify(
     if _shares_values(proposal, initial_state):
         result.simulated_state = copy_json(result.simulated_state)
     return result
+
+
+def _fused(
+    proposal: ProposalLike | FlatPlan,
+    profile: ProfileLike,
+    initial_state: StateLike,
+    max_actions: int | None,
+    repeat_threshold: int,
+    schedules: Schedules = "levels",
+    *,
+    complete: bool = False,
+) -> VerificationResult | None:
+    """``verify`` by the fused kernel (:mod:`car_verify.passes.fused`) where it models
+    the run and the document, else None: the plain runner answers, in the same
+    order of checks (the state file, the profile, the document, the profile's
+    refusal, the options), and raises what is wrong with the input."""
+    if initial_state is not None and type(initial_state) is not dict:
+        initial_state = _state_file(initial_state)
+    sem = semantics_of(profile)
+    plan = proposal if isinstance(proposal, FlatPlan) else flat_source(proposal)
+    if plan is None or sem.refuses_flat(plan):
+        return None
+    if max_actions is not None or repeat_threshold != 3:
+        Options(max_actions=max_actions, repeat_threshold=repeat_threshold)  # checked
+    has_state = initial_state is not None
+    limit = sem.default_max_actions if max_actions is None else max_actions
+    chosen = _SELECTIONS.get((sem, has_state, limit is not None))
+    if chosen is None or chosen[1] != registry_build():
+        given = {Requirement.INITIAL_STATE} if has_state else set()
+        if limit is not None:
+            given.add(Requirement.MAX_ACTIONS)
+        selection = default_selection(sem.profile.value, given.__contains__)
+        chosen = (selection if selection is not None and runnable(selection) else None,
+                  registry_build())  # fmt: skip
+        _SELECTIONS[(sem, has_state, limit is not None)] = chosen
+    passes = chosen[0]
+    if passes is None:
+        return None
+    state = None if initial_state is None else _state(initial_state)
+    run = fused_verify(plan, sem, passes, state, limit, repeat_threshold, complete=complete)
+    if run is None:
+        return None
+    result = _FusedResult(run, (state, max_actions, repeat_threshold, schedules))
+    if has_state and _shares_values(proposal, initial_state):
+        result.simulated_state = copy_json(run.state)
+    return result
+
+
+#: The fused kernel's selection of passes by (semantics, whether a state is given,
+#: whether a budget is in force): the passes, or None where the kernel does not model
+#: them; with the registry's build they were chosen from.
+_SELECTIONS: dict[tuple[Semantics, bool, bool], tuple[tuple[Pass, ...] | None, int]] = {}
 
 
 def _registry(tools: Any) -> ToolRegistry:

@@ -24,12 +24,17 @@ top-level :mod:`car_verify`.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import re
-from collections.abc import Callable, Iterator
-from typing import Any, Final, TypeVar
+from collections.abc import Callable, Iterator, Sequence
+from json.encoder import encode_basestring
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from .base.errors import CarVerifyError, InputError
+
+if TYPE_CHECKING:
+    from .passes.fused import Fused
 
 __all__ = [
     "analyze_concurrency",
@@ -161,6 +166,10 @@ def verify(
     from .api import verify as run
     from .semantics.car import runtime_words
 
+    if tool_names is None and tool_schemas_json is None and type(proposal_json) is str:
+        answer = _verify_flat(proposal_json, initial_state_json, max_actions)
+        if answer is not None:
+            return answer
     proposal = _proposal(proposal_json)
     state = _map(initial_state_json, "state")
     schemas = _read(tool_schemas_json, "tool schemas")
@@ -188,7 +197,131 @@ def verify(
     doc["issues"] = [
         i for i in doc["issues"] if i["severity"] != "info" and i["code"] not in ADDED_CODES
     ]
+    doc["evidence"].pop("runner")
     return _text(doc)
+
+
+def _verify_flat(text: str, state_text: str | None, max_actions: int | None) -> str | None:
+    """``verify`` of JSON text by the fused kernel (:mod:`car_verify.passes.fused`),
+    JSON out without the result's objects (its notes never made); None where the
+    kernel does not model the document, and the plain path answers."""
+    from .api import _fused
+    from .ir.flat import flat_plan_text
+    from .semantics.car import CAR, runtime_words
+
+    if max_actions is not None and (type(max_actions) is not int or max_actions < 0):
+        return None  # the plain path says what is wrong
+    plan = flat_plan_text(text)
+    if plan is None or CAR.refuses_flat(plan):
+        return None
+    state = _map(state_text, "state")  # read after the proposal, as the runtime reads it
+    with runtime_words():  # a failed precondition worded as the runtime words it
+        result = _answer(
+            "proposal", lambda: _fused(plan, PROFILE, state, max_actions, 3, complete=True)
+        )
+    if result is None:
+        return None
+    return _answer_text(result._run)  # type: ignore[attr-defined]
+
+
+def _answer_text(run: Fused) -> str:
+    """The runtime's answer as JSON text, written from the kernel's findings: what
+    :func:`_text` writes of the result's dictionary without the info findings (its
+    plain twin: tests/test_fused.py holds the drop-in's answer to it, byte for
+    byte), without making the dictionary, its ``Issue`` objects or its notes. Fixed
+    texts (the check records' words, the assumptions) are written once a process."""
+    q = _quoted
+    ids = run.plan.ids
+    quoted = [q(i) for i in ids]
+    out = ['{"valid":', "true" if run.errors == 0 else "false", ',"issues":[']
+    sep = ""
+    for at, severity, message, tier, code in run.issue_fields(added=False):
+        out += (
+            sep, '{"action_id":', "null" if at is None else q(at), ',"severity":"', severity,
+            '","message":', q(message), ',"tier":"', tier, '","code":', q(code), "}",
+        )  # fmt: skip
+        sep = ","
+    out += ('],"simulated_state":', _compact(run.state), ',"execution_levels":[')
+    out.append(",".join("[" + ",".join([quoted[i] for i in level]) + "]" for level in run.levels))
+    out.append('],"conflicts":[')
+    out.append(",".join(f"[{quoted[a]},{quoted[b]},{q(key)}]" for a, b, key in run.conflicts))
+    out.append('],"evidence":')
+    out.append(_evidence_text(run))
+    out.append("}")
+    return "".join(out)
+
+
+def _evidence_text(run: Fused) -> str:
+    """The evidence of :func:`_answer_text`, as ``Evidence.to_dict`` has it (but the
+    runner): from CAR's evidence in parts, its check records' text made once for
+    each way a run can be, the counts put in."""
+    from .passes.fused import car_parts, evidence_parts
+
+    parts = car_parts(run)
+    if parts is not None:
+        checks = _checks_text(parts.rows) % parts.counts
+        assumptions: Sequence[str] = parts.assumptions
+        untested, risks, score = parts.untested, parts.risks, parts.confidence
+    else:  # not CAR's summary alone: from the records (a run of the drop-in has it)
+        records, assumptions, untested, risks, found = evidence_parts(run)
+        checks = ",".join(
+            _checks_text(((c.name, c.ran, c.verifies, c.cannot_verify, c.tier, c.reason),))
+            % (c.findings,)
+            for c in records
+        )
+        score = found if found is not None else (
+            sum(1 for c in records if c.ran) / len(records) if records else 0.0
+        )  # fmt: skip
+    return "".join(
+        (
+            '{"checks":[', checks, '],"assumptions":[', ",".join(map(_fixed_text, assumptions)),
+            '],"untested_regions":[', ",".join(map(_quoted, untested)),
+            '],"residual_risks":[', ",".join(map(_quoted, risks)),
+            '],"confidence":', repr(float(score)), "}",
+        )
+    )  # fmt: skip
+
+
+def _checks_text(rows: tuple[tuple[str, bool, str, str, Any, str | None], ...]) -> str:
+    """Check records' JSON text, comma-separated, with ``%d`` in the place of each
+    count (one text for each of the few ways a run can be). CAR's rows are one
+    object for each way (:func:`~car_verify.passes.car.car_evidence_parts` keeps
+    them), so they are known by identity first, without hashing them."""
+    known = _CHECKS_TEXTS.get(id(rows))
+    if known is not None and known[0] is rows:
+        return known[1]
+    text = _rows_text(rows)
+    if len(_CHECKS_TEXTS) >= 256:
+        _CHECKS_TEXTS.clear()
+    _CHECKS_TEXTS[id(rows)] = (rows, text)  # the rows held: their id is not reused
+    return text
+
+
+#: :func:`_checks_text`'s texts by the id of their rows (with the rows).
+_CHECKS_TEXTS: dict[int, tuple[tuple[Any, ...], str]] = {}
+
+
+@functools.lru_cache(maxsize=256)
+def _rows_text(rows: tuple[tuple[str, bool, str, str, Any, str | None], ...]) -> str:
+    texts = []
+    for name, ran, verifies, cannot_verify, tier, reason in rows:
+        head = _compact({"name": name, "ran": ran, "verifies": verifies,
+                         "cannot_verify": cannot_verify, "findings": 0})  # fmt: skip
+        tail = _compact({"tier": tier.value, **({} if reason is None else {"reason": reason})})
+        texts.append(head[: -len("0}")].replace("%", "%%") + "%d," + tail[1:].replace("%", "%%"))
+    return ",".join(texts)
+
+
+@functools.lru_cache(maxsize=512)
+def _fixed_text(text: str) -> str:
+    """A string of the evidence that is one of a few (an assumption), as JSON."""
+    return _quoted(text)
+
+
+#: JSON text as the runtime's answer has it (compact, not ASCII-escaped): a string,
+#: and any value.
+_quoted = encode_basestring
+_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 def simulate(proposal_json: str, initial_state_json: str | None = None) -> str:

@@ -45,7 +45,7 @@ INSIDE: dict[str, list[set[str]]] = {
         {"semantics", "semantics.profiles", "semantics.base", "semantics.strict", "semantics.car"},
         {"semantics.walk", "semantics.symbolic"},
     ],
-    "passes": [{"passes"}, {"passes.car", "analyses.*"}, {"passes.registry"}],
+    "passes": [{"passes"}, {"passes.car", "analyses.*"}, {"passes.registry"}, {"passes.fused"}],
 }
 """The order inside a layer where it matters: model -> DAG -> semantics -> walk; the
 pass framework, the passes, the registry that finds them. Each module is named

@@ -145,7 +145,10 @@ def test_a_subset_of_passes_runs_alone_and_evidence_says_what_ran() -> None:
         "untested_regions",
         "residual_risks",
         "confidence",
+        "runner",
     }
+    # Which ran: the default passes fused over the flat plan, a selection the runner.
+    assert wire["runner"] == "fused" and result.evidence.runner == "passes"
     assert {"name", "ran", "verifies", "cannot_verify", "findings", "tier"} <= set(
         wire["checks"][0]
     )

@@ -459,6 +459,57 @@ def _unique(items: list[str]) -> list[str]:
     return list(dict.fromkeys(items)) if len(items) > 1 else items
 
 
+# docs/semantics.md §3, over an action's fields (Action's methods, and the flat plan's
+# readers, which have the fields and no Action): what it reads and writes.
+
+
+def state_read_keys_of(parameters: Mapping[str, Any]) -> list[str]:
+    """The keys a ``state_read`` with these ``parameters`` names: ``key`` then ``keys``."""
+    keys: list[str] = []
+    key = parameters.get("key")
+    if type(key) is str:
+        keys.append(key)
+    many = parameters.get("keys")
+    if type(many) is list:
+        keys.extend(k for k in many if type(k) is str)
+    return _unique(keys)
+
+
+def depended_keys_of(
+    kind: str, state_dependencies: Sequence[str], parameters: Mapping[str, Any]
+) -> list[str]:
+    """:meth:`Action.depended_keys` of an action given by its fields."""
+    if kind == "state_read":
+        return _unique([*state_dependencies, *state_read_keys_of(parameters)])
+    if len(state_dependencies) > 1:
+        return list(dict.fromkeys(state_dependencies))
+    return state_dependencies if type(state_dependencies) is list else list(state_dependencies)
+
+
+def writes_of(
+    kind: str,
+    write_set: Sequence[str],
+    effects: Mapping[str, Any],
+    parameters: Mapping[str, Any],
+) -> list[str]:
+    """:meth:`Action.writes` of an action given by its fields."""
+    if write_set:
+        return _unique(write_set if type(write_set) is list else list(write_set))
+    keys = list(effects)
+    if kind == "state_write":
+        key = parameters.get("key")
+        if type(key) is str and key not in effects:
+            keys.append(key)
+    return keys
+
+
+def output_refs_of(parameters: Mapping[str, Any]) -> list[OutputRef]:
+    """:meth:`Action.output_refs` of an action given by its ``parameters``."""
+    out: list[OutputRef] = []
+    _find_output_refs(parameters, ("parameters",), out)
+    return out
+
+
 @dataclass(slots=True, kw_only=True)
 class Action(Wire):
     """A single unit of agent intent (spec: Action)."""
@@ -579,20 +630,11 @@ class Action(Wire):
         """The keys a ``state_read`` names: ``parameters.key`` then ``parameters.keys``."""
         if self.type != "state_read":
             return []
-        keys: list[str] = []
-        key = self.param_key()
-        if key is not None:
-            keys.append(key)
-        many = self.parameters.get("keys")
-        if type(many) is list:
-            keys.extend(k for k in many if type(k) is str)
-        return _unique(keys)
+        return state_read_keys_of(self.parameters)
 
     def depended_keys(self) -> list[str]:
         """Keys that order and block this action: ``state_dependencies`` + ``state_read`` keys."""
-        if self.type == "state_read":
-            return _unique([*self.state_dependencies, *self.state_read_keys()])
-        return _unique(self.state_dependencies)
+        return depended_keys_of(self.type, self.state_dependencies, self.parameters)
 
     def reads(self) -> list[str]:
         """reads(A): ``read_set`` if non-empty, else dependencies + assumption keys + read keys."""
@@ -605,14 +647,7 @@ class Action(Wire):
 
     def writes(self) -> list[str]:
         """writes(A): ``write_set`` if non-empty, else effect keys + a ``state_write``'s key."""
-        if self.write_set:
-            return _unique(self.write_set)
-        keys = list(self.expected_effects)
-        if self.type == "state_write":
-            key = self.param_key()
-            if key is not None and key not in self.expected_effects:
-                keys.append(key)
-        return keys
+        return writes_of(self.type, self.write_set, self.expected_effects, self.parameters)
 
     def effects(self) -> dict[str, Any]:
         """What the walk applies: ``expected_effects``, then a state_write's ``{key: value}``."""
@@ -626,9 +661,7 @@ class Action(Wire):
 
     def output_refs(self) -> list[OutputRef]:
         """Every ``$<id>.output[.<path>]`` string inside ``parameters``, at any depth."""
-        out: list[OutputRef] = []
-        _find_output_refs(self.parameters, ("parameters",), out)
-        return out
+        return output_refs_of(self.parameters)
 
     def predicate(self) -> list[tuple[Precondition, tuple[str | int, ...]]]:
         """An assertion's predicate: its preconditions plus the one its parameters spell.
@@ -1065,7 +1098,7 @@ def _decode(
     plain, noting = decoders
     data = plain.decode(text)
     depth, members = json_shape(data)
-    if _key_marks(text) > members and _decode_noting(noting, text):
+    if may_repeat_keys(text, members) and _decode_noting(noting, text):
         return data, _repeated_keys(text, first_line), depth
     return data, [], depth
 
@@ -1092,9 +1125,30 @@ def _key_marks(text: str) -> int:
     marks = text.count('":')
     if "\\" in text:
         marks += text.count('\\\\":') - text.count('\\":')
-    if _SPACED_KEY_END.search(text) is not None:
+    if _spaced(text):
         marks += len(_SPACED_KEY_END.findall(text))
     return marks
+
+
+def _spaced(text: str) -> bool:
+    """Whether ``text`` may hold a spaced key end: white space just before a colon.
+    Looked for as such a pair (a scan of the text by the regular expression costs a
+    third of decoding it), a line end, a tab or a return first only where the text
+    has one at all (a one-character search is the fast one)."""
+    return (
+        " :" in text
+        or ("\n" in text and "\n:" in text)
+        or ("\t" in text and "\t:" in text)
+        or ("\r" in text and "\r:" in text)
+    ) and _SPACED_KEY_END.search(text) is not None
+
+
+def may_repeat_keys(text: str, members: int) -> bool:
+    """Whether JSON ``text``, whose decoded objects hold ``members`` members in all,
+    may write a key twice in one object: it writes more keys than that (every key
+    is followed by a colon, so when the text has no more colons than members, no
+    key repeats; else the key ends are counted, :func:`_key_marks`)."""
+    return text.count(":") > members and _key_marks(text) > members
 
 
 #: A quote, white space and a colon: a key end with room before its colon.

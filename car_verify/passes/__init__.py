@@ -51,6 +51,9 @@ __all__ = [
     "Requirement",
     "Said",
     "gathered",
+    "identical_groups",
+    "key_pointer_in",
+    "named_actions",
     "run_and_say",
     "run_passes",
 ]
@@ -246,23 +249,12 @@ class Context:
         of ``repeat_threshold`` or more (the loop checks read nothing smaller)."""
         threshold = self.options.repeat_threshold
         at_least = min(2, threshold) if self.reports("duplicate-call") else threshold
-        actions = self.proposal.actions
-        fingerprint, canonical = self.semantics.fingerprint, self.semantics.canonical
-        # A cheap fingerprint first; only crowded buckets are compared exactly.
-        buckets: dict[tuple[str, int], list[int]] = {}
-        for i, action in enumerate(actions):
-            if action.type == "tool_call" and action.tool is not None:
-                buckets.setdefault((action.tool, fingerprint(action.parameters)), []).append(i)
-        groups: list[list[int]] = []
-        for members in buckets.values():
-            if len(members) < at_least:
-                continue
-            exact: dict[str, list[int]] = {}
-            for i in members:
-                exact.setdefault(canonical(actions[i].parameters), []).append(i)
-            groups += [group for group in exact.values() if len(group) >= at_least]
-        groups.sort()
-        return groups
+        calls = [
+            (i, action.tool, action.parameters)
+            for i, action in enumerate(self.proposal.actions)
+            if action.type == "tool_call" and action.tool is not None
+        ]
+        return identical_groups(calls, self.semantics, at_least)
 
     def has(self, requirement: Requirement) -> bool:
         if requirement is Requirement.TOOLS:
@@ -319,6 +311,70 @@ class Context:
             where_id = self.semantics.placement.proposal_id
             return Issue(code, severity, tier, message, where_id, None, pointer)
         return Issue(code, severity, tier, message, action.id, index, f"/actions/{index}{pointer}")
+
+
+def identical_groups(
+    calls: Iterable[tuple[int, str, Mapping[str, Any]]], semantics: Semantics, at_least: int
+) -> list[list[int]]:
+    """The groups of at least ``at_least`` of ``calls`` (position, tool, parameters:
+    the tool calls that name a tool, in proposal order) of one tool whose parameters
+    ``semantics`` calls equal, each in proposal order, sorted by first member
+    (:attr:`Context.identical_calls`; the flat plan's reader asks it too)."""
+    fingerprint, canonical = semantics.fingerprint, semantics.canonical
+    # A cheap fingerprint first; only crowded buckets are compared exactly. A bucket
+    # is its first call's position until a second call falls in it (then a list):
+    # no object per call (at 10,000 calls, the collector's share).
+    buckets: dict[tuple[str, int], int | list[int]] = {}
+    given: dict[int, Mapping[str, Any]] = {}
+    for i, tool, parameters in calls:
+        given[i] = parameters
+        key = (tool, fingerprint(parameters))
+        found = buckets.get(key)
+        if found is None:
+            buckets[key] = i
+        elif isinstance(found, int):
+            buckets[key] = [found, i]
+        else:
+            found.append(i)
+    groups: list[list[int]] = []
+    for members in buckets.values():
+        if isinstance(members, int) or len(members) < at_least:
+            continue
+        exact: dict[str, list[int]] = {}
+        texts: dict[int, str] = {}  # by object: the calls that share one parameters object
+        for i in members:
+            parameters = given[i]
+            text = texts.get(id(parameters))
+            if text is None:
+                text = texts[id(parameters)] = canonical(parameters)
+            exact.setdefault(text, []).append(i)
+        groups += [group for group in exact.values() if len(group) >= at_least]
+    groups.sort()
+    return groups
+
+
+def named_actions(ids: Sequence[str], positions: Sequence[int], total: int | None = None) -> str:
+    """The first five actions by id, and how many more of ``total`` there are (how
+    ``strips``' messages name writers)."""
+    total = len(positions) if total is None else total
+    shown = ", ".join([ids[i] for i in positions[:5]])
+    return shown + (f" and {total - 5} more" if total > 5 else "")
+
+
+def key_pointer_in(
+    state_dependencies: Sequence[str], parameters: Mapping[str, Any], key: str, start: int = 0
+) -> tuple[str | int, ...]:
+    """Where an action given by its ``state_dependencies`` and ``parameters`` names
+    a depended-on key (in ``state_dependencies``, its first entry from ``start``
+    on): ``strips``' pointer of a missing key, and the fused kernel's."""
+    if key in state_dependencies[start:]:
+        return ("state_dependencies", state_dependencies.index(key, start))
+    if parameters.get("key") == key:
+        return ("parameters", "key")
+    keys = parameters.get("keys")
+    if isinstance(keys, list) and key in keys:
+        return ("parameters", "keys", keys.index(key))
+    return ()
 
 
 class Pass(abc.ABC):
@@ -394,7 +450,7 @@ class CheckRecord:
             "verifies": self.verifies,
             "cannot_verify": self.cannot_verify,
             "findings": self.findings,
-            "tier": self.tier.value,
+            "tier": self.tier._value_,  # as .value, without the enum's descriptor
         }
         if self.reason is not None:
             out["reason"] = self.reason

@@ -44,18 +44,31 @@ CAR's documented rule, every time. ``docs/compat.md`` lists every difference.
 
 from __future__ import annotations
 
+import functools
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..base.errors import InputError
 from ..base.findings import Issue, Severity, Tier
 from ..base.values import format_predicate, listed
 from ..ir.model import Action
+from ..semantics.base import ToolSchemas
 from . import CheckRecord, Context, Example, Pass, Said
 
-__all__ = ["ADDED_CODES", "CAR_CHECKS", "CAR_CODES", "CHECK_OF_CODE", "CarCheck", "CarPass"]
+__all__ = [
+    "ADDED_CODES",
+    "CAR_CHECKS",
+    "CAR_CODES",
+    "CHECK_OF_CODE",
+    "CarCheck",
+    "CarEvidence",
+    "CarPass",
+    "car_confidence",
+    "car_evidence",
+    "car_evidence_parts",
+]
 
 D, H = Tier.DECISION_PROCEDURE, Tier.HEURISTIC
 
@@ -185,12 +198,8 @@ CAR_CODES = frozenset({*CHECK_OF_CODE, *OWN_CODES})
 
 
 def _summary(ctx: Context, found: Sequence[Issue], records: Mapping[str, CheckRecord]) -> Said:
-    """CAR's evidence from the findings of the passes that make its checks: eight
-    check records (counts, ``ran``), CAR's assumptions, untested regions, residual
-    risks and coverage score, as ``car_runtime.verify`` says them."""
-    tools = ctx.tools
-    actions = ctx.proposal.actions
-    limit = ctx.max_actions
+    """CAR's evidence from the findings of the passes that make its checks
+    (:func:`car_evidence`)."""
     counts: dict[str, int] = {}
     warnings = 0
     for issue in found:
@@ -198,59 +207,83 @@ def _summary(ctx: Context, found: Sequence[Issue], records: Mapping[str, CheckRe
         if owner is not None:
             counts[owner] = counts.get(owner, 0) + 1
             warnings += issue.severity is Severity.WARNING
-    schemas = tools is not None and not tools.names_only
-    action_refs = any(
-        a.compensation is not None and a.compensation.type == "action_ref" for a in actions
+    actions = ctx.proposal.actions
+    return car_evidence(
+        counts,
+        warnings,
+        records,
+        ctx.tools,
+        ctx.max_actions,
+        [(a.tool, a.id, a.expected_effects) for a in actions if a.type == "tool_call"],
+        any(a.compensation is not None and a.compensation.type == "action_ref" for a in actions),
     )
-    ran = {  # CAR's own rules: what it can check with what it was given
-        "tool_existence": tools is not None or counts.get("tool_existence", 0) > 0,
-        "param_schema": schemas,
-        "compensation_resolution": tools is not None
-        or action_refs
-        or counts.get("compensation_resolution", 0) > 0,
-    }
-    checks = []
-    for check in CAR_CHECKS:
-        absent = [name for name in check.passes if name not in records]
-        did = ran.get(check.name, True) and not absent
-        if not did and check.skipped and not absent:
-            verifies = check.skipped
-        elif did and tools is None and check.unregistered:
-            verifies = check.unregistered
-        else:
-            verifies = check.verifies
-        if "{" in verifies:
-            verifies = verifies.format(limit=limit)
-        reason = f"pass {absent[0]!r} was not selected" if absent else None
-        checks.append(
-            CheckRecord(
-                check.name,
-                did,
-                verifies,
-                check.cannot_verify,
-                counts.get(check.name, 0),
-                check.tier,
-                reason,
-            )
+
+
+class CarEvidence(NamedTuple):
+    """CAR's evidence in parts (:func:`car_evidence_parts`): each check's record but
+    its count (one of the few a run can have), the counts, and the rest."""
+
+    #: Per check of :data:`CAR_CHECKS`: name, ran, verifies, cannot_verify, tier, reason.
+    rows: tuple[tuple[str, bool, str, str, Tier, str | None], ...]
+    counts: tuple[int, ...]
+    assumptions: tuple[str, ...]
+    untested: list[str]
+    risks: list[str]
+    confidence: float
+
+
+def car_evidence(
+    counts: Mapping[str, int],
+    warnings: int,
+    selected: Collection[str],
+    tools: ToolSchemas | None,
+    limit: int | None,
+    calls: Sequence[tuple[str | None, str, Iterable[str]]],
+    action_refs: bool,
+) -> Said:
+    """CAR's evidence, as ``car_runtime.verify`` says it: eight check records (their
+    finding ``counts`` by check name, ``ran``), CAR's assumptions, untested regions,
+    residual risks and coverage score. ``warnings``: the warnings among those
+    findings; ``selected``: the passes that ran or were skipped (a check whose pass
+    was not selected did not run); ``calls``: each tool call's tool, id and effect
+    keys; ``action_refs``: whether a compensation names an action."""
+    parts = car_evidence_parts(counts, warnings, selected, tools, limit, calls, action_refs)
+    checks = [
+        CheckRecord(name, did, verifies, cannot, count, tier, reason)
+        for (name, did, verifies, cannot, tier, reason), count in zip(
+            parts.rows, parts.counts, strict=True
         )
-    tool_calls = [a for a in actions if a.type == "tool_call"]
-    assumptions = [
-        "supplied initial-state values are accurate",
-        "tool implementations honor their declared effects and side effects",
     ]
-    if tool_calls and not schemas:
-        assumptions.append(
-            "tool_call parameters are well-formed (no schemas supplied to check them)"
-        )
+    return Said(checks, list(parts.assumptions), parts.untested, parts.risks, parts.confidence)
+
+
+def car_evidence_parts(
+    counts: Mapping[str, int],
+    warnings: int,
+    selected: Collection[str],
+    tools: ToolSchemas | None,
+    limit: int | None,
+    calls: Sequence[tuple[str | None, str, Iterable[str]]],
+    action_refs: bool,
+) -> CarEvidence:
+    """:func:`car_evidence` in parts (the drop-in writes its JSON from them)."""
+    schemas = tools is not None and not tools.names_only
+    ran = (  # CAR's own rules: what it can check with what it was given
+        tools is not None or counts.get("tool_existence", 0) > 0,
+        schemas,
+        tools is not None or action_refs or counts.get("compensation_resolution", 0) > 0,
+    )
+    rows = _check_rows(ran, tools is None, _absent(frozenset(selected)), limit)
+    assumptions = _ASSUMED if not calls or schemas else _ASSUMED_UNCHECKED
     untested = [
-        f"runtime output of tool '{a.tool}' (action {a.id})"
-        for a in tool_calls
-        if a.tool is not None
+        f"runtime output of tool '{tool}' (action {id_})"
+        for tool, id_, _ in calls
+        if tool is not None  # "" is a tool's name too, as the runtime reads it
     ]
     untested += [
-        f"state key '{key}' (value set at runtime by action {a.id})"
-        for a in tool_calls
-        for key in a.expected_effects
+        f"state key '{key}' (value set at runtime by action {id_})"
+        for _, id_, keys in calls
+        for key in keys
     ]
     untested = sorted(set(untested))  # the runtime's: a set of texts, in their order
     conflicts = counts.get("write_conflicts", 0)
@@ -263,9 +296,72 @@ def _summary(ctx: Context, found: Sequence[Issue], records: Mapping[str, CheckRe
         risks.append(
             "outcomes depending on runtime tool output or runtime-set state are unverified"
         )
-    return Said(
-        checks, assumptions, untested, risks, car_confidence(tool_calls, tools, untested, warnings)
+    return CarEvidence(
+        rows,
+        tuple(counts.get(row[0], 0) for row in rows),
+        assumptions,
+        untested,
+        risks,
+        car_confidence(calls, tools, untested, warnings),
     )
+
+
+_ASSUMED = (
+    "supplied initial-state values are accurate",
+    "tool implementations honor their declared effects and side effects",
+)
+_ASSUMED_UNCHECKED = (
+    *_ASSUMED,
+    "tool_call parameters are well-formed (no schemas supplied to check them)",
+)
+
+
+@functools.lru_cache(maxsize=64)
+def _absent(selected: frozenset[str]) -> tuple[str | None, ...]:
+    """Each check's first pass that is not among ``selected`` (None: all of them are)."""
+    return tuple(
+        next((name for name in check.passes if name not in selected), None) for check in CAR_CHECKS
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _check_rows(
+    ran: tuple[bool, bool, bool],
+    unregistered: bool,
+    absent: tuple[str | None, ...],
+    limit: int | None,
+) -> tuple[tuple[str, bool, str, str, Tier, str | None], ...]:
+    """The records of :data:`CAR_CHECKS` but their counts, made once for each of the
+    few ways a run can be (every evidence asks): ``ran``, whether tool existence,
+    parameter schemas and compensations could be checked; ``absent``, each check's
+    pass that was not selected."""
+    names = ("tool_existence", "param_schema", "compensation_resolution")
+    did_by_name = dict(zip(names, ran, strict=True))
+    rows = []
+    for number, check in enumerate(CAR_CHECKS):
+        did = did_by_name.get(check.name, True) and absent[number] is None
+        verifies, reason = _check_words(number, did, unregistered, absent[number], limit)
+        rows.append((check.name, did, verifies, check.cannot_verify, check.tier, reason))
+    return tuple(rows)
+
+
+@functools.lru_cache(maxsize=256)
+def _check_words(
+    number: int, did: bool, unregistered: bool, absent: str | None, limit: int | None
+) -> tuple[str, str | None]:
+    """What check ``number`` of :data:`CAR_CHECKS` says it verifies, and why it did
+    not run when a pass of it (``absent``) was not selected: made once for each of
+    the few ways a run can be (every evidence asks)."""
+    check = CAR_CHECKS[number]
+    if not did and check.skipped and absent is None:
+        verifies = check.skipped
+    elif did and unregistered and check.unregistered:
+        verifies = check.unregistered
+    else:
+        verifies = check.verifies
+    if "{" in verifies:
+        verifies = verifies.format(limit=limit)
+    return verifies, None if absent is None else f"pass {absent!r} was not selected"
 
 
 def car_confidence(

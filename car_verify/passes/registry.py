@@ -26,7 +26,9 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "available_passes",
     "default_passes",
+    "default_selection",
     "profiles_of",
+    "registry_build",
     "resolve_passes",
 ]
 
@@ -261,6 +263,25 @@ def resolve_passes(selection: Iterable[str | Pass | type[Pass]] | None, ctx: Con
             said = repr(item) if isinstance(item, str) else shown(item)
             raise UsageError(f"unknown pass {said}; known passes: {known}")
     return chosen
+
+
+def registry_build() -> int:
+    """Which build of the registry is in force (a default selection chosen from an
+    earlier one is chosen again)."""
+    return _passes().build
+
+
+def default_selection(
+    profile: ProfileName, has: Callable[[Requirement], bool]
+) -> tuple[Pass, ...] | None:
+    """The instances :func:`resolve_passes` gives a default run under ``profile`` whose
+    inputs ``has`` says are there, where all of them are built-in ones (kept between
+    runs: read them, never change them); None where an installed pass is among them
+    (it is built anew for each run: the plain runner's)."""
+    registry = _passes()
+    given = frozenset(r for r in _inputs_asked(registry.build) if has(r))
+    defaults, built = _default_instances(profile, given, registry.build)
+    return cast("tuple[Pass, ...]", defaults) if built else None
 
 
 @functools.lru_cache(maxsize=8)

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -47,10 +48,11 @@ if TYPE_CHECKING:
     from fractions import Fraction
 
     from ..base.codes import Code
+    from ..ir.flat import FlatPlan
     from ..ir.model import Action, ActionProposal, Precondition
     from .dag import Dag
 
-__all__ = ["Placement", "Semantics", "ToolSchemas", "TxConflict", "Where"]
+__all__ = ["FlatOrder", "Placement", "Semantics", "ToolSchemas", "TxConflict", "Where"]
 
 #: Where a part of an action's predicate sits inside the action.
 Where = tuple[str | int, ...]
@@ -83,6 +85,46 @@ class ToolSchemas(Protocol):
     def check_parameters(self, name: str, parameters: Mapping[str, Any]) -> Sequence[Any]:
         """Every violation of the tool's full JSON Schema (each with ``path``,
         ``json_path`` and ``message``)."""
+
+
+class FlatOrder:
+    """A profile's order of a flat plan (:meth:`Semantics.flat_order`), by position:
+    what the fused kernel reads (``car_verify.passes.fused``). ``writers`` (each
+    key's writers, ascending) is found when first asked for."""
+
+    __slots__ = ("_writers", "dag", "keys", "level", "levels", "plan", "preds", "semantics")
+
+    def __init__(
+        self,
+        levels: list[list[int]],
+        level: list[int],
+        preds: Sequence[Sequence[int]],
+        keys: Sequence[Sequence[str]],
+        plan: FlatPlan,
+        semantics: Semantics,
+        writers: dict[str, list[int]] | None = None,
+        dag: Dag | None = None,
+    ) -> None:
+        #: The actions of each level, in proposal order, and each action's level.
+        self.levels = levels
+        self.level = level
+        #: Each action's predecessors (ascending).
+        self.preds = preds
+        #: The keys each action needs present at its turn (a missing one is a finding).
+        self.keys = keys
+        self.plan = plan
+        self.semantics = semantics
+        self._writers = writers
+        #: The :class:`~car_verify.semantics.dag.Dag` behind the order, where
+        #: reachability is asked of one (None: the order points forward, and is asked
+        #: directly).
+        self.dag = dag
+
+    @property
+    def writers(self) -> dict[str, list[int]]:
+        if self._writers is None:
+            self._writers = self.semantics.flat_writers(self.plan)
+        return self._writers
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,8 +327,14 @@ class Semantics(abc.ABC):
         under this profile, from the code table: its column of this profile, and a
         warning for a ``skip_warns`` code on an optional action where
         :attr:`skip_is_optional` holds. None: the profile does not report the code."""
+        return self.severity_of(
+            code, optional=action is not None and action.failure_behavior == "skip"
+        )
+
+    def severity_of(self, code: str, *, optional: bool = False) -> Severity | None:
+        """:meth:`severity` of a finding on an action whose ``failure_behavior`` is
+        ``skip`` (``optional``) or not (or on the proposal)."""
         spec = lookup(code)  # an unknown code raises
-        optional = action is not None and action.failure_behavior == "skip"
         key = (code, self.profile.value, self.skip_is_optional, optional)
         known = _SEVERITIES.get(key)
         if known is not None and known[0] is spec:
@@ -318,6 +366,49 @@ class Semantics(abc.ABC):
         ``key``: the runtime's message, under car. None: the pass explains it from
         the plan (which writers, which level)."""
         return None
+
+    # --- the flat plan (car_verify.passes.fused) -----------------------------------------
+
+    def refuses_flat(self, plan: FlatPlan) -> bool:
+        """Whether :meth:`refuse` refuses the proposal of a flat plan (the flat plan
+        holds only actions of the IR's types)."""
+        return False
+
+    def flat_order(self, plan: FlatPlan) -> FlatOrder | None:
+        """:meth:`order` of a flat plan, by position; None where the fused kernel does
+        not model this profile's order of it (the plain runner answers)."""
+        return None
+
+    def flat_writers(self, plan: FlatPlan) -> dict[str, list[int]]:
+        """Each key's writers of a flat plan under this profile (:attr:`FlatOrder.writers`)."""
+        raise NotImplementedError
+
+    def flat_conflicts(self, plan: FlatPlan, order: FlatOrder) -> list[tuple[int, int, str]]:
+        """:meth:`conflicts` of a flat plan under its :meth:`flat_order`."""
+        raise NotImplementedError
+
+    def flat_checks(self, plan: FlatPlan, i: int) -> Sequence[tuple[Mapping[str, Any], Where]]:
+        """:meth:`checks` of action ``i`` of a flat plan beyond its preconditions
+        (which every profile checks), each as a precondition's object."""
+        return ()
+
+    def flat_effects(self, plan: FlatPlan) -> list[Mapping[str, Any]]:
+        """:meth:`effects` of each action of a flat plan, by position."""
+        raise NotImplementedError
+
+    def flat_failure_words(self, key: str, operator: str, expected: Any, actual: Any) -> str | None:
+        """:meth:`failure_words` of a failed precondition given by its parts."""
+        return None
+
+    def words_mode(self) -> object:
+        """What the words of this profile's findings depend on beside the findings (the
+        runtime's words, under car, inside ``runtime_words``): a finding whose message
+        is made later is made in the mode its run had (:meth:`words_in`)."""
+        return None
+
+    def words_in(self, mode: object) -> AbstractContextManager[object]:
+        """A block in which messages are made in ``mode`` (:meth:`words_mode`)."""
+        return nullcontext()
 
     @abc.abstractmethod
     def parameter_problems(

@@ -27,34 +27,40 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from ..base.errors import InputError
 from ..base.values import ABSENT, KNOWN_OPERATORS, is_number, json_equal
 from ..ir._codec import MISSING
-from .base import Placement, Semantics, ToolSchemas, TxConflict, Where
+from .base import FlatOrder, Placement, Semantics, ToolSchemas, TxConflict, Where
 from .profiles import Profile
 from .value_domain import literal
 
 if TYPE_CHECKING:
     from fractions import Fraction
 
+    from ..ir.flat import FlatPlan
     from ..ir.model import Action, ActionProposal, Precondition
     from .dag import Dag
 
 __all__ = [
     "CAR",
     "DEFAULT_MAX_ACTIONS",
+    "CarEdges",
     "CarSemantics",
     "car_canonical",
+    "car_conflicts",
+    "car_edges",
     "car_effects",
     "car_equal",
     "car_evaluate",
+    "car_holds",
     "car_order",
     "car_transaction_conflicts",
+    "car_writers",
     "car_writes",
     "show",
     "transaction_sets",
@@ -194,6 +200,16 @@ def runtime_words() -> Iterator[None]:
         _RUNTIME_WORDS.reset(token)
 
 
+@contextmanager
+def _plain_words() -> Iterator[None]:
+    """:func:`runtime_words`' opposite: plain words inside the block."""
+    token = _RUNTIME_WORDS.set(False)
+    try:
+        yield
+    finally:
+        _RUNTIME_WORDS.reset(token)
+
+
 def rust_debug_str(text: str) -> str:
     """A string as Rust's ``{:?}`` writes it: quoted, with ``\\``, ``"`` and control
     characters escaped."""
@@ -306,6 +322,33 @@ def car_evaluate(key: str, operator: str, expected: object, state: Mapping[str, 
     return f"{key!r} is {shown(actual)}, need {operator} {shown(expected)}"
 
 
+def car_holds(operator: str, actual: object, expected: object) -> bool:
+    """Whether a precondition holds, where ``actual`` is the key's value (``ABSENT``:
+    the key is not in the state): exactly when :func:`car_evaluate` says nothing,
+    in either words (a Hypothesis test holds the two to each other), without the
+    words. Every precondition of a walk asks it."""
+    if operator == "exists":
+        return actual is not ABSENT
+    if operator == "not_exists":
+        return actual is ABSENT
+    if actual is ABSENT:
+        return False  # an absent key has no value: every other operator fails
+    if operator == "eq" or operator == "neq":
+        kind = type(actual)
+        if kind is type(expected) and (kind is str or kind is bool or actual is None):
+            same = actual == expected
+        else:
+            same = car_equal(actual, expected)
+        return same if operator == "eq" else not same
+    if operator == "contains":
+        return _contains(actual, expected)
+    compare = _ORDERED.get(operator)
+    if compare is None:
+        return False  # an unknown operator fails
+    left, right = _f64(actual), _f64(expected)
+    return left is not None and right is not None and compare(left, right)
+
+
 def _text(value: object) -> str:
     """A value as CAR's ``contains`` reads it: a string as itself, anything else as
     its compact JSON text (:func:`_compact`)."""
@@ -359,29 +402,161 @@ def car_order(proposal: ActionProposal) -> Dag:
     from .dag import Dag
 
     actions = proposal.actions
-    writers: dict[str, list[int]] = {}
-    for index, action in enumerate(actions):
-        for key in car_writes(action):
-            writers.setdefault(key, []).append(index)
-    last_writer = {key: members[-1] for key, members in writers.items()}
-    edges: list[Sequence[tuple[int, str]]] = []
-    none: tuple[tuple[int, str], ...] = ()  # shared by every action without an edge
-    previous_state_write: dict[str, int] = {}
-    for index, action in enumerate(actions):
-        into: dict[int, str] = {}
-        for key in action.state_dependencies:
-            writer = last_writer.get(key)
-            if writer is not None and writer < index:
-                into.setdefault(writer, key)
-        own = _state_write_key(action)
-        if own is not None:
-            if own in previous_state_write:
-                into.setdefault(previous_state_write[own], own)
-            previous_state_write[own] = index
-        edges.append(sorted(into.items()) if into else none)
     # CAR checks each state_dependencies entry as it is written, repeats included.
     keys = [action.state_dependencies for action in actions]
-    return Dag.from_edges(proposal, edges, keys=keys, writers=writers)
+    types = [a.type for a in actions]
+    parameters = [a.parameters for a in actions]
+    effects = [a.expected_effects for a in actions]
+    order = car_edges(types, parameters, effects, keys)
+    return Dag.from_edges(
+        proposal, order.edges, keys=keys, writers=car_writers(types, parameters, effects),
+        preds=order.preds, level=order.level, levels=order.levels,
+    )  # fmt: skip
+
+
+class CarEdges(NamedTuple):
+    """CAR's order of a proposal by position (:func:`car_edges`)."""
+
+    #: The ``(predecessor, key)`` edges into each action, ascending.
+    edges: list[Sequence[tuple[int, str]]]
+    #: Each action's predecessors (ascending), its level, and each level's actions.
+    preds: list[Sequence[int]]
+    level: list[int]
+    levels: list[list[int]]
+
+
+def _own_keys(types: Sequence[str], parameters: Sequence[Mapping[str, Any]]) -> list[int]:
+    """The positions of the ``state_write`` actions whose ``parameters.key`` is a
+    string: the actions that write a key of their own (:func:`car_writes`)."""
+    return [
+        i
+        for i, kind in enumerate(types)
+        if kind == "state_write" and type(parameters[i].get("key")) is str
+    ]
+
+
+def car_writers(
+    types: Sequence[str],
+    parameters: Sequence[Mapping[str, Any]],
+    effects: Sequence[Mapping[str, Any]],
+) -> dict[str, list[int]]:
+    """Each key's writers as CAR counts them (:func:`car_writes`: the effect keys, then
+    a ``state_write``'s own key), ascending, keys in the order they are first written."""
+    writers: dict[str, list[int]] = {}
+    own = set(_own_keys(types, parameters))
+    for index, written in enumerate(effects):
+        for key in written:
+            found = writers.get(key)
+            if found is None:
+                writers[key] = [index]
+            else:
+                found.append(index)
+        if own and index in own:
+            key = parameters[index]["key"]
+            if key not in written:
+                found = writers.get(key)
+                if found is None:
+                    writers[key] = [index]
+                else:
+                    found.append(index)
+    return writers
+
+
+def car_edges(
+    types: Sequence[str],
+    parameters: Sequence[Mapping[str, Any]],
+    effects: Sequence[Mapping[str, Any]],
+    state_dependencies: Sequence[Sequence[str]],
+    *,
+    keyed: bool = True,
+) -> CarEdges:
+    """CAR's ordering rule over the actions' fields by position (the one place it is
+    written: :func:`car_order` and the flat plan's reader ask it): a reader follows
+    the *last* writer (:func:`car_writers`) of each key of its
+    ``state_dependencies`` when that writer comes earlier, a ``state_write`` the
+    previous ``state_write`` of its key. Every edge points back, so each action's
+    level is known when its edges are. ``keyed=False``: the edges' keys are not
+    listed (``edges`` is empty), only the predecessors."""
+    own = _own_keys(types, parameters)
+    # The last writer of each key: a later writer's position replaces an earlier's.
+    last_writer = {key: index for index, written in enumerate(effects) for key in written}
+    for index in own:  # a state_write's own key, where no later effect writes it
+        key = parameters[index]["key"]
+        if last_writer.get(key, -1) < index:
+            last_writer[key] = index
+    own_key = {i: parameters[i]["key"] for i in own}
+    edges: list[Sequence[tuple[int, str]]] = []
+    preds: list[Sequence[int]] = []
+    level: list[int] = []
+    first: list[int] = []
+    levels: list[list[int]] = [first]
+    none: tuple[Any, ...] = ()  # shared by every action without an edge
+    previous_state_write: dict[str, int] = {}
+    for index, keys in enumerate(state_dependencies):
+        into: dict[int, str] | None = None
+        for key in keys:
+            writer = last_writer.get(key)
+            if writer is not None and writer < index:
+                if into is None:
+                    into = {writer: key}
+                elif writer not in into:
+                    into[writer] = key
+        if own_key and index in own_key:
+            key = own_key[index]
+            if key in previous_state_write:
+                if into is None:
+                    into = {}
+                into.setdefault(previous_state_write[key], key)
+            previous_state_write[key] = index
+        if into is None:
+            if keyed:
+                edges.append(none)
+            preds.append(none)
+            level.append(0)
+            first.append(index)
+            continue
+        if len(into) == 1:
+            (p,) = into
+            ps: Sequence[int] = (p,)
+            top = level[p] + 1
+            if keyed:
+                edges.append(list(into.items()))
+        else:
+            ps = sorted(into)
+            top = 1 + max([level[p] for p in ps])
+            if keyed:
+                edges.append(sorted(into.items()))
+        preds.append(ps)
+        level.append(top)
+        if top < len(levels):
+            levels[top].append(index)
+        else:
+            levels.append([index])
+    if not first:
+        levels = []  # an empty proposal has no level
+    return CarEdges(edges, preds, level, levels)
+
+
+def car_conflicts(
+    ids: Sequence[str],
+    state_dependencies: Sequence[Sequence[str]],
+    writers: Mapping[str, Sequence[int]],
+) -> list[tuple[int, int, str]]:
+    """CAR's write conflicts, by action position, sorted: the pairs of writers of a
+    key, unless one of them lists the key in its ``state_dependencies``, ordered or
+    not (compat.md). CAR looks a writer's dependencies up by its id, so with
+    duplicate ids the last action of that id decides."""
+    deps_by_id: dict[str, Sequence[str]] | None = None
+    out: list[tuple[int, int, str]] = []
+    for key, members in writers.items():
+        if len(members) < 2:
+            continue
+        if deps_by_id is None:
+            deps_by_id = dict(zip(ids, state_dependencies, strict=True))
+        racing = [i for i in members if key not in deps_by_id[ids[i]]]
+        out += [(a, b, key) for n, a in enumerate(racing) for b in racing[n + 1 :]]
+    out.sort()
+    return out
 
 
 # -- transaction_check: the runtime's own check of one proposal ---------------------
@@ -624,18 +799,8 @@ class CarSemantics(Semantics):
         return car_order(proposal)
 
     def conflicts(self, proposal: ActionProposal, dag: Dag) -> list[tuple[int, int, str]]:
-        """CAR's rule: pairs of writers of a key, unless one of them lists the key in
-        its ``state_dependencies``, ordered or not (compat.md). CAR looks a writer's
-        dependencies up by its id, so with duplicate ids the last action of that id
-        decides."""
-        deps_by_id = {action.id: action.state_dependencies for action in proposal.actions}
-        ids = dag.ids
-        out = []
-        for key, members in dag.writers.items():
-            racing = [i for i in members if key not in deps_by_id[ids[i]]]
-            out += [(a, b, key) for n, a in enumerate(racing) for b in racing[n + 1 :]]
-        out.sort()
-        return out
+        """CAR's rule (:func:`car_conflicts`)."""
+        return car_conflicts(dag.ids, [a.state_dependencies for a in proposal.actions], dag.writers)
 
     def transaction_conflicts(
         self,
@@ -670,9 +835,9 @@ class CarSemantics(Semantics):
             )
         return "state_dependencies", key
 
-    def holds(self, operator: str, actual: object, expected: object) -> bool:
-        state = {} if actual is ABSENT else {"": actual}
-        return car_evaluate("", operator, expected, state) is None
+    #: :meth:`Semantics.holds`: :func:`car_holds` itself (the walk asks it of every
+    #: precondition).
+    holds = staticmethod(car_holds)
 
     def equal(self, a: object, b: object) -> bool:
         return car_equal(a, b)
@@ -701,8 +866,51 @@ class CarSemantics(Semantics):
         :func:`runtime_words`)."""
         if pre is None:
             return f"state dependency {key!r} not available at this point"
-        seen = {} if actual is ABSENT else {pre.key: actual}
-        return f"precondition will fail: {car_evaluate(pre.key, pre.operator, pre.value, seen)}"
+        return self.flat_failure_words(pre.key, pre.operator, pre.value, actual)
+
+    def words_mode(self) -> object:
+        return _RUNTIME_WORDS.get()
+
+    def words_in(self, mode: object) -> AbstractContextManager[object]:
+        if _RUNTIME_WORDS.get() == bool(mode):
+            return nullcontext()
+        return runtime_words() if mode else _plain_words()
+
+    def flat_failure_words(self, key: str, operator: str, expected: Any, actual: Any) -> str:
+        seen = {} if actual is ABSENT else {key: actual}
+        return f"precondition will fail: {car_evaluate(key, operator, expected, seen)}"
+
+    # --- the flat plan ------------------------------------------------------------------
+
+    def refuses_flat(self, plan: FlatPlan) -> bool:
+        if plan.timestamp is None:
+            return False  # the default timestamp, when it is made, is readable
+        from ..ir.model import timestamp_readable
+
+        return not timestamp_readable(plan.timestamp)
+
+    def flat_order(self, plan: FlatPlan) -> FlatOrder:
+        keys = plan.state_dependencies
+        order = car_edges(plan.types, plan.parameters, plan.effects, keys, keyed=False)
+        return FlatOrder(order.levels, order.level, order.preds, keys, plan, self)
+
+    def flat_writers(self, plan: FlatPlan) -> dict[str, list[int]]:
+        return car_writers(plan.types, plan.parameters, plan.effects)
+
+    def flat_conflicts(self, plan: FlatPlan, order: FlatOrder) -> list[tuple[int, int, str]]:
+        return car_conflicts(plan.ids, plan.state_dependencies, order.writers)
+
+    def flat_effects(self, plan: FlatPlan) -> list[Mapping[str, Any]]:
+        effects: list[Mapping[str, Any]] = plan.effects  # type: ignore[assignment]
+        types, parameters = plan.types, plan.parameters
+        for i, kind in enumerate(types):
+            if kind == "state_write":
+                key = parameters[i].get("key")
+                if type(key) is str:  # car_effects: {key: value}, then expected_effects
+                    if effects is plan.effects:
+                        effects = list(effects)
+                    effects[i] = {key: parameters[i].get("value"), **plan.effects[i]}
+        return effects
 
     def parameter_problems(
         self, tools: ToolSchemas, tool: str, parameters: Mapping[str, Any]

@@ -30,10 +30,18 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal, TypeVar
 
-from ..ir.model import Action, ActionProposal
+from ..ir.flat import FlatPlan
+from ..ir.model import (
+    Action,
+    ActionProposal,
+    OutputRef,
+    depended_keys_of,
+    output_refs_of,
+    writes_of,
+)
 from ._reach import Reachability, bitmask
 
-__all__ = ["Cycle", "Dag", "Edge", "Readiness", "UnknownRef", "forward_reachable"]
+__all__ = ["Cycle", "Dag", "Edge", "FlatDag", "Readiness", "UnknownRef", "forward_reachable"]
 
 _G = TypeVar("_G")
 
@@ -91,8 +99,28 @@ class Dag(Reachability):
         actions = proposal.actions
         self.proposal = proposal
         self.actions: list[Action] = actions
-        n = self.n = len(actions)
-        ids = self.ids = [a.id for a in actions]
+        self._build(
+            [a.id for a in actions],
+            (
+                (
+                    a.dependencies,
+                    a.output_refs() if a.parameters else (),
+                    a.depended_keys(),
+                    a.writes(),
+                )
+                for a in actions
+            ),
+        )
+
+    def _build(
+        self,
+        ids: list[str],
+        fields: Iterable[tuple[Sequence[str], Sequence[OutputRef], list[str], Sequence[str]]],
+    ) -> None:
+        """The DAG of the actions ``ids`` whose ``fields`` are, by position, their
+        ``dependencies``, output references, depended keys and writes."""
+        n = self.n = len(ids)
+        self.ids = ids
         # id -> its first position; ids used twice also get every position in `_twice`.
         first = self._first = dict(zip(reversed(ids), range(n - 1, -1, -1), strict=True))
         twice: dict[str, list[int]] = {}
@@ -163,20 +191,20 @@ class Dag(Reachability):
 
         keys_of = self.keys
         direct = self.DIRECT_WRITERS
-        for i, action in enumerate(actions):
+        for i, (dependencies, refs, depended, writes) in enumerate(fields):
             # The positions each dependency and output reference names (ascending).
             named: list[list[int]] = []
             last_named = ""
-            if action.dependencies:
-                for j, dep in enumerate(action.dependencies):
+            if dependencies:
+                for j, dep in enumerate(dependencies):
                     targets = self.targets(dep)
                     if targets:
                         named.append(targets)
                         last_named = dep
                     else:
                         unknown.append(UnknownRef(i, dep, ("dependencies", j), "dependency"))
-            if action.parameters:
-                for ref in action.output_refs():
+            if refs:
+                for ref in refs:
                     targets = self.targets(ref.action_id)
                     if targets:
                         named.append(targets)
@@ -200,9 +228,8 @@ class Dag(Reachability):
                     backward_only = False
             own = tasks
             if twice and len(tasks) > direct:
-                own = self._through_id_nodes(action, id_node)
+                own = self._through_id_nodes(dependencies, refs, id_node)
             with_covers: list[int] | None = None
-            depended = action.depended_keys()
             keys_of.append(depended)
             for key in depended:
                 ws = writers.get(key)
@@ -214,7 +241,7 @@ class Dag(Reachability):
                         with_covers.extend(ws)
                     else:
                         with_covers.append(cover(key, count))
-            for key in action.writes():
+            for key in writes:
                 found = writers.get(key)
                 if found is None:
                     writers[key] = [i]
@@ -273,6 +300,9 @@ class Dag(Reachability):
         *,
         keys: list[list[str]],
         writers: dict[str, list[int]],
+        preds: list[Sequence[int]] | None = None,
+        level: list[int] | None = None,
+        levels: list[list[int]] | None = None,
     ) -> Dag:
         """The DAG of another ordering rule (a :class:`~car_verify.semantics.base.Semantics`
         chooses it): ``edges[i]`` lists the ``(predecessor, key)`` edges into action
@@ -280,7 +310,9 @@ class Dag(Reachability):
         action ``i`` needs present; ``writers`` each key's writers, ascending. Nothing
         waits for an action under such a rule (an edge orders, it never blocks a
         dependent). The DAG keeps the lists it is given (they are not copied: the
-        caller hands them over)."""
+        caller hands them over). ``preds``, ``level`` and ``levels``, when given, are
+        what the edges make of them (each action's predecessors, ascending; its
+        level; each level's actions), found with them by the rule that made them."""
         dag = cls.__new__(cls)
         actions = proposal.actions
         dag.proposal = proposal
@@ -303,24 +335,8 @@ class Dag(Reachability):
                 blind[key] = later
         dag.blind_writers = blind
         none: tuple[int, ...] = ()
-        preds: list[Sequence[int]] = [
-            none if not into else [into[0][0]] if len(into) == 1 else sorted({p for p, _ in into})
-            for into in edges
-        ]
-        level = [0] * n
-        levels: list[list[int]] = []
-        for i, ps in enumerate(preds):
-            if not ps:
-                top = 0
-            elif ps[-1] >= i:  # ascending: the last is the latest
-                raise ValueError(f"edge into action {i} from a later position")
-            else:
-                top = 1 + max([level[p] for p in ps])
-            level[i] = top
-            if top < len(levels):
-                levels[top].append(i)
-            else:
-                levels.append([i])
+        if preds is None or level is None or levels is None:
+            preds, level, levels = _levelled(edges, n)
         dag._preds = preds
         dag._waits = [none] * n
         dag._shared_waits = {}
@@ -334,12 +350,15 @@ class Dag(Reachability):
         return dag
 
     def _through_id_nodes(
-        self, action: Action, id_node: Callable[[str, list[int]], int]
+        self,
+        dependencies: Sequence[str],
+        refs: Sequence[OutputRef],
+        id_node: Callable[[str, list[int]], int],
     ) -> list[int]:
         """An action's predecessors when it names an id used more than DIRECT_WRITERS
         times: that id's node stands for all its positions."""
         own: list[int] = []
-        for action_id in [*action.dependencies, *(r.action_id for r in action.output_refs())]:
+        for action_id in [*dependencies, *(r.action_id for r in refs)]:
             targets = self.targets(action_id)
             if len(targets) > self.DIRECT_WRITERS:
                 own.append(id_node(action_id, targets))
@@ -543,6 +562,49 @@ class Dag(Reachability):
                     yield Edge(w, i, "state", key)
 
 
+class FlatDag(Dag):
+    """The :class:`Dag` of a flat plan (:mod:`car_verify.ir.flat`), by the same rule
+    over the same fields: ``dependencies``, output references, depended keys and
+    writes, read from the plan's arrays. Its ``proposal`` and ``actions`` are the
+    plan's model, made when asked."""
+
+    def __init__(self, plan: FlatPlan) -> None:
+        self._plan = plan
+        self._model: ActionProposal | None = None
+        deps, types, params = plan.dependencies, plan.types, plan.parameters
+        sdeps, effects, write_sets = plan.state_dependencies, plan.effects, plan.write_sets
+        self._build(
+            plan.ids,
+            (
+                (
+                    deps[i],
+                    output_refs_of(params[i]) if params[i] else (),
+                    depended_keys_of(types[i], sdeps[i], params[i]),
+                    writes_of(types[i], write_sets[i], effects[i], params[i]),
+                )
+                for i in range(plan.n)
+            ),
+        )
+
+    @property
+    def proposal(self) -> ActionProposal:
+        if self._model is None:
+            self._model = self._plan.model()
+        return self._model
+
+    @proposal.setter
+    def proposal(self, value: ActionProposal) -> None:
+        self._model = value
+
+    @property
+    def actions(self) -> list[Action]:
+        return self.proposal.actions
+
+    @actions.setter
+    def actions(self, value: list[Action]) -> None:
+        raise AttributeError("a flat plan's DAG reads its plan's actions")
+
+
 class Readiness:
     """Which actions may start next while a schedule of the DAG is built one finished
     action at a time, in any order the edges allow (``check_schedules`` explores every
@@ -595,6 +657,34 @@ class Readiness:
                     found.append(s)
         found.sort()
         return tuple(found)
+
+
+def _levelled(
+    edges: Sequence[Sequence[tuple[int, str]]], n: int
+) -> tuple[list[Sequence[int]], list[int], list[list[int]]]:
+    """Each action's predecessors (ascending), level and each level's actions, of the
+    ``(predecessor, key)`` edges into each of ``n`` actions, every one from an
+    earlier position (:meth:`Dag.from_edges`)."""
+    none: tuple[int, ...] = ()
+    preds: list[Sequence[int]] = [
+        none if not into else [into[0][0]] if len(into) == 1 else sorted({p for p, _ in into})
+        for into in edges
+    ]
+    level = [0] * n
+    levels: list[list[int]] = []
+    for i, ps in enumerate(preds):
+        if not ps:
+            top = 0
+        elif ps[-1] >= i:  # ascending: the last is the latest
+            raise ValueError(f"edge into action {i} from a later position")
+        else:
+            top = 1 + max([level[p] for p in ps])
+        level[i] = top
+        if top < len(levels):
+            levels[top].append(i)
+        else:
+            levels.append([i])
+    return preds, level, levels
 
 
 def forward_reachable(

@@ -11,17 +11,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..base.values import canonical, evaluate, fingerprint, is_number, json_equal
-from .base import Placement, Semantics, ToolSchemas, Where
+from .base import FlatOrder, Placement, Semantics, ToolSchemas, Where
 from .profiles import Profile
 from .value_domain import literal
 
 if TYPE_CHECKING:
     from fractions import Fraction
 
+    from ..ir.flat import FlatPlan
     from ..ir.model import Action, ActionProposal, Precondition
     from .dag import Dag
 
@@ -90,8 +92,8 @@ class StrictSemantics(Semantics):
     ) -> tuple[str, str] | str:
         return "dependencies", first  # an explicit edge (docs/semantics.md §3)
 
-    def holds(self, operator: str, actual: object, expected: object) -> bool:
-        return evaluate(operator, actual, expected)
+    #: :meth:`Semantics.holds`: :func:`~car_verify.base.values.evaluate` itself.
+    holds = staticmethod(evaluate)
 
     def equal(self, a: object, b: object) -> bool:
         return json_equal(a, b)
@@ -101,6 +103,49 @@ class StrictSemantics(Semantics):
 
     def fingerprint(self, parameters: Mapping[str, Any]) -> int:
         return fingerprint(parameters)
+
+    # --- the flat plan ------------------------------------------------------------------
+
+    def flat_order(self, plan: FlatPlan) -> FlatOrder | None:
+        from .dag import FlatDag
+
+        dag = FlatDag(plan)
+        if dag.unlevelled:
+            return None  # a cycle: references' finding, and the plain runner's walk
+        return FlatOrder(dag.levels, dag._level, dag._preds, dag.keys, plan, self, dag.writers, dag)
+
+    def flat_writers(self, plan: FlatPlan) -> dict[str, list[int]]:
+        raise AssertionError("the flat order's DAG lists the writers")  # pragma: no cover
+
+    def flat_conflicts(self, plan: FlatPlan, order: FlatOrder) -> list[tuple[int, int, str]]:
+        assert order.dag is not None
+        return list(order.dag.conflicts)
+
+    def flat_checks(self, plan: FlatPlan, i: int) -> Sequence[tuple[Mapping[str, Any], Where]]:
+        # An assertion's predicate: its preconditions, and the one its parameters spell.
+        params = plan.parameters[i]
+        key = params.get("key")
+        if type(key) is not str:
+            return ()
+        operator = params.get("operator", "eq")
+        spelled = {
+            "key": key,
+            "operator": operator if type(operator) is str else json.dumps(operator),
+            "value": params.get("value"),
+        }
+        return ((spelled, ("parameters",)),)
+
+    def flat_effects(self, plan: FlatPlan) -> list[Mapping[str, Any]]:
+        effects: list[Mapping[str, Any]] = plan.effects  # type: ignore[assignment]
+        types, parameters = plan.types, plan.parameters
+        for i, kind in enumerate(types):
+            if kind == "state_write":
+                key = parameters[i].get("key")
+                if type(key) is str:  # Action.effects: expected_effects, then {key: value}
+                    if effects is plan.effects:
+                        effects = list(effects)
+                    effects[i] = {**plan.effects[i], key: parameters[i].get("value")}
+        return effects
 
     def parameter_problems(
         self, tools: ToolSchemas, tool: str, parameters: Mapping[str, Any]
