@@ -179,11 +179,21 @@ def measure(name: str, pair: Any, rounds: int, calls: int) -> None:
 
 
 def gate_alone(rules: Any, calls: int, rounds: int) -> None:
-    """The gate's own work per call (decide and report), outside any framework."""
+    """The gate's own work per call (decide and report), outside any framework,
+    beside the runtime's verify of a one-call plan in the same rounds (the issue's
+    baseline), when car-runtime is installed."""
     from car_verify.plan.gate import CallGate
     from car_verify.rules.policy import PolicyEngine
 
-    per_call = []
+    runtime: Any
+    try:
+        import car_runtime as runtime
+    except ImportError:
+        runtime = None
+    one_call = json.dumps(
+        {"actions": [{"id": "a", "type": "tool_call", "tool": "Read", "parameters": ARGS}]}
+    )
+    per_call, baseline = [], []
     for _ in range(rounds):
         gate = CallGate(PolicyEngine(rules))
         start = time.perf_counter()
@@ -191,10 +201,22 @@ def gate_alone(rules: Any, calls: int, rounds: int) -> None:
             verdict = gate.decide("Read", ARGS)
             gate.report("Read", verdict.sent, "succeeded")
         per_call.append((time.perf_counter() - start) / calls * 1e6)
+        if runtime is not None:
+            start = time.perf_counter()
+            for _ in range(calls):
+                runtime.verify(one_call)
+            baseline.append((time.perf_counter() - start) / calls * 1e6)
     print(
         f"the gate alone: {statistics.median(per_call):.1f} us per call (min "
-        f"{min(per_call):.1f}, max {max(per_call):.1f})"
+        f"{min(per_call):.1f}, max {max(per_call):.1f}); target 50 us"
     )
+    if baseline:
+        ratios = [g / b for g, b in zip(per_call, baseline, strict=True)]
+        print(
+            f"  as a multiple of car_runtime.verify of a one-call plan "
+            f"({statistics.median(baseline):.1f} us): {statistics.median(ratios):.2f}x "
+            f"(min {min(ratios):.2f}, max {max(ratios):.2f})"
+        )
 
 
 def held(name: str, pair: Any, runs: int, gates: Callable[[], int]) -> None:
