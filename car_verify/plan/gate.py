@@ -74,7 +74,10 @@ FACES: tuple[Face, ...] = (
     Face("executor", "`execute`, `car-verify run`: each attempt and compensation", "deny",
          "no one is asked during a run"),
     Face("policy check", "`policy check`, `verify --policies`, the MCP server's `policy_check` "
-         "and `verify`: each call of the plan", "deny", "reported as a violation"),
+         "and `verify`: each call of the plan, on the values the plan writes", "deny",
+         "reported as a violation (a value that is another action's output is not known "
+         "before the run: a `policy-undecided` warning, and the run's gate decides the "
+         "value sent)"),
     Face("openai_agents", "the OpenAI Agents SDK guardrail (`integrations.openai_agents`)",
          "deny", "the model is told why, and may write the call another way"),
     Face("langchain", "the LangChain middleware (`integrations.langchain`)", "deny",
