@@ -525,3 +525,46 @@ def test_the_id_scanner_reads_the_id_pythons_json_reader_reads(
     for at in range(0, len(data), chunk):
         scanner.feed(data[at : at + chunk])
     assert scanner.end() == expected, text
+
+
+def test_the_rules_read_at_start_stay_in_force_whatever_the_workspace_becomes(
+    tmp_path: Path,
+) -> None:
+    """An agent that can write the workspace edits the server's .car/policies, or
+    writes a nearer one, mid-session: the next policy_check still applies the rules
+    the server read at start (an edit may add rules; it never takes one away)."""
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    (project / "app").mkdir()
+    folder = project / ".car" / "policies"
+    folder.mkdir(parents=True)
+    (folder / "rules.toml").write_text('deny_tool = ["wipe"]\n')
+    plan = {"actions": [{"id": "a", "type": "tool_call", "tool": "wipe"}]}
+    wire = Wire(project / "app")
+
+    def verdict(n: int) -> tuple[bool, str]:
+        wire.request(n, "policy_check", {"proposal": plan})
+        doc = wire.answer()
+        assert doc["id"] == n and not doc["result"].get("isError"), doc
+        text = doc["result"]["content"][0]["text"]
+        return doc["result"]["structuredContent"]["valid"], text
+
+    valid, _ = verdict(1)
+    assert not valid
+    (folder / "rules.toml").write_text('deny_tool = ["nothing"]\n')  # weakened
+    valid, text = verdict(2)
+    assert not valid and "as read when the server started (rules.toml" in text, text
+    shadow = project / "app" / ".car" / "policies"  # nearer to the server's start
+    shadow.mkdir(parents=True)
+    (shadow / "x.toml").write_text('deny_tool = ["nothing"]\n')
+    valid, text = verdict(3)
+    assert not valid and f"in {folder}" in text, text
+    (folder / "more.toml").write_text('deny_tool = ["rm"]\n')  # an added rule applies at once
+    wire.request(
+        4,
+        "policy_check",
+        {"proposal": {"actions": [{"id": "b", "type": "tool_call", "tool": "rm"}]}},
+    )
+    doc = wire.answer()
+    assert doc["result"]["structuredContent"]["valid"] is False, doc
+    assert wire.close() == 0

@@ -53,15 +53,28 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         if not os.path.isdir(args.policies):
             raise UsageError(f"--policies: {args.policies}: no such directory")
         policies = os.path.abspath(args.policies)
+    from ..base.config import find_policies
+    from ..rules.policy import load_policies
     from .mcp_server import Declarations, Settings
     from .mcp_stdio import serve
 
+    # The rules in force are fixed at start: the folder found now (a nearer one the
+    # agent writes later does not replace it) and each file's text as read now
+    # (an edit or a removal later adds nothing and takes nothing away until restart).
+    accepted: tuple[tuple[str, str], ...] = ()
+    if policies is None:
+        found, _ = find_policies(os.getcwd())
+        policies = None if found is None else str(found)
+    if policies is not None:
+        loaded = load_policies(policies)
+        accepted = tuple((str(path), text) for path, text in loaded.texts.items())
     settings = Settings(
         profile=getattr(args, "profile", None),  # each call's default; a call may name its own
         policies=policies,
         start=os.getcwd(),
         call_timeout=args.call_timeout,
         workers=args.workers,
+        accepted=accepted,
     )
     from . import _parser  # every command: the tools' descriptions are theirs
 

@@ -68,7 +68,10 @@ class Settings:
     ``profile``: each call's default profile. ``policies``: the policies folder
     ``policy_check`` checks every call against (else the nearest ``.car/policies``
     at or above ``start``, the server's working directory); a call's ``policies``
-    argument adds rules to it.
+    argument adds rules to it. ``accepted``: each file of that folder and its text
+    as the server read them at start: a file edited or removed since still applies
+    as it was, beside the folder as it is now, until the server restarts (the agent
+    can write the workspace; nothing it writes takes a rule away mid-session).
     ``call_timeout``: each call's budget in seconds. ``workers``: how many worker
     processes run calls at once."""
 
@@ -77,6 +80,7 @@ class Settings:
     start: str = "."
     call_timeout: float = 10.0
     workers: int = 2
+    accepted: tuple[tuple[str, str], ...] = ()
 
 
 #: An argument: ("schema", file kind) (the JSON Schema generated from the model),
@@ -284,6 +288,7 @@ def _policy_check(args: dict[str, Any], settings: Settings) -> tuple[Any, str]:
             "server with --policies DIR",
         )
         rules, said = loaded, loaded.describe()
+        rules, said = _with_accepted(rules, said, settings.accepted)
     if given is not None:
         with _naming("policies"):
             if isinstance(given, str):
@@ -308,6 +313,33 @@ def _policy_check(args: dict[str, Any], settings: Settings) -> tuple[Any, str]:
         profile=args["profile"],
     )
     return result.to_dict(), f"{said}\n{render_text(result)}"
+
+
+def _with_accepted(
+    loaded: Any, said: str, accepted: tuple[tuple[str, str], ...]
+) -> tuple[Any, str]:
+    """``loaded`` (the folder as it is now) and the files of ``accepted`` whose text
+    it no longer holds as the server read it at start: both apply."""
+    from dataclasses import replace
+    from pathlib import Path
+
+    from ..base.values import plural
+    from ..rules.policy import PolicySet, load_policy_text
+
+    now = {str(path): text for path, text in loaded.texts.items()}
+    kept = [(path, text) for path, text in accepted if now.get(path) != text]
+    if not kept:
+        return loaded, said
+    both = PolicySet()
+    both.extend(loaded.rules)
+    for path, text in kept:
+        both.extend(load_policy_text(text, source=f"{path} (as read at the server's start)"))
+    names = ", ".join(Path(path).name for path, _ in kept)
+    said += (
+        f"; and {plural(len(kept), 'file')} as read when the server started ({names}: edited "
+        f"or removed since, in force as they were until the server restarts)"
+    )
+    return replace(loaded, rules=both), said
 
 
 def _risk(args: dict[str, Any], settings: Settings) -> tuple[Any, str]:
