@@ -311,19 +311,10 @@ def _check(
     budget: in a process's main thread an interval timer interrupts the check;
     elsewhere (a Dask worker's thread) it runs in a thread of its own that is
     waited for at most the budget, and left behind when it takes longer."""
-    from ..api import verify
-    from ..ir.model import load_parsed
-
     lifted = trajectory.proposal() if proposal is None else proposal
 
     def run() -> Any:
-        return verify(
-            load_parsed(lifted),  # built here, handed over: not copied
-            policies=engine,
-            profile=settings.profile,
-            labels=settings.labels,
-            flow_policy=settings.flow_policy,
-        )
+        return checked(lifted, settings, engine)
 
     if settings.budget <= 0:
         return "checked", run()
@@ -354,6 +345,115 @@ def _check(
     if failure:
         raise failure[0]
     return ("checked", box[0]) if box else ("unknown", None)
+
+
+def checked_plain(lifted: dict[str, Any], settings: AuditSettings, engine: Any) -> Any:
+    """The check of one lifted proposal: ``verify`` with the audit's policies, labels
+    and flow policy (the plain runner, every pass over the model). The plain twin
+    of :func:`checked`."""
+    from ..ir.model import load_parsed
+
+    return _verify(load_parsed(lifted), settings, engine)  # built here, handed over
+
+
+def _verify(model: Any, settings: AuditSettings, engine: Any) -> Any:
+    from ..api import verify
+
+    return verify(
+        model,
+        policies=engine,
+        profile=settings.profile,
+        labels=settings.labels,
+        flow_policy=settings.flow_policy,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """What the audit reads of a check: the findings, in the plain runner's order,
+    and whether none is an error."""
+
+    issues: list[Any]
+    valid: bool
+
+
+def checked(lifted: dict[str, Any], settings: AuditSettings, engine: Any) -> Any:
+    """:func:`checked_plain`'s findings and verdict (all the audit reads of it), with
+    the default passes run by the fused kernel (:mod:`car_verify.passes.fused`) and
+    the policies pass beside it over the model. The policies pass reads none of the
+    other passes' records, and the plain runner sorts the findings of all its
+    passes together by (position, code) with a stable sort; the policies pass's
+    codes (rule names, its own two) are none of the codes the default passes
+    declare (checked on each finding), so the fused findings (already in that
+    order) and the policies pass's, sorted once more, are the plain runner's.
+    Anything else (labels, a flow policy, no policies, a document or a selection of
+    passes the kernel does not model) is :func:`checked_plain`'s.
+    ``tests/test_audit_fast.py`` holds the two to the same findings table on
+    generated runs."""
+    if engine is None or settings.labels is not None or settings.flow_policy is not None:
+        return checked_plain(lifted, settings, engine)
+    from ..api import _fused
+    from ..base.findings import Issue, Severity
+    from ..ir._codec import Bad, d_json
+    from ..ir.flat import flat_plan
+    from ..ir.model import load_parsed
+    from ..passes import Context, run_and_say
+    from ..passes.registry import registry_build
+    from ..semantics import semantics_of
+
+    sem = semantics_of(settings.profile)
+    key = (sem, registry_build())
+    policies = _POLICIES_PASS.get(key, ...)
+    fused = None
+    if policies is not None and type(lifted) is dict:
+        try:  # JSON all the way down, as ``load`` checks it; handed over: not copied
+            plan = flat_plan(d_json(lifted))
+        except (Bad, RecursionError):
+            plan = None
+        fused = None if plan is None else _fused(plan, settings.profile, None, None, 3)
+    if fused is None:
+        return checked_plain(lifted, settings, engine)
+    found = list(fused.issues)  # made now, before the model takes the document over
+    model = load_parsed(lifted)
+    ctx = Context(model, policies=engine, semantics=sem)
+    if policies is ...:
+        policies = _POLICIES_PASS[key] = _policies_pass(ctx)
+        if policies is None:
+            return _verify(model, settings, engine)
+    policies, theirs = policies
+    own = run_and_say(ctx, [policies])[0]
+    if any(issue.code in theirs for issue in own):  # a tie the plain order would break
+        return _verify(model, settings, engine)
+    found += own
+    found.sort(key=Issue.sort_key)
+    error = Severity.ERROR
+    return Checked(found, not any(i.severity is error for i in found))
+
+
+def _policies_pass(ctx: Any) -> Any:
+    """The policies pass and the codes the other passes declare, where the plain
+    runner's selection for ``ctx`` (policies and nothing else given) is the fused
+    kernel's selection with the policies pass; else None."""
+    from ..passes import Requirement
+    from ..passes.fused import runnable
+    from ..passes.registry import default_selection, resolve_passes
+
+    plain = resolve_passes(None, ctx)
+    limit = ctx.max_actions is not None
+    fused = default_selection(ctx.profile, lambda r: limit and r is Requirement.MAX_ACTIONS)
+    if fused is None or not runnable(fused) or any(p.dynamic_codes for p in fused):
+        return None
+    policies = [p for p in plain if p.name == "policies"]
+    if len(policies) != 1 or [p.name for p in plain if p not in policies] != [
+        p.name for p in fused
+    ]:
+        return None
+    return policies[0], frozenset(code for p in fused for code in p.codes)
+
+
+#: The policies pass :func:`checked` runs beside the fused kernel, by semantics and
+#: build of the pass registry (None: that run is the plain runner's).
+_POLICIES_PASS: dict[tuple[Any, int], Any] = {}
 
 
 def _engine(settings: AuditSettings, directory: str | None = None) -> Any:
