@@ -59,7 +59,6 @@ request, or ``allow``, which every call then says.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
@@ -68,9 +67,13 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, Literal
 
 from .plan.gate import UNDECIDED, Decision
+
+if TYPE_CHECKING:
+    import argparse
 
 __all__ = [
     "AGENTS",
@@ -345,10 +348,10 @@ def _project_key(where: str | None) -> str:
     find its policies (the flag, the project, else the folder it was started in):
     never of what it found there, so an emptied, removed or shadowed folder keeps
     its project's accepted rules and sessions."""
-    import hashlib
+    from .base.digest import sha256_hex
 
     key = where if where is not None else "cwd:" + os.path.abspath(os.getcwd())
-    return hashlib.sha256(os.fsencode(key)).hexdigest()[:16]
+    return sha256_hex(os.fsencode(key))[:16]
 
 
 def _state_folder(where: str | None, state_dir: Any) -> Path:
@@ -360,9 +363,9 @@ def _state_folder(where: str | None, state_dir: Any) -> Path:
 
 
 def _session_name(session: str) -> str:
-    import hashlib
+    from .base.digest import sha256_hex
 
-    return hashlib.sha256(session.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+    return sha256_hex(session.encode("utf-8", "surrogatepass"))[:24]
 
 
 # --- the accepted rules ------------------------------------------------------------------------
@@ -976,13 +979,13 @@ class _Markers:
         self.base = folder / f"{name}.lost"
 
     def _path(self, tool: str | None, *, unknown: bool = False) -> Path:
-        import hashlib
+        from .base.digest import sha256_hex
 
         if unknown:
             return self.base.with_name(self.base.name + "-unknown")
         if tool is None:
             return self.base.with_name(self.base.name + "-any")
-        digest = hashlib.sha256(tool.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        digest = sha256_hex(tool.encode("utf-8", "surrogatepass"))[:16]
         return self.base.with_name(f"{self.base.name}-{digest}")
 
     def mark(self, tool: str | None) -> None:
@@ -1267,7 +1270,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace | SimpleNamespace) -> int:
     """One hook call: the payload on stdin, the answer on stdout, warnings on stderr;
     always exit 0 (the decision is in the answer)."""
     out, result = answer(
@@ -1289,17 +1292,98 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str]) -> int:
     """``car-verify hook ARGS`` without loading the rest of the command line: it
-    runs once per tool call, so its start-up is the agent's wait."""
+    runs once per tool call, so its start-up is the agent's wait: the usual
+    arguments are read by :func:`fast_args`, anything else by the parser."""
+    fast = fast_args(argv)
+    if fast is not None:
+        return _run_closed(fast)
+    return _run_closed(_parsed(argv))
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The hook's own parser (:func:`add_arguments`)."""
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="car-verify hook",
         description="a coding agent's hook (Claude Code, Codex): the policies and trace "
         "rules before each tool call, and each call's outcome after it",
     )
     add_arguments(parser)
+    return parser
+
+
+def _parsed(argv: Sequence[str]) -> argparse.Namespace | int:
+    """The arguments as the parser reads them, or the exit code of ``--help`` or of
+    a usage error (said on stderr)."""
     try:
-        args = parser.parse_args(list(argv))
+        return _parser().parse_args(list(argv))
     except SystemExit as exit_:
         return int(exit_.code or 0)
+
+
+#: The options :func:`fast_args` reads that take a value: their destination and
+#: choices (None: any value); and the flags. Those of :func:`add_arguments`.
+_VALUED: dict[str, tuple[str, tuple[str, ...] | None]] = {
+    "--agent": ("agent", ("auto", *AGENTS)),
+    "--profile": ("profile", ("car", "strict")),
+    "--policies": ("policies", None),
+    "--state-dir": ("state_dir", None),
+    "--on-unknown": ("on_unknown", ("allow", "deny", "ask")),
+    "--ask": ("ask", None),
+}
+_FLAGS = {"--grant": "grant", "--accept-edits": "accept_edits"}
+
+
+def fast_args(argv: Sequence[str]) -> SimpleNamespace | None:
+    """The hook's arguments as :func:`add_arguments`' parser reads them, without
+    importing or building it (a few milliseconds of every call): each option by its
+    whole name, ``--name value`` or ``--name=value``, a value one of its choices and
+    not starting with ``-``. None for anything else (``--help``, an abbreviation, a
+    usage error): the parser reads those. ``tests/test_hook_startup.py`` holds the two
+    to the same arguments."""
+    out: dict[str, Any] = {
+        "agent": "auto",
+        "profile": None,
+        "policies": None,
+        "state_dir": None,
+        "on_unknown": ON_UNKNOWN,
+        "ask": None,
+        "grant": False,
+        "accept_edits": False,
+    }
+    words = list(argv)
+    i = 0
+    while i < len(words):
+        word = words[i]
+        i += 1
+        flag = _FLAGS.get(word)
+        if flag is not None:
+            out[flag] = True
+            continue
+        name, equals, value = word.partition("=")
+        known = _VALUED.get(name)
+        if known is None:
+            return None
+        if not equals:
+            if i >= len(words):
+                return None
+            value = words[i]
+            i += 1
+        dest, choices = known
+        if value.startswith("-") or (choices is not None and value not in choices):
+            return None
+        if dest == "ask":
+            out["ask"] = [*(out["ask"] or ()), value]
+        else:
+            out[dest] = value
+    return SimpleNamespace(**out)
+
+
+def _run_closed(args: argparse.Namespace | SimpleNamespace | int) -> int:
+    """:func:`run`, never a traceback (see :func:`main`); an int is an exit code."""
+    if isinstance(args, int):
+        return args
     try:
         return run(args)
     except Exception as err:  # never a traceback into the agent's transcript, and a

@@ -184,7 +184,7 @@ def state_keys(rules: PolicySet) -> tuple[list[str], list[str]]:
     keeps its state while the rules around it change, and a changed rule does not
     take another's. The one place both the hook's session file and the framework
     integrations' saved runs take their keys from."""
-    import hashlib
+    from ..base.digest import sha256_hex
 
     seen: dict[str, int] = {}
     trace: list[str] = []
@@ -195,9 +195,7 @@ def state_keys(rules: PolicySet) -> tuple[list[str], list[str]]:
             continue
         for rule in items:
             text = json.dumps(kind.to_doc(rule), sort_keys=True, ensure_ascii=False)
-            digest = hashlib.sha256(
-                f"{kind.key}:{text}".encode("utf-8", "surrogatepass")
-            ).hexdigest()[:20]
+            digest = sha256_hex(f"{kind.key}:{text}".encode("utf-8", "surrogatepass"))[:20]
             seen[digest] = seen.get(digest, 0) + 1
             held.append(f"{digest}:{seen[digest]}")
     return trace, windows

@@ -127,12 +127,12 @@ class TraceRuleKind(Kind[TraceRule]):
         return out
 
 
-def _position_of(text: str, needle: str, after: int = 0) -> tuple[int, int, int] | None:
+def _position_of_plain(text: str, needle: str, after: int = 0) -> tuple[int, int, int] | None:
     """The file line and column where a rule's text starts, and the offset past it
     (TOML gives no positions: found by its text, as the value of a ``rule`` key, at
     or after offset ``after``; a rule written with escapes is not found). A comment
     or a ``name`` that holds the same text, or an earlier rule that holds it whole,
-    is not taken for it."""
+    is not taken for it. The plain version of :func:`_position_of`."""
     quote = r"(?:\"\"\"\r?\n?|'''\r?\n?|\"|')"
     value = re.compile(r"(?<![\w-])rule\s*=\s*" + quote + re.escape(needle))
     for found in value.finditer(text, after):
@@ -142,6 +142,41 @@ def _position_of(text: str, needle: str, after: int = 0) -> tuple[int, int, int]
         index = found.end() - len(needle)
         line_start = text.rfind("\n", 0, index) + 1
         return text.count("\n", 0, index) + 1, index - line_start + 1, found.end()
+    return None
+
+
+#: A ``rule`` key before the opening quote of its value; then the quotes that
+#: :func:`_position_of_plain`'s pattern tries, in the order it tries them.
+_RULE_KEY = re.compile(r"(?<![\w-])rule\s*=\s*(?=[\"'])")
+_QUOTES = (
+    *(q + end for q in ('"""', "'''") for end in ("\r\n", "\r", "\n", "")),
+    '"',
+    "'",
+)
+
+
+def _position_of(text: str, needle: str, after: int = 0) -> tuple[int, int, int] | None:
+    """:func:`_position_of_plain` with one pattern for every rule, compiled once (a
+    pattern made of each rule's text cost the hook's start one compilation per
+    trace rule): the key found by it, the quote and the rule's text compared as
+    strings. ``tests/test_hook_startup.py`` holds the two to the same answers."""
+    at = after
+    while (key := _RULE_KEY.search(text, at)) is not None:
+        start = key.end()
+        for quote in _QUOTES:
+            if text.startswith(quote, start) and text.startswith(needle, start + len(quote)):
+                end = start + len(quote) + len(needle)
+                break
+        else:
+            at = start  # no value here: the plain pattern's next try is past the key
+            continue
+        line_start = text.rfind("\n", 0, key.start()) + 1
+        if "#" in text[line_start : key.start()]:  # inside a comment
+            at = end
+            continue
+        index = end - len(needle)
+        line_start = text.rfind("\n", 0, index) + 1
+        return text.count("\n", 0, index) + 1, index - line_start + 1, end
     return None
 
 

@@ -1,0 +1,163 @@
+"""The hook's start-up (issue 61): what a call imports, and the speed tricks on its
+path, each held to its plain version (the time is benchmarks/bench_hook.py's)."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from car_verify.base.digest import sha256_hex, sha256_hex_plain
+from car_verify.hook import _parser, fast_args
+from car_verify.rules.kinds.trace_rule import _position_of, _position_of_plain
+
+#: What no hook call of the policies below imports: the proposal model, the passes,
+#: the command line, the trace-rule grammar's parser (the parse is cached), and the
+#: heavy libraries; ``hashlib`` and ``argparse`` (their work is done without them).
+HEAVY = [
+    "car_verify.api",
+    "car_verify.cli",
+    "car_verify.ir.model",
+    "car_verify.passes",
+    "car_verify.semantics.dag",
+    "lark",
+    "jsonschema",
+    "z3",
+    "networkx",
+    "yaml",
+    "pydot",
+    "tqdm",
+    "pathspec",
+    "re2",
+    "hashlib",
+    "argparse",
+]
+#: The rules of a project's policies folder: one of each kind a hook call meets but
+#: the regular-expression one (which needs re2 to read).
+RULES = """deny_tool = ["rm"]
+[[deny_tool_param]]
+tool = "Write"
+param = "file_path"
+contains = ".env"
+[[deny_command]]
+program = "git"
+args = ["push"]
+[[rate_limit_tool]]
+tool = "WebFetch"
+max_calls = 30
+interval_secs = 60
+[[trace_rule]]
+name = "no-push-after-secrets"
+rule = 'never Bash where command contains "push" after Read where file_path contains ".env"'
+"""
+
+
+def loaded(
+    tmp: Path, tool: str, params: dict[str, Any], modules: list[str]
+) -> tuple[list[str], str]:
+    """Which of ``modules`` the second of two fresh hook processes (the first accepts
+    the rules and caches their parse) has loaded by its end, and its answer."""
+    folder = tmp / ".car" / "policies"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "rules.toml").write_text(RULES)
+    payload = json.dumps({"session_id": "s", "cwd": str(tmp), "hook_event_name": "PreToolUse",
+                          "tool_name": tool, "tool_input": params})  # fmt: skip
+    argv = ["car-verify", "hook", "--policies", str(folder), "--state-dir", str(tmp / "state")]
+    probe = (
+        f"import sys; from car_verify._launch import main; sys.argv = {argv!r};"
+        f"code = main(); sys.stderr.write(repr([m for m in {modules!r} if m in sys.modules]));"
+        "raise SystemExit(code)"
+    )
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-c", probe], input=payload,
+                              capture_output=True, text=True, check=True, cwd=tmp)  # fmt: skip
+    return ast.literal_eval(done.stderr.splitlines()[-1]), done.stdout
+
+
+def test_a_shell_call_imports_none_of_the_heavy_modules(tmp_path: Path) -> None:
+    found, answer = loaded(tmp_path, "Bash", {"command": "git push origin main"}, HEAVY)
+    assert found == []
+    said = json.loads(answer)["hookSpecificOutput"]
+    assert said["permissionDecision"] == "deny"  # the shell rule read the line
+    assert "deny_command:Bash.git" in said["permissionDecisionReason"]
+
+
+def test_a_call_of_another_tool_does_not_load_the_shell_reader(tmp_path: Path) -> None:
+    """Only a call a shell rule reads loads the shell reader (and tree-sitter)."""
+    shell = ["car_verify.rules.shell.reader", "tree_sitter", *HEAVY]
+    found, answer = loaded(tmp_path, "Read", {"file_path": "README.md"}, shell)
+    assert found == []
+    assert json.loads(answer) == {"hookSpecificOutput": {"hookEventName": "PreToolUse"}}
+
+
+# --- the speed tricks and their plain versions ---------------------------------------
+
+
+@given(st.binary(max_size=200))
+def test_the_digest_is_hashlibs(data: bytes) -> None:
+    assert sha256_hex(data) == sha256_hex_plain(data)
+
+
+#: Pieces of a policy file around a ``rule`` key: quotes of every kind, line ends,
+#: comments, keys that end in "rule", the rule's own text.
+PIECES = st.sampled_from(
+    ["rule", " ", "=", '"', "'", '"""', "'''", "\n", "\r", "#", "x", "-", "a", "name", "never a"]
+)
+
+
+@settings(max_examples=300)
+@given(st.lists(PIECES, max_size=24).map("".join), st.lists(PIECES, max_size=4).map("".join),
+       st.integers(0, 40))  # fmt: skip
+@example('rule = "x"\nrule = """\nx"""', "x", 0)
+@example("# rule = \"never a\"\nrule = 'never a'", "never a", 0)
+@example('arule = "x" rule = """\r\nx', "\nx", 0)
+@example('rule = """\r\n\n\n', "\n\n", 0)  # two quotes fit: the first one tried wins
+def test_a_rules_position_is_the_plain_patterns(text: str, needle: str, after: int) -> None:
+    assert _position_of(text, needle, after) == _position_of_plain(text, needle, after)
+
+
+#: Words of a hook command line: every option, by its whole name and abbreviated,
+#: with and without ``=``, values of their choices and others, help, stray words.
+WORDS = st.sampled_from(
+    ["--agent", "--agent=codex", "codex", "claude", "auto", "--profile", "car", "strict",
+     "--profile=strict", "--policies", "/p", "--policies=/q", "--policies=", "", "--state-dir",
+     "--state-dir=/s", "/s", "--on-unknown", "deny", "allow", "ask", "--on-unknown=allow",
+     "--ask", "deny_tool", "--ask=x", "--grant", "--accept-edits", "--grant=1", "--pol", "-h",
+     "--help", "-x", "-1", "--", "a=b", "--agent=other"]
+)  # fmt: skip
+
+
+@settings(max_examples=300)
+@given(st.lists(WORDS, max_size=7))
+@example(["--policies", "/p", "--state-dir", "/s"])
+@example(["--ask", "a", "--ask=b", "--grant", "--on-unknown", "deny"])
+def test_the_fast_arguments_are_the_parsers(argv: list[str]) -> None:
+    fast = fast_args(argv)
+    if fast is None:
+        return
+    try:
+        parsed = _parser().parse_args(argv)
+    except SystemExit:  # the parser refuses it: the fast reading must not take it
+        pytest.fail(f"fast_args read {argv!r}, which the parser refuses")
+    assert vars(fast) == vars(parsed)
+
+
+def test_the_usual_arguments_are_read_fast() -> None:
+    """What an agent's settings hold takes the fast path (else the test above is
+    vacuous), and the rest goes to the parser."""
+    read = fast_args(["--policies", "/p", "--state-dir=/s", "--on-unknown", "deny", "--grant"])
+    assert read is not None
+    assert vars(read) == vars(argparse.Namespace(
+        agent="auto", profile=None, policies="/p", state_dir="/s", on_unknown="deny",
+        ask=None, grant=True, accept_edits=False))  # fmt: skip
+    assert fast_args([]) is not None
+    for argv in (["--help"], ["--pol", "/p"], ["--policies"], ["--agent", "x"], ["x"]):
+        assert fast_args(argv) is None
