@@ -21,7 +21,8 @@ from car_verify.rules.kinds.trace_rule import _position_of, _position_of_plain
 
 #: What no hook call of the policies below imports: the proposal model, the passes,
 #: the command line, the trace-rule grammar's parser (the parse is cached), and the
-#: heavy libraries; ``hashlib`` and ``argparse`` (their work is done without them).
+#: heavy libraries; ``hashlib``, ``argparse`` and ``importlib.resources`` (their work
+#: is done without them).
 HEAVY = [
     "car_verify.api",
     "car_verify.cli",
@@ -39,6 +40,7 @@ HEAVY = [
     "re2",
     "hashlib",
     "argparse",
+    "importlib.resources",
 ]
 #: The rules of a project's policies folder: one of each kind a hook call meets but
 #: the regular-expression one (which needs re2 to read).
@@ -161,3 +163,25 @@ def test_the_usual_arguments_are_read_fast() -> None:
     assert fast_args([]) is not None
     for argv in (["--help"], ["--pol", "/p"], ["--policies"], ["--agent", "x"], ["x"]):
         assert fast_args(argv) is None
+
+
+def test_the_grammar_loaded_alone_is_the_packages() -> None:
+    """The bash grammar's module loaded without its package's ``__init__`` is the
+    one the package then imports, and reads a line as the package's does."""
+    probe = """
+import sys
+from car_verify.rules.shell.parse import bash_binding, bash_binding_plain
+fast = bash_binding()
+assert "tree_sitter_bash" not in sys.modules and "importlib.resources" not in sys.modules
+import tree_sitter, tree_sitter_bash
+assert bash_binding_plain() is fast and tree_sitter_bash.language is fast.language
+line = b"for f in *.py; do grep -q x \\"$f\\" && echo $(basename $f) >> out; done"
+trees = []
+for module in (fast, tree_sitter_bash):
+    parser = tree_sitter.Parser(tree_sitter.Language(module.language()))
+    trees.append(str(parser.parse(line).root_node))
+assert trees[0] == trees[1] and "for_statement" in trees[0], trees
+print("ok")
+"""
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.stdout.strip() == "ok", done.stderr

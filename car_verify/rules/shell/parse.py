@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING
 from .model import Budget, ShellError
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     from tree_sitter import Language, Node, Parser
 
 __all__ = ["check_heredoc", "heredoc_expands", "language", "parse"]
@@ -48,9 +50,52 @@ _TO_X = re.compile(rb"[\x80-\xff\x01-\x08\x0b-\x1f\x7f]")
 @lru_cache(maxsize=1)
 def language() -> Language:
     import tree_sitter
-    import tree_sitter_bash
 
-    return tree_sitter.Language(tree_sitter_bash.language())
+    return tree_sitter.Language(bash_binding().language())
+
+
+def bash_binding_plain() -> ModuleType:
+    """The bash grammar's compiled module, imported with its package."""
+    import importlib
+
+    return importlib.import_module("tree_sitter_bash._binding")
+
+
+def bash_binding() -> ModuleType:
+    """:func:`bash_binding_plain`, without running the package's ``__init__`` where
+    the compiled module can be found beside it: that imports ``importlib.resources``
+    (for a query file no reading uses), which cost the hook's start about 5 ms. The
+    module is loaded under its own name, so a later import of the package takes it
+    as it is. ``tests/test_hook_startup.py`` holds the two to the same grammar."""
+    import sys
+
+    name = "tree_sitter_bash._binding"
+    loaded = sys.modules.get(name)
+    if loaded is not None:
+        return loaded
+    import importlib.machinery
+    import importlib.util
+    import os
+
+    package = importlib.util.find_spec("tree_sitter_bash")
+    for folder in (package and package.submodule_search_locations) or ():
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = os.path.join(folder, "_binding" + suffix)
+            if not os.path.isfile(path):
+                continue
+            loader = importlib.machinery.ExtensionFileLoader(name, path)
+            spec = importlib.util.spec_from_file_location(name, path, loader=loader)
+            if spec is None:
+                continue
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            try:
+                loader.exec_module(module)
+            except BaseException:
+                del sys.modules[name]
+                raise
+            return module
+    return bash_binding_plain()
 
 
 def _parser() -> Parser:
