@@ -396,7 +396,7 @@ def checked(lifted: dict[str, Any], settings: AuditSettings, engine: Any) -> Any
     from ..base.findings import Issue, Severity
     from ..ir._codec import Bad, d_json
     from ..ir.flat import flat_plan
-    from ..ir.model import load_parsed
+    from ..ir.model import load_owned
     from ..passes import Context, run_and_say
     from ..passes.registry import registry_build
     from ..semantics import semantics_of
@@ -413,8 +413,8 @@ def checked(lifted: dict[str, Any], settings: AuditSettings, engine: Any) -> Any
         fused = None if plan is None else _fused(plan, settings.profile, None, None, 3)
     if fused is None:
         return checked_plain(lifted, settings, engine)
-    found = list(fused.issues)  # made now, before the model takes the document over
-    model = load_parsed(lifted)
+    found = list(fused.issues)  # made now: the model takes the document apart
+    model = load_owned(lifted)
     ctx = Context(model, policies=engine, semantics=sem)
     if policies is ...:
         policies = _POLICIES_PASS[key] = _policies_pass(ctx)

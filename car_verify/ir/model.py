@@ -1537,6 +1537,13 @@ def load_parsed(data: Any) -> ActionProposal:
     return _model(data, is_json=False)
 
 
+def load_owned(data: Any) -> ActionProposal:
+    """Model data the caller checked to be JSON (``d_json``) and gives up whole:
+    taken apart as it is read, as ``load`` takes apart what it parsed (the
+    document must not be read again). Its nesting is bounded as ``load`` bounds it."""
+    return _model(data, is_json=True)
+
+
 def _model(
     data: Any,
     *,
