@@ -12,7 +12,8 @@ one whose folder holds the rules the hook accepted (the usual case: one rule
 set), and one where the agent has edited the folder since (a rule removed: the
 accepted rules and the folder's are both in force, a call passes both). Each
 line gives the hook's time and the ratio to ``python -c pass`` per pair
-(median, and the fastest and slowest pair: the spread).
+(median, and the fastest and slowest pair: the spread), then the same of the CPU
+time each took (user + system), which a loaded machine disturbs less.
 
 Run it with the interpreter of a regular install (``pip install .``, which also
 writes the bytecode): an editable install puts its import finder in front of every
@@ -22,6 +23,7 @@ start, ``python -c pass`` included, and the script says so when it sees one.
 from __future__ import annotations
 
 import json
+import resource
 import statistics
 import subprocess
 import sys
@@ -60,9 +62,17 @@ def policy(rules: int = 50) -> str:
 
 
 def timed(command: list[str], stdin: str) -> float:
+    return timed_both(command, stdin)[0]
+
+
+def timed_both(command: list[str], stdin: str) -> tuple[float, float]:
+    """The wall time of one run and the CPU time (user + system) it took."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(command, input=stdin, capture_output=True, text=True, check=True)
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def editable() -> bool:
@@ -117,17 +127,28 @@ def main() -> None:
             command = project(Path(tmp), name, rules, edited=edited)
             call = payload(Path(tmp) / name, "ls -la")
             timed(command, call)  # warm the file cache and the state file
-            hooks, bare = [], []
+            hooks, bare, hooks_cpu, bare_cpu = [], [], [], []
             for _ in range(repeats):
-                hooks.append(timed(command, call))
-                bare.append(timed([sys.executable, "-c", "pass"], ""))
+                wall, cpu = timed_both(command, call)
+                hooks.append(wall)
+                hooks_cpu.append(cpu)
+                wall, cpu = timed_both([sys.executable, "-c", "pass"], "")
+                bare.append(wall)
+                bare_cpu.append(cpu)
             ratios = sorted(h / b for h, b in zip(hooks, bare, strict=True))
+            cpu_ratios = sorted(h / b for h, b in zip(hooks_cpu, bare_cpu, strict=True) if b)
             h, b = statistics.median(hooks), statistics.median(bare)
             print(f"{name}: car-verify hook median {h * 1e3:.0f} ms (min {min(hooks) * 1e3:.0f}, "
                   f"max {max(hooks) * 1e3:.0f}); python -c pass median {b * 1e3:.0f} ms; "
                   f"ratio per pair: median {statistics.median(ratios):.1f}x "
                   f"(min {ratios[0]:.1f}x, max {ratios[-1]:.1f}x); "
                   f"{repeats} pairs; {rules} rules")  # fmt: skip
+            if cpu_ratios:  # the CPU time is less at the mercy of a loaded machine
+                hc, bc = statistics.median(hooks_cpu) * 1e3, statistics.median(bare_cpu) * 1e3
+                middle = statistics.median(cpu_ratios)
+                print(f"{name}: CPU time (user + system) median {hc:.0f} ms, python -c pass "
+                      f"{bc:.0f} ms; ratio per pair: median {middle:.1f}x "
+                      f"(min {cpu_ratios[0]:.1f}x, max {cpu_ratios[-1]:.1f}x)")  # fmt: skip
 
 
 if __name__ == "__main__":
