@@ -49,8 +49,8 @@ def main() -> None:
         checked = time.perf_counter()
         lifted = [t.proposal() for t in items]
         plain_start = time.perf_counter()
-        for proposal in lifted:
-            checked_plain(proposal, settings, engine)
+        for item, proposal in zip(items, lifted, strict=True):
+            _check(item, settings, engine, proposal, checked_plain)
         plain_end = time.perf_counter()
         for text in texts:
             car_runtime.verify(text, None, None, None, None)

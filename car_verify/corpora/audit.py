@@ -305,16 +305,21 @@ def _alarm(_signum: int, _frame: Any) -> None:
 
 
 def _check(
-    trajectory: Any, settings: AuditSettings, engine: Any, proposal: Any = None
+    trajectory: Any,
+    settings: AuditSettings,
+    engine: Any,
+    proposal: Any = None,
+    check: Callable[[dict[str, Any], AuditSettings, Any], Any] | None = None,
 ) -> tuple[str, Any]:
     """``(status, verification result or None)`` for one trajectory, within the
     budget: in a process's main thread an interval timer interrupts the check;
     elsewhere (a Dask worker's thread) it runs in a thread of its own that is
-    waited for at most the budget, and left behind when it takes longer."""
+    waited for at most the budget, and left behind when it takes longer. ``check``:
+    :func:`checked` by default (:func:`checked_plain`: the benchmark's baseline)."""
     lifted = trajectory.proposal() if proposal is None else proposal
 
     def run() -> Any:
-        return checked(lifted, settings, engine)
+        return (check or checked)(lifted, settings, engine)
 
     if settings.budget <= 0:
         return "checked", run()
