@@ -115,7 +115,7 @@ PIECES = st.sampled_from(
 )
 
 
-@settings(max_examples=300)
+@settings(max_examples=150)
 @given(st.lists(PIECES, max_size=24).map("".join), st.lists(PIECES, max_size=4).map("".join),
        st.integers(0, 40))  # fmt: skip
 @example('rule = "x"\nrule = """\nx"""', "x", 0)
@@ -137,7 +137,7 @@ WORDS = st.sampled_from(
 )  # fmt: skip
 
 
-@settings(max_examples=300)
+@settings(max_examples=150)
 @given(st.lists(WORDS, max_size=7))
 @example(["--policies", "/p", "--state-dir", "/s"])
 @example(["--ask", "a", "--ask=b", "--grant", "--on-unknown", "deny"])
