@@ -81,7 +81,7 @@ _TEST_OPERATORS = names(
 _STDIN_FILES = frozenset({"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"})
 _NULL_FILES = frozenset({"/dev/null", "/dev/zero"})
 _OUTPUT_FILES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/fd/1", "/dev/fd/2"})
-_SYSTEM_DIRS = ("/usr/", "/bin/", "/sbin/")
+_SYSTEM_DIRS = ("/usr/", "/bin/", "/sbin/", "/lib/", "/lib64/", "/lib32/")
 
 
 class Reader:
@@ -119,6 +119,19 @@ class Reader:
             self.walk(root, ctx, nest, 0)
         finally:
             self.src = outer
+
+    def aside(self, text: str, nest: int) -> Reading | None:
+        """``text`` read as a command line of its own, apart from this reading (what
+        a program might run it as); None when the grammar cannot read it. The
+        steps it takes are this reading's."""
+        other = Reader(self.budget)
+        try:
+            other.line(text, Ctx(), nest)
+        except ShellError:
+            if self.budget.left < 0:
+                raise
+            return None
+        return other.finish()
 
     def finish(self) -> Reading:
         if any(
