@@ -11,7 +11,8 @@ Every program name falls in one of these classes, checked in this order:
   piped in) or ``/dev/stdin`` read as a command line; any option not in the list
   (``-i``, ``--rcfile``, ``-O expand_aliases``) undecided; a shell whose syntax is
   not bash's (:data:`FOREIGN_SHELLS`) undecided whenever it is given code;
-* a **wrapper** (:data:`WRAPPERS`): it runs the command in its arguments, whose
+* a **wrapper** (:data:`WRAPPERS`, and ``setarch``, the dynamic loader, ``capsh``
+  in :mod:`.commands`): it runs the command in its arguments, whose
   own options are skipped by their table; an option not in it is undecided;
 * a program that **runs code from its arguments or its input** in a way of its
   own (:data:`INTERPRETERS`: python, perl, node, ruby, php, lua, awk, sed ...):
@@ -21,8 +22,13 @@ Every program name falls in one of these classes, checked in this order:
 * a program that **runs a command of its own** the reader does not model
   (:data:`RUNS_COMMANDS`: ``ssh``, ``parallel``, ``unshare``, ``tmux`` ...):
   undecided;
-* any other program: its arguments are data. What a program does with files
-  (a Makefile, a script, a test suite) is not read.
+* a program known to take its words as data (:data:`DATA`: the coreutils,
+  ``grep``, ``curl``, ``jq`` ...);
+* any other program: its words may name the program it runs (``setarch``,
+  ``ld.so`` and ``ssh-agent`` do), so a word naming a program, or reading as a
+  command line, is undecided for that program, or for every rule when it names a
+  program that runs code (:mod:`.unknown`). What a program does with files (a
+  Makefile, a script, a test suite) is not read.
 """
 
 from __future__ import annotations

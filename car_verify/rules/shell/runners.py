@@ -101,10 +101,10 @@ def runs_code(program: str) -> bool:
     """Whether ``program`` runs code or commands of its own or given to it (a
     shell, an interpreter, a wrapper, a program the table reads for the command
     it runs): named by a program the reader does not know, any rule may apply."""
-    if program in DATA or (program in BUILTINS and program not in _CODE_BUILTINS):
+    if program in WRAPPERS or program in _CODE_BUILTINS:
+        return True
+    if program in DATA or program in BUILTINS or program in builtins.HANDLERS:
         return False
-    if program in builtins.HANDLERS:
-        return program in _CODE_BUILTINS
     return program in _TABLED or interpreter(program) is not None or is_loader(program)
 
 
