@@ -311,7 +311,6 @@ WRAPS: list[Wrap] = [
     # programs that run the command they are given (issue 58's second review)
     lambda c, n: f"setarch x86_64 {c}",
     lambda c, n: f"linux64 -R {c}",
-    lambda c, n: f"ssh-agent {c}",
     lambda c, n: f"capsh -- -c {sq(c)}",
     lambda c, n: f"unlisted-run {c}",
     lambda c, n: f"unlisted-run env {c}",
@@ -334,7 +333,7 @@ def _awk_string(text: str) -> str:
 
 def available_wraps() -> list[Wrap]:
     """The constructs whose programs are installed (an interpreter may be missing)."""
-    programs = ("python3", "perl", "node", "awk", "sed", "setarch", "linux64", "ssh-agent", "git")
+    programs = ("python3", "perl", "node", "awk", "sed", "setarch", "linux64", "git")
     needs = [(name, f"{name} ") for name in programs]
     needs += [("capsh", "capsh "), ("git", "GIT_SSH_COMMAND=")]
     path = os.pathsep.join((os.environ.get("PATH", ""), "/usr/sbin", "/sbin"))

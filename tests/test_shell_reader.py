@@ -169,6 +169,24 @@ def test_git_transport_without_a_command_stays_understood(line: str) -> None:
     assert read_commands(line).understood, read_commands(line).undecided
 
 
+def test_git_that_writes_nothing_still_runs_its_configuration() -> None:
+    """``git status`` runs ``core.fsmonitor``, ``git log`` ``core.pager``: a line
+    that may write a file and then runs one of them is undecided, as for any
+    program that runs a file; another git subcommand's write is no configuration."""
+    for line in (
+        "printf '[core]\\n\\tfsmonitor = sh x\\n' >> .git/config; git status",
+        "cp evil .git/config && git log",
+    ):
+        assert None in {u.program for u in read_commands(line).undecided}, line
+    for line in ("git commit -m x && git log --oneline | head", "git log && git commit -m x"):
+        assert read_commands(line).understood, line
+
+
+def test_a_pager_given_a_command_is_undecided() -> None:
+    assert None in {u.program for u in read_commands("less '+!sh x' f").undecided}
+    assert read_commands("git diff | less").understood
+
+
 #: bash's old arithmetic $[...] is evaluated like $((...)): its subscripts run code.
 @pytest.mark.parametrize(
     "line",

@@ -45,6 +45,7 @@ class Reader(Protocol):
     found: list[Command]
     writes: list[int]
     file_runs: list[int]
+    config_runs: list[int]
 
     def undecide(self, reason: str, program: str | None = None) -> None: ...
 

@@ -99,6 +99,16 @@ def _capsh(call: Call) -> str | None:
     return None
 
 
+def _pager(call: Call) -> str | None:
+    """``less`` and ``more`` take files, but ``+CMD`` runs a pager command (``+!sh``
+    a shell command) on each file."""
+    if any((w.value or "+").startswith("+") for w in call.args):
+        call.undecide("a pager is given a command to run (+cmd) or a computed word")
+    if any((w.value or "").startswith(("-o", "-O", "--log-file", "--LOG-FILE")) for w in call.args):
+        call.writes()  # less -o FILE copies its input to FILE
+    return None
+
+
 def _xargs(call: Call) -> str | None:
     found = skip_options(XARGS, call.args)
     if found.undecided:
@@ -326,6 +336,9 @@ def _git(call: Call) -> str | None:
     sub = args[i].value
     if sub not in _GIT_READS:
         call.runs_file()  # it may write the work tree (checkout, pull ...) and run hooks
+    else:  # it writes nothing, but runs what its configuration files name (a file):
+        call.reader.file_runs.append(call.index)  # core.fsmonitor, core.pager ...
+        call.reader.config_runs.append(call.index)
     rest = [w.value for w in args[i + 1 :]]
     _git_programs(call, sub or "", args[i + 1 :])
     if sub in _GIT_READS and any(v is None or v.startswith("--output") for v in rest):
@@ -611,6 +624,8 @@ HANDLERS: dict[str, Handler] = {
     "setarch": _setarch,
     **{name: _setarch for name in SETARCH_ALIASES},
     "capsh": _capsh,
+    "less": _pager,
+    "more": _pager,
     "git": _git,
     "make": _make,
     "gmake": _make,

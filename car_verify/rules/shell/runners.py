@@ -92,15 +92,19 @@ def run(
     return None
 
 
-#: Builtins that are programs too, running the command in their words (a program
-#: can run only a program: ``eval`` and ``source`` named by one run nothing).
+#: Builtins that are programs too, running the command in their words.
 _CODE_BUILTINS = names("command time")
+#: Builtins that are no program (a program can run only a program: ``exec`` or
+#: ``eval`` named by one runs nothing).
+_SHELL_ONLY = names("exec builtin eval source . trap coproc")
 
 
 def runs_code(program: str) -> bool:
     """Whether ``program`` runs code or commands of its own or given to it (a
     shell, an interpreter, a wrapper, a program the table reads for the command
     it runs): named by a program the reader does not know, any rule may apply."""
+    if program in _SHELL_ONLY:
+        return False
     if program in WRAPPERS or program in _CODE_BUILTINS:
         return True
     if program in DATA or program in BUILTINS or program in builtins.HANDLERS:
