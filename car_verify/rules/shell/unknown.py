@@ -6,11 +6,13 @@ x``, ``/lib64/ld-linux-x86-64.so.2 /bin/rm``, ``ssh-agent rm``, ``capsh -- -c
 'rm -rf x'``, and every one not yet listed). So a word of such a program is not
 taken as data when it may be a command:
 
-* a word, or a part of it between ``=``, ``,``, ``:`` and blanks, that does not
-  start with ``-`` may name a program (its base name, for a path): a rule on
-  that program is undecided; a program that runs code or commands of its own (a
-  shell, an interpreter, a wrapper, a program of the table that runs a command)
-  is undecided for every rule;
+* a word, or a part of it between ``=``, ``,``, ``:`` and blanks, may name a
+  program (its base name, for a path; for a cluster of short options, any end
+  of it, a value attached to the letters before: ``-crm``, ``-e/bin/sh``): a
+  rule on that program is undecided; a program that runs code or commands of
+  its own (a shell, an interpreter, a wrapper, a program of the table that runs
+  a command) is undecided for every rule; and since a name may be a file the
+  program runs, a line that also writes a file is undecided;
 * a word holding a blank, a quote, a backslash or a shell operator (``;``, ``|``,
   ``&``, ``$``, a backquote, a parenthesis, a redirection), or its part after the
   first ``=``, is read as a command line (what ``sh -c`` would run): every
@@ -43,12 +45,15 @@ _LINE = re.compile(r"[\s;&|<>()`$'\"\\]")
 #: Where a word is cut into the parts that may name a program.
 _CUTS = re.compile(r"[=,:\s]+")
 _NUMBER = re.compile(r"[0-9][0-9.]*")
+#: The longest last segment of a cluster of short options taken apart.
+_MAX_ENDS = 64
 
 NAMED = "a program the reader does not know is given a word that may name a program it runs"
 RUNNER = (
     "a program the reader does not know is given the name of a program that runs code or commands"
 )
 COMPUTED = "a program the reader does not know is given a computed word (it may name a program)"
+LONG = "a program the reader does not know is given an option too long to take apart"
 UNREADABLE = (
     "a program the reader does not know is given text that may be commands and cannot be read"
 )
@@ -67,7 +72,8 @@ def unknown_program(call: Call, runs_code: Callable[[str], bool]) -> None:
             else:
                 call.undecide(COMPUTED)
             continue
-        _names(value, named)
+        if not _names(value, named):
+            call.undecide(LONG)
         texts = [value]
         if "=" in value:
             texts.append(value.partition("=")[2])
@@ -76,6 +82,8 @@ def unknown_program(call: Call, runs_code: Callable[[str], bool]) -> None:
                 _line(call, text, named)
     if call.ctx.stdin == "text":
         _line(call, call.ctx.text, named)
+    if named:  # a name may be a file it runs: a line that also writes one is undecided
+        call.reader.file_runs.append(call.index)
     for name in sorted(named):
         if runs_code(name):
             call.undecide(RUNNER)
@@ -83,15 +91,29 @@ def unknown_program(call: Call, runs_code: Callable[[str], bool]) -> None:
             call.undecide(NAMED, name)
 
 
-def _names(value: str, named: set[str]) -> None:
-    """The programs a word's parts may name (a part starting with ``-`` is an
-    option, a number no name)."""
+def _names(value: str, named: set[str]) -> bool:
+    """Add the programs a word's parts may name (a number is no name); False when
+    a part is too long to take apart. A part starting with ``--`` is a long option
+    (its value follows ``=``); one starting with ``-`` is a cluster of short
+    options, any end of which may be a value attached to the letters before it
+    (``-crm``, ``-e/bin/sh``): every end of its last path segment is a name."""
     for part in _CUTS.split(value):
-        if not part or part.startswith("-") or _NUMBER.fullmatch(part):
+        if part.startswith("--"):
             continue
-        base = part.rsplit("/", 1)[-1]
-        if base not in ("", ".", ".."):
-            named.add(base)
+        if not part.startswith("-"):
+            base = part.rsplit("/", 1)[-1]
+            if base not in ("", ".", "..") and not _NUMBER.fullmatch(base):
+                named.add(base)
+            continue
+        last = part[2:].rsplit("/", 1)[-1]
+        if len(last) > _MAX_ENDS:
+            return False
+        named.update(
+            last[k:]
+            for k in range(len(last))
+            if last[k:] not in (".", "..") and not _NUMBER.fullmatch(last[k:])
+        )
+    return True
 
 
 def _line(call: Call, text: str, named: set[str]) -> None:
