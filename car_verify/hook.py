@@ -1032,6 +1032,9 @@ class _State:
                 for d in denied
             ]
         denied = list(dict.fromkeys(denied))
+        if any(not d.rule.startswith("trace_rule:") for d in denied):
+            # as one gate names them: a call the rules refuse is named by those alone
+            denied = [d for d in denied if not d.rule.startswith("trace_rule:")]
         undecided = list(dict.fromkeys(undecided))
         decisions = {verdict.decision for _, verdict in verdicts}
         if unsure:
