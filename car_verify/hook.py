@@ -739,8 +739,13 @@ class _Guard:
         names = self.segments()
         for text in _strings(params):
             spelt, unknown = _spelt(text)
-            parts = set(re.split(r"[\s/=:;&|<>()'\"]+", spelt))
-            if unknown and parts & names:
+            # a path (a word with a slash) holding both such a part and a segment
+            paths = (w for w in re.split(r"[\s;&|<>()]+", spelt) if "/" in w) if unknown else ()
+            if any(
+                (_UNSPELT.search(path) or _VARIABLE.search(path))
+                and names & set(re.split(r"[/=:]", path))
+                for path in paths
+            ):
                 return [
                     Denial(
                         "hook:state-folder",

@@ -473,6 +473,9 @@ def test_the_default_state_folder_is_guarded_however_home_is_spelt(
     # the settings, as spelt by a shell line
     result = call(project, "Bash", {"command": "echo {} > ~/.claude//settings.json"}, **how)
     assert result.decision == "deny" and "hook:settings" in result.rules
+    # a file's text is no path: a glob and the word "state" in it ask nothing
+    code = {"file_path": str(project / "x.py"), "content": "state = f(*args)  # state/ of it?"}
+    assert call(project, "Write", code, **how).decision == "allow"
     # a line naming no part of the state folder is not put to the user
     assert call(
         project, "Bash", {"command": "ls $CAR_VERIFY_NO_SUCH_VARIABLE/src"}, **how
