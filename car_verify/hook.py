@@ -62,6 +62,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -536,6 +537,8 @@ def _in_force(
             f"car-verify: {why}: accepted {plural(loaded.rules.count(), 'rule')} from "
             f"{plural(len(now), 'file')} in {loaded.directory}; from now on a rule removed "
             f"or weakened there stays in force until you run `{command}` outside the agent"
+            " (said on every call until you do: if this project had accepted rules before, "
+            "the hook's state folder was removed, and these may be the agent's edit)"
         )
     elif before and accept_edits and not same and snapshot is not None and loaded.directory:
         changed = ", ".join(_changes(snapshot.files, now))
@@ -551,6 +554,17 @@ def _in_force(
                 if writable
                 else ""
             )
+        )
+    elif before and snapshot is not None and snapshot.how in _UNCONFIRMED:
+        # Said on every call until the user confirms: a first use the user did not
+        # expect is the hook's state folder removed, and the folder's rules (which
+        # the agent may have edited) accepted in its place.
+        said.append(
+            f"car-verify: warning: the rules in force were accepted by the hook itself "
+            f"({snapshot.how}, {snapshot.when}), never by you: if this project had accepted "
+            "rules before, they were removed with the hook's state folder and the agent may "
+            f"have edited these; check {loaded.directory or where} and run `{command}` "
+            "outside the agent to confirm them"
         )
     sets: list[tuple[str, Any]] = []
     if accepted is not None and accepted.count():
@@ -574,6 +588,11 @@ def _in_force(
     with contextlib.suppress(OSError):  # a cache: a call does not depend on it
         _save_rules(cache, found.trace_rules())
     return found
+
+
+#: How the hook itself accepts rules (a first use, an empty accepted set): said on
+#: every call until the user runs ``car-verify policy accept``.
+_UNCONFIRMED = ("first use", "nothing accepted")
 
 
 def _accept_command(policies: Any, folder: Path) -> str:
@@ -702,12 +721,49 @@ class _Guard:
                 out.add(".local/state")
         return sorted(p for p in out if len(p) > 1)
 
-    def denials(self, tool: str, params: dict[str, Any]) -> list[Any]:
-        import re
+    def segments(self) -> set[str]:
+        """The names of the state folder's own path segments (and those of the
+        default root above it): a path naming one through a part the hook cannot
+        spell out (a variable it does not know, a glob) may be that folder."""
+        out = {self.folder.name}
+        if self.folder.parent.name == "hook" and self.folder.parent.parent.name == "car-verify":
+            out.update(("car-verify", self.folder.parent.parent.parent.name))
+            if self.folder.parent.parent.parent.as_posix().endswith("/.local/state"):
+                out.add(".local")
+        return out
 
+    def unsure(self, tool: str, params: dict[str, Any]) -> list[Any]:
+        """A call whose strings may name the state folder through a part the hook
+        cannot spell out (``$STATE/car-verify``, ``~/.l*/state``): undecided."""
         from .plan.gate import Denial
 
-        strings = list(_strings(params))
+        if tool in READING_TOOLS:
+            return []
+        names = self.segments()
+        for text in _strings(params):
+            spelt, unknown = _spelt(text)
+            # a path (a word with a slash) holding both such a part and a segment
+            paths = (w for w in re.split(r"[\s;&|<>()]+", spelt) if "/" in w) if unknown else ()
+            if any(
+                (_UNSPELT.search(path) or _VARIABLE.search(path))
+                and names & set(re.split(r"[/=:]", path))
+                for path in paths
+            ):
+                return [
+                    Denial(
+                        "hook:state-folder",
+                        "the call may name the hook's state folder through a variable, a "
+                        "glob or a substitution the hook cannot spell out",
+                    )
+                ]
+        return []
+
+    def denials(self, tool: str, params: dict[str, Any]) -> list[Any]:
+        from .plan.gate import Denial
+
+        raw = list(_strings(params))
+        # each string as written and as a shell or a file tool would reach it
+        strings = [*raw, *(_spelt(s)[0] for s in raw)]
         out = []
         named = [s for s in strings if "car-verify" in s.lower() or "car_verify" in s.lower()]
         # a linear scan of each string that names car-verify (one pattern spanning
@@ -733,6 +789,7 @@ class _Guard:
         if tool in READING_TOOLS:
             return out
         places = self.places()
+        places = [*places, *(_spelt(p)[0] for p in places)]
         if any(p in s for s in strings for p in places):
             out.append(
                 Denial(
@@ -749,6 +806,52 @@ class _Guard:
                 )
             )
         return out
+
+
+_QUOTES = re.compile(r"\\(.)|['\"]", re.DOTALL)
+_VARIABLE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+_TILDE = re.compile(r"(?:^|(?<=[\s=:(]))~([A-Za-z0-9_.-]*)(?=/|$|[\s;&|)])")
+#: What the hook cannot spell out: another expansion, a substitution, a glob, a
+#: brace expansion.
+_UNSPELT = re.compile(r"\$[{(\[]|`|[*?]|\[[^\]]*\]|\{[^{}]*,[^{}]*\}")
+_UP = re.compile(r"(?:^|(?<=/))(?!\.\.(?:/|$))[^/\s]+/\.\.(?:/|(?=[\s;&|)]|$))")
+
+
+def _spelt(text: str) -> tuple[str, bool]:
+    """``text`` with its paths spelt as a shell or a file tool reaches them: quotes
+    and backslashes removed; ``~``, ``$HOME``, ``${XDG_STATE_HOME}`` and any other
+    variable of the hook's environment put in; ``//``, ``/./`` and ``dir/..``
+    collapsed. And whether a part of it cannot be spelt out (a variable the hook
+    does not know, another expansion, a glob, a brace expansion)."""
+    unknown = bool(_UNSPELT.search(text))
+    text = _QUOTES.sub(lambda m: m.group(1) or "", text)
+    home = os.environ.get("HOME") or os.path.expanduser("~")
+
+    def variable(m: re.Match[str]) -> str:
+        nonlocal unknown
+        name = m.group(1) or m.group(2)
+        value = os.environ.get(name) or (home if name == "HOME" else None)
+        if value is None:
+            unknown = True
+            return m.group(0)
+        return value
+
+    def tilde(m: re.Match[str]) -> str:
+        nonlocal unknown
+        user = m.group(1)
+        if not user:
+            return home
+        expanded = os.path.expanduser("~" + user)
+        unknown = unknown or expanded.startswith("~")
+        return expanded
+
+    text = _TILDE.sub(tilde, _VARIABLE.sub(variable, text))
+    text = re.sub(r"/{2,}", "/", text)
+    while True:
+        collapsed = _UP.sub("", re.sub(r"/\.(?=/|[\s;&|)]|$)", "", text))
+        if collapsed == text:
+            return text, unknown
+        text = collapsed
 
 
 def _strings(value: Any) -> Iterator[str]:
@@ -913,12 +1016,13 @@ class _State:
         each; a call one denies is recorded by none."""
         blocked = self.blocked(tool, params)
         own = guard.denials(tool, params)
+        unsure = [] if own else guard.unsure(tool, params)
         gates = [gate for _, gate, _, _ in self.gates]
         before = [gate.trace.state for gate in gates]
         verdicts = [(label, gate.decide(tool, params)) for label, gate, _, _ in self.gates]
         verdicts.append(("hook", guard.gate().decide(tool, params)))
         denied = [*blocked, *own]
-        undecided = []
+        undecided = list(unsure)
         for _, verdict in verdicts:
             denied += verdict.denied
             undecided += verdict.undecided
@@ -936,8 +1040,13 @@ class _State:
                 for d in denied
             ]
         denied = list(dict.fromkeys(denied))
+        if any(not d.rule.startswith("trace_rule:") for d in denied):
+            # as one gate names them: a call the rules refuse is named by those alone
+            denied = [d for d in denied if not d.rule.startswith("trace_rule:")]
         undecided = list(dict.fromkeys(undecided))
         decisions = {verdict.decision for _, verdict in verdicts}
+        if unsure:
+            decisions.add(guard.on_unknown)
         decision: Decision
         if blocked or own or "deny" in decisions:
             decision = "deny"

@@ -152,6 +152,16 @@ class Segment:
     #: package.json; ``PATH=. ls``: ``./ls``), or it may write a file (``rm``, ``curl``).
     runs_file: bool = False
     writes: bool = False
+    #: It runs what git's configuration names (``git status``: ``core.fsmonitor``),
+    #: a file no other git subcommand writes.
+    runs_config: bool = False
+
+    @property
+    def git(self) -> bool:
+        """Whether every command of the piece is git's."""
+        return bool(self.commands) and all(
+            c.words[0].rsplit("/", 1)[-1] == "git" for c in self.commands
+        )
 
 
 ANY = "*"
@@ -171,8 +181,8 @@ SEGMENTS: tuple[Segment, ...] = (
     Segment("rm -R -- -f", (_cmd("rm", "-R", "--", "-f"),), writes=True),
     Segment("ls", (_cmd("ls"),)),
     Segment("ls -la", (_cmd("ls", "-la"),)),
-    Segment("git status", (_cmd("git", "status"),)),
-    Segment("/usr/bin/git status", (_cmd("/usr/bin/git", "status"),)),
+    Segment("git status", (_cmd("git", "status"),), runs_config=True),
+    Segment("/usr/bin/git status", (_cmd("/usr/bin/git", "status"),), runs_config=True),
     Segment("git push --force", (_cmd("git", "push", "--force"),), writes=True, runs_file=True),
     Segment("git push -f origin", (_cmd("git", "push", "-f", "origin"),), writes=True,
             runs_file=True),
@@ -218,7 +228,11 @@ class Line:
         """Whether a part of the line is not understood for ``program`` (None: any)."""
         marks = {m for s in self.segments for m in s.unknown}
         pieces = list(enumerate(self.segments))
-        if any(i != j and a.runs_file and b.writes for i, a in pieces for j, b in pieces):
+        if any(
+            i != j and b.writes and (a.runs_file or (a.runs_config and not b.git))
+            for i, a in pieces
+            for j, b in pieces
+        ):
             marks.add(ANY)  # it runs a file another of its pieces may have written
         return bool(marks) if program is None else bool(marks & {ANY, program})
 

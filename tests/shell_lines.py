@@ -9,6 +9,7 @@ bash reads it back as written.
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable
 
@@ -86,6 +87,39 @@ FOUND_BY_BASH = [
     "echo 'rm -rf x' | tee >(sh) >/dev/null",  # >(...) reads what tee writes into it
     "echo 'rm -rf x' | echo \"$(sh)\"",  # $(...) inherits the pipe
 ]
+
+#: The lines of issue 58's second hostile review (each ran rm -r -f in bash and
+#: was allowed): programs that run the command they are given but were on no
+#: list, git given a command to run, and bash's old arithmetic ``$[...]``.
+REVIEW_ROUND_2 = [
+    "setarch x86_64 rm -rf v",
+    "linux64 rm -rf v",
+    "/lib64/ld-linux-x86-64.so.2 /bin/rm -rf v",
+    "ssh-agent rm -rf v",
+    "capsh -- -c 'rm -rf v'",
+    "git ls-remote --upload-pack='rm -r -f v; git-upload-pack' .",
+    "git fetch --upload-pack='rm -rf v;git-upload-pack' .",
+    "git fetch-pack --upload-pack='rm -rf v;git-upload-pack' . HEAD",
+    "git clone -u 'rm -rf v;git-upload-pack' . y",
+    "git archive --remote=. --exec='rm -rf v; git-upload-archive' HEAD",
+    "x='a[$(rm -rf v)]'; echo $[x]",
+    "x='a[$(rm -rf v)]'; y=$[x]",
+    "x='a[$(rm -rf v)]'; echo >$[x]",
+]
+#: Programs the reader knows nothing of that run what they are given (the bash
+#: oracle installs them): its argv, or its first word as a shell line.
+UNLISTED = {"unlisted-run": 'exec "$@"', "unlisted-sh-c": 'exec sh -c "$1"'}
+
+
+def in_a_repository(line: str) -> str:
+    """``line`` run in a new git repository with a commit (git's transport lines
+    need one to run their command), made by the user the line runs as (git refuses
+    a repository another user owns)."""
+    return (
+        "git init -q r && cd r && "
+        "git -c user.name=a -c user.email=a@b commit -q --allow-empty -m x; " + line
+    )
+
 
 #: Spellings of the program rm.
 PROGRAMS = [
@@ -274,6 +308,22 @@ WRAPS: list[Wrap] = [
     lambda c, n: f"x=1 {c}",
     lambda c, n: f"{c} 2>/dev/null",
     lambda c, n: f"declare -x X=1; {c}",
+    # programs that run the command they are given (issue 58's second review)
+    lambda c, n: f"setarch x86_64 {c}",
+    lambda c, n: f"linux64 -R {c}",
+    lambda c, n: f"capsh -- -c {sq(c)}",
+    lambda c, n: f"unlisted-run {c}",
+    lambda c, n: f"unlisted-run env {c}",
+    lambda c, n: f"unlisted-sh-c {sq(c)}",
+    lambda c, n: f"unlisted-run sh -c {sq(c)}",
+    lambda c, n: f"git ls-remote --upload-pack={sq(c + chr(10) + ':')} .",
+    lambda c, n: f"git ls-remote --upload-p={sq(c + chr(10) + ':')} .",
+    lambda c, n: f"git -c core.sshCommand={sq(c + chr(10) + ':')} ls-remote ssh://h/r",
+    lambda c, n: f"GIT_SSH_COMMAND={sq(c + chr(10) + ':')} git ls-remote ssh://h/r",
+    lambda c, n: f"v={sq('a[$(' + c + ')]')}; echo $[v]",
+    lambda c, n: f'v={sq("a[$(" + c + ")]")}; echo "$[v]"',
+    lambda c, n: f"v={sq('a[$(' + c + ')]')}; y=$[v]",
+    lambda c, n: f"v={sq('a[$(' + c + ')]')}; cat <<< $[v]",
 ]
 
 
@@ -283,8 +333,11 @@ def _awk_string(text: str) -> str:
 
 def available_wraps() -> list[Wrap]:
     """The constructs whose programs are installed (an interpreter may be missing)."""
-    needs = {"python3": "python3 ", "perl": "perl ", "node": "node ", "awk": "awk ", "sed": "sed "}
-    missing = [mark for name, mark in needs.items() if shutil.which(name) is None]
+    programs = ("python3", "perl", "node", "awk", "sed", "setarch", "linux64", "git")
+    needs = [(name, f"{name} ") for name in programs]
+    needs += [("capsh", "capsh "), ("git", "GIT_SSH_COMMAND=")]
+    path = os.pathsep.join((os.environ.get("PATH", ""), "/usr/sbin", "/sbin"))
+    missing = [mark for name, mark in needs if shutil.which(name, path=path) is None]
     return [w for w in WRAPS if not any(w("X", 0).startswith(m) for m in missing)]
 
 

@@ -40,6 +40,8 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+from shell_lines import UNLISTED
+
 #: Programs that run code, or carry text on to a program that does: linked to the
 #: real ones (when installed) so that what they run is seen. Everything else the
 #: lines name is a logging stub.
@@ -64,13 +66,19 @@ REAL = (
     "perl",
     "python3",
     "node",
+    # programs that run the command they are given (issue 58's second review), and
+    # git, which runs a command given in an option (--upload-pack, core.sshCommand)
+    "git",
+    "setarch",
+    "linux64",
+    "ssh-agent",
+    "capsh",
 )
 #: Programs that are always stubs (the ones the rules are about, and harmless ones
 #: the generated lines use as filler).
 STUBS = (
     "rm",
     "ls",
-    "git",
     "curl",
     "wget",
     "cp",
@@ -84,7 +92,7 @@ STUBS = (
     "chroot",
     "flock",
 )
-_SYSTEM_PATH = ("/usr/local/bin", "/usr/bin", "/bin")
+_SYSTEM_PATH = ("/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin")
 # A stub logs only when it is executed (its $0 is its own path): a shell given its
 # name as a script to read (``bash rm``) reads it, which the real, binary rm
 # would refuse.
@@ -144,6 +152,10 @@ class BashOracle:
         for name in STUBS:
             if not (self.bin / name).exists():
                 self.stub(name)
+        for name, body in UNLISTED.items():  # programs the reader knows nothing of
+            path = self.bin / name
+            path.write_text(f"#!/bin/sh\n{body}\n", encoding="utf-8")
+            path.chmod(0o755)
         self._prefix: list[str] = []
         notes: list[str] = []
         self.strace = _find("strace")
@@ -235,8 +247,17 @@ class BashOracle:
                 if launch and argv[:1] and os.path.basename(path) in ("unshare", "setpriv"):
                     continue
                 yield path, (os.path.basename(path), *argv[1:])
+                if _LOADER.fullmatch(os.path.basename(path)):
+                    # the dynamic loader run as a program maps the one it is given
+                    # and runs it with no execve of its own: its first word
+                    # not an option is that program
+                    given = [a for a in argv[1:] if not a.startswith("-")]
+                    if given:
+                        at = argv.index(given[0])
+                        yield given[0], (os.path.basename(given[0]), *argv[at + 1 :])
 
 
+_LOADER = re.compile(r"ld(-linux[\w-]*|-musl-[\w-]+)?\.so(\.[0-9]+)*")
 _EXECVE = re.compile(r'execve\("((?:\\x[0-9a-f]{2})*)", \[(.*?)\], .*\) = 0$', re.M)
 _STRING = re.compile(r'"((?:\\x[0-9a-f]{2})*)"')
 

@@ -53,7 +53,9 @@ def test_claude_code_payloads(project: Path) -> None:
     assert "deny_tool_param:Bash.command" in decision["permissionDecisionReason"]
     assert "rm -rf" not in decision["permissionDecisionReason"]  # never the matched value
     out, _ = ask(project, claude("Bash", {"command": "ls"}))
-    assert out == {"hookSpecificOutput": {"hookEventName": "PreToolUse"}}  # the agent decides
+    assert out["hookSpecificOutput"] == {"hookEventName": "PreToolUse"}  # the agent decides
+    # rules the hook accepted on its own are said on every call until the user confirms
+    assert "never by you" in out["systemMessage"]
     out, _ = ask(project, claude("Bash", {"command": "ls"}), grant=True)
     assert out["hookSpecificOutput"]["permissionDecision"] == "allow"
     out, _ = ask(project, claude("rm", {}), ask=["deny_tool:"])

@@ -202,7 +202,32 @@ def test_the_first_call_accepts_what_it_finds_and_says_so(project: Path) -> None
     doc = json.loads(accepted.read_text())
     # stored as the file's own text, read back by the policy reader itself
     assert doc["files"] == [["rules.toml", RULES]]
-    assert "first use" not in call(project, "ls", {}).message  # said once
+    # said on every call until the user confirms the rules from outside the agent: a
+    # first use the user did not expect is the state folder removed (issue 58's review)
+    later = call(project, "ls", {}).message
+    assert "never by you" in later and "car-verify policy accept" in later
+    from car_verify.hook import accept_policies
+
+    accept_policies(policies(project), state_dir=project.parent / "state")
+    assert call(project, "ls", {}).message == ""
+
+
+def test_a_removed_state_folder_is_no_silent_fresh_start(project: Path) -> None:
+    """The agent edits the rules and removes the hook's state folder: the rules the
+    hook then accepts on its own are said to be unconfirmed on every call."""
+    import shutil
+
+    from car_verify.hook import accept_policies
+
+    call(project, "ls", {})
+    accept_policies(policies(project), state_dir=project.parent / "state")
+    assert call(project, "rm_tool", {}).decision == "deny"
+    (policies(project) / "rules.toml").write_text('deny_tool = ["nothing"]\n')
+    shutil.rmtree(project.parent / "state")
+    for session in ("s1", "s2"):
+        result = call(project, "ls", {}, session=session)
+        assert "policy accept" in result.message, session
+        assert "first use" in result.message and "state folder" in result.message
 
 
 def test_rules_the_agent_removes_stay_in_force_in_every_later_session(project: Path) -> None:
@@ -335,6 +360,9 @@ def test_nothing_written_in_the_folder_weakens_the_accepted_rules(
         "/home/u/.venv/bin/car-verify --profile car policy accept",
         "python3 -m car_verify policy accept",
         "python3 -c 'from car_verify.hook import accept_policies; accept_policies()'",
+        # behind a wrapper the reader once took for a program of data (issue 58's review)
+        "setarch x86_64 car-ver''ify policy acc''ept .car/policies",
+        "linux64 car-verify policy accept",
     ],
 )
 def test_the_agent_cannot_accept_the_rules(project: Path, command: str) -> None:
@@ -392,6 +420,16 @@ def test_the_agent_cannot_write_the_state_folder_or_the_settings(
         ("Edit", {"file_path": str(project / ".claude" / "settings.json"), "old_string": "a",
                   "new_string": "b"}),
         ("Bash", {"command": "echo '{}' > ~/.claude/settings.json"}),
+        # however the path is spelt: doubled slashes, ".", "..", quotes (issue 58's review)
+        ("Bash", {"command": f"rm -r {xdg}//car-verify"}),
+        ("Bash", {"command": f"rm -r {xdg}/./car-verify/hook"}),
+        ("Bash", {"command": f"rm -r {xdg}/x/../car-verify"}),
+        ("Bash", {"command": "rm -rf $XDG_STATE_HOME//car-verify"}),
+        ("Bash", {"command": f"rm -r '{xdg}'/car-''verify/hook"}),
+        ("Write", {"file_path": str(project / ".claude//settings.json"), "content": "{}"}),
+        ("Write", {"file_path": str(project / ".claude/./settings.json"), "content": "{}"}),
+        ("Edit", {"file_path": f"{project}/x/../.claude/settings.local.json", "old_string": "a",
+                  "new_string": "b"}),
     ]:  # fmt: skip
         result = call(project, tool, params, **how)
         assert result.decision == "deny", params
@@ -399,6 +437,49 @@ def test_the_agent_cannot_write_the_state_folder_or_the_settings(
     assert call(project, "Read", {"file_path": str(state / "accepted.json")}, **how).decision == (
         "allow"
     )  # reading changes nothing
+
+
+def test_the_default_state_folder_is_guarded_however_home_is_spelt(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default state root under ``~/.local/state``: ``//``, ``/./``, ``..``,
+    ``$HOME`` and ``~`` all reach it; a variable the hook does not know, or a glob,
+    before a segment of its path is put to the user (never allowed unseen)."""
+    home = project.parent / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
+    monkeypatch.delenv("CAR_VERIFY_NO_SUCH_VARIABLE", raising=False)
+    how: dict[str, Any] = {"state_dir": None}
+    assert call(project, "ls", {}, **how).decision == "allow"
+    for command in [
+        "rm -r ~/.local/state/car-verify",
+        "rm -r ~/.local//state/car-verify",
+        "rm -r ~/.local/./state/car-verify",
+        "rm -r ~/.local/share/../state/car-verify",
+        "rm -r $HOME//.local/state",
+        "rm -r ${HOME}/.local/state/./car-verify",
+        f"rm -r {home}//.local//state",
+    ]:
+        result = call(project, "Bash", {"command": command}, **how)
+        assert result.decision == "deny" and "hook:state-folder" in result.rules, command
+    for command in [
+        "rm -r $CAR_VERIFY_NO_SUCH_VARIABLE/car-verify",
+        "rm -r ~/.l*/state/car-verify",
+        "rm -r ~/.local/st?te",
+    ]:
+        result = call(project, "Bash", {"command": command}, **how)
+        assert result.decision == "ask" and "hook:state-folder" in result.reason, command
+    # the settings, as spelt by a shell line
+    result = call(project, "Bash", {"command": "echo {} > ~/.claude//settings.json"}, **how)
+    assert result.decision == "deny" and "hook:settings" in result.rules
+    # a file's text is no path: a glob and the word "state" in it ask nothing
+    code = {"file_path": str(project / "x.py"), "content": "state = f(*args)  # state/ of it?"}
+    assert call(project, "Write", code, **how).decision == "allow"
+    # a line naming no part of the state folder is not put to the user
+    assert call(
+        project, "Bash", {"command": "ls $CAR_VERIFY_NO_SUCH_VARIABLE/src"}, **how
+    ).decision == ("allow")
 
 
 # --- the policy load never blocks, and the hook opens no policy file by name -------------------

@@ -14,6 +14,7 @@ every line of the grammar and print the verdicts they saw.
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections import Counter
 from collections.abc import Iterator
@@ -21,7 +22,14 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from shell_lines import FOUND_BY_BASH, TWENTY_SEVEN, lines, soups
+from shell_lines import (
+    FOUND_BY_BASH,
+    REVIEW_ROUND_2,
+    TWENTY_SEVEN,
+    in_a_repository,
+    lines,
+    soups,
+)
 from shell_oracle import BashOracle, available, bash_oracle, rm_recursive_force
 
 from car_verify.plan.gate import CallGate
@@ -142,6 +150,32 @@ def test_each_pinned_line_runs_rm_rf_in_bash(oracle: BashOracle, line: str) -> N
         pytest.skip(f"{program} is not installed")
     assert any(rm_recursive_force(argv) for argv in oracle.run(line).ran("rm")), line
     assert verdict(line) in ("deny", "undecided")
+
+
+#: The second review's lines as bash runs them: git's in a repository.
+REVIEWED = [in_a_repository(line) if line.startswith("git") else line for line in REVIEW_ROUND_2]
+
+
+@pytest.mark.parametrize("line", REVIEWED)
+def test_each_line_of_the_second_review_runs_rm_rf_in_bash(oracle: BashOracle, line: str) -> None:
+    """The second hostile review's lines (pinned as written in
+    tests/test_shell_reader.py) are real: bash runs rm -r -f in each, and the reader
+    denies it or is undecided (a program that is not installed skips its line)."""
+    program = line.split()[0]
+    if not program.startswith(("x=", "/")) and shutil.which(program, path=_PATH) is None:
+        pytest.skip(f"{program} is not installed")
+    if program.startswith("/") and not os.path.exists(program):
+        pytest.skip(f"{program} is not there")
+    if program == "ssh-agent":  # it outlives its command until it sees its parent gone
+        with bash_oracle(seconds=2.0) as short:  # (10 s under strace): cut short
+            run = short.run(line)
+    else:
+        run = oracle.run(line)
+    assert any(rm_recursive_force(argv) for argv in run.ran("rm")), line
+    assert verdict(line) in ("deny", "undecided")
+
+
+_PATH = os.pathsep.join(("/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin"))
 
 
 def test_the_oracle_sees_what_bash_runs(oracle: BashOracle) -> None:

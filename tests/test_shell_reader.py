@@ -18,7 +18,7 @@ import contextlib
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shell_lines import FOUND_BY_BASH, TWENTY_SEVEN
+from shell_lines import FOUND_BY_BASH, REVIEW_ROUND_2, TWENTY_SEVEN
 
 from car_verify.rules import shell, shell_words
 from car_verify.rules.shell import (
@@ -58,6 +58,163 @@ def test_each_of_the_27_lines_is_denied_or_undecided(line: str) -> None:
 @pytest.mark.parametrize("line", FOUND_BY_BASH)
 def test_each_line_the_bash_property_found_is_denied_or_undecided(line: str) -> None:
     assert verdict(line) in ("deny", "undecided")
+
+
+@pytest.mark.parametrize("line", REVIEW_ROUND_2)
+def test_each_line_of_the_second_review_is_denied_or_undecided(line: str) -> None:
+    assert verdict(line) in ("deny", "undecided")
+
+
+#: Of those, the ones the reader reads through (a wrapper, git's command options):
+#: denied outright; the old arithmetic $[...] is undecided, as $((...)) is.
+@pytest.mark.parametrize("line", REVIEW_ROUND_2)
+def test_the_second_review_wrappers_and_git_options_are_read_through(line: str) -> None:
+    assert verdict(line) == ("undecided" if "$[" in line else "deny")
+
+
+# Programs the reader does not know ---------------------------------------------
+
+#: (line, the programs a rule on which is undecided; None: every rule). A program
+#: in no table may run what its words name, as setarch, ld.so or ssh-agent do.
+UNKNOWN_PROGRAMS: list[tuple[str, set[str | None]]] = [
+    ("frob x86_64 rm -rf x", {"rm", None}),  # x86_64 is setarch: it runs code
+    ("frob rm -rf x", {"rm"}),
+    ("frob /bin/rm -rf x", {"rm"}),
+    ("frob --exec=/usr/bin/rm x", {"rm"}),
+    ("frob -wrapper rm,-rf x", {"rm"}),
+    ("frob -- -c 'rm -rf x'", {"rm"}),
+    ("frob --run='r''m -rf x'", {"rm"}),
+    ("frob 'echo; rm -rf x'", {"rm"}),
+    ("frob 'echo $(rm -rf x)'", {"rm"}),
+    ("frob <<< 'rm -rf x'", {"rm"}),
+    ("frob bash", {None}),
+    ("frob env rm", {None}),
+    ("frob python3 -c 1", {None}),
+    ("frob sudo ls", {None}),
+    ('frob "$X"', {None}),
+    ("frob $X", {None}),
+    ("frob -crm x", {"rm"}),  # -c with rm attached
+    ("nc -e/bin/sh h 1", {None}),
+    ("echo rm -rf x > f; frob f", {None}),  # a name may be a file it runs
+    ('frob "$D/rm"', {"rm"}),
+    ("frob $'a\nb('", {None}),  # several lines the grammar cannot read
+]
+
+
+@pytest.mark.parametrize(("line", "about"), UNKNOWN_PROGRAMS)
+def test_a_program_in_no_table_may_run_what_its_words_name(
+    line: str, about: set[str | None]
+) -> None:
+    reading = read_commands(line)
+    programs = {u.program for u in reading.undecided}
+    assert about <= programs, reading.undecided
+    assert not reading.understood
+    assert verdict(line) == "undecided"
+
+
+def test_a_program_in_no_table_given_data_is_undecided_only_for_what_it_names() -> None:
+    """``frob build src`` may run ``build``: a rule on rm is not concerned, but the
+    line is not understood (an allow list does not admit it); a program known to
+    take data (``mkdir``, ``curl``) and one given flags alone stay understood."""
+    reading = read_commands("frob build src/a.py")
+    assert {u.program for u in reading.undecided} == {"build", "a.py"}
+    assert verdict("frob build src/a.py") == "allow" and not reading.understood
+    for line in ("mkdir -p build/rm", "curl -o rm https://x", "frob -q --fast", "pytest -q"):
+        assert read_commands(line).understood, line
+    # a message that reads as a command line is data to git: allowed, understood
+    assert read_commands('git commit -m "fix; rm -rf build"').understood
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "git fetch --upload-pack='sh x' origin",
+        "git fetch --upload-p='sh x' origin",  # git takes an abbreviation
+        "git pull --upload-pack 'sh x'",
+        "git ls-remote -u 'sh x' .",
+        "git clone -u'sh x' . y",
+        "git push --receive-pack='sh x' origin",
+        "git push --exec='sh x' origin",
+        "git send-pack --receive-pack='sh x' . HEAD",
+        "git fetch-pack --exec='sh x' . HEAD",
+        "git archive --remote=. --exec='sh x' HEAD",
+        "git clone -c core.sshCommand='sh x' ssh://h/r",
+        "git clone --config=core.sshCommand=x ssh://h/r",
+        "git -c core.sshCommand='sh x' fetch",
+        "git --config-env=core.pager=P log",
+        "GIT_SSH_COMMAND='sh x' git fetch",
+        "GIT_EXTERNAL_DIFF=x git diff",
+        "env GIT_SSH='x' git fetch",
+        "git fetch ext::sh",
+        'git fetch "$OPTION" origin',  # a computed word may be --upload-pack=...
+        "git daemon --access-hook=x",
+    ],
+)
+def test_git_given_a_command_to_run_is_not_understood(line: str) -> None:
+    """Options that name a program git runs with a shell: undecided for every rule
+    (and a literal command read as a line), so an allow list of ``git fetch``,
+    ``git ls-remote`` ... does not admit them."""
+    reading = read_commands(line)
+    assert None in {u.program for u in reading.undecided}, reading.undecided
+    assert not reading.understood
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "git fetch origin",
+        "git fetch -u origin",
+        "git clone -c user.name=a https://x/r",
+        "git ls-remote",
+    ],
+)
+def test_git_transport_without_a_command_stays_understood(line: str) -> None:
+    assert read_commands(line).understood, read_commands(line).undecided
+
+
+def test_git_that_writes_nothing_still_runs_its_configuration() -> None:
+    """``git status`` runs ``core.fsmonitor``, ``git log`` ``core.pager``: a line
+    that may write a file and then runs one of them is undecided, as for any
+    program that runs a file; another git subcommand's write is no configuration."""
+    for line in (
+        "printf '[core]\\n\\tfsmonitor = sh x\\n' >> .git/config; git status",
+        "cp evil .git/config && git log",
+    ):
+        assert None in {u.program for u in read_commands(line).undecided}, line
+    for line in ("git commit -m x && git log --oneline | head", "git log && git commit -m x"):
+        assert read_commands(line).understood, line
+
+
+def test_a_pager_given_a_command_is_undecided() -> None:
+    assert None in {u.program for u in read_commands("less '+!sh x' f").undecided}
+    assert read_commands("git diff | less").understood
+
+
+#: bash's old arithmetic $[...] is evaluated like $((...)): its subscripts run code.
+@pytest.mark.parametrize(
+    "line",
+    [
+        "echo $[x]",
+        'echo "$[x]"',
+        "y=$[x]",
+        "declare y=$[x]",
+        "export y=$[x]",
+        "echo >$[x]",
+        "cat <<< $[x]",
+        "for i in $[x]; do :; done",
+        "case $[x] in a) ;; esac",
+        "[[ $[x] == 1 ]]",
+        "echo a$[x]b",
+        "echo ${y:-$[x]}",
+    ],
+)
+def test_old_style_arithmetic_is_undecided_in_every_context(line: str) -> None:
+    reading = read_commands(line)
+    assert None in {u.program for u in reading.undecided}, (line, reading.undecided)
+
+
+def test_old_style_arithmetic_on_numbers_is_read() -> None:
+    assert [u for u in read_commands("echo $[1 + 2]").undecided if u.program is None] == []
 
 
 #: The first nine of the 27, which the reader now reads as bash does: denied, not only
@@ -353,6 +510,14 @@ def test_an_allow_list_built_on_the_reading_allows_only_what_it_lists() -> None:
     assert not allows("sh -c 'ls'")  # sh is not on the list
     assert not allows("ls ${!x}")
     assert not allows('ls "$X"')
+    # an option that names a program git runs makes the line not understood
+    assert allows("git status")
+    git = [["git", "fetch"], ["git", "ls-remote"], ["echo"]]
+    allowed[:] = git
+    assert allows("git fetch origin && git ls-remote origin")
+    assert not allows("git fetch --upload-pack='rm -rf v;git-upload-pack' .")
+    assert not allows("git ls-remote --upload-pack='rm -r -f v; git-upload-pack' .")
+    assert not allows("x='a[$(rm -rf v)]'; echo $[x]")
 
 
 # The package ---------------------------------------------------------------------

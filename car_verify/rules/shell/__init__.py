@@ -15,8 +15,8 @@ list of dangerous spellings:
 * **words** (:mod:`.words`): literal text with bash's quoting and escapes
   (``\\rm``, ``r''m``, ``"rm"``, ``$'\\x72m'``, ``$'rm\\0x'`` are all ``rm``), and
   the expansions that only read a variable are evaluated or marked computed;
-  arithmetic, array subscripts, ``${!x}``, ``${x@P}`` and any form not listed
-  are undecided;
+  arithmetic (``$((...))``, ``$[...]``), array subscripts, ``${!x}``,
+  ``${x@P}`` and any form not listed are undecided;
 * **the walk** (:mod:`.reader`): lists, pipelines, subshells, groups, ``if``,
   loops, ``case``, function bodies, ``$(...)``, backquotes and process
   substitutions anywhere, assignments (a variable bash or a program reads as
@@ -34,6 +34,9 @@ list of dangerous spellings:
   ``busybox`` read; interpreters (python, perl, node, ruby, awk, sed ...)
   understood only when they run a script file (or, for sed and awk, a script
   that runs no command); programs that run commands of their own undecided;
+  git's options that name a command it runs (``--upload-pack``, ``--exec`` ...)
+  read and undecided; programs known to take data read as such, and any other
+  program's words that may name a program undecided for it (:mod:`.unknown`);
 * **files** are not read: a script a shell runs, a Makefile, a test suite. A
   line that may write a file and also runs one (``echo ... > f; sh f``) is
   undecided.

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from .model import Command, Ctx
+from .model import Command, Ctx, Reading
 from .words import Word
 
 __all__ = [
@@ -45,12 +45,15 @@ class Reader(Protocol):
     found: list[Command]
     writes: list[int]
     file_runs: list[int]
+    config_runs: list[int]
 
     def undecide(self, reason: str, program: str | None = None) -> None: ...
 
     def assigned(self, name: str | None, value: str | None = None) -> None: ...
 
     def line(self, text: str, ctx: Ctx, nest: int) -> None: ...
+
+    def aside(self, text: str, nest: int) -> Reading | None: ...
 
     def simple(
         self,

@@ -4,11 +4,15 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from .calls import XARGS_INPUT, Call, Handler, assigns, reads_stdin, run_script
 from .programs import (
     FLOCK,
+    LOADER,
     SET_OPTIONS,
+    SETARCH,
+    SETARCH_ALIASES,
     SHELL_FLAGS,
     SHELL_LONG,
     SHOPT_OPTIONS,
@@ -21,7 +25,7 @@ from .programs import (
 )
 from .words import Word
 
-__all__ = ["HANDLERS", "foreign_shell", "shell", "wrapper"]
+__all__ = ["HANDLERS", "foreign_shell", "loader", "shell", "wrapper"]
 
 
 def wrapper(call: Call) -> str | None:
@@ -38,6 +42,70 @@ def wrapper(call: Call) -> str | None:
         return call.simple(found.rest)
     elif not found.stop and any(f"-{s}" in found.values for s in spec.shell):
         call.simple([Word.literal("sh")])  # sudo -s: a shell
+    return None
+
+
+def _setarch(call: Call) -> str | None:
+    """``setarch [ARCH] [options] [COMMAND]`` (its aliases ``linux64`` ... take no
+    ARCH): the command, or a shell when none is given."""
+    args = list(call.args)
+    if call.program == "setarch" and args:
+        if args[0].value is None:
+            call.undecide("setarch's architecture is computed")
+            return None
+        if not args[0].value.startswith("-"):
+            args = args[1:]
+    found = skip_options(SETARCH, args)
+    if found.undecided:
+        call.undecide(found.undecided)
+    elif found.rest:
+        return call.simple(found.rest)
+    elif not found.stop:
+        call.simple([Word.literal("sh")])  # no command: a shell, on the same stdin
+    return None
+
+
+def loader(call: Call) -> str | None:
+    """The dynamic loader run as a program: its options, then the program it runs."""
+    found = skip_options(LOADER, call.args)
+    if found.undecided:
+        call.undecide(found.undecided)
+    elif found.rest:
+        return call.simple(found.rest)
+    return None
+
+
+def _capsh(call: Call) -> str | None:
+    """``capsh [--option=value ...] -- ARGS``: ``--`` (and ``-+``) runs a shell
+    (``/bin/bash``, or ``--shell=PATH``) with the words after it; ``==`` (and
+    ``=+``) runs capsh again with them; an option not of the ``--name[=value]``
+    form is not read."""
+    shell: Word = Word.literal("/bin/bash")
+    args = list(call.args)
+    for k, word in enumerate(args):
+        value = word.value
+        if value is None:
+            call.undecide("capsh's options are computed")
+            return None
+        if value in ("--", "-+"):
+            return call.simple([shell, *args[k + 1 :]])
+        if value in ("==", "=+"):
+            return call.simple([Word.literal("capsh"), *args[k + 1 :]])
+        if value.startswith("--shell="):
+            shell = Word.literal(value.removeprefix("--shell="))
+        elif not value.startswith("--"):
+            call.undecide("an option of capsh the reader does not read")
+            return None
+    return None
+
+
+def _pager(call: Call) -> str | None:
+    """``less`` and ``more`` take files, but ``+CMD`` runs a pager command (``+!sh``
+    a shell command) on each file."""
+    if any((w.value or "+").startswith("+") for w in call.args):
+        call.undecide("a pager is given a command to run (+cmd) or a computed word")
+    if any((w.value or "").startswith(("-o", "-O", "--log-file", "--LOG-FILE")) for w in call.args):
+        call.writes()  # less -o FILE copies its input to FILE
     return None
 
 
@@ -218,8 +286,20 @@ _GIT_RUNS = {
     "difftool": ("-x", "--extcmd", "-t", "--tool"),
     "mergetool": ("-t", "--tool"),
     "grep": ("-O", "--open-files-in-pager"),
-    "send-email": ("--to-cmd", "--cc-cmd", "--sendmail-cmd"),
+    "send-email": ("--to-cmd", "--cc-cmd", "--sendmail-cmd", "--header-cmd", "--smtp-server"),
+    "daemon": ("--access-hook",),
+    "instaweb": ("--httpd", "--browser", "-d", "-b"),
 }
+#: Options of git's transport subcommands (fetch, pull, clone, ls-remote, push,
+#: fetch-pack, send-pack, archive --remote ...) whose value is a command git runs
+#: with a shell; git takes an unambiguous abbreviation of a long one.
+_GIT_PROGRAM_OPTIONS = ("--upload-pack", "--receive-pack", "--exec")
+#: Subcommands where ``-u`` is ``--upload-pack``.
+_GIT_UPLOAD_U = names("clone ls-remote")
+#: Subcommands that reach a remote, where a computed option may be one of those.
+_GIT_TRANSPORT = names(
+    "fetch pull clone ls-remote push fetch-pack send-pack archive remote submodule"
+)
 
 
 def _git(call: Call) -> str | None:
@@ -256,7 +336,13 @@ def _git(call: Call) -> str | None:
     sub = args[i].value
     if sub not in _GIT_READS:
         call.runs_file()  # it may write the work tree (checkout, pull ...) and run hooks
+    else:  # it writes nothing, but runs what its configuration files name (a file):
+        call.reader.file_runs.append(call.index)  # core.fsmonitor, core.pager ...
+        call.reader.config_runs.append(call.index)
     rest = [w.value for w in args[i + 1 :]]
+    _git_programs(call, sub or "", args[i + 1 :])
+    if sub in _GIT_READS and any(v is None or v.startswith("--output") for v in rest):
+        call.writes()  # git log --output=FILE
     if sub == "config":
         if any(v is None for v in rest):
             call.undecide("git config may define an alias or a command")
@@ -275,6 +361,52 @@ def _git(call: Call) -> str | None:
         ):
             call.undecide("a git subcommand that runs a command of the line's")
     return None
+
+
+def _git_programs(call: Call, sub: str, words: Sequence[Word]) -> None:
+    """The options with which git runs a command of the line's with a shell
+    (``--upload-pack=CMD``, ``clone -u CMD``, ``push --receive-pack=CMD``,
+    ``archive --exec=CMD``, ``clone -c core.sshCommand=CMD``, an ``ext::`` remote):
+    undecided for every rule, and a literal command read as a line (git runs it
+    with the remote's path added), so a rule on a program it runs denies it."""
+    given: list[str | None] = []
+    found = False
+    for k, word in enumerate(words):
+        value = word.value
+        following = words[k + 1].value if k + 1 < len(words) else None
+        if value is None:
+            if word.may_be_flag and sub in _GIT_TRANSPORT:
+                call.undecide("git is given a computed option (it may name a command git runs)")
+            continue
+        if value == "--":
+            break
+        name, eq, attached = value.partition("=")
+        if (
+            len(name) > 2
+            and name.startswith("--")
+            and any(o.startswith(name) for o in _GIT_PROGRAM_OPTIONS)
+        ):
+            found = True
+            given.append(attached if eq else following)
+        elif sub in _GIT_UPLOAD_U and re.fullmatch(r"-[A-Za-z]*u.*", value):
+            found = True
+            given.append((value[2:] or following) if value.startswith("-u") else None)
+        elif sub == "clone" and (name == "--config" or value.startswith("-c")):
+            if value in ("-c", "--config"):
+                key = following or ""
+            else:
+                key = attached if name == "--config" else value[2:]
+            if not _GIT_SAFE_KEYS.fullmatch(key.partition("=")[0]):
+                call.undecide("git is given configuration that may change what it runs")
+        elif value.startswith("ext::"):
+            found = True
+            given.append(None)
+    if not found:
+        return
+    call.undecide("git is given a command to run (--upload-pack, --receive-pack, --exec ...)")
+    for text in given:
+        if text is not None:
+            call.line(text + ' "$@"')
 
 
 def _make(call: Call) -> str | None:
@@ -362,6 +494,7 @@ _COMMAND_OPTIONS: dict[str, tuple[frozenset[str], str]] = {
         "IF",
     ),
     "rsync": (names("--rsh --rsync-path"), "e"),
+    "wget": (names("--use-askpass"), ""),
     "zip": (names("--unzip-command"), ""),
     "scp": (names(""), "So"),
     "sftp": (names(""), "So"),
@@ -488,6 +621,11 @@ HANDLERS: dict[str, Handler] = {
     "su": _su,
     "runuser": _su,
     "flock": _flock,
+    "setarch": _setarch,
+    **{name: _setarch for name in SETARCH_ALIASES},
+    "capsh": _capsh,
+    "less": _pager,
+    "more": _pager,
     "git": _git,
     "make": _make,
     "gmake": _make,

@@ -11,7 +11,8 @@ Every program name falls in one of these classes, checked in this order:
   piped in) or ``/dev/stdin`` read as a command line; any option not in the list
   (``-i``, ``--rcfile``, ``-O expand_aliases``) undecided; a shell whose syntax is
   not bash's (:data:`FOREIGN_SHELLS`) undecided whenever it is given code;
-* a **wrapper** (:data:`WRAPPERS`): it runs the command in its arguments, whose
+* a **wrapper** (:data:`WRAPPERS`, and ``setarch``, the dynamic loader, ``capsh``
+  in :mod:`.commands`): it runs the command in its arguments, whose
   own options are skipped by their table; an option not in it is undecided;
 * a program that **runs code from its arguments or its input** in a way of its
   own (:data:`INTERPRETERS`: python, perl, node, ruby, php, lua, awk, sed ...):
@@ -21,8 +22,13 @@ Every program name falls in one of these classes, checked in this order:
 * a program that **runs a command of its own** the reader does not model
   (:data:`RUNS_COMMANDS`: ``ssh``, ``parallel``, ``unshare``, ``tmux`` ...):
   undecided;
-* any other program: its arguments are data. What a program does with files
-  (a Makefile, a script, a test suite) is not read.
+* a program known to take its words as data (:data:`DATA`: the coreutils,
+  ``grep``, ``curl``, ``jq`` ...);
+* any other program: its words may name the program it runs (``setarch``,
+  ``ld.so`` and ``ssh-agent`` do), so a word naming a program, or reading as a
+  command line, is undecided for that program, or for every rule when it names a
+  program that runs code (:mod:`.unknown`). What a program does with files (a
+  Makefile, a script, a test suite) is not read.
 """
 
 from __future__ import annotations
@@ -36,10 +42,14 @@ from .words import Word
 
 __all__ = [
     "BUILTINS",
+    "DATA",
     "FOREIGN_SHELLS",
     "INTERPRETERS",
+    "LOADER",
     "READ_ONLY",
     "RUNS_COMMANDS",
+    "SETARCH",
+    "SETARCH_ALIASES",
     "SHELLS",
     "WRAPPERS",
     "Interpreter",
@@ -47,6 +57,7 @@ __all__ = [
     "Spec",
     "env_split",
     "interpreter",
+    "is_loader",
     "names",
     "skip_options",
 ]
@@ -84,6 +95,20 @@ READ_ONLY = names(
     "hexdump xxd file stat du df basename dirname realpath readlink which type date id "
     "whoami uname hostname sleep true false test [ seq expr jq less more diff cmp column "
     "comm paste fold fmt env printenv tty groups nproc"
+)
+
+#: Programs whose arguments are data: they run no program and no code named in
+#: their words (what they do with files is not read). A program in no table at
+#: all is not taken as one of these: its words may name the program it runs
+#: (``setarch x86_64 rm -rf x``), see :mod:`.unknown`.
+DATA = READ_ONLY | names(
+    "mkdir rmdir rm cp mv ln touch chmod chown chgrp truncate mktemp mkfifo shred unlink "
+    "dd sync base64 base32 md5sum sha1sum sha224sum sha256sum sha384sum sha512sum b2sum "
+    "cksum sum tac rev shuf numfmt factor join pr expand unexpand tsort yes logname users "
+    "who uptime free ps pgrep pkill killall tree gzip gunzip zcat bzip2 bunzip2 bzcat xz "
+    "unxz xzcat zstd unzstd lz4 unzip curl ping dig nslookup host whois strings nm "
+    "objdump readelf size iconv locale getconf lscpu lsblk netstat ss vmstat iostat "
+    "clear tput ruff black isort flake8 pycodestyle pydocstyle openssl ssh-keygen"
 )
 
 
@@ -205,6 +230,7 @@ WRAPPERS: dict[str, Spec] = {
         positional=1,
     ),
     "strace": Spec(values="abeEIoOpPsSuUX", flags="cCdDfFhiknqrtTvVwxyYzZ", long_stops=_HELP),
+    "ssh-agent": Spec(values="aEOPt", flags="cdDs", stops="k", long_stops=_HELP),
     "ltrace": Spec(values="aADeFlnopsuwx", flags="bcCfhiLrStTV", long_stops=_HELP),
 }
 
@@ -247,6 +273,42 @@ FLOCK = Spec(
     long_stops=_HELP,
     positional=1,
 )
+
+#: ``setarch ARCH``'s options (and those of its aliases ``linux32``, ``linux64``,
+#: ``i386``, ``x86_64`` ..., which take no ARCH): with no command it runs a shell.
+SETARCH = Spec(
+    flags="v3BFILRSTXZ",
+    long_flags=_f(
+        "--verbose --3gb --4gb --32bit --fdpic-funcptrs --short-inode --addr-compat-layout "
+        "--addr-no-randomize --whole-seconds --sticky-timeouts --read-implies-exec "
+        "--mmap-page-zero --uname-2.6"
+    ),
+    stops="hV",
+    long_stops=_f("--list --help --version"),
+)
+#: The personalities ``setarch`` is installed under (util-linux), each running
+#: ``setarch NAME``.
+SETARCH_ALIASES = names("linux32 linux64 i386 i486 i586 i686 x86_64 uname26")
+#: The dynamic loader run as a program (``/lib64/ld-linux-x86-64.so.2 PROGRAM``):
+#: its options, then the program it loads and runs.
+LOADER = Spec(
+    long_values=_f(
+        "--library-path --inhibit-rpath --audit --preload --argv0 "
+        "--glibc-hwcaps-prepend --glibc-hwcaps-mask"
+    ),
+    long_flags=_f("--inhibit-cache"),
+    long_stops=_f("--list --verify --help --version --list-tunables --list-diagnostics"),
+)
+_LOADER_NAME = re.compile(
+    r"ld(?:-linux(?:-[A-Za-z0-9_-]+)?|-musl-[A-Za-z0-9_-]+)?\.so(?:\.[0-9]+)*"
+)
+
+
+def is_loader(program: str) -> bool:
+    """Whether ``program`` names the dynamic loader (``ld-linux-x86-64.so.2``,
+    ``ld.so``, ``ld-musl-x86_64.so.1``)."""
+    return _LOADER_NAME.fullmatch(program) is not None
+
 
 #: Bash's and sh's options that run nothing of their own and change no reading.
 #: ``-c`` (a string), ``-s`` (stdin) and ``-o``/``-O`` (a name) are read apart.
@@ -380,7 +442,10 @@ RUNS_COMMANDS = names(
     "bwrap faketime torsocks proxychains proxychains4 catchsegv valgrind tmux screen at "
     "batch xvfb-run dbus-run-session dbus-launch fakeroot sg newgrp pkexec cpulimit "
     "trickle eatmydata unbuffer rlwrap hyperfine entr chronic perf lxc-attach npx bunx "
-    "pnpx uvx pipx script runcon sandbox-exec"
+    "pnpx uvx pipx script runcon sandbox-exec gosu su-exec chpst setuidgid softlimit envdir "
+    "envuidgid tini dumb-init catatonit sshpass mpirun mpiexec srun systemd-nspawn schroot "
+    "fakechroot nocache watchexec nodemon dtach abduco sem tsp daemonize start-stop-daemon "
+    "run0 cgexec gpg-agent"
 )
 
 

@@ -81,7 +81,7 @@ _TEST_OPERATORS = names(
 _STDIN_FILES = frozenset({"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"})
 _NULL_FILES = frozenset({"/dev/null", "/dev/zero"})
 _OUTPUT_FILES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/fd/1", "/dev/fd/2"})
-_SYSTEM_DIRS = ("/usr/", "/bin/", "/sbin/")
+_SYSTEM_DIRS = ("/usr/", "/bin/", "/sbin/", "/lib/", "/lib64/", "/lib32/")
 
 
 class Reader:
@@ -99,6 +99,10 @@ class Reader:
         self.file_runs: list[int] = []
         #: (write, run) pairs where the write is a later stage of the run's pipeline
         self.downstream: set[tuple[int, int]] = set()
+        #: git's subcommands that write nothing but run what its configuration
+        #: names (core.fsmonitor, core.pager): another git subcommand's write is no
+        #: configuration (``git config`` of a command key is undecided apart)
+        self.config_runs: list[int] = []
         #: the functions the line defines (their bodies, read again where called)
         self.functions: dict[str, tuple[Node, Source]] = {}
         self._calling: set[str] = set()
@@ -120,9 +124,29 @@ class Reader:
         finally:
             self.src = outer
 
+    def git_pair(self, write: int, run: int) -> bool:
+        """Whether ``run`` is a git subcommand that reads only git's configuration
+        and ``write`` another git subcommand's write (the work tree, not it)."""
+        return run in self.config_runs and write >= 0 and self.found[write].program == "git"
+
+    def aside(self, text: str, nest: int) -> Reading | None:
+        """``text`` read as a command line of its own, apart from this reading (what
+        a program might run it as); None when the grammar cannot read it. The
+        steps it takes are this reading's."""
+        other = Reader(self.budget)
+        try:
+            other.line(text, Ctx(), nest)
+        except ShellError:
+            if self.budget.left < 0:
+                raise
+            return None
+        return other.finish()
+
     def finish(self) -> Reading:
         if any(
-            w != r and (w, r) not in self.downstream for r in self.file_runs for w in self.writes
+            w != r and (w, r) not in self.downstream and not self.git_pair(w, r)
+            for r in self.file_runs
+            for w in self.writes
         ):
             self.undecide("the line runs a file it may have written first")
         return Reading(tuple(self.found), tuple(dict.fromkeys(self.undecided)))

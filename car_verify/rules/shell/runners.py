@@ -1,7 +1,9 @@
 """The program table's dispatch: :func:`run` is called by the walk for every
 simple command, after the command is recorded, and hands it to the program's
 handler (:mod:`.builtins`, :mod:`.commands`, :mod:`.languages`) or its class in
-:mod:`.programs`; a program in no table takes its words as data.
+:mod:`.programs`; a program known to take data (:data:`~.programs.DATA`) takes
+its words as data, and one in no table is read by :mod:`.unknown` (its words may
+name the program it runs).
 """
 
 from __future__ import annotations
@@ -13,24 +15,29 @@ from .calls import Call, Handler, Reader, RedirectInfo
 from .model import Ctx
 from .programs import (
     BUILTINS,
+    DATA,
     FOREIGN_SHELLS,
     READ_ONLY,
     RUNS_COMMANDS,
     SHELLS,
     WRAPPERS,
     interpreter,
+    is_loader,
     names,
 )
+from .unknown import unknown_program
 from .words import Word
 
-__all__ = ["FILE_RUNNERS", "run"]
+__all__ = ["FILE_RUNNERS", "run", "runs_code"]
 
 #: Programs that run what files of the project hold (a Makefile, package.json's
 #: scripts, a test suite): not read, but a line that may have written such a file
 #: first is undecided.
 FILE_RUNNERS = names(
     "make gmake npm yarn pnpm cargo go gradle gradlew mvn ant rake bundle pytest tox nox "
-    "just task ninja cmake meson scons bazel composer mix dotnet pip pip3 poetry uv pipenv"
+    "just task ninja cmake meson scons bazel composer mix dotnet pip pip3 poetry uv pipenv "
+    "mypy pylint pyright eslint prettier tsc jest vitest webpack vite rollup alembic flask "
+    "django-admin uvicorn gunicorn"
 )
 
 
@@ -45,11 +52,7 @@ def run(
     redirect: RedirectInfo,
 ) -> str | None:
     """Read what ``program`` runs, by the table (see :mod:`.programs`)."""
-    if (
-        program not in _TABLED
-        and program[:1] not in _VERSIONED_STARTS
-        and not program.startswith("git-")
-    ):  # any other program: its words are data
+    if program in DATA and program not in _TABLED:  # its words are data
         if program not in READ_ONLY:
             reader.writes.append(index)
         return None
@@ -57,6 +60,8 @@ def run(
     handler = _HANDLERS.get(program)
     if handler is not None:
         return handler(call)
+    if is_loader(program):
+        return commands.loader(call)
     if program in WRAPPERS:
         return commands.wrapper(call)
     if program in BUILTINS:
@@ -79,15 +84,36 @@ def run(
         call.undecide("one of git's subcommand programs", "git")
     if program in FILE_RUNNERS:
         call.runs_file()
-    elif program not in READ_ONLY:
+        return None
+    if program not in READ_ONLY:
         call.writes()
+    if not program.startswith("git-"):
+        unknown_program(call, runs_code)  # in no table: its words may name a program
     return None
 
 
+#: Builtins that are programs too, running the command in their words.
+_CODE_BUILTINS = names("command time")
+#: Builtins that are no program (a program can run only a program: ``exec`` or
+#: ``eval`` named by one runs nothing).
+_SHELL_ONLY = names("exec builtin eval source . trap coproc")
+
+
+def runs_code(program: str) -> bool:
+    """Whether ``program`` runs code or commands of its own or given to it (a
+    shell, an interpreter, a wrapper, a program the table reads for the command
+    it runs): named by a program the reader does not know, any rule may apply."""
+    if program in _SHELL_ONLY:
+        return False
+    if program in WRAPPERS or program in _CODE_BUILTINS:
+        return True
+    if program in DATA or program in BUILTINS or program in builtins.HANDLERS:
+        return False
+    return program in _TABLED or interpreter(program) is not None or is_loader(program)
+
+
 _HANDLERS: dict[str, Handler] = {**builtins.HANDLERS, **commands.HANDLERS, **languages.HANDLERS}
-#: Every name in a table (any other program takes its words as data), and the
-#: first letters of the versioned interpreters' names (python3.12, luajit, nodejs).
+#: Every name in a table but :data:`~.programs.DATA`.
 _TABLED = frozenset(
     [*_HANDLERS, *WRAPPERS, *BUILTINS, *SHELLS, *FOREIGN_SHELLS, *RUNS_COMMANDS, *FILE_RUNNERS]
 )
-_VERSIONED_STARTS = frozenset("prlntw")

@@ -131,6 +131,8 @@ _NUMBER = re.compile(r"-?[0-9]+")
 #: Arithmetic on numbers alone: it names no variable, so evaluates no subscript.
 NUMERIC_ARITHMETIC = re.compile(r"[0-9\s+\-*/%()<>=!&|^~?:,;]*")
 _NUMERIC_ARITHMETIC = NUMERIC_ARITHMETIC
+#: An arithmetic expansion's text: ``$((body))``, or bash's old form ``$[body]``.
+_ARITHMETIC = re.compile(r"\$\(\((.*)\)\)|\$\[(.*)\]", re.DOTALL)
 # In text the grammar took as literal: an unescaped backquote or $-expansion, which
 # bash would still expand (the grammar does not parse a backquote inside ${...}).
 _UNPARSED = re.compile(r"(?<!\\)(?:\\\\)*(?:`|\$[A-Za-z0-9_{(\[@*#?$!-])")
@@ -322,7 +324,10 @@ class Source:
         if kind == "extglob_pattern":
             return [(self.text(node), False)]
         if kind == "arithmetic_expansion":
-            if not _NUMERIC_ARITHMETIC.fullmatch(self.text(node)[3:-2]):
+            # $((...)) and the old form $[...]: both evaluated by bash alike
+            inner = _ARITHMETIC.fullmatch(self.text(node))
+            body = None if inner is None else inner.group(1) or inner.group(2) or ""
+            if body is None or not _NUMERIC_ARITHMETIC.fullmatch(body):
                 scan.problems.append(
                     "an arithmetic expansion (it may run code in array subscripts)"
                 )
