@@ -65,11 +65,15 @@ rule = 'never Bash where command contains "push" after Read where file_path cont
 def loaded(
     tmp: Path, tool: str, params: dict[str, Any], modules: list[str]
 ) -> tuple[list[str], str]:
-    """Which of ``modules`` the second of two fresh hook processes (the first accepts
-    the rules and caches their parse) has loaded by its end, and its answer."""
+    """Which of ``modules`` the second of two fresh hook processes (the user has
+    accepted the rules; the first caches their parse) has loaded by its end, and
+    its answer."""
     folder = tmp / ".car" / "policies"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "rules.toml").write_text(RULES)
+    accept = ["policy", "accept", str(folder), "--state-dir", str(tmp / "state")]
+    subprocess.run([sys.executable, "-m", "car_verify", *accept], capture_output=True,
+                   check=True, cwd=tmp)  # fmt: skip
     payload = json.dumps({"session_id": "s", "cwd": str(tmp), "hook_event_name": "PreToolUse",
                           "tool_name": tool, "tool_input": params})  # fmt: skip
     argv = ["car-verify", "hook", "--policies", str(folder), "--state-dir", str(tmp / "state")]
