@@ -790,7 +790,11 @@ class _Guard:
             return out
         places = self.places()
         places = [*places, *(_spelt(p)[0] for p in places)]
-        if any(p in s for s in strings for p in places):
+        resolved = _resolved(strings)
+        roots = [p for p in places if p.startswith("/")]
+        if any(p in s for s in strings for p in places) or any(
+            r == root or r.startswith(root.rstrip("/") + "/") for r in resolved for root in roots
+        ):
             out.append(
                 Denial(
                     "hook:state-folder",
@@ -798,7 +802,7 @@ class _Guard:
                     "only the hook writes there",
                 )
             )
-        if any(end in s.replace("\\", "/") for s in strings for end in SETTINGS):
+        if any(end in s.replace("\\", "/") for s in [*strings, *resolved] for end in SETTINGS):
             out.append(
                 Denial(
                     "hook:settings",
@@ -852,6 +856,26 @@ def _spelt(text: str) -> tuple[str, bool]:
         if collapsed == text:
             return text, unknown
         text = collapsed
+
+
+#: The longest string whose path :func:`_resolved` follows (a path, not a file's content).
+_PATH_MAX = 4096
+
+
+def _resolved(strings: Sequence[str]) -> list[str]:
+    """Each string that reads as one path (no blank, no line break, at most
+    ``_PATH_MAX`` characters, with a slash) as the file system reaches it: symlinks
+    followed, relative to the folder the hook runs in. A link the agent made in its
+    workspace to the state folder or the settings leads there, whatever it is named."""
+    out = []
+    for text in strings:
+        if "/" not in text or len(text) > _PATH_MAX or any(c.isspace() for c in text):
+            continue
+        with contextlib.suppress(OSError, ValueError):
+            real = os.path.realpath(os.path.join(os.getcwd(), os.path.expanduser(text)))
+            if real != text:
+                out.append(real)
+    return out
 
 
 def _strings(value: Any) -> Iterator[str]:

@@ -439,6 +439,34 @@ def test_the_agent_cannot_write_the_state_folder_or_the_settings(
     )  # reading changes nothing
 
 
+def test_a_link_in_the_workspace_leads_the_guard_to_the_state_folder_and_settings(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A link the agent made in its workspace (under any name, by any means) to the
+    state folder or the settings: a write through it names no state folder in its
+    text, yet reaches it; the guard follows the link (hostile round 3)."""
+    xdg = project.parent / "xdg"
+    monkeypatch.setenv("XDG_STATE_HOME", str(xdg))
+    monkeypatch.chdir(project)
+    how: dict[str, Any] = {"state_dir": None}
+    assert call(project, "ls", {}, **how).decision == "allow"
+    (state,) = (xdg / "car-verify" / "hook").iterdir()
+    (project / "lnk").symlink_to(xdg / "car-verify")
+    (project / ".claude").mkdir(exist_ok=True)
+    (project / ".claude" / "settings.json").write_text("{}")
+    (project / "s.json").symlink_to(project / ".claude" / "settings.json")
+    through = f"lnk/hook/{state.name}/accepted.json"
+    for tool, params, rule in [
+        ("Write", {"file_path": str(project / through), "content": "{}"}, "hook:state-folder"),
+        ("Edit", {"file_path": through, "old_string": "a", "new_string": "b"}, "hook:state-folder"),
+        ("Write", {"file_path": str(project / "s.json"), "content": "{}"}, "hook:settings"),
+    ]:
+        result = call(project, tool, params, **how)
+        assert result.decision == "deny" and rule in result.rules, params
+    assert call(project, "Write", {"file_path": str(project / "notes.txt"), "content": "x"},
+                **how).decision == "allow"  # fmt: skip
+
+
 def test_the_default_state_folder_is_guarded_however_home_is_spelt(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
