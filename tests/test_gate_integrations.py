@@ -1117,3 +1117,48 @@ def test_a_thread_stopped_after_a_tools_step_keeps_the_steps_calls() -> None:
     assert sorted(ran) == ["deploy", "test"]
     last = [m for m in out["messages"] if isinstance(m, ToolMessage)][-1]
     assert last.status == "error" and "trace_rule:once" in str(last.content)
+
+
+def test_agents_sdk_a_rejected_calls_verdict_is_not_given_to_a_later_call_with_its_id() -> None:
+    """The Agents SDK decides a turn's calls in their approval policies: a call a
+    person rejects never takes its verdict. Runs keyed by a context kept across
+    them are one gate: a later run's call with the same id, after read_secret, is
+    decided on the trace as it is then (refused), not given the old allow."""
+    from agents import Agent, function_tool
+    from agents.testing import ScriptedModel, assistant_message, function_call
+
+    from car_verify.integrations.openai_agents import guard_agent
+
+    ran: list[str] = []
+
+    def make(name: str, theirs: bool) -> Any:
+        def body() -> str:
+            ran.append(name)
+            return "done"
+
+        return function_tool(body, name_override=name, strict_mode=False, needs_approval=theirs)
+
+    model = ScriptedModel(
+        [
+            [function_call("send", {}, call_id="c1")],
+            [assistant_message("stopped")],
+            [function_call("read_secret", {}, call_id="c2")],
+            [function_call("send", {}, call_id="c1")],
+            [assistant_message("done")],
+        ]
+    )
+    agent = Agent(name="a", model=model, tools=[make("send", True), make("read_secret", False)])
+    rules = load_policy_text('[[trace_rule]]\nrule = "never send after read_secret"\n')
+    guard_agent(agent, policies=rules, ask=["deny_tool"], run_key=lambda ctx: ctx.context)
+    kept = Log()  # any object the application keeps: the runs' key
+
+    async def go() -> None:
+        paused = await _sdk_go(agent, "go", context=kept)
+        state = paused.to_state()
+        state.reject(paused.interruptions[0])
+        await _sdk_go(agent, state)
+        await _sdk_go(agent, "again", context=kept)
+
+    asyncio.run(go())
+    assert ran == ["read_secret"]
+    assert "trace_rule:" in _told(model)["c1"]

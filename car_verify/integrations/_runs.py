@@ -111,6 +111,11 @@ class Run:
         with self.lock:
             return any(t == turn for _, _, t in self.pending.get(call_id, ()))
 
+    def drop_pending_of(self, call_id: str) -> None:
+        """Forget the verdicts waiting for this call id (a new call has the id)."""
+        with self.lock:
+            self.pending.pop(call_id, None)
+
     def drop_pending(self, stale: Callable[[Any], bool]) -> None:
         """Forget the verdicts whose turn ``stale`` names (turns that are over: no call
         of theirs can take one any more)."""

@@ -324,6 +324,9 @@ class PolicyGuard:
                 return False  # the guardrail refuses it
             sent = params if isinstance(params, dict) else {"_arguments": params}
             verdict = decide(run, self.rules, name, sent)
+            # the model wrote this call now: a verdict an earlier call with its id
+            # left untaken (a person rejected it; its run stopped) is not for it
+            run.drop_pending_of(call_id)
             run.put_pending(call_id, name, verdict)
             if not isinstance(verdict, Verdict) or verdict.decision == "deny":
                 return False  # refused by the guardrail: no one is asked
