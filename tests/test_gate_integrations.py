@@ -1123,7 +1123,8 @@ def test_agents_sdk_a_rejected_calls_verdict_is_not_given_to_a_later_call_with_i
     """The Agents SDK decides a turn's calls in their approval policies: a call a
     person rejects never takes its verdict. Runs keyed by a context kept across
     them are one gate: a later run's call with the same id, after read_secret, is
-    decided on the trace as it is then (refused), not given the old allow."""
+    decided on the trace as it is then (refused), not given the old allow, also
+    when the person approved every call of the tool (no approval policy asked)."""
     from agents import Agent, function_tool
     from agents.testing import ScriptedModel, assistant_message, function_call
 
@@ -1142,6 +1143,7 @@ def test_agents_sdk_a_rejected_calls_verdict_is_not_given_to_a_later_call_with_i
         [
             [function_call("send", {}, call_id="c1")],
             [assistant_message("stopped")],
+            [function_call("send", {}, call_id="c9")],
             [function_call("read_secret", {}, call_id="c2")],
             [function_call("send", {}, call_id="c1")],
             [assistant_message("done")],
@@ -1157,8 +1159,13 @@ def test_agents_sdk_a_rejected_calls_verdict_is_not_given_to_a_later_call_with_i
         state = paused.to_state()
         state.reject(paused.interruptions[0])
         await _sdk_go(agent, state)
-        await _sdk_go(agent, "again", context=kept)
+        # the next run: the person approves every send (so no approval policy is
+        # asked for the later ones), then the model writes c1 again
+        paused = await _sdk_go(agent, "again", context=kept)
+        state = paused.to_state()
+        state.approve(paused.interruptions[0], always_approve=True)
+        await _sdk_go(agent, state)
 
     asyncio.run(go())
-    assert ran == ["read_secret"]
+    assert ran == ["send", "read_secret"]
     assert "trace_rule:" in _told(model)["c1"]
