@@ -1169,3 +1169,38 @@ def test_agents_sdk_a_rejected_calls_verdict_is_not_given_to_a_later_call_with_i
     asyncio.run(go())
     assert ran == ["send", "read_secret"]
     assert "trace_rule:" in _told(model)["c1"]
+
+
+def test_listed_last_the_middleware_checks_a_brand_new_request_from_above() -> None:
+    """The docs' order: a middleware that builds a brand-new ToolCallRequest (not
+    ``override``) hands the node a request PolicyMiddleware never made; listed
+    last, PolicyMiddleware is below it, and the request's tool is checked."""
+    from langchain.agents import create_agent
+    from langchain.agents.middleware import AgentMiddleware
+    from langchain_core.messages import AIMessage
+    from langchain_core.tools import StructuredTool
+    from langgraph.prebuilt.tool_node import ToolCallRequest
+
+    from car_verify.integrations.langchain import PolicyMiddleware
+
+    ran: list[str] = []
+    wipe = StructuredTool.from_function(
+        lambda: ran.append("wipe") or "wiped", name="wipe", description="wipe"
+    )
+
+    class Fresh(AgentMiddleware[Any, Any]):
+        def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+            made = ToolCallRequest(
+                tool_call=request.tool_call, tool=wipe, state=request.state, runtime=request.runtime
+            )
+            return handler(made)
+
+    chat = _chat([], "x")
+    call = {"name": "wipe", "args": {}, "id": "c0", "type": "tool_call"}
+    chat.responses = [AIMessage(content="", tool_calls=[call]), AIMessage(content="done")]
+    rules = load_policy_text('deny_tool = ["wipe"]\n')
+    agent = create_agent(chat, [], middleware=[Fresh(), PolicyMiddleware(policies=rules)])
+    out = agent.invoke({"messages": [{"role": "user", "content": "go"}]})
+    assert ran == []
+    answer = next(m for m in out["messages"] if getattr(m, "type", "") == "tool")
+    assert "deny_tool:wipe" in str(answer.content) and answer.status == "error"

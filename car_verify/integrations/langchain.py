@@ -16,13 +16,14 @@
 :class:`PolicyMiddleware` wraps each tool call (``wrap_tool_call``, and
 ``awrap_tool_call`` for ``ainvoke``/``astream``). It does not decide there: it
 hands the calls below it a **checked tool** (``request.tool`` replaced), so the
-check runs last, right before the tool runs, wherever the middleware is listed:
-every retry (``ToolRetryMiddleware``) and every request another middleware
-rewrites is decided again, on the arguments the tool will get, and a tool a
-middleware below puts in the request (``request.override(tool=...)``: the
-request it is handed keeps any tool set in it checked) is the one checked. A
-middleware below that builds a new ``ToolCallRequest`` itself, instead of from
-the one it was given, hands the node a tool this middleware never saw. Then
+check runs last, right before the tool runs: every retry (``ToolRetryMiddleware``)
+and every request another middleware rewrites is decided again, on the arguments
+the tool will get, and a tool a middleware below puts in the request
+(``request.override(tool=...)``: the request it is handed keeps any tool set in
+it checked) is the one checked. A middleware below that builds a new
+``ToolCallRequest`` itself, instead of from the one it was given, hands the node
+a tool this middleware never saw, which runs unchecked: list the middleware last
+(innermost). Then
 
 * the run's :class:`~car_verify.plan.gate.CallGate` decides the call from the
   tool's name and arguments (the model's: arguments LangGraph injects, such as
@@ -43,7 +44,9 @@ the one it was given, hands the node a tool this middleware never saw. Then
 The calls of one model turn run at once, in threads or tasks in any order: the
 middleware decides them in the order the model wrote them, all before any runs
 (at the first of them to arrive), as the Agents SDK does, so that a trace rule's
-verdict on a turn never depends on which thread came first.
+verdict on a turn never depends on which thread came first. A verdict belongs to
+its turn: a call that never took it (a middleware above answered it) leaves it to
+no later call with the same id.
 
 **One gate per run.** Without a checkpointer, a run is one invocation of the
 outermost graph (``invoke``, ``stream`` and their async forms), with everything
@@ -54,8 +57,9 @@ it shares; a run's gate is freed when the run has ended (at the latest when the
 next run starts). With a checkpointer, a run is a **thread** (``thread_id``):
 every invocation of the thread, a resume after an ``interrupt`` included,
 continues one trace. A ``create_agent`` graph keeps the thread's gate state in
-the thread's own state (a private key, ``car_verify_gate``, saved before each
-model call and at the end), so the gate is freed between invocations and taken
+the thread's own state (a private key, ``car_verify_gate``, written with each
+tool call's result, in one update with its ``ToolMessage``, and before each model
+call and at the end), so the gate is freed between invocations and taken
 up again from the checkpoint at the thread's next tool call, in this process or
 another; a thread whose last invocation failed or paused keeps its gate in
 memory until it is invoked again.
