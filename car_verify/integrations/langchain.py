@@ -215,8 +215,8 @@ class PolicyMiddleware(AgentMiddleware[PolicyState, Any]):
             return None
         update = None
         if where.thread is not None and run.rules == self.rules.key:
-            # written when it differs from the state's: a value something else wrote
-            # under the key (a tool's Command) is overwritten
+            # written when it differs from the state's (a tool's own value under the
+            # key never reaches the state: _with_gate replaces it with the gate's)
             snapshot = self.rules.snapshot(run)
             if _saved(state) != snapshot:
                 update = {GATE_KEY: snapshot}
