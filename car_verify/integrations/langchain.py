@@ -544,19 +544,22 @@ def _turn_of(request: Any) -> tuple[tuple[Any, ...] | None, list[Any], list[Any]
     """(the key of the call's model turn, the turn's calls, the state's messages).
     The key names the turn as it is written in the graph: the graph (checkpoint
     namespace) and its step, the model message's place and id, and its call ids
-    (a model may write the same call ids again in a later turn). ``None`` when the
-    state holds no model message with the call."""
+    (a model may write the same call ids again in a later turn). When the state
+    holds no model message with the call, the graph, its step and the call's id;
+    ``None`` outside a graph step."""
     call_id = request.tool_call.get("id")
     messages = _saved_messages(request.state)
+    step, namespace = _step()
     for index in range(len(messages) - 1, -1, -1):
         message = messages[index]
         if isinstance(message, AIMessage) and any(
             c.get("id") == call_id for c in message.tool_calls
         ):
-            step, namespace = _step()
             ids = tuple(str(c.get("id")) for c in message.tool_calls)
             return (namespace, step, index, message.id, ids), list(message.tool_calls), messages
-    return None, [], messages
+    if step is None:
+        return None, [], messages
+    return (namespace, step, None, None, (str(call_id),)), [], messages
 
 
 def _step() -> tuple[int | None, str]:
