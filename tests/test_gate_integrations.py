@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import types
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -1153,7 +1152,11 @@ def test_agents_sdk_a_rejected_calls_verdict_is_not_given_to_a_later_call_with_i
     agent = Agent(name="a", model=model, tools=[make("send", True), make("read_secret", False)])
     rules = load_policy_text('[[trace_rule]]\nrule = "never send after read_secret"\n')
     guard_agent(agent, policies=rules, ask=["deny_tool"], run_key=lambda ctx: ctx.context)
-    kept = types.SimpleNamespace()  # any object the application keeps: the runs' key
+
+    class Kept:
+        """Any object the application keeps (held weakly): the runs' key."""
+
+    kept = Kept()
 
     async def go() -> None:
         paused = await _sdk_go(agent, "go", context=kept)
