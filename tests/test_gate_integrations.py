@@ -990,3 +990,221 @@ def test_the_policies_argument_of_policy_check_adds_to_the_servers_rules(tmp_pat
             assert not failed and codes == sorted(["deny_tool:rm", *extra]), said
             assert "r.toml" in said or "1 file" in said
             assert "and 1 rule from the policies argument" in said.splitlines()[0]
+
+
+# --- a verdict belongs to its model turn; a thread's checkpoint holds its calls ---------------
+
+
+def _lc_recording(ran: list[str], *names: str) -> list[Any]:
+    from langchain_core.tools import StructuredTool
+
+    def make(name: str) -> Any:
+        def body(to: str = "") -> str:
+            ran.append(name)
+            return f"{name} done"
+
+        return StructuredTool.from_function(body, name=name, description=name)
+
+    return [make(n) for n in names]
+
+
+def _lc_turns(*turns: list[tuple[str, str]] | str) -> Any:
+    """A chat model answering with these turns: calls as (tool, call id), or a text."""
+    from langchain_core.messages import AIMessage
+
+    chat = _chat([], "x")
+    chat.responses = [
+        AIMessage(content=t)
+        if isinstance(t, str)
+        else AIMessage(
+            content="",
+            tool_calls=[
+                {"name": n, "args": {"to": "x"}, "id": i, "type": "tool_call"} for n, i in t
+            ],
+        )
+        for t in turns
+    ]
+    return chat
+
+
+@pytest.mark.parametrize("above", ["a cache", "a person (HumanInTheLoop, per call)"])
+def test_a_verdict_no_call_took_is_not_given_to_a_later_call_with_its_id(above: str) -> None:
+    """A turn's calls are decided together; one that a middleware above answers
+    without running it (a cache; a person rejecting it) leaves its verdict untaken.
+    The model writes the same call (id, tool, arguments) in a later turn, after
+    read_secret: it is decided on the trace as it is then, and refused."""
+    from langchain.agents import create_agent
+    from langchain.agents.middleware import AgentMiddleware, HumanInTheLoopMiddleware
+    from langchain_core.messages import ToolMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command
+
+    from car_verify.integrations.langchain import PolicyMiddleware
+
+    class Cache(AgentMiddleware[Any, Any]):
+        def __init__(self) -> None:
+            super().__init__()
+            self.hits = 0
+
+        def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+            if request.tool_call["name"] == "send" and not self.hits:
+                self.hits += 1
+                return ToolMessage(content="cached", tool_call_id=request.tool_call["id"])
+            return handler(request)
+
+    ran: list[str] = []
+    rules = load_policy_text('[[trace_rule]]\nrule = "never send after read_secret"\n')
+    chat = _lc_turns(
+        [("noop", "c0"), ("send", "c1")], [("read_secret", "c2")], [("send", "c1")], "done"
+    )
+    first: Any = Cache()
+    if above != "a cache":
+        first = HumanInTheLoopMiddleware(interrupt_on={"send": True}, interrupt_mode="per_call")
+    agent = create_agent(
+        chat,
+        _lc_recording(ran, "send", "read_secret", "noop"),
+        middleware=[first, PolicyMiddleware(policies=rules)],
+        checkpointer=InMemorySaver(),
+    )
+    config: Any = {"configurable": {"thread_id": "t"}}
+    out = agent.invoke({"messages": [{"role": "user", "content": "go"}]}, config)
+    answers = iter([{"type": "reject", "message": "no"}, {"type": "approve"}])
+    while out.get("__interrupt__"):
+        out = agent.invoke(Command(resume=next(answers)), config)
+    assert ran == ["noop", "read_secret"]
+    last = [m for m in out["messages"] if isinstance(m, ToolMessage)][-1]
+    assert last.status == "error" and "trace_rule:" in str(last.content)
+
+
+def test_a_thread_stopped_after_a_tools_step_keeps_the_steps_calls() -> None:
+    """The gate's record of a call is written with the call's result, in the same
+    update: a thread whose invocation stops after the tools step, before the next
+    model call (here an error in a middleware's before_model), and is taken up by
+    another checkpointer object over the same storage (another process, a saver
+    per request) still counts the call: no second deploy under `at most 1`."""
+    from langchain.agents import create_agent
+    from langchain.agents.middleware import AgentMiddleware
+    from langchain_core.messages import ToolMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from car_verify.integrations.langchain import PolicyMiddleware
+
+    class Flaky(AgentMiddleware[Any, Any]):
+        failed = False
+
+        def before_model(self, state: Any, runtime: Any) -> None:
+            tools_ran = any(isinstance(m, ToolMessage) for m in state["messages"])
+            if tools_ran and not Flaky.failed:
+                Flaky.failed = True
+                raise RuntimeError("a transient failure")
+
+    ran: list[str] = []
+    rules = load_policy_text('[[trace_rule]]\nname = "once"\nrule = "at most 1 deploy"\n')
+    chat = _lc_turns([("deploy", "a0"), ("test", "a1")], [("deploy", "b0")], "done")
+    tools = _lc_recording(ran, "deploy", "test")
+    config: Any = {"configurable": {"thread_id": "t"}}
+    saver = InMemorySaver()
+    middleware = [Flaky(), PolicyMiddleware(policies=rules)]
+    with pytest.raises(RuntimeError, match="transient"):
+        create_agent(chat, tools, middleware=middleware, checkpointer=saver).invoke(
+            {"messages": [{"role": "user", "content": "go"}]}, config
+        )
+    assert sorted(ran) == ["deploy", "test"]
+    other = InMemorySaver()  # the same storage, another checkpointer object
+    other.storage, other.writes, other.blobs = saver.storage, saver.writes, saver.blobs
+    agent = create_agent(chat, tools, middleware=middleware, checkpointer=other)
+    out = agent.invoke({"messages": [{"role": "user", "content": "go on"}]}, config)
+    assert sorted(ran) == ["deploy", "test"]
+    last = [m for m in out["messages"] if isinstance(m, ToolMessage)][-1]
+    assert last.status == "error" and "trace_rule:once" in str(last.content)
+
+
+def test_agents_sdk_a_rejected_calls_verdict_is_not_given_to_a_later_call_with_its_id() -> None:
+    """The Agents SDK decides a turn's calls in their approval policies: a call a
+    person rejects never takes its verdict. Runs keyed by a context kept across
+    them are one gate: a later run's call with the same id, after read_secret, is
+    decided on the trace as it is then (refused), not given the old allow, also
+    when the person approved every call of the tool (no approval policy asked)."""
+    from agents import Agent, function_tool
+    from agents.testing import ScriptedModel, assistant_message, function_call
+
+    from car_verify.integrations.openai_agents import guard_agent
+
+    ran: list[str] = []
+
+    def make(name: str, theirs: bool) -> Any:
+        def body() -> str:
+            ran.append(name)
+            return "done"
+
+        return function_tool(body, name_override=name, strict_mode=False, needs_approval=theirs)
+
+    model = ScriptedModel(
+        [
+            [function_call("send", {}, call_id="c1")],
+            [assistant_message("stopped")],
+            [function_call("send", {}, call_id="c9")],
+            [function_call("read_secret", {}, call_id="c2")],
+            [function_call("send", {}, call_id="c1")],
+            [assistant_message("done")],
+        ]
+    )
+    agent = Agent(name="a", model=model, tools=[make("send", True), make("read_secret", False)])
+    rules = load_policy_text('[[trace_rule]]\nrule = "never send after read_secret"\n')
+    guard_agent(agent, policies=rules, ask=["deny_tool"], run_key=lambda ctx: ctx.context)
+
+    class Kept:
+        """Any object the application keeps (held weakly): the runs' key."""
+
+    kept = Kept()
+
+    async def go() -> None:
+        paused = await _sdk_go(agent, "go", context=kept)
+        state = paused.to_state()
+        state.reject(paused.interruptions[0])
+        await _sdk_go(agent, state)
+        # the next run: the person approves every send (so no approval policy is
+        # asked for the later ones), then the model writes c1 again
+        paused = await _sdk_go(agent, "again", context=kept)
+        state = paused.to_state()
+        state.approve(paused.interruptions[0], always_approve=True)
+        await _sdk_go(agent, state)
+
+    asyncio.run(go())
+    assert ran == ["send", "read_secret"]
+    assert "trace_rule:" in _told(model)["c1"]
+
+
+def test_listed_last_the_middleware_checks_a_brand_new_request_from_above() -> None:
+    """The docs' order: a middleware that builds a brand-new ToolCallRequest (not
+    ``override``) hands the node a request PolicyMiddleware never made; listed
+    last, PolicyMiddleware is below it, and the request's tool is checked."""
+    from langchain.agents import create_agent
+    from langchain.agents.middleware import AgentMiddleware
+    from langchain_core.messages import AIMessage
+    from langchain_core.tools import StructuredTool
+    from langgraph.prebuilt.tool_node import ToolCallRequest
+
+    from car_verify.integrations.langchain import PolicyMiddleware
+
+    ran: list[str] = []
+    wipe = StructuredTool.from_function(
+        lambda: ran.append("wipe") or "wiped", name="wipe", description="wipe"
+    )
+
+    class Fresh(AgentMiddleware[Any, Any]):
+        def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+            made = ToolCallRequest(
+                tool_call=request.tool_call, tool=wipe, state=request.state, runtime=request.runtime
+            )
+            return handler(made)
+
+    chat = _chat([], "x")
+    call = {"name": "wipe", "args": {}, "id": "c0", "type": "tool_call"}
+    chat.responses = [AIMessage(content="", tool_calls=[call]), AIMessage(content="done")]
+    rules = load_policy_text('deny_tool = ["wipe"]\n')
+    agent = create_agent(chat, [], middleware=[Fresh(), PolicyMiddleware(policies=rules)])
+    out = agent.invoke({"messages": [{"role": "user", "content": "go"}]})
+    assert ran == []
+    answer = next(m for m in out["messages"] if getattr(m, "type", "") == "tool")
+    assert "deny_tool:wipe" in str(answer.content) and answer.status == "error"

@@ -59,7 +59,10 @@ class Run:
 
     ``rules``: the key of the rule set the run is decided by (:attr:`Rules.key`).
     ``pending``: verdicts given before the call ran, by the framework's call id (an
-    approval asked of a person, a call paused by an interrupt), each used once.
+    approval asked of a person, a call paused by an interrupt), each used once, and
+    only by a call of the same ``turn`` (the integration's name for the model turn
+    the verdict was given in; ``None`` where it has none): a call id can come back
+    in a later turn, and a verdict no call took must not pass to it.
     ``admitted``: verdicts given to a call object the framework hands to the tool
     (the Agents SDK's tool context), taken when the tool is invoked. ``broken``: the
     gate failed once in this run (an error while deciding or recording an outcome),
@@ -70,7 +73,7 @@ class Run:
 
     gate: CallGate
     rules: str
-    pending: dict[str, list[tuple[str, Any]]] = field(default_factory=dict)
+    pending: dict[str, list[tuple[str, Any, Any]]] = field(default_factory=dict)
     admitted: weakref.WeakKeyDictionary[Any, tuple[str, Verdict]] = field(
         default_factory=weakref.WeakKeyDictionary
     )
@@ -81,23 +84,48 @@ class Run:
     tools: dict[int, Any] = field(default_factory=dict)
     lock: threading.RLock = field(default_factory=threading.RLock)
 
-    def take_pending(self, call_id: str, tool: str, params: Any) -> Any | None:
-        """The verdict given earlier to this call (same tool, same arguments), once."""
+    def take_pending(self, call_id: str, tool: str, params: Any, turn: Any = None) -> Any | None:
+        """The verdict given earlier to this call (same turn, tool and arguments), once."""
         with self.lock:
             found = self.pending.get(call_id)
             if not found:
                 return None
-            for index, (name, verdict) in enumerate(found):
-                if name == tool and (not isinstance(verdict, Verdict) or verdict.sent == params):
+            for index, (name, verdict, its_turn) in enumerate(found):
+                if (
+                    name == tool
+                    and its_turn == turn
+                    and (not isinstance(verdict, Verdict) or verdict.sent == params)
+                ):
                     del found[index]
                     if not found:
                         del self.pending[call_id]
                     return verdict
             return None
 
-    def put_pending(self, call_id: str, tool: str, verdict: Any) -> None:
+    def put_pending(self, call_id: str, tool: str, verdict: Any, turn: Any = None) -> None:
         with self.lock:
-            self.pending.setdefault(call_id, []).append((tool, verdict))
+            self.pending.setdefault(call_id, []).append((tool, verdict, turn))
+
+    def has_pending(self, call_id: str, turn: Any = None) -> bool:
+        """Whether a verdict given in ``turn`` waits for this call id."""
+        with self.lock:
+            return any(t == turn for _, _, t in self.pending.get(call_id, ()))
+
+    def drop_pending_of(self, call_id: str) -> None:
+        """Forget the verdicts waiting for this call id (a new call has the id)."""
+        with self.lock:
+            self.pending.pop(call_id, None)
+
+    def drop_pending(self, stale: Callable[[Any], bool]) -> None:
+        """Forget the verdicts whose turn ``stale`` names (turns that are over: no call
+        of theirs can take one any more)."""
+        with self.lock:
+            for call_id in list(self.pending):
+                kept = [e for e in self.pending[call_id] if not stale(e[2])]
+                if kept:
+                    self.pending[call_id] = kept
+                else:
+                    del self.pending[call_id]
 
     def fork(self) -> Run:
         """A run that continues from this one's state as it is now (a paused run

@@ -16,13 +16,14 @@
 :class:`PolicyMiddleware` wraps each tool call (``wrap_tool_call``, and
 ``awrap_tool_call`` for ``ainvoke``/``astream``). It does not decide there: it
 hands the calls below it a **checked tool** (``request.tool`` replaced), so the
-check runs last, right before the tool runs, wherever the middleware is listed:
-every retry (``ToolRetryMiddleware``) and every request another middleware
-rewrites is decided again, on the arguments the tool will get, and a tool a
-middleware below puts in the request (``request.override(tool=...)``: the
-request it is handed keeps any tool set in it checked) is the one checked. A
-middleware below that builds a new ``ToolCallRequest`` itself, instead of from
-the one it was given, hands the node a tool this middleware never saw. Then
+check runs last, right before the tool runs: every retry (``ToolRetryMiddleware``)
+and every request another middleware rewrites is decided again, on the arguments
+the tool will get, and a tool a middleware below puts in the request
+(``request.override(tool=...)``: the request it is handed keeps any tool set in
+it checked) is the one checked. A middleware below that builds a new
+``ToolCallRequest`` itself, instead of from the one it was given, hands the node
+a tool this middleware never saw, which runs unchecked: list the middleware last
+(innermost). Then
 
 * the run's :class:`~car_verify.plan.gate.CallGate` decides the call from the
   tool's name and arguments (the model's: arguments LangGraph injects, such as
@@ -43,7 +44,9 @@ the one it was given, hands the node a tool this middleware never saw. Then
 The calls of one model turn run at once, in threads or tasks in any order: the
 middleware decides them in the order the model wrote them, all before any runs
 (at the first of them to arrive), as the Agents SDK does, so that a trace rule's
-verdict on a turn never depends on which thread came first.
+verdict on a turn never depends on which thread came first. A verdict belongs to
+its turn: a call that never took it (a middleware above answered it) leaves it to
+no later call with the same id.
 
 **One gate per run.** Without a checkpointer, a run is one invocation of the
 outermost graph (``invoke``, ``stream`` and their async forms), with everything
@@ -54,8 +57,9 @@ it shares; a run's gate is freed when the run has ended (at the latest when the
 next run starts). With a checkpointer, a run is a **thread** (``thread_id``):
 every invocation of the thread, a resume after an ``interrupt`` included,
 continues one trace. A ``create_agent`` graph keeps the thread's gate state in
-the thread's own state (a private key, ``car_verify_gate``, saved before each
-model call and at the end), so the gate is freed between invocations and taken
+the thread's own state (a private key, ``car_verify_gate``, written with each
+tool call's result, in one update with its ``ToolMessage``, and before each model
+call and at the end), so the gate is freed between invocations and taken
 up again from the checkpoint at the thread's next tool call, in this process or
 another; a thread whose last invocation failed or paused keeps its gate in
 memory until it is invoked again.
@@ -73,7 +77,8 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Annotated, Any, NotRequired
 
@@ -112,10 +117,24 @@ __all__ = ["PolicyMiddleware", "PolicyState"]
 GATE_KEY = "car_verify_gate"
 
 
+def _later_gate(current: Any, update: Any) -> Any:
+    """The state key's reducer: of two gate states written in one step (the calls
+    of a turn each write theirs with their result), the later (the higher ``seq``:
+    they are snapshots of one gate); an empty value is no state."""
+    if not update:
+        return current
+    if not isinstance(current, Mapping) or not current:
+        return update
+    try:
+        return current if int(current["seq"]) > int(update["seq"]) else update
+    except (KeyError, TypeError, ValueError):
+        return update  # not a snapshot: restoring it refuses the thread's calls
+
+
 class PolicyState(AgentState[Any]):
     """The agent state with the thread's gate state, private to the middleware."""
 
-    car_verify_gate: NotRequired[Annotated[dict[str, Any], PrivateStateAttr]]
+    car_verify_gate: NotRequired[Annotated[dict[str, Any], PrivateStateAttr, _later_gate]]
 
 
 class PolicyMiddleware(AgentMiddleware[PolicyState, Any]):
@@ -196,8 +215,8 @@ class PolicyMiddleware(AgentMiddleware[PolicyState, Any]):
             return None
         update = None
         if where.thread is not None and run.rules == self.rules.key:
-            # written when it differs from the state's: a value something else wrote
-            # under the key (a tool's Command) is overwritten
+            # written when it differs from the state's (a tool's own value under the
+            # key never reaches the state: _with_gate replaces it with the gate's)
             snapshot = self.rules.snapshot(run)
             if _saved(state) != snapshot:
                 update = {GATE_KEY: snapshot}
@@ -249,20 +268,25 @@ class PolicyMiddleware(AgentMiddleware[PolicyState, Any]):
         them, before any of them runs (once a turn): the turn's calls run at once, in
         threads or tasks in any order, and a trace rule must not depend on which came
         first. Each call then takes its verdict when it runs (an attempt that differs
-        from the call the model wrote, a retry, is decided then)."""
-        call_id = request.tool_call.get("id")
-        messages = _saved_messages(request.state)
-        turn = next(
-            (
-                m.tool_calls
-                for m in reversed(messages)
-                if isinstance(m, AIMessage) and any(c.get("id") == call_id for c in m.tool_calls)
-            ),
-            None,
-        )
-        if not turn or len(turn) < 2:
+        from the call the model wrote, a retry, is decided then). A verdict belongs to
+        its turn: a call no one ran (a middleware above answered it) leaves one that
+        no later turn can take, and the verdicts of a graph's earlier steps are
+        dropped as a later step's calls arrive."""
+        key, turn, messages = _turn_of(request)
+        if key is None:
             return
-        key = tuple(str(c.get("id")) for c in turn)
+        namespace, step = key[0], key[1]
+        if isinstance(step, int):
+            run.drop_pending(
+                lambda t: (
+                    isinstance(t, tuple)
+                    and t[0] == namespace
+                    and isinstance(t[1], int)
+                    and t[1] < step
+                )
+            )
+        if len(turn) < 2:
+            return
         tools = {t.name: t for t in (getattr(request.runtime, "tools", None) or [])}
         if request.tool is not None:
             tools[request.tool.name] = request.tool
@@ -274,25 +298,67 @@ class PolicyMiddleware(AgentMiddleware[PolicyState, Any]):
             for call in turn:
                 ident, name = call.get("id"), str(call.get("name", ""))
                 tool = tools.get(name)
-                if not ident or ident in answered or ident in run.pending or tool is None:
-                    continue  # done before, waiting on a person, or not a tool here
+                if not ident or ident in answered or run.has_pending(str(ident), key):
+                    continue  # done before, or waiting on a person
+                if tool is None:
+                    continue  # not a tool here
                 args = call.get("args")
                 args = args if isinstance(args, dict) else {"_arguments": args}
                 injected = _injected(tool)
                 params = {k: v for k, v in args.items() if k not in injected}
-                run.put_pending(str(ident), name, decide(run, self.rules, name, params))
+                run.put_pending(str(ident), name, decide(run, self.rules, name, params), key)
 
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         checked, refused = self._checked(request)
         if refused is not None:
             return refused
-        return handler(checked)
+        token = _TURN.set(_turn_of(request)[0])
+        try:
+            result = handler(checked)
+        finally:
+            _TURN.reset(token)
+        return self._with_gate(checked, result)
 
     async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
         checked, refused = self._checked(request)
         if refused is not None:
             return refused
-        return await handler(checked)
+        token = _TURN.set(_turn_of(request)[0])
+        try:
+            result = await handler(checked)
+        finally:
+            _TURN.reset(token)
+        return self._with_gate(checked, result)
+
+    def _with_gate(self, request: Any, result: Any) -> Any:
+        """The call's result with the thread's gate state beside it, in one update
+        (a ``Command``), so that the checkpoint holding the call's result holds the
+        gate's record of the call: a thread taken up from it (another process, or
+        after an invocation that stopped before the next model call) cannot forget
+        the call. Only where the state has the key (a ``create_agent`` thread)."""
+        checker = getattr(request, "checker", None)
+        state = request.state
+        if (
+            checker is None
+            or checker.middleware is not self
+            or ACTIVE.get() is not None
+            or not isinstance(state, Mapping)
+            or GATE_KEY not in state
+            or _where().thread is None
+            or checker.run.rules != self.rules.key
+        ):
+            return result
+        snapshot = self.rules.snapshot(checker.run)
+        if isinstance(result, ToolMessage):
+            return Command(update={"messages": [result], GATE_KEY: snapshot})
+        if isinstance(result, Command) and result.graph is None:
+            update = result.update
+            if isinstance(update, dict):  # the tool's own value under the key is replaced
+                return dataclasses.replace(result, update={**update, GATE_KEY: snapshot})
+            if isinstance(update, (list, tuple)):  # (key, value) pairs
+                pairs = [p for p in update if not (isinstance(p, tuple) and p[:1] == (GATE_KEY,))]
+                return dataclasses.replace(result, update=[*pairs, (GATE_KEY, snapshot)])
+        return result  # a Command to the parent graph: the next model call saves the state
 
 
 @dataclass(slots=True)
@@ -311,7 +377,10 @@ class _Checker:
         kept = {k: v for k, v in args.items() if k in injected}
         name = inner.name
         rules = self.middleware.rules
-        verdict = self.run.take_pending(call_id, name, params) if call_id else None
+        turn = _TURN.get()
+        verdict = None
+        if call_id and turn is not None:  # no turn known: decided now
+            verdict = self.run.take_pending(call_id, name, params, turn)
         if verdict is None:
             verdict = decide(self.run, rules, name, params)
         if not isinstance(verdict, Verdict):
@@ -319,15 +388,15 @@ class _Checker:
         if verdict.decision == "ask":
             if not _paused_can_resume():
                 return None, _refused(call, refusal(verdict, person="unreachable"))
-            if call_id:
-                self.run.put_pending(call_id, name, verdict)
+            if call_id and turn is not None:
+                self.run.put_pending(call_id, name, verdict, turn)
             from langgraph.types import interrupt
 
             answer = interrupt(
                 {"car_verify": {"tool": name, "rules": verdict.rules, "reason": verdict.reason()}}
             )
-            if call_id:
-                self.run.take_pending(call_id, name, params)
+            if call_id and turn is not None:
+                self.run.take_pending(call_id, name, params, turn)
             if not _approved(answer):
                 return None, _refused(call, refusal(verdict, person="rejected"))
         elif not verdict.allowed:
@@ -338,8 +407,9 @@ class _Checker:
     def paused(self, call_id: str | None, name: str, verdict: Verdict) -> None:
         """The tool paused (an interrupt inside it): it runs again when resumed, with
         the verdict it was given."""
-        if call_id:
-            self.run.put_pending(call_id, name, verdict)
+        turn = _TURN.get()
+        if call_id and turn is not None:
+            self.run.put_pending(call_id, name, verdict, turn)
 
     def after(self, name: str, verdict: Verdict, result: Any) -> None:
         report(self.run, name, verdict.sent, _outcome(result))
@@ -464,6 +534,51 @@ def _where() -> _Where:
     )
 
 
+#: The model turn of the call whose request this middleware is handling now (see
+#: :func:`_turn_of`), for the checked tool below it: the verdicts given to a turn's
+#: calls are taken by calls of that turn only.
+_TURN: ContextVar[tuple[Any, ...] | None] = ContextVar("car_verify_lc_turn", default=None)
+
+
+def _turn_of(request: Any) -> tuple[tuple[Any, ...] | None, list[Any], list[Any]]:
+    """(the key of the call's model turn, the turn's calls, the state's messages).
+    The key names the turn as it is written in the graph: the graph (checkpoint
+    namespace) and its step, the model message's place and id, and its call ids
+    (a model may write the same call ids again in a later turn). When the state
+    holds no model message with the call, the graph, its step and the call's id;
+    ``None`` outside a graph step."""
+    call_id = request.tool_call.get("id")
+    messages = _saved_messages(request.state)
+    step, namespace = _step()
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if isinstance(message, AIMessage) and any(
+            c.get("id") == call_id for c in message.tool_calls
+        ):
+            ids = tuple(str(c.get("id")) for c in message.tool_calls)
+            return (namespace, step, index, message.id, ids), list(message.tool_calls), messages
+    if step is None:
+        return None, [], messages
+    return (namespace, step, None, None, (str(call_id),)), [], messages
+
+
+def _step() -> tuple[int | None, str]:
+    """The graph step running now and the namespace of its graph (None, '' outside)."""
+    try:
+        from langgraph.config import get_config
+
+        config = get_config()
+    except Exception:  # outside a graph
+        return None, ""
+    meta = config.get("metadata") or {}
+    configurable = config.get("configurable") or {}
+    step = meta.get("langgraph_step")
+    namespace = str(meta.get("langgraph_checkpoint_ns") or configurable.get("checkpoint_ns", ""))
+    # the graph, not the task: each call of a turn is a task of its own ("tools:<id>")
+    *outer, task = namespace.split("|")
+    return (step if isinstance(step, int) else None), "|".join([*outer, task.split(":")[0]])
+
+
 def _paused_can_resume() -> bool:
     """Whether an interrupt here can be resumed: the graph has a checkpointer."""
     return _where().thread is not None
@@ -477,9 +592,9 @@ def _saved_messages(state: Any) -> list[Any]:
 
 
 def _saved(state: Any) -> Any:
-    if isinstance(state, dict):
-        return state.get(GATE_KEY)
-    return getattr(state, GATE_KEY, None)
+    """The thread's saved gate state, or None (an empty value, the key's start, is none)."""
+    found = state.get(GATE_KEY) if isinstance(state, dict) else getattr(state, GATE_KEY, None)
+    return found if found or not isinstance(found, Mapping) else None
 
 
 @dataclass(slots=True)

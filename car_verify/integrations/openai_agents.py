@@ -147,6 +147,40 @@ class _Link:
         return (_Link, (None,))
 
 
+#: The attribute of a run's usage record that names the run's invocation (see :class:`_Turns`).
+_TURNS = "_car_verify_turns"
+
+
+class _Turns:
+    """Names one invocation of a run (a ``Runner.run`` and its resumptions: a copy of
+    the usage record keeps it, as it keeps :class:`_Link`); with the count of model
+    calls so far, the model turn a verdict was given in (:func:`_turn`)."""
+
+    __slots__ = ()
+
+    def __copy__(self) -> _Turns:
+        return self
+
+    def __deepcopy__(self, memo: Any) -> _Turns:
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_Turns, ())
+
+
+def _turn(context: RunContextWrapper[Any]) -> tuple[_Turns, Any]:
+    """The model turn of a call: its invocation and how many model calls it made
+    (the calls of a turn are decided, and run, after its model call). A verdict
+    given in one turn is taken by a call of that turn only: a call id can come
+    back in a later turn (or a later run over the same gate, ``run_key``)."""
+    usage = context.usage
+    turns = getattr(usage, _TURNS, None)
+    if not isinstance(turns, _Turns):
+        turns = _Turns()
+        setattr(usage, _TURNS, turns)
+    return turns, getattr(usage, "requests", None)
+
+
 def _decided_by_a_person(context: Any) -> bool:
     """Whether the run's context holds a person's decision on a call (an approval or
     a rejection): it does only in a run resumed from a pause."""
@@ -237,7 +271,7 @@ class PolicyGuard:
         if isinstance(run, str):
             return None, run
         params = _params(context.tool_arguments)
-        earlier = run.take_pending(context.tool_call_id, context.tool_name, params)
+        earlier = run.take_pending(context.tool_call_id, context.tool_name, params, _turn(context))
         if earlier is not None:
             return run, earlier
         return run, decide(run, self.rules, context.tool_name, params)
@@ -324,7 +358,10 @@ class PolicyGuard:
                 return False  # the guardrail refuses it
             sent = params if isinstance(params, dict) else {"_arguments": params}
             verdict = decide(run, self.rules, name, sent)
-            run.put_pending(call_id, name, verdict)
+            # the model wrote this call now: a verdict an earlier call with its id
+            # left untaken (a person rejected it; its run stopped) is not for it
+            run.drop_pending_of(call_id)
+            run.put_pending(call_id, name, verdict, _turn(context))
             if not isinstance(verdict, Verdict) or verdict.decision == "deny":
                 return False  # refused by the guardrail: no one is asked
             if verdict.decision == "ask":
