@@ -1037,8 +1037,8 @@ class CarSemantics(Semantics):
         free = encoder.text_contains(value, index)
         if text == "-":
             parts.append(z3.And(J.is_integer(value), J.i(value) < 0))
-        elif set(text) <= set(_INTEGER_CHARS) and "-" not in text[1:]:
-            # An integer's text is its digits after a "-" where it is negative.
+        elif set(text) <= set(_INTEGER_CHARS) and "-" not in text[1:] and text[:2] != "-0":
+            # An integer's text is its digits (no leading 0) after a "-" where negative.
             negative = J.i(value) < 0 if text.startswith("-") else encoder.true
             parts.append(z3.And(J.is_integer(value), negative, free))
         if set(text) <= set(_FLOAT_CHARS):
@@ -1103,18 +1103,31 @@ _FLOAT_CHARS = "-+.0123456789e"
 
 def _float_text_bounds(z3: Any, text: str, n: Any) -> Any:
     """What a nonzero f64 ``n`` must be for its text (:func:`float_text`) to hold
-    ``text``: a ``-`` is its sign or a negative exponent's, which only a number
-    under ``1e-5`` in size is written with; ``+`` and ``e`` stand in the
-    scientific form only (under ``1e-5`` or from ``1e16`` on). The bounds are
-    looser than the form's (1 and 10), so they hold of every text that holds ``text``."""
+    ``text``. The text is ``[-]digits.digits`` (from ``1e-5`` up to ``1e16`` in
+    size) or ``[-]digit[.digits]e(+|-)exponent`` (outside), the exponent unpadded:
+    a ``-`` stands first (the sign) or after ``e`` (a negative exponent's, which
+    only a number under ``1e-5`` in size has), and the sign before a ``0`` is a
+    fraction's (under 1 in size); ``+`` stands after ``e`` only, and ``e`` in
+    the scientific form only. The bounds are looser than the form's (1 and 10
+    for ``1e-5`` and ``1e16``), so they hold of every text that holds ``text``."""
     small = z3.And(n > -1, n < 1)
+    large = z3.Or(n >= 10, n <= -10)
     bounds = []
-    if "-" in text:
-        bounds.append(z3.Or(n < 0, small))
-    if "+" in text:
-        bounds.append(z3.Or(n >= 10, n <= -10))
-    if "e" in text:
-        bounds.append(z3.Or(small, n >= 10, n <= -10))
+    for at, char in enumerate(text):
+        after_e = at > 0 and text[at - 1] == "e"
+        if char in "-+" and at > 0 and not after_e:
+            return z3.BoolVal(False, ctx=n.ctx)  # a sign or an exponent's only
+        if char == "-":
+            if after_e:
+                bounds.append(small)
+            elif text[at + 1 : at + 2] == "0":
+                bounds.append(z3.And(n > -1, n < 0))  # an exponent never starts with 0
+            else:
+                bounds.append(z3.Or(n < 0, small))
+        elif char == "+":
+            bounds.append(large)
+        elif char == "e":
+            bounds.append(z3.Or(small, large))
     return z3.And(*bounds) if bounds else z3.BoolVal(True, ctx=n.ctx)
 
 
