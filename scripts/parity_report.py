@@ -14,9 +14,10 @@ with a newer version): the report names the version it ran against.
   nondeterministically (its duplicate-call fingerprint, docs/compat.md row C18),
   and counted. ``verify (crowded)``: verify again on plans crowded past the
   runtime's bounds on the evidence's deductions (most of them over 4 warnings or
-  12 untested regions, ``car_oracle.crowded_proposals``). ``simulate_monte_carlo`` is compared statistically (the runtime
-  samples: ``tests/car_oracle.py``'s ``monte_carlo_differences``) on its own
-  generator (retries, tools named ``""``, goals, default rates).
+  12 untested regions, ``car_oracle.crowded_proposals``). ``simulate_monte_carlo``
+  is compared statistically (the runtime samples: ``tests/car_oracle.py``'s
+  ``monte_carlo_differences``) on its own generator (retries, tools named ``""``,
+  goals, default rates).
 - Every other shared function through its differential test (:data:`DIFFERENTIAL`):
   the test's own strategies and comparison, on N inputs drawn from the seed by
   Hypothesis' ``fuzz_one_input``; a disagreement is the test's assertion failing,
