@@ -184,11 +184,15 @@ def actions(draw: st.DrawFn, index: int, ids: list[str], unknown: bool = True) -
 
 
 @st.composite
-def proposals(draw: st.DrawFn, max_actions: int = 6, min_actions: int = 0) -> dict[str, Any]:
+def proposals(
+    draw: st.DrawFn, max_actions: int = 6, min_actions: int = 0, unknown: bool = True
+) -> dict[str, Any]:
     """Proposals of ``min_actions`` to ``max_actions`` actions; now and then (1 in 10,
     when ``max_actions`` is the default) a long one of 10 to 24, so a plan reaches
     many warnings and many untested regions. Ids now and then repeat (the first
-    id again, or any earlier one, more than once), and one may be the empty id."""
+    id again, or any earlier one, more than once), and one may be the empty id.
+    ``unknown``: an action type the runtime does not know now and then (never in a
+    long plan, or few would be answered)."""
     long = max_actions == 6 and min_actions == 0 and draw(st.integers(0, 9)) == 0
     n = draw(st.integers(10, 24) if long else st.integers(min_actions, max_actions))
     ids = [f"a{i}" for i in range(n)]
@@ -200,7 +204,7 @@ def proposals(draw: st.DrawFn, max_actions: int = 6, min_actions: int = 0) -> di
     if n and draw(st.integers(0, 11)) == 0:
         ids[draw(st.integers(0, n - 1))] = ""  # the empty id
     # a long plan without an action type the runtime refuses, or few would be answered
-    return {"actions": [draw(actions(i, ids, unknown=not long)) for i in range(n)]}
+    return {"actions": [draw(actions(i, ids, unknown=unknown and not long)) for i in range(n)]}
 
 
 @st.composite
