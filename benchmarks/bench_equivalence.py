@@ -7,8 +7,10 @@ PAIRS pairs (1,000 by default) from the seeded generator the tests use
 (``tests/car_oracle.py``, :func:`equivalence_pairs`: every operator, ``contains``
 most of all with string, number, array and object needles, unknown action types,
 ids used twice, assertions, retries), each asked ``equivalent(a, b, method="z3")``.
-Prints per profile: the pairs refused as input (a plan CAR would refuse, for an
-unknown action type), the share of the others decided, how many decided answers
+Prints per profile: the pairs refused as input (a plan CAR refuses, for an
+unknown action type: under ``car``, with ``car-runtime`` installed, the runtime's
+``equivalent`` must refuse it too, or it counts as wrong), the share of all pairs
+decided or so refused, the share of the others decided, how many decided answers
 are wrong, and the undecided ones grouped by their reason, with the time.
 
 Wrong, checked independently of z3: a "different" whose counterexample does not
@@ -21,6 +23,7 @@ separates. Under ``car``, with ``car-runtime`` installed, the runtime's own
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 import time
@@ -40,8 +43,20 @@ def reason_class(reason: str) -> str:
     return re.sub(r"\(\{.*\}\)|\d[\d,]*", "…", reason)[:140]
 
 
+def refusal_wrong(a: dict, b: dict, runtime: object) -> str | None:
+    """Why refusing the pair under ``car`` is wrong, or None: the runtime's own
+    ``equivalent`` must refuse it too (an input error, a ``ValueError``)."""
+    if runtime is None:
+        return None
+    try:
+        answer = runtime.equivalent(json.dumps(a), json.dumps(b))  # type: ignore[attr-defined]
+    except ValueError:
+        return None
+    return f"refused, but the runtime answers {answer!r}"
+
+
 def run(profile: str, pairs: list[tuple[dict, dict]], runtime: object) -> dict[str, object]:
-    refused = decided = wrong = 0
+    refused = decided = wrong = refused_wrongly = 0
     undecided: Counter[str] = Counter()
     first_wrong: list[str] = []
     start = time.perf_counter()
@@ -50,6 +65,11 @@ def run(profile: str, pairs: list[tuple[dict, dict]], runtime: object) -> dict[s
             result = cv.equivalent(a, b, method="z3", profile=profile)
         except InputError:
             refused += 1
+            why = refusal_wrong(a, b, runtime) if profile == "car" else "strict refuses no plan"
+            if why is not None:
+                wrong += 1
+                refused_wrongly += 1
+                first_wrong.append(f"{why}: {a} / {b}")
             continue
         if result.equivalent is None:
             undecided[reason_class(result.reason or "")] += 1
@@ -62,18 +82,22 @@ def run(profile: str, pairs: list[tuple[dict, dict]], runtime: object) -> dict[s
                 first_wrong.append(f"{why}: {a} / {b}")
     seconds = time.perf_counter() - start
     answered = len(pairs) - refused
+    answered_alike = decided + refused - refused_wrongly
     # A refused pair is no undecided one: the profile answers it with an input error,
-    # as the runtime does (an action type CAR does not know). Both shares are printed.
+    # as the runtime does (an action type CAR does not know; checked above, where
+    # the runtime is installed). Both shares are printed.
     print(
         f"profile {profile}: {len(pairs):,} pairs, {refused} refused as input "
-        f"(decided {decided} of all {len(pairs):,}: {100 * decided / len(pairs):.1f}%)"
+        f"(decided {decided} of all {len(pairs):,}: {100 * decided / len(pairs):.1f}%; "
+        f"decided or refused as the runtime refuses: {answered_alike:,}, "
+        f"{100 * answered_alike / len(pairs):.1f}%)"
     )
     share = 100 * decided / answered if answered else 100.0
     print(f"  decided {decided} of {answered} answered ({share:.1f}%), wrong {wrong}, "
           f"undecided {sum(undecided.values())}  [{seconds:.1f} s]")  # fmt: skip
     for reason, n in undecided.most_common():
         print(f"    {n:4}  {reason}")
-    for line in first_wrong:
+    for line in first_wrong[:3]:
         print(f"  WRONG {line[:600]}")
     return {"decided": decided, "answered": answered, "wrong": wrong}
 

@@ -12,9 +12,12 @@ with a newer version): the report names the version it ran against.
   ids, empty keys and tool names, retries, long plans with many warnings and many
   untested regions); verify's loop findings are left out where CAR answers
   nondeterministically (its duplicate-call fingerprint, docs/compat.md row C18),
-  and counted. ``simulate_monte_carlo`` is compared statistically (the runtime
-  samples: ``tests/car_oracle.py``'s ``monte_carlo_differences``) on its own
-  generator (retries, tools named ``""``, goals, default rates).
+  and counted. ``verify (crowded)``: verify again on plans crowded past the
+  runtime's bounds on the evidence's deductions (most of them over 4 warnings or
+  12 untested regions, ``car_oracle.crowded_proposals``). ``simulate_monte_carlo``
+  is compared statistically (the runtime samples: ``tests/car_oracle.py``'s
+  ``monte_carlo_differences``) on its own generator (retries, tools named ``""``,
+  goals, default rates).
 - Every other shared function through its differential test (:data:`DIFFERENTIAL`):
   the test's own strategies and comparison, on N inputs drawn from the seed by
   Hypothesis' ``fuzz_one_input``; a disagreement is the test's assertion failing,
@@ -39,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import car_runtime as rt
 from car_oracle import (
+    crowded_proposals,
     monte_carlo_cases,
     monte_carlo_differences,
     proposals,
@@ -223,6 +227,14 @@ def main(argv: list[str] | None = None) -> int:
 
     @seed(args.seed)
     @generated
+    @given(crowded_proposals(), states, tool_registries)
+    def run_crowded(p: Any, state: Any, tools: Any) -> None:
+        ours, theirs, stripped = verify_both(p, state, tools, None)
+        nondeterministic["verify (crowded)"] += stripped
+        record("verify (crowded)", ours, theirs, [p, state, tools])
+
+    @seed(args.seed)
+    @generated
     @given(monte_carlo_cases())
     def run_monte_carlo(case: Any) -> None:
         from car_verify import runtime as drop_in
@@ -244,6 +256,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if any(map(wanted, ("verify", "simulate", "optimize", "transaction_check"))):
         run()
+    if wanted("verify (crowded)"):
+        run_crowded()
     if wanted("monte_carlo (stat.)"):
         run_monte_carlo()
     for name, module, test in DIFFERENTIAL:

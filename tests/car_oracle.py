@@ -184,11 +184,15 @@ def actions(draw: st.DrawFn, index: int, ids: list[str], unknown: bool = True) -
 
 
 @st.composite
-def proposals(draw: st.DrawFn, max_actions: int = 6, min_actions: int = 0) -> dict[str, Any]:
+def proposals(
+    draw: st.DrawFn, max_actions: int = 6, min_actions: int = 0, unknown: bool = True
+) -> dict[str, Any]:
     """Proposals of ``min_actions`` to ``max_actions`` actions; now and then (1 in 10,
     when ``max_actions`` is the default) a long one of 10 to 24, so a plan reaches
     many warnings and many untested regions. Ids now and then repeat (the first
-    id again, or any earlier one, more than once), and one may be the empty id."""
+    id again, or any earlier one, more than once), and one may be the empty id.
+    ``unknown``: an action type the runtime does not know now and then (never in a
+    long plan, or few would be answered)."""
     long = max_actions == 6 and min_actions == 0 and draw(st.integers(0, 9)) == 0
     n = draw(st.integers(10, 24) if long else st.integers(min_actions, max_actions))
     ids = [f"a{i}" for i in range(n)]
@@ -200,7 +204,7 @@ def proposals(draw: st.DrawFn, max_actions: int = 6, min_actions: int = 0) -> di
     if n and draw(st.integers(0, 11)) == 0:
         ids[draw(st.integers(0, n - 1))] = ""  # the empty id
     # a long plan without an action type the runtime refuses, or few would be answered
-    return {"actions": [draw(actions(i, ids, unknown=not long)) for i in range(n)]}
+    return {"actions": [draw(actions(i, ids, unknown=unknown and not long)) for i in range(n)]}
 
 
 @st.composite
@@ -417,11 +421,13 @@ def monte_carlo_cases(draw: st.DrawFn, trials: int = 2000) -> tuple[Any, ...]:
 # -- equivalence pairs, for z3's decided share --------------------------------------
 
 #: Values the generated plans test and write: scalars of every kind (integers and
-#: floats that CAR tells apart, an integer past 2**53), strings that look like
-#: JSON, and arrays and objects, nested too.
+#: floats that CAR tells apart, an integer past 2**53, floats whose text holds a
+#: sign or an exponent), strings that look like JSON or a piece of a number's
+#: text, and arrays and objects, nested too.
 PAIR_VALUES: list[Any] = [
     None, True, False, 0, 1, 2, -1, 10, 1.0, 2.5, 2**53 + 1,
-    "", "a", "ab", "1", "[1]", "true", "null",
+    -2.5, -0.5, 1e-7, 1e16,
+    "", "a", "ab", "1", "[1]", "true", "null", "-", "-0", "e-",
     [], [1], [1, 2], ["a"], [[1]], [None], {}, {"a": 1}, {"k": "a"}, {"a": [1]},
 ]  # fmt: skip
 #: ``contains`` is drawn as often as the other operators together, and with
@@ -435,8 +441,9 @@ PAIR_OPERATORS = [
 def equivalence_pairs(seed: int, count: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """``count`` pairs of plans from a seeded stream (the same every run): plans of
     1-5 actions over three keys (tool calls, state writes, reads and assertions,
-    now and then an action type CAR does not know, an id used twice, a ``retry``
-    with its ``max_retries``), with preconditions of every operator (``contains``
+    their predicate in the spec's form or the runtime executor's, now and then an
+    action type CAR does not know, an id used twice, a ``retry`` with its
+    ``max_retries``, a ``skip``), with preconditions of every operator (``contains``
     most of all, its needle a string, number, array or object), state
     dependencies and effects; the second plan the first after one edit (none, an
     action dropped, two swapped, an effect, a tested value or an operator
@@ -462,11 +469,15 @@ def equivalence_pairs(seed: int, count: int) -> list[tuple[dict[str, Any], dict[
             if rng.random() < 0.2:
                 out["failure_behavior"] = "retry"
                 out["max_retries"] = rng.randint(0, 3)
+            elif rng.random() < 0.1:
+                out["failure_behavior"] = "skip"
         if kind == "state_write":
             out["parameters"] = {"key": rng.choice(keys), "value": rng.choice(PAIR_VALUES)}
         if kind == "state_read":
             out["parameters"] = {"key": rng.choice(keys)}
-        if kind == "assertion":
+        if kind == "assertion" and rng.random() < 0.5:  # the spec's {key, operator, value}
+            out["parameters"] = {**precondition(), "value": rng.choice(PAIR_VALUES)}
+        elif kind == "assertion":  # the runtime executor's {key, expected}
             out["parameters"] = {"key": rng.choice(keys), "expected": rng.choice(PAIR_VALUES)}
         pres = [precondition() for _ in range(rng.choice([0, 1, 1, 2]))]
         if pres:
@@ -560,9 +571,10 @@ def equivalence_wrong(
 @st.composite
 def equivalence_pair(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, Any]]:
     """One pair of :func:`equivalence_pairs`' kind, drawn by Hypothesis (so it
-    shrinks): plans of 1-4 actions over three keys whose preconditions use every
-    operator, ``contains`` most, with values and needles of every kind
-    (:data:`PAIR_VALUES`, and ``-0.0``), the second plan the first after one edit."""
+    shrinks): plans of 1-4 actions over three keys whose preconditions (and
+    assertions) use every operator, ``contains`` most, with values and needles of
+    every kind (:data:`PAIR_VALUES`, and ``-0.0``), the second plan the first
+    after one edit."""
     keys = st.sampled_from(["k", "j", "m"])
     values = st.sampled_from([*PAIR_VALUES, -0.0, 1e-7])
     pre = st.fixed_dictionaries(
@@ -577,7 +589,9 @@ def equivalence_pair(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, Any]]:
             out["tool"] = "t"
         elif kind == "state_write":
             out["parameters"] = {"key": draw(keys), "value": draw(values)}
-        elif kind == "assertion":
+        elif kind == "assertion" and draw(st.booleans()):  # the spec's {key, operator, value}
+            out["parameters"] = {**draw(pre), "value": draw(values)}
+        elif kind == "assertion":  # the runtime executor's {key, expected}
             out["parameters"] = {"key": draw(keys), "expected": draw(values)}
         else:
             out["parameters"] = {"key": draw(keys)}

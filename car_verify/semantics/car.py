@@ -1009,12 +1009,15 @@ class CarSemantics(Semantics):
         array or object, an uninterpreted predicate of the value (any answer, the
         same for equal values), told what is true of every text: a number's text
         holds only ``-``, digits and (a float's) ``. + e``; an integer's holds ``-``
-        when it is negative; a needle whose text is inside another's holds where
-        that one does, and each number the plans name holds exactly the needles its
-        text holds (:meth:`constant_facts`). ``0.0`` and ``-0.0`` are equal and their
-        texts differ, so at zero a needle inside ``-0.0`` only holds where the
-        value's sign (``negative_zero``, carried beside it by the encoder) is
-        negative; where the sign is not known, either way at each place it is asked."""
+        only first and only when it is negative; a float's holds ``-`` only when it
+        is negative or under 1 in size, ``+`` and ``e`` only when it is under 1 or
+        from 10 on in size (:func:`_float_text_bounds`); a needle whose text is
+        inside another's holds where that one does, and each number the plans name
+        holds exactly the needles its text holds (:meth:`constant_facts`). ``0.0``
+        and ``-0.0`` are equal and their texts differ, so at zero a needle inside
+        ``-0.0`` only holds where the value's sign (``negative_zero``, carried beside
+        it by the encoder) is negative; where the sign is not known, either way at
+        each place it is asked."""
         z3, J = encoder.z3, encoder.J
         text = _text(needle)
         if text == "":
@@ -1034,9 +1037,12 @@ class CarSemantics(Semantics):
         free = encoder.text_contains(value, index)
         if text == "-":
             parts.append(z3.And(J.is_integer(value), J.i(value) < 0))
-        elif set(text) <= set(_INTEGER_CHARS):
-            parts.append(z3.And(J.is_integer(value), free))
+        elif set(text) <= set(_INTEGER_CHARS) and "-" not in text[1:] and text[:2] != "-0":
+            # An integer's text is its digits (no leading 0) after a "-" where negative.
+            negative = J.i(value) < 0 if text.startswith("-") else encoder.true
+            parts.append(z3.And(J.is_integer(value), negative, free))
         if set(text) <= set(_FLOAT_CHARS):
+            in_float = z3.And(free, _float_text_bounds(z3, text, J.n(value)))
             if text in "0.0":
                 zero = encoder.true
             elif text in "-0.0":
@@ -1047,7 +1053,7 @@ class CarSemantics(Semantics):
                 )
             else:
                 zero = encoder.false
-            parts.append(z3.And(J.is_number(value), z3.If(J.n(value) == 0, zero, free)))
+            parts.append(z3.And(J.is_number(value), z3.If(J.n(value) == 0, zero, in_float)))
         parts.append(z3.And(J.is_opaque(value), free))
         return z3.Or(*parts)
 
@@ -1093,6 +1099,36 @@ class CarSemantics(Semantics):
 #: The characters of an integer's text, and of a float's, as the runtime writes them.
 _INTEGER_CHARS = "-0123456789"
 _FLOAT_CHARS = "-+.0123456789e"
+
+
+def _float_text_bounds(z3: Any, text: str, n: Any) -> Any:
+    """What a nonzero f64 ``n`` must be for its text (:func:`float_text`) to hold
+    ``text``. The text is ``[-]digits.digits`` (from ``1e-5`` up to ``1e16`` in
+    size) or ``[-]digit[.digits]e(+|-)exponent`` (outside), the exponent unpadded:
+    a ``-`` stands first (the sign) or after ``e`` (a negative exponent's, which
+    only a number under ``1e-5`` in size has), and the sign before a ``0`` is a
+    fraction's (under 1 in size); ``+`` stands after ``e`` only, and ``e`` in
+    the scientific form only. The bounds are looser than the form's (1 and 10
+    for ``1e-5`` and ``1e16``), so they hold of every text that holds ``text``."""
+    small = z3.And(n > -1, n < 1)
+    large = z3.Or(n >= 10, n <= -10)
+    bounds = []
+    for at, char in enumerate(text):
+        after_e = at > 0 and text[at - 1] == "e"
+        if char in "-+" and at > 0 and not after_e:
+            return z3.BoolVal(False, ctx=n.ctx)  # a sign or an exponent's only
+        if char == "-":
+            if after_e:
+                bounds.append(small)
+            elif text[at + 1 : at + 2] == "0":
+                bounds.append(z3.And(n > -1, n < 0))  # an exponent never starts with 0
+            else:
+                bounds.append(z3.Or(n < 0, small))
+        elif char == "+":
+            bounds.append(large)
+        elif char == "e":
+            bounds.append(z3.Or(small, large))
+    return z3.And(*bounds) if bounds else z3.BoolVal(True, ctx=n.ctx)
 
 
 def _integer_ordering(z3: Any, op: str, bound: float, i: Any) -> Any:

@@ -475,8 +475,8 @@ MAX_CANDIDATES = 400
 def _candidates(value: Any, held: Sequence[Any], scalars: Sequence[Any]) -> list[Any]:
     """Values to try for a key the model reads loosely, in order: built from the
     needles it must hold (themselves; their texts joined, as a string and as a
-    number; in an array; in an object), then the model's value with its sign
-    turned, then the numbers the proposals name and their neighbours."""
+    number, signed too; in an array; in an object), then the model's value with
+    its sign turned, then the numbers the proposals name and their neighbours."""
     import itertools
     import json
 
@@ -491,7 +491,8 @@ def _candidates(value: Any, held: Sequence[Any], scalars: Sequence[Any]) -> list
         for order in itertools.permutations(pieces, size):
             joined = "".join(order)
             out.append(joined)
-            for number_text in (joined, f"1{joined}", f"{joined}1", f"{joined}.5", f"0.{joined}"):
+            forms = (joined, f"1{joined}", f"{joined}1", f"{joined}.5", f"0.{joined}", f"-{joined}")
+            for number_text in forms:
                 for read in (int, float):
                     try:
                         number = read(number_text)
