@@ -339,6 +339,10 @@ class _Step:
     #: per call, and with ``failure_behavior`` modelled a ``retry`` action's own
     #: ``max_retries`` more rounds of them.
     tries: tuple[float, ...] = (1.0,)
+    #: The chance a dispatched call fails, after all its attempts: ``(1 - p)^n`` as
+    #: such, not ``1 - rate`` (which rounds a failure less likely than 2**-53 to
+    #: impossible, and loses its digits well before that).
+    fail: float = 0.0
     #: The step is the last of its turn (the walk's ``schedule``): the effects that
     #: landed so far take effect after it, and a stop stops the run (``next_phase``).
     #: Every step under ``car`` (each action sees those before it), a level's last
@@ -367,13 +371,16 @@ class _Step:
         return outcome or len(self.tries)
 
 
-def _tries(rate: float, attempts: int) -> tuple[float, tuple[float, ...]]:
+def _tries(rate: float, attempts: int) -> tuple[float, tuple[float, ...], float]:
     """A call of success ``rate`` per attempt (in [0, 1]) given ``attempts``
-    attempts: its chance to succeed at all, and to succeed at each attempt (the
-    last one's share is what the others leave of the whole, so they sum to it)."""
+    attempts: its chance to succeed at all, to succeed at each attempt, and to fail.
+    Each is its own product (``p (1 - p)^(k - 1)``, ``(1 - p)^n``), never a
+    difference: a remainder such as ``1 - whole`` cancels to nothing once the
+    failure is rarer than 2**-53, and the exact method would call it impossible (a
+    count missing from ``tool_calls``, ``p_failed: 0``)."""
     whole = effective_rate(rate, attempts - 1)
-    shares = [rate * (1.0 - rate) ** k for k in range(attempts - 1)]
-    return whole, (*shares, whole - sum(shares))
+    shares = tuple(rate * (1.0 - rate) ** k for k in range(attempts))
+    return whole, shares, (1.0 - rate) ** attempts
 
 
 @dataclass(slots=True)
@@ -413,7 +420,7 @@ def _compile(
             behaviour = action.failure_behavior.value
             if failure_behavior and behaviour == "retry" and tool is not None:
                 attempts *= action.max_retries + 1  # then, failing, it aborts
-            rate, tries = _tries(base, attempts)
+            rate, tries, fail = _tries(base, attempts)
             waits = 0
             for t in order.waits_for(index):
                 waits |= 1 << t
@@ -430,6 +437,7 @@ def _compile(
                     waits=waits,
                     nameless=action.type == "tool_call" and action.tool is None,
                     tries=tries,
+                    fail=fail,
                     flush=place == len(turn) - 1,
                 )
             )
@@ -973,7 +981,7 @@ def _exact(
                 counts = (calls, landed + 1, all_landed, hit, stopped)
                 push(texts, {**pending, **effects[n]}, notok, counts, p)
                 continue
-            ok, bad = step.rate, 1.0 - step.rate
+            ok, bad = step.rate, step.fail
             if forced is not None and n == forced:
                 ok = 0.0
             if ok > 0.0:  # a success at each attempt, with its attempts as calls
@@ -1252,7 +1260,7 @@ def _sensitivity(plan: _Plan, state: dict[str, Any], goal: _Goal, work: _Work) -
         ends = []
         for rate in (1.0, 0.0):
             steps = list(plan.steps)
-            steps[n] = replace(step, rate=rate, tries=(rate,))
+            steps[n] = replace(step, rate=rate, tries=(rate,), fail=1.0 - rate)
             fixed = replace(plan, steps=steps)
             ends.append(_exact(fixed, state, goal, work).goal)
         out[step.tool] = out.get(step.tool, 0.0) + ends[0] - ends[1]
