@@ -18,7 +18,7 @@ import pytest
 from car_oracle import monte_carlo_cases, monte_carlo_differences
 from car_oracle import proposals as car_proposals
 from car_oracle import states as car_states
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from strategies import proposals as strict_proposals
 
@@ -173,9 +173,9 @@ def brute_force(
     for outcome in itertools.product([True, False], repeat=len(tools)):
         ok = dict(zip(tools, outcome, strict=True))
         weight = 1.0
-        for i, success in ok.items():
-            rate = 1 - (1 - base[i]) ** attempts[i]
-            weight *= rate if success else 1 - rate
+        for i, success in ok.items():  # a failure's chance as a product, not 1 - rate
+            fail = (1 - base[i]) ** attempts[i]
+            weight *= 1 - fail if success else fail
         if weight == 0:
             continue
         made = {0: weight}  # the attempts made so far -> probability, with this outcome
@@ -235,10 +235,12 @@ def brute_force(
 
 def assert_counts(shown: dict[str, Any], dist: dict[int, float]) -> None:
     """A count summary ``{mean, min, p50, p95, max}`` is ``dist``'s: its mean, its
-    support's ends, and its nearest-rank quantiles (the least count whose
-    cumulative probability reaches q, as the runtime ranks its samples); where a
-    cumulative probability lies within 1e-9 of q, either count beside it."""
-    support = sorted(c for c, w in dist.items() if w > 1e-15)
+    support's ends (every count of a chance above 0, however small: a call that
+    fails after 16 attempts at 0.9 is possible), and its nearest-rank quantiles
+    (the least count whose cumulative probability reaches q, as the runtime ranks
+    its samples); where a cumulative probability lies within 1e-9 of q, either
+    count beside it."""
+    support = sorted(c for c, w in dist.items() if w > 0)
     assert shown["mean"] == pytest.approx(sum(c * dist[c] for c in support), abs=1e-9)
     assert (shown["min"], shown["max"]) == (support[0], support[-1])
     for name, q in (("p50", 0.5), ("p95", 0.95)):
@@ -267,6 +269,34 @@ rate_maps = st.dictionaries(
 )
 
 
+#: A tool call with no ``tool`` (rejected, never dispatched) beside two named ``""``
+#: (dispatched at the rate given for ``""``); the last a ``retry`` of 16 attempts
+#: at 0.9, so that both failing (20 attempts) has a chance near 1e-18.
+NAMELESS_AND_EMPTY = {
+    "actions": [
+        {"id": "a0", "type": "tool_call", "failure_behavior": "skip"},
+        {"id": "a1", "type": "tool_call", "tool": "", "failure_behavior": "skip"},
+        {"id": "a2", "type": "tool_call", "tool": "", "failure_behavior": "retry"},
+    ]
+}
+#: A ``retry`` of 24 attempts at 0.9: its failure (1e-24) is rarer than 2**-53.
+RARE_FAILURE = {
+    "actions": [
+        {"id": "a0", "type": "tool_call", "tool": "t", "expected_effects": {"k": 1},
+         "failure_behavior": "retry", "max_retries": 5},
+        {"id": "a1", "type": "tool_call", "tool": "u", "state_dependencies": ["k"]},
+    ]
+}  # fmt: skip
+#: A call with no tool first, under ``abort``: its rejection stops the run, so
+#: the call named ``""`` after it makes no attempt (with ``failure_behavior``).
+NAMELESS_STOPS = {
+    "actions": [
+        {"id": "a0", "type": "tool_call"},
+        {"id": "a1", "type": "tool_call", "tool": "", "expected_effects": {"k": 1}},
+    ]
+}
+
+
 @RUNS
 @given(
     known_types.map(with_empty_tools),
@@ -276,6 +306,11 @@ rate_maps = st.dictionaries(
     st.booleans(),
     st.integers(0, 3),
 )
+@example(NAMELESS_AND_EMPTY, None, {"t": 0.0, "u": 0.0, "": 0.9}, 0.5, True, 3)
+@example(NAMELESS_AND_EMPTY, None, {"": 0.9}, 0.5, False, 3)
+@example(RARE_FAILURE, None, {"t": 0.9}, 0.5, True, 3)
+@example(NAMELESS_STOPS, None, {"": 0.5}, 0.5, True, 2)
+@example(NAMELESS_STOPS, None, {"": 0.5}, 0.5, False, 2)
 def test_the_exact_method_agrees_with_enumerating_every_outcome(
     proposal: dict[str, Any],
     state: dict[str, Any] | None,
