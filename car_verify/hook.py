@@ -715,6 +715,8 @@ class _Guard:
                             out.add(f"~/{rest}")
                     elif variable == "XDG_STATE_HOME":  # the state base itself
                         out.update((f"${variable}", f"${{{variable}}}"))
+        if len(self.folder.name) >= 12:  # the project's own key: named only to reach it
+            out.add(self.folder.name)
         if default:  # the default root, however its start is spelt
             out.add("car-verify/hook")
             if root.as_posix().endswith("/.local/state"):
@@ -734,14 +736,33 @@ class _Guard:
 
     def unsure(self, tool: str, params: dict[str, Any]) -> list[Any]:
         """A call whose strings may name the state folder through a part the hook
-        cannot spell out (``$STATE/car-verify``, ``~/.l*/state``): undecided."""
+        cannot spell out (``$STATE/car-verify``, ``~/.l*/state``), or whose shell line
+        changes directory where the hook cannot follow it: into a folder named like a
+        segment of the state folder's path or the agent's settings folder (``cd
+        car-verify && cd hook``, ``cd .claude && ... > settings.json``), or to a place
+        it cannot spell out (``cd $D``, ``cd c*``): undecided."""
         from .plan.gate import Denial
 
         if tool in READING_TOOLS:
             return []
         names = self.segments()
+        guarded = names | {".claude", ".codex"}
         for text in _strings(params):
             spelt, unknown = _spelt(text)
+            targets = [a or b for a, b in _CD.findall(text)]
+            if targets and (
+                any(_spelt(t)[1] for t in targets)
+                or guarded & set(re.split(r"[\s/;&|<>()=:]+", spelt))
+            ):
+                return [
+                    Denial(
+                        "hook:state-folder",
+                        "the line changes directory where the hook cannot follow what it "
+                        "writes (a folder named like part of the hook's state folder or the "
+                        "agent's settings, or a place it cannot spell out): write the path "
+                        "in full instead",
+                    )
+                ]
             # a path (a word with a slash) holding both such a part and a segment
             paths = (w for w in re.split(r"[\s;&|<>()]+", spelt) if "/" in w) if unknown else ()
             if any(
@@ -812,6 +833,12 @@ class _Guard:
         return out
 
 
+#: A directory change in a shell line, and its target as written (``cd X``,
+#: ``pushd X``, ``builtin cd X``, ``git -C X``, ``make --directory=X``, ``env -C X``).
+_CD = re.compile(
+    r"(?:^|[\s;&|(`])(?:cd|pushd|chdir)\s+(?:-[LPe@]+\s+)*([^\s;&|)]+)"
+    r"|\s(?:-C\s*|--directory[=\s]|--chdir[=\s])([^\s;&|)]+)"
+)
 _QUOTES = re.compile(r"\\(.)|['\"]", re.DOTALL)
 _VARIABLE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
 _TILDE = re.compile(r"(?:^|(?<=[\s=:(]))~([A-Za-z0-9_.-]*)(?=/|$|[\s;&|)])")

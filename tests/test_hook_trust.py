@@ -467,6 +467,36 @@ def test_a_link_in_the_workspace_leads_the_guard_to_the_state_folder_and_setting
                 **how).decision == "allow"  # fmt: skip
 
 
+def test_a_walk_of_cd_steps_to_the_state_folder_or_the_settings_is_not_allowed(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No string names the folder when a line walks there one ``cd`` at a time, or
+    writes ``settings.json`` after ``cd .claude`` (hostile round 4): a directory
+    change into a folder named like part of those paths, or to a place the hook
+    cannot spell out, is put to the user; a line naming the project's own state
+    key is refused; ordinary ``cd`` lines are untouched."""
+    xdg = project.parent / "xdg"
+    monkeypatch.setenv("XDG_STATE_HOME", str(xdg))
+    how: dict[str, Any] = {"state_dir": None}
+    assert call(project, "ls", {}, **how).decision == "allow"
+    (state,) = (xdg / "car-verify" / "hook").iterdir()
+    for command, decision in [
+        (f"cd {xdg.parent} && cd xdg && cd car-verify && cd hook && cd * && echo > accepted.json",
+         "ask"),
+        ("cd .claude && printf '{}' > settings.json", "ask"),
+        ("cd .cla''ude && printf '{}' > settings.json", "ask"),
+        ("cd $SOMEWHERE_UNKNOWN && echo > accepted.json", "ask"),
+        ("pushd c* && echo > accepted.json", "ask"),
+        (f"cd somewhere && echo x > {state.name}/accepted.json", "deny"),
+        ("cd src && make test", "allow"),
+        (f"cd {project} && git status", "allow"),
+    ]:  # fmt: skip
+        result = call(project, "Bash", {"command": command}, **how)
+        assert result.decision == decision, (command, result)
+        if decision != "allow":
+            assert "hook:state-folder" in (result.rules or result.reason), command
+
+
 def test_the_default_state_folder_is_guarded_however_home_is_spelt(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
