@@ -16,6 +16,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from car_verify.base.digest import sha256_hex, sha256_hex_plain
+from car_verify.base.patterns import LazyPattern, compiled_plain
 from car_verify.hook import _parser, fast_args
 from car_verify.rules.kinds.trace_rule import _position_of, _position_of_plain
 
@@ -167,6 +168,57 @@ def test_the_usual_arguments_are_read_fast() -> None:
     assert fast_args([]) is not None
     for argv in (["--help"], ["--pol", "/p"], ["--policies"], ["--agent", "x"], ["x"]):
         assert fast_args(argv) is None
+
+
+#: The modules whose patterns are compiled on first use (the shell reader's, and
+#: the rule kinds' and values' a usual call never reads).
+LAZY_MODULES = [
+    "car_verify.base.values",
+    "car_verify.rules.kinds.allow_command",
+    "car_verify.rules.shell.commands",
+    "car_verify.rules.shell.languages",
+    "car_verify.rules.shell.programs",
+    "car_verify.rules.shell.reader",
+    "car_verify.rules.shell.unknown",
+    "car_verify.rules.shell.words",
+]
+
+
+def _lazy_patterns() -> list[tuple[str, LazyPattern]]:
+    import importlib
+
+    found = []
+    for name in LAZY_MODULES:
+        module = importlib.import_module(name)
+        found += [(f"{name}.{k}", v) for k, v in vars(module).items() if isinstance(v, LazyPattern)]
+    return found
+
+
+def test_a_lazy_pattern_is_the_plain_compile() -> None:
+    found = _lazy_patterns()
+    assert len(found) >= 20  # the modules still hold their patterns this way
+    for where, lazy in found:
+        fast = lazy()
+        assert fast is lazy()  # compiled once
+        assert fast == compiled_plain(lazy), where
+        assert (fast.pattern, fast.flags) == (
+            compiled_plain(lazy).pattern,
+            compiled_plain(lazy).flags,
+        )
+
+
+def test_importing_the_shell_reader_compiles_no_lazy_pattern() -> None:
+    probe = f"""
+import importlib
+from car_verify.base.patterns import LazyPattern
+made = []
+for name in {LAZY_MODULES!r}:
+    module = importlib.import_module(name)
+    made += [k for k, v in vars(module).items() if isinstance(v, LazyPattern) and v._compiled]
+print(made)
+"""
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.stdout.strip() == "[]", done.stderr
 
 
 def test_the_grammar_loaded_alone_is_the_packages() -> None:

@@ -18,9 +18,10 @@ from __future__ import annotations
 import json
 import json.encoder
 import math
-import re
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final, TypeAlias
+
+from .patterns import LazyPattern
 
 __all__ = [
     "ABSENT",
@@ -110,7 +111,7 @@ def json_equal(a: object, b: object) -> bool:
 
 # Where compact sorted JSON may hold a float: a number token after ":", "[" or ","
 # with a "." or an exponent. A match inside a string only costs a needless rewrite.
-_FLOAT_TOKEN = re.compile(r"[:\[,]-?\d+[.eE]")
+_FLOAT_TOKEN = LazyPattern(r"[:\[,]-?\d+[.eE]")
 
 _c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
 if _c_make_encoder is not None:  # the C encoder, built once (json.dumps builds one per call)
@@ -147,7 +148,7 @@ def canonical(value: Any) -> str:
     integral floats are rewritten as ints, only when the text holds a float at all.
     """
     text = _sorted_json(value)
-    if _FLOAT_TOKEN.search(text) or type(value) is float:
+    if _FLOAT_TOKEN().search(text) or type(value) is float:
         text = _sorted_json(_integral_floats_to_int(value))
     return text
 

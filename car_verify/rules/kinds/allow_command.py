@@ -39,11 +39,11 @@ In policy diff:
 
 from __future__ import annotations
 
-import re
 import shlex
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ...base.patterns import LazyPattern
 from ._base import ALLOW, Answer, Call, Example, Key, Kind, Needs, Reader, Step, denied, undecided
 from ._shell import TOOL_KEYS, reading
 
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
 #: ``./ls``, which the agent may have written), and the reader lists commands, not
 #: assignments. It may also find one inside a quoted word (``grep 'a; b=c'``): that
 #: line is then undecided, never allowed by mistake.
-_ASSIGNMENT = re.compile(r"(?:^|[\s;&|(){}`!])[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
+_ASSIGNMENT = LazyPattern(r"(?:^|[\s;&|(){}`!])[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
 
 
 def prefix_words(prefix: str) -> tuple[str, ...]:
@@ -156,7 +156,7 @@ class AllowCommand(Kind[AllowCommandRule]):
                 )
             if not any(matched):
                 why.append(f"a word of its {_ordinal(n)} command is computed")
-        if _ASSIGNMENT.search(line):
+        if _ASSIGNMENT().search(line):
             why.append("a variable assigned in the line may change what a word runs")
         if why:
             return undecided(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from ...base.patterns import LazyPattern
 from .calls import XARGS_INPUT, Call, Handler, assigns, reads_stdin, run_script
 from .programs import (
     FLOCK,
@@ -260,7 +261,7 @@ def _flock(call: Call) -> str | None:
 
 #: ``git -c`` keys that run nothing and change no push: any other key, and ``git
 #: config`` of any other key, is undecided for a rule about git.
-_GIT_SAFE_KEYS = re.compile(
+_GIT_SAFE_KEYS = LazyPattern(
     r"(user\.(name|email|signingkey)|color\..*|core\.(quotepath|autocrlf|safecrlf|filemode"
     r"|ignorecase|longpaths|precomposeunicode)|advice\..*|init\.defaultbranch|pull\.rebase"
     r"|pull\.ff|safe\.directory|commit\.gpgsign|tag\.gpgsign|log\..*|column\..*"
@@ -312,13 +313,13 @@ def _git(call: Call) -> str | None:
             return None
         if value in ("-c", "--config-env"):
             key = args[i + 1].value if i + 1 < len(args) else None
-            if key is None or not _GIT_SAFE_KEYS.fullmatch(key.partition("=")[0]):
+            if key is None or not _GIT_SAFE_KEYS().fullmatch(key.partition("=")[0]):
                 call.undecide("git is given configuration that may change what it runs")
             i += 2
             continue
         if value.startswith(("-c", "--config-env=")):
             key = value.removeprefix("--config-env=").removeprefix("-c")
-            if not _GIT_SAFE_KEYS.fullmatch(key.partition("=")[0]):
+            if not _GIT_SAFE_KEYS().fullmatch(key.partition("=")[0]):
                 call.undecide("git is given configuration that may change what it runs")
             i += 1
             continue
@@ -350,7 +351,7 @@ def _git(call: Call) -> str | None:
         given = [v for v in rest if v is not None]
         keys = [v for v in given if not v.startswith("-")]
         writes = len(keys) >= 2 or any(o in _GIT_CONFIG_WRITES for o in given)
-        if writes and not (keys and _GIT_SAFE_KEYS.fullmatch(keys[0])):
+        if writes and not (keys and _GIT_SAFE_KEYS().fullmatch(keys[0])):
             call.undecide("git config may define an alias or a command")
     elif sub in _GIT_RUNS:
         options = _GIT_RUNS[sub]
@@ -396,7 +397,7 @@ def _git_programs(call: Call, sub: str, words: Sequence[Word]) -> None:
                 key = following or ""
             else:
                 key = attached if name == "--config" else value[2:]
-            if not _GIT_SAFE_KEYS.fullmatch(key.partition("=")[0]):
+            if not _GIT_SAFE_KEYS().fullmatch(key.partition("=")[0]):
                 call.undecide("git is given configuration that may change what it runs")
         elif value.startswith("ext::"):
             found = True

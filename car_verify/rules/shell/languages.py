@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from ...base.patterns import LazyPattern
 from .calls import Call, Handler, reads_stdin, run_script
 from .programs import Interpreter, names
 from .words import Word
@@ -71,14 +72,14 @@ def interpret(call: Call, spec: Interpreter) -> None:
 
 
 _SED_SIMPLE = frozenset("=dDgGhHlnNpPqQxzF")
-_SED_LABEL_END = re.compile(r"[;\n]")
+_SED_LABEL_END = LazyPattern(r"[;\n]")
 
 
-_SED_ADDRESS = re.compile(
+_SED_ADDRESS = LazyPattern(
     r"(?:[0-9]+(?:~[0-9]+)?|\$|/(?:\\.|[^/\\])*/[IM]*|\\(.)(?:(?!\1).|\\.)*\1[IM]*)"
 )
-_SED_SECOND_ADDRESS = re.compile(r"\s*,\s*(?:[0-9]+|\$|~[0-9]+|\+[0-9]+|/(?:\\.|[^/\\])*/[IM]*)")
-_SED_FLAGS = re.compile(r"[gpiImM0-9e]*")
+_SED_SECOND_ADDRESS = LazyPattern(r"\s*,\s*(?:[0-9]+|\$|~[0-9]+|\+[0-9]+|/(?:\\.|[^/\\])*/[IM]*)")
+_SED_FLAGS = LazyPattern(r"[gpiImM0-9e]*")
 
 
 def _sed_script(script: str) -> str:
@@ -87,11 +88,11 @@ def _sed_script(script: str) -> str:
     i, n = 0, len(script)
     while i < n:
         c = script[i]
-        address = _SED_ADDRESS.match(script, i)
+        address = _SED_ADDRESS().match(script, i)
         if c in " \t\n;{}!":
             i += 1
         elif address is not None and address.end() > i:
-            second = _SED_SECOND_ADDRESS.match(script, address.end())
+            second = _SED_SECOND_ADDRESS().match(script, address.end())
             i = address.end() if second is None else second.end()
         elif c in ("s", "y"):
             after = _sed_substitution(script, i)
@@ -104,7 +105,7 @@ def _sed_script(script: str) -> str:
             end = script.find("\n", i)
             i = n if end < 0 else end + 1
         elif c in ":btTv":  # a label, to a semicolon or the end of the line
-            found = _SED_LABEL_END.search(script, i)
+            found = _SED_LABEL_END().search(script, i)
             i = n if found is None else found.end()
         elif c in _SED_SIMPLE:
             i += 1
@@ -129,7 +130,7 @@ def _sed_substitution(script: str, i: int) -> int | None:
         at += 1
     if script[i] == "y":
         return at
-    flags = _SED_FLAGS.match(script, at)
+    flags = _SED_FLAGS().match(script, at)
     given = flags.group(0) if flags else ""
     if "e" in given:
         return -1

@@ -33,10 +33,10 @@ Every program name falls in one of these classes, checked in this order:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ...base.patterns import LazyPattern
 from .model import ShellError
 from .words import Word
 
@@ -299,7 +299,7 @@ LOADER = Spec(
     long_flags=_f("--inhibit-cache"),
     long_stops=_f("--list --verify --help --version --list-tunables --list-diagnostics"),
 )
-_LOADER_NAME = re.compile(
+_LOADER_NAME = LazyPattern(
     r"ld(?:-linux(?:-[A-Za-z0-9_-]+)?|-musl-[A-Za-z0-9_-]+)?\.so(?:\.[0-9]+)*"
 )
 
@@ -307,7 +307,7 @@ _LOADER_NAME = re.compile(
 def is_loader(program: str) -> bool:
     """Whether ``program`` names the dynamic loader (``ld-linux-x86-64.so.2``,
     ``ld.so``, ``ld-musl-x86_64.so.1``)."""
-    return _LOADER_NAME.fullmatch(program) is not None
+    return _LOADER_NAME().fullmatch(program) is not None
 
 
 #: Bash's and sh's options that run nothing of their own and change no reading.
@@ -417,7 +417,7 @@ INTERPRETERS: dict[str, Interpreter] = {
     "gmake": Interpreter(),
     "cmake": Interpreter(),
 }
-_VERSIONED = re.compile(r"(python|perl|ruby|php|lua|luajit|node|tclsh|wish)[0-9.]*(?:-[a-z0-9]+)?")
+_VERSIONED = LazyPattern(r"(python|perl|ruby|php|lua|luajit|node|tclsh|wish)[0-9.]*(?:-[a-z0-9]+)?")
 
 
 def interpreter(program: str) -> Interpreter | None:
@@ -426,7 +426,7 @@ def interpreter(program: str) -> Interpreter | None:
     found = INTERPRETERS.get(program)
     if found is not None:
         return found
-    m = _VERSIONED.fullmatch(program)
+    m = _VERSIONED().fullmatch(program)
     if m is not None:
         base = {"luajit": "lua"}.get(m.group(1), m.group(1))
         return INTERPRETERS.get(base)
@@ -471,7 +471,7 @@ def _long(spec: Spec, name: str) -> str | None:
     return matches[0] if len(matches) == 1 else None
 
 
-_ENV_ASSIGNMENT = re.compile(r"[^=]+=")
+_ENV_ASSIGNMENT = LazyPattern(r"[^=]+=")
 
 
 class _Done(Exception):
@@ -528,7 +528,7 @@ def skip_options(spec: Spec, args: Sequence[Word]) -> Options:
 def _is_assignment(word: Word) -> bool:
     """``NAME=value`` before the command of ``env`` or ``sudo`` (any NAME)."""
     value = word.value
-    return value is not None and bool(_ENV_ASSIGNMENT.match(value)) and not value.startswith("-")
+    return value is not None and bool(_ENV_ASSIGNMENT().match(value)) and not value.startswith("-")
 
 
 def _long_option(spec: Spec, words: list[Word], i: int, found: Options) -> int:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from ...base.patterns import LazyPattern
 from .builtins import TEST_SUBSCRIPTS, test_words_problem
 from .calls import XARGS_INPUT, RedirectInfo
 from .model import MAX_LINE, MAX_NESTING, Budget, Command, Ctx, Reading, ShellError, Undecided
@@ -724,7 +725,7 @@ class Reader:
                 self.undecide("a word the shell parser splits in two")
         starts = {r.start_byte for r in [*own_redirects, *redirects]}
         for part in parts:
-            if part.end_byte in starts and _NAMED_FD.fullmatch(self.src.text(part)):
+            if part.end_byte in starts and _NAMED_FD().fullmatch(self.src.text(part)):
                 raise ShellError("a {name}> redirection the shell parser reads as a word")
         return parts
 
@@ -850,7 +851,7 @@ def redirect_extras(redirect: Node) -> list[Node]:
 
 
 _NO_REDIRECTS = RedirectInfo()
-_NAMED_FD = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
+_NAMED_FD = LazyPattern(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
 _NOTHING: frozenset[str] = frozenset()
 
 

@@ -31,9 +31,9 @@ their own entries instead.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
+from ...base.patterns import LazyPattern
 from .calls import Call
 from .model import MAX_NESTING
 
@@ -41,10 +41,10 @@ __all__ = ["unknown_program"]
 
 #: What makes a word worth reading as a command line: a blank, a quote, a
 #: backslash or a shell operator.
-_LINE = re.compile(r"[\s;&|<>()`$'\"\\]")
+_LINE = LazyPattern(r"[\s;&|<>()`$'\"\\]")
 #: Where a word is cut into the parts that may name a program.
-_CUTS = re.compile(r"[=,:\s]+")
-_NUMBER = re.compile(r"[0-9][0-9.]*")
+_CUTS = LazyPattern(r"[=,:\s]+")
+_NUMBER = LazyPattern(r"[0-9][0-9.]*")
 #: The longest last segment of a cluster of short options taken apart.
 _MAX_ENDS = 64
 
@@ -78,7 +78,7 @@ def unknown_program(call: Call, runs_code: Callable[[str], bool]) -> None:
         if "=" in value:
             texts.append(value.partition("=")[2])
         for text in texts:
-            if _LINE.search(text):
+            if _LINE().search(text):
                 _line(call, text, named)
     if call.ctx.stdin == "text":
         _line(call, call.ctx.text, named)
@@ -97,12 +97,12 @@ def _names(value: str, named: set[str]) -> bool:
     (its value follows ``=``); one starting with ``-`` is a cluster of short
     options, any end of which may be a value attached to the letters before it
     (``-crm``, ``-e/bin/sh``): every end of its last path segment is a name."""
-    for part in _CUTS.split(value):
+    for part in _CUTS().split(value):
         if part.startswith("--"):
             continue
         if not part.startswith("-"):
             base = part.rsplit("/", 1)[-1]
-            if base not in ("", ".", "..") and not _NUMBER.fullmatch(base):
+            if base not in ("", ".", "..") and not _NUMBER().fullmatch(base):
                 named.add(base)
             continue
         last = part[2:].rsplit("/", 1)[-1]
@@ -111,7 +111,7 @@ def _names(value: str, named: set[str]) -> bool:
         named.update(
             last[k:]
             for k in range(len(last))
-            if last[k:] not in (".", "..") and not _NUMBER.fullmatch(last[k:])
+            if last[k:] not in (".", "..") and not _NUMBER().fullmatch(last[k:])
         )
     return True
 

@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ...base.patterns import LazyPattern
 from .model import Budget, ShellError
 
 if TYPE_CHECKING:
@@ -117,27 +118,27 @@ _WHY = {
     "translated_string": "a translated string",
     "brace_expression": "a brace expansion",
 }
-_DQ_ESCAPES = re.compile(r"\\([\\$`\"\n])")
-_HEREDOC_ESCAPES = re.compile(r"\\([\\$`\n])")
+_DQ_ESCAPES = LazyPattern(r"\\([\\$`\"\n])")
+_HEREDOC_ESCAPES = LazyPattern(r"\\([\\$`\n])")
 # In the skeleton of a word (unquoted text as written; quoted text masked as \x01,
 # computed parts as \x00): a brace expansion, a glob.
 _BRACE = re.compile(r"\{[^{}]*?(?:,|\.\.)[^{}]*\}")
 _GLOB = re.compile(r"[*?]|\[[^\]]+\]")
 _PLAIN = re.compile(r"[^\\*?\[{~ \t\n]*")  # a word with nothing to unquote or expand
-_SIMPLE_EXPANSION = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[-*@#?$!_])")
+_SIMPLE_EXPANSION = LazyPattern(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[-*@#?$!_])")
 _ESCAPED = re.compile(r"\\.", re.DOTALL)
 _BLANK = re.compile(r"[ \t\n]")
-_NUMBER = re.compile(r"-?[0-9]+")
+_NUMBER = LazyPattern(r"-?[0-9]+")
 #: Arithmetic on numbers alone: it names no variable, so evaluates no subscript.
 NUMERIC_ARITHMETIC = re.compile(r"[0-9\s+\-*/%()<>=!&|^~?:,;]*")
 _NUMERIC_ARITHMETIC = NUMERIC_ARITHMETIC
 #: An arithmetic expansion's text: ``$((body))``, or bash's old form ``$[body]``.
-_ARITHMETIC = re.compile(r"\$\(\((.*)\)\)|\$\[(.*)\]", re.DOTALL)
+_ARITHMETIC = LazyPattern(r"\$\(\((.*)\)\)|\$\[(.*)\]", re.DOTALL)
 # In text the grammar took as literal: an unescaped backquote or $-expansion, which
 # bash would still expand (the grammar does not parse a backquote inside ${...}).
 _UNPARSED = re.compile(r"(?<!\\)(?:\\\\)*(?:`|\$[A-Za-z0-9_{(\[@*#?$!-])")
 _UNPARSED_WHY = "an expansion the shell parser leaves as text"
-_ANSI = re.compile(
+_ANSI = LazyPattern(
     r"\\(x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|[0-7]{1,3}|c\\\\|c[^\\]|.)",
     re.DOTALL,
 )
@@ -174,7 +175,7 @@ def ansi_c(body: str) -> str:
             return "\x7f" if letter == "?" else chr(ord(letter.upper()) & 0x1F)
         return _ANSI_SIMPLE.get(e, "\\" + e)
 
-    return _ANSI.sub(one, body).split("\0", 1)[0]
+    return _ANSI().sub(one, body).split("\0", 1)[0]
 
 
 def _dq_escape(m: re.Match[str]) -> str:
@@ -210,17 +211,17 @@ BASH_CODE_VARIABLES = frozenset(
 #: is not: what files hold is not read (see the package docs). Programs read
 #: these by their exact names, upper case: a shell's own ``opt`` or ``flags`` is
 #: not one of them.
-_COMMAND_VARIABLE = re.compile(
+_COMMAND_VARIABLE = LazyPattern(
     r"(?:COMMAND|CMD|EDITOR|VISUAL|PAGER|ASKPASS|BROWSER|OPT|OPTS|OPTIONS|FLAGS|HOOK|HOOKS)$"
     r"|^(?:GIT_|LESS|PERL|RUBY|NODE_|BASH_FUNC_)",
 )
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_IDENTIFIER = LazyPattern(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def code_variable(name: str) -> bool:
     """Whether setting ``name`` may make bash or a program run code the line does
     not show (:data:`BASH_CODE_VARIABLES`, and names of commands and options)."""
-    return name in BASH_CODE_VARIABLES or bool(_COMMAND_VARIABLE.search(name))
+    return name in BASH_CODE_VARIABLES or bool(_COMMAND_VARIABLE().search(name))
 
 
 #: Variables bash evaluates as arithmetic when they are assigned (bash 5.2: an
@@ -235,11 +236,11 @@ def assigned_name_problem(name: str | None, value: str | None = None) -> str | N
     variable bash evaluates as arithmetic given anything but a number."""
     if name is None:
         return "a variable name is computed"
-    if not _IDENTIFIER.fullmatch(name):
+    if not _IDENTIFIER().fullmatch(name):
         return "an assignment to a name that is no plain variable (a subscript, a function)"
     if code_variable(name):
         return "a variable that runs code or holds a command is set"
-    if name in INTEGER_VARIABLES and (value is None or not _NUMBER.fullmatch(value)):
+    if name in INTEGER_VARIABLES and (value is None or not _NUMBER().fullmatch(value)):
         return "an assignment bash evaluates as arithmetic"
     return None
 
@@ -248,7 +249,7 @@ def heredoc_text(body: str, expands: bool) -> str:
     """A here-document's text as the command reads it: as written under a quoted
     delimiter; else with ``\\\\``, ``\\$`` and ``\\``` unescaped (the caller has
     made sure it holds no expansion and no line continuation)."""
-    return _HEREDOC_ESCAPES.sub(_dq_escape, body) if expands else body
+    return _HEREDOC_ESCAPES().sub(_dq_escape, body) if expands else body
 
 
 class Source:
@@ -309,7 +310,7 @@ class Source:
                 return [Computed(_WHY[kind], "/dev/fd/", single=True)]
             return [Computed(_WHY[kind])]
         if kind == "simple_expansion":
-            if not _SIMPLE_EXPANSION.fullmatch(self.text(node)):
+            if not _SIMPLE_EXPANSION().fullmatch(self.text(node)):
                 raise ShellError("the shell parser misreads a $ expansion")
             return [Computed(_WHY[kind])]
         if kind == "expansion":
@@ -325,7 +326,7 @@ class Source:
             return [(self.text(node), False)]
         if kind == "arithmetic_expansion":
             # $((...)) and the old form $[...]: both evaluated by bash alike
-            inner = _ARITHMETIC.fullmatch(self.text(node))
+            inner = _ARITHMETIC().fullmatch(self.text(node))
             body = None if inner is None else inner.group(1) or inner.group(2) or ""
             if body is None or not _NUMERIC_ARITHMETIC.fullmatch(body):
                 scan.problems.append(
@@ -369,7 +370,7 @@ class Source:
                 literal = self.span(at, child.start_byte)
                 if _UNPARSED.search(literal):
                     scan.problems.append(_UNPARSED_WHY)
-                out.append((_DQ_ESCAPES.sub(_dq_escape, literal), True))
+                out.append((_DQ_ESCAPES().sub(_dq_escape, literal), True))
                 out.extend(
                     Computed(p.why, p.lead, single=True) if isinstance(p, Computed) else p
                     for p in self.pieces(child, scan)
@@ -378,7 +379,7 @@ class Source:
         literal = self.span(at, max(at, end))
         if _UNPARSED.search(literal):
             scan.problems.append(_UNPARSED_WHY)
-        out.append((_DQ_ESCAPES.sub(_dq_escape, literal), True))
+        out.append((_DQ_ESCAPES().sub(_dq_escape, literal), True))
         return [p for p in out if not (isinstance(p, tuple) and p[0] == "")]
 
     def _expansion(self, node: Node, scan: Scan) -> None:
@@ -411,7 +412,7 @@ class Source:
             return
         if operator == ":":
             if not all(c.type == "number" or c.type == ":" for c in rest) or not all(
-                _NUMBER.fullmatch(self.text(c).strip()) for c in rest if c.type == "number"
+                _NUMBER().fullmatch(self.text(c).strip()) for c in rest if c.type == "number"
             ):
                 scan.problems.append("a substring offset (arithmetic that may run code)")
             return
