@@ -23,7 +23,7 @@ from car_verify.rules.kinds.trace_rule import _position_of, _position_of_plain
 #: What no hook call of the policies below imports: the proposal model, the passes,
 #: the command line, the trace-rule grammar's parser (the parse is cached), and the
 #: heavy libraries; ``hashlib``, ``argparse`` and ``importlib.resources`` (their work
-#: is done without them).
+#: is done without them); the modules of rule kinds the policies do not hold.
 HEAVY = [
     "car_verify.api",
     "car_verify.cli",
@@ -42,6 +42,12 @@ HEAVY = [
     "hashlib",
     "argparse",
     "importlib.resources",
+    # the modules of the rule kinds the policies below do not hold
+    "car_verify.rules.kinds.registered",
+    "car_verify.rules.kinds.deny_keyword",
+    "car_verify.rules.kinds.allow_tool_param",
+    "car_verify.rules.kinds.deny_tool_param_matching",
+    "car_verify.rules.kinds.allow_command",
 ]
 #: The rules of a project's policies folder: one of each kind a hook call meets but
 #: the regular-expression one (which needs re2 to read).
@@ -168,6 +174,44 @@ def test_the_usual_arguments_are_read_fast() -> None:
     assert fast_args([]) is not None
     for argv in (["--help"], ["--pol", "/p"], ["--policies"], ["--agent", "x"], ["x"]):
         assert fast_args(argv) is None
+
+
+def test_the_lazy_registry_is_the_whole_ones() -> None:
+    """``file_kind`` (one module imported per kind asked for) gives the kinds of the
+    plain registry, in its order, and the registered keys are its registered kinds'."""
+    from car_verify.rules import kinds
+
+    assert [kinds.file_kind(key) for key in kinds.FILE_KEYS] == list(kinds.FILE_KINDS.values())
+    assert tuple(kinds.FILE_KINDS) == kinds.FILE_KEYS
+    assert [k.key for k in kinds.KINDS if not k.registered] == list(kinds.FILE_KEYS)
+    assert tuple(kinds.REGISTERED) == kinds.REGISTERED_KEYS
+    for key in kinds.REGISTERED_KEYS:
+        assert kinds.registered_kind(key) is kinds.REGISTERED[key]
+    for kind in kinds.KINDS:
+        assert kinds.by_name(kind.name) is kind
+
+
+def test_a_policy_set_loads_only_the_kinds_it_holds() -> None:
+    """Reading a policy file imports the modules of the kinds it holds, and the
+    engine over it the same; the rest come in when asked for by name."""
+    probe = """
+import sys
+from car_verify.rules.policy import PolicyEngine, load_policy_text
+rules = load_policy_text('deny_tool = ["rm"]\\n[[rate_limit_tool]]\\ntool = "X"\\nmax_calls = 1\\n'
+                         'interval_secs = 60\\n')
+engine = PolicyEngine(rules)
+assert engine.check_call("rm", {}) == [("deny_tool:rm", engine.check_call("rm", {})[0][1])]
+loaded = sorted(m.rsplit(".", 1)[1] for m in sys.modules if m.startswith("car_verify.rules.kinds."))
+print(loaded)
+from car_verify.rules.policy import MatchRule
+print(MatchRule.__module__)
+"""
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    lines = done.stdout.splitlines()
+    assert lines == [
+        "['_base', '_values', 'deny_tool', 'rate_limit_tool']",
+        "car_verify.rules.kinds.deny_tool_param_matching",
+    ], done.stderr
 
 
 #: The modules whose patterns are compiled on first use (the shell reader's, and

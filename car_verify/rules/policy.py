@@ -30,27 +30,56 @@ from typing import TYPE_CHECKING, Any
 from ..base.config import find_policies
 from ..base.errors import InputError, UsageError
 from ..base.values import plural
-from .kinds import FILE_KINDS, REGISTERED, Call, Kind, Reader
+from .kinds import FILE_KEYS, REGISTERED_KEYS, Call, Kind, Reader, file_kind, registered_kind
 from .kinds._base import coerce, strings_of, texts_of
-from .kinds.allow_command import AllowCommandRule
-from .kinds.allow_tool_param import AllowRule
-from .kinds.deny_command import CommandRule
-from .kinds.deny_keyword import keyword_rule_name
-from .kinds.deny_tool_param import ParamRule
-from .kinds.deny_tool_param_matching import (
-    MAX_MATCH_WORK,
-    MAX_PATTERN_PROGRAM,
-    MatchRule,
-    compile_pattern,
-    pattern_cost,
-)
-from .kinds.rate_limit_tool import RateRule
-from .kinds.registered import Registered
 from .trace import TraceRule
 
 if TYPE_CHECKING:
     from ..ir.model import Action, PolicyViolation
-    from .kinds.registered import Callback
+    from .kinds.allow_command import AllowCommandRule
+    from .kinds.allow_tool_param import AllowRule
+    from .kinds.deny_command import CommandRule
+    from .kinds.deny_keyword import keyword_rule_name
+    from .kinds.deny_tool_param import ParamRule
+    from .kinds.deny_tool_param_matching import (
+        MAX_MATCH_WORK,
+        MAX_PATTERN_PROGRAM,
+        MatchRule,
+        compile_pattern,
+        pattern_cost,
+    )
+    from .kinds.rate_limit_tool import RateRule
+    from .kinds.registered import Callback, Registered
+
+#: The names this module gives from the kinds' modules, by module: each is imported
+#: when a name of it is first asked for (a caller holding rules of a few kinds
+#: imports only their modules: the hook's start, issue 61).
+_FROM_KINDS = {
+    "AllowCommandRule": "allow_command",
+    "AllowRule": "allow_tool_param",
+    "CommandRule": "deny_command",
+    "keyword_rule_name": "deny_keyword",
+    "ParamRule": "deny_tool_param",
+    "MAX_MATCH_WORK": "deny_tool_param_matching",
+    "MAX_PATTERN_PROGRAM": "deny_tool_param_matching",
+    "MatchRule": "deny_tool_param_matching",
+    "compile_pattern": "deny_tool_param_matching",
+    "pattern_cost": "deny_tool_param_matching",
+    "RateRule": "rate_limit_tool",
+    "Registered": "registered",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _FROM_KINDS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__package__}.kinds.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "MAX_MATCH_WORK",
@@ -93,7 +122,7 @@ MAX_CONTENT_WORK = 200_000_000
 WORK_BOUND = "deny_keyword:work-bound"
 
 #: The kinds of rule whose names are finding codes (``deny_tool:rm``).
-RULE_KINDS = frozenset({*FILE_KINDS, *REGISTERED})
+RULE_KINDS = frozenset({*FILE_KEYS, *REGISTERED_KEYS})
 
 
 # --- the rules of a policy folder ---------------------------------------------------------------
@@ -109,7 +138,7 @@ class PolicySet:
     _rules: dict[str, list[Any]]
 
     def __init__(self, **rules: Iterable[Any]) -> None:
-        object.__setattr__(self, "_rules", {key: [] for key in FILE_KINDS})
+        object.__setattr__(self, "_rules", {key: [] for key in FILE_KEYS})
         for key, items in rules.items():
             setattr(self, key, items)
 
@@ -125,7 +154,7 @@ class PolicySet:
         if key == "_rules":  # a copy restoring its store
             object.__setattr__(self, key, items)
             return
-        if key not in FILE_KINDS:
+        if key not in FILE_KEYS:
             raise AttributeError(f"no rule kind {key!r} in a policy set")
         self._rules[key] = list(items)
 
@@ -145,11 +174,19 @@ class PolicySet:
 
     def kinds(self) -> Iterator[tuple[Kind[Any], list[Any]]]:
         """Each file kind with its rules, in the registry's order."""
-        for key, kind in FILE_KINDS.items():
-            yield kind, self._rules[key]
+        for key in FILE_KEYS:
+            yield file_kind(key), self._rules[key]
+
+    def held(self) -> Iterator[tuple[Kind[Any], list[Any]]]:
+        """Each file kind that has rules with them, in the registry's order:
+        :meth:`kinds` without the empty ones (whose modules are not imported)."""
+        for key in FILE_KEYS:
+            rules = self._rules[key]
+            if rules:
+                yield file_kind(key), rules
 
     def extend(self, other: PolicySet) -> None:
-        for kind, rules in other.kinds():
+        for kind, rules in other.held():
             self.of(kind).extend(rules)
 
     def count(self) -> int:
@@ -158,7 +195,7 @@ class PolicySet:
     def trace_rules(self) -> list[TraceRule]:
         """The rules of the ``trace`` kinds, decided on the run's trace by the
         gate's trace monitor, in the registry's order."""
-        return [r for kind, items in self.kinds() if kind.stage == "trace" for r in items]
+        return [r for kind, items in self.held() if kind.stage == "trace" for r in items]
 
     def counts(self) -> dict[str, int]:
         """The number of rules of each kind that has any, by key."""
@@ -170,7 +207,7 @@ def rule_identities(rules: PolicySet) -> list[tuple[str, str]]:
     the same thing have the same identity, wherever they were written."""
     return [
         (kind.key, json.dumps(kind.to_doc(r), sort_keys=True, ensure_ascii=False))
-        for kind, items in rules.kinds()
+        for kind, items in rules.held()
         for r in items
     ]
 
@@ -189,7 +226,7 @@ def state_keys(rules: PolicySet) -> tuple[list[str], list[str]]:
     seen: dict[str, int] = {}
     trace: list[str] = []
     windows: list[str] = []
-    for kind, items in rules.kinds():
+    for kind, items in rules.held():
         held = trace if kind.stage == "trace" else windows if kind.windowed else None
         if held is None:
             continue
@@ -237,7 +274,7 @@ class PolicyEngine:
         self.registered: list[Registered] = []
         self.clock = clock
         entries: list[_Entry] = []
-        for kind, items in self.rules.kinds():
+        for kind, items in self.rules.held():
             if kind.stage != "call":
                 continue
             for position, rule in enumerate(items):
@@ -304,7 +341,7 @@ class PolicyEngine:
         ``require_state`` (``value_json`` is the JSON text of the required value), or
         ``deny_tool_callback`` (``callback(tool, params, action)``; a non-empty string
         is the reason, any other truthy value denies)."""
-        registering = REGISTERED.get(kind)
+        registering = registered_kind(kind) if kind in REGISTERED_KEYS else None
         if registering is None:
             raise UsageError(f"unknown policy rule type {kind!r}")
         self.registered.append(registering.register(name, target, key, pattern, value_json,
@@ -355,7 +392,7 @@ class PolicyEngine:
         undecided: list[tuple[str, str]] = []
         call = Call(tool, params, state, action, self.clock)
         for rule in self.registered:
-            kind = REGISTERED[rule.kind]
+            kind = registered_kind(rule.kind)
             target = kind.tool_of(rule)
             if target is None or target == tool:
                 self._answer(kind.decide(rule, call, None), rule.name, denied, undecided)
@@ -450,12 +487,13 @@ def load_policy_object(doc: Mapping[str, Any], *, source: str = "<policies>") ->
 def _policy_set(doc: Mapping[str, Any], reader: Reader) -> PolicySet:
     """The rules of one parsed policy file: each kind reads its own array."""
     for key in doc:
-        if key not in FILE_KINDS:
-            known = ", ".join(sorted(FILE_KINDS))
+        if key not in FILE_KEYS:
+            known = ", ".join(sorted(FILE_KEYS))
             raise reader.fail([key], f"unknown key (expected one of {known})")
     rules = PolicySet()
-    for key, kind in FILE_KINDS.items():
+    for key in FILE_KEYS:
         if key in doc:
+            kind = file_kind(key)
             rules.of(kind).extend(kind.read(reader, doc[key]))
     return rules
 
