@@ -106,6 +106,43 @@ REVIEW_ROUND_2 = [
     "x='a[$(rm -rf v)]'; y=$[x]",
     "x='a[$(rm -rf v)]'; echo >$[x]",
 ]
+#: The lines of the fourth hostile review (each ran rm -r -f in bash and was
+#: allowed), by class: a long option abbreviated (GNU getopt and git take any
+#: unique prefix), a value attached inside a cluster of short options, git config
+#: renaming a section into ``alias``, program names on no list (``vim.basic``,
+#: ``rbash``), a wrapper whose default command is a shell, and rm's synonym of
+#: ``-f``. Lines that need a git repository start with ``git``.
+REVIEW_ROUND_4 = [
+    "yes 'rm -rf v' | head -n 2000 | sort -S 64k --compress=sh >/dev/null",
+    "yes 'rm -rf v' | head -n 2000 | sort -S 64k --compress-prog=sh >/dev/null",
+    "tar -cf x.tar --checkpoint=1 --checkpoint-act=exec='rm -rf v' /etc/hostname",
+    "tar -cf x.tar /etc/hostname; tar -xf x.tar --to-c='rm -rf v'",
+    "echo 'rm -rf v' > s; tar -cf x.tar s; tar -xf x.tar --to-c=sh",
+    "echo 'rm -rf v' | split --fil=sh",
+    "rsync --rs='sh -c \"rm -rf v\"' x localhost:y",
+    "man --pag='rm -rf v' ls",
+    "git config color.x.y '!rm -rf v'; git config --rename-section color.x alias; git y",
+    "git rebase --root -x'rm -rf v'",
+    "git difftool -x'rm -rf v;:' HEAD HEAD",
+    "git grep --no-index -O'rm -rf v;:' x t",
+    "git grep --no-index --open-files='rm -rf v;:' x t",
+    "git rebase --root --exe='rm -rf v'",
+    "printf 'all:\\n\\trm -rf v\\n' | make --file=/dev/stdin",
+    "printf 'all:\\n\\trm -rf v\\n' | make -f/dev/stdin",
+    "make --eva='all:;rm -rf v' all",
+    "make --ev='$(shell rm -rf v)'",
+    "make -sE'$(shell rm -rf v)'",
+    "echo x | sed --exp='e rm -rf v'",
+    "echo x | sed -ne 'e rm -rf v' -e p",
+    "echo x | sed -Ee 's/x/rm -rf v/e' -e p",
+    "echo x | sed -ne 'e rm -rf v'",
+    "vim.basic -es -c 'call system(\"rm -rf v\")' -c q",
+    "vimdiff -es -c 'call system(\"rm -rf v\")' -c q",
+    "printf 'rm -rf v\\n' | rbash",
+    "yes 'rm -rf v' | head -n 1 | rbash",
+    "echo 'rm -rf v' | chroot --skip-chdir /",
+    "rm -r --interactive=never v",
+]
 #: Programs the reader knows nothing of that run what they are given (the bash
 #: oracle installs them): its argv, or its first word as a shell line.
 UNLISTED = {"unlisted-run": 'exec "$@"', "unlisted-sh-c": 'exec sh -c "$1"'}

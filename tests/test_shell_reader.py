@@ -540,3 +540,46 @@ def test_shell_words_keeps_its_public_names() -> None:
         "read_plain",
     ):
         assert getattr(shell_words, name) is getattr(shell, name), name
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "sort --check x",
+        "sort --compress-program x",  # no: --compress-program takes the next word
+        "tar --totals -cf x.tar y",
+        "split --lines=10 x",
+        "git rebase --root --empty=drop",
+        "git grep --or -e x",
+        "git config --get user.name",
+        "git difftool --no-prompt HEAD",
+    ],
+)
+def test_an_abbreviated_option_is_read_as_what_it_may_abbreviate(line: str) -> None:
+    """A long option by a prefix of its name is the option (GNU getopt, git);
+    an option that is no prefix of one that runs a command stays data."""
+    expected = "undecided" if "--compress-program" in line else "allow"
+    assert verdict(line) == expected
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("echo x | sed -ne 'e rm -rf v' -e p", "undecided"),  # every -e script is read
+        ("echo x | sed -Ee 's/x/rm -rf v/e' -e p", "undecided"),  # -Ee: the next word
+        ("echo x | sed -nes/x/y/e", "undecided"),  # -e's script attached in a cluster
+        ("sed -ne '/x/p' -e '/y/p' f", "allow"),
+        ("sed -i 's/a/b/' f", "allow"),
+        ("sed -ie 's/a/b/' f", "allow"),  # -i takes e as its suffix: the script is a word
+        ("sed -l 80 -n l f", "allow"),
+        ("sed --sandbox -e 'e ls' f", "allow"),  # sed refuses e commands
+        ("sed --s -e 'e ls' f", "undecided"),  # --silent or --separate, not --sandbox
+        ("make -sE'$(shell rm -rf v)'", "undecided"),  # -E inside a cluster
+        ("printf 'all:\\n\\trm -rf v\\n' | make -f/dev/stdin", "undecided"),
+        ("make -sj4 -C sub -f Makefile.ci test", "allow"),
+        ("make --file=Makefile.ci CC=gcc", "allow"),
+        ("make -Z", "undecided"),  # no such option: its arity is not known
+    ],
+)
+def test_a_value_attached_in_a_cluster_is_read_as_getopt_reads_it(line: str, expected: str) -> None:
+    assert verdict(line) == expected

@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from ...base.patterns import LazyPattern
 from .calls import XARGS_INPUT, Call, Handler, assigns, reads_stdin, run_script
+from .options import abbreviates, long_option, short_options
 from .programs import (
     FLOCK,
     LOADER,
@@ -350,18 +351,26 @@ def _git(call: Call) -> str | None:
             return None
         given = [v for v in rest if v is not None]
         keys = [v for v in given if not v.startswith("-")]
-        writes = len(keys) >= 2 or any(o in _GIT_CONFIG_WRITES for o in given)
-        if writes and not (keys and _GIT_SAFE_KEYS().fullmatch(keys[0])):
+        writes = len(keys) >= 2 or any(_git_option(v, _GIT_CONFIG_WRITES) for v in given)
+        renames = any(_git_option(v, ("--rename-section",)) for v in given)
+        if renames or (writes and not (keys and _GIT_SAFE_KEYS().fullmatch(keys[0]))):
+            # a section renamed may become alias.*, core.* ... with the keys it holds
             call.undecide("git config may define an alias or a command")
     elif sub in _GIT_RUNS:
         options = _GIT_RUNS[sub]
-        if "" in options or any(
-            v is None
-            or any(v == o or (o.startswith("--") and v.startswith(o + "=")) for o in options)
-            for v in rest
-        ):
+        if "" in options or any(v is None or _git_option(v, options) for v in rest):
             call.undecide("a git subcommand that runs a command of the line's")
     return None
+
+
+def _git_option(value: str, options: Iterable[str]) -> bool:
+    """Whether the word ``value`` may give one of ``options``: a long one in full or
+    by a prefix (git takes an unambiguous one), a short one anywhere in a cluster
+    of letters (``-ix'CMD'``, ``-x'CMD'``: its value may be attached)."""
+    if value.startswith("--"):
+        return long_option(value, [o for o in options if o.startswith("--")]) is not None
+    letters = {o[1] for o in options if len(o) == 2 and o.startswith("-")}
+    return value.startswith("-") and any(c in letters for c in value[1:])
 
 
 def _git_programs(call: Call, sub: str, words: Sequence[Word]) -> None:
@@ -382,11 +391,7 @@ def _git_programs(call: Call, sub: str, words: Sequence[Word]) -> None:
         if value == "--":
             break
         name, eq, attached = value.partition("=")
-        if (
-            len(name) > 2
-            and name.startswith("--")
-            and any(o.startswith(name) for o in _GIT_PROGRAM_OPTIONS)
-        ):
+        if any(abbreviates(name, o) for o in _GIT_PROGRAM_OPTIONS):
             found = True
             given.append(attached if eq else following)
         elif sub in _GIT_UPLOAD_U and re.fullmatch(r"-[A-Za-z]*u.*", value):
@@ -410,29 +415,58 @@ def _git_programs(call: Call, sub: str, words: Sequence[Word]) -> None:
             call.line(text + ' "$@"')
 
 
+#: GNU make's short options: those taking a value, an optional attached one, none.
+_MAKE_VALUES = "CfEIoW"
+_MAKE_OPTIONAL = "jlO"
+_MAKE_FLAGS = "bBdeikLnpqrRsStvw"
+#: Its long options whose value is a makefile, or a makefile's text.
+_MAKE_FILES = ("--file", "--makefile")
+_MAKE_EVAL = ("--eval",)
+
+
 def _make(call: Call) -> str | None:
+    """make runs its makefile (a file, not read); one from its stdin or a
+    descriptor, text given with ``--eval``/``-E`` (by any prefix, or inside a
+    cluster: ``-sE'...'``) or a variable that may run a command is undecided."""
     call.runs_file()
-    for k, word in enumerate(call.args):
-        value = word.value
-        if value in ("-f", "--file", "--makefile") and k + 1 < len(call.args):
-            following = call.args[k + 1].value
-            if following is None or following == "-" or following.startswith(("/dev/", "/proc/")):
-                call.undecide("make reads a makefile from its stdin or a descriptor")
-                return None
+    args = call.args
+    k = 0
+    while k < len(args):
+        value = args[k].value
         if value is None:
             call.undecide("make's options or variables are computed")
             return None
-        if value in ("-E", "--eval", "-f-", "--file=-", "--makefile=-") or value.startswith(
-            ("--eval=", "-E")
-        ):
-            call.undecide("make is given a makefile's text")
+        following = args[k + 1].value if k + 1 < len(args) else ""
+        makefiles: list[str | None] = []
+        if value.startswith("--"):
+            name, eq, attached = value.partition("=")
+            if long_option(name, _MAKE_EVAL):
+                call.undecide("make is given a makefile's text")
+                return None
+            if long_option(name, _MAKE_FILES):
+                makefiles.append(attached if eq else following)
+        elif value.startswith("-") and value != "-":
+            cluster = short_options(
+                value, following, values=_MAKE_VALUES, flags=_MAKE_FLAGS, optional=_MAKE_OPTIONAL
+            )
+            if cluster.unknown:
+                call.undecide("make's option is not understood")
+                return None
+            for letter, given in cluster.letters:
+                if letter == "E":
+                    call.undecide("make is given a makefile's text")
+                    return None
+                if letter == "f":
+                    makefiles.append(given)
+        else:
+            name, eq, given_value = value.partition("=")
+            if eq and re.search(r"[\s$`;|&()<>]", given_value):
+                call.undecide("make is given a variable that may run a command")
+                return None
+        if any(f is None or f == "-" or f.startswith(("/dev/", "/proc/")) for f in makefiles):
+            call.undecide("make reads a makefile from its stdin or a descriptor")
             return None
-        name, eq, given = value.partition("=")
-        if eq and not name.startswith("-") and re.search(r"[\s$`;|&()<>]", given):
-            call.undecide("make is given a variable that may run a command")
-            return None
-    if any(a.value in ("-f", "--file", "--makefile") for a in call.args):
-        pass  # a makefile named: a file, like the default one
+        k += 1
     return None
 
 
@@ -518,11 +552,11 @@ def _command_options(call: Call) -> str | None:
             continue
         if value == "--":
             break
-        name = value.partition("=")[0]
         cluster = value[1:] if value.startswith("-") and not value.startswith("--") else ""
         if k == 0 and call.program == "tar" and not value.startswith("-"):
             cluster = value  # tar's old style: tar xIf ...
-        if name in long or any(c in short for c in cluster) or value in ("-TT",):
+        named = long_option(value, long) if value.startswith("--") else None
+        if named is not None or any(c in short for c in cluster) or value in ("-TT",):
             call.undecide("a program is given a command to run in an option")
             return None
     return None

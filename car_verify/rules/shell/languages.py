@@ -9,6 +9,7 @@ import re
 
 from ...base.patterns import LazyPattern
 from .calls import Call, Handler, reads_stdin, run_script
+from .options import long_option, short_options
 from .programs import Interpreter, names
 from .words import Word
 
@@ -141,15 +142,36 @@ def _sed_substitution(script: str, i: int) -> int | None:
     return at
 
 
+#: GNU sed's short options: those taking a value, an optional attached one, none.
+_SED_VALUES = "efl"
+_SED_OPTIONAL = "i"
+_SED_LETTERS = "nrEsuzb"
+#: Its long options taking a value (in the next word when no ``=`` is given),
+#: those whose value is optional (attached only), and those taking none; any
+#: prefix of one is that one (an ambiguous one read as the one carrying code).
+_SED_LONG_VALUES = ("--expression", "--file", "--line-length")
+_SED_LONG_OPTIONAL = ("--in-place",)
+_SED_LONG_FLAGS = tuple(
+    names(
+        "--quiet --silent --debug --posix --regexp-extended --separate --unbuffered "
+        "--null-data --zero-terminated --follow-symlinks --binary --help --version --sandbox"
+    )
+)
+
+
 def _sed(call: Call) -> None:
+    """Every script sed is given (each ``-e``, attached or not, inside a cluster:
+    ``-ne SCRIPT``, ``-Ee SCRIPT``, ``--exp=SCRIPT``; or its first word when none
+    is) is read for the commands that run one (``e``, the ``s///e`` flag)."""
     call.writes()
     args = call.args
     scripts: list[str | None] = []
-    files = False
+    files = sandbox = False
     i = 0
     positional: list[Word] = []
     while i < len(args):
         value = args[i].value
+        following = args[i + 1].value if i + 1 < len(args) else ""
         if value is None:
             if args[i].may_be_flag:
                 call.undecide("sed's options are computed")
@@ -157,32 +179,41 @@ def _sed(call: Call) -> None:
             positional.append(args[i])
             i += 1
             continue
-        if value == "--sandbox":
-            return  # no e, r or w commands
-        if value in ("-e", "--expression"):
-            scripts.append(args[i + 1].value if i + 1 < len(args) else "")
-            i += 2
-            continue
-        if value.startswith("--expression="):
-            scripts.append(value.partition("=")[2])
-        elif value in ("-f", "--file") or value.startswith("--file="):
-            files = True
-            i += 1 if "=" in value else 2
-            continue
-        elif value.startswith("-e") and not value.startswith("--"):
-            scripts.append(value[2:])
-        elif value.startswith("-f") and not value.startswith("--"):
-            files = True
-        elif value in ("-l", "--line-length"):
-            i += 2
-            continue
-        elif value.startswith("-") and value != "-":
-            if not re.fullmatch(r"-[nrEsuzi][A-Za-z0-9.]*|--[a-z-]+(=.*)?", value):
+        if value == "--":
+            positional.extend(args[i + 1 :])
+            break
+        if value.startswith("--"):
+            name, eq, attached = value.partition("=")
+            long = long_option(name, (*_SED_LONG_VALUES, *_SED_LONG_OPTIONAL, *_SED_LONG_FLAGS))
+            if long is None:
                 call.undecide("sed's option is not understood")
                 return
-        else:
-            positional.append(args[i])
+            given = attached if eq else following
+            if long == "--expression":
+                scripts.append(given)
+            elif long == "--file":
+                files = True
+            sandbox = sandbox or name == "--sandbox"
+            i += 2 if long in _SED_LONG_VALUES and not eq else 1
+            continue
+        if value.startswith("-") and value != "-":
+            cluster = short_options(
+                value, following, values=_SED_VALUES, flags=_SED_LETTERS, optional=_SED_OPTIONAL
+            )
+            if cluster.unknown:
+                call.undecide("sed's option is not understood")
+                return
+            for letter, given_value in cluster.letters:
+                if letter == "e":
+                    scripts.append(given_value)
+                elif letter == "f":
+                    files = True
+            i += cluster.used
+            continue
+        positional.append(args[i])
         i += 1
+    if sandbox:
+        return  # no e, r or w commands
     if not scripts and not files:
         if not positional:
             return
