@@ -583,3 +583,29 @@ def test_an_abbreviated_option_is_read_as_what_it_may_abbreviate(line: str) -> N
 )
 def test_a_value_attached_in_a_cluster_is_read_as_getopt_reads_it(line: str, expected: str) -> None:
     assert verdict(line) == expected
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("printf 'rm -rf v\\n' | rbash", "undecided"),  # as bash: printf's output
+        ("yes 'rm -rf v' | head -n 1 | rbash", "undecided"),  # a pipe: not known
+        ("rbash -c 'rm -rf v'", "deny"),
+        ("rbash <<< 'rm -rf v'", "deny"),
+        ("bash5.2 -c 'rm -rf v'", "deny"),
+        ("echo 'rm -rf v' | dash.static", "deny"),
+        ("zsh-5.9 -c 'ls'", "undecided"),  # a shell whose syntax is not read
+        ("echo ls | unlistedsh", "undecided"),  # a name on no list ending in sh
+        ("vim.basic -es -c 'call system(\"rm -rf v\")' -c q", "undecided"),
+        ("vimdiff a b", "undecided"),  # an editor given more than one file
+        ("gvim -c q", "undecided"),
+        ("vim.tiny notes.txt", "allow"),
+        ("unlisted-tool -e 'call system(\"rm -rf v\")'", "undecided"),  # not bash: any code
+        ("unlisted-tool --name=value file.txt", "allow"),
+    ],
+)
+def test_a_name_variant_is_read_as_its_program(line: str, expected: str) -> None:
+    """A program's other names (vim's family, restricted or versioned shells) are
+    read as the program; text a program on no list is given that bash cannot read
+    may be code of its own language: undecided."""
+    assert verdict(line) == expected

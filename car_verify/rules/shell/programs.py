@@ -56,6 +56,7 @@ __all__ = [
     "Options",
     "Spec",
     "env_split",
+    "family",
     "interpreter",
     "is_loader",
     "names",
@@ -433,6 +434,28 @@ def interpreter(program: str) -> Interpreter | None:
     if program == "nodejs":
         return INTERPRETERS["node"]
     return None
+
+
+#: Names a program of a table is also installed under: the vim family (``vim.basic``,
+#: ``vimdiff``, ``gvim``, ``rview`` ...), emacs builds, versioned or restricted
+#: shells (``rbash``, ``bash5.2``, ``dash.static``, ``zsh-5.9``).
+_FAMILIES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"[gre]?(?:vim|vi|view|ex|nvim)(?:diff|x)?(?:[.-][A-Za-z0-9_.-]+)?"), "vim"),
+    (re.compile(r"emacs(?:[0-9.]+|-[A-Za-z0-9_.-]+)?"), "emacs"),
+    (re.compile(r"r?(bash|sh|dash|ash|posh)(?:[0-9][0-9.]*|[.-]static)?"), ""),
+    (re.compile(r"(" + "|".join(sorted(FOREIGN_SHELLS)) + r")(?:-?[0-9][0-9.]*|[.-]static)"), ""),
+)
+
+
+def family(program: str) -> str:
+    """The table name ``program`` is a variant of (``vim.basic`` is ``vim``,
+    ``rbash`` is ``bash``), or ``program`` itself; a name on no list ending in
+    ``sh`` is taken for a shell whose syntax is not read (``fish``)."""
+    for pattern, name in _FAMILIES:
+        m = pattern.fullmatch(program)
+        if m is not None:
+            return name or m.group(1)
+    return program
 
 
 #: Programs that run a command or code of their own that the reader does not

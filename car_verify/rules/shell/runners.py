@@ -21,6 +21,7 @@ from .programs import (
     RUNS_COMMANDS,
     SHELLS,
     WRAPPERS,
+    family,
     interpreter,
     is_loader,
     names,
@@ -56,6 +57,8 @@ def run(
         if program not in READ_ONLY:
             reader.writes.append(index)
         return None
+    if program not in _TABLED:
+        program = family(program)  # vim.basic is vim, rbash is bash
     call = Call(reader, program, args, ctx, nest, wrapped, index, redirect)
     handler = _HANDLERS.get(program)
     if handler is not None:
@@ -87,6 +90,9 @@ def run(
         return None
     if program not in READ_ONLY:
         call.writes()
+    if program.endswith("sh") and not program.startswith("git-"):
+        commands.foreign_shell(call)  # a shell on no list (rbash's kin): its code not read
+        return None
     if not program.startswith("git-"):
         unknown_program(call, runs_code)  # in no table: its words may name a program
     return None
@@ -105,6 +111,8 @@ def runs_code(program: str) -> bool:
     it runs): named by a program the reader does not know, any rule may apply."""
     if program in _SHELL_ONLY:
         return False
+    if program not in _TABLED and program not in DATA:
+        program = family(program)
     if program in WRAPPERS or program in _CODE_BUILTINS:
         return True
     if program in DATA or program in BUILTINS or program in builtins.HANDLERS:

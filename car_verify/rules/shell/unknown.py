@@ -17,7 +17,8 @@ taken as data when it may be a command:
   ``&``, ``$``, a backquote, a parenthesis, a redirection), or its part after the
   first ``=``, is read as a command line (what ``sh -c`` would run): every
   program it runs is undecided as above, and what is undecided in it stays so; a
-  text of several lines that cannot be read is undecided for every rule;
+  text that cannot be read (code of another language, ``-c 'call system("...")'``,
+  which the program may run) is undecided for every rule;
 * a computed word may be any of these: undecided for every rule, unless it ends
   in a path (``"$D/rm"``, about ``rm``);
 * a known text on its stdin (a here-string, a heredoc, ``echo`` piped in) is read
@@ -118,15 +119,15 @@ def _names(value: str, named: set[str]) -> bool:
 
 def _line(call: Call, text: str, named: set[str]) -> None:
     """``text`` read as a command line: the programs it runs, what it leaves
-    undecided. One the grammar cannot read runs nothing when it is one line (bash
-    reads a whole line before it runs any of it): its parts were named already."""
+    undecided. One the grammar cannot read is undecided for every rule: bash would
+    run none of it, but the program may read it as code of its own language
+    (``vim.basic -c 'call system("rm -rf x")'``)."""
     if call.nest + 1 > MAX_NESTING:
         call.undecide(UNREADABLE)
         return
     reading = call.reader.aside(text, call.nest + 1)
-    if reading is None:
-        if "\n" in text.strip("\n"):
-            call.undecide(UNREADABLE)
+    if reading is None:  # code of another language (vim's, a script's) may run anything
+        call.undecide(UNREADABLE)
         return
     for command in reading.commands:
         named.add(command.program)
