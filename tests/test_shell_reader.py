@@ -609,3 +609,19 @@ def test_a_name_variant_is_read_as_its_program(line: str, expected: str) -> None
     read as the program; text a program on no list is given that bash cannot read
     may be code of its own language: undecided."""
     assert verdict(line) == expected
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("echo 'rm -rf v' | chroot --skip-chdir /", "deny"),  # no command: $SHELL -i
+        ("chroot / <<< 'rm -rf v'", "deny"),
+        ("echo 'rm -rf v' | sudo --shell", "deny"),
+        ("echo 'rm -rf v' | sudo --login", "deny"),
+        ("echo 'rm -rf v' | sudo -i", "deny"),
+        ("chroot / ls", "allow"),
+        ("chroot --help", "allow"),
+    ],
+)
+def test_a_wrapper_given_no_command_runs_a_shell_on_its_stdin(line: str, expected: str) -> None:
+    assert verdict(line) == expected

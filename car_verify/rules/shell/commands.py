@@ -42,8 +42,12 @@ def wrapper(call: Call) -> str | None:
         call.undecide(found.undecided)
     elif found.rest:
         return call.simple(found.rest)
-    elif not found.stop and any(f"-{s}" in found.values for s in spec.shell):
-        call.simple([Word.literal("sh")])  # sudo -s: a shell
+    elif not found.stop and (
+        spec.bare_shell
+        or any(f"-{s}" in found.values for s in spec.shell)
+        or any(name in found.values for name in spec.long_shell)
+    ):
+        call.simple([Word.literal("sh")])  # sudo -s, chroot NEWROOT: a shell on its stdin
     return None
 
 

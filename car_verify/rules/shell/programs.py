@@ -130,6 +130,8 @@ class Spec:
     assignments: bool = False  # NAME=value words before the command (env, sudo)
     numeric: bool = False  # -N is an option (nice -5)
     shell: str = ""  # options that run a shell when no command is given (sudo -s)
+    long_shell: frozenset[str] = frozenset()  # sudo --shell, --login
+    bare_shell: bool = False  # with no command it runs a shell (chroot NEWROOT)
     split: str = ""  # an option whose value is split into words (env -S)
     dash: bool = False  # a lone "-" is an option (env -: -i), not the command
 
@@ -160,6 +162,7 @@ WRAPPERS: dict[str, Spec] = {
         long_stops=_f("--edit --list --validate --help --version"),
         assignments=True,
         shell="is",
+        long_shell=_f("--shell --login"),
     ),
     "doas": Spec(values="uC", flags="nsL", stops="CL", shell="s"),
     "env": Spec(
@@ -229,6 +232,7 @@ WRAPPERS: dict[str, Spec] = {
         long_flags=_f("--skip-chdir"),
         long_stops=_HELP,
         positional=1,
+        bare_shell=True,
     ),
     "strace": Spec(values="abeEIoOpPsSuUX", flags="cCdDfFhiknqrtTvVwxyYzZ", long_stops=_HELP),
     "ssh-agent": Spec(values="aEOPt", flags="cdDs", stops="k", long_stops=_HELP),
