@@ -306,7 +306,8 @@ _RM_LONG = (
 
 def rm_recursive_force(argv: Iterable[str]) -> bool:
     """Whether an ``rm`` argv asks for both ``-r`` and ``-f``, as GNU getopt reads
-    it (options anywhere before ``--``, long ones abbreviated); written apart from
+    it (options anywhere before ``--``, long ones abbreviated, ``--interactive=never``
+    for ``-f``); written apart from
     the reader, so the two are not wrong together."""
     given: set[str] = set()
     for word in list(argv)[1:]:
@@ -317,7 +318,12 @@ def rm_recursive_force(argv: Iterable[str]) -> bool:
             full = [o for o in _RM_LONG if o.startswith(name)]
             if name in _RM_LONG:
                 full = [name]
-            if len(full) == 1:
+            when = word.partition("=")[2]
+            if len(full) == 1 and full[0] == "--interactive" and when:
+                # argmatch: never, no and none (any prefix: all mean the same) are -f
+                never = any(w.startswith(when) for w in ("never", "no", "none"))
+                given.add("f" if never else "")
+            elif len(full) == 1:
                 given.add({"--recursive": "r", "--force": "f"}.get(full[0], ""))
         elif word.startswith("-") and len(word) > 1:
             given.update("r" if c == "R" else c for c in word[1:])

@@ -19,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from shell_lines import FOUND_BY_BASH, REVIEW_ROUND_2, TWENTY_SEVEN
+from shell_oracle import rm_recursive_force
 
 from car_verify.rules import shell, shell_words
 from car_verify.rules.shell import (
@@ -625,3 +626,25 @@ def test_a_name_variant_is_read_as_its_program(line: str, expected: str) -> None
 )
 def test_a_wrapper_given_no_command_runs_a_shell_on_its_stdin(line: str, expected: str) -> None:
     assert verdict(line) == expected
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("rm -r --interactive=never v", "deny"),  # --interactive=never is -f
+        ("rm -r --interactive=n v", "deny"),  # argmatch: n is never, no or none
+        ("rm -R --inter=none v", "deny"),
+        ("rm --rec --for v", "deny"),
+        ("rm -r --interactive=always v", "allow"),
+        ("rm -r --interactive v", "allow"),
+        ("rm -r -- --interactive=never", "allow"),  # a file's name
+    ],
+)
+def test_a_flag_spelled_by_an_option_value_is_the_flag(line: str, expected: str) -> None:
+    assert verdict(line) == expected
+
+
+def test_the_oracle_and_the_reader_agree_on_rm_synonyms() -> None:
+    assert rm_recursive_force(("rm", "-r", "--interactive=never", "v"))
+    assert rm_recursive_force(("rm", "-R", "--inter=n", "v"))
+    assert not rm_recursive_force(("rm", "-r", "--interactive=always", "v"))

@@ -6,8 +6,9 @@ import os
 from collections.abc import Iterable, Sequence
 
 from .model import Command
+from .options import abbreviates
 
-__all__ = ["FLAG_ALIASES", "has_flags", "matches_prefix"]
+__all__ = ["FLAG_ALIASES", "VALUE_ALIASES", "has_flags", "matches_prefix"]
 
 #: Equivalent spellings of a flag, per program (``git push``: per subcommand). A
 #: rule's flag matches a command that gives any spelling of its class; a long one
@@ -27,6 +28,13 @@ FLAG_ALIASES: dict[str, tuple[frozenset[str], ...]] = {
     "git push": (frozenset({"-f", "--force", "--force-with-lease", "--mirror", "+REFSPEC"}),),
 }
 
+#: Options whose value makes them a spelling of a flag, per program: ``rm
+#: --interactive=never`` (``no``, ``none``, or any prefix of one of them, as GNU
+#: argmatch takes it; and the option's name by any prefix) is ``-f``.
+VALUE_ALIASES: dict[str, tuple[tuple[str, frozenset[str], str], ...]] = {
+    "rm": (("--interactive", frozenset({"never", "no", "none"}), "-f"),),
+}
+
 
 def has_flags(command: Command, flags: Iterable[str]) -> bool:
     """Whether ``command`` gives every one of ``flags`` in any spelling
@@ -39,12 +47,31 @@ def has_flags(command: Command, flags: Iterable[str]) -> bool:
             key = f"git {sub}"
         if sub == "push" and any(w.startswith("+") and len(w) > 1 for w in rest):
             given.add("+REFSPEC")
+    given |= _valued_flags(command)
     classes = FLAG_ALIASES.get(key, ())
     for wanted in flags:
         spellings = next((c for c in classes if wanted in c), frozenset({wanted}))
         if not any(_spells(g, spellings, abbreviated=bool(classes)) for g in given):
             return False
     return True
+
+
+def _valued_flags(command: Command) -> set[str]:
+    """The flags ``command``'s ``--name=value`` words spell (:data:`VALUE_ALIASES`)."""
+    found: set[str] = set()
+    for word in command.words[1:]:
+        if word == "--":
+            break
+        name, eq, value = word.partition("=")
+        for option, values, flag in VALUE_ALIASES.get(command.program, ()):
+            if (
+                eq
+                and value
+                and abbreviates(name, option)
+                and any(v.startswith(value) for v in values)
+            ):
+                found.add(flag)
+    return found
 
 
 def _spells(given: str, spellings: frozenset[str], *, abbreviated: bool) -> bool:
