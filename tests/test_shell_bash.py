@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from shell_lines import (
     FOUND_BY_BASH,
     REVIEW_ROUND_2,
+    REVIEW_ROUND_4,
     TWENTY_SEVEN,
     in_a_repository,
     lines,
@@ -176,6 +177,30 @@ def test_each_line_of_the_second_review_runs_rm_rf_in_bash(oracle: BashOracle, l
 
 
 _PATH = os.pathsep.join(("/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin"))
+
+#: The fourth review's lines bash can run here: chroot needs root, rsync a remote
+#: shell, man a manual page (the reader's verdicts on them are pinned apart).
+REVIEWED_4 = [
+    in_a_repository(line) if "git " in line else line
+    for line in REVIEW_ROUND_4
+    if not line.startswith(("rsync ", "man ", "echo 'rm -rf v' | chroot"))
+]
+
+
+@pytest.mark.parametrize("line", REVIEWED_4)
+def test_each_line_of_the_fourth_review_runs_rm_rf_in_bash(oracle: BashOracle, line: str) -> None:
+    """The fourth hostile review's lines (pinned in tests/test_shell_reader.py) are
+    real: bash runs rm -r -f in each (abbreviated options, values in a cluster,
+    rbash, vim.basic), and the gate denies it or is undecided."""
+    needs = next(
+        (p for p in ("sort", "split", "tar", "make", "rbash", "vim.basic", "vimdiff") if p in line),
+        "bash",
+    )
+    if shutil.which(needs, path=_PATH) is None:
+        pytest.skip(f"{needs} is not installed")
+    run = oracle.run(line)
+    assert any(rm_recursive_force(argv) for argv in run.ran("rm")), (line, run.executed)
+    assert verdict(line) in ("deny", "undecided")
 
 
 def test_the_oracle_sees_what_bash_runs(oracle: BashOracle) -> None:

@@ -18,7 +18,7 @@ import contextlib
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shell_lines import FOUND_BY_BASH, REVIEW_ROUND_2, TWENTY_SEVEN
+from shell_lines import FOUND_BY_BASH, REVIEW_ROUND_2, REVIEW_ROUND_4, TWENTY_SEVEN
 from shell_oracle import rm_recursive_force
 
 from car_verify.rules import shell, shell_words
@@ -543,6 +543,12 @@ def test_shell_words_keeps_its_public_names() -> None:
         assert getattr(shell_words, name) is getattr(shell, name), name
 
 
+@pytest.mark.parametrize("line", REVIEW_ROUND_4)
+def test_each_line_of_the_fourth_review_is_denied_or_undecided(line: str) -> None:
+    """The fourth hostile review's lines (tests/test_shell_bash.py runs them in bash)."""
+    assert verdict(line) in ("deny", "undecided")
+
+
 @pytest.mark.parametrize(
     "line",
     [
@@ -554,12 +560,19 @@ def test_shell_words_keeps_its_public_names() -> None:
         "git grep --or -e x",
         "git config --get user.name",
         "git difftool --no-prompt HEAD",
+        "fd -e py -x wc -l",
+        "fd -xrm -rf",  # fd's -x with its command attached: not read
+        "fd --exec=rm x",
     ],
 )
 def test_an_abbreviated_option_is_read_as_what_it_may_abbreviate(line: str) -> None:
     """A long option by a prefix of its name is the option (GNU getopt, git);
     an option that is no prefix of one that runs a command stays data."""
-    expected = "undecided" if "--compress-program" in line else "allow"
+    expected = (
+        "allow"
+        if line.startswith(("sort --check", "tar", "split", "git", "fd -e"))
+        else "undecided"
+    )
     assert verdict(line) == expected
 
 

@@ -176,7 +176,14 @@ def _fd(call: Call) -> str | None:
         if word.value is None and word.may_be_flag:
             call.undecide("fd's options are computed")
             return None
-        if word.value in ("-x", "--exec", "-X", "--exec-batch"):
+        value = word.value or ""
+        if value not in ("-x", "--exec", "-X", "--exec-batch") and (
+            long_option(value, ("--exec", "--exec-batch")) is not None
+            or (value.startswith("-") and not value.startswith("--") and "x" in value.lower())
+        ):  # --exec=CMD, -xCMD, a cluster ending in x: where the command starts is not read
+            call.undecide("fd is given a command in a form the reader does not read")
+            return None
+        if value in ("-x", "--exec", "-X", "--exec-batch"):
             rest = args[i + 1 :]
             end = next((k for k, w in enumerate(rest) if w.value == ";"), len(rest))
             call.simple(
