@@ -602,7 +602,10 @@ def test_a_value_attached_in_a_cluster_is_read_as_getopt_reads_it(line: str, exp
 @pytest.mark.parametrize(
     ("line", "expected"),
     [
-        ("printf 'rm -rf v\\n' | rbash", "undecided"),  # as bash: printf's output
+        ("printf 'rm -rf v\\n' | rbash", "deny"),  # printf's output read by the shell
+        ("printf 'rm -rf v\\n' | unlisted-tool", "undecided"),  # its stdin reads as a line
+        ("printf '%s\\n' 'rm -rf v' | bash", "undecided"),  # a conversion: not evaluated
+        ("printf 'ls\\t-l\\n' | sh", "allow"),
         ("yes 'rm -rf v' | head -n 1 | rbash", "undecided"),  # a pipe: not known
         ("rbash -c 'rm -rf v'", "deny"),
         ("rbash <<< 'rm -rf v'", "deny"),

@@ -50,7 +50,10 @@ def _tee(call: Call) -> str | None:
 
 
 def _printf(call: Call) -> str | None:
+    """``printf``'s ``-v NAME`` (an assignment), and its output when its format
+    has no conversion (:func:`_printf_output`)."""
     args = list(call.args)
+    to_variable = False
     while args:
         value = args[0].value
         if value is None:
@@ -62,9 +65,55 @@ def _printf(call: Call) -> str | None:
             name = value[2:] or (args[1].value if len(args) > 1 else "")
             assigns(call, name)
             args = args[1:] if value[2:] else args[2:]
+            to_variable = True
             continue
         break
-    return None
+    if args and args[0].value == "--":
+        args = args[1:]
+    if to_variable or not args:
+        return None
+    return _printf_output(args[0].value)
+
+
+_PRINTF_ESCAPES = {
+    "n": "\n",
+    "t": "\t",
+    "r": "\r",
+    "a": "\a",
+    "b": "\b",
+    "f": "\f",
+    "v": "\v",
+    "\\": "\\",
+    '"': '"',
+    "'": "'",
+}
+
+
+def _printf_output(form: str | None) -> str | None:
+    """What ``printf FORMAT`` writes when its format has no conversion and only
+    the simple escapes (``printf 'rm -rf x\n'``); None for any other."""
+    if form is None:
+        return None
+    out: list[str] = []
+    i = 0
+    while i < len(form):
+        c = form[i]
+        if c == "%":
+            if form[i + 1 : i + 2] != "%":
+                return None  # a conversion: its arguments, formatted
+            out.append("%")
+            i += 2
+            continue
+        if c == "\\":
+            escaped = _PRINTF_ESCAPES.get(form[i + 1 : i + 2])
+            if escaped is None:
+                return None  # octal, hex, unicode ...: not evaluated
+            out.append(escaped)
+            i += 2
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
 
 
 def _names(call: Call, options_with_values: str, names_from: str = "") -> None:
