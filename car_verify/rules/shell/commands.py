@@ -530,7 +530,9 @@ def _subcommand_runner(call: Call) -> str | None:
     return None
 
 
-#: Options whose value is a command the program runs (``tar --to-command``).
+#: Options whose value is a command the program runs (``tar --to-command``): a
+#: long one by any prefix of its name (``--to-c``), a short one anywhere in a
+#: cluster (``-vIcmd``), and zip's ``-TT`` inside one (``-qTT``).
 _COMMAND_OPTIONS: dict[str, tuple[frozenset[str], str]] = {
     "tar": (
         names(
@@ -567,7 +569,7 @@ def _command_options(call: Call) -> str | None:
         if k == 0 and call.program == "tar" and not value.startswith("-"):
             cluster = value  # tar's old style: tar xIf ...
         named = long_option(value, long) if value.startswith("--") else None
-        if named is not None or any(c in short for c in cluster) or value in ("-TT",):
+        if named is not None or any(c in short for c in cluster) or "TT" in cluster:
             call.undecide("a program is given a command to run in an option")
             return None
     return None
