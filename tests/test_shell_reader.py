@@ -664,3 +664,18 @@ def test_the_oracle_and_the_reader_agree_on_rm_synonyms() -> None:
     assert rm_recursive_force(("rm", "-r", "--interactive=never", "v"))
     assert rm_recursive_force(("rm", "-R", "--inter=n", "v"))
     assert not rm_recursive_force(("rm", "-r", "--interactive=always", "v"))
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("echo 'e rm -rf v' | sed -f /dev/stdin f", "undecided"),  # a script on stdin
+        ("sed -f - f", "undecided"),
+        ("sed --file=script.sed f", "allow"),
+        ("unlisted-tool -c ':!rm -rf v'", "undecided"),  # rm named in another language
+        ("unlisted-tool -c ':!ls'", "allow"),  # undecided for ls only
+        ("./build.sh --release", "allow"),  # a script by its path: not a shell's name
+    ],
+)
+def test_code_another_program_reads_is_read_for_what_it_may_run(line: str, expected: str) -> None:
+    assert verdict(line) == expected

@@ -166,6 +166,7 @@ def _sed(call: Call) -> None:
     call.writes()
     args = call.args
     scripts: list[str | None] = []
+    script_files: list[str | None] = []
     files = sandbox = False
     i = 0
     positional: list[Word] = []
@@ -193,6 +194,7 @@ def _sed(call: Call) -> None:
                 scripts.append(given)
             elif long == "--file":
                 files = True
+                script_files.append(given)
             sandbox = sandbox or name == "--sandbox"
             i += 2 if long in _SED_LONG_VALUES and not eq else 1
             continue
@@ -208,12 +210,16 @@ def _sed(call: Call) -> None:
                     scripts.append(given_value)
                 elif letter == "f":
                     files = True
+                    script_files.append(given_value)
             i += cluster.used
             continue
         positional.append(args[i])
         i += 1
     if sandbox:
         return  # no e, r or w commands
+    if any(f is None or f == "-" or f.startswith(("/dev/", "/proc/")) for f in script_files):
+        call.undecide("sed reads its script from its stdin or a descriptor")
+        return
     if not scripts and not files:
         if not positional:
             return

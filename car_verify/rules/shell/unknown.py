@@ -81,6 +81,7 @@ def unknown_program(call: Call, runs_code: Callable[[str], bool]) -> None:
         for text in texts:
             if _LINE().search(text):
                 _line(call, text, named)
+                named.update(_words_in(text))  # code of another language: system("rm ...")
     if call.ctx.stdin == "text":
         _line(call, call.ctx.text, named)
     if named:  # a name may be a file it runs: a line that also writes one is undecided
@@ -90,6 +91,16 @@ def unknown_program(call: Call, runs_code: Callable[[str], bool]) -> None:
             call.undecide(RUNNER)
         else:
             call.undecide(NAMED, name)
+
+
+#: A name a text may give a program in code of any language: ``rm`` in
+#: ``call system("rm -rf x")`` or ``:!rm -rf x``.
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.+-]*")
+
+
+def _words_in(text: str) -> set[str]:
+    """Every name-like run of ``text`` (what code of another language may run)."""
+    return set(_WORD.findall(text))
 
 
 def _names(value: str, named: set[str]) -> bool:
