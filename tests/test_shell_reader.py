@@ -675,6 +675,9 @@ def test_the_oracle_and_the_reader_agree_on_rm_synonyms() -> None:
         ("unlisted-tool -c ':!rm -rf v'", "undecided"),  # rm named in another language
         ("unlisted-tool -c ':!ls'", "allow"),  # undecided for ls only
         ("./build.sh --release", "allow"),  # a script by its path: not a shell's name
+        ('unlisted-tool --item \'{"id": {"S": "1"}}\'', "allow"),  # JSON: data
+        ('echo \'{"event": "x"}\' | unlisted-tool', "allow"),
+        ('echo \'system("r" "m -rf v")\' | unlisted-tool', "undecided"),  # code
     ],
 )
 def test_code_another_program_reads_is_read_for_what_it_may_run(line: str, expected: str) -> None:

@@ -18,7 +18,9 @@ taken as data when it may be a command:
   first ``=``, is read as a command line (what ``sh -c`` would run): every
   program it runs is undecided as above, and what is undecided in it stays so; a
   text that cannot be read (code of another language, ``-c 'call system("...")'``,
-  which the program may run) is undecided for every rule;
+  which the program may run) is undecided for every rule, but for a JSON
+  document (data); every name-like run of such a text (``rm`` in
+  ``system("rm -rf x")``) may name a program;
 * a computed word may be any of these: undecided for every rule, unless it ends
   in a path (``"$D/rm"``, about ``rm``);
 * a known text on its stdin (a here-string, a heredoc, ``echo`` piped in) is read
@@ -32,6 +34,7 @@ their own entries instead.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 from ...base.patterns import LazyPattern
@@ -84,6 +87,7 @@ def unknown_program(call: Call, runs_code: Callable[[str], bool]) -> None:
                 named.update(_words_in(text))  # code of another language: system("rm ...")
     if call.ctx.stdin == "text":
         _line(call, call.ctx.text, named)
+        named.update(_words_in(call.ctx.text))
     if named:  # a name may be a file it runs: a line that also writes one is undecided
         call.reader.file_runs.append(call.index)
     for name in sorted(named):
@@ -95,12 +99,20 @@ def unknown_program(call: Call, runs_code: Callable[[str], bool]) -> None:
 
 #: A name a text may give a program in code of any language: ``rm`` in
 #: ``call system("rm -rf x")`` or ``:!rm -rf x``.
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.+-]*")
+_WORD = LazyPattern(r"[A-Za-z_][A-Za-z0-9_.+-]*")
 
 
 def _words_in(text: str) -> set[str]:
     """Every name-like run of ``text`` (what code of another language may run)."""
-    return set(_WORD.findall(text))
+    return set(_WORD().findall(text))
+
+
+def _json(text: str) -> bool:
+    """Whether ``text`` is a JSON object or array."""
+    try:
+        return isinstance(json.loads(text), (dict, list))
+    except ValueError:
+        return False
 
 
 def _names(value: str, named: set[str]) -> bool:
@@ -137,8 +149,9 @@ def _line(call: Call, text: str, named: set[str]) -> None:
         call.undecide(UNREADABLE)
         return
     reading = call.reader.aside(text, call.nest + 1)
-    if reading is None:  # code of another language (vim's, a script's) may run anything
-        call.undecide(UNREADABLE)
+    if reading is None:  # code of another language (vim's, a script's) may run anything;
+        if not _json(text):  # a JSON document is data (a literal in any language)
+            call.undecide(UNREADABLE)
         return
     for command in reading.commands:
         named.add(command.program)
