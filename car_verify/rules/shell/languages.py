@@ -151,7 +151,7 @@ _SED_LETTERS = "nrEsuzb"
 #: prefix of one is that one (an ambiguous one read as the one carrying code).
 _SED_LONG_VALUES = ("--expression", "--file", "--line-length")
 _SED_LONG_OPTIONAL = ("--in-place",)
-_SED_LONG_FLAGS = tuple(
+_SED_LONG_FLAGS = sorted(
     names(
         "--quiet --silent --debug --posix --regexp-extended --separate --unbuffered "
         "--null-data --zero-terminated --follow-symlinks --binary --help --version --sandbox"
