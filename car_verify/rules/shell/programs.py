@@ -443,11 +443,11 @@ def interpreter(program: str) -> Interpreter | None:
 #: Names a program of a table is also installed under: the vim family (``vim.basic``,
 #: ``vimdiff``, ``gvim``, ``rview`` ...), emacs builds, versioned or restricted
 #: shells (``rbash``, ``bash5.2``, ``dash.static``, ``zsh-5.9``).
-_FAMILIES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"[gre]?(?:vim|vi|view|ex|nvim)(?:diff|x)?(?:[.-][A-Za-z0-9_.-]+)?"), "vim"),
-    (re.compile(r"emacs(?:[0-9.]+|-[A-Za-z0-9_.-]+)?"), "emacs"),
-    (re.compile(r"r?(bash|sh|dash|ash|posh)(?:[0-9][0-9.]*|[.-]static)?"), ""),
-    (re.compile(r"(" + "|".join(sorted(FOREIGN_SHELLS)) + r")(?:-?[0-9][0-9.]*|[.-]static)"), ""),
+_FAMILIES: tuple[tuple[LazyPattern, str], ...] = (
+    (LazyPattern(r"[gre]?(?:vim|vi|view|ex|nvim)(?:diff|x)?(?:[.-][A-Za-z0-9_.-]+)?"), "vim"),
+    (LazyPattern(r"emacs(?:[0-9.]+|-[A-Za-z0-9_.-]+)?"), "emacs"),
+    (LazyPattern(r"r?(bash|sh|dash|ash|posh)(?:[0-9][0-9.]*|[.-]static)?"), ""),
+    (LazyPattern("(" + "|".join(sorted(FOREIGN_SHELLS)) + r")(?:-?[0-9][0-9.]*|[.-]static)"), ""),
 )
 
 
@@ -456,7 +456,7 @@ def family(program: str) -> str:
     ``rbash`` is ``bash``), or ``program`` itself; a name on no list ending in
     ``sh`` is taken for a shell whose syntax is not read (``fish``)."""
     for pattern, name in _FAMILIES:
-        m = pattern.fullmatch(program)
+        m = pattern().fullmatch(program)
         if m is not None:
             return name or m.group(1)
     return program
