@@ -560,6 +560,8 @@ def test_each_line_of_the_fourth_review_is_denied_or_undecided(line: str) -> Non
         "git grep --or -e x",
         "git config --get user.name",
         "git difftool --no-prompt HEAD",
+        "git bisect run rm -rf v",  # a subcommand's word, not an option: as it is
+        "git submodule foreach 'rm -rf v'",
         "fd -e py -x wc -l",
         "fd -xrm -rf",  # fd's -x with its command attached: not read
         "fd --exec=rm x",
@@ -568,11 +570,8 @@ def test_each_line_of_the_fourth_review_is_denied_or_undecided(line: str) -> Non
 def test_an_abbreviated_option_is_read_as_what_it_may_abbreviate(line: str) -> None:
     """A long option by a prefix of its name is the option (GNU getopt, git);
     an option that is no prefix of one that runs a command stays data."""
-    expected = (
-        "allow"
-        if line.startswith(("sort --check", "tar", "split", "git", "fd -e"))
-        else "undecided"
-    )
+    allowed = ("sort --check", "tar", "split", "git", "fd -e")
+    expected = "allow" if line.startswith(allowed) and "rm -rf" not in line else "undecided"
     assert verdict(line) == expected
 
 
@@ -613,6 +612,7 @@ def test_a_value_attached_in_a_cluster_is_read_as_getopt_reads_it(line: str, exp
         ("echo 'rm -rf v' | dash.static", "deny"),
         ("zsh-5.9 -c 'ls'", "undecided"),  # a shell whose syntax is not read
         ("echo ls | unlistedsh", "undecided"),  # a name on no list ending in sh
+        ("unlistedsh rm v", "undecided"),  # and its words may name what it runs
         ("vim.basic -es -c 'call system(\"rm -rf v\")' -c q", "undecided"),
         ("vimdiff a b", "undecided"),  # an editor given more than one file
         ("gvim -c q", "undecided"),

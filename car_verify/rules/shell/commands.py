@@ -377,7 +377,10 @@ def _git(call: Call) -> str | None:
 def _git_option(value: str, options: Iterable[str]) -> bool:
     """Whether the word ``value`` may give one of ``options``: a long one in full or
     by a prefix (git takes an unambiguous one), a short one anywhere in a cluster
-    of letters (``-ix'CMD'``, ``-x'CMD'``: its value may be attached)."""
+    of letters (``-ix'CMD'``, ``-x'CMD'``: its value may be attached); a word
+    that is no option (``bisect run``, ``submodule foreach``) as it is."""
+    if value in options:
+        return True
     if value.startswith("--"):
         return long_option(value, [o for o in options if o.startswith("--")]) is not None
     letters = {o[1] for o in options if len(o) == 2 and o.startswith("-")}
