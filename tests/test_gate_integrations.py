@@ -243,10 +243,12 @@ class _Server:
                 return mt.CallToolResult(content=[text], is_error=failed)
 
             async def list_prompts(self) -> Any:
-                raise NotImplementedError
+                import mcp.types as mt
+
+                return mt.ListPromptsResult(prompts=[])
 
             async def get_prompt(self, name: str, arguments: Any = None) -> Any:
-                raise NotImplementedError
+                raise ValueError(f"no prompt {name!r}: this server has none")
 
         self.server = Server()
 

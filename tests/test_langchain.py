@@ -513,3 +513,28 @@ def test_the_async_path_takes_parallel_calls_one_at_a_time() -> None:
     assert len(tools.ran) == 1
     got = answers(result)
     assert sum("trace_rule:once" in got[c].content for c in ("call1_0", "call1_1")) == 1
+
+
+def test_a_checked_tool_called_through_run_is_refused_and_never_runs() -> None:
+    """``BaseTool.run``/``arun`` would skip the gate's decision: a checked tool
+    refuses them (a path that does not meet the gate is refused, never allowed)."""
+    import asyncio
+
+    from langchain_core.tools import tool as make_tool
+
+    from car_verify.integrations.langchain import _Checked
+
+    ran: list[str] = []
+
+    @make_tool
+    def wipe(target: str) -> str:
+        """Wipe a target."""
+        ran.append(target)
+        return "wiped"
+
+    checked = _Checked.model_construct(name="wipe", description="w", inner=wipe, checker=None)
+    with pytest.raises(PermissionError, match="behind the policy gate"):
+        checked.run({"target": "x"})
+    with pytest.raises(PermissionError, match="behind the policy gate"):
+        asyncio.run(checked.arun({"target": "x"}))
+    assert ran == []

@@ -378,10 +378,12 @@ class FakeServer:
                 return mt.CallToolResult(content=[text], is_error=failed)
 
             async def list_prompts(self) -> Any:
-                raise NotImplementedError
+                import mcp.types as mt
+
+                return mt.ListPromptsResult(prompts=[])
 
             async def get_prompt(self, name: str, arguments: Any = None) -> Any:
-                raise NotImplementedError
+                raise ValueError(f"no prompt {name!r}: this server has none")
 
         self.received: list[tuple[str, dict[str, Any]]] = []
         self.server = Server()

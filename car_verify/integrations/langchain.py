@@ -485,8 +485,13 @@ class _Checked(BaseTool):
     inner: BaseTool
     checker: Any
 
-    def _run(self, *args: Any, **kwargs: Any) -> Any:  # pragma: no cover - invoke is used
-        raise NotImplementedError("a checked tool runs through invoke")
+    def _run(self, *args: Any, **kwargs: Any) -> Any:
+        # ``BaseTool.run`` (and ``arun``, through it) would call the tool without the
+        # gate's decision: refused, never run. ``invoke``/``ainvoke`` are the path.
+        raise PermissionError(
+            f"car-verify: {self.name} is behind the policy gate: call it through invoke or "
+            "ainvoke (run/arun would skip the decision, so they are refused)"
+        )
 
     def invoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
         return self.checker.run_sync(self.inner, input, config, **kwargs)
