@@ -71,7 +71,8 @@ def openai_agents(calls: int, rules: Any) -> tuple[Callable[[], Any], Callable[[
             return ModelResponse(output=out, usage=Usage(), response_id=None)
 
         def stream_response(self, *args: Any, **kw: Any) -> Any:
-            raise NotImplementedError
+            # a scripted model answers whole turns (Runner.run); it has no stream to give
+            raise TypeError("this scripted model does not stream: use Runner.run")
 
     def make(guarded: bool) -> Callable[[], Any]:
         @function_tool(name_override="Read")

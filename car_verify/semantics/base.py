@@ -380,12 +380,16 @@ class Semantics(abc.ABC):
         return None
 
     def flat_writers(self, plan: FlatPlan) -> dict[str, list[int]]:
-        """Each key's writers of a flat plan under this profile (:attr:`FlatOrder.writers`)."""
-        raise NotImplementedError
+        """Each key's writers of a flat plan under this profile (:attr:`FlatOrder.writers`).
+        Asked only of a profile whose :meth:`flat_order` gives an order (the base gives
+        none, so a profile that does not define the flat methods takes the plain path)."""
+        raise NotImplementedError(f"{type(self).__name__} gives a flat order: define flat_writers")
 
     def flat_conflicts(self, plan: FlatPlan, order: FlatOrder) -> list[tuple[int, int, str]]:
         """:meth:`conflicts` of a flat plan under its :meth:`flat_order`."""
-        raise NotImplementedError
+        raise NotImplementedError(
+            f"{type(self).__name__} gives a flat order: define flat_conflicts"
+        )
 
     def flat_checks(self, plan: FlatPlan, i: int) -> Sequence[tuple[Mapping[str, Any], Where]]:
         """:meth:`checks` of action ``i`` of a flat plan beyond its preconditions
@@ -394,7 +398,7 @@ class Semantics(abc.ABC):
 
     def flat_effects(self, plan: FlatPlan) -> list[Mapping[str, Any]]:
         """:meth:`effects` of each action of a flat plan, by position."""
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} gives a flat order: define flat_effects")
 
     def flat_failure_words(self, key: str, operator: str, expected: Any, actual: Any) -> str | None:
         """:meth:`failure_words` of a failed precondition given by its parts."""

@@ -65,7 +65,8 @@ class ScriptedModel(Model):
         return ModelResponse(output=out, usage=Usage(), response_id=None)
 
     def stream_response(self, *args: Any, **kw: Any) -> Any:
-        raise NotImplementedError
+        # a scripted model answers whole turns (Runner.run); it has no stream to give
+        raise TypeError("this scripted model does not stream: use Runner.run, not run_streamed")
 
 
 @function_tool
