@@ -315,7 +315,7 @@ class Kind(Generic[R]):
 
     def entry(self, reader: Reader, value: str, index: int) -> R:
         """A rule of an array-of-strings kind from one entry."""
-        raise NotImplementedError(self.name)
+        raise NotImplementedError(f"kind {self.name} is read as an array of strings: define entry")
 
     def build(self, reader: Reader, table: Mapping[str, Any], index: int) -> R:
         """A rule from one table whose keys have been checked (``index``: its place
@@ -371,7 +371,7 @@ class Kind(Generic[R]):
     def decide(self, rule: R, call: Call, memory: Any) -> Answer:
         """The rule's answer on ``call`` (``memory``: what :meth:`start` gave, as the
         earlier calls left it). Called only for a call of the rule's tool."""
-        raise NotImplementedError(self.name)
+        raise NotImplementedError(f"kind {self.name} decides calls: define decide")
 
     def params(self, rule: R) -> frozenset[str] | None:
         """The parameters whose values the rule reads (None: every parameter)."""
@@ -400,7 +400,7 @@ class Kind(Generic[R]):
         """The ways the rule denies a call of its tool, any one enough (see
         :class:`~car_verify.rules.policy_model.Piece`); ``label`` tells the rule
         apart (a choice the model cannot express is a free boolean named by it)."""
-        raise NotImplementedError(self.name)
+        raise NotImplementedError(f"kind {self.name} is compared by policy diff: define pieces")
 
     def entries(self, rule: R, model: Model) -> list[tuple[str, Piece]]:
         """An allow-list's entries, each with the calls it allows: ``policy lint``

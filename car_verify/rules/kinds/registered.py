@@ -69,7 +69,7 @@ class _Registered(Kind[Registered]):
         callback: Callback | None,
     ) -> Registered:
         """The rule ``register_policy`` registers; UsageError for what it lacks."""
-        raise NotImplementedError(self.name)
+        raise NotImplementedError(f"registered kind {self.name}: define register")
 
     def rule_name(self, rule: Registered, position: int) -> str:
         return rule.name
