@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._base import Answer, Key, denied, undecided
+from ._base import Answer, Key, Needs, denied, undecided
 
 if TYPE_CHECKING:
+    from ..policy_model import Model, Piece
     from ..shell import Reading
 
 #: The keys both shell kinds have: which tool and parameter hold the line.
@@ -42,3 +43,18 @@ def reading(value: Any, where: str) -> tuple[str, Reading] | Answer:
             f"{where} cannot be read as a shell command line ({err}): denied (fails closed); "
             "send a line bash can parse"
         )
+
+
+def text_needs(param: str) -> Needs:
+    """What a shell kind reads of a call: the text of its line's parameter."""
+    return Needs(params={param: []}, text=frozenset({param}))
+
+
+def text_pieces(param: str, model: Model, label: str, rule: object) -> list[Piece]:
+    """A shell kind's pieces for ``policy diff``: a shell's reading of the text is not
+    modelled, so any verdict on a call whose line parameter is present (the diff
+    says unknown where it matters)."""
+    from ..policy_model import Piece
+
+    slot = model.params[param]
+    return [Piece(slot, model.z3.And(slot.present, model.free_choice(label, rule)))]

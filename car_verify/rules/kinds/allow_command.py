@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...base.patterns import LazyPattern
 from ._base import ALLOW, Answer, Call, Example, Key, Kind, Needs, Reader, Step, denied, undecided
-from ._shell import TOOL_KEYS, reading
+from ._shell import TOOL_KEYS, reading, text_needs, text_pieces
 
 if TYPE_CHECKING:
     from ..policy_model import Model, Piece
@@ -166,13 +166,10 @@ class AllowCommand(Kind[AllowCommandRule]):
         return ALLOW
 
     def needs(self, rule: AllowCommandRule) -> Needs:
-        return Needs(params={rule.param: []}, text=frozenset({rule.param}))
+        return text_needs(rule.param)
 
     def pieces(self, rule: AllowCommandRule, model: Model, label: str) -> list[Piece]:
-        from ..policy_model import Piece
-
-        slot = model.params[rule.param]
-        return [Piece(slot, model.z3.And(slot.present, model.free_choice(label, rule)))]
+        return text_pieces(rule.param, model, label, rule)
 
 
 def _ordinal(n: int) -> str:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ._base import ALLOW, Answer, Call, Example, Key, Kind, Needs, Reader, Step, denied, undecided
-from ._shell import TOOL_KEYS, reading
+from ._shell import TOOL_KEYS, reading, text_needs, text_pieces
 
 if TYPE_CHECKING:
     from ..policy_model import Model, Piece
@@ -144,15 +144,10 @@ class DenyCommand(Kind[CommandRule]):
         return ALLOW
 
     def needs(self, rule: CommandRule) -> Needs:
-        return Needs(params={rule.param: []}, text=frozenset({rule.param}))
+        return text_needs(rule.param)
 
     def pieces(self, rule: CommandRule, model: Model, label: str) -> list[Piece]:
-        # A shell's reading of the text is not modelled: any verdict on a call of a
-        # tool whose name it matches without case (so the diff says unknown).
-        from ..policy_model import Piece
-
-        slot = model.params[rule.param]
-        return [Piece(slot, model.z3.And(slot.present, model.free_choice(label, rule)))]
+        return text_pieces(rule.param, model, label, rule)
 
 
 KIND = DenyCommand()
